@@ -1,0 +1,37 @@
+# tailcc — set-up, demo and tests. Everything installs itself on a fresh Debian 12 machine.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+# Debian packages the project and its tests need (cpp: P4 preprocessing as p4c does it).
+APT_PKGS := cpp python3-venv python3-pip iproute2
+CONFORMANCE ?= $(abspath ../shared/conformance)
+
+.PHONY: setup demo test lint conformance bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "apt-get install:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: setup
+	$(VENV)/bin/softswitch compile p4src/samples/l3_basic.p4 --p4runtime-files out/l3_basic.p4info.txtpb
+	$(VENV)/bin/softswitch stf p4src/samples/l3_basic.p4 p4src/samples/l3_basic.stf
+
+test: setup
+	$(VENV)/bin/ruff check softswitch controlplane tests bench
+	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m pytest -q -p no:cacheprovider tests
+
+conformance: setup
+	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m softswitch.conformance $(CONFORMANCE)
+
+bench: setup
+	$(PY) bench/pps.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

@@ -1,0 +1,126 @@
+"""The control interface of a loaded v1model pipeline.
+
+One interface for everything that programs a running softswitch: the STF runner, the
+``simple_switch_CLI``-style runtime channel and the P4Runtime server all drive a switch
+through :class:`SwitchControl`. Names are *control-plane names*, exactly as P4Info
+spells them (``MyIngress.ipv4_lpm``, ``hdr.ipv4.dstAddr``, ``MyIngress.set_nhop``); the
+switch also accepts any unique dotted suffix of a name (``ipv4_lpm``) as p4c's STF
+driver and ``simple_switch_CLI`` users expect.
+
+Match values are plain Python ints (already parsed); errors in user input raise
+:class:`softswitch.diagnostics.P4Error` with a message naming what is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class KeyMatch:
+    """The match for one key field of a table entry.
+
+    ``kind`` is the key's match kind: ``exact`` (value), ``lpm`` (value, prefix_len),
+    ``ternary`` (value, mask), ``range`` (low=value, high), ``optional`` (value, or
+    ``wildcard`` True). ``field`` is the key's control-plane name (may be empty when the
+    keys are given in order).
+    """
+
+    field: str
+    kind: str
+    value: int = 0
+    mask: int | None = None
+    prefix_len: int | None = None
+    high: int | None = None
+    wildcard: bool = False
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    name: str          # control-plane name, e.g. "hdr.ipv4.dstAddr" or "$valid$"-style
+    match_kind: str    # exact | lpm | ternary | range | optional | selector | …
+    width: int         # bits
+
+
+@dataclass(frozen=True)
+class ActionInfo:
+    name: str                              # control-plane name, e.g. "MyIngress.drop"
+    params: tuple[tuple[str, int], ...]    # (name, width in bits)
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    name: str
+    keys: tuple[KeyInfo, ...]
+    actions: tuple[ActionInfo, ...]
+    size: int = 1024
+    const_entries: bool = False
+    has_default_const: bool = False
+
+
+@dataclass
+class EntryView:
+    """A table entry as read back from the switch."""
+
+    handle: int
+    keys: list[KeyMatch]
+    action: str
+    args: list[int]
+    priority: int | None = None
+    packets: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class PacketOut:
+    """A packet the switch emitted: egress port and bytes (in emission order)."""
+
+    port: int
+    data: bytes
+    meta: dict[str, int] = field(default_factory=dict)
+
+
+class SwitchControl(Protocol):
+    """What the STF runner, the runtime CLI channel and P4Runtime need from a switch."""
+
+    # --- inspection -------------------------------------------------------------------
+    def tables(self) -> list[TableInfo]: ...
+    def table_info(self, name: str) -> TableInfo: ...
+
+    # --- match-action tables -----------------------------------------------------------
+    def table_add(self, table: str, keys: list[KeyMatch], action: str, args: list[int],
+                  priority: int | None = None) -> int:
+        """Insert an entry; returns its handle. ``priority``: higher value wins (P4Runtime
+        and STF convention). Duplicate key → P4Error."""
+        ...
+
+    def table_modify(self, table: str, handle: int, action: str, args: list[int]) -> None: ...
+    def table_delete(self, table: str, handle: int) -> None: ...
+    def table_clear(self, table: str) -> None: ...
+    def table_set_default(self, table: str, action: str, args: list[int]) -> None: ...
+    def table_entries(self, table: str) -> list[EntryView]: ...
+
+    # --- replication ------------------------------------------------------------------
+    def mirroring_add(self, session: int, port: int) -> None: ...
+    def mirroring_add_mc(self, session: int, mgrp: int) -> None: ...
+    def mc_mgrp_create(self, mgrp: int) -> None: ...
+    def mc_node_create(self, rid: int, ports: list[int]) -> int: ...
+    def mc_node_associate(self, mgrp: int, node: int) -> None: ...
+
+    # --- stateful externs ---------------------------------------------------------------
+    def counter_read(self, name: str, index: int) -> tuple[int, int]:
+        """(packets, bytes) of an indirect counter cell or of a direct counter's entry."""
+        ...
+
+    def counter_write(self, name: str, index: int, packets: int, bytes_: int) -> None: ...
+    def counter_reset(self, name: str) -> None: ...
+    def register_read(self, name: str, index: int) -> int: ...
+    def register_write(self, name: str, index: int, value: int) -> None: ...
+    def register_reset(self, name: str) -> None: ...
+
+    # --- packets --------------------------------------------------------------------------
+    def inject(self, port: int, data: bytes) -> list[PacketOut]:
+        """Process one packet arriving on ``port`` to completion (including clones,
+        resubmits, recirculations, multicast copies) and return what left the switch."""
+        ...
