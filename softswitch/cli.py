@@ -1,0 +1,140 @@
+"""``softswitch`` command line: a drop-in for ``p4c`` (compile) and BMv2's tools (stf).
+
+Exit codes follow p4c: 0 success, 1 the user's input has errors (diagnostics printed as
+``file:line:col: error: message``), 2 an internal error of softswitch (a bug: reported
+in one line, with the traceback only when ``SOFTSWITCH_DEBUG=1``). No Python traceback
+reaches a user otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from softswitch.diagnostics import P4Error
+
+EXIT_OK = 0
+EXIT_USER_ERROR = 1
+EXIT_INTERNAL_ERROR = 2
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports usage errors in p4c's style and exit code."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USER_ERROR)
+
+
+def _parse_defines(items: Sequence[str]) -> dict[str, str]:
+    defines: dict[str, str] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not name:
+            raise P4Error(f"-D {item!r}: expected NAME or NAME=VALUE")
+        defines[name] = value if "=" in item else "1"
+    return defines
+
+
+def _add_program_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("program", help="P4_16 source file")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                   help="add DIR to the include path")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VAL]",
+                   help="define a preprocessor macro")
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from softswitch.frontend.compiler import compile_program
+
+    if args.target not in ("bmv2", "softswitch"):
+        raise P4Error(f"--target {args.target}: only bmv2 (v1model) is supported")
+    if args.arch != "v1model":
+        raise P4Error(f"--arch {args.arch}: only v1model is supported")
+    checked = compile_program(args.program, args.include_dirs, _parse_defines(args.defines))
+    for warning in getattr(checked, "warnings", []):
+        print(warning, file=sys.stderr)
+    if args.p4runtime_files:
+        from softswitch import p4info
+
+        info = p4info.generate(checked)
+        for path in args.p4runtime_files.split(","):
+            _ensure_parent(path)
+            p4info.write(info, path)
+    return EXIT_OK
+
+
+def _ensure_parent(path: str) -> None:
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+
+
+def _cmd_stf(args: argparse.Namespace) -> int:
+    from softswitch.stf import run_stf
+
+    result = run_stf(args.program, args.stf, args.include_dirs, _parse_defines(args.defines))
+    report = getattr(result, "report", "")
+    if report:
+        print(report)
+    if result.ok:
+        print(f"PASS {args.stf}")
+        return EXIT_OK
+    print(f"FAIL {args.stf}", file=sys.stderr)
+    return EXIT_USER_ERROR
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _ArgumentParser(prog="softswitch", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_ArgumentParser)
+
+    c = sub.add_parser("compile", help="compile a P4_16 program (p4c-compatible flags)")
+    _add_program_args(c)
+    c.add_argument("--target", default="bmv2", help="target (bmv2)")
+    c.add_argument("--arch", default="v1model", help="architecture (v1model)")
+    c.add_argument("--std", default="p4-16", choices=["p4-16", "p4_16"], help="language")
+    c.add_argument("--p4runtime-files", metavar="FILES",
+                   help="comma-separated P4Info outputs; format by extension "
+                        "(.txt/.txtpb text, .bin binary, .json JSON)")
+    c.set_defaults(func=_cmd_compile)
+
+    s = sub.add_parser("stf", help="run an STF packet test against a program")
+    _add_program_args(s)
+    s.add_argument("stf", help="STF test file")
+    s.set_defaults(func=_cmd_stf)
+    return parser
+
+
+def _run_guarded(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command; user errors become diagnostics, bugs become one-line reports."""
+    try:
+        return func(args)
+    except P4Error as err:
+        print(err, file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except RecursionError:
+        where = getattr(args, "program", "softswitch")
+        print(f"{where}: error: program nests too deeply for softswitch", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback
+        where = getattr(args, "program", "softswitch")
+        print(f"{where}: error: internal compiler error: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        if os.environ.get("SOFTSWITCH_DEBUG"):
+            traceback.print_exc()
+        return EXIT_INTERNAL_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return _run_guarded(args.func, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
