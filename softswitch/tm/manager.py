@@ -1,0 +1,105 @@
+"""The traffic manager between ingress and egress: one :class:`EgressPort` per port.
+
+It mirrors BMv2's ``egress_buffers`` (``--priority-queues N``, capacity 64 packets,
+``set_queue_depth``/``set_queue_rate`` per port or per port+priority) and carries the
+softswitch extensions (DWRR weights, byte capacity, link rate, PFC). Callers pass the
+current time in microseconds; :meth:`next_event_us` tells an event loop when to call
+:meth:`dequeue_ready` again, so it works on the wall clock and on simulated time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from softswitch.tm.pfc import PfcMonitor, PfcThresholds
+from softswitch.tm.scheduler import Dequeued, EgressPort, QueuedPacket
+
+
+class TrafficManager:
+    def __init__(self, num_queues: int = 1, per_queue_depth: bool = False,
+                 link_rate_bps: float = 0.0) -> None:
+        if not 1 <= num_queues <= 8:
+            raise ValueError(f"--priority-queues must be 1..8, not {num_queues}")
+        self.num_queues = num_queues
+        self.per_queue_depth = per_queue_depth
+        self.default_link_rate_bps = link_rate_bps
+        self.ports: dict[int, EgressPort] = {}
+        self.pfc = PfcMonitor()
+        self._ingress_of: dict[int, int] = {}  # id(QueuedPacket) -> ingress port
+
+    def port(self, port: int) -> EgressPort:
+        """The egress port, created on first use with the switch-wide defaults."""
+        ep = self.ports.get(port)
+        if ep is None:
+            ep = EgressPort(port, self.num_queues, self.default_link_rate_bps,
+                            self.per_queue_depth)
+            self.ports[port] = ep
+        return ep
+
+    # --- runtime configuration (simple_switch_CLI set_queue_*) -----------------------
+    def _targets(self, port: int | None, priority: int | None) -> list[tuple[EgressPort, int]]:
+        ports = [self.port(port)] if port is not None else list(self.ports.values())
+        prios = [priority] if priority is not None else list(range(self.num_queues))
+        return [(ep, p) for ep in ports for p in prios]
+
+    def set_queue_rate(self, pps: float, port: int | None = None,
+                       priority: int | None = None) -> None:
+        if pps < 0:
+            raise ValueError(f"queue rate must be >= 0 packets/s, not {pps}")
+        for ep, p in self._targets(port, priority):
+            ep.queue_config(p).rate_pps = pps
+
+    def set_queue_depth(self, packets: int, port: int | None = None,
+                        priority: int | None = None) -> None:
+        if packets < 1:
+            raise ValueError(f"queue depth must be >= 1 packet, not {packets}")
+        for ep, p in self._targets(port, priority):
+            ep.queue_config(p).capacity_pkts = packets
+
+    def set_queue_weight(self, weight: int, port: int | None = None,
+                         priority: int | None = None) -> None:
+        """DWRR weight (extension); 0 returns the queue to strict priority."""
+        if weight < 0:
+            raise ValueError(f"queue weight must be >= 0, not {weight}")
+        for ep, p in self._targets(port, priority):
+            ep.queue_config(p).weight = weight
+
+    def set_link_rate(self, bps: float, port: int) -> None:
+        if bps < 0:
+            raise ValueError(f"link rate must be >= 0 bits/s, not {bps}")
+        self.port(port).link_rate_bps = bps
+
+    def set_pfc(self, ingress_port: int, priority: int, thresholds: PfcThresholds | None) -> None:
+        self.pfc.configure(ingress_port, priority, thresholds)
+
+    # --- data path ------------------------------------------------------------------
+    def enqueue(self, item: Any, size: int, egress_port: int, priority: int,
+                ingress_port: int, now_us: float) -> QueuedPacket | None:
+        """Queue a packet for ``egress_port``; None when dropped (full queue or a priority
+        the port does not have, as BMv2)."""
+        queued = self.port(egress_port).enqueue(item, size, priority, now_us)
+        if queued is not None:
+            self._ingress_of[id(queued)] = ingress_port
+            self.pfc.on_enqueue(ingress_port, priority, now_us)
+        return queued
+
+    def next_event_us(self, now_us: float) -> float | None:
+        times = [t for ep in self.ports.values() if (t := ep.next_event_us(now_us)) is not None]
+        return min(times) if times else None
+
+    def dequeue_ready(self, now_us: float) -> list[Dequeued]:
+        """Every packet that may leave at ``now_us`` (at most one per port per call when
+        the port has a link rate; all eligible ones otherwise)."""
+        out: list[Dequeued] = []
+        for ep in self.ports.values():
+            while (d := ep.dequeue(now_us)) is not None:
+                ingress = self._ingress_of.pop(id(d.packet), 0)
+                self.pfc.on_dequeue(ingress, d.packet.priority, now_us)
+                out.append(d)
+                if ep.link_rate_bps:
+                    break
+        return out
+
+    def depth(self, port: int, priority: int | None = None) -> int:
+        ep = self.ports.get(port)
+        return ep.depth(priority) if ep is not None else 0

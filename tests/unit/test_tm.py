@@ -1,0 +1,134 @@
+"""Traffic manager: BMv2 queue semantics and the softswitch extensions."""
+
+import pytest
+
+from softswitch.tm import PfcThresholds, TrafficManager
+from softswitch.tm.pfc import build_pfc_frame, parse_pfc_frame
+
+
+def drain(tm: TrafficManager, start: float = 0.0, limit: int = 10_000) -> list:
+    """Run the TM's own event times until it is empty; returns Dequeued in order."""
+    now, out = start, []
+    for _ in range(limit):
+        out += tm.dequeue_ready(now)
+        nxt = tm.next_event_us(now)
+        if nxt is None:
+            return out
+        now = max(nxt, now)
+    raise AssertionError("traffic manager did not drain")
+
+
+def test_strict_priority_serves_highest_first():
+    tm = TrafficManager(num_queues=8)
+    tm.set_queue_rate(1000, port=1)  # one packet per ms per queue: packets pile up
+    for i in range(3):
+        tm.enqueue(("bulk", i), 1500, 1, 0, 0, now_us=0)
+    tm.enqueue(("urgent", 0), 64, 1, 7, 0, now_us=0)
+    order = [d.packet.item[0] for d in drain(tm)]
+    assert order[0] == "urgent"
+    assert order.count("bulk") == 3
+
+
+def test_priority_beyond_queue_count_is_dropped_like_bmv2():
+    tm = TrafficManager(num_queues=2)
+    assert tm.enqueue("x", 100, 1, 2, 0, now_us=0) is None
+    assert tm.enqueue("y", 100, 1, 1, 0, now_us=0) is not None
+
+
+def test_tail_drop_at_default_capacity_64():
+    tm = TrafficManager()
+    accepted = [tm.enqueue(i, 100, 3, 0, 0, now_us=0) for i in range(70)]
+    assert sum(a is not None for a in accepted) == 64
+    assert tm.port(3).stats(0).dropped == 6
+
+
+def test_rate_limit_spaces_departures_and_reports_queueing_delay():
+    tm = TrafficManager()
+    tm.set_queue_rate(10_000, port=1)  # 100 us apart
+    for i in range(5):
+        tm.enqueue(i, 100, 1, 0, 0, now_us=0)
+    out = drain(tm)
+    assert [round(d.deq_timedelta_us) for d in out] == [0, 100, 200, 300, 400]
+    assert [d.deq_qdepth for d in out] == [4, 3, 2, 1, 0]
+
+
+def test_enq_qdepth_is_port_total_by_default_and_per_queue_on_request():
+    for per_queue, expected in ((False, 3), (True, 0)):
+        tm = TrafficManager(num_queues=8, per_queue_depth=per_queue)
+        tm.set_queue_rate(1, port=1)
+        for i in range(3):
+            tm.enqueue(i, 100, 1, 0, 0, now_us=0)
+        q = tm.enqueue("hi", 100, 1, 7, 0, now_us=0)
+        assert q.enq_qdepth == expected
+
+
+def test_dwrr_shares_bandwidth_by_weight():
+    tm = TrafficManager(num_queues=8, link_rate_bps=1e9)
+    for prio, weight in ((4, 5), (3, 3), (0, 2)):
+        tm.set_queue_weight(weight, port=1, priority=prio)
+        tm.set_queue_depth(10_000, port=1, priority=prio)
+        for i in range(1000):
+            tm.enqueue((prio, i), 1000, 1, prio, 0, now_us=0)
+    first = drain(tm)[:1000]
+    share = {p: sum(d.packet.priority == p for d in first) / len(first) for p in (4, 3, 0)}
+    assert share[4] == pytest.approx(0.5, abs=0.02)
+    assert share[3] == pytest.approx(0.3, abs=0.02)
+    assert share[0] == pytest.approx(0.2, abs=0.02)
+
+
+def test_strict_queue_preempts_dwrr_group():
+    tm = TrafficManager(num_queues=8, link_rate_bps=1e9)
+    tm.set_queue_weight(1, port=1, priority=0)
+    for i in range(10):
+        tm.enqueue(("bulk", i), 1500, 1, 0, 0, now_us=0)
+    tm.enqueue(("cnp", 0), 64, 1, 6, 0, now_us=0)
+    assert drain(tm)[0].packet.item[0] == "cnp"
+
+
+def test_link_rate_serialises_packets():
+    tm = TrafficManager(link_rate_bps=8e6)  # 1 byte per us
+    tm.enqueue("a", 1000, 1, 0, 0, now_us=0)
+    tm.enqueue("b", 1000, 1, 0, 0, now_us=0)
+    out = drain(tm)
+    assert out[1].deq_timedelta_us == pytest.approx(1000)
+    assert out[1].tx_done_us == pytest.approx(2000)
+
+
+def test_pfc_xoff_then_xon_per_ingress_port_and_priority():
+    tm = TrafficManager(num_queues=8)
+    tm.set_queue_rate(1000, port=2)
+    tm.set_pfc(ingress_port=5, priority=3, thresholds=PfcThresholds(xoff=4, xon=1))
+    for i in range(4):
+        tm.enqueue(i, 100, 2, 3, 5, now_us=0)
+    events = tm.pfc.take_events()
+    assert [(e.port, e.priority, e.pause) for e in events] == [(5, 3, True)]
+    drain(tm)
+    events = tm.pfc.take_events()
+    assert [(e.port, e.priority, e.pause) for e in events] == [(5, 3, False)]
+    assert tm.pfc.pauses_sent[(5, 3)] == 1
+
+
+def test_received_pause_holds_the_queue():
+    tm = TrafficManager(num_queues=8, link_rate_bps=1e9)
+    tm.port(1).pause(3, quanta=1000, now_us=0)  # 512 us at 1 Gb/s
+    tm.enqueue("p3", 100, 1, 3, 0, now_us=0)
+    tm.enqueue("p0", 100, 1, 0, 0, now_us=0)
+    out = drain(tm)
+    assert [d.packet.item for d in out] == ["p0", "p3"]
+    assert out[1].deq_timedelta_us == pytest.approx(512)
+
+
+def test_pfc_frame_round_trip():
+    frame = build_pfc_frame(bytes(6), {3: 0xFFFF, 4: 0})
+    assert len(frame) == 60
+    assert parse_pfc_frame(frame) == {3: 0xFFFF, 4: 0}
+    assert parse_pfc_frame(bytes(60)) is None
+
+
+def test_bad_configuration_is_rejected_with_a_message():
+    with pytest.raises(ValueError, match="1..8"):
+        TrafficManager(num_queues=9)
+    with pytest.raises(ValueError, match="xon < xoff"):
+        PfcThresholds(xoff=2, xon=2)
+    with pytest.raises(ValueError, match=">= 0"):
+        TrafficManager().set_queue_rate(-1, port=0)
