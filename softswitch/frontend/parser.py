@@ -1,0 +1,1258 @@
+"""Recursive-descent parser for P4_16 (spec 1.2.x) producing :mod:`softswitch.frontend.ast`.
+
+P4's grammar is not context free without knowing which identifiers name types:
+``a < b`` versus ``T<bit<8>>``, ``(T) e`` versus ``(e)``, ``T x;`` versus ``x = …;``.
+Like p4c (whose lexer returns TYPE_IDENTIFIER for declared types) we keep a scoped set
+of type names — typedefs, headers, structs, enums, externs, parser/control/package types,
+type parameters — and consult it at those decision points. Elsewhere the parser accepts
+any identifier as a type name (``extern T f<T>(…)`` uses ``T`` before declaring it).
+
+Conventions for later passes:
+
+* A declared type name used as an expression becomes :class:`ast.TypeNameExpr`, so
+  ``E.A`` is ``Member(TypeNameExpr(NamedTypeRef("E")), "A")``, ``error.X`` is
+  ``Member(TypeNameExpr(ErrorTypeRef()), "X")`` and a constructor call
+  ``Register<bit<8>>(16)`` is ``Call(TypeNameExpr(NamedTypeRef("Register", [bit<8>])))``.
+* ``f<bit<8>>(x)`` on a non-type keeps its type arguments in ``Call.type_args``.
+* Compound assignments ``a op= b`` become ``AssignStmt(a, Binary(op, copy(a), b))``.
+* Keysets: tuples are :class:`ast.ListExpr`, masks/ranges ``Binary("&&&"/"..")``.
+
+The first syntax error raises :class:`P4Error` at the offending token.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TypeVar
+
+from softswitch.diagnostics import P4Error, SourceLoc
+from softswitch.frontend import ast
+from softswitch.frontend.lexer import Token, tokenize
+from softswitch.frontend.preprocess import Preprocessed, preprocess, preprocess_text
+
+T = TypeVar("T")
+
+# Binary operator precedence, loosest first (p4c's p4parser.ypp %left order). Note that
+# P4, unlike C, binds & ^ | tighter than the comparisons.
+_BINARY_PREC: dict[str, int] = {
+    "||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, ">": 4, "<=": 4, ">=": 4,
+    "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8,
+    "++": 9, "+": 9, "-": 9, "|+|": 9, "|-|": 9, "*": 10, "/": 10, "%": 10,
+}
+_COMPOUND_ASSIGN = {
+    "+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%", "&=": "&", "|=": "|",
+    "^=": "^", "<<=": "<<", "|+|=": "|+|", "|-|=": "|-|",
+}
+_BUILTIN_TYPE_KINDS = frozenset({"bit", "int", "varbit", "bool", "string", "void", "tuple",
+                                 "error", "match_kind"})
+_DIRECTIONS = frozenset({"in", "out", "inout"})
+# Deep expression nesting in real programs must not hit Python's default limit.
+_RECURSION_LIMIT = 20000
+
+
+class _Backtrack(Exception):
+    """Internal: a speculative parse did not match; never escapes the parser."""
+
+
+class Parser:
+    """Parses one token list; ``scopes`` holds the type names visible at each level."""
+
+    def __init__(self, tokens: list[Token], text: str,
+                 scopes: list[set[str]] | None = None) -> None:
+        self.toks = tokens
+        self.i = 0
+        self.text = text
+        self.scopes: list[set[str]] = scopes if scopes is not None else [set()]
+
+    # ------------------------------------------------------------------ tokens
+
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.i]
+
+    def peek(self, k: int = 1) -> Token:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else self.toks[-1]
+
+    def advance(self) -> Token:
+        t = self.toks[self.i]
+        if t.kind != "EOF":
+            self.i += 1
+        return t
+
+    def at(self, kind: str) -> bool:
+        return self.toks[self.i].kind == kind
+
+    def at_word(self, word: str) -> bool:
+        """A contextual keyword (lexed as an identifier) such as ``state`` or ``apply``."""
+        t = self.toks[self.i]
+        return t.kind == "ID" and t.text == word
+
+    def accept(self, kind: str) -> Token | None:
+        if self.toks[self.i].kind == kind:
+            return self.advance()
+        return None
+
+    def expect(self, kind: str, what: str | None = None) -> Token:
+        if self.toks[self.i].kind == kind:
+            return self.advance()
+        raise self.error(what or f"`{kind}`")
+
+    def expect_name(self) -> Token:
+        return self.expect("ID", "an identifier")
+
+    def error(self, expected: str, tok: Token | None = None) -> P4Error:
+        t = tok or self.tok
+        return P4Error(f"syntax error, unexpected {t.describe()}, expected {expected}", t.loc)
+
+    # ------------------------------------------------------------- type names
+
+    def is_type_name(self, name: str) -> bool:
+        return any(name in s for s in self.scopes)
+
+    def declare_type(self, name: str) -> None:
+        self.scopes[-1].add(name)
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        self.scopes.append(set())
+        try:
+            yield
+        finally:
+            self.scopes.pop()
+
+    def speculate(self, fn: Callable[[], T]) -> T | None:
+        """Run ``fn``; on a syntax error restore the position and return None."""
+        saved = self.i
+        try:
+            return fn()
+        except (P4Error, _Backtrack):
+            self.i = saved
+            return None
+
+    # ------------------------------------------------------------ annotations
+
+    def parse_annotations(self) -> list[ast.Annotation]:
+        annos: list[ast.Annotation] = []
+        while self.at("@"):
+            annos.append(self.parse_annotation())
+        return annos
+
+    def parse_annotation(self) -> ast.Annotation:
+        at = self.expect("@")
+        name_tok = self.advance()
+        if not (name_tok.kind == "ID" or name_tok.text.isidentifier()):
+            raise self.error("an annotation name", name_tok)
+        if name_tok.text == "pragma":
+            return self.parse_pragma(at)
+        anno = ast.Annotation(name_tok.text, loc=at.loc)
+        if self.at("("):
+            body = self.balanced("(", ")")
+            anno.body = self.slice_text(body)
+            anno.exprs = self.parse_body_exprs(body[1:-1])
+        elif self.at("["):
+            body = self.balanced("[", "]")
+            anno.body = self.slice_text(body)
+            anno.structured = True
+            kv = self.parse_body_kv(body[1:-1])
+            if kv is not None:
+                anno.kv = kv
+            else:
+                anno.exprs = self.parse_body_exprs(body[1:-1])
+                if anno.exprs is None:
+                    raise P4Error("syntax error in structured annotation", body[0].loc)
+        return anno
+
+    def parse_pragma(self, at: Token) -> ast.Annotation:
+        """``@pragma name tokens…`` runs to the end of its line (p4c's PRAGMA_END)."""
+        line = at.line
+        if self.tok.line != line or self.tok.kind == "EOF":
+            raise self.error("a pragma name")
+        name = self.advance()
+        body: list[Token] = []
+        while self.tok.kind != "EOF" and self.tok.line == line:
+            body.append(self.advance())
+        text = self.text[body[0].start:body[-1].end] if body else ""
+        anno = ast.Annotation(name.text, body=text, loc=at.loc)
+        anno.exprs = self.parse_body_exprs(body) if body else []
+        return anno
+
+    def balanced(self, open_kind: str, close_kind: str) -> list[Token]:
+        """Tokens from ``open_kind`` through its matching ``close_kind`` (inclusive)."""
+        start = self.i
+        depth = 0
+        pairs = {"(": ")", "[": "]", "{": "}"}
+        stack: list[str] = []
+        while True:
+            t = self.tok
+            if t.kind == "EOF":
+                raise self.error(f"`{close_kind}`")
+            self.advance()
+            if t.kind in pairs:
+                stack.append(pairs[t.kind])
+                depth += 1
+            elif t.kind in (")", "]", "}"):
+                if not stack or stack[-1] != t.kind:
+                    raise self.error(f"`{stack[-1] if stack else close_kind}`", t)
+                stack.pop()
+                depth -= 1
+                if depth == 0:
+                    return self.toks[start:self.i]
+
+    def slice_text(self, toks: list[Token]) -> str:
+        """Raw source text strictly between the first and last token."""
+        if len(toks) < 2:
+            return ""
+        return self.text[toks[0].end:toks[-1].start].strip()
+
+    def sub_parser(self, toks: list[Token]) -> Parser:
+        end = toks[-1] if toks else self.tok
+        eof = Token("EOF", "", end.loc, end.end, end.end, end.line)
+        return Parser(list(toks) + [eof], self.text, self.scopes)
+
+    def parse_body_exprs(self, toks: list[Token]) -> list[ast.Expr] | None:
+        """The annotation body as an expression list, or None if it is not one."""
+        if not toks:
+            return []
+        sub = self.sub_parser(toks)
+
+        def run() -> list[ast.Expr]:
+            items = [sub.parse_expr()]
+            while sub.accept(","):
+                items.append(sub.parse_expr())
+            if not sub.at("EOF"):
+                raise sub.error("end of annotation")
+            return items
+
+        return sub.speculate(run)
+
+    def parse_body_kv(self, toks: list[Token]) -> dict[str, ast.Expr] | None:
+        if len(toks) < 2 or toks[0].kind != "ID" or toks[1].kind != "=":
+            return None
+        sub = self.sub_parser(toks)
+
+        def run() -> dict[str, ast.Expr]:
+            kv: dict[str, ast.Expr] = {}
+            while True:
+                key = sub.expect_name()
+                sub.expect("=")
+                kv[key.text] = sub.parse_expr()
+                if not sub.accept(","):
+                    break
+            if not sub.at("EOF"):
+                raise sub.error("`,` or `]`")
+            return kv
+
+        return sub.speculate(run)
+
+    # ------------------------------------------------------------------ types
+
+    def starts_type(self, k: int = 0) -> bool:
+        """Whether the token at offset ``k`` certainly begins a type."""
+        t = self.peek(k)
+        if t.kind in _BUILTIN_TYPE_KINDS or t.kind == "_":
+            return True
+        if t.kind == "ID":
+            return self.is_type_name(t.text) or (
+                t.text == "list" and self.peek(k + 1).kind == "<")
+        if t.kind == ".":
+            nxt = self.peek(k + 1)
+            return nxt.kind == "ID" and self.is_type_name(nxt.text)
+        return False
+
+    def parse_type(self) -> ast.TypeRef:
+        t = self.parse_base_type()
+        while self.at("["):
+            lb = self.advance()
+            size = self.parse_expr()
+            self.expect("]")
+            t = ast.StackTypeRef(t, size, loc=t.loc or lb.loc)
+        return t
+
+    def parse_width(self) -> ast.Expr:
+        """``<W>`` of bit/int/varbit: a literal, a parenthesized expression or a name."""
+        self.expect("<")
+        t = self.tok
+        if t.kind == "INT":
+            width: ast.Expr = self.int_literal(self.advance())
+        elif t.kind == "(":
+            self.advance()
+            width = self.parse_expr()
+            self.expect(")")
+        elif t.kind in ("ID", "."):
+            width = self.parse_primary()
+        else:
+            raise self.error("an integer width")
+        self.expect_close_angle()
+        return width
+
+    def expect_close_angle(self) -> None:
+        if not self.accept(">"):
+            raise self.error("`>`")
+
+    def parse_base_type(self) -> ast.TypeRef:
+        t = self.tok
+        k = t.kind
+        loc = t.loc
+        if k == "bit" or k == "int":
+            self.advance()
+            signed = k == "int"
+            if self.at("<"):
+                return ast.BitTypeRef(self.parse_width(), signed, loc=loc)
+            if signed:
+                return ast.IntTypeRef(loc=loc)
+            return ast.BitTypeRef(None, False, loc=loc)
+        if k == "varbit":
+            self.advance()
+            return ast.VarbitTypeRef(self.parse_width(), loc=loc)
+        simple = {"bool": ast.BoolTypeRef, "string": ast.StringTypeRef,
+                  "void": ast.VoidTypeRef, "error": ast.ErrorTypeRef,
+                  "match_kind": ast.MatchKindTypeRef, "_": ast.DontCareTypeRef}
+        if k in simple:
+            self.advance()
+            return simple[k](loc=loc)
+        if k == "tuple":
+            self.advance()
+            return ast.TupleTypeRef(self.parse_type_args(), loc=loc)
+        if k == "ID" and t.text == "list" and self.peek().kind == "<" \
+                and not self.is_type_name("list"):
+            self.advance()
+            self.expect("<")
+            elem = self.parse_type()
+            self.expect_close_angle()
+            return ast.ListTypeRef(elem, loc=loc)
+        top = False
+        if k == ".":
+            self.advance()
+            top = True
+        name = self.expect("ID", "a type")
+        ref = ast.NamedTypeRef(name.text, top_level=top, loc=loc)
+        if self.at("<"):
+            ref.type_args = self.parse_type_args()
+        return ref
+
+    def parse_type_args(self) -> list[ast.TypeRef]:
+        self.expect("<")
+        args: list[ast.TypeRef] = []
+        if not self.at(">"):
+            args.append(self.parse_type())
+            while self.accept(","):
+                args.append(self.parse_type())
+        self.expect_close_angle()
+        return args
+
+    def parse_type_params(self) -> list[ast.TypeParam]:
+        """``<T, U>`` — declares the names as types in the current scope."""
+        params: list[ast.TypeParam] = []
+        if not self.at("<"):
+            return params
+        self.advance()
+        while True:
+            name = self.expect_name()
+            params.append(ast.TypeParam(name.text, loc=name.loc))
+            self.declare_type(name.text)
+            if not self.accept(","):
+                break
+        self.expect_close_angle()
+        return params
+
+    # ------------------------------------------------------------ expressions
+
+    def int_literal(self, t: Token) -> ast.IntLiteral:
+        value, width, signed = t.value
+        return ast.IntLiteral(value, width, signed, t.text, loc=t.loc)
+
+    def parse_expr(self) -> ast.Expr:
+        cond = self.parse_binary(1)
+        if self.at("?"):
+            self.advance()
+            then = self.parse_expr()
+            self.expect(":")
+            otherwise = self.parse_expr()
+            return ast.Ternary(cond, then, otherwise, loc=cond.loc)
+        return cond
+
+    def binary_op(self) -> tuple[str, int] | None:
+        """The binary operator at the cursor and how many tokens it spans."""
+        t = self.tok
+        if t.kind == ">":
+            nxt = self.peek()
+            if nxt.glued and nxt.kind == ">":
+                return ">>", 2
+            if nxt.glued and nxt.kind == ">=":
+                return None  # `>>=` compound assignment
+            return ">", 1
+        if t.kind in _BINARY_PREC:
+            return t.kind, 1
+        return None
+
+    def parse_binary(self, min_prec: int) -> ast.Expr:
+        left = self.parse_unary()
+        while True:
+            op = self.binary_op()
+            if op is None:
+                return left
+            name, ntoks = op
+            prec = _BINARY_PREC[name]
+            if prec < min_prec:
+                return left
+            self.i += ntoks
+            right = self.parse_binary(prec + 1)
+            left = ast.Binary(name, left, right, loc=left.loc)
+
+    def parse_unary(self) -> ast.Expr:
+        t = self.tok
+        if t.kind in ("!", "~", "-", "+"):
+            self.advance()
+            return ast.Unary(t.kind, self.parse_unary(), loc=t.loc)
+        if t.kind == "(" and self.starts_type(1):
+            cast = self.speculate(self.parse_cast)
+            if cast is not None:
+                return cast
+        return self.parse_postfix(self.parse_primary())
+
+    def parse_cast(self) -> ast.Expr:
+        lp = self.expect("(")
+        to = self.parse_type()
+        self.expect(")")
+        if self.tok.kind in (")", ";", ",", "]", "}", ":", "EOF", "=", "?") \
+                or self.binary_op() is not None and self.tok.kind not in ("-", "+"):
+            raise _Backtrack()
+        return ast.Cast(to, self.parse_unary(), loc=lp.loc)
+
+    def parse_primary(self) -> ast.Expr:
+        t = self.tok
+        k = t.kind
+        if k == "INT":
+            self.advance()
+            return self.int_literal(t)
+        if k == "true" or k == "false":
+            self.advance()
+            return ast.BoolLiteral(k == "true", loc=t.loc)
+        if k == "STRING":
+            self.advance()
+            return ast.StringLiteral(t.value, loc=t.loc)
+        if k == "this":
+            self.advance()
+            return ast.ThisExpr(loc=t.loc)
+        if k == "_":
+            self.advance()
+            return ast.DontCareExpr(loc=t.loc)
+        if k == "default":
+            self.advance()
+            return ast.DefaultExpr(loc=t.loc)
+        if k == "(":
+            self.advance()
+            e = self.parse_expr()
+            self.expect(")")
+            return e
+        if k == "{":
+            return self.parse_brace_expr()
+        if k in _BUILTIN_TYPE_KINDS and k != "void":
+            return ast.TypeNameExpr(self.parse_base_type(), loc=t.loc)
+        if k == ".":
+            nxt = self.peek()
+            if nxt.kind == "ID" and not self.is_type_name(nxt.text):
+                self.advance()
+                self.advance()
+                return ast.PathExpr(nxt.text, top_level=True, loc=t.loc)
+            return self.parse_type_expr()
+        if k == "ID":
+            if self.is_type_name(t.text):
+                return self.parse_type_expr()
+            self.advance()
+            return ast.PathExpr(t.text, loc=t.loc)
+        raise self.error("an expression")
+
+    def parse_type_expr(self) -> ast.Expr:
+        """A declared type used as an expression: ``E.A``, ``H {f = 1}``, ``Reg<…>(n)``."""
+        t = self.tok
+        ref = self.parse_base_type()
+        if self.at("{") and self.peek().kind == "ID" and self.peek(2).kind == "=":
+            e = self.parse_brace_expr()
+            if isinstance(e, ast.StructExpr):
+                e.type_ref = ref
+                e.loc = t.loc
+            return e
+        return ast.TypeNameExpr(ref, loc=t.loc)
+
+    def parse_brace_expr(self) -> ast.Expr:
+        lb = self.expect("{")
+        if self.accept("}"):
+            return ast.ListExpr([], loc=lb.loc)
+        if self.at("#") and self.peek().kind == "}":
+            self.advance()
+            self.advance()
+            return ast.InvalidHeaderExpr(loc=lb.loc)
+        if self.at("ID") and self.peek().kind == "=":
+            fields: list[tuple[str, ast.Expr]] = []
+            while not self.at("}"):
+                name = self.expect_name()
+                self.expect("=")
+                fields.append((name.text, self.parse_expr()))
+                if not self.accept(","):
+                    break
+            self.expect("}", "`}` or `,`")
+            return ast.StructExpr(fields, loc=lb.loc)
+        items: list[ast.Expr] = []
+        while not self.at("}"):
+            items.append(self.parse_expr())
+            if not self.accept(","):
+                break
+        self.expect("}", "`}` or `,`")
+        return ast.ListExpr(items, loc=lb.loc)
+
+    def parse_postfix(self, e: ast.Expr) -> ast.Expr:
+        while True:
+            k = self.tok.kind
+            if k == ".":
+                self.advance()
+                name = self.expect_name()
+                e = ast.Member(e, name.text, loc=e.loc)
+            elif k == "[":
+                self.advance()
+                idx = self.parse_expr()
+                if self.accept(":"):
+                    lo = self.parse_expr()
+                    self.expect("]")
+                    e = ast.Slice(e, idx, lo, loc=e.loc)
+                else:
+                    self.expect("]")
+                    e = ast.Index(e, idx, loc=e.loc)
+            elif k == "(":
+                e = ast.Call(e, self.parse_args(), loc=e.loc)
+            elif k == "<" and self.starts_type(1) and not isinstance(e, ast.TypeNameExpr):
+                targs = self.speculate(self.parse_call_type_args)
+                if targs is None:
+                    return e
+                e = ast.Call(e, self.parse_args(), targs, loc=e.loc)
+            else:
+                return e
+
+    def parse_call_type_args(self) -> list[ast.TypeRef]:
+        targs = self.parse_type_args()
+        if not self.at("("):
+            raise _Backtrack()
+        return targs
+
+    def parse_args(self) -> list[ast.Argument]:
+        self.expect("(")
+        args: list[ast.Argument] = []
+        if self.accept(")"):
+            return args
+        while True:
+            t = self.tok
+            if t.kind == "ID" and self.peek().kind == "=":
+                self.advance()
+                self.advance()
+                args.append(ast.Argument(self.parse_expr(), t.text, loc=t.loc))
+            else:
+                args.append(ast.Argument(self.parse_expr(), loc=t.loc))
+            if not self.accept(","):
+                break
+        self.expect(")", "`)` or `,`")
+        return args
+
+    # ---------------------------------------------------------------- keysets
+
+    def parse_simple_keyset(self) -> ast.Expr:
+        e = self.parse_expr()
+        for op in ("&&&", ".."):
+            if self.at(op):
+                self.advance()
+                return ast.Binary(op, e, self.parse_expr(), loc=e.loc)
+        return e
+
+    def parse_keyset(self) -> ast.Expr:
+        """A select case / table entry key: tuple ``(a, b &&& m)``, mask, range, default."""
+        if self.at("("):
+            tup = self.speculate(self.parse_tuple_keyset)
+            if tup is not None:
+                return tup
+        return self.parse_simple_keyset()
+
+    def parse_tuple_keyset(self) -> ast.Expr:
+        lp = self.expect("(")
+        items = [self.parse_simple_keyset()]
+        while self.accept(","):
+            items.append(self.parse_simple_keyset())
+        self.expect(")")
+        if not self.at(":"):
+            raise _Backtrack()
+        if len(items) == 1:
+            return items[0]
+        return ast.ListExpr(items, loc=lp.loc)
+
+    # ------------------------------------------------------------- statements
+
+    def parse_block(self, annotations: list[ast.Annotation] | None = None) -> ast.BlockStmt:
+        lb = self.expect("{")
+        stmts: list[ast.Stmt] = []
+        while not self.at("}"):
+            if self.at("EOF"):
+                raise self.error("`}`")
+            stmts.append(self.parse_statement())
+        self.advance()
+        return ast.BlockStmt(stmts, annotations or [], loc=lb.loc)
+
+    def starts_declaration(self) -> bool:
+        """Whether a statement position holds a declaration (``T x;``, ``T(…) x;``)."""
+        t = self.tok
+        if t.kind in ("bit", "int", "varbit", "bool", "string", "tuple", "error"):
+            return True
+        if t.kind == ".":
+            return self.starts_type()
+        if t.kind != "ID":
+            return False
+        nxt = self.peek()
+        if t.text == "list" and nxt.kind == "<":
+            return True
+        if not self.is_type_name(t.text):
+            return False
+        return nxt.kind not in (".", "=") and not nxt.kind.endswith("=")
+
+    def parse_statement(self) -> ast.Stmt:
+        annos = self.parse_annotations()
+        t = self.tok
+        k = t.kind
+        if k == "{":
+            return self.parse_block(annos)
+        if k == ";":
+            self.advance()
+            return ast.EmptyStmt(loc=t.loc)
+        if k == "if":
+            return self.parse_if()
+        if k == "switch":
+            return self.parse_switch()
+        if k == "for":
+            return self.parse_for()
+        if k == "return":
+            self.advance()
+            value = None if self.at(";") else self.parse_expr()
+            self.expect(";")
+            return ast.ReturnStmt(value, loc=t.loc)
+        simple = {"exit": ast.ExitStmt, "break": ast.BreakStmt, "continue": ast.ContinueStmt}
+        if k in simple:
+            self.advance()
+            self.expect(";")
+            return simple[k](loc=t.loc)
+        if k == "const":
+            return self.parse_const(annos)
+        stmt = self.parse_simple_statement(annos)
+        self.expect(";")
+        return stmt
+
+    def parse_simple_statement(self, annos: list[ast.Annotation]) -> ast.Stmt:
+        """Declaration, assignment or call without its ``;`` (also used in ``for``)."""
+        if self.starts_declaration():
+            return self.parse_var_or_instance(annos, need_semi=False)
+        t = self.tok
+        if t.kind not in ("ID", ".", "this", "("):
+            raise self.error("a statement")
+        target = self.parse_expr()
+        op = self.tok
+        if op.kind == "=":
+            self.advance()
+            return ast.AssignStmt(target, self.parse_expr(), loc=target.loc)
+        if op.kind in _COMPOUND_ASSIGN:
+            self.advance()
+            return self.compound(target, _COMPOUND_ASSIGN[op.kind])
+        if op.kind == ">" and self.peek().kind == ">=" and self.peek().glued:
+            self.i += 2
+            return self.compound(target, ">>")
+        if isinstance(target, ast.Call) and op.kind in (";", ",", ")"):
+            return ast.CallStmt(target, loc=target.loc)
+        raise self.error("`=` or `;`")
+
+    def compound(self, target: ast.Expr, op: str) -> ast.AssignStmt:
+        value = self.parse_expr()
+        left = copy.deepcopy(target)
+        return ast.AssignStmt(target, ast.Binary(op, left, value, loc=target.loc),
+                              loc=target.loc)
+
+    def parse_if(self) -> ast.IfStmt:
+        t = self.expect("if")
+        self.expect("(")
+        cond = self.parse_expr()
+        self.expect(")")
+        then = self.parse_statement()
+        otherwise = self.parse_statement() if self.accept("else") else None
+        return ast.IfStmt(cond, then, otherwise, loc=t.loc)
+
+    def parse_switch(self) -> ast.SwitchStmt:
+        t = self.expect("switch")
+        self.expect("(")
+        expr = self.parse_expr()
+        self.expect(")")
+        self.expect("{")
+        cases: list[ast.SwitchCase] = []
+        while not self.accept("}"):
+            self.parse_annotations()
+            lt = self.tok
+            label: ast.Expr
+            if lt.kind == "default":
+                self.advance()
+                label = ast.DefaultExpr(loc=lt.loc)
+            else:
+                label = self.parse_expr()
+            self.expect(":")
+            body = self.parse_block() if self.at("{") else None
+            cases.append(ast.SwitchCase(label, body, loc=lt.loc))
+        return ast.SwitchStmt(expr, cases, loc=t.loc)
+
+    def is_for_in(self) -> bool:
+        """Whether the ``for (`` at the cursor is ``for (T x in …)``."""
+        depth = 0
+        j = self.i
+        while True:
+            t = self.toks[j]
+            if t.kind in ("EOF", ";", "{") or (t.kind == ")" and depth == 0):
+                return False
+            if t.kind in ("(", "["):
+                depth += 1
+            elif t.kind in (")", "]"):
+                depth -= 1
+            elif t.kind == "in" and depth == 0:
+                return True
+            j += 1
+
+    def parse_for(self) -> ast.Stmt:
+        t = self.expect("for")
+        self.expect("(")
+        if self.is_for_in():
+            annos = self.parse_annotations()
+            vt = self.tok
+            if vt.kind == "ID" and self.peek().kind == "in":
+                type_ref: ast.TypeRef = ast.DontCareTypeRef(loc=vt.loc)
+            else:
+                type_ref = self.parse_type()
+            name = self.expect_name()
+            var = ast.VarDecl(name.text, type_ref, annotations=annos, loc=vt.loc)
+            self.expect("in")
+            coll = self.parse_simple_keyset()
+            self.expect(")")
+            return ast.ForInStmt(var, coll, self.parse_statement(), loc=t.loc)
+        init = self.parse_for_list(";")
+        self.expect(";")
+        cond = None if self.at(";") else self.parse_expr()
+        self.expect(";")
+        update = self.parse_for_list(")")
+        self.expect(")")
+        return ast.ForStmt(init, cond, update, self.parse_statement(), loc=t.loc)
+
+    def parse_for_list(self, end: str) -> list[ast.Stmt]:
+        stmts: list[ast.Stmt] = []
+        if self.at(end):
+            return stmts
+        while True:
+            stmts.append(self.parse_simple_statement(self.parse_annotations()))
+            if not self.accept(","):
+                return stmts
+
+    # ----------------------------------------------------------- declarations
+
+    def parse_const(self, annos: list[ast.Annotation]) -> ast.ConstDecl:
+        t = self.expect("const")
+        type_ref = self.parse_type()
+        name = self.expect_name()
+        self.expect("=")
+        value = self.parse_expr()
+        self.expect(";")
+        return ast.ConstDecl(name.text, type_ref, value, annotations=annos, loc=t.loc)
+
+    def parse_var_or_instance(self, annos: list[ast.Annotation],
+                              need_semi: bool = True) -> ast.Decl:
+        """``T x [= e];`` or ``T(args) x [= { … }];``."""
+        start = self.tok
+        type_ref = self.parse_type()
+        if self.at("("):
+            return self.parse_instance_rest(type_ref, annos, start)
+        name = self.expect_name()
+        init = None
+        if self.accept("="):
+            init = self.parse_expr()
+        if need_semi:
+            self.expect(";")
+        return ast.VarDecl(name.text, type_ref, init, annotations=annos, loc=start.loc)
+
+    def parse_instance_rest(self, type_ref: ast.TypeRef, annos: list[ast.Annotation],
+                            start: Token) -> ast.InstanceDecl:
+        args = self.parse_args()
+        name = self.expect_name()
+        inst = ast.InstanceDecl(name.text, type_ref, args, annotations=annos, loc=start.loc)
+        if self.accept("="):
+            self.expect("{")
+            decls: list[ast.Decl] = []
+            while not self.accept("}"):
+                d = self.parse_declaration()
+                if d is not None:
+                    if not isinstance(d, ast.Decl):
+                        raise P4Error("only declarations may appear in an initializer",
+                                      d.loc)
+                    decls.append(d)
+            inst.initializer = decls
+        self.expect(";")
+        return inst
+
+    def parse_params(self) -> list[ast.Param]:
+        self.expect("(")
+        params: list[ast.Param] = []
+        if self.accept(")"):
+            return params
+        while True:
+            annos = self.parse_annotations()
+            start = self.tok
+            direction = ""
+            if start.kind in _DIRECTIONS:
+                direction = self.advance().kind
+            type_ref = self.parse_type()
+            name = self.expect_name()
+            default = self.parse_expr() if self.accept("=") else None
+            params.append(ast.Param(name.text, type_ref, direction, default,
+                                    annotations=annos, loc=start.loc))
+            if not self.accept(","):
+                break
+        self.expect(")", "`)` or `,`")
+        return params
+
+    def parse_fields(self) -> list[ast.FieldDecl]:
+        self.expect("{")
+        fields: list[ast.FieldDecl] = []
+        while not self.accept("}"):
+            annos = self.parse_annotations()
+            start = self.tok
+            type_ref = self.parse_type()
+            name = self.expect_name()
+            self.expect(";")
+            fields.append(ast.FieldDecl(name.text, type_ref, annotations=annos, loc=start.loc))
+        return fields
+
+    def parse_aggregate(self, annos: list[ast.Annotation]) -> ast.Decl:
+        kw = self.advance()
+        name = self.expect_name()
+        self.declare_type(name.text)
+        with self.scope():
+            tparams = self.parse_type_params()
+            fields = self.parse_fields()
+        cls = {"header": ast.HeaderDecl, "header_union": ast.HeaderUnionDecl,
+               "struct": ast.StructDecl}[kw.kind]
+        return cls(name.text, fields, tparams, annotations=annos, loc=kw.loc)
+
+    def parse_members(self, with_values: bool) -> list[ast.EnumMember]:
+        self.expect("{")
+        members: list[ast.EnumMember] = []
+        while not self.at("}"):
+            annos = self.parse_annotations()
+            name = self.expect_name()
+            value = self.parse_expr() if with_values and self.accept("=") else None
+            members.append(ast.EnumMember(name.text, value, annotations=annos, loc=name.loc))
+            if not self.accept(","):
+                break
+        self.expect("}", "`}` or `,`")
+        return members
+
+    def parse_enum(self, annos: list[ast.Annotation]) -> ast.EnumDecl:
+        kw = self.expect("enum")
+        underlying = None
+        if not (self.at("ID") and self.peek().kind == "{"):
+            underlying = self.parse_type()
+        name = self.expect_name()
+        self.declare_type(name.text)
+        members = self.parse_members(underlying is not None)
+        return ast.EnumDecl(name.text, members, underlying, annotations=annos, loc=kw.loc)
+
+    def parse_typedef(self, annos: list[ast.Annotation]) -> ast.TypedefDecl:
+        kw = self.advance()
+        type_ref = self.parse_type()
+        name = self.expect_name()
+        self.expect(";")
+        self.declare_type(name.text)
+        return ast.TypedefDecl(name.text, type_ref, kw.kind != "typedef",
+                               annotations=annos, loc=kw.loc)
+
+    def is_extern_object(self) -> bool:
+        """After ``extern``: ``Name [<…>] {`` is an object, anything else a function."""
+        if not self.at("ID"):
+            return False
+        nxt = self.peek()
+        if nxt.kind == "{":
+            return True
+        if nxt.kind != "<":
+            return False
+        depth = 0
+        j = self.i + 1
+        while self.toks[j].kind != "EOF":
+            k = self.toks[j].kind
+            if k == "<":
+                depth += 1
+            elif k == ">":
+                depth -= 1
+                if depth == 0:
+                    return self.toks[j + 1].kind == "{"
+            elif k in (";", "{", "(", ")"):
+                return False
+            j += 1
+        return False
+
+    def parse_extern(self, annos: list[ast.Annotation]) -> ast.Decl:
+        kw = self.expect("extern")
+        annos = annos + self.parse_annotations()
+        if self.is_extern_object():
+            return self.parse_extern_object(kw, annos)
+        with self.scope():
+            ret = self.parse_type()
+            name = self.expect_name()
+            tparams = self.parse_type_params()
+            params = self.parse_params()
+        self.expect(";")
+        return ast.ExternFunctionDecl(name.text, ret, params, tparams, annotations=annos,
+                                      loc=kw.loc)
+
+    def parse_extern_object(self, kw: Token, annos: list[ast.Annotation]) -> ast.ExternDecl:
+        name = self.expect_name()
+        self.declare_type(name.text)
+        methods: list[ast.MethodDecl] = []
+        with self.scope():
+            tparams = self.parse_type_params()
+            self.expect("{")
+            while not self.accept("}"):
+                methods.append(self.parse_method(name.text))
+        return ast.ExternDecl(name.text, methods, tparams, annotations=annos, loc=kw.loc)
+
+    def parse_method(self, extern_name: str) -> ast.MethodDecl:
+        annos = self.parse_annotations()
+        start = self.tok
+        abstract = self.accept("abstract") is not None
+        if self.at("ID") and self.tok.text == extern_name and self.peek().kind == "(":
+            name = self.advance()
+            params = self.parse_params()
+            self.expect(";")
+            return ast.MethodDecl(name.text, None, params, annotations=annos, loc=start.loc)
+        with self.scope():
+            ret = self.parse_type()
+            name = self.expect_name()
+            tparams = self.parse_type_params()
+            params = self.parse_params()
+        self.expect(";")
+        return ast.MethodDecl(name.text, ret, params, tparams, abstract, annotations=annos,
+                              loc=start.loc)
+
+    def parse_action(self, annos: list[ast.Annotation]) -> ast.ActionDecl:
+        kw = self.expect("action")
+        name = self.expect_name()
+        params = self.parse_params()
+        body = self.parse_block()
+        return ast.ActionDecl(name.text, params, body, annotations=annos, loc=kw.loc)
+
+    def parse_function_rest(self, ret: ast.TypeRef, annos: list[ast.Annotation],
+                            start: Token) -> ast.FunctionDecl:
+        name = self.expect_name()
+        with self.scope():
+            tparams = self.parse_type_params()
+            params = self.parse_params()
+            body = self.parse_block()
+        return ast.FunctionDecl(name.text, ret, params, body, tparams, annotations=annos,
+                                loc=start.loc)
+
+    def parse_package(self, annos: list[ast.Annotation]) -> ast.PackageTypeDecl:
+        kw = self.expect("package")
+        name = self.expect_name()
+        self.declare_type(name.text)
+        with self.scope():
+            tparams = self.parse_type_params()
+            params = self.parse_params()
+        self.expect(";")
+        return ast.PackageTypeDecl(name.text, params, tparams, annotations=annos, loc=kw.loc)
+
+    def parse_parser(self, annos: list[ast.Annotation]) -> ast.Decl:
+        kw = self.expect("parser")
+        name = self.expect_name()
+        self.declare_type(name.text)
+        with self.scope():
+            tparams = self.parse_type_params()
+            params = self.parse_params()
+            if self.accept(";"):
+                return ast.ParserTypeDecl(name.text, params, tparams, annotations=annos,
+                                          loc=kw.loc)
+            ctor = self.parse_params() if self.at("(") else []
+            self.expect("{")
+            locals_: list[ast.Decl] = []
+            states: list[ast.ParserState] = []
+            while not self.accept("}"):
+                la = self.parse_annotations()
+                if self.at_word("state") and self.peek().kind == "ID":
+                    states.append(self.parse_state(la))
+                else:
+                    locals_.append(self.parse_parser_local(la))
+        return ast.ParserDecl(name.text, params, ctor, locals_, states, tparams,
+                              annotations=annos, loc=kw.loc)
+
+    def parse_parser_local(self, annos: list[ast.Annotation]) -> ast.Decl:
+        t = self.tok
+        if t.kind == "const":
+            return self.parse_const(annos)
+        if t.kind == "value_set":
+            return self.parse_value_set(annos)
+        if t.kind in ("ID", ".") or t.kind in _BUILTIN_TYPE_KINDS:
+            return self.parse_var_or_instance(annos)
+        raise self.error("a parser state or local declaration")
+
+    def parse_value_set(self, annos: list[ast.Annotation]) -> ast.ValueSetDecl:
+        kw = self.expect("value_set")
+        self.expect("<")
+        elem = self.parse_type()
+        self.expect_close_angle()
+        self.expect("(")
+        size = self.parse_expr()
+        self.expect(")")
+        name = self.expect_name()
+        self.expect(";")
+        return ast.ValueSetDecl(name.text, elem, size, annotations=annos, loc=kw.loc)
+
+    def parse_state(self, annos: list[ast.Annotation]) -> ast.ParserState:
+        kw = self.advance()
+        name = self.expect_name()
+        self.expect("{")
+        stmts: list[ast.Stmt] = []
+        transition: ast.Expr | None = None
+        while not self.at("transition") and not self.at("}"):
+            if self.at("EOF"):
+                raise self.error("`}`")
+            stmts.append(self.parse_statement())
+        if self.accept("transition"):
+            transition = self.parse_transition()
+        self.expect("}", "`}` after the transition statement")
+        return ast.ParserState(name.text, stmts, transition, annotations=annos, loc=kw.loc)
+
+    def parse_transition(self) -> ast.Expr:
+        if not self.at("select"):
+            target = self.parse_expr()
+            self.expect(";")
+            return target
+        kw = self.advance()
+        self.expect("(")
+        keys: list[ast.Expr] = []
+        if not self.at(")"):
+            keys.append(self.parse_expr())
+            while self.accept(","):
+                keys.append(self.parse_expr())
+        self.expect(")")
+        self.expect("{")
+        cases: list[ast.SelectCase] = []
+        while not self.accept("}"):
+            self.parse_annotations()
+            keyset = self.parse_keyset()
+            self.expect(":")
+            state = self.expect_name()
+            self.expect(";")
+            cases.append(ast.SelectCase(keyset, state.text, loc=keyset.loc))
+        return ast.SelectExpr(keys, cases, loc=kw.loc)
+
+    def parse_control(self, annos: list[ast.Annotation]) -> ast.Decl:
+        kw = self.expect("control")
+        name = self.expect_name()
+        self.declare_type(name.text)
+        with self.scope():
+            tparams = self.parse_type_params()
+            params = self.parse_params()
+            if self.accept(";"):
+                return ast.ControlTypeDecl(name.text, params, tparams, annotations=annos,
+                                           loc=kw.loc)
+            ctor = self.parse_params() if self.at("(") else []
+            self.expect("{")
+            locals_: list[ast.Decl] = []
+            apply: ast.BlockStmt | None = None
+            while not self.at("}"):
+                la = self.parse_annotations()
+                if self.at_word("apply") and self.peek().kind == "{":
+                    self.advance()
+                    apply = self.parse_block(la)
+                    break
+                locals_.append(self.parse_control_local(la))
+            self.expect("}")
+        if apply is None:
+            raise P4Error(f"syntax error, control {name.text} has no apply block", kw.loc)
+        return ast.ControlDecl(name.text, params, ctor, locals_, apply, tparams,
+                               annotations=annos, loc=kw.loc)
+
+    def parse_control_local(self, annos: list[ast.Annotation]) -> ast.Decl:
+        t = self.tok
+        if t.kind == "action":
+            return self.parse_action(annos)
+        if t.kind == "table":
+            return self.parse_table(annos)
+        if t.kind == "const":
+            return self.parse_const(annos)
+        if t.kind in ("ID", ".") or t.kind in _BUILTIN_TYPE_KINDS:
+            return self.parse_var_or_instance(annos)
+        raise self.error("a control local declaration or `apply`")
+
+    # ----------------------------------------------------------------- tables
+
+    def parse_table(self, annos: list[ast.Annotation]) -> ast.TableDecl:
+        kw = self.expect("table")
+        name = self.expect_name()
+        self.expect("{")
+        props: list[ast.TableProperty] = []
+        while not self.accept("}"):
+            props.append(self.parse_table_property())
+        return ast.TableDecl(name.text, props, annotations=annos, loc=kw.loc)
+
+    def parse_table_property(self) -> ast.TableProperty:
+        annos = self.parse_annotations()
+        start = self.tok
+        is_const = self.accept("const") is not None
+        name_tok = self.expect_name()
+        name = name_tok.text
+        self.expect("=")
+        value: object
+        if name == "key" and self.at("{"):
+            value = self.parse_key_elements()
+        elif name == "actions" and self.at("{"):
+            value = self.parse_action_list()
+        elif name == "entries" and self.at("{"):
+            value = self.parse_entries(is_const)
+        elif name == "default_action":
+            value = self.action_ref(self.parse_expr(), [])
+            self.expect(";")
+        else:
+            value = self.parse_expr()
+            self.expect(";")
+        return ast.TableProperty(name, value, is_const, annos, loc=start.loc)
+
+    def parse_key_elements(self) -> list[ast.KeyElement]:
+        self.expect("{")
+        keys: list[ast.KeyElement] = []
+        while not self.accept("}"):
+            self.parse_annotations()
+            expr = self.parse_expr()
+            self.expect(":")
+            kind = self.expect_name()
+            annos = self.parse_annotations()
+            self.expect(";")
+            keys.append(ast.KeyElement(expr, kind.text, annos, loc=expr.loc))
+        return keys
+
+    def action_ref(self, e: ast.Expr, annos: list[ast.Annotation]) -> ast.ActionRef:
+        if isinstance(e, ast.Call) and not e.type_args:
+            return ast.ActionRef(e.target, e.args, annos, loc=e.loc)
+        if isinstance(e, (ast.PathExpr, ast.Member)):
+            return ast.ActionRef(e, [], annos, loc=e.loc)
+        raise P4Error("syntax error, expected an action name or call", e.loc)
+
+    def parse_action_list(self) -> list[ast.ActionRef]:
+        self.expect("{")
+        refs: list[ast.ActionRef] = []
+        while not self.accept("}"):
+            annos = self.parse_annotations()
+            e = self.parse_expr()
+            refs.append(self.action_ref(e, annos))
+            self.expect(";")
+        return refs
+
+    def parse_entries(self, is_const: bool) -> list[ast.TableEntry]:
+        self.expect("{")
+        entries: list[ast.TableEntry] = []
+        while not self.accept("}"):
+            annos = self.parse_annotations()
+            start = self.tok
+            entry_const = self.accept("const") is not None or is_const
+            priority = None
+            if self.at_word("priority") and self.peek().kind == "=":
+                self.advance()
+                self.advance()
+                priority = self.parse_expr()
+                self.expect(":")
+            keys = self.parse_keyset()
+            self.expect(":")
+            action = self.action_ref(self.parse_expr(), [])
+            annos += self.parse_annotations()
+            self.expect(";")
+            entries.append(ast.TableEntry(keys, action, priority, annos, entry_const,
+                                          loc=start.loc))
+        return entries
+
+    # -------------------------------------------------------------- top level
+
+    def parse_declaration(self) -> ast.Node | None:
+        """One top-level declaration (also used for instance initializer blocks)."""
+        annos = self.parse_annotations()
+        t = self.tok
+        k = t.kind
+        if k == ";" and not annos:
+            self.advance()
+            return None
+        if k == "const":
+            return self.parse_const(annos)
+        if k in ("header", "header_union", "struct"):
+            return self.parse_aggregate(annos)
+        if k == "enum":
+            return self.parse_enum(annos)
+        if k == "typedef" or (k == "ID" and t.text == "type" and self.peek().kind != "("
+                              and (self.starts_type(1) or self.peek().kind == "ID")):
+            return self.parse_typedef(annos)
+        if k in ("error", "match_kind") and self.peek().kind == "{":
+            self.advance()
+            members = self.parse_members(False)
+            cls = ast.ErrorDecl if k == "error" else ast.MatchKindDecl
+            return cls(members, loc=t.loc)
+        if k == "extern":
+            return self.parse_extern(annos)
+        if k == "parser":
+            return self.parse_parser(annos)
+        if k == "control":
+            return self.parse_control(annos)
+        if k == "package":
+            return self.parse_package(annos)
+        if k == "action":
+            return self.parse_action(annos)
+        if k in ("ID", ".") or k in _BUILTIN_TYPE_KINDS:
+            type_ref = self.parse_type()
+            if self.at("("):
+                return self.parse_instance_rest(type_ref, annos, t)
+            return self.parse_function_rest(type_ref, annos, t)
+        raise self.error("a declaration")
+
+    def parse_program(self) -> ast.Program:
+        start = self.tok
+        decls: list[ast.Node] = []
+        while not self.at("EOF"):
+            d = self.parse_declaration()
+            if d is not None:
+                decls.append(d)
+        return ast.Program(decls, loc=start.loc)
+
+
+def parse_preprocessed(pre: Preprocessed) -> ast.Program:
+    """Parse cpp output; a syntax error (or absurd nesting) raises P4Error."""
+    tokens = tokenize(pre)
+    parser = Parser(tokens, pre.text)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
+    try:
+        return parser.parse_program()
+    except RecursionError:
+        raise P4Error("program nested too deeply to parse", parser.tok.loc) from None
+    finally:
+        sys.setrecursionlimit(old_limit)
+
+
+def parse_file(path: str | os.PathLike[str],
+               include_dirs: Sequence[str | os.PathLike[str]] = (),
+               defines: Mapping[str, str | None] | None = None) -> ast.Program:
+    """Preprocess and parse the P4 program at ``path``."""
+    return parse_preprocessed(preprocess(path, include_dirs, defines))
+
+
+def parse_text(text: str, filename: str = "<string>",
+               include_dirs: Sequence[str | os.PathLike[str]] = (),
+               defines: Mapping[str, str | None] | None = None) -> ast.Program:
+    """Preprocess and parse program text (``#include <core.p4>`` works as in files)."""
+    return parse_preprocessed(preprocess_text(text, filename, include_dirs, defines))
+
+
+__all__ = ["Parser", "parse_file", "parse_preprocessed", "parse_text", "SourceLoc"]
