@@ -1,0 +1,1021 @@
+"""Elaboration: the instance tree under ``main`` and every object's control-plane name.
+
+P4 declares *types* of parsers and controls; what runs (and what P4Runtime sees) are
+their *instances*. This pass walks from the ``main`` package instance down through every
+parser/control instance, binding constructor arguments, and lists the objects a
+control plane can address — tables, actions, extern instances, value sets — each with
+the name p4c's P4Info gives it. The P4Info generator and the v1model target both take
+names from here, so P4Runtime and the switch cannot disagree.
+
+Naming follows p4c's front end (UniqueNames + inlining + HierarchicalNames):
+
+* the prefix of a top-level parser/control instance is its *declaration* name
+  (``MyIngress``), whether the instance is nameless in ``main`` or named at top level;
+* a nested instance ``C() c_inst;`` inside ``MyIngress`` has prefix ``MyIngress.c_inst``;
+  a direct call ``C.apply(…)`` behaves like an instance named after the type;
+* a local object's name is ``prefix.local`` where ``local`` is its ``@name`` (or its
+  declared name); ``@name(".x")`` makes the name absolute (``x``);
+* top-level actions and extern instances keep their own name (``NoAction``);
+* extern instances built in place in a table property (``implementation =
+  action_profile(128)``) are named by the property's ``@name`` verbatim;
+* ``@hidden`` objects have no control-plane name (``name`` is ``None``);
+* actions and tables the program never uses are not control-plane objects (p4c
+  removes them before generating P4Info); extern instances always are.
+
+Match-field names of table keys follow p4c's TableKeyNames: ``hdr.ipv4.dstAddr``,
+``hdr.ipv4.$valid$`` for ``isValid()``, ``a[2].f``, ``x[7:0]``, ``a & b``, or the key's
+``@name``.
+
+API (stable)::
+
+    elab = elaborate(checked)            # CheckedProgram or ast.Program
+    elab.main                            # the ``main`` InstanceDecl or None
+    elab.top_blocks                      # BlockInstance per package argument, in order
+    elab.blocks                          # all parser/control instances (p4c's BFS order)
+    elab.tables / elab.actions / elab.externs / elab.value_sets   # in P4Info order
+    elab.table(name) / elab.action(name) / elab.extern(name)      # by control-plane name
+    table.keys -> [KeyField(name, match_kind, width, expr, …)]
+    table.action_refs -> [TableActionRef(action, annotations, …)]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from softswitch.diagnostics import P4Error, SourceLoc
+from softswitch.frontend import ast
+from softswitch.frontend import types as T
+
+# ---------------------------------------------------------------------------
+# Result data
+# ---------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class ActionInstance:
+    """An action as the control plane sees it (one per control-plane name)."""
+
+    decl: ast.ActionDecl
+    name: str | None
+    owner: BlockInstance | None  # None for a top-level action
+
+    @property
+    def params(self) -> list[ast.Param]:
+        return self.decl.params
+
+
+@dataclass(eq=False)
+class KeyField:
+    """One table key element with its P4Info match-field name and width."""
+
+    name: str
+    match_kind: str
+    width: int | None
+    expr: ast.Expr
+    element: ast.KeyElement
+
+
+@dataclass(eq=False)
+class TableActionRef:
+    """An entry of a table's ``actions`` list (``implicit`` when p4c adds it)."""
+
+    action: ActionInstance
+    annotations: list[ast.Annotation]
+    ref: ast.ActionRef | None = None
+    implicit: bool = False
+
+    def has(self, name: str) -> bool:
+        return any(a.name == name for a in self.annotations)
+
+
+@dataclass(eq=False)
+class DefaultAction:
+    action: ActionInstance
+    args: list[ast.Argument]
+    is_const: bool
+    implicit: bool = False
+
+
+@dataclass(eq=False)
+class ExternInstance:
+    """An extern object instance: ``counter(1024, CounterType.packets) c;``."""
+
+    decl: ast.Node                     # InstanceDecl, or the Call built in a table property
+    name: str | None
+    local_name: str
+    type_name: str                     # extern type name, e.g. "counter"
+    type_decl: ast.ExternDecl | None
+    type_args: list[ast.TypeRef]
+    args: dict[str, Any]               # constructor parameter name -> value
+    arg_exprs: dict[str, ast.Expr]
+    owner: BlockInstance | None
+    table: TableInstance | None = None  # set when built in place in a table property
+    loc: SourceLoc | None = None
+
+    @property
+    def annotations(self) -> list[ast.Annotation]:
+        return getattr(self.decl, "annotations", [])
+
+
+@dataclass(eq=False)
+class ValueSetInstance:
+    decl: ast.ValueSetDecl
+    name: str | None
+    owner: BlockInstance
+    size: int | None
+
+
+@dataclass(eq=False)
+class TableInstance:
+    decl: ast.TableDecl
+    name: str | None
+    owner: BlockInstance
+    keys: list[KeyField] = field(default_factory=list)
+    action_refs: list[TableActionRef] = field(default_factory=list)
+    default_action: DefaultAction | None = None
+    size: int | None = None
+    implementation: ExternInstance | None = None
+    counters: ExternInstance | None = None
+    meters: ExternInstance | None = None
+    has_entries: bool = False
+    const_entries: bool = False
+    support_timeout: bool = False
+
+    @property
+    def annotations(self) -> list[ast.Annotation]:
+        return self.decl.annotations
+
+
+@dataclass(eq=False)
+class BlockInstance:
+    """A parser or control instance with its bound constructor arguments."""
+
+    decl: ast.ParserDecl | ast.ControlDecl
+    kind: str                           # "parser" | "control"
+    local_name: str                     # instance name ("" for nameless in main)
+    prefix: str                         # control-plane prefix of its locals
+    owner: BlockInstance | None
+    args: dict[str, Any] = field(default_factory=dict)
+    package_param: str | None = None
+    children: list[Any] = field(default_factory=list)   # locals in order (flattened later)
+    used: bool = True
+
+
+@dataclass(eq=False)
+class Elaboration:
+    program: ast.Program
+    main: ast.InstanceDecl | None = None
+    package: ast.PackageTypeDecl | None = None
+    top_blocks: list[BlockInstance] = field(default_factory=list)
+    package_args: dict[str, Any] = field(default_factory=dict)
+    blocks: list[BlockInstance] = field(default_factory=list)
+    tables: list[TableInstance] = field(default_factory=list)
+    actions: list[ActionInstance] = field(default_factory=list)
+    externs: list[ExternInstance] = field(default_factory=list)
+    value_sets: list[ValueSetInstance] = field(default_factory=list)
+    # extern functions called from control bodies/actions (name, Call, owner block)
+    extern_calls: list[tuple[str, ast.Call, BlockInstance]] = field(default_factory=list)
+
+    def table(self, name: str) -> TableInstance | None:
+        return next((t for t in self.tables if t.name == name), None)
+
+    def action(self, name: str) -> ActionInstance | None:
+        return next((a for a in self.actions if a.name == name), None)
+
+    def extern(self, name: str) -> ExternInstance | None:
+        return next((e for e in self.externs if e.name == name), None)
+
+    def top_block(self, param: str) -> BlockInstance | None:
+        return next((b for b in self.top_blocks if b.package_param == param), None)
+
+
+# ---------------------------------------------------------------------------
+# Helpers: annotations, names, lookups
+# ---------------------------------------------------------------------------
+
+
+def annotation(node: Any, name: str) -> ast.Annotation | None:
+    for a in getattr(node, "annotations", None) or []:
+        if a.name == name:
+            return a
+    return None
+
+
+def string_annotation(node: Any, name: str) -> str | None:
+    """The string argument of ``@name("x")``-style annotations (None when absent)."""
+    a = annotation(node, name)
+    if a is None:
+        return None
+    if a.exprs and isinstance(a.exprs[0], ast.StringLiteral):
+        return a.exprs[0].value
+    body = a.body.strip()
+    if len(body) >= 2 and body[0] == '"' and body[-1] == '"':
+        return body[1:-1]
+    raise P4Error(f"@{name} annotation's argument must be a string", a.loc)
+
+
+def is_hidden(node: Any) -> bool:
+    return annotation(node, "hidden") is not None
+
+
+def local_name(node: Any, default: str) -> str:
+    """The local control-plane name: ``@name`` if present, else the declared name."""
+    n = string_annotation(node, "name")
+    return default if n is None else n
+
+
+def qualify(prefix: str, name: str) -> str:
+    """``prefix.name``, or ``name`` without its dot when it is absolute (``.x``)."""
+    if name.startswith("."):
+        return name[1:]
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _type_name(ref: Any) -> tuple[str, list[ast.TypeRef]] | None:
+    if isinstance(ref, ast.NamedTypeRef):
+        return ref.name, ref.type_args
+    return None
+
+
+def _children(node: Any) -> Iterator[Any]:
+    """Direct sub-nodes of an AST node (through lists, tuples and dicts)."""
+    if not dataclasses.is_dataclass(node):
+        return
+    for f in dataclasses.fields(node):
+        if f.name == "loc":
+            continue
+        v = getattr(node, f.name, None)
+        yield from _flatten(v)
+
+
+def _flatten(v: Any) -> Iterator[Any]:
+    if isinstance(v, ast.Node):
+        yield v
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _flatten(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _flatten(x)
+
+
+def walk(node: Any) -> Iterator[Any]:
+    """Pre-order walk of all nodes under ``node`` (inclusive)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        kids = list(_children(n))
+        stack.extend(reversed(kids))
+
+
+class _Scope:
+    """Names visible inside one parser/control declaration (locals, then top level)."""
+
+    def __init__(self, top: dict[str, list[ast.Node]], decl: Any | None) -> None:
+        self.top = top
+        self.local: dict[str, ast.Node] = {}
+        if decl is not None:
+            for p in list(getattr(decl, "ctor_params", [])) + list(getattr(decl, "params", [])):
+                self.local[p.name] = p
+            for d in getattr(decl, "locals", []):
+                if isinstance(d, ast.Decl):
+                    self.local[d.name] = d
+
+    def lookup(self, name: str, top_level: bool = False) -> ast.Node | None:
+        if not top_level and name in self.local:
+            return self.local[name]
+        found = self.top.get(name)
+        return found[0] if found else None
+
+    def lookup_type(self, name: str, nargs: int | None = None) -> ast.Node | None:
+        found = [d for d in self.top.get(name, []) if not isinstance(
+            d, (ast.InstanceDecl, ast.ActionDecl, ast.ConstDecl, ast.FunctionDecl,
+                ast.ExternFunctionDecl))]
+        if nargs is not None and len(found) > 1:
+            for d in found:
+                if len(getattr(d, "type_params", [])) == nargs:
+                    return d
+        return found[0] if found else None
+
+
+def _resolve_path(expr: ast.PathExpr, scope: _Scope) -> ast.Node | None:
+    decl = getattr(expr, "decl", None)
+    if isinstance(decl, ast.Node):
+        return decl
+    return scope.lookup(expr.name, expr.top_level)
+
+
+# ---------------------------------------------------------------------------
+# Constant values
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EnumValue:
+    """An enum member used as a constructor argument (``CounterType.packets``)."""
+
+    type_name: str
+    name: str
+
+
+def _const_value(expr: ast.Expr, env: dict[str, Any], scope: _Scope) -> Any:
+    """A constructor argument's value: the checker's constant, else a small evaluator
+    for what constructor arguments contain (literals, enum members, parameters)."""
+    c = getattr(expr, "const", ast.NOT_CONST)
+    if c is not ast.NOT_CONST:
+        if hasattr(c, "type_name") and hasattr(c, "name") and not isinstance(c, int):
+            return EnumValue(c.type_name, c.name)
+        return c
+    if isinstance(expr, ast.IntLiteral):
+        return expr.value
+    if isinstance(expr, ast.BoolLiteral):
+        return expr.value
+    if isinstance(expr, ast.StringLiteral):
+        return expr.value
+    if isinstance(expr, ast.Cast):
+        return _const_value(expr.expr, env, scope)
+    if isinstance(expr, ast.Member):
+        base = expr.expr
+        if isinstance(base, (ast.PathExpr, ast.TypeNameExpr)):
+            tname = base.name if isinstance(base, ast.PathExpr) else getattr(
+                base.type_ref, "name", "")
+            return EnumValue(tname, expr.name)
+    if isinstance(expr, ast.PathExpr):
+        if expr.name in env and not expr.top_level:
+            return env[expr.name]
+        d = _resolve_path(expr, scope)
+        if isinstance(d, ast.ConstDecl):
+            return _const_value(d.value, {}, scope)
+    if isinstance(expr, ast.Binary):
+        left = _const_value(expr.left, env, scope)
+        right = _const_value(expr.right, env, scope)
+        if isinstance(left, int) and isinstance(right, int):
+            ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b,
+                   "*": lambda a, b: a * b, "<<": lambda a, b: a << b,
+                   ">>": lambda a, b: a >> b, "|": lambda a, b: a | b,
+                   "&": lambda a, b: a & b}
+            if expr.op in ops:
+                return ops[expr.op](left, right)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Key names (p4c's TableKeyNames)
+# ---------------------------------------------------------------------------
+
+
+def _literal_text(expr: ast.Expr) -> str | None:
+    if isinstance(expr, ast.IntLiteral):
+        text = expr.text or str(expr.value)
+        # p4c prints the value in the base it was written in, without width prefix.
+        for sep in ("w", "s"):
+            if sep in text and not text.lower().startswith("0x"):
+                head, _, tail = text.partition(sep)
+                if head.isdigit():
+                    text = tail
+        if text.lower().startswith("0x"):
+            return hex(expr.value)
+        if text.lower().startswith("0b"):
+            return bin(expr.value)
+        if text.lower().startswith("0o"):
+            return oct(expr.value)
+        return str(expr.value)
+    c = getattr(expr, "const", ast.NOT_CONST)
+    if isinstance(c, int) and not isinstance(c, bool):
+        return str(c)
+    return None
+
+
+def _field_external_name(expr: ast.Member) -> str:
+    t = getattr(expr.expr, "type", None)
+    if isinstance(t, T.StructLikeType):
+        f = t.field(expr.name)
+        if f is not None:
+            for a in f.annotations:
+                if getattr(a, "name", None) == "name" and getattr(a, "exprs", None):
+                    lit = a.exprs[0]
+                    if isinstance(lit, ast.StringLiteral):
+                        return lit.value
+    return expr.name
+
+
+def _is_header_like(t: Any) -> bool:
+    return isinstance(t, (T.HeaderType, T.HeaderUnionType))
+
+
+def key_expr_name(expr: ast.Expr) -> str | None:
+    """p4c's generated name of a key expression, or None when it needs ``@name``."""
+    if isinstance(expr, ast.PathExpr):
+        return ("." if expr.top_level else "") + expr.name
+    if isinstance(expr, ast.Member):
+        fname = expr.name
+        if fname == "isValid" and (_is_header_like(getattr(expr.expr, "type", None))
+                                   or getattr(expr.expr, "type", None) is None):
+            fname = "$valid$"
+        else:
+            fname = _field_external_name(expr)
+        if fname.startswith("."):
+            return fname[1:]
+        left = key_expr_name(expr.expr)
+        return None if left is None else f"{left}.{fname}"
+    if isinstance(expr, ast.Call):
+        m = key_expr_name(expr.target)
+        if m is not None and m.endswith("$valid$") and not expr.args:
+            return m
+        return None
+    if isinstance(expr, ast.Index):
+        left = key_expr_name(expr.expr)
+        right = _literal_text(expr.index)
+        if right is None:
+            right = key_expr_name(expr.index)
+        return None if left is None or right is None else f"{left}[{right}]"
+    if isinstance(expr, ast.Slice):
+        e0 = key_expr_name(expr.expr)
+        hi, lo = _literal_text(expr.hi), _literal_text(expr.lo)
+        if e0 is None or hi is None or lo is None:
+            return None
+        return f"{e0}[{hi}:{lo}]"
+    if isinstance(expr, ast.Binary) and expr.op == "&":
+        left, right = key_expr_name(expr.left), key_expr_name(expr.right)
+        return None if left is None or right is None else f"{left} & {right}"
+    if isinstance(expr, ast.IntLiteral):
+        return _literal_text(expr)
+    return None
+
+
+def key_field_name(elem: ast.KeyElement) -> str:
+    explicit = string_annotation(elem, "name")
+    if explicit is not None:
+        return explicit
+    name = key_expr_name(elem.expr)
+    if name is None:
+        raise P4Error(f"{_expr_text(elem.expr)}: Complex key expression requires a @name "
+                      "annotation", elem.expr.loc or elem.loc)
+    return name
+
+
+def _expr_text(expr: ast.Expr) -> str:
+    return type(expr).__name__.lower()
+
+
+def type_width(t: Any) -> int | None:
+    """Width in bits as P4Info reports it (``@p4runtime_translation`` sdn width wins)."""
+    if t is None:
+        return None
+    if isinstance(t, T.NewType):
+        sdn = translation_width(t)
+        if sdn is not None:
+            return sdn
+    return T.bit_width(t)
+
+
+def translation_width(t: T.NewType) -> int | None:
+    a = annotation(t.decl, "p4runtime_translation")
+    if a is None or not a.exprs or len(a.exprs) < 2:
+        return None
+    w = a.exprs[1]
+    if isinstance(w, ast.IntLiteral):
+        return w.value
+    c = getattr(w, "const", ast.NOT_CONST)
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+
+# ---------------------------------------------------------------------------
+# The elaborator
+# ---------------------------------------------------------------------------
+
+_PROPERTY_EXTERNS = ("implementation", "counters", "meters")
+
+
+class _Elaborator:
+    def __init__(self, program: ast.Program) -> None:
+        self.program = program
+        self.top: dict[str, list[ast.Node]] = {}
+        for d in program.decls:
+            if isinstance(d, ast.Decl):
+                self.top.setdefault(d.name, []).append(d)
+        self.top_scope = _Scope(self.top, None)
+        self.result = Elaboration(program)
+        self.global_externs: dict[int, ExternInstance] = {}
+
+    # --- entry -------------------------------------------------------------------
+    def run(self) -> Elaboration:
+        main = next((d for d in self.program.decls
+                     if isinstance(d, ast.InstanceDecl) and d.name == "main"), None)
+        if main is None:
+            return self.result
+        self.result.main = main
+        pkg = self._type_decl(main.type_ref, self.top_scope)
+        if not isinstance(pkg, ast.PackageTypeDecl):
+            raise P4Error("main must be an instance of a package", main.loc)
+        self.result.package = pkg
+        self._elaborate_top_level_externs()
+        bound = self._bind_args(pkg.params, main.args, main.loc, "main")
+        for pname, arg in bound.items():
+            value = self._instance_arg(arg, {}, self.top_scope, None, pname)
+            self.result.package_args[pname] = value
+            if isinstance(value, BlockInstance):
+                value.package_param = pname
+                self.result.top_blocks.append(value)
+        self._collect()
+        return self.result
+
+    # --- argument binding --------------------------------------------------------
+    def _bind_args(self, params: list[ast.Param], args: list[ast.Argument],
+                   loc: SourceLoc | None, what: str) -> dict[str, ast.Expr]:
+        bound: dict[str, ast.Expr] = {}
+        positional = [a for a in args if a.name is None]
+        named = {a.name: a for a in args if a.name is not None}
+        for i, p in enumerate(params):
+            if i < len(positional):
+                bound[p.name] = positional[i].value
+            elif p.name in named:
+                bound[p.name] = named[p.name].value
+            elif p.default is not None:
+                bound[p.name] = p.default
+        if len(positional) > len(params):
+            raise P4Error(f"{what}: too many constructor arguments", loc)
+        return bound
+
+    def _type_decl(self, ref: Any, scope: _Scope) -> ast.Node | None:
+        resolved = getattr(ref, "resolved", None)
+        decl = getattr(resolved, "decl", None)
+        if isinstance(decl, (ast.ParserDecl, ast.ControlDecl, ast.ExternDecl,
+                             ast.PackageTypeDecl)):
+            return decl
+        tn = _type_name(ref)
+        if tn is None:
+            return None
+        return scope.lookup_type(tn[0], len(tn[1]))
+
+    def _callee_type(self, call: ast.Call, scope: _Scope) -> tuple[ast.Node | None,
+                                                                    list[ast.TypeRef]]:
+        target = call.target
+        if isinstance(target, ast.TypeNameExpr):
+            tn = _type_name(target.type_ref)
+            return self._type_decl(target.type_ref, scope), (tn[1] if tn else [])
+        if isinstance(target, ast.PathExpr):
+            d = getattr(target, "decl", None)
+            if isinstance(d, (ast.ParserDecl, ast.ControlDecl, ast.ExternDecl,
+                              ast.PackageTypeDecl)):
+                return d, list(call.type_args)
+            return scope.lookup_type(target.name, len(call.type_args)), list(call.type_args)
+        return None, []
+
+    def _instance_arg(self, expr: ast.Expr, env: dict[str, Any], scope: _Scope,
+                      owner: BlockInstance | None, name: str) -> Any:
+        """Value of a constructor argument: nested instance, named instance or constant."""
+        if isinstance(expr, ast.Call):
+            tdecl, targs = self._callee_type(expr, scope)
+            if isinstance(tdecl, (ast.ParserDecl, ast.ControlDecl)):
+                return self._block(tdecl, expr.args, name, owner, env, scope, expr,
+                                   nameless_top=owner is None)
+            if isinstance(tdecl, ast.ExternDecl):
+                return self._extern(expr, tdecl, targs, expr.args, name, name, owner, env,
+                                    scope)
+        if isinstance(expr, ast.PathExpr):
+            if expr.name in env and not expr.top_level:
+                return env[expr.name]
+            d = _resolve_path(expr, scope)
+            if isinstance(d, ast.InstanceDecl):
+                return self._named_instance(d, owner)
+        return _const_value(expr, env, scope)
+
+    def _named_instance(self, d: ast.InstanceDecl, owner: BlockInstance | None) -> Any:
+        """A top-level instance used as an argument."""
+        if id(d) in self.global_externs:
+            return self.global_externs[id(d)]
+        tdecl = self._type_decl(d.type_ref, self.top_scope)
+        if isinstance(tdecl, (ast.ParserDecl, ast.ControlDecl)):
+            return self._block(tdecl, d.args, d.name, owner, {}, self.top_scope, d,
+                               nameless_top=owner is None)
+        return None
+
+    # --- blocks ------------------------------------------------------------------
+    def _block(self, tdecl: ast.ParserDecl | ast.ControlDecl, args: list[ast.Argument],
+               inst_name: str, owner: BlockInstance | None, env: dict[str, Any],
+               scope: _Scope, node: ast.Node, nameless_top: bool) -> BlockInstance:
+        kind = "parser" if isinstance(tdecl, ast.ParserDecl) else "control"
+        if owner is None:
+            prefix = tdecl.name
+        else:
+            prefix = qualify(owner.prefix, local_name(node, inst_name))
+        block = BlockInstance(tdecl, kind, inst_name, prefix, owner)
+        bound = self._bind_args(tdecl.ctor_params, args, getattr(node, "loc", None),
+                                tdecl.name)
+        inner_scope = _Scope(self.top, tdecl)
+        for pname, expr in bound.items():
+            block.args[pname] = self._instance_arg(expr, env, scope, owner,
+                                                   pname)
+        self._elaborate_locals(block, inner_scope)
+        return block
+
+    def _elaborate_locals(self, block: BlockInstance, scope: _Scope) -> None:
+        decl = block.decl
+        env = block.args
+        for d in decl.locals:
+            if isinstance(d, ast.InstanceDecl):
+                tdecl = self._type_decl(d.type_ref, scope)
+                tn = _type_name(d.type_ref)
+                if isinstance(tdecl, (ast.ParserDecl, ast.ControlDecl)):
+                    block.children.append(self._block(tdecl, d.args, d.name, block, env,
+                                                      scope, d, False))
+                elif isinstance(tdecl, ast.ExternDecl) or tdecl is None:
+                    block.children.append(self._extern(
+                        d, tdecl, tn[1] if tn else [], d.args, d.name,
+                        qualify(block.prefix, local_name(d, d.name)), block, env, scope,
+                        hidden=is_hidden(d)))
+            elif isinstance(d, (ast.ActionDecl, ast.TableDecl, ast.ValueSetDecl)):
+                block.children.append(d)
+        # Direct applications (``C.apply()`` on a type) become instances named after
+        # the type, appended after the declared locals.
+        if isinstance(decl, ast.ControlDecl):
+            body: list[Any] = [decl.apply]
+        else:
+            body = list(decl.states)
+        seen: set[str] = set()
+        for root in body:
+            for n in walk(root):
+                if not (isinstance(n, ast.Call) and isinstance(n.target, ast.Member)
+                        and n.target.name == "apply"):
+                    continue
+                d = self._direct_target(n.target.expr, scope)
+                if d is not None:
+                    if isinstance(d, (ast.ControlDecl, ast.ParserDecl)) and d.name not in seen:
+                        seen.add(d.name)
+                        block.children.append(self._block(d, [], d.name, block, env, scope,
+                                                          d, False))
+        self.result.blocks.append(block)
+
+    @staticmethod
+    def _direct_target(base: ast.Expr, scope: _Scope) -> ast.Node | None:
+        """The parser/control *type* of a direct application ``C.apply()``."""
+        if isinstance(base, ast.PathExpr):
+            d = _resolve_path(base, scope)
+        elif isinstance(base, ast.TypeNameExpr) and isinstance(base.type_ref, ast.NamedTypeRef):
+            d = scope.lookup_type(base.type_ref.name)
+        else:
+            return None
+        return d if isinstance(d, (ast.ControlDecl, ast.ParserDecl)) else None
+
+    # --- externs -----------------------------------------------------------------
+    def _extern(self, node: ast.Node, tdecl: ast.ExternDecl | None,
+                targs: list[ast.TypeRef], args: list[ast.Argument], lname: str,
+                cp_name: str | None, owner: BlockInstance | None, env: dict[str, Any],
+                scope: _Scope, hidden: bool = False) -> ExternInstance:
+        ctor = None
+        if tdecl is not None:
+            ctors = [m for m in tdecl.methods if m.return_type is None and m.name == tdecl.name]
+            ctor = next((c for c in ctors if len(c.params) == len(args)), None) or (
+                ctors[0] if ctors else None)
+        values: dict[str, Any] = {}
+        exprs: dict[str, ast.Expr] = {}
+        if ctor is not None:
+            for pname, expr in self._bind_args(ctor.params, args, node.loc,
+                                               tdecl.name if tdecl else lname).items():
+                exprs[pname] = expr
+                values[pname] = self._instance_arg(expr, env, scope, owner, pname)
+        else:
+            for i, a in enumerate(args):
+                key = a.name or str(i)
+                exprs[key] = a.value
+                values[key] = _const_value(a.value, env, scope)
+        tname = tdecl.name if tdecl is not None else (
+            _type_name(getattr(node, "type_ref", None)) or ("", []))[0]
+        return ExternInstance(node, None if hidden else cp_name, lname, tname, tdecl,
+                              list(targs), values, exprs, owner, loc=node.loc)
+
+    def _elaborate_top_level_externs(self) -> None:
+        for d in self.program.decls:
+            if not isinstance(d, ast.InstanceDecl) or d.name == "main":
+                continue
+            tdecl = self._type_decl(d.type_ref, self.top_scope)
+            if isinstance(tdecl, ast.ExternDecl):
+                tn = _type_name(d.type_ref)
+                inst = self._extern(d, tdecl, tn[1] if tn else [], d.args, d.name,
+                                    local_name(d, d.name).lstrip("."), None, {},
+                                    self.top_scope, hidden=is_hidden(d))
+                self.global_externs[id(d)] = inst
+
+    # --- collection in p4c's order ----------------------------------------------
+    def _collect(self) -> None:
+        """Flatten each top block (inlining sub-instances), drop unused objects and
+        list the control-plane objects in the order p4c's P4Info lists them."""
+        res = self.result
+        res.blocks = []
+        actions_seen: dict[str, ActionInstance] = {}
+        table_level: list[TableInstance] = []
+        for ext in self.global_externs.values():
+            res.externs.append(ext)
+        ordered_blocks = [b for b in res.top_blocks]
+        for arg in res.package_args.values():
+            if isinstance(arg, ExternInstance) and arg not in res.externs:
+                res.externs.append(arg)
+        flat_items: list[tuple[BlockInstance, list[tuple[BlockInstance, Any]]]] = []
+        for top in ordered_blocks:
+            items = self._flatten_block(top)
+            flat_items.append((top, items))
+            res.blocks.extend(self._all_blocks(top))
+        # Actions are collected per control block, before any table (BFS: blocks first).
+        per_block_tables: list[list[TableInstance]] = []
+        for top, items in flat_items:
+            used = self._used(top, items)
+            tables_here: list[TableInstance] = []
+            if top.kind == "control":
+                for act in self._block_actions(top, items, used):
+                    if act.name is not None and act.name not in actions_seen:
+                        actions_seen[act.name] = act
+                        res.actions.append(act)
+            for blk, item in items:
+                if isinstance(item, ast.TableDecl) and (id(item) in used):
+                    tables_here.append(self._table(item, blk, actions_seen))
+                elif isinstance(item, ast.ValueSetDecl) and id(item) in used:
+                    res.value_sets.append(self._value_set(item, blk))
+            per_block_tables.append(tables_here)
+            self._record_extern_calls(top, items, used)
+        for _top, items in flat_items:
+            for _blk, item in items:
+                if isinstance(item, ExternInstance):
+                    res.externs.append(item)
+        for tables_here in per_block_tables:
+            for t in tables_here:
+                res.tables.append(t)
+                table_level.append(t)
+        for t in table_level:
+            for ext in (t.implementation, t.counters, t.meters):
+                if ext is not None and ext.table is t and ext not in res.externs:
+                    res.externs.append(ext)
+
+    def _all_blocks(self, block: BlockInstance) -> list[BlockInstance]:
+        out = [block]
+        for c in block.children:
+            if isinstance(c, BlockInstance):
+                out.extend(self._all_blocks(c))
+        return out
+
+    def _flatten_block(self, block: BlockInstance) -> list[tuple[BlockInstance, Any]]:
+        """Locals of a block with sub-instances replaced by their own locals (p4c
+        inlines sub-parsers and sub-controls before generating P4Info)."""
+        out: list[tuple[BlockInstance, Any]] = []
+        for c in block.children:
+            if isinstance(c, BlockInstance):
+                out.append((block, c))
+                out.extend(self._flatten_block(c))
+            else:
+                out.append((block, c))
+        return out
+
+    # --- usage (p4c removes unused tables/actions/value sets) ---------------------
+    def _scope_of(self, block: BlockInstance) -> _Scope:
+        return _Scope(self.top, block.decl)
+
+    def _refs(self, node: Any, block: BlockInstance) -> Iterator[ast.Node]:
+        scope = self._scope_of(block)
+        for n in walk(node):
+            if isinstance(n, ast.PathExpr):
+                d = _resolve_path(n, scope)
+                if d is not None:
+                    yield d
+            elif isinstance(n, ast.TypeNameExpr):
+                d = self._direct_target(n, scope)
+                if d is not None:
+                    yield d
+
+    def _used(self, top: BlockInstance, items: list[tuple[BlockInstance, Any]]) -> set[int]:
+        """ids of locals (tables, actions, value sets, sub-blocks) reachable from the
+        apply bodies / parser states of used blocks."""
+        used: set[int] = set()
+        work: list[tuple[Any, BlockInstance]] = []
+
+        def roots(b: BlockInstance) -> None:
+            if isinstance(b.decl, ast.ControlDecl):
+                work.append((b.decl.apply, b))
+            else:
+                for s in b.decl.states:
+                    work.append((s, b))
+            for c in b.children:
+                if isinstance(c, ExternInstance):
+                    work.append((c.decl, b))
+
+        roots(top)
+        visited: set[tuple[int, int]] = set()
+        while work:
+            node, blk = work.pop()
+            key = (id(node), id(blk))
+            if key in visited:
+                continue
+            visited.add(key)
+            for d in self._refs(node, blk):
+                if isinstance(d, (ast.TableDecl, ast.ActionDecl, ast.ValueSetDecl)):
+                    used.add(id(d))
+                    if isinstance(d, ast.ActionDecl) and d in self.top.get(d.name, []):
+                        work.append((d.body, blk))
+                    else:
+                        work.append((d, blk))
+                elif isinstance(d, ast.InstanceDecl):
+                    for c in blk.children:
+                        if (isinstance(c, BlockInstance) and c.local_name == d.name
+                                and id(c) not in used):
+                            used.add(id(c))
+                            roots(c)
+                elif isinstance(d, (ast.ControlDecl, ast.ParserDecl)):
+                    for c in blk.children:
+                        if (isinstance(c, BlockInstance) and c.decl is d
+                                and c.local_name == d.name and id(c) not in used):
+                            used.add(id(c))
+                            roots(c)
+            if isinstance(node, ast.TableDecl) and node.prop("default_action") is None:
+                no_action = self.top_scope.lookup("NoAction")
+                if isinstance(no_action, ast.ActionDecl):
+                    used.add(id(no_action))
+        for _blk, item in items:
+            if isinstance(item, BlockInstance) and id(item) not in used:
+                item.used = False
+        return used
+
+    def _block_actions(self, top: BlockInstance, items: list[tuple[BlockInstance, Any]],
+                       used: set[int]) -> list[ActionInstance]:
+        """Actions of a flattened control in p4c's order: the top-level actions it
+        uses (in order of first use), then its own actions in declaration order."""
+        globals_used: list[ast.ActionDecl] = []
+        own: list[ActionInstance] = []
+        for blk, item in items:
+            if isinstance(item, BlockInstance) and not item.used:
+                continue
+            if not self._block_live(blk):
+                continue
+            if isinstance(item, ast.ActionDecl):
+                if id(item) in used:
+                    own.append(self._action(item, blk))
+            if isinstance(item, (ast.ActionDecl, ast.TableDecl)) and id(item) in used:
+                self._note_global_uses(item, blk, globals_used)
+        for blk in [top] + [b for _, b in items if isinstance(b, BlockInstance)]:
+            if isinstance(blk.decl, ast.ControlDecl) and self._block_live(blk):
+                self._note_global_uses(blk.decl.apply, blk, globals_used)
+        result = [self._action(a, None) for a in globals_used]
+        return result + own
+
+    def _block_live(self, blk: BlockInstance) -> bool:
+        b: BlockInstance | None = blk
+        while b is not None:
+            if not b.used:
+                return False
+            b = b.owner
+        return True
+
+    def _note_global_uses(self, node: Any, blk: BlockInstance,
+                          out: list[ast.ActionDecl]) -> None:
+        for d in self._refs(node, blk):
+            if isinstance(d, ast.ActionDecl) and d in self.top.get(d.name, []) and d not in out:
+                out.append(d)
+        if isinstance(node, ast.TableDecl) and node.prop("default_action") is None:
+            no_action = self.top_scope.lookup("NoAction")
+            if isinstance(no_action, ast.ActionDecl) and no_action not in out:
+                out.append(no_action)
+
+    # --- objects -----------------------------------------------------------------
+    def _action(self, decl: ast.ActionDecl, blk: BlockInstance | None) -> ActionInstance:
+        cache = self.__dict__.setdefault("_actions", {})
+        key = (id(decl), id(blk) if blk is not None else 0)
+        if key in cache:
+            return cache[key]
+        if is_hidden(decl):
+            name = None
+        elif blk is None:
+            name = local_name(decl, decl.name).lstrip(".")
+        else:
+            name = qualify(blk.prefix, local_name(decl, decl.name))
+        inst = ActionInstance(decl, name, blk)
+        cache[key] = inst
+        return inst
+
+    def _action_for(self, expr: ast.Expr, blk: BlockInstance) -> ActionInstance:
+        target = expr.target if isinstance(expr, ast.Call) else expr
+        if not isinstance(target, ast.PathExpr):
+            raise P4Error("expected an action name", expr.loc)
+        d = _resolve_path(target, self._scope_of(blk))
+        if not isinstance(d, ast.ActionDecl):
+            raise P4Error(f"{target.name}: not an action", target.loc)
+        owner = None if d in self.top.get(d.name, []) else blk
+        return self._action(d, owner)
+
+    def _table(self, decl: ast.TableDecl, blk: BlockInstance,
+               actions_seen: dict[str, ActionInstance]) -> TableInstance:
+        name = None if is_hidden(decl) else qualify(blk.prefix, local_name(decl, decl.name))
+        t = TableInstance(decl, name, blk)
+        scope = self._scope_of(blk)
+        for prop in decl.properties:
+            self._table_property(t, prop, blk, scope)
+        if t.default_action is None:
+            no_action = self.top_scope.lookup("NoAction")
+            if isinstance(no_action, ast.ActionDecl):
+                act = self._action(no_action, None)
+                t.default_action = DefaultAction(act, [], False, implicit=True)
+                if not any(r.action is act for r in t.action_refs):
+                    anno = ast.Annotation("defaultonly", loc=decl.loc)
+                    t.action_refs.append(TableActionRef(act, [anno], None, implicit=True))
+        return t
+
+    def _table_property(self, t: TableInstance, prop: ast.TableProperty,
+                        blk: BlockInstance, scope: _Scope) -> None:
+        v = prop.value
+        if prop.name == "key":
+            for elem in v or []:
+                width = type_width(getattr(elem.expr, "type", None))
+                t.keys.append(KeyField(key_field_name(elem), elem.match_kind, width,
+                                       elem.expr, elem))
+        elif prop.name == "actions":
+            for ref in v or []:
+                t.action_refs.append(TableActionRef(self._action_for(ref.name, blk),
+                                                    list(ref.annotations), ref))
+        elif prop.name == "default_action":
+            ref = v
+            if isinstance(ref, ast.ActionRef):
+                t.default_action = DefaultAction(self._action_for(ref.name, blk),
+                                                 list(ref.args), prop.is_const)
+            elif isinstance(ref, ast.Expr):
+                args = ref.args if isinstance(ref, ast.Call) else []
+                t.default_action = DefaultAction(self._action_for(ref, blk), list(args),
+                                                 prop.is_const)
+        elif prop.name == "entries":
+            t.has_entries = True
+            t.const_entries = prop.is_const
+        elif prop.name == "size":
+            val = _const_value(v, blk.args, scope) if isinstance(v, ast.Expr) else None
+            if isinstance(val, int) and not isinstance(val, bool):
+                t.size = val
+        elif prop.name == "support_timeout":
+            val = _const_value(v, blk.args, scope) if isinstance(v, ast.Expr) else None
+            t.support_timeout = val is True
+        elif prop.name in _PROPERTY_EXTERNS and isinstance(v, ast.Expr):
+            setattr(t, prop.name, self._property_extern(t, prop, v, blk, scope))
+
+    def _property_extern(self, t: TableInstance, prop: ast.TableProperty, v: ast.Expr,
+                         blk: BlockInstance, scope: _Scope) -> ExternInstance | None:
+        if isinstance(v, ast.Call):
+            tdecl, targs = self._callee_type(v, scope)
+            pname = string_annotation(prop, "name")
+            if pname is None:
+                raise P4Error(f"Table '{t.name}' has an anonymous table property "
+                              f"'{prop.name}' with no name annotation, which is not "
+                              "supported by P4Runtime", prop.loc or v.loc)
+            ext = self._extern(v, tdecl if isinstance(tdecl, ast.ExternDecl) else None,
+                               targs, v.args, prop.name, pname.lstrip("."), blk, blk.args,
+                               scope)
+            ext.table = t
+            return ext
+        if isinstance(v, ast.PathExpr):
+            if v.name in blk.args and not v.top_level:
+                val = blk.args[v.name]
+                return val if isinstance(val, ExternInstance) else None
+            d = _resolve_path(v, scope)
+            for c in blk.children:
+                if isinstance(c, ExternInstance) and c.decl is d:
+                    return c
+            if isinstance(d, ast.InstanceDecl) and id(d) in self.global_externs:
+                return self.global_externs[id(d)]
+        return None
+
+    def _value_set(self, decl: ast.ValueSetDecl, blk: BlockInstance) -> ValueSetInstance:
+        name = None if is_hidden(decl) else qualify(blk.prefix, local_name(decl, decl.name))
+        size = _const_value(decl.size, blk.args, self._scope_of(blk))
+        return ValueSetInstance(decl, name, blk, size if isinstance(size, int) else None)
+
+    def _record_extern_calls(self, top: BlockInstance, items: list[tuple[BlockInstance, Any]],
+                             used: set[int]) -> None:
+        """Extern *function* calls in control bodies and used actions (p4c reports
+        digests from these, and their presence creates P4Info's ``type_info``)."""
+        if top.kind != "control":
+            return
+        nodes: list[tuple[Any, BlockInstance]] = [(top.decl.apply, top)]
+        for blk, item in items:
+            if isinstance(item, ast.ActionDecl) and id(item) in used:
+                nodes.append((item.body, blk))
+            elif isinstance(item, BlockInstance) and item.kind == "control" and self._block_live(
+                    item):
+                nodes.append((item.decl.apply, item))
+        for blk, item in items:
+            if isinstance(item, ast.TableDecl) and id(item) in used:
+                for ref in self._refs(item, blk):
+                    if isinstance(ref, ast.ActionDecl) and ref in self.top.get(ref.name, []):
+                        nodes.append((ref.body, blk))
+        for root, blk in nodes:
+            scope = self._scope_of(blk)
+            for n in walk(root):
+                if isinstance(n, ast.Call) and isinstance(n.target, ast.PathExpr):
+                    d = _resolve_path(n.target, scope)
+                    if isinstance(d, ast.ExternFunctionDecl):
+                        self.result.extern_calls.append((d.name, n, blk))
+
+
+def elaborate(checked: Any) -> Elaboration:
+    """Elaborate a type-checked program (``CheckedProgram`` or an annotated
+    ``ast.Program``): see the module docstring."""
+    program = getattr(checked, "program", checked)
+    if not isinstance(program, ast.Program):
+        raise TypeError("elaborate() needs a CheckedProgram or an ast.Program")
+    return _Elaborator(program).run()
