@@ -1,0 +1,79 @@
+"""Action calls: P4Runtime ``Action`` ⇄ (action name, argument ints) for the switch.
+
+The checks are those P4Runtime requires before anything reaches the data plane: the
+action must belong to the table and be allowed in this position (``@defaultonly`` /
+``@tableonly`` scopes), every parameter must be given exactly once and fit its width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from softswitch.p4runtime import bytestrings, errors
+from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
+
+Scope = p4info_pb2.ActionRef
+
+
+@dataclass(frozen=True)
+class ActionCall:
+    name: str
+    args: list[int]
+    proto: p4runtime_pb2.Action      # canonical copy, parameters in P4Info order
+
+
+def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,
+          table: TableIndex | None = None, default: bool = False) -> ActionCall:
+    """Validate an action (for ``table``'s entries, or its default entry)."""
+    info = index.action(action.action_id)
+    name = info.preamble.name
+    if table is not None:
+        _check_scope(table, info, default)
+    given: dict[int, bytes] = {}
+    for param in action.params:
+        if param.param_id in given:
+            raise errors.invalid(f"action '{name}': parameter id {param.param_id} "
+                                 "given twice")
+        given[param.param_id] = param.value
+    known = {p.id for p in info.params}
+    for pid in given:
+        if pid not in known:
+            raise errors.invalid(f"action '{name}' has no parameter id {pid}")
+    args: list[int] = []
+    proto = p4runtime_pb2.Action(action_id=action.action_id)
+    for p in info.params:
+        if p.id not in given:
+            raise errors.invalid(f"action '{name}': parameter '{p.name}' is missing")
+        value = bytestrings.decode(given[p.id], p.bitwidth,
+                                   f"parameter '{p.name}' of action '{name}'")
+        args.append(value)
+        proto.params.add(param_id=p.id, value=bytestrings.encode(value))
+    return ActionCall(name, args, proto)
+
+
+def _check_scope(table: TableIndex, info: p4info_pb2.Action, default: bool) -> None:
+    tname = table.info.preamble.name
+    ref = table.actions.get(info.preamble.id)
+    if ref is None:
+        raise errors.invalid(f"action '{info.preamble.name}' is not an action of "
+                             f"table '{tname}'")
+    if default and ref.scope == Scope.TABLE_ONLY:
+        raise errors.invalid(f"action '{info.preamble.name}' is @tableonly: it cannot be "
+                             f"the default action of table '{tname}'")
+    if not default and ref.scope == Scope.DEFAULT_ONLY:
+        raise errors.invalid(f"action '{info.preamble.name}' is @defaultonly: it cannot be "
+                             f"used in entries of table '{tname}'")
+
+
+def build(index: P4InfoIndex, name: str, args: list[int]) -> p4runtime_pb2.Action:
+    """The canonical Action proto of an action the switch reports by name."""
+    for info in index.all("actions"):
+        if info.preamble.name == name or info.preamble.name.endswith("." + name):
+            proto = p4runtime_pb2.Action(action_id=info.preamble.id)
+            for p, value in zip(info.params, args, strict=False):
+                proto.params.add(param_id=p.id, value=bytestrings.encode(value, p.bitwidth))
+            return proto
+    raise errors.internal(f"switch reports action '{name}' unknown to the P4Info")

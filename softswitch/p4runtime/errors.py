@@ -1,0 +1,113 @@
+"""P4Runtime errors: gRPC status codes and the per-update details of a failed Write.
+
+Clients tell apart "not primary", "no pipeline", "duplicate entry" and "bad request"
+only by the gRPC status code, so every user-input problem is raised as a
+:class:`P4RuntimeError` carrying the code the P4Runtime specification (and PI) uses.
+A failed batch Write is reported as the specification says: status ``UNKNOWN`` whose
+``grpc-status-details-bin`` trailer holds a ``google.rpc.Status`` with one
+``p4.v1.Error`` per update (``OK`` for the updates that succeeded), which is what
+p4runtime-shell and PTF's helpers decode.
+"""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, status_pb2
+from p4.v1 import p4runtime_pb2
+
+# The trailer gRPC libraries read rich error details from (grpcio-status uses it too).
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
+
+
+class P4RuntimeError(Exception):
+    """A request the server refuses, with the gRPC status code to answer it with."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code.name}: {self.message}"
+
+
+def invalid(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def not_found(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.NOT_FOUND, message)
+
+
+def already_exists(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, message)
+
+
+def unimplemented(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, message)
+
+
+def failed_precondition(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, message)
+
+
+def permission_denied(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, message)
+
+
+def resource_exhausted(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+
+
+def rpc_code(code: grpc.StatusCode) -> int:
+    """The numeric ``google.rpc.Code`` of a gRPC status code."""
+    return int(code.value[0])
+
+
+def update_error(error: P4RuntimeError | None) -> p4runtime_pb2.Error:
+    """The ``p4.v1.Error`` of one update (``OK`` when it succeeded)."""
+    if error is None:
+        return p4runtime_pb2.Error(canonical_code=code_pb2.OK)
+    return p4runtime_pb2.Error(canonical_code=rpc_code(error.code), message=error.message)
+
+
+def write_failure_status(results: list[P4RuntimeError | None]) -> status_pb2.Status:
+    """The ``google.rpc.Status`` of a Write in which at least one update failed."""
+    status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
+    for result in results:
+        detail = any_pb2.Any()
+        detail.Pack(update_error(result))
+        status.details.append(detail)
+    return status
+
+
+def abort_with_details(context: grpc.ServicerContext, status: status_pb2.Status) -> None:
+    """End the RPC with ``status`` and its details in the standard trailer (raises)."""
+    context.set_trailing_metadata(((STATUS_DETAILS_KEY, status.SerializeToString()),))
+    context.abort(_grpc_code(status.code), status.message)
+
+
+def _grpc_code(number: int) -> grpc.StatusCode:
+    for code in grpc.StatusCode:
+        if code.value[0] == number:
+            return code
+    return grpc.StatusCode.UNKNOWN
+
+
+def details_of(error: grpc.RpcError) -> list[p4runtime_pb2.Error]:
+    """Client side: the per-update errors carried by a failed Write (empty if none)."""
+    for key, value in error.trailing_metadata() or ():
+        if key == STATUS_DETAILS_KEY:
+            status = status_pb2.Status.FromString(value)
+            out = []
+            for detail in status.details:
+                err = p4runtime_pb2.Error()
+                detail.Unpack(err)
+                out.append(err)
+            return out
+    return []
+
+
+def internal(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.INTERNAL, message)

@@ -1,0 +1,214 @@
+"""Table-entry match keys: P4Runtime ``FieldMatch`` ⇄ switch ``KeyMatch``.
+
+P4Runtime is strict about match keys so that one entry has exactly one encoding:
+don't-care fields are omitted (a zero ternary mask, a /0 prefix, a full range are
+errors), bits outside a mask or prefix must be zero, exact fields are mandatory. The
+canonical form computed here is both the duplicate-detection key of an entry and
+what Read returns, so a client reads back the same bytes it wrote (canonically).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from softswitch.p4runtime import bytestrings, errors
+from softswitch.p4runtime.p4index import TableIndex
+from softswitch.target.control import KeyMatch
+
+MF = p4info_pb2.MatchField
+# Canonical per-field match: (kind, a, b): exact (v, 0), lpm (v, plen), ternary (v, mask),
+# range (lo, hi), optional (v, 0).
+Norm = tuple[str, int, int]
+MatchKey = tuple[tuple[tuple[int, Norm], ...], int]
+
+_KIND = {MF.EXACT: "exact", MF.LPM: "lpm", MF.TERNARY: "ternary", MF.RANGE: "range",
+         MF.OPTIONAL: "optional"}
+
+
+@dataclass(frozen=True)
+class ParsedMatch:
+    """A validated match: the canonical key and the switch's key list."""
+
+    key: MatchKey
+    switch_keys: list[KeyMatch]
+    fields: list[p4runtime_pb2.FieldMatch]   # canonical, sorted by field id
+
+
+def parse(table: TableIndex, matches: list[p4runtime_pb2.FieldMatch],
+          priority: int) -> ParsedMatch:
+    """Validate a match + priority against the table; INVALID_ARGUMENT on any error."""
+    name = table.info.preamble.name
+    given: dict[int, Norm] = {}
+    for fm in matches:
+        info = table.fields.get(fm.field_id)
+        if info is None:
+            raise errors.invalid(f"table '{name}' has no match field id {fm.field_id}")
+        if fm.field_id in given:
+            raise errors.invalid(f"match field '{info.name}' given twice")
+        given[fm.field_id] = _normalise(info, fm)
+    for fid, info in table.fields.items():
+        if info.match_type == MF.EXACT and fid not in given:
+            raise errors.invalid(f"exact match field '{info.name}' of table '{name}' "
+                                 "is missing")
+    _check_priority(table, priority)
+    key = (tuple(sorted(given.items())), priority)
+    keys = [_switch_key(info, given.get(fid)) for fid, info in _ordered(table)]
+    fields = [_field_match(fid, table.fields[fid].bitwidth, norm)
+              for fid, norm in sorted(given.items())]
+    return ParsedMatch(key, keys, fields)
+
+
+def _ordered(table: TableIndex) -> list[tuple[int, MF]]:
+    return [(f.id, f) for f in table.info.match_fields]
+
+
+def _check_priority(table: TableIndex, priority: int) -> None:
+    name = table.info.preamble.name
+    if table.needs_priority:
+        if priority <= 0:
+            raise errors.invalid(f"table '{name}' has ternary/range/optional keys: entries "
+                                 "need a priority > 0")
+        if priority > 0x7FFFFFFF:
+            raise errors.invalid(f"priority {priority} is larger than 2^31-1")
+    elif priority != 0:
+        raise errors.invalid(f"table '{name}' has only exact/lpm keys: priority must be 0, "
+                             f"got {priority}")
+
+
+def _normalise(info: MF, fm: p4runtime_pb2.FieldMatch) -> Norm:
+    kind = _KIND.get(info.match_type)
+    if kind is None:
+        raise errors.unimplemented(f"match field '{info.name}': match kind "
+                                   f"'{info.other_match_type}' is not supported")
+    which = fm.WhichOneof("field_match_type")
+    if which != kind:
+        raise errors.invalid(f"match field '{info.name}' is {kind}; got a {which} match")
+    width = info.bitwidth
+    what = f"match field '{info.name}'"
+    if kind == "exact":
+        return ("exact", bytestrings.decode(fm.exact.value, width, what), 0)
+    if kind == "optional":
+        return ("optional", bytestrings.decode(fm.optional.value, width, what), 0)
+    if kind == "lpm":
+        return _lpm(info, fm.lpm, what)
+    if kind == "ternary":
+        value = bytestrings.decode(fm.ternary.value, width, what)
+        mask = bytestrings.decode(fm.ternary.mask, width, what + " mask")
+        if mask == 0:
+            raise errors.invalid(f"{what}: a ternary mask of 0 is a don't-care; omit the field")
+        if value & ~mask:
+            raise errors.invalid(f"{what}: value 0x{value:x} has bits set outside "
+                                 f"mask 0x{mask:x}")
+        return ("ternary", value, mask)
+    low = bytestrings.decode(fm.range.low, width, what + " low")
+    high = bytestrings.decode(fm.range.high, width, what + " high")
+    if low > high:
+        raise errors.invalid(f"{what}: range low 0x{low:x} > high 0x{high:x}")
+    if width and low == 0 and high == (1 << width) - 1:
+        raise errors.invalid(f"{what}: a full range is a don't-care; omit the field")
+    return ("range", low, high)
+
+
+def _lpm(info: MF, lpm: p4runtime_pb2.FieldMatch.LPM, what: str) -> Norm:
+    width = info.bitwidth
+    value = bytestrings.decode(lpm.value, width, what)
+    plen = lpm.prefix_len
+    if plen == 0:
+        raise errors.invalid(f"{what}: a /0 prefix is a don't-care; omit the field")
+    if plen < 0 or (width and plen > width):
+        raise errors.invalid(f"{what}: prefix length {plen} out of range for {width} bits")
+    host_bits = (1 << (width - plen)) - 1 if width else 0
+    if value & host_bits:
+        raise errors.invalid(f"{what}: value 0x{value:x} has bits set beyond the "
+                             f"/{plen} prefix")
+    return ("lpm", value, plen)
+
+
+def _switch_key(info: MF, norm: Norm | None) -> KeyMatch:
+    kind = _KIND[info.match_type]
+    width = info.bitwidth
+    if norm is None:
+        if kind == "lpm":
+            return KeyMatch(info.name, "lpm", 0, prefix_len=0)
+        if kind == "ternary":
+            return KeyMatch(info.name, "ternary", 0, mask=0)
+        if kind == "range":
+            return KeyMatch(info.name, "range", 0, high=(1 << width) - 1)
+        return KeyMatch(info.name, "optional", 0, wildcard=True)
+    _, a, b = norm
+    if kind == "lpm":
+        return KeyMatch(info.name, "lpm", a, prefix_len=b)
+    if kind == "ternary":
+        return KeyMatch(info.name, "ternary", a, mask=b)
+    if kind == "range":
+        return KeyMatch(info.name, "range", a, high=b)
+    return KeyMatch(info.name, kind, a)
+
+
+def _field_match(fid: int, width: int, norm: Norm) -> p4runtime_pb2.FieldMatch:
+    kind, a, b = norm
+    fm = p4runtime_pb2.FieldMatch(field_id=fid)
+    if kind == "exact":
+        fm.exact.value = bytestrings.encode(a)
+    elif kind == "optional":
+        fm.optional.value = bytestrings.encode(a)
+    elif kind == "lpm":
+        fm.lpm.value = bytestrings.encode(a)
+        fm.lpm.prefix_len = b
+    elif kind == "ternary":
+        fm.ternary.value = bytestrings.encode(a)
+        fm.ternary.mask = bytestrings.encode(b)
+    else:
+        fm.range.low = bytestrings.encode(a)
+        fm.range.high = bytestrings.encode(b)
+    return fm
+
+
+def from_switch(table: TableIndex, keys: list[KeyMatch]) -> list[p4runtime_pb2.FieldMatch]:
+    """The canonical FieldMatches of an entry the switch holds (e.g. a const entry).
+
+    Keys come in the table's key order (the switch's), so they pair up with P4Info's
+    match fields by position; don't-care matches are omitted as P4Runtime requires.
+    """
+    out: list[p4runtime_pb2.FieldMatch] = []
+    for info, km in zip(table.info.match_fields, keys, strict=False):
+        norm = _norm_from_switch(info, km)
+        if norm is not None:
+            out.append(_field_match(info.id, info.bitwidth, norm))
+    return sorted(out, key=lambda fm: fm.field_id)
+
+
+def _norm_from_switch(info: MF, km: KeyMatch) -> Norm | None:
+    kind = _KIND.get(info.match_type, "exact")
+    width = info.bitwidth
+    full = (1 << width) - 1
+    if kind == "exact":
+        return ("exact", km.value, 0)
+    if kind == "lpm":
+        plen = km.prefix_len if km.prefix_len is not None else width
+        if km.mask is not None and km.prefix_len is None:
+            plen = bin(km.mask & full).count("1")
+        return ("lpm", km.value, plen) if plen else None
+    if kind == "ternary":
+        mask = full if km.mask is None else km.mask & full
+        if km.wildcard or mask == 0:
+            return None
+        return ("ternary", km.value & mask, mask)
+    if kind == "range":
+        high = km.high if km.high is not None else km.value
+        if km.wildcard or (km.value == 0 and high == full):
+            return None
+        return ("range", km.value, high)
+    if km.wildcard or (km.mask is not None and km.mask == 0):
+        return None
+    return ("optional", km.value, 0)
+
+
+def key_of(fields: list[p4runtime_pb2.FieldMatch], table: TableIndex,
+           priority: int) -> MatchKey:
+    """The canonical key of FieldMatches already in canonical form."""
+    given = {fm.field_id: _normalise(table.fields[fm.field_id], fm) for fm in fields}
+    return (tuple(sorted(given.items())), priority)

@@ -1,0 +1,71 @@
+"""Meter configuration (indirect ``MeterEntry``, direct ``DirectMeterEntry`` and the
+``meter_config`` of table entries).
+
+P4Runtime gives rates per second and bursts in the meter's unit; the v1model target,
+like BMv2, takes a committed and a peak (rate per microsecond, burst) pair. The server
+remembers each cell's configuration so that Read returns what was written (BMv2's
+PI does the same through its target). The switch's optional ``meter_set_rates`` /
+``meter_reset_rates`` methods do the work; a switch without them answers UNIMPLEMENTED.
+"""
+
+from __future__ import annotations
+
+from p4.v1 import p4runtime_pb2
+
+from softswitch.p4runtime import errors
+from softswitch.p4runtime.undo import UndoLog
+from softswitch.target.control import SwitchControl
+
+MeterConfig = p4runtime_pb2.MeterConfig
+
+
+class MeterDriver:
+    """Configures meter cells of one switch and remembers their configuration."""
+
+    def __init__(self, switch: SwitchControl) -> None:
+        self.switch = switch
+        self._configs: dict[tuple[str, int], MeterConfig] = {}
+
+    @staticmethod
+    def check_config(config: MeterConfig) -> None:
+        if config.cir < 0 or config.pir < 0 or config.cburst < 0 or config.pburst < 0:
+            raise errors.invalid("meter rates and bursts must not be negative")
+        if config.cir > config.pir:
+            raise errors.invalid(f"meter committed rate {config.cir} exceeds its peak "
+                                 f"rate {config.pir}")
+
+    def configure(self, name: str, index: int, config: MeterConfig | None, log: UndoLog,
+                  direct: bool = False) -> None:
+        """Set (or with None reset) one cell; the previous state is pushed to ``log``."""
+        key = (name, index)
+        previous = self._configs.get(key)
+        self._apply(name, index, config)
+        if config is None:
+            self._configs.pop(key, None)
+        else:
+            self._configs[key] = config
+
+        def undo() -> None:
+            self._apply(name, index, previous)
+            if previous is None:
+                self._configs.pop(key, None)
+            else:
+                self._configs[key] = previous
+        log.push(undo)
+
+    def config(self, name: str, index: int) -> MeterConfig | None:
+        return self._configs.get((name, index))
+
+    def _apply(self, name: str, index: int, config: MeterConfig | None) -> None:
+        if config is None:
+            reset = getattr(self.switch, "meter_reset_rates", None)
+            if reset is None:
+                raise errors.unimplemented("this switch cannot reset meters")
+            reset(name, index)
+            return
+        self.check_config(config)
+        set_rates = getattr(self.switch, "meter_set_rates", None)
+        if set_rates is None:
+            raise errors.unimplemented("this switch cannot configure meters")
+        set_rates(name, index, [(config.cir / 1e6, config.cburst),
+                                (config.pir / 1e6, config.pburst)])

@@ -1,0 +1,331 @@
+"""Table entries (including default entries) over P4Runtime.
+
+The server keeps, per table, the canonical form of every entry it holds and the
+switch handle behind it: P4Runtime names entries by match key + priority while the
+switch names them by handle, and Read must return entries exactly as written. Entries
+the program itself installs (``const entries`` / ``entries``) are imported when the
+pipeline loads so that they can be read like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from softswitch.p4runtime import actions, errors, matches
+from softswitch.p4runtime.meters import MeterDriver
+from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
+from softswitch.p4runtime.undo import UndoLog
+from softswitch.target.control import KeyMatch, SwitchControl
+
+Update = p4runtime_pb2.Update
+TableEntry = p4runtime_pb2.TableEntry
+
+
+@dataclass
+class Record:
+    """One entry the switch holds: its handle and its canonical P4Runtime form."""
+
+    handle: int
+    entry: TableEntry
+    switch_keys: list[KeyMatch]
+    call: actions.ActionCall
+
+
+class TableEntries:
+    """INSERT/MODIFY/DELETE/Read of table entries of one loaded pipeline."""
+
+    def __init__(self, switch: SwitchControl, index: P4InfoIndex, meters: MeterDriver) -> None:
+        self.switch = switch
+        self.index = index
+        self.meters = meters
+        self._records: dict[int, dict[matches.MatchKey, Record]] = {
+            tid: {} for tid in index.tables}
+        self._defaults: dict[int, TableEntry] = {}
+        for tid, table in index.tables.items():
+            self._import_program_entries(tid, table)
+
+    # ------------------------------------------------------------------ program entries
+    def _import_program_entries(self, tid: int, table: TableIndex) -> None:
+        if not (table.info.is_const_table or table.info.has_initial_entries):
+            return
+        for view in self.switch.table_entries(table.info.preamble.name):
+            fields = matches.from_switch(table, view.keys)
+            priority = view.priority or 0 if table.needs_priority else 0
+            entry = TableEntry(table_id=tid, priority=priority,
+                               is_const=table.info.is_const_table)
+            entry.match.extend(fields)
+            proto = actions.build(self.index, view.action, view.args)
+            entry.action.action.CopyFrom(proto)
+            call = actions.ActionCall(view.action, list(view.args), proto)
+            key = (tuple(sorted((fm.field_id, _norm_key(table, fm)) for fm in fields)),
+                   priority)
+            self._records[tid][key] = Record(view.handle, entry, list(view.keys), call)
+
+    # ------------------------------------------------------------------ writes
+    def write(self, kind: int, entry: TableEntry, log: UndoLog) -> None:
+        if entry.table_id == 0:
+            raise errors.invalid("a table entry write needs a table id (no wildcards)")
+        table = self.index.table(entry.table_id)
+        if entry.is_default_action:
+            self._write_default(kind, table, entry, log)
+            return
+        if table.info.is_const_table:
+            raise errors.permission_denied(
+                f"table '{table.info.preamble.name}' is const: its entries cannot change")
+        parsed = matches.parse(table, list(entry.match), entry.priority)
+        if kind == Update.INSERT:
+            self._insert(table, entry, parsed, log)
+        elif kind == Update.MODIFY:
+            self._modify(table, entry, self._existing(table, parsed), log)
+        elif kind == Update.DELETE:
+            self._delete(table, self._existing(table, parsed), log)
+        else:
+            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+
+    def _existing(self, table: TableIndex, parsed: matches.ParsedMatch) -> Record:
+        record = self._records[table.info.preamble.id].get(parsed.key)
+        if record is None:
+            raise errors.not_found(f"table '{table.info.preamble.name}' has no entry "
+                                   "with this match key and priority")
+        return record
+
+    def _action_of(self, table: TableIndex, entry: TableEntry) -> actions.ActionCall:
+        which = entry.action.WhichOneof("type")
+        if which is None:
+            raise errors.invalid(f"entry for table '{table.info.preamble.name}' has no action")
+        if which != "action":
+            if not table.info.implementation_id:
+                raise errors.invalid(f"table '{table.info.preamble.name}' has no action "
+                                     "profile: entries take a direct action")
+            raise errors.unimplemented("table entries pointing to action profile members "
+                                       "or groups are not supported by softswitch yet")
+        if table.info.implementation_id:
+            raise errors.invalid(f"table '{table.info.preamble.name}' uses an action "
+                                 "profile: entries take a member or group id")
+        return actions.parse(self.index, entry.action.action, table)
+
+    def _check_extras(self, table: TableIndex, entry: TableEntry) -> None:
+        name = table.info.preamble.name
+        if entry.idle_timeout_ns and (
+                table.info.idle_timeout_behavior == p4info_pb2.Table.NO_TIMEOUT):
+            raise errors.invalid(f"table '{name}' does not support idle timeouts")
+        if entry.HasField("meter_config") and table.direct_meter is None:
+            raise errors.invalid(f"table '{name}' has no direct meter")
+        if entry.HasField("counter_data") and table.direct_counter is None:
+            raise errors.invalid(f"table '{name}' has no direct counter")
+        if entry.HasField("meter_config"):
+            self.meters.check_config(entry.meter_config)
+
+    def _insert(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
+                log: UndoLog) -> None:
+        tid = table.info.preamble.id
+        name = table.info.preamble.name
+        if parsed.key in self._records[tid]:
+            raise errors.already_exists(f"table '{name}' already has an entry with this "
+                                        "match key and priority")
+        call = self._action_of(table, entry)
+        self._check_extras(table, entry)
+        if table.info.size and len(self._records[tid]) >= table.info.size:
+            raise errors.resource_exhausted(f"table '{name}' is full "
+                                            f"({table.info.size} entries)")
+        stored = self._canonical(entry, parsed, call)
+        handle = self.switch.table_add(name, parsed.switch_keys, call.name, call.args,
+                                       entry.priority or None)
+        record = Record(handle, stored, parsed.switch_keys, call)
+        records = self._records[tid]
+        records[parsed.key] = record
+
+        def undo_insert() -> None:
+            self.switch.table_delete(name, record.handle)
+            records.pop(parsed.key, None)
+        log.push(undo_insert)
+        self._apply_direct(table, record, entry, log)
+
+    def _apply_direct(self, table: TableIndex, record: Record, entry: TableEntry,
+                      log: UndoLog) -> None:
+        if entry.HasField("counter_data") and table.direct_counter is not None:
+            cname = table.direct_counter.preamble.name
+            old = self.switch.counter_read(cname, record.handle)
+            self.switch.counter_write(cname, record.handle, entry.counter_data.packet_count,
+                                      entry.counter_data.byte_count)
+            log.push(lambda: self.switch.counter_write(cname, record.handle, *old))
+        if entry.HasField("meter_config") and table.direct_meter is not None:
+            self.meters.configure(table.direct_meter.preamble.name, record.handle,
+                                  entry.meter_config, log, direct=True)
+
+    def _modify(self, table: TableIndex, entry: TableEntry, record: Record,
+                log: UndoLog) -> None:
+        name = table.info.preamble.name
+        call = self._action_of(table, entry)
+        self._check_extras(table, entry)
+        old_call, old_entry = record.call, record.entry
+        parsed = matches.ParsedMatch((), record.switch_keys, list(old_entry.match))
+        self.switch.table_modify(name, record.handle, call.name, call.args)
+        record.call = call
+        record.entry = self._canonical(entry, parsed, call)
+        if not entry.HasField("meter_config") and old_entry.HasField("meter_config"):
+            record.entry.meter_config.CopyFrom(old_entry.meter_config)
+
+        def undo_modify() -> None:
+            self.switch.table_modify(name, record.handle, old_call.name, old_call.args)
+            record.call, record.entry = old_call, old_entry
+        log.push(undo_modify)
+        self._apply_direct(table, record, entry, log)
+
+    def _delete(self, table: TableIndex, record: Record, log: UndoLog) -> None:
+        tid = table.info.preamble.id
+        name = table.info.preamble.name
+        counters = None
+        if table.direct_counter is not None:
+            counters = self.switch.counter_read(table.direct_counter.preamble.name,
+                                                record.handle)
+        key = next(k for k, r in self._records[tid].items() if r is record)
+        self.switch.table_delete(name, record.handle)
+        del self._records[tid][key]
+
+        def undo_delete() -> None:
+            prio = record.entry.priority or None
+            record.handle = self.switch.table_add(name, record.switch_keys, record.call.name,
+                                                  record.call.args, prio)
+            self._records[tid][key] = record
+            if counters is not None and table.direct_counter is not None:
+                self.switch.counter_write(table.direct_counter.preamble.name,
+                                          record.handle, *counters)
+            if record.entry.HasField("meter_config") and table.direct_meter is not None:
+                self.meters.configure(table.direct_meter.preamble.name, record.handle,
+                                      record.entry.meter_config, UndoLog(), direct=True)
+        log.push(undo_delete)
+
+    @staticmethod
+    def _canonical(entry: TableEntry, parsed: matches.ParsedMatch,
+                   call: actions.ActionCall) -> TableEntry:
+        stored = TableEntry(table_id=entry.table_id, priority=entry.priority,
+                            controller_metadata=entry.controller_metadata,
+                            idle_timeout_ns=entry.idle_timeout_ns, metadata=entry.metadata)
+        stored.match.extend(parsed.fields)
+        stored.action.action.CopyFrom(call.proto)
+        if entry.HasField("meter_config"):
+            stored.meter_config.CopyFrom(entry.meter_config)
+        return stored
+
+    # ------------------------------------------------------------------ default entries
+    def _write_default(self, kind: int, table: TableIndex, entry: TableEntry,
+                       log: UndoLog) -> None:
+        name = table.info.preamble.name
+        if kind != Update.MODIFY:
+            raise errors.invalid(f"the default entry of table '{name}' can only be "
+                                 "modified (INSERT and DELETE are not allowed)")
+        if entry.match or entry.priority:
+            raise errors.invalid("a default entry has no match key and no priority")
+        if table.info.const_default_action_id:
+            raise errors.permission_denied(f"the default action of table '{name}' is const")
+        if entry.HasField("action"):
+            if entry.action.WhichOneof("type") != "action":
+                raise errors.unimplemented("default entries pointing to action profile "
+                                           "members or groups are not supported yet")
+            call = actions.parse(self.index, entry.action.action, table, default=True)
+        else:
+            call = self._initial_default(table)
+        tid = table.info.preamble.id
+        previous = self._defaults.get(tid)
+        undo_call = self._default_call(table, previous)
+        self.switch.table_set_default(name, call.name, call.args)
+        stored = TableEntry(table_id=tid, is_default_action=True)
+        stored.action.action.CopyFrom(call.proto)
+        self._defaults[tid] = stored
+
+        def undo_default() -> None:
+            self.switch.table_set_default(name, undo_call.name, undo_call.args)
+            if previous is None:
+                self._defaults.pop(tid, None)
+            else:
+                self._defaults[tid] = previous
+        log.push(undo_default)
+
+    def _default_call(self, table: TableIndex, stored: TableEntry | None) -> actions.ActionCall:
+        if stored is None:
+            return self._initial_default(table)
+        return actions.parse(self.index, stored.action.action)
+
+    def _initial_default(self, table: TableIndex) -> actions.ActionCall:
+        """The program's own default action (P4Info ``initial_default_action``)."""
+        info = table.info
+        if info.HasField("initial_default_action"):
+            init = info.initial_default_action
+            proto = p4runtime_pb2.Action(action_id=init.action_id)
+            for arg in init.arguments:
+                proto.params.add(param_id=arg.param_id, value=arg.value)
+            return actions.parse(self.index, proto)
+        action_id = info.const_default_action_id or _no_action_id(self.index, table)
+        if action_id is None:
+            raise errors.failed_precondition(
+                f"the P4Info does not say the initial default action of table "
+                f"'{info.preamble.name}'")
+        return actions.parse(self.index, p4runtime_pb2.Action(action_id=action_id))
+
+    # ------------------------------------------------------------------ reads
+    def read(self, request: TableEntry) -> Iterator[TableEntry]:
+        if request.table_id == 0:
+            tables = list(self.index.tables.values())
+        else:
+            tables = [self.index.table(request.table_id)]
+        for table in tables:
+            if request.is_default_action:
+                yield self._read_default(table)
+                continue
+            yield from self._read_table(table, request)
+
+    def _read_default(self, table: TableIndex) -> TableEntry:
+        tid = table.info.preamble.id
+        stored = self._defaults.get(tid)
+        if stored is not None:
+            return TableEntry.FromString(stored.SerializeToString())
+        call = self._initial_default(table)
+        out = TableEntry(table_id=tid, is_default_action=True)
+        out.action.action.CopyFrom(call.proto)
+        return out
+
+    def _read_table(self, table: TableIndex, request: TableEntry) -> Iterator[TableEntry]:
+        tid = table.info.preamble.id
+        wanted = None
+        if request.match:
+            wanted = matches.parse(table, list(request.match), request.priority).key
+        with_counter = request.HasField("counter_data")
+        for key, record in self._records[tid].items():
+            if wanted is not None and key != wanted:
+                continue
+            if request.priority and record.entry.priority != request.priority:
+                continue
+            out = TableEntry()
+            out.CopyFrom(record.entry)
+            if with_counter and table.direct_counter is not None:
+                packets, bytes_ = self.switch.counter_read(table.direct_counter.preamble.name,
+                                                           record.handle)
+                out.counter_data.packet_count = packets
+                out.counter_data.byte_count = bytes_
+            yield out
+
+    # ------------------------------------------------------------------ for direct resources
+    def record_for(self, entry: TableEntry) -> tuple[TableIndex, Record]:
+        """The record a DirectCounterEntry/DirectMeterEntry's ``table_entry`` names."""
+        table = self.index.table(entry.table_id)
+        parsed = matches.parse(table, list(entry.match), entry.priority)
+        return table, self._existing(table, parsed)
+
+    def records(self, table_id: int) -> list[Record]:
+        return list(self._records[table_id].values())
+
+
+def _norm_key(table: TableIndex, fm: p4runtime_pb2.FieldMatch) -> matches.Norm:
+    return matches.key_of([fm], table, 0)[0][0][1]
+
+
+def _no_action_id(index: P4InfoIndex, table: TableIndex) -> int | None:
+    for ref in table.info.action_refs:
+        if index.action(ref.id).preamble.name in ("NoAction", ".NoAction"):
+            return ref.id
+    return None
