@@ -11,10 +11,10 @@ PERCENTILES = (50.0, 99.0, 99.9)
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:
     """Nearest-rank percentile of an ascending sequence (no interpolation: a P999 of a
-    thousand samples is the slowest-but-one sample, not an invented value)."""
+    thousand samples is the 999th sample, not an invented value)."""
     if not sorted_values:
         return math.nan
-    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
+    rank = max(1, math.ceil(p * len(sorted_values) / 100 - 1e-9))  # 1e-9: float noise
     return sorted_values[rank - 1]
 
 
