@@ -1,0 +1,594 @@
+"""Declarations and statements: scopes, parameters, bodies, parsers, controls, tables.
+
+:class:`DeclChecker` walks the program in source order (P4 requires declaration before
+use), declares each name in its scope and checks bodies with :class:`ExprChecker`'s
+expression typing. Each statement or declaration that fails records its diagnostic and
+the walk goes on, so one compilation reports several independent errors like p4c.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from softswitch.diagnostics import P4Error
+from softswitch.frontend import ast
+from softswitch.frontend import types as T
+from softswitch.frontend.callcheck import construct, param_infos
+from softswitch.frontend.context import Ctx
+from softswitch.frontend.scopes import Scope
+from softswitch.frontend.tablecheck import TableChecker
+from softswitch.frontend.typecheck import base, describe, fail
+
+LOCAL_ONLY_IN_FUNCTIONS = (ast.InstanceDecl,)
+
+
+class DeclChecker(TableChecker):
+    """Checks declarations and statements (see module docstring)."""
+
+    def run(self, program: ast.Program) -> None:
+        self.top = Scope(None, "top")
+        self.types.block_params = self.block_type
+        ctx = Ctx(self.top)
+        for d in program.decls:
+            self.guard(lambda d=d: self.top_decl(d, ctx))
+
+    def guard(self, fn: Callable[[], object]) -> None:
+        """Run one check; a user error is recorded and the walk continues."""
+        try:
+            fn()
+        except P4Error as err:
+            for diag in err.diagnostics:
+                if diag.severity == "error":
+                    self.sink.error(diag.message, diag.loc)
+                else:
+                    self.sink.diagnostics.append(diag)
+
+    def declare(self, scope: Scope, decl: ast.Decl) -> None:
+        self.types.decl_scope[decl] = scope
+        old = scope.declare(decl.name, decl)
+        if old is not None:
+            raise fail(f"{decl.name}: Duplicates declaration {decl.name}", decl)
+
+    # ------------------------------------------------------------------ top level
+    def top_decl(self, d: ast.Node, ctx: Ctx) -> None:
+        if isinstance(d, ast.ErrorDecl):
+            for m in d.members:
+                if m.name in self.error_members:
+                    raise fail(f"{m.name}: Duplicates declaration {m.name}", m)
+                self.error_members[m.name] = len(self.error_members)
+            return
+        if isinstance(d, ast.MatchKindDecl):
+            for m in d.members:
+                self.guard(lambda m=m: self.declare(ctx.scope, m))
+                self.match_kinds.add(m.name)
+            return
+        self.decl(d, ctx)
+
+    def decl(self, d: ast.Node, ctx: Ctx) -> None:
+        method = getattr(self, "_d_" + type(d).__name__, None)
+        if method is None:
+            raise fail(f"{type(d).__name__}: declaration not allowed here", d)
+        method(d, ctx)
+
+    def _type_decl(self, d: ast.Decl, ctx: Ctx) -> None:
+        self.declare(ctx.scope, d)
+        self.types.generic_base(d)
+
+    _d_StructDecl = _type_decl
+    _d_HeaderDecl = _type_decl
+    _d_HeaderUnionDecl = _type_decl
+    _d_EnumDecl = _type_decl
+    _d_TypedefDecl = _type_decl
+    _d_ParserTypeDecl = _type_decl
+    _d_ControlTypeDecl = _type_decl
+    _d_PackageTypeDecl = _type_decl
+
+    def _d_ConstDecl(self, d: ast.ConstDecl, ctx: Ctx) -> None:
+        t = self.resolve_type(d.type_ref, ctx)
+        self.expr(d.value, ctx)
+        self.coerce(d.value, t, ctx)
+        if d.value.const is ast.NOT_CONST:
+            raise fail(f"{d.name}: expression must evaluate to a constant", d.value)
+        self.declare(ctx.scope, d)
+
+    def _d_VarDecl(self, d: ast.VarDecl, ctx: Ctx) -> None:
+        t = self.resolve_type(d.type_ref, ctx)
+        self.declare(ctx.scope, d)
+        b = base(t)
+        if isinstance(b, T.IntType):
+            raise fail(f"{d.name}: Cannot declare variables with type int", d)
+        if isinstance(b, (T.BlockType, T.ExternType)):
+            raise fail(f"{d.name}: cannot declare variables of type '{t}' (consider using an "
+                       "instantiation)", d)
+        if isinstance(b, (T.StringType, T.VoidType, T.MatchKindType, T.DontCareType)):
+            raise fail(f"{d.name}: cannot declare variables of type '{t}'", d)
+        if d.init is not None:
+            self.expr(d.init, ctx)
+            if not self.coerce(d.init, t, ctx, quiet=True):
+                raise fail(f"'{d.name}': initializer has wrong type {d.init.type}", d.init)
+
+    def _d_ValueSetDecl(self, d: ast.ValueSetDecl, ctx: Ctx) -> None:
+        t = self.resolve_type(d.element, ctx)
+        if isinstance(base(t), (T.IntType, T.StringType, T.VarbitType, T.BoolType)):
+            raise fail(f"{t}: Illegal type for value_set element type", d.element)
+        self.expr(d.size, ctx)
+        if d.size.const is ast.NOT_CONST:
+            raise fail(f"{d.name}: value_set size must be constant", d.size)
+        self.declare(ctx.scope, d)
+
+    # ------------------------------------------------------------------ params
+    def params(self, params: list[ast.Param], ctx: Ctx, scope: Scope, kind: str) -> None:
+        """Resolve and check a parameter list, declaring the names in ``scope``."""
+        for p in params:
+            t = self.resolve_type(p.type_ref, ctx.with_(scope=scope))
+            self.declare(scope, p)
+            self.check_param(p, t, kind, ctx.with_(scope=scope))
+
+    def check_param(self, p: ast.Param, t: T.Type, kind: str, ctx: Ctx) -> None:
+        b = base(t)
+        if isinstance(b, T.IntType) and p.direction:
+            raise fail(f"{p.name}: parameters with type int must be directionless", p)
+        if isinstance(b, T.StringType) and p.direction:
+            raise fail(f"{p.name}: a parameter with type string cannot have a direction", p)
+        if isinstance(b, (T.ExternType, T.BlockType)) and p.direction:
+            raise fail(f"{p.name}: a parameter with type {t} cannot have a direction", p)
+        if kind == "action":
+            if isinstance(b, T.IntType):
+                raise fail(f"{p.name}: actions cannot have parameters with type int", p)
+            if isinstance(b, T.ExternType):
+                raise fail(f"{t}: Action parameters cannot have extern types", p)
+        if kind in ("action", "function") and isinstance(b, T.BlockType):
+            raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
+        if isinstance(b, T.BlockType) and b.kind == "package" and kind != "package":
+            raise fail(f"{p.name}: parameter cannot be a package", p)
+        if p.annotation("optional") is not None and kind not in ("extern", "package"):
+            raise fail(f"{p.name}: optional parameter not allowed here", p)
+        if p.default is not None:
+            if p.direction in ("out", "inout"):
+                raise fail(f"{p.name}: {p.direction} parameters cannot have default values", p)
+            self.expr(p.default, ctx)
+            self.coerce(p.default, t, ctx)
+
+    def block_type(self, d: ast.Node) -> T.BlockType:
+        """BlockType of a parser/control/package (type) declaration; resolves its params."""
+        kind = {ast.ParserDecl: "parser", ast.ParserTypeDecl: "parser",
+                ast.ControlDecl: "control", ast.ControlTypeDecl: "control",
+                ast.PackageTypeDecl: "package"}[type(d)]
+        scope = self.types._type_param_scope(d, self.types.decl_scope[d])
+        ctx = Ctx(scope)
+        tmp = Scope(scope, "params")
+        self.params(d.params, ctx, tmp, kind)  # type: ignore[attr-defined]
+        ctor: tuple[T.ParamInfo, ...] = ()
+        if isinstance(d, (ast.ParserDecl, ast.ControlDecl)):
+            self.params(d.ctor_params, ctx, Scope(scope, "ctor"), kind)
+            ctor = param_infos(d.ctor_params)
+        tv = tuple(self.types.typevar(p) for p in d.type_params)  # type: ignore[attr-defined]
+        return T.BlockType(kind, d.name, param_infos(d.params), ctor, d, tv)  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ externs
+    def _d_ExternDecl(self, d: ast.ExternDecl, ctx: Ctx) -> None:
+        self.declare(ctx.scope, d)
+        ext = self.types.generic_base(d)
+        scope = self.types._type_param_scope(d, ctx.scope)
+        for md in d.methods:
+            self.guard(lambda md=md: self._method_decl(d, md, ext, Ctx(scope)))
+
+    def _method_decl(self, ext_decl: ast.ExternDecl, md: ast.MethodDecl, ext: T.Type,
+                     ctx: Ctx) -> None:
+        inner = self.types._type_param_scope(md, ctx.scope)
+        if md.name == ext_decl.name and md.return_type is not None:
+            raise fail(f"{md.name}: invalid constructor; cannot have a return type.", md)
+        if md.return_type is None and md.name != ext_decl.name:
+            raise fail(f"{md.name}: invalid type; method has no return type.", md)
+        if md.return_type is not None:
+            rt = self.resolve_type(md.return_type, ctx.with_(scope=inner))
+            if isinstance(rt, T.IntType):
+                raise fail("int: illegal return type for method", md.return_type)
+        self.params(md.params, ctx.with_(scope=inner), Scope(inner, "params"), "extern")
+
+    def _d_ExternFunctionDecl(self, d: ast.ExternFunctionDecl, ctx: Ctx) -> None:
+        self.declare(ctx.scope, d)
+        inner = self.types._type_param_scope(d, ctx.scope)
+        self.resolve_type(d.return_type, ctx.with_(scope=inner))
+        self.params(d.params, ctx.with_(scope=inner), Scope(inner, "params"), "extern")
+
+    # ------------------------------------------------------------------ functions/actions
+    def _d_FunctionDecl(self, d: ast.FunctionDecl, ctx: Ctx) -> None:
+        self.declare(ctx.scope, d)
+        self.function_body(d, ctx)
+
+    def function_body(self, d: ast.FunctionDecl, ctx: Ctx,
+                      this_type: T.Type | None = None) -> None:
+        inner = self.types._type_param_scope(d, ctx.scope)
+        rt = self.resolve_type(d.return_type, ctx.with_(scope=inner))
+        fctx = ctx.with_(scope=Scope(inner, "function"), block="function", return_type=rt,
+                         func=d, this_type=this_type or ctx.this_type)
+        self.params(d.params, fctx, fctx.scope, "function")
+        self.block(d.body, fctx, new_scope=False)
+        if not isinstance(rt, T.VoidType) and not always_returns(d.body):
+            raise fail(f"Function '{d.name}' does not return a value on all paths", d)
+
+    def _d_ActionDecl(self, d: ast.ActionDecl, ctx: Ctx) -> None:
+        self.declare(ctx.scope, d)
+        actx = ctx.with_(scope=Scope(ctx.scope, "action"), block="action", func=d,
+                         return_type=T.VoidType())
+        seen_directionless = False
+        for p in d.params:
+            if not p.direction:
+                seen_directionless = True
+            elif seen_directionless:
+                raise fail(f"{p.name}: directional action parameters must come before "
+                           "directionless ones", p)
+        self.params(d.params, actx, actx.scope, "action")
+        self.block(d.body, actx, new_scope=False)
+
+    # ------------------------------------------------------------------ instances
+    def _d_InstanceDecl(self, d: ast.InstanceDecl, ctx: Ctx) -> None:
+        if ctx.block in ("action", "function"):
+            raise fail(f"{d.name}: invalid declaration. Instantiations cannot be in a "
+                       "function or method.", d)
+        ref = d.type_ref
+        if not isinstance(ref, ast.NamedTypeRef):
+            raise fail(f"{d.name}: cannot instantiate this type", d)
+        scope = ctx.scope.top() if ref.top_level else ctx.scope
+        tdecl = scope.lookup(ref.name, want_type=True)
+        if tdecl is None:
+            raise fail(f"{ref.name}: declaration not found", ref)
+        if ctx.block == "control" and isinstance(tdecl, ast.ParserDecl):
+            raise fail(f"{d.name}: instantiation of parser in control", d)
+        if ctx.block == "parser" and isinstance(tdecl, ast.ControlDecl):
+            raise fail(f"{d.name}: instantiation of control in parser", d)
+        if ctx.block == "top" and isinstance(tdecl, (ast.ParserDecl, ast.ControlDecl)):
+            raise fail(f"{d.name}: cannot instantiate at top-level", d)
+        self.declare(ctx.scope, d)
+        t = construct(self, d, tdecl, list(ref.type_args), d.args, ctx)
+        ref.resolved = t
+        d.instance_type = t  # type: ignore[attr-defined]
+        if d.name == "main" and ctx.block == "top" and not (
+                isinstance(t, T.BlockType) and t.kind == "package"):
+            raise fail("main: must be a package declaration", d)
+        if isinstance(tdecl, ast.ExternDecl):
+            self._abstract_methods(d, tdecl, t, ctx)
+        elif d.initializer:
+            raise fail("BlockStatement: initializers only allowed for extern instances", d)
+
+    def _abstract_methods(self, d: ast.InstanceDecl, tdecl: ast.ExternDecl, t: T.Type,
+                          ctx: Ctx) -> None:
+        from softswitch.frontend.callcheck import extern_bindings
+        from softswitch.frontend.unify import subst
+        abstract = {md.name: md for md in tdecl.methods if md.abstract}
+        impls = d.initializer or []
+        if impls and not abstract:
+            raise fail("BlockStatement: instance initializers for extern without abstract "
+                       "methods", d)
+        m, _ = extern_bindings(self, t) if isinstance(t, T.ExternType) else ({}, set())
+        done: set[str] = set()
+        for f in impls:
+            md = abstract.get(f.name)
+            if md is None or not isinstance(f, ast.FunctionDecl):
+                raise fail(f"{f.name}: no matching abstract method in {tdecl.name}", f)
+            self.guard(lambda f=f: self.function_body(f, ctx.with_(block="function"),
+                                                      this_type=t))
+            want = [subst(p.type, m) for p in param_infos(md.params)]
+            got = [p.type_ref.resolved for p in f.params]
+            rt = subst(md.return_type.resolved, m) if md.return_type else None
+            if len(want) != len(got) or (rt is not None and f.return_type.resolved != rt
+                                         and not isinstance(rt, T.TypeVar)):
+                raise fail(f"{f.name}: no matching abstract method in {tdecl.name}", f)
+            done.add(f.name)
+        missing = [n for n in abstract if n not in done]
+        if missing:
+            raise fail(f"{d.name}: {missing[0]} abstract method not implemented", d)
+
+    # ------------------------------------------------------------------ parsers
+    def _d_ParserDecl(self, d: ast.ParserDecl, ctx: Ctx) -> None:
+        self.declare(ctx.scope, d)
+        bt = self.types.generic_base(d)
+        inner = self.types._type_param_scope(d, ctx.scope)
+        pctx = ctx.with_(scope=Scope(inner, "parser"), block="parser", owner=d,
+                         return_type=None)
+        self._declare_block_params(d, bt, pctx)
+        for loc in d.locals:
+            self.guard(lambda loc=loc: self.decl(loc, pctx))
+        states = Scope(pctx.scope, "states")
+        for name in ("accept", "reject"):
+            builtin = ast.ParserState(name, [], None, loc=d.loc)
+            states.declare(name, builtin)
+        for s in d.states:
+            if s.name in ("accept", "reject"):
+                self.sink.error(f"Invalid parser state: {s.name} should not be implemented, "
+                                "it is built-in", s.loc)
+                continue
+            self.guard(lambda s=s: self.declare(states, s))
+        if not any(s.name == "start" for s in d.states):
+            self.sink.error(f"Parser {d.name} has no 'start' state", d.loc)
+        sctx = pctx.with_(scope=states)
+        for s in d.states:
+            self.guard(lambda s=s: self.parser_state(s, sctx))
+
+    def _declare_block_params(self, d: ast.Node, bt: T.Type, ctx: Ctx) -> None:
+        for p in list(d.ctor_params) + list(d.params):  # type: ignore[attr-defined]
+            self.guard(lambda p=p: self.declare(ctx.scope, p))
+
+    def parser_state(self, s: ast.ParserState, ctx: Ctx) -> None:
+        sctx = ctx.child("state")
+        for st in s.stmts:
+            self.guard(lambda st=st: self.stmt(st, sctx))
+        tr = s.transition
+        if tr is None:
+            return
+        if isinstance(tr, ast.PathExpr):
+            self.state_ref(tr, sctx)
+        elif isinstance(tr, ast.SelectExpr):
+            self.select(tr, sctx)
+        else:
+            raise fail(f"{describe(tr)}: invalid transition", tr)
+
+    def state_ref(self, e: ast.PathExpr, ctx: Ctx) -> None:
+        decl = ctx.scope.lookup(e.name, want_type=False)
+        if decl is None:
+            raise fail(f"{e.name}: declaration not found", e)
+        if not isinstance(decl, ast.ParserState):
+            raise fail(f"{e.name}: SelectCase must be state", e)
+        e.decl = decl
+        e.type = T.StateType()
+
+    def select(self, sel: ast.SelectExpr, ctx: Ctx) -> None:
+        key_types = []
+        for k in sel.keys:
+            kt = self.expr(k, ctx)
+            if isinstance(base(kt), (T.StructLikeType, T.VarbitType, T.IntType, T.StringType,
+                                     T.TupleType, T.ListType)):
+                raise fail(f"Expression '{describe(k)}' with a component of type '{kt}' "
+                           "cannot be used in 'select'", k)
+            key_types.append(kt)
+        sel.type = T.StateType()
+        for case in sel.cases:
+            self.guard(lambda case=case: self.select_case(case, key_types, ctx))
+
+    def select_case(self, case: ast.SelectCase, key_types: list[T.Type], ctx: Ctx) -> None:
+        ks = case.keyset
+        items = [ks]
+        if isinstance(ks, ast.ListExpr) and (len(key_types) != 1 or len(ks.items) != 1
+                                             or not isinstance(base(key_types[0]),
+                                                               T.TupleType)):
+            items = list(ks.items)
+        if len(items) == 1 and isinstance(items[0], (ast.DefaultExpr, ast.DontCareExpr)):
+            self.expr(items[0], ctx)
+        elif len(items) != len(key_types):
+            raise fail(f"{describe(ks)}: Size of keyset does not match the select keys "
+                       f"({len(items)} vs {len(key_types)})", ks)
+        else:
+            for item, kt in zip(items, key_types, strict=True):
+                self.keyset_item(item, kt, ctx)
+        if isinstance(ks, ast.ListExpr):
+            ks.type = T.ListType(tuple(i.type or T.DontCareType() for i in ks.items))
+        target = ast.PathExpr(case.state, loc=case.loc)
+        self.state_ref(target, ctx)
+        case.state_decl = target.decl  # type: ignore[attr-defined]
+
+    def keyset_item(self, item: ast.Expr, kt: T.Type, ctx: Ctx) -> None:
+        """One keyset component: value, ``v &&& m``, ``lo .. hi``, ``_``/default, value set."""
+        if isinstance(item, (ast.DefaultExpr, ast.DontCareExpr)):
+            item.type = kt
+            return
+        if isinstance(item, ast.Binary) and item.op in ("&&&", ".."):
+            for side in (item.left, item.right):
+                self.expr(side, ctx)
+                if not self.coerce(side, kt, ctx, quiet=True):
+                    raise fail(f"{describe(item)}: Cannot operate on values with different "
+                               f"types {kt} and {side.type}", item)
+            item.type = kt
+            return
+        t = self.expr(item, ctx)
+        if isinstance(t, T.ValueSetType):
+            return
+        if not self.coerce(item, kt, ctx, quiet=True):
+            raise fail(f"'{describe(item)}' with type '{t}' cannot be compared to key of type "
+                       f"'{kt}'", item)
+
+    # ------------------------------------------------------------------ controls
+    def _d_ControlDecl(self, d: ast.ControlDecl, ctx: Ctx) -> None:
+        self.declare(ctx.scope, d)
+        bt = self.types.generic_base(d)
+        inner = self.types._type_param_scope(d, ctx.scope)
+        cctx = ctx.with_(scope=Scope(inner, "control"), block="control", owner=d,
+                         return_type=None)
+        self._declare_block_params(d, bt, cctx)
+        for loc in d.locals:
+            self.guard(lambda loc=loc: self.decl(loc, cctx))
+        self.block(d.apply, cctx.with_(return_type=T.VoidType()))
+
+    def _d_TableDecl(self, d: ast.TableDecl, ctx: Ctx) -> None:
+        self.declare(ctx.scope, d)
+        self.table(d, ctx)
+
+    # ------------------------------------------------------------------ statements
+    def block(self, b: ast.BlockStmt, ctx: Ctx, new_scope: bool = True) -> None:
+        bctx = ctx.child("block") if new_scope else ctx
+        for st in b.stmts:
+            self.guard(lambda st=st: self.stmt(st, bctx))
+
+    def stmt(self, s: ast.Stmt, ctx: Ctx) -> None:
+        if isinstance(s, ast.Decl):
+            if isinstance(s, (ast.ConstDecl, ast.VarDecl, ast.InstanceDecl)):
+                self.decl(s, ctx)
+                return
+            raise fail(f"{s.name}: declaration not allowed in a statement block", s)
+        method = getattr(self, "_s_" + type(s).__name__, None)
+        if method is None:
+            raise fail(f"{type(s).__name__}: statement not allowed here", s)
+        method(s, ctx)
+
+    def _s_BlockStmt(self, s: ast.BlockStmt, ctx: Ctx) -> None:
+        self.block(s, ctx)
+
+    def _s_EmptyStmt(self, s: ast.Stmt, ctx: Ctx) -> None:
+        return
+
+    def _s_AssignStmt(self, s: ast.AssignStmt, ctx: Ctx) -> None:
+        t = self.expr(s.target, ctx)
+        self.check_lvalue(s.target)
+        self.expr(s.value, ctx)
+        if isinstance(base(t), T.StackType) and not isinstance(s.value, ast.ListExpr) and \
+                not isinstance(base(s.value.type), T.StackType):
+            raise fail(f"'{describe(s.target)} = {describe(s.value)}': cannot assign", s)
+        if not self.coerce(s.value, t, ctx, quiet=True):
+            raise fail(f"'{describe(s.target)} = {describe(s.value)}': cannot assign "
+                       f"{s.value.type} to {t}", s)
+
+    def _s_CallStmt(self, s: ast.CallStmt, ctx: Ctx) -> None:
+        self.expr(s.call, ctx)
+
+    def _s_IfStmt(self, s: ast.IfStmt, ctx: Ctx) -> None:
+        t = self.expr(s.cond, ctx)
+        if not isinstance(base(t), T.BoolType):
+            raise fail(f"Condition of IfStatement does not evaluate to a bool but {t}", s.cond)
+        self.guard(lambda: self.sub_stmt(s.then, ctx))
+        if s.otherwise is not None:
+            self.guard(lambda: self.sub_stmt(s.otherwise, ctx))
+
+    def sub_stmt(self, s: ast.Stmt, ctx: Ctx) -> None:
+        """A statement nested in if/for: its declarations get their own scope."""
+        self.stmt(s, ctx if isinstance(s, ast.BlockStmt) else ctx.child("block"))
+
+    def _s_ExitStmt(self, s: ast.Stmt, ctx: Ctx) -> None:
+        if ctx.block == "parser":
+            raise fail("exit: exit statements are not allowed in parsers", s)
+        if ctx.block == "function":
+            raise fail("exit: exit statements are not allowed in functions", s)
+
+    def _s_ReturnStmt(self, s: ast.ReturnStmt, ctx: Ctx) -> None:
+        if ctx.block == "parser" or ctx.return_type is None:
+            raise fail("return: return statements are not allowed here", s)
+        rt = ctx.return_type
+        if s.value is None:
+            if not isinstance(rt, T.VoidType):
+                raise fail(f"return : return with no expression in a function returning {rt}",
+                           s)
+            return
+        self.expr(s.value, ctx)
+        if isinstance(rt, T.VoidType):
+            raise fail(f"'return {describe(s.value)}': return with a value in a void block", s)
+        if not self.coerce(s.value, rt, ctx, quiet=True):
+            raise fail(f"'return {describe(s.value)}': returned type {s.value.type} does not "
+                       f"match {rt}", s)
+
+    def _s_BreakStmt(self, s: ast.Stmt, ctx: Ctx) -> None:
+        if not ctx.in_loop:
+            raise fail("break: break statement outside of a loop", s)
+
+    def _s_ContinueStmt(self, s: ast.Stmt, ctx: Ctx) -> None:
+        if not ctx.in_loop:
+            raise fail("continue: continue statement outside of a loop", s)
+
+    def _s_ForStmt(self, s: ast.ForStmt, ctx: Ctx) -> None:
+        fctx = ctx.child("for")
+        for st in s.init:
+            self.stmt(st, fctx)
+        if s.cond is not None:
+            t = self.expr(s.cond, fctx)
+            if not isinstance(base(t), T.BoolType):
+                raise fail(f"Condition of ForStatement does not evaluate to a bool but {t}",
+                           s.cond)
+        for st in s.update:
+            self.stmt(st, fctx)
+        self.sub_stmt(s.body, fctx.with_(in_loop=True))
+
+    def _s_ForInStmt(self, s: ast.ForInStmt, ctx: Ctx) -> None:
+        fctx = ctx.child("for")
+        vt = self.resolve_type(s.var.type_ref, fctx)
+        self.declare(fctx.scope, s.var)
+        coll = s.collection
+        if isinstance(coll, ast.Binary) and coll.op == "..":
+            for side in (coll.left, coll.right):
+                self.expr(side, ctx)
+                self.coerce(side, vt, ctx)
+            coll.type = vt
+        else:
+            ct = base(self.expr(coll, ctx))
+            elem = ct.element if isinstance(ct, T.StackType) else (
+                ct.elements[0] if isinstance(ct, T.ListType) and ct.elements else None)
+            if elem is None or not self.coerce(ast.DontCareExpr(), elem, ctx, quiet=True):
+                raise fail("ForInStatement: cannot iterate over a value of type "
+                           f"{coll.type}", coll)
+        self.sub_stmt(s.body, fctx.with_(in_loop=True))
+
+    def _s_SwitchStmt(self, s: ast.SwitchStmt, ctx: Ctx) -> None:
+        t = self.expr(s.expr, ctx.with_(switch_expr=True))
+        b = base(t)
+        if isinstance(b, T.ActionEnumType):
+            self.action_switch(s, b, ctx)
+        elif isinstance(b, (T.BitsType, T.EnumType, T.ErrorType)):
+            self.value_switch(s, t, ctx)
+        else:
+            raise fail(f"{describe(s.expr)}: 'switch' type can't be {t}", s.expr)
+        for c in s.cases:
+            if c.body is not None:
+                self.guard(lambda c=c: self.block(c.body, ctx))
+
+    def _switch_labels(self, s: ast.SwitchStmt, check: Callable[[ast.Expr], object]) -> None:
+        seen: set[object] = set()
+        default_seen = False
+        for c in s.cases:
+            if isinstance(c.label, ast.DefaultExpr):
+                if default_seen:
+                    raise fail("switch has multiple 'default' labels", c.label)
+                default_seen = True
+                continue
+            if default_seen:
+                raise fail(f"switch label {describe(c.label)} follows 'default' label, which is "
+                           "not allowed.", c.label)
+            key = check(c.label)
+            if key in seen:
+                raise fail(f"{describe(c.label)}: duplicate case label {describe(c.label)}",
+                           c.label)
+            seen.add(key)
+
+    def action_switch(self, s: ast.SwitchStmt, t: T.ActionEnumType, ctx: Ctx) -> None:
+        actions = self.table_actions.get(t.table, [])
+
+        def check(label: ast.Expr) -> object:
+            if not isinstance(label, ast.PathExpr):
+                raise fail(f"{describe(label)}: 'switch' label must be an action name or "
+                           "'default'", label)
+            decl = ctx.scope.lookup(label.name, want_type=False)
+            if not isinstance(decl, ast.ActionDecl):
+                raise fail(f"{label.name}: 'switch' label must be an action name or "
+                           "'default'", label)
+            if decl not in actions:
+                raise fail(f"{label.name}: not an action of table {t.table.name}", label)
+            label.decl = decl
+            label.type = t
+            return decl
+
+        self._switch_labels(s, check)
+
+    def value_switch(self, s: ast.SwitchStmt, t: T.Type, ctx: Ctx) -> None:
+        def check(label: ast.Expr) -> object:
+            self.expr(label, ctx)
+            if not self.coerce(label, t, ctx, quiet=True):
+                raise fail(f"{describe(label)}: switch label has type {label.type}, expected "
+                           f"{t}", label)
+            if label.const is ast.NOT_CONST:
+                raise fail(f"{describe(label)}: switch label must be a compile-time constant",
+                           label)
+            return label.const
+
+        self._switch_labels(s, check)
+
+
+def always_returns(s: ast.Stmt | None) -> bool:
+    """Whether every path through ``s`` ends in ``return`` or ``exit``."""
+    if s is None:
+        return False
+    if isinstance(s, (ast.ReturnStmt, ast.ExitStmt)):
+        return True
+    if isinstance(s, ast.BlockStmt):
+        return any(always_returns(x) for x in s.stmts)
+    if isinstance(s, ast.IfStmt):
+        return always_returns(s.then) and always_returns(s.otherwise)
+    if isinstance(s, ast.SwitchStmt):
+        has_default = any(isinstance(c.label, ast.DefaultExpr) for c in s.cases)
+        return has_default and all(c.body is None or always_returns(c.body) for c in s.cases)
+    return False

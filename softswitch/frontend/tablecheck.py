@@ -1,0 +1,232 @@
+"""Tables: keys, action lists, default actions, constant entries and other properties.
+
+Besides typing, this enforces p4c's table rules: a known match kind for every key, an
+``actions`` property, default/entry actions taken from the action list with their
+directional arguments, control-plane parameters left unbound in the list, entries only
+with a key, keysets of the right size and types, priorities where the match kinds need
+them. Each ``ActionRef`` gets ``call``: a :class:`CallInfo` of kind ``action`` whose
+``args`` are the bound arguments in parameter order (None where the control plane
+supplies the value).
+"""
+
+from __future__ import annotations
+
+from softswitch.diagnostics import DiagnosticSink
+from softswitch.frontend import ast
+from softswitch.frontend import types as T
+from softswitch.frontend.callcheck import check_argument, param_infos
+from softswitch.frontend.calls import CallInfo
+from softswitch.frontend.context import Ctx
+from softswitch.frontend.typecheck import ExprChecker, base, describe, fail
+
+KEY_TYPES = (T.BitsType, T.BoolType, T.EnumType, T.ErrorType, T.VarbitType, T.IntType)
+
+
+class TableChecker(ExprChecker):
+    def __init__(self, sink: DiagnosticSink) -> None:
+        super().__init__(sink)
+        self.table_actions: dict[ast.Node, list[ast.ActionDecl]] = {}
+
+    def guard(self, fn):  # noqa: ANN001, ANN201 - implemented by DeclChecker
+        raise NotImplementedError
+
+    def table(self, d: ast.TableDecl, ctx: Ctx) -> None:
+        tctx = ctx.with_(table=d, block="table")
+        seen: set[str] = set()
+        for p in d.properties:
+            if p.name in seen:
+                raise fail(f"{p.name}: Duplicates declaration {p.name}", p)
+            seen.add(p.name)
+        self.table_actions[d] = []
+        keys: list[ast.KeyElement] = []
+        key_prop = d.prop("key")
+        if key_prop is not None:
+            keys = list(key_prop.value)
+            for k in keys:
+                self.guard(lambda k=k: self.key_element(k, tctx))
+        acts = d.prop("actions")
+        if acts is None:
+            raise fail(f"{d.name}: expected 'actions' property", d)
+        refs: dict[ast.ActionDecl, ast.ActionRef] = {}
+        for ref in acts.value:
+            self.guard(lambda ref=ref: self.action_in_list(ref, refs, tctx))
+        self.table_actions[d] = list(refs)
+        for p in d.properties:
+            if p.name in ("key", "actions"):
+                continue
+            self.guard(lambda p=p: self.table_property(d, p, keys, refs, tctx))
+
+    def key_element(self, k: ast.KeyElement, ctx: Ctx) -> None:
+        t = self.expr(k.expr, ctx)
+        if k.match_kind not in self.match_kinds:
+            raise fail(f"{k.match_kind}: declaration not found", k)
+        mk = ctx.scope.lookup(k.match_kind, want_type=False)
+        if not isinstance(mk, ast.EnumMember):
+            raise fail(f"{k.match_kind}: value must be a match_kind", k)
+        if not isinstance(base(t), KEY_TYPES):
+            raise fail(f"{describe(k.expr)}: key type {t} is not supported", k.expr)
+        if isinstance(base(t), T.IntType):
+            raise fail(f"{describe(k.expr)}: could not infer a width", k.expr)
+
+    def resolve_action(self, ref: ast.ActionRef, ctx: Ctx) -> ast.ActionDecl:
+        name = ref.name
+        if isinstance(name, ast.Call):
+            raise fail(f"{describe(name)}: invalid action reference", name)
+        if not isinstance(name, ast.PathExpr):
+            raise fail(f"{describe(name)}: expected an action name", name)
+        scope = ctx.scope.top() if name.top_level else ctx.scope
+        decl = scope.lookup(name.name, want_type=False)
+        if decl is None:
+            raise fail(f"{describe(name)}: declaration not found", name)
+        if not isinstance(decl, ast.ActionDecl):
+            raise fail(f"{describe(name)} is not invoking an action", name)
+        name.decl = decl
+        name.type = T.FunctionType("action", param_infos(decl.params), T.VoidType(),
+                                   decl=decl)
+        return decl
+
+    def action_in_list(self, ref: ast.ActionRef, refs: dict, ctx: Ctx) -> None:
+        decl = self.resolve_action(ref, ctx)
+        if decl in refs:
+            raise fail(f"{describe(ref.name)}: Duplicate action in actions list", ref)
+        for other in refs:
+            if other.name == decl.name:
+                raise fail(f"{describe(ref.name)} and {other.name} refer to different "
+                           "actions", ref)
+        params = param_infos(decl.params)
+        directional = [p for p in params if p.direction]
+        if len(ref.args) > len(directional):
+            extra = ref.args[len(directional)]
+            raise fail(f"{describe(extra.value)}: parameter "
+                       f"{params[len(directional)].name if len(params) > len(directional) else '?'}"
+                       " cannot be bound: it is set by the control plane", extra)
+        self._bind_ref(ref, decl, params, len(directional), ctx)
+        refs[decl] = ref
+
+    def _bind_ref(self, ref: ast.ActionRef, decl: ast.ActionDecl,
+                  params: tuple[T.ParamInfo, ...], required: int, ctx: Ctx) -> None:
+        if any(a.name is not None for a in ref.args):
+            index = {p.name: i for i, p in enumerate(params)}
+            bound: list[ast.Expr | None] = [None] * len(params)
+            for a in ref.args:
+                if a.name not in index:
+                    raise fail(f"{a.name}: No parameter named {a.name}", a)
+                bound[index[a.name]] = a.value
+        else:
+            bound = [a.value for a in ref.args] + [None] * (len(params) - len(ref.args))
+        for i, (p, a) in enumerate(zip(params, bound, strict=True)):
+            if a is None:
+                if i < required:
+                    raise fail(f"{describe(ref.name)}: Parameter {p.name} must be bound", ref)
+                continue
+            self.expr(a, ctx)
+            check_argument(self, p, p.type, a, ctx)
+        ref.call = CallInfo("action", decl, params, tuple(bound))  # type: ignore[attr-defined]
+
+    def _listed_action(self, ref: ast.ActionRef, refs: dict, d: ast.TableDecl,
+                       ctx: Ctx) -> ast.ActionDecl:
+        """An action used as default/entry action: must be in the list, fully bound."""
+        decl = self.resolve_action(ref, ctx)
+        if not refs and d.prop("actions") is None:
+            raise fail(f"{d.name} has no action list, so it cannot invoke "
+                       f"'{describe(ref.name)}()'", ref)
+        if decl not in refs:
+            raise fail(f"{describe(ref.name)}() not present in action list", ref)
+        params = param_infos(decl.params)
+        self._bind_ref(ref, decl, params, len(params), ctx)
+        listed = refs[decl]
+        for got, want in zip(ref.args, listed.args, strict=False):
+            gv, wv = got.value.const, want.value.const
+            if isinstance(want.value, ast.PathExpr) and isinstance(got.value, ast.PathExpr):
+                if want.value.decl is not got.value.decl:
+                    raise fail(f"{describe(got.value)}: argument does not match declaration in "
+                               f"actions list: {describe(want.value)}", got)
+            elif gv is not ast.NOT_CONST and wv is not ast.NOT_CONST and gv != wv:
+                raise fail(f"{describe(got.value)}: argument does not match declaration in "
+                           f"actions list: {describe(want.value)}", got)
+        return decl
+
+    def table_property(self, d: ast.TableDecl, p: ast.TableProperty,
+                       keys: list[ast.KeyElement], refs: dict, ctx: Ctx) -> None:
+        if p.name == "default_action":
+            self._listed_action(p.value, refs, d, ctx)
+            return
+        if p.name == "entries":
+            self.entries(d, p, keys, refs, ctx)
+            return
+        if isinstance(p.value, ast.Expr):
+            t = self.expr(p.value, ctx)
+            if p.name == "size":
+                if not isinstance(base(t), (T.IntType, T.BitsType)) or \
+                        p.value.const is ast.NOT_CONST:
+                    raise fail(f"{describe(p.value)}: table size must be a constant integer",
+                               p.value)
+            return
+
+    def entries(self, d: ast.TableDecl, p: ast.TableProperty, keys: list[ast.KeyElement],
+                refs: dict, ctx: Ctx) -> None:
+        if not keys:
+            raise fail(f"Entries cannot be specified for a table with no key {d.name}", p)
+        kinds = {k.match_kind for k in keys}
+        needs_priority = bool(kinds & {"ternary", "range", "optional"}) or \
+            sum(1 for k in keys if k.match_kind == "lpm") > 1
+        for entry in p.value:
+            self.guard(lambda entry=entry: self.entry(d, entry, keys, refs, needs_priority,
+                                                      ctx))
+
+    def entry(self, d: ast.TableDecl, entry: ast.TableEntry, keys: list[ast.KeyElement],
+              refs: dict, needs_priority: bool, ctx: Ctx) -> None:
+        ks = entry.keys
+        if isinstance(ks, ast.ListExpr) and not (len(keys) == 1 and len(ks.items) != 1
+                                                 and isinstance(base(keys[0].expr.type),
+                                                                T.TupleType)):
+            items = list(ks.items)
+        else:
+            items = [ks]
+        if len(items) == 1 and isinstance(items[0], (ast.DefaultExpr, ast.DontCareExpr)) \
+                and len(keys) > 1:
+            items = items * len(keys)
+        if len(items) != len(keys):
+            raise fail(f"{describe(ks)}: Size of entry keyset must match the table key set "
+                       f"size ({len(items)} vs {len(keys)})", ks)
+        for item, k in zip(items, keys, strict=True):
+            self.entry_key(item, k, ctx)
+        if isinstance(ks, ast.ListExpr):
+            ks.type = T.ListType(tuple(i.type or T.DontCareType() for i in ks.items))
+        if entry.priority is not None:
+            self.expr(entry.priority, ctx)
+            if not needs_priority:
+                raise fail(f"Key {d.name} match type does not require priorities, but some "
+                           "are specified", entry.priority)
+            self.coerce(entry.priority, T.IntType(), ctx)
+        self._listed_action(entry.action, refs, d, ctx)
+
+    def entry_key(self, item: ast.Expr, k: ast.KeyElement, ctx: Ctx) -> None:
+        kt = k.expr.type or T.DontCareType()
+        if isinstance(item, (ast.DefaultExpr, ast.DontCareExpr)):
+            item.type = kt
+            return
+        if isinstance(item, ast.Binary) and item.op in ("&&&", ".."):
+            for side in (item.left, item.right):
+                self.expr(side, ctx)
+                if not self.coerce(side, kt, ctx, quiet=True):
+                    raise fail(f"{describe(item)}: Cannot operate on values with different "
+                               f"types {kt} and {side.type}", item)
+                if side.const is ast.NOT_CONST:
+                    raise fail(f"{describe(side)}: Range boundaries must be a compile-time "
+                               "constants.", side)
+            item.type = kt
+            if item.op == "&&&" and k.match_kind == "lpm":
+                mask = item.right.const
+                w = T.bit_width(kt) or 0
+                inv = ~mask & ((1 << w) - 1)
+                if inv & (inv + 1):
+                    raise fail(f"{describe(item)} invalid mask for LPM key", item)
+            return
+        self.expr(item, ctx)
+        if not self.coerce(item, kt, ctx, quiet=True):
+            raise fail(f"{describe(item)}: entry key of type {item.type} does not match key "
+                       f"{describe(k.expr)} of type {kt}", item)
+        if item.const is ast.NOT_CONST:
+            raise fail(f"{describe(item)}: table entry keys must be compile-time constants",
+                       item)

@@ -1,0 +1,665 @@
+"""Expression typing: name resolution, P4 typing rules and constant folding.
+
+:class:`ExprChecker` annotates every expression it visits: ``PathExpr.decl``,
+``Expr.type``, ``Expr.const`` (through :mod:`consteval`) and ``Call.resolved`` (a
+:class:`softswitch.frontend.calls.CallInfo`). Untyped integer literals are typed from
+their context the way p4c does: :meth:`ExprChecker.coerce` retypes an ``int``-typed
+(sub)expression to the concrete type it meets (assignment target, other operand,
+parameter, key, …). Statements and declarations are in :mod:`declcheck`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from softswitch.diagnostics import DiagnosticSink, P4Error
+from softswitch.frontend import ast, consteval
+from softswitch.frontend import types as T
+from softswitch.frontend.calls import CallInfo
+from softswitch.frontend.context import Ctx
+from softswitch.frontend.scopes import Scope, is_type_decl
+from softswitch.frontend.typeresolve import TypeResolver
+from softswitch.frontend.unify import Bindings, compatible, contains_var, subst, unify
+
+ARITH = ("+", "-", "*", "/", "%", "|+|", "|-|")
+BITWISE = ("&", "|", "^")
+COMPARE = ("<", "<=", ">", ">=")
+SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes")
+
+
+def fail(msg: str, node: ast.Node | None) -> P4Error:
+    return P4Error(msg, node.loc if node is not None else None)
+
+
+def describe(e: ast.Expr) -> str:
+    """A short rendering of an expression for messages (like p4c's)."""
+    if isinstance(e, ast.PathExpr):
+        return ("." if e.top_level else "") + e.name
+    if isinstance(e, ast.IntLiteral):
+        return e.text or str(e.value)
+    if isinstance(e, ast.BoolLiteral):
+        return "true" if e.value else "false"
+    if isinstance(e, ast.StringLiteral):
+        return f'"{e.value}"'
+    if isinstance(e, ast.Member):
+        return f"{describe(e.expr)}.{e.name}"
+    if isinstance(e, ast.Index):
+        return f"{describe(e.expr)}[{describe(e.index)}]"
+    if isinstance(e, ast.Slice):
+        return f"{describe(e.expr)}[{describe(e.hi)}:{describe(e.lo)}]"
+    if isinstance(e, ast.Binary):
+        return f"{describe(e.left)} {e.op} {describe(e.right)}"
+    if isinstance(e, ast.Unary):
+        return f"{e.op}{describe(e.expr)}"
+    if isinstance(e, ast.Call):
+        return f"{describe(e.target)}(...)"
+    if isinstance(e, ast.ListExpr):
+        return "{ " + ", ".join(describe(i) for i in e.items) + " }"
+    if isinstance(e, ast.ThisExpr):
+        return "this"
+    return type(e).__name__
+
+
+def base(t: Any) -> Any:
+    return T.strip_newtype(t) if isinstance(t, T.Type) else t
+
+
+def is_numeric(t: T.Type) -> bool:
+    return isinstance(base(t), (T.BitsType, T.IntType))
+
+
+class ExprChecker:
+    """Types expressions; subclasses add statements and declarations."""
+
+    def __init__(self, sink: DiagnosticSink) -> None:
+        self.sink = sink
+        self.types = TypeResolver(self.const_int)
+        self.error_members: dict[str, int] = {}
+        self.match_kinds: set[str] = set()
+        self.table_results: dict[ast.Node, T.StructType] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def const_int(self, e: ast.Expr, scope: Scope) -> int:
+        """Evaluate a compile-time integer (widths, sizes, indexes)."""
+        self.expr(e, Ctx(scope))
+        v = e.const
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise fail(f"{describe(e)}: expected an integer value", e)
+        return v
+
+    def resolve_type(self, ref: ast.TypeRef, ctx: Ctx) -> T.Type:
+        return self.types.resolve(ref, ctx.scope)
+
+    def value_type(self, decl: ast.Node, node: ast.Node) -> T.Type:
+        """The type of a value declaration used as an expression."""
+        if isinstance(decl, (ast.Param, ast.VarDecl, ast.ConstDecl)):
+            t = decl.type_ref.resolved
+            return t if t is not None else T.DontCareType()
+        if isinstance(decl, ast.InstanceDecl):
+            t = getattr(decl, "instance_type", None)
+            return t if t is not None else T.DontCareType()
+        if isinstance(decl, ast.TableDecl):
+            return T.TableType(decl.name, decl)
+        if isinstance(decl, ast.ParserState):
+            return T.StateType()
+        if isinstance(decl, ast.ValueSetDecl):
+            t = decl.element.resolved
+            return T.ValueSetType(t if t is not None else T.DontCareType(), 0)
+        if isinstance(decl, ast.EnumMember):
+            return T.MatchKindType()
+        if isinstance(decl, (ast.ActionDecl, ast.FunctionDecl, ast.ExternFunctionDecl)):
+            return T.FunctionType("action" if isinstance(decl, ast.ActionDecl) else "function",
+                                  (), T.VoidType(), decl=decl)
+        raise fail(f"{getattr(decl, 'name', '?')}: Type cannot be used here, expecting an "
+                   "expression.", node)
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: ast.Expr, ctx: Ctx) -> T.Type:
+        """Type ``e`` (and its sub-expressions); returns and stores ``e.type``."""
+        method = getattr(self, "_e_" + type(e).__name__, None)
+        if method is None:
+            raise fail(f"{type(e).__name__}: unexpected expression here", e)
+        t = method(e, ctx)
+        e.type = t
+        if e.const is ast.NOT_CONST and self._foldable(e):
+            consteval.evaluate(e)
+        return t
+
+    def _foldable(self, e: ast.Expr) -> bool:
+        return isinstance(e, (ast.Unary, ast.Binary, ast.Ternary, ast.Cast, ast.Slice,
+                              ast.PathExpr, ast.ListExpr, ast.StructExpr))
+
+    def _e_IntLiteral(self, e: ast.IntLiteral, ctx: Ctx) -> T.Type:
+        if e.width is None:
+            e.const = e.value
+            return T.IntType()
+        if e.width > 2048:
+            raise fail(f"{e.width}: this implementation does not support bitstrings this large",
+                       e)
+        t = T.BitsType(e.width, e.signed)
+        e.const = consteval.wrap(e.value, t)
+        return t
+
+    def _e_BoolLiteral(self, e: ast.BoolLiteral, ctx: Ctx) -> T.Type:
+        e.const = e.value
+        return T.BoolType()
+
+    def _e_StringLiteral(self, e: ast.StringLiteral, ctx: Ctx) -> T.Type:
+        e.const = e.value
+        return T.StringType()
+
+    def _e_DontCareExpr(self, e: ast.Expr, ctx: Ctx) -> T.Type:
+        return T.DontCareType()
+
+    def _e_DefaultExpr(self, e: ast.Expr, ctx: Ctx) -> T.Type:
+        return T.DontCareType()
+
+    def _e_InvalidHeaderExpr(self, e: ast.Expr, ctx: Ctx) -> T.Type:
+        return T.DontCareType()
+
+    def _e_ThisExpr(self, e: ast.Expr, ctx: Ctx) -> T.Type:
+        if ctx.this_type is None:
+            raise fail("'this' can only be used in the definition of an abstract method", e)
+        return ctx.this_type
+
+    def _e_TypeNameExpr(self, e: ast.TypeNameExpr, ctx: Ctx) -> T.Type:
+        return self.resolve_type(e.type_ref, ctx)
+
+    def _e_PathExpr(self, e: ast.PathExpr, ctx: Ctx) -> T.Type:
+        scope = ctx.scope.top() if e.top_level else ctx.scope
+        decl = scope.lookup(e.name, want_type=False)
+        if decl is None:
+            decl = scope.lookup(e.name, want_type=True)
+        if decl is None:
+            if e.name == "error":
+                return T.ErrorType()
+            raise fail(f"{describe(e)}: declaration not found", e)
+        e.decl = decl
+        if is_type_decl(decl):
+            return self.types.decl_type(decl, [], e)
+        t = self.value_type(decl, e)
+        if isinstance(decl, ast.ConstDecl):
+            e.const = decl.value.const
+        if ctx.table is not None and decl is ctx.table:
+            raise fail(f"{e.name}: Cannot refer to the containing table {e.name}", e)
+        return t
+
+    def names_type(self, e: ast.Expr) -> bool:
+        """Whether ``e`` names a type rather than a value (``E`` in ``E.A``)."""
+        if isinstance(e, ast.TypeNameExpr):
+            return True
+        return isinstance(e, ast.PathExpr) and (is_type_decl(e.decl) or (
+            e.decl is None and e.name == "error"))
+
+    # ------------------------------------------------------------------ members
+    def _e_Member(self, e: ast.Member, ctx: Ctx) -> T.Type:
+        obj_t = self.expr(e.expr, ctx.with_(switch_expr=False))
+        if self.names_type(e.expr):
+            return self._type_member(e, obj_t)
+        t = base(obj_t)
+        if isinstance(t, T.StructLikeType):
+            return self._struct_member(e, t, ctx)
+        if isinstance(t, T.StackType):
+            return self._stack_member(e, t, ctx)
+        if isinstance(t, T.ExternType) or isinstance(t, (T.TableType, T.BlockType)):
+            raise fail(f"{describe(e)}: method must be called", e)
+        raise fail(f"Cannot extract field {e.name} from {describe(e.expr)} which has type "
+                   f"{obj_t}", e)
+
+    def _type_member(self, e: ast.Member, t: T.Type) -> T.Type:
+        if isinstance(t, T.ErrorType):
+            if e.name not in self.error_members:
+                raise fail(f"error.{e.name}: declaration not found", e)
+            e.const = consteval.MemberConst("error", e.name, self.error_members[e.name])
+            return t
+        if isinstance(t, T.EnumType):
+            if e.name not in t.members:
+                raise fail(f"{describe(e)}: Invalid enum tag", e)
+            e.const = consteval.member_const(t, e.name)
+            return t
+        raise fail(f"Cannot extract field {e.name} from {describe(e.expr)} which has type "
+                   f"Type({t})", e)
+
+    def _struct_member(self, e: ast.Member, t: T.StructLikeType, ctx: Ctx) -> T.Type:
+        f = t.field(e.name)
+        if f is None:
+            kind = {T.HeaderType: "header", T.HeaderUnionType: "header_union"}.get(
+                type(t), "struct")
+            raise fail(f"Field {e.name} is not a member of structure {kind} {t.name}", e)
+        if isinstance(f.type, T.ActionEnumType) and not ctx.switch_expr:
+            raise fail(f"{describe(e)}: only allowed in switch statements", e)
+        return f.type
+
+    def _stack_member(self, e: ast.Member, t: T.StackType, ctx: Ctx) -> T.Type:
+        if e.name in ("next", "last"):
+            return t.element
+        if e.name == "lastIndex":
+            return T.BitsType(32)
+        if e.name == "size":
+            e.const = t.size
+            return T.BitsType(32)
+        raise fail(f"Cannot extract field {e.name} from {describe(e.expr)} which has type {t}",
+                   e)
+
+    # ------------------------------------------------------------------ index / slice
+    def _e_Index(self, e: ast.Index, ctx: Ctx) -> T.Type:
+        obj_t = base(self.expr(e.expr, ctx))
+        it = self.expr(e.index, ctx)
+        if isinstance(obj_t, T.StackType):
+            if not is_numeric(it):
+                raise fail(f"Array index {describe(e.index)} must be an integer", e.index)
+            if isinstance(e.index.const, int) and not isinstance(e.index.const, bool):
+                if e.index.const < 0:
+                    raise fail(f"{describe(e)}: Negative array index", e.index)
+                if e.index.const >= obj_t.size:
+                    raise fail(f"{describe(e)}: index {e.index.const} out of bounds for "
+                               f"stack of size {obj_t.size}", e.index)
+            if isinstance(it, T.IntType):
+                self.coerce(e.index, T.BitsType(32), ctx)
+            return obj_t.element
+        if isinstance(obj_t, (T.TupleType, T.ListType)):
+            v = e.index.const
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise fail(f"Tuple index {describe(e.index)} must be constant", e.index)
+            if v >= len(obj_t.elements):
+                raise fail(f"Tuple index {v} out of bounds", e.index)
+            return obj_t.elements[v]
+        raise fail(f"Indexing {describe(e)} applied to non-array and non-tuple type {obj_t}", e)
+
+    def _e_Slice(self, e: ast.Slice, ctx: Ctx) -> T.Type:
+        t = base(self.expr(e.expr, ctx))
+        for b in (e.hi, e.lo):
+            self.expr(b, ctx)
+            if not isinstance(b.const, int) or isinstance(b.const, bool):
+                raise fail(f"{describe(b)}: slice bit index values must be constants", b)
+            if b.const < 0:
+                raise fail(f"{describe(b)}: expected slice indexes to be non-negative", b)
+        hi, lo = e.hi.const, e.lo.const
+        if isinstance(t, T.IntType):
+            if e.expr.const is ast.NOT_CONST:
+                raise fail(f"{describe(e)}: bit extraction needs a known width", e)
+        elif not isinstance(t, T.BitsType):
+            raise fail(f"{describe(e)}: bit extraction only defined for bit<> types", e)
+        elif hi >= t.width:
+            raise fail(f"Bit index {hi} greater than width {t.width}", e.hi)
+        if lo > hi:
+            raise fail(f"{describe(e)}: bit slice indexes reversed ({hi} < {lo})", e)
+        for b in (e.hi, e.lo):
+            if isinstance(b.type, T.IntType):
+                b.type = T.IntType()
+        return T.BitsType(hi - lo + 1)
+
+    # ------------------------------------------------------------------ operators
+    def _e_Unary(self, e: ast.Unary, ctx: Ctx) -> T.Type:
+        t = self.expr(e.expr, ctx)
+        b = base(t)
+        if e.op == "!":
+            if not isinstance(b, T.BoolType):
+                raise fail(f"Cannot apply operation '!' to expression '{describe(e.expr)}' "
+                           f"with type '{t}'", e)
+            return t
+        if e.op == "~":
+            if isinstance(b, T.IntType):
+                raise fail(f"{describe(e)}: Operation cannot be applied to values with "
+                           "unknown width; please specify width explicitly", e)
+            if not isinstance(b, T.BitsType):
+                raise fail(f"Cannot apply operation '~' to expression '{describe(e.expr)}' "
+                           f"with type '{t}'", e)
+            return t
+        if not isinstance(b, (T.BitsType, T.IntType)):
+            raise fail(f"Cannot apply operation '{e.op}' to expression '{describe(e.expr)}' "
+                       f"with type '{t}'", e)
+        return t
+
+    def _e_Binary(self, e: ast.Binary, ctx: Ctx) -> T.Type:
+        lt = self.expr(e.left, ctx)
+        rt = self.expr(e.right, ctx)
+        op = e.op
+        if op in ("&&", "||"):
+            for side, t in ((e.left, lt), (e.right, rt)):
+                if not isinstance(base(t), T.BoolType):
+                    raise fail(f"{describe(e)}: not defined on {lt} and {rt}", side)
+            return T.BoolType()
+        if op in ("<<", ">>"):
+            return self._shift(e, lt, rt, ctx)
+        if op == "++":
+            return self._concat(e, lt, rt, ctx)
+        if op in ("==", "!="):
+            self._unify_operands(e, ctx, allow_any=True)
+            self._check_comparable(e)
+            return T.BoolType()
+        if op in ("&&&", ".."):
+            return self._unify_operands(e, ctx, allow_any=False)
+        t = self._unify_operands(e, ctx, allow_any=False)
+        b = base(t)
+        if op in COMPARE:
+            if not isinstance(b, (T.BitsType, T.IntType)):
+                raise fail(f"{describe(e)}: not defined on {lt} and {rt}", e)
+            return T.BoolType()
+        if not isinstance(b, (T.BitsType, T.IntType)):
+            raise fail(f"{op}: cannot be applied to expression '{describe(e.left)}' with type "
+                       f"'{lt}'", e)
+        if op in ("/", "%"):
+            self._check_division(e, b)
+        return t
+
+    def _check_division(self, e: ast.Binary, b: T.Type) -> None:
+        rv = e.right.const
+        if isinstance(rv, int) and not isinstance(rv, bool) and rv == 0:
+            raise fail(f"{describe(e)}: Division by zero", e)
+        if isinstance(b, T.BitsType) and b.signed and (
+                e.left.const is ast.NOT_CONST or rv is ast.NOT_CONST):
+            raise fail(f"{describe(e)}: Cannot operate on signed values", e)
+        if isinstance(b, T.IntType) and (e.left.const is ast.NOT_CONST
+                                         or rv is ast.NOT_CONST):
+            raise fail(f"{describe(e)}: could not evaluate expression at compilation time", e)
+        if isinstance(rv, int) and rv < 0:
+            raise fail(f"{describe(e)}: not defined on negative numbers", e)
+
+    def _unify_operands(self, e: ast.Binary, ctx: Ctx, allow_any: bool) -> T.Type:
+        """Give both operands one type: untyped ints take the other side's type."""
+        lt, rt = e.left.type, e.right.type
+        if isinstance(lt, T.IntType) and not isinstance(rt, T.IntType):
+            if self.coerce(e.left, rt, ctx, quiet=True):
+                return rt
+        elif isinstance(rt, T.IntType) and not isinstance(lt, T.IntType):
+            if self.coerce(e.right, lt, ctx, quiet=True):
+                return lt
+        elif compatible(lt, rt):
+            return lt if not isinstance(lt, T.DontCareType) else rt
+        elif allow_any and self.coerce(e.right, lt, ctx, quiet=True):
+            return lt
+        elif allow_any and self.coerce(e.left, rt, ctx, quiet=True):
+            return rt
+        if isinstance(lt, T.IntType) and isinstance(rt, T.IntType):
+            return lt
+        if e.op in ("==", "!="):
+            raise fail(f"'{describe(e.left)}' with type '{lt}' cannot be compared to "
+                       f"'{describe(e.right)}' with type '{rt}'", e)
+        raise fail(f"{describe(e)}: Cannot operate on values with different types {lt} and "
+                   f"{rt}", e)
+
+    def _check_comparable(self, e: ast.Binary) -> None:
+        t = base(e.left.type)
+        if isinstance(t, T.ExternType):
+            raise fail(f"{describe(e)}: externs cannot be compared", e)
+        if isinstance(t, T.TypeVar):
+            raise fail(f"{describe(e)}: values of a type variable cannot be compared", e)
+        if isinstance(t, T.StructType) and t.decl is None and t.name.startswith("apply_result"):
+            raise fail(f"{describe(e)}: table application results cannot be compared", e)
+        if isinstance(t, (T.TableType, T.BlockType, T.StateType, T.VarbitType)) and not (
+                isinstance(t, T.VarbitType) and isinstance(e.right.type, T.VarbitType)):
+            raise fail(f"{describe(e)}: cannot be compared", e)
+
+    def _shift(self, e: ast.Binary, lt: T.Type, rt: T.Type, ctx: Ctx) -> T.Type:
+        lb, rb = base(lt), base(rt)
+        if not isinstance(lb, (T.BitsType, T.IntType)):
+            raise fail(f"{describe(e)} left operand of shift must be a numeric type, not {lt}",
+                       e)
+        if not isinstance(rb, (T.BitsType, T.IntType)):
+            raise fail(f"{describe(e)}: shift amount must be a number, not {rt}", e.right)
+        if isinstance(rb, T.BitsType) and rb.signed:
+            raise fail(f"{describe(e)}: shift amount must be an unsigned number", e.right)
+        if isinstance(e.right.const, int) and e.right.const < 0:
+            raise fail(f"{describe(e)}: negative shift amount", e.right)
+        if isinstance(lb, T.IntType) and e.right.const is ast.NOT_CONST:
+            raise fail(f"{describe(e)}: shift result type is arbitrary-precision int, but right "
+                       "operand is not constant; width of left operand of shift needs to be "
+                       "specified", e)
+        if (isinstance(lb, T.IntType) and isinstance(e.right.const, int)
+                and e.right.const > 1 << 12):
+            raise fail(f"{describe(e)}: Compiler only supports widths up to 4096", e)
+        return lt
+
+    def _concat(self, e: ast.Binary, lt: T.Type, rt: T.Type, ctx: Ctx) -> T.Type:
+        lb, rb = base(lt), base(rt)
+        for side, t in ((e.left, lb), (e.right, rb)):
+            if isinstance(t, T.IntType):
+                raise fail(f"{describe(side)}: could not infer a width", side)
+            if not isinstance(t, T.BitsType):
+                raise fail(f"{describe(e)}: concatenation not defined on {lt} and {rt}", e)
+        return T.BitsType(lb.width + rb.width, lb.signed)
+
+    def _e_Ternary(self, e: ast.Ternary, ctx: Ctx) -> T.Type:
+        ct = self.expr(e.cond, ctx)
+        if not isinstance(base(ct), T.BoolType):
+            raise fail(f"Selector of ?: must be bool, not {ct}", e.cond)
+        a = self.expr(e.then, ctx)
+        b = self.expr(e.otherwise, ctx)
+        if isinstance(a, T.IntType) and not isinstance(b, T.IntType):
+            self.coerce(e.then, b, ctx)
+            return b
+        if isinstance(b, T.IntType) and not isinstance(a, T.IntType):
+            self.coerce(e.otherwise, a, ctx)
+            return a
+        if isinstance(a, T.IntType) and isinstance(b, T.IntType) and \
+                e.cond.const is ast.NOT_CONST:
+            raise fail(f"{describe(e.then)}: could not infer a width", e)
+        if not compatible(a, b):
+            if self.coerce(e.otherwise, a, ctx, quiet=True):
+                return a
+            raise fail(f"?: branches have different types {a} and {b}", e)
+        return a
+
+    # ------------------------------------------------------------------ casts
+    def _e_Cast(self, e: ast.Cast, ctx: Ctx) -> T.Type:
+        to = self.resolve_type(e.to, ctx)
+        src = self.expr(e.expr, ctx)
+        if isinstance(e.expr, (ast.ListExpr, ast.StructExpr, ast.InvalidHeaderExpr)):
+            if not self.coerce(e.expr, to, ctx, quiet=True):
+                raise fail(f"'({to}){describe(e.expr)}': cast not supported", e)
+            return to
+        if not castable(src, to):
+            raise fail(f"'({to}){describe(e.expr)}': Illegal cast from {src} to {to}", e)
+        if isinstance(base(to), T.BoolType) and isinstance(base(src), (T.IntType, T.BitsType)) \
+                and isinstance(e.expr.const, int) and e.expr.const not in (0, 1):
+            raise fail(f"{describe(e)}: only 0 and 1 can be cast to bool", e)
+        if isinstance(src, T.IntType) and isinstance(base(to), T.BitsType):
+            self.coerce(e.expr, to if isinstance(to, T.BitsType) else base(to), ctx)
+        return to
+
+    # ------------------------------------------------------------------ aggregates
+    def _e_ListExpr(self, e: ast.ListExpr, ctx: Ctx) -> T.Type:
+        return T.ListType(tuple(self.expr(i, ctx) for i in e.items))
+
+    def _e_StructExpr(self, e: ast.StructExpr, ctx: Ctx) -> T.Type:
+        seen: set[str] = set()
+        fields = []
+        for name, v in e.fields:
+            if name in seen:
+                raise fail(f"{name}: Duplicates declaration {name}", v)
+            seen.add(name)
+            fields.append(T.FieldInfo(name, self.expr(v, ctx)))
+        if e.type_ref is not None:
+            to = self.resolve_type(e.type_ref, ctx)
+            e.type = T.StructExprType(tuple(fields))
+            if not self.coerce(e, to, ctx, quiet=True):
+                raise fail(f"'{to} {{...}}': initializer does not match {to}", e)
+            return to
+        return T.StructExprType(tuple(fields))
+
+    # ------------------------------------------------------------------ coercion
+    def coerce(self, e: ast.Expr, target: T.Type, ctx: Ctx, quiet: bool = False) -> bool:
+        """Make ``e`` (already typed) usable as a ``target`` value, retyping literals.
+
+        Returns False (or raises, unless ``quiet``) when the types do not fit.
+        """
+        ok = self._coerce(e, target, ctx)
+        if not ok and not quiet:
+            raise fail(f"'{describe(e)}': cannot convert expression of type {e.type} to "
+                       f"type {target}", e)
+        return ok
+
+    def _coerce(self, e: ast.Expr, target: T.Type, ctx: Ctx) -> bool:
+        src = e.type
+        if isinstance(target, (T.DontCareType, T.TypeVar)) or isinstance(e, ast.DontCareExpr):
+            return True
+        if isinstance(e, ast.InvalidHeaderExpr):
+            if isinstance(target, (T.HeaderType, T.HeaderUnionType)):
+                e.type = target
+                return True
+            return False
+        if isinstance(src, T.IntType):
+            return self._retype_int(e, target)
+        if isinstance(e, ast.ListExpr):
+            return self._coerce_list(e, target, ctx)
+        if isinstance(e, ast.StructExpr) and isinstance(src, T.StructExprType):
+            return self._coerce_struct(e, target, ctx)
+        return compatible(src, target)
+
+    def _retype_int(self, e: ast.Expr, target: T.Type) -> bool:
+        tb = base(target)
+        if isinstance(tb, T.IntType):
+            return True
+        if not isinstance(tb, T.BitsType):
+            return False
+        self._set_int_type(e, target)
+        return True
+
+    def _set_int_type(self, e: ast.Expr, target: T.Type) -> None:
+        """Give an ``int``-typed constant subtree the concrete type ``target``."""
+        if not isinstance(e.type, T.IntType):
+            return
+        e.type = target
+        if isinstance(e, ast.Binary):
+            if e.op in ("<<", ">>"):
+                self._set_int_type(e.left, target)
+            elif e.op in ARITH or e.op in BITWISE:
+                self._set_int_type(e.left, target)
+                self._set_int_type(e.right, target)
+        elif isinstance(e, ast.Unary):
+            self._set_int_type(e.expr, target)
+        elif isinstance(e, ast.Ternary):
+            self._set_int_type(e.then, target)
+            self._set_int_type(e.otherwise, target)
+        if isinstance(e.const, int) and not isinstance(e.const, bool):
+            e.const = consteval.wrap(e.const, target)
+
+    def _coerce_list(self, e: ast.ListExpr, target: T.Type, ctx: Ctx) -> bool:
+        tb = base(target)
+        if isinstance(tb, (T.TupleType, T.ListType)):
+            elems = tb.elements
+            if isinstance(tb, T.ListType) and len(elems) == 1 and len(e.items) != 1:
+                elems = elems * len(e.items)
+            if len(elems) != len(e.items):
+                return False
+        elif isinstance(tb, T.StructLikeType) and not isinstance(tb, T.HeaderUnionType):
+            elems = tuple(f.type for f in tb.fields)
+            if len(elems) != len(e.items):
+                return False
+        elif isinstance(tb, T.StackType):
+            if len(e.items) != tb.size:
+                return False
+            elems = (tb.element,) * tb.size
+        else:
+            return False
+        for item, et in zip(e.items, elems, strict=True):
+            if not self._coerce(item, et, ctx):
+                return False
+        e.type = target
+        consteval.evaluate(e)
+        return True
+
+    def _coerce_struct(self, e: ast.StructExpr, target: T.Type, ctx: Ctx) -> bool:
+        tb = base(target)
+        if not isinstance(tb, T.StructLikeType) or isinstance(tb, T.HeaderUnionType):
+            return False
+        names = [n for n, _ in e.fields]
+        if sorted(names) != sorted(f.name for f in tb.fields):
+            return False
+        for name, v in e.fields:
+            f = tb.field(name)
+            assert f is not None
+            if not self._coerce(v, f.type, ctx):
+                return False
+        e.type = target
+        consteval.evaluate(e)
+        return True
+
+    # ------------------------------------------------------------------ l-values
+    def check_lvalue(self, e: ast.Expr, what: str = "assignment") -> None:
+        if not self.is_lvalue(e):
+            raise fail(f"Expression {describe(e)} cannot be the target of an {what}", e)
+
+    def is_lvalue(self, e: ast.Expr) -> bool:
+        if isinstance(e, ast.PathExpr):
+            d = e.decl
+            if isinstance(d, ast.VarDecl):
+                return True
+            return isinstance(d, ast.Param) and d.direction in ("out", "inout")
+        if isinstance(e, ast.Member):
+            if isinstance(base(e.expr.type), T.StackType):
+                return e.name in ("next", "last") and self.is_lvalue(e.expr)
+            return not self.names_type(e.expr) and self.is_lvalue(e.expr)
+        if isinstance(e, (ast.Index, ast.Slice)):
+            return self.is_lvalue(e.expr)
+        return False
+
+    # ------------------------------------------------------------------ calls
+    def _e_Call(self, e: ast.Call, ctx: Ctx) -> T.Type:
+        from softswitch.frontend.callcheck import check_call
+        return check_call(self, e, ctx)
+
+    def table_result(self, table: ast.TableDecl) -> T.StructType:
+        """The struct ``t.apply()`` returns: ``hit``, ``miss`` and ``action_run``."""
+        r = self.table_results.get(table)
+        if r is None:
+            fields = (T.FieldInfo("hit", T.BoolType()), T.FieldInfo("miss", T.BoolType()),
+                      T.FieldInfo("action_run", T.ActionEnumType(table)))
+            r = T.StructType(f"apply_result<{table.name}>", fields, None)
+            self.table_results[table] = r
+        return r
+
+    # ------------------------------------------------------------------ generic helpers
+    def infer(self, params: tuple[T.ParamInfo, ...], args: list[ast.Expr | None],
+              variables: set[T.TypeVar], m: Bindings, where: ast.Node) -> Bindings:
+        """Bind ``variables`` from the argument types (concrete ones first)."""
+        for concrete_pass in (True, False):
+            for p, a in zip(params, args, strict=True):
+                if a is None or a.type is None:
+                    continue
+                at = _as_tuple(a.type)
+                if isinstance(at, T.IntType) == concrete_pass:
+                    continue
+                if not unify(p.type, at, m, variables):
+                    raise fail(f"'{describe(a)}': argument type {a.type} does not match "
+                               f"parameter {p.name} of type {subst(p.type, m)}", a)
+        return m
+
+    def unresolved(self, t: T.Type, variables: set[T.TypeVar], m: Bindings) -> bool:
+        return contains_var(subst(t, m), variables)
+
+
+def _as_tuple(t: T.Type) -> T.Type:
+    if isinstance(t, T.ListType):
+        return T.TupleType(tuple(_as_tuple(x) for x in t.elements))
+    return t
+
+
+def castable(src: T.Type, to: T.Type) -> bool:
+    """P4_16's explicit casts (section 8.11)."""
+    if compatible(src, to):
+        return True
+    s, d = base(src), base(to)
+    if isinstance(src, T.NewType) or isinstance(to, T.NewType):
+        if compatible(s, d):
+            return True
+    if isinstance(s, T.IntType):
+        return isinstance(d, (T.BitsType, T.IntType, T.BoolType)) or (
+            isinstance(d, T.EnumType) and d.underlying is not None)
+    if isinstance(s, T.BitsType):
+        if isinstance(d, T.BitsType):
+            return True
+        if isinstance(d, T.BoolType):
+            return s.width == 1 and not s.signed
+        if isinstance(d, T.IntType):
+            return True
+        return isinstance(d, T.EnumType) and d.underlying is not None
+    if isinstance(s, T.BoolType):
+        return (isinstance(d, T.BitsType) and d.width == 1 and not d.signed) or isinstance(
+            d, T.IntType)
+    if isinstance(s, T.EnumType) and s.underlying is not None:
+        return isinstance(d, (T.BitsType, T.IntType)) or (
+            isinstance(d, T.EnumType) and d.underlying is not None
+            and d.underlying == s.underlying)
+    return False
