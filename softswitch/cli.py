@@ -89,7 +89,10 @@ def _cmd_stf(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _ArgumentParser(prog="softswitch", description=__doc__.split("\n")[0])
+    parser = _ArgumentParser(
+        prog="softswitch",
+        description="A P4_16 compiler front end and BMv2-compatible v1model target: a drop-in "
+                    "for p4c (compile) and simple_switch_grpc (run), with an STF runner.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_ArgumentParser)
 
     c = sub.add_parser("compile", help="compile a P4_16 program (p4c-compatible flags)")
@@ -106,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_program_args(s)
     s.add_argument("stf", help="STF test file")
     s.set_defaults(func=_cmd_stf)
+    for name, (_module, help_text) in _PASSTHROUGH.items():
+        sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
@@ -131,7 +136,25 @@ def _run_guarded(func: Callable[[argparse.Namespace], int], args: argparse.Names
         return EXIT_INTERNAL_ERROR
 
 
+# Commands with their own simple_switch-style command lines (including options after
+# ``--``): the rest of argv goes to them untouched.
+_PASSTHROUGH = {
+    "run": ("softswitch.run", "run a program on network interfaces (simple_switch_grpc)"),
+}
+
+
+def _passthrough(command: str, rest: list[str]) -> int:
+    import importlib
+
+    module = importlib.import_module(_PASSTHROUGH[command][0])
+    ns = argparse.Namespace(program=f"softswitch {command}")
+    return _run_guarded(lambda _args: module.main(rest), ns)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _PASSTHROUGH:
+        return _passthrough(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     return _run_guarded(args.func, args)
 
