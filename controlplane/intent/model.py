@@ -1,0 +1,192 @@
+"""The validated intent as typed dataclasses (see ``controlplane/SCHEMA.md``).
+
+Everything downstream (compile, reconcile, CLI) reads these objects, never raw YAML,
+so each check happens once, in :mod:`controlplane.intent.parse`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+Range = tuple[int, int]
+"""Inclusive integer range; a single value v is (v, v)."""
+
+MATCH_FIELDS: dict[str, tuple[int, int]] = {
+    "dscp": (0, 63),
+    "ecn": (0, 3),
+    "ip_proto": (0, 255),
+    "l4_src_port": (0, 65535),
+    "l4_dst_port": (0, 65535),
+    "bth_opcode": (0, 255),
+    "dst_qp": (0, 2**24 - 1),
+    "packet_size": (0, 65535),
+    "vni": (0, 2**24 - 1),
+}
+"""Classifier match fields and their full ranges (an absent field matches all)."""
+
+
+@dataclass(frozen=True)
+class MatchRule:
+    """One classification rule: every present field must match (AND)."""
+
+    fields: dict[str, Range]
+    path: str = ""
+
+    def get(self, name: str) -> Range:
+        return self.fields.get(name, MATCH_FIELDS[name])
+
+
+@dataclass(frozen=True)
+class TrafficClass:
+    name: str
+    id: int               # TrafficClass_t value carried in metadata (0..15)
+    queue: int            # egress priority queue 0..7 (7 = highest)
+    priority: int         # rule priority: higher wins where rules overlap
+    rules: tuple[MatchRule, ...]
+    ecn_profile: str | None = None
+    dscp_rewrite: int | None = None
+    lossless: bool = False
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class EcnProfile:
+    """RED-style marking on queue depth in packets: none below kmin, Pmax at kmax."""
+
+    name: str
+    id: int
+    kmin: int
+    kmax: int
+    pmax: float
+    drop_not_ect: int | None = None   # drop Not-ECT packets above this depth
+
+
+@dataclass(frozen=True)
+class QueueSched:
+    queue: int
+    mode: str                  # strict | dwrr
+    weight: int | None = None  # DWRR share (percent or relative weight)
+    rate_pps: int | None = None
+    depth_pkts: int | None = None
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    name: str
+    queues: tuple[QueueSched, ...]
+
+
+@dataclass(frozen=True)
+class QpMapEntry:
+    src_ip: ipaddress.IPv4Address
+    dst_ip: ipaddress.IPv4Address
+    dst_qp: int
+    sender_qp: int
+
+
+@dataclass(frozen=True)
+class FastCnp:
+    enabled: bool = False
+    dscp: int = 48
+    queue: int = 6
+    min_interval_us: int = 50
+    queue_threshold: int = 8     # depth (packets) at which a CNP is sent
+    keep_ce: bool = True
+    learning: bool = True
+    qp_map: tuple[QpMapEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class SegRule:
+    src: ipaddress.IPv4Network
+    dst: ipaddress.IPv4Network
+    action: str                   # allow | deny
+    priority: int
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    vrf: int
+    vnis: tuple[int, ...]
+    default: str                  # allow | deny
+    rules: tuple[SegRule, ...]
+
+
+@dataclass(frozen=True)
+class Port:
+    number: int
+    name: str | None = None
+    scheduler: str | None = None
+    speed_gbps: float | None = None
+
+
+@dataclass(frozen=True)
+class Tunnel:
+    name: str
+    src: ipaddress.IPv4Address
+    dst: ipaddress.IPv4Address
+    vni: int
+
+
+@dataclass(frozen=True)
+class NextHop:
+    name: str
+    port: int
+    dst_mac: str
+    src_mac: str
+    tunnel: str | None = None
+
+
+@dataclass(frozen=True)
+class EcmpGroup:
+    name: str
+    id: int
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Route:
+    vrf: int
+    prefix: ipaddress.IPv4Network
+    next_hop: str | None = None
+    ecmp_group: str | None = None
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    address: str
+    device_id: int
+    election_id: int = 1
+    cpu_port: int = 255
+    switch_id: int = 0
+    router_mac: str = "00:00:00:00:00:00"
+    ports: tuple[Port, ...] = ()
+    tunnels: tuple[Tunnel, ...] = ()
+    next_hops: tuple[NextHop, ...] = ()
+    ecmp_groups: tuple[EcmpGroup, ...] = ()
+    routes: tuple[Route, ...] = ()
+
+
+@dataclass(frozen=True)
+class Intent:
+    switches: tuple[Switch, ...] = ()
+    classes: tuple[TrafficClass, ...] = ()
+    default_class: str | None = None
+    ecn_profiles: tuple[EcnProfile, ...] = ()
+    schedulers: tuple[Scheduler, ...] = ()
+    fast_cnp: FastCnp = field(default_factory=FastCnp)
+    tenants: tuple[Tenant, ...] = ()
+    source: str | None = None
+
+    def switch(self, name: str) -> Switch:
+        return next(s for s in self.switches if s.name == name)
+
+    def ecn_profile(self, name: str) -> EcnProfile:
+        return next(p for p in self.ecn_profiles if p.name == name)
+
+    def scheduler(self, name: str) -> Scheduler:
+        return next(s for s in self.schedulers if s.name == name)
