@@ -9,6 +9,10 @@ every position back through the line map. Design choices that the parser relies 
 * Words the spec reserves are tokens of their own kind (``kind == text``); contextual
   words (``apply``, ``key``, ``actions``, ``state``, ``entries``, ``type``, ``priority``,
   ``list``) are identifiers, because p4c accepts them as names of fields, variables …
+* A character that starts no token becomes an ``UNEXPECTED`` token rather than an
+  error: p4c accepts any token inside annotation bodies (free-form annotations), and
+  the parser reports it as a syntax error anywhere else.
+* ``{#}`` (the invalid header) is one token, as in p4c: ``{ # }`` is an error.
 * Comments survive cpp (p4c runs it with ``-C``), so they are skipped here.
 """
 
@@ -31,10 +35,10 @@ KEYWORDS = frozenset({
 
 # Longest first: the regex alternation picks the first alternative that matches.
 OPERATORS = (
-    "&&&", "|+|=", "|-|=", "<<=", "...", "|+|", "|-|", "..", "<<", "&&", "||", "==",
+    "{#}", "&&&", "|+|=", "|-|=", "<<=", "...", "|+|", "|-|", "..", "+:", "<<", "&&", "||", "==",
     "!=", ">=", "<=", "++", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
     "+", "-", "*", "/", "%", "|", "&", "^", "~", "(", ")", "[", "]", "{", "}", "<",
-    ">", "!", ":", ",", "?", ".", "=", ";", "@", "#",
+    ">", "!", ":", ",", "?", ".", "=", ";", "@",
 )
 
 _NUMBER = (
@@ -51,7 +55,8 @@ _TOKEN_RE = re.compile(
     r'|(?P<ustring>")'
     rf"|(?P<number>{_NUMBER})"
     r"|(?P<ident>[A-Za-z_][A-Za-z0-9_]*)"
-    r"|(?P<op>" + "|".join(re.escape(o) for o in OPERATORS) + ")",
+    r"|(?P<op>" + "|".join(re.escape(o) for o in OPERATORS) + ")"
+    r"|(?P<unexpected>.)",
     re.DOTALL,
 )
 _BASES = {"x": 16, "X": 16, "d": 10, "D": 10, "o": 8, "O": 8, "b": 2, "B": 2}
@@ -83,6 +88,8 @@ class Token:
             return f"integer `{self.text}`"
         if self.kind == "STRING":
             return f"string literal {self.text}"
+        if self.kind == "UNEXPECTED":
+            return f"character `{self.text}`"
         return f"`{self.text}`"
 
 
@@ -151,8 +158,7 @@ def tokenize(pre: Preprocessed) -> list[Token]:
     match = _TOKEN_RE.match
     while pos < n:
         m = match(text, pos)
-        if m is None:
-            raise P4Error(f"syntax error, unexpected character {text[pos]!r}", cur.loc(pos))
+        assert m is not None  # the `unexpected` alternative matches any character
         group = m.lastgroup
         end = m.end()
         if group == "ws":
@@ -182,6 +188,8 @@ def tokenize(pre: Preprocessed) -> list[Token]:
             tok.value = parse_int_literal(tok_text)
         elif group == "ident":
             tok.kind = tok_text if tok_text in KEYWORDS else "ID"
+        elif group == "unexpected":
+            tok.kind = "UNEXPECTED"
         else:
             tok.kind = tok_text
         tokens.append(tok)

@@ -58,6 +58,11 @@ class _Backtrack(Exception):
     """Internal: a speculative parse did not match; never escapes the parser."""
 
 
+class _Unsupported(P4Error):
+    """A construct we recognise but do not implement: no alternative parse can help, so
+    speculation must not swallow it into a misleading syntax error elsewhere."""
+
+
 class Parser:
     """Parses one token list; ``scopes`` holds the type names visible at each level."""
 
@@ -130,6 +135,8 @@ class Parser:
         saved = self.i
         try:
             return fn()
+        except _Unsupported:
+            raise
         except (P4Error, _Backtrack):
             self.i = saved
             return None
@@ -254,7 +261,7 @@ class Parser:
     def starts_type(self, k: int = 0) -> bool:
         """Whether the token at offset ``k`` certainly begins a type."""
         t = self.peek(k)
-        if t.kind in _BUILTIN_TYPE_KINDS or t.kind == "_":
+        if t.kind in _BUILTIN_TYPE_KINDS:
             return True
         if t.kind == "ID":
             return self.is_type_name(t.text) or (
@@ -311,7 +318,7 @@ class Parser:
             return ast.VarbitTypeRef(self.parse_width(), loc=loc)
         simple = {"bool": ast.BoolTypeRef, "string": ast.StringTypeRef,
                   "void": ast.VoidTypeRef, "error": ast.ErrorTypeRef,
-                  "match_kind": ast.MatchKindTypeRef, "_": ast.DontCareTypeRef}
+                  "match_kind": ast.MatchKindTypeRef}
         if k in simple:
             self.advance()
             return simple[k](loc=loc)
@@ -322,7 +329,7 @@ class Parser:
                 and not self.is_type_name("list"):
             self.advance()
             self.expect("<")
-            elem = self.parse_type()
+            elem = self.parse_type_arg()
             self.expect_close_angle()
             return ast.ListTypeRef(elem, loc=loc)
         top = False
@@ -339,11 +346,19 @@ class Parser:
         self.expect("<")
         args: list[ast.TypeRef] = []
         if not self.at(">"):
-            args.append(self.parse_type())
+            args.append(self.parse_type_arg())
             while self.accept(","):
-                args.append(self.parse_type())
+                args.append(self.parse_type_arg())
         self.expect_close_angle()
         return args
+
+    def parse_type_arg(self) -> ast.TypeRef:
+        """A type argument: a type or ``_`` (to be inferred) — ``_`` is no type elsewhere."""
+        t = self.tok
+        if t.kind == "_":
+            self.advance()
+            return ast.DontCareTypeRef(loc=t.loc)
+        return self.parse_type()
 
     def parse_type_params(self) -> list[ast.TypeParam]:
         """``<T, U>`` — declares the names as types in the current scope."""
@@ -439,12 +454,6 @@ class Parser:
         if k == "this":
             self.advance()
             return ast.ThisExpr(loc=t.loc)
-        if k == "_":
-            self.advance()
-            return ast.DontCareExpr(loc=t.loc)
-        if k == "default":
-            self.advance()
-            return ast.DefaultExpr(loc=t.loc)
         if k == "(":
             self.advance()
             e = self.parse_expr()
@@ -452,8 +461,14 @@ class Parser:
             return e
         if k == "{":
             return self.parse_brace_expr()
-        if k in _BUILTIN_TYPE_KINDS and k != "void":
-            return ast.TypeNameExpr(self.parse_base_type(), loc=t.loc)
+        if k == "{#}":
+            self.advance()
+            return ast.InvalidHeaderExpr(loc=t.loc)
+        if k == "error" and self.peek().kind == ".":
+            self.advance()
+            return ast.TypeNameExpr(ast.ErrorTypeRef(loc=t.loc), loc=t.loc)
+        if k == "...":
+            raise _Unsupported("default initializers (`...`) are not supported", t.loc)
         if k == ".":
             nxt = self.peek()
             if nxt.kind == "ID" and not self.is_type_name(nxt.text):
@@ -478,19 +493,19 @@ class Parser:
                 e.type_ref = ref
                 e.loc = t.loc
             return e
+        if not self.at(".") and not self.at("("):
+            raise self.error("`(` or `.` after the type name")
         return ast.TypeNameExpr(ref, loc=t.loc)
 
     def parse_brace_expr(self) -> ast.Expr:
         lb = self.expect("{")
         if self.accept("}"):
             return ast.ListExpr([], loc=lb.loc)
-        if self.at("#") and self.peek().kind == "}":
-            self.advance()
-            self.advance()
-            return ast.InvalidHeaderExpr(loc=lb.loc)
         if self.at("ID") and self.peek().kind == "=":
             fields: list[tuple[str, ast.Expr]] = []
             while not self.at("}"):
+                if self.at("..."):
+                    self.parse_primary()  # reports the unsupported `...`
                 name = self.expect_name()
                 self.expect("=")
                 fields.append((name.text, self.parse_expr()))
@@ -516,7 +531,9 @@ class Parser:
             elif k == "[":
                 self.advance()
                 idx = self.parse_expr()
-                if self.accept(":"):
+                if self.at("+:"):
+                    e = self.plus_slice(e, idx)
+                elif self.accept(":"):
                     lo = self.parse_expr()
                     self.expect("]")
                     e = ast.Slice(e, idx, lo, loc=e.loc)
@@ -525,13 +542,24 @@ class Parser:
                     e = ast.Index(e, idx, loc=e.loc)
             elif k == "(":
                 e = ast.Call(e, self.parse_args(), loc=e.loc)
-            elif k == "<" and self.starts_type(1) and not isinstance(e, ast.TypeNameExpr):
+            elif k == "<" and (self.starts_type(1) or self.peek().kind == "_") \
+                    and not isinstance(e, ast.TypeNameExpr):
                 targs = self.speculate(self.parse_call_type_args)
                 if targs is None:
                     return e
                 e = ast.Call(e, self.parse_args(), targs, loc=e.loc)
             else:
                 return e
+
+    def plus_slice(self, e: ast.Expr, lo: ast.Expr) -> ast.Slice:
+        """``e[lo +: w]`` is the slice ``e[lo + w - 1 : lo]`` (p4c's PlusSlice)."""
+        self.expect("+:")
+        width = self.parse_expr()
+        self.expect("]")
+        one = ast.IntLiteral(1, text="1", loc=width.loc)
+        hi = ast.Binary("-", ast.Binary("+", copy.deepcopy(lo), width, loc=lo.loc), one,
+                        loc=lo.loc)
+        return ast.Slice(e, hi, lo, loc=e.loc)
 
     def parse_call_type_args(self) -> list[ast.TypeRef]:
         targs = self.parse_type_args()
@@ -549,17 +577,32 @@ class Parser:
             if t.kind == "ID" and self.peek().kind == "=":
                 self.advance()
                 self.advance()
-                args.append(ast.Argument(self.parse_expr(), t.text, loc=t.loc))
+                args.append(ast.Argument(self.parse_arg_value(), t.text, loc=t.loc))
             else:
-                args.append(ast.Argument(self.parse_expr(), loc=t.loc))
+                args.append(ast.Argument(self.parse_arg_value(), loc=t.loc))
             if not self.accept(","):
                 break
         self.expect(")", "`)` or `,`")
         return args
 
+    def parse_arg_value(self) -> ast.Expr:
+        """An argument: an expression or ``_`` (don't care)."""
+        t = self.tok
+        if t.kind == "_":
+            self.advance()
+            return ast.DontCareExpr(loc=t.loc)
+        return self.parse_expr()
+
     # ---------------------------------------------------------------- keysets
 
     def parse_simple_keyset(self) -> ast.Expr:
+        t = self.tok
+        if t.kind == "default":
+            self.advance()
+            return ast.DefaultExpr(loc=t.loc)
+        if t.kind == "_":
+            self.advance()
+            return ast.DontCareExpr(loc=t.loc)
         e = self.parse_expr()
         for op in ("&&&", ".."):
             if self.at(op):
@@ -589,20 +632,22 @@ class Parser:
 
     # ------------------------------------------------------------- statements
 
-    def parse_block(self, annotations: list[ast.Annotation] | None = None) -> ast.BlockStmt:
+    def parse_block(self, annotations: list[ast.Annotation] | None = None,
+                    in_parser: bool = False) -> ast.BlockStmt:
         lb = self.expect("{")
         stmts: list[ast.Stmt] = []
         while not self.at("}"):
             if self.at("EOF"):
                 raise self.error("`}`")
-            stmts.append(self.parse_statement())
+            stmts.append(self.parse_statement(in_parser))
         self.advance()
         return ast.BlockStmt(stmts, annotations or [], loc=lb.loc)
 
     def starts_declaration(self) -> bool:
         """Whether a statement position holds a declaration (``T x;``, ``T(…) x;``)."""
         t = self.tok
-        if t.kind in ("bit", "int", "varbit", "bool", "string", "tuple", "error"):
+        if t.kind in ("bit", "int", "varbit", "bool", "string", "tuple", "error",
+                      "match_kind"):
             return True
         if t.kind == ".":
             return self.starts_type()
@@ -615,17 +660,21 @@ class Parser:
             return False
         return nxt.kind not in (".", "=") and not nxt.kind.endswith("=")
 
-    def parse_statement(self) -> ast.Stmt:
+    def parse_statement(self, in_parser: bool = False) -> ast.Stmt:
+        """A statement or local declaration. Parser states allow fewer statements (no
+        return/exit/switch/break/continue), as in p4c's ``parserStatement``."""
         annos = self.parse_annotations()
         t = self.tok
         k = t.kind
+        if in_parser and k in ("return", "exit", "switch", "break", "continue"):
+            raise self.error("a parser statement")
         if k == "{":
-            return self.parse_block(annos)
+            return self.parse_block(annos, in_parser)
         if k == ";":
             self.advance()
             return ast.EmptyStmt(loc=t.loc)
         if k == "if":
-            return self.parse_if()
+            return self.parse_if(in_parser)
         if k == "switch":
             return self.parse_switch()
         if k == "for":
@@ -674,13 +723,13 @@ class Parser:
         return ast.AssignStmt(target, ast.Binary(op, left, value, loc=target.loc),
                               loc=target.loc)
 
-    def parse_if(self) -> ast.IfStmt:
+    def parse_if(self, in_parser: bool) -> ast.IfStmt:
         t = self.expect("if")
         self.expect("(")
         cond = self.parse_expr()
         self.expect(")")
-        then = self.parse_statement()
-        otherwise = self.parse_statement() if self.accept("else") else None
+        then = self.parse_statement(in_parser)
+        otherwise = self.parse_statement(in_parser) if self.accept("else") else None
         return ast.IfStmt(cond, then, otherwise, loc=t.loc)
 
     def parse_switch(self) -> ast.SwitchStmt:
@@ -726,14 +775,14 @@ class Parser:
         if self.is_for_in():
             annos = self.parse_annotations()
             vt = self.tok
-            if vt.kind == "ID" and self.peek().kind == "in":
-                type_ref: ast.TypeRef = ast.DontCareTypeRef(loc=vt.loc)
-            else:
-                type_ref = self.parse_type()
+            type_ref = self.parse_type()
             name = self.expect_name()
             var = ast.VarDecl(name.text, type_ref, annotations=annos, loc=vt.loc)
             self.expect("in")
-            coll = self.parse_simple_keyset()
+            coll = self.parse_expr()
+            if self.at(".."):
+                self.advance()
+                coll = ast.Binary("..", coll, self.parse_expr(), loc=coll.loc)
             self.expect(")")
             return ast.ForInStmt(var, coll, self.parse_statement(), loc=t.loc)
         init = self.parse_for_list(";")
@@ -770,8 +819,9 @@ class Parser:
         start = self.tok
         type_ref = self.parse_type()
         if self.at("("):
-            return self.parse_instance_rest(type_ref, annos, start)
+            return self.parse_instance_rest(type_ref, annos, start, need_semi)
         name = self.expect_name()
+        type_ref = self.array_declarator(type_ref)
         init = None
         if self.accept("="):
             init = self.parse_expr()
@@ -780,7 +830,7 @@ class Parser:
         return ast.VarDecl(name.text, type_ref, init, annotations=annos, loc=start.loc)
 
     def parse_instance_rest(self, type_ref: ast.TypeRef, annos: list[ast.Annotation],
-                            start: Token) -> ast.InstanceDecl:
+                            start: Token, need_semi: bool = True) -> ast.InstanceDecl:
         args = self.parse_args()
         name = self.expect_name()
         inst = ast.InstanceDecl(name.text, type_ref, args, annotations=annos, loc=start.loc)
@@ -788,15 +838,24 @@ class Parser:
             self.expect("{")
             decls: list[ast.Decl] = []
             while not self.accept("}"):
-                d = self.parse_declaration()
-                if d is not None:
+                for d in self.parse_declaration():
                     if not isinstance(d, ast.Decl):
                         raise P4Error("only declarations may appear in an initializer",
                                       d.loc)
                     decls.append(d)
             inst.initializer = decls
-        self.expect(";")
+        if need_semi:
+            self.expect(";")
         return inst
+
+    def array_declarator(self, type_ref: ast.TypeRef) -> ast.TypeRef:
+        """C-style ``T name[N]`` (accepted by current p4c) means the array type ``T[N]``."""
+        while self.at("["):
+            self.advance()
+            size = self.parse_expr()
+            self.expect("]")
+            type_ref = ast.StackTypeRef(type_ref, size, loc=type_ref.loc)
+        return type_ref
 
     def parse_params(self) -> list[ast.Param]:
         self.expect("(")
@@ -827,6 +886,7 @@ class Parser:
             start = self.tok
             type_ref = self.parse_type()
             name = self.expect_name()
+            type_ref = self.array_declarator(type_ref)
             self.expect(";")
             fields.append(ast.FieldDecl(name.text, type_ref, annotations=annos, loc=start.loc))
         return fields
@@ -865,14 +925,23 @@ class Parser:
         members = self.parse_members(underlying is not None)
         return ast.EnumDecl(name.text, members, underlying, annotations=annos, loc=kw.loc)
 
-    def parse_typedef(self, annos: list[ast.Annotation]) -> ast.TypedefDecl:
+    def parse_typedef(self, annos: list[ast.Annotation]) -> list[ast.Node]:
+        """``typedef T name;`` / ``type T name;``; a derived type declared in place
+        (``typedef header H {…} name;``) becomes its own declaration plus the typedef."""
         kw = self.advance()
-        type_ref = self.parse_type()
+        out: list[ast.Node] = []
+        if self.tok.kind in ("header", "header_union", "struct", "enum"):
+            derived = (self.parse_enum([]) if self.at("enum") else self.parse_aggregate([]))
+            out.append(derived)
+            type_ref: ast.TypeRef = ast.NamedTypeRef(derived.name, loc=derived.loc)
+        else:
+            type_ref = self.parse_type()
         name = self.expect_name()
         self.expect(";")
         self.declare_type(name.text)
-        return ast.TypedefDecl(name.text, type_ref, kw.kind != "typedef",
-                               annotations=annos, loc=kw.loc)
+        out.append(ast.TypedefDecl(name.text, type_ref, kw.kind != "typedef",
+                                   annotations=annos, loc=kw.loc))
+        return out
 
     def is_extern_object(self) -> bool:
         """After ``extern``: ``Name [<…>] {`` is an object, anything else a function."""
@@ -927,8 +996,11 @@ class Parser:
         annos = self.parse_annotations()
         start = self.tok
         abstract = self.accept("abstract") is not None
-        if self.at("ID") and self.tok.text == extern_name and self.peek().kind == "(":
+        if self.at("ID") and self.peek().kind == "(":
             name = self.advance()
+            if name.text != extern_name:
+                raise P4Error(f"{name.text}: invalid method; only the constructor of "
+                              f"{extern_name} may omit the return type", name.loc)
             params = self.parse_params()
             self.expect(";")
             return ast.MethodDecl(name.text, None, params, annotations=annos, loc=start.loc)
@@ -1022,7 +1094,7 @@ class Parser:
         while not self.at("transition") and not self.at("}"):
             if self.at("EOF"):
                 raise self.error("`}`")
-            stmts.append(self.parse_statement())
+            stmts.append(self.parse_statement(in_parser=True))
         if self.accept("transition"):
             transition = self.parse_transition()
         self.expect("}", "`}` after the transition statement")
@@ -1178,23 +1250,29 @@ class Parser:
 
     # -------------------------------------------------------------- top level
 
-    def parse_declaration(self) -> ast.Node | None:
-        """One top-level declaration (also used for instance initializer blocks)."""
+    def parse_declaration(self) -> list[ast.Node]:
+        """One top-level declaration (also used for instance initializer blocks); a
+        list because ``typedef header H {…} T;`` declares two types."""
         annos = self.parse_annotations()
         t = self.tok
         k = t.kind
         if k == ";" and not annos:
             self.advance()
-            return None
+            return []
+        if k == "typedef" or (k == "ID" and t.text == "type" and self.peek().kind != "("
+                              and (self.starts_type(1) or self.peek().kind == "ID")):
+            return self.parse_typedef(annos)
+        return [self.parse_single_declaration(annos)]
+
+    def parse_single_declaration(self, annos: list[ast.Annotation]) -> ast.Node:
+        t = self.tok
+        k = t.kind
         if k == "const":
             return self.parse_const(annos)
         if k in ("header", "header_union", "struct"):
             return self.parse_aggregate(annos)
         if k == "enum":
             return self.parse_enum(annos)
-        if k == "typedef" or (k == "ID" and t.text == "type" and self.peek().kind != "("
-                              and (self.starts_type(1) or self.peek().kind == "ID")):
-            return self.parse_typedef(annos)
         if k in ("error", "match_kind") and self.peek().kind == "{":
             self.advance()
             members = self.parse_members(False)
@@ -1221,9 +1299,7 @@ class Parser:
         start = self.tok
         decls: list[ast.Node] = []
         while not self.at("EOF"):
-            d = self.parse_declaration()
-            if d is not None:
-                decls.append(d)
+            decls.extend(self.parse_declaration())
         return ast.Program(decls, loc=start.loc)
 
 
