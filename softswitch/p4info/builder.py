@@ -1,0 +1,587 @@
+"""Build the P4Info message of a v1model program exactly as p4c writes it.
+
+The elaboration (:mod:`softswitch.frontend.elaborate`) supplies the objects, their
+control-plane names and their order; this module assigns ids and aliases
+(:mod:`softswitch.p4info.ids`), converts types (:mod:`softswitch.p4info.typespec`) and
+fills the protobuf. Field by field it follows p4c's P4RuntimeSerializer and its
+v1model architecture handler, because controllers compare P4Info files and ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+
+from softswitch.diagnostics import P4Error
+from softswitch.frontend import ast
+from softswitch.frontend import types as T
+from softswitch.frontend.elaborate import (
+    ActionInstance,
+    Elaboration,
+    EnumValue,
+    ExternInstance,
+    TableInstance,
+    annotation,
+    elaborate,
+    is_hidden,
+    string_annotation,
+    type_width,
+)
+from softswitch.p4info import ids
+from softswitch.p4info.typespec import TypeSpecs, value_bytes
+
+ARCH = "v1model"
+DEFAULT_TABLE_SIZE = 1024
+
+# Annotations P4Info carries elsewhere (or not at all) and so never copies.
+_NOT_COPIED = {"name", "id", "brief", "description"}
+_PROFILE_ONLY = {"max_group_size", "selector_size_semantics", "max_member_weight"}
+
+_MATCH_TYPES = {
+    "exact": p4info_pb2.MatchField.EXACT,
+    "lpm": p4info_pb2.MatchField.LPM,
+    "ternary": p4info_pb2.MatchField.TERNARY,
+    "range": p4info_pb2.MatchField.RANGE,
+    "optional": p4info_pb2.MatchField.OPTIONAL,
+}
+
+_EXTERN_KINDS = {
+    "counter": ids.COUNTER,
+    "direct_counter": ids.DIRECT_COUNTER,
+    "meter": ids.METER,
+    "direct_meter": ids.DIRECT_METER,
+    "register": ids.REGISTER,
+    "action_profile": ids.ACTION_PROFILE,
+    "action_selector": ids.ACTION_PROFILE,
+}
+
+_COUNTER_UNITS = {
+    "packets": p4info_pb2.CounterSpec.PACKETS,
+    "bytes": p4info_pb2.CounterSpec.BYTES,
+    "packets_and_bytes": p4info_pb2.CounterSpec.BOTH,
+}
+_METER_UNITS = {
+    "packets": p4info_pb2.MeterSpec.PACKETS,
+    "bytes": p4info_pb2.MeterSpec.BYTES,
+}
+
+
+def generate(checked: Any) -> p4info_pb2.P4Info:
+    """The P4Info of a type-checked v1model program (empty when it has no ``main``)."""
+    return Builder(elaborate(checked)).build()
+
+
+# ---------------------------------------------------------------------------
+# Annotations
+# ---------------------------------------------------------------------------
+
+
+def annotation_text(a: ast.Annotation) -> str:
+    """An unstructured annotation as p4c prints it: ``@name`` or ``@name(body)``."""
+    body = a.body.strip()
+    return f"@{a.name}({body})" if body else f"@{a.name}"
+
+
+def _const_of(e: ast.Expr) -> Any:
+    c = getattr(e, "const", ast.NOT_CONST)
+    if c is not ast.NOT_CONST:
+        return c
+    if isinstance(e, (ast.IntLiteral, ast.BoolLiteral, ast.StringLiteral)):
+        return e.value
+    return None
+
+
+def _set_expression(msg: Any, e: ast.Expr) -> None:
+    v = _const_of(e)
+    if isinstance(v, bool):
+        msg.bool_value = v
+    elif isinstance(v, int):
+        msg.int64_value = v
+    elif isinstance(v, str):
+        msg.string_value = v
+    else:
+        raise P4Error("structured annotation values must be compile-time constants",
+                      e.loc)
+
+
+def add_annotations(msg: Any, annotations: list[ast.Annotation],
+                    skip: set[str] | frozenset[str] = frozenset()) -> None:
+    """Copy annotations into a message's ``annotations``/``structured_annotations``."""
+    for a in annotations:
+        if a.name in _NOT_COPIED or a.name in skip:
+            continue
+        if a.structured:
+            sa = msg.structured_annotations.add()
+            sa.name = a.name
+            if a.kv is not None:
+                sa.kv_pair_list.SetInParent()
+                for k, v in a.kv.items():
+                    kv = sa.kv_pair_list.kv_pairs.add()
+                    kv.key = k
+                    _set_expression(kv.value, v)
+            else:
+                sa.expression_list.SetInParent()
+                for e in a.exprs or []:
+                    _set_expression(sa.expression_list.expressions.add(), e)
+        else:
+            msg.annotations.append(annotation_text(a))
+
+
+def add_doc(msg: Any, annotations: list[ast.Annotation]) -> None:
+    brief = next((a for a in annotations if a.name == "brief"), None)
+    desc = next((a for a in annotations if a.name == "description"), None)
+    for a, fld in ((brief, "brief"), (desc, "description")):
+        if a is not None:
+            text = a.exprs[0].value if a.exprs and isinstance(a.exprs[0],
+                                                              ast.StringLiteral) else ""
+            setattr(msg.doc, fld, text)
+
+
+# ---------------------------------------------------------------------------
+# The builder
+# ---------------------------------------------------------------------------
+
+
+def _explicit_id(node: Any) -> int | None:
+    a = annotation(node, "id")
+    if a is None:
+        return None
+    e = a.exprs[0] if a.exprs else None
+    v = _const_of(e) if e is not None else None
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise P4Error("@id should be an unsigned integer", a.loc)
+    return v
+
+
+def _type_of_ref(ref: Any) -> Any:
+    return getattr(ref, "resolved", None)
+
+
+class Builder:
+    """Two passes like p4c: collect symbols (ids need all names), then emit."""
+
+    def __init__(self, elab: Elaboration) -> None:
+        self.elab = elab
+        self.p4info = p4info_pb2.P4Info()
+        self.symbols = ids.SymbolTable()
+        self.types = TypeSpecs(self.p4info, self._error_members())
+        self.digests: list[tuple[str, Any, ast.Call]] = []
+        self.profile_tables: dict[int, list[TableInstance]] = {}
+
+    def _error_members(self) -> list[str]:
+        out: list[str] = []
+        for d in self.elab.program.decls:
+            if isinstance(d, ast.ErrorDecl):
+                out.extend(m.name for m in d.members if m.name not in out)
+        return out
+
+    # --- pass 1 ------------------------------------------------------------------
+    def build(self) -> p4info_pb2.P4Info:
+        if self.elab.main is None:
+            return self.p4info
+        self._collect()
+        self.symbols.assign_ids()
+        self._emit()
+        return self.p4info
+
+    def _collect(self) -> None:
+        e = self.elab
+        for act in e.actions:
+            if act.name is not None:
+                self.symbols.add(ids.ACTION, act.name, _explicit_id(act.decl), act.decl.loc)
+        for t in e.tables:
+            if t.name is not None:
+                self.symbols.add(ids.TABLE, t.name, _explicit_id(t.decl), t.decl.loc)
+            self._collect_table_externs(t)
+        for ext in e.externs:
+            kind = _EXTERN_KINDS.get(ext.type_name)
+            if kind is not None and ext.name is not None:
+                self.symbols.add(kind, ext.name, _explicit_id(ext.decl), ext.loc)
+        for vs in e.value_sets:
+            if vs.name is not None:
+                self.symbols.add(ids.VALUE_SET, vs.name, _explicit_id(vs.decl), vs.decl.loc)
+        for name, call, _blk in e.extern_calls:
+            if name == "digest":
+                self._collect_digest(call)
+        for h in self._controller_headers():
+            self.symbols.add(ids.CONTROLLER_HEADER, h.name, _explicit_id(h), h.loc)
+
+    def _collect_table_externs(self, t: TableInstance) -> None:
+        for ext in (t.implementation, t.counters, t.meters):
+            if ext is None:
+                continue
+            kind = _EXTERN_KINDS.get(ext.type_name)
+            if kind == ids.ACTION_PROFILE and t.name is not None:
+                self.profile_tables.setdefault(id(ext), []).append(t)
+            if kind is not None and ext.name is not None:
+                self.symbols.add(kind, ext.name, _explicit_id(ext.decl), ext.loc)
+
+    def _collect_digest(self, call: ast.Call) -> None:
+        t = _type_of_ref(call.type_args[0]) if call.type_args else None
+        if t is None and len(call.args) > 1:
+            t = getattr(call.args[1].value, "type", None)
+        if not isinstance(t, T.StructType):
+            raise P4Error("digest: the data argument must be a struct", call.loc)
+        name = local_struct_name(t)
+        if all(d[0] != name for d in self.digests):
+            self.digests.append((name, t, call))
+            self.symbols.add(ids.DIGEST, name)
+
+    def _controller_headers(self) -> list[ast.HeaderDecl]:
+        return [d for d in self.elab.program.decls
+                if isinstance(d, ast.HeaderDecl) and annotation(d, "controller_header")
+                and not is_hidden(d)]
+
+    # --- pass 2 ------------------------------------------------------------------
+    def _emit(self) -> None:
+        e = self.elab
+        for t in e.tables:
+            self._table(t)
+        for act in e.actions:
+            self._action(act)
+        for ext in e.externs:
+            self._extern(ext)
+        for t in e.tables:
+            self._direct_resources(t)
+        for h in self._controller_headers():
+            self._controller_header(h)
+        for vs in e.value_sets:
+            self._value_set(vs)
+        for name, t, _call in self.digests:
+            dg = self.p4info.digests.add()
+            self._preamble(dg.preamble, ids.DIGEST, name, [])
+            self.types.convert(t, dg.type_spec)
+        if e.extern_calls:
+            self.types.touch()
+        self._pkg_info()
+
+    def _preamble(self, pre: p4info_pb2.Preamble, kind: int, name: str,
+                  annotations: list[ast.Annotation],
+                  skip: set[str] | frozenset[str] = frozenset()) -> None:
+        pre.id = self.symbols.id_of(kind, name)
+        pre.name = name
+        pre.alias = self.symbols.alias(name)
+        add_annotations(pre, annotations, skip)
+        add_doc(pre, annotations)
+
+    # --- tables ------------------------------------------------------------------
+    def _table(self, t: TableInstance) -> None:
+        self.types.touch()
+        if t.name is None:
+            return
+        msg = self.p4info.tables.add()
+        self._preamble(msg.preamble, ids.TABLE, t.name, t.annotations)
+        self._match_fields(t, msg)
+        for ref in t.action_refs:
+            if ref.action.name is None:
+                continue
+            ar = msg.action_refs.add()
+            ar.id = self.symbols.id_of(ids.ACTION, ref.action.name)
+            add_annotations(ar, ref.annotations)
+            if ref.has("tableonly") and ref.has("defaultonly"):
+                raise P4Error(f"Table '{t.name}' has an action reference "
+                              f"('{ref.action.name}') which is annotated with both "
+                              "'@tableonly' and '@defaultonly'", t.decl.loc)
+            if ref.has("tableonly"):
+                ar.scope = p4info_pb2.ActionRef.TABLE_ONLY
+            elif ref.has("defaultonly"):
+                ar.scope = p4info_pb2.ActionRef.DEFAULT_ONLY
+        self._default_action(t, msg)
+        msg.size = t.size if t.size else DEFAULT_TABLE_SIZE
+        if t.implementation is not None and t.implementation.name is not None:
+            kind = _EXTERN_KINDS.get(t.implementation.type_name)
+            if kind is not None:
+                msg.implementation_id = self.symbols.id_of(kind, t.implementation.name)
+        for ext in (t.counters, t.meters):
+            if ext is not None and ext.name is not None:
+                kind = _EXTERN_KINDS.get(ext.type_name)
+                if kind in (ids.DIRECT_COUNTER, ids.DIRECT_METER):
+                    msg.direct_resource_ids.append(self.symbols.id_of(kind, ext.name))
+        if t.support_timeout:
+            msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
+        if t.const_entries:
+            msg.is_const_table = True
+        if t.has_entries and self._entry_count(t) > 0:
+            msg.has_initial_entries = True
+
+    @staticmethod
+    def _entry_count(t: TableInstance) -> int:
+        prop = t.decl.prop("entries")
+        return len(prop.value or []) if prop is not None else 0
+
+    def _match_fields(self, t: TableInstance, msg: p4info_pb2.Table) -> None:
+        index = 1
+        for k in t.keys:
+            if k.match_kind == "selector":
+                continue
+            mf = msg.match_fields.add()
+            mf.id = index
+            index += 1
+            mf.name = k.name
+            add_annotations(mf, k.element.annotations)
+            add_doc(mf, k.element.annotations)
+            if k.width is None:
+                raise P4Error(f"{k.name}: cannot determine the width of this table key",
+                              k.expr.loc)
+            mf.bitwidth = k.width
+            if k.match_kind in _MATCH_TYPES:
+                mf.match_type = _MATCH_TYPES[k.match_kind]
+            else:
+                mf.other_match_type = k.match_kind
+            self._type_name(getattr(k.expr, "type", None), mf)
+
+    def _type_name(self, t: Any, msg: Any) -> None:
+        """``type_name`` for a ``type``-declared key/param, registering the new type."""
+        if isinstance(t, T.NewType):
+            msg.type_name.name = t.name
+            self.types.new_type(t)
+        elif isinstance(t, T.EnumType) and t.underlying is not None:
+            self.types.serializable_enum(t)
+
+    def _default_action(self, t: TableInstance, msg: p4info_pb2.Table) -> None:
+        da = t.default_action
+        if da is None or da.action.name is None:
+            return
+        aid = self.symbols.id_of(ids.ACTION, da.action.name)
+        if da.is_const:
+            msg.const_default_action_id = aid
+        ida = msg.initial_default_action
+        ida.action_id = aid
+        for i, (param, arg) in enumerate(zip(da.action.params, da.args, strict=False),
+                                         start=1):
+            v = _const_of(arg.value)
+            width = type_width(_type_of_ref(param.type_ref))
+            if isinstance(v, bool):
+                v = int(v)
+            if hasattr(v, "value") and not isinstance(v, int):
+                v = v.value
+            if not isinstance(v, int) or width is None:
+                continue
+            a = ida.arguments.add()
+            a.param_id = i
+            a.value = value_bytes(v, width)
+
+    # --- actions -----------------------------------------------------------------
+    def _action(self, act: ActionInstance) -> None:
+        if act.name is None:
+            return
+        msg = self.p4info.actions.add()
+        self._preamble(msg.preamble, ids.ACTION, act.name, act.decl.annotations)
+        for i, p in enumerate(act.params, start=1):
+            if p.direction:
+                continue
+            pm = msg.params.add()
+            pm.id = i
+            pm.name = string_annotation(p, "name") or p.name
+            add_annotations(pm, p.annotations)
+            add_doc(pm, p.annotations)
+            t = _type_of_ref(p.type_ref)
+            width = type_width(t)
+            if width is None:
+                raise P4Error(f"Action parameter {p.name} has a type which is not bit<>, "
+                              "int<>, bool, type or serializable enum", p.loc)
+            pm.bitwidth = width
+            self._type_name(t, pm)
+
+    # --- externs -----------------------------------------------------------------
+    def _extern(self, ext: ExternInstance) -> None:
+        tn = ext.type_name
+        if ext.name is None:
+            return
+        if tn in _EXTERN_KINDS or tn in ("Checksum16",):
+            self.types.touch()
+        if tn == "counter":
+            c = self.p4info.counters.add()
+            self._preamble(c.preamble, ids.COUNTER, ext.name, self._anns(ext))
+            c.spec.unit = _unit(ext, _COUNTER_UNITS, p4info_pb2.CounterSpec.UNSPECIFIED)
+            c.size = _int_arg(ext, "size")
+        elif tn == "meter":
+            m = self.p4info.meters.add()
+            self._preamble(m.preamble, ids.METER, ext.name, self._anns(ext))
+            m.spec.unit = _unit(ext, _METER_UNITS, p4info_pb2.MeterSpec.UNSPECIFIED)
+            m.size = _int_arg(ext, "size")
+        elif tn == "register":
+            self._register(ext)
+        elif tn in ("action_profile", "action_selector"):
+            self._action_profile(ext)
+
+    def _anns(self, ext: ExternInstance) -> list[ast.Annotation]:
+        return ext.annotations if isinstance(ext.decl, ast.InstanceDecl) else []
+
+    def _register(self, ext: ExternInstance) -> None:
+        r = self.p4info.registers.add()
+        self._preamble(r.preamble, ids.REGISTER, ext.name or "", self._anns(ext))
+        t = _type_of_ref(ext.type_args[0]) if ext.type_args else None
+        if t is None:
+            inst_t = getattr(getattr(ext.decl, "type_ref", None), "resolved", None)
+            targs = getattr(inst_t, "type_args", ())
+            t = targs[0] if targs else None
+        if t is not None:
+            self.types.convert(t, r.type_spec)
+        r.size = _int_arg(ext, "size")
+
+    def _action_profile(self, ext: ExternInstance) -> None:
+        ap = self.p4info.action_profiles.add()
+        self._preamble(ap.preamble, ids.ACTION_PROFILE, ext.name or "", self._anns(ext),
+                       _PROFILE_ONLY)
+        for t in self.profile_tables.get(id(ext), []):
+            ap.table_ids.append(self.symbols.id_of(ids.TABLE, t.name or ""))
+        ap.size = _int_arg(ext, "size")
+        if ext.type_name != "action_selector":
+            return
+        ap.with_selector = True
+        node = ext.decl if isinstance(ext.decl, ast.InstanceDecl) else None
+        source = node if node is not None else (ext.table.decl.prop("implementation")
+                                                if ext.table else None)
+        mgs = annotation(source, "max_group_size")
+        if mgs is not None and mgs.exprs:
+            v = _const_of(mgs.exprs[0])
+            if isinstance(v, int):
+                ap.max_group_size = v
+        sem = string_annotation(source, "selector_size_semantics")
+        if sem == "sum_of_weights":
+            ap.sum_of_weights.SetInParent()
+        elif sem == "sum_of_members":
+            ap.sum_of_members.SetInParent()
+            mmw = annotation(source, "max_member_weight")
+            if mmw is not None and mmw.exprs:
+                v = _const_of(mmw.exprs[0])
+                if isinstance(v, int):
+                    ap.sum_of_members.max_member_weight = v
+
+    def _direct_resources(self, t: TableInstance) -> None:
+        if t.name is None:
+            return
+        tid = self.symbols.id_of(ids.TABLE, t.name)
+        if t.counters is not None and t.counters.type_name == "direct_counter" \
+                and t.counters.name is not None:
+            dc = self.p4info.direct_counters.add()
+            self._preamble(dc.preamble, ids.DIRECT_COUNTER, t.counters.name,
+                           self._anns(t.counters))
+            dc.spec.unit = _unit(t.counters, _COUNTER_UNITS,
+                                 p4info_pb2.CounterSpec.UNSPECIFIED)
+            dc.direct_table_id = tid
+        if t.meters is not None and t.meters.type_name == "direct_meter" \
+                and t.meters.name is not None:
+            dm = self.p4info.direct_meters.add()
+            self._preamble(dm.preamble, ids.DIRECT_METER, t.meters.name,
+                           self._anns(t.meters))
+            dm.spec.unit = _unit(t.meters, _METER_UNITS, p4info_pb2.MeterSpec.UNSPECIFIED)
+            dm.direct_table_id = tid
+
+    # --- value sets, controller headers, package ---------------------------------
+    def _value_set(self, vs: Any) -> None:
+        if vs.name is None:
+            return
+        msg = self.p4info.value_sets.add()
+        self._preamble(msg.preamble, ids.VALUE_SET, vs.name, vs.decl.annotations)
+        msg.size = vs.size or 0
+        et = T.strip_newtype(_type_of_ref(vs.decl.element))
+        if isinstance(et, T.BitsType):
+            m = msg.match.add()
+            m.id = 1
+            m.bitwidth = et.width
+            m.match_type = p4info_pb2.MatchField.EXACT
+        elif isinstance(et, T.StructType):
+            for i, f in enumerate(et.fields, start=1):
+                m = msg.match.add()
+                m.id = i
+                m.name = f.name
+                w = T.bit_width(f.type)
+                m.bitwidth = w or 0
+                kind = _match_annotation(f.annotations)
+                if kind in _MATCH_TYPES:
+                    m.match_type = _MATCH_TYPES[kind]
+                else:
+                    m.other_match_type = kind
+                add_annotations(m, [a for a in f.annotations if isinstance(a, ast.Annotation)],
+                                {"match"})
+
+    def _controller_header(self, h: ast.HeaderDecl) -> None:
+        a = string_annotation(h, "controller_header") or ""
+        msg = self.p4info.controller_packet_metadata.add()
+        msg.preamble.id = self.symbols.id_of(ids.CONTROLLER_HEADER, h.name)
+        msg.preamble.name = a
+        msg.preamble.alias = a
+        add_annotations(msg.preamble, h.annotations)
+        index = 1
+        for name, f, ft in _flatten_fields(h):
+            if is_hidden(f):
+                continue
+            md = msg.metadata.add()
+            md.id = index
+            index += 1
+            md.name = name
+            add_annotations(md, f.annotations)
+            w = type_width(ft)
+            md.bitwidth = w or 0
+            self._type_name(ft, md)
+
+    def _pkg_info(self) -> None:
+        main = self.elab.main
+        pkg = self.p4info.pkg_info
+        pkg.arch = ARCH
+        assert main is not None
+        for a in main.annotations:
+            if a.name != "pkginfo" or not a.kv:
+                continue
+            for k, v in a.kv.items():
+                if k in ("name", "version", "organization", "contact", "url", "arch"):
+                    val = _const_of(v)
+                    if not isinstance(val, str):
+                        raise P4Error(f"Value for '{k}' key in @pkginfo annotation is not "
+                                      "a string", v.loc)
+                    setattr(pkg, k, val)
+        add_annotations(pkg, main.annotations, {"pkginfo"})
+        add_doc(pkg, main.annotations)
+
+
+def local_struct_name(t: T.StructType) -> str:
+    n = string_annotation(t.decl, "name") if t.decl is not None else None
+    return (n or t.name).lstrip(".")
+
+
+def _match_annotation(annotations: tuple[Any, ...]) -> str:
+    for a in annotations:
+        if getattr(a, "name", None) == "match":
+            if a.exprs and isinstance(a.exprs[0], ast.PathExpr):
+                return a.exprs[0].name
+            return a.body.strip()
+    return "exact"
+
+
+def _flatten_fields(h: ast.HeaderDecl) -> list[tuple[str, ast.FieldDecl, Any]]:
+    """Header fields with nested struct fields flattened to ``a.b`` (p4c FlattenHeader)."""
+    out: list[tuple[str, ast.FieldDecl, Any]] = []
+
+    def visit(prefix: str, fields: list[ast.FieldDecl]) -> None:
+        for f in fields:
+            t = _type_of_ref(f.type_ref)
+            name = prefix + (string_annotation(f, "name") or f.name)
+            if isinstance(t, T.StructType) and t.decl is not None:
+                visit(name + ".", t.decl.fields)
+            else:
+                out.append((name, f, t))
+
+    visit("", h.fields)
+    return out
+
+
+def _int_arg(ext: ExternInstance, name: str) -> int:
+    v = ext.args.get(name)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise P4Error(f"{ext.type_name} '{ext.name}' has a non-constant {name} parameter",
+                      ext.loc)
+    return v
+
+
+def _unit(ext: ExternInstance, table: dict[str, int], default: int) -> int:
+    v = ext.args.get("type")
+    name = v.name if isinstance(v, EnumValue) else getattr(v, "name", None)
+    if name is None:
+        raise P4Error(f"{ext.type_name} '{ext.name}' has a unit type which is not an enum "
+                      "constant", ext.loc)
+    return table.get(name, default)
+
+
