@@ -229,6 +229,9 @@ struct local_metadata_t {
     bit<1>     is_router_mac;
     bit<1>     routed;
     bit<1>     drop;           /* decided to drop; later stages skip */
+    bit<8>     drop_reason;    /* DROP_* index of ingress_drop_counter */
+    bit<1>     bypass;         /* packet-out or punt: egress port chosen, skip the rest */
+    bit<1>     segment_deny;
     bit<16>    ecmp_group;
     bit<1>     use_ecmp;
     bit<32>    flow_hash;      /* 5-tuple hash incl. the RoCE UDP source port */
