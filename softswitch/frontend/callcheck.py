@@ -17,7 +17,7 @@ from softswitch.frontend.calls import CallInfo
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import is_type_decl
 from softswitch.frontend.typecheck import SIZE_METHODS, base, describe, fail
-from softswitch.frontend.unify import Bindings, compatible, subst
+from softswitch.frontend.unify import Bindings, compatible, contains_var, subst
 
 if TYPE_CHECKING:
     from softswitch.frontend.typecheck import ExprChecker
@@ -251,6 +251,9 @@ def _method_call(ck: ExprChecker, e: ast.Call, tgt: ast.Member, ctx: Ctx) -> T.T
     ot_raw = ck.expr(obj, ctx.with_(switch_expr=False))
     if tgt.name in SIZE_METHODS and not e.args:
         return _size_method(e, tgt, ot_raw)
+    if ck.names_type(obj) and tgt.name == "apply" and isinstance(
+            base(ot_raw), T.BlockType) and base(ot_raw).kind != "package":
+        return _block_apply(ck, e, base(ot_raw), ctx)
     if ck.names_type(obj):
         raise fail(f"Cannot extract field {tgt.name} from {describe(obj)} which has type "
                    f"Type({ot_raw})", tgt)
@@ -443,6 +446,12 @@ def construct(ck: ExprChecker, e: ast.Node, decl: ast.Node, type_refs: list[ast.
               args: list[ast.Argument], ctx: Ctx) -> T.Type:
     """Type a constructor invocation (``X(args)`` or an instance declaration)."""
     name = getattr(decl, "name", "?")
+    if isinstance(decl, ast.TypedefDecl) and not decl.newtype and not type_refs:
+        t = ck.types.generic_base(decl)
+        if isinstance(t, T.ExternType):
+            return _construct_extern(ck, e, t.decl, [], args, ctx, preset=t)
+        if isinstance(t, T.BlockType) and t.decl is not None:
+            return construct(ck, e, t.decl, [], args, ctx)
     if isinstance(decl, ast.ExternDecl):
         return _construct_extern(ck, e, decl, type_refs, args, ctx)
     if isinstance(decl, (ast.ParserDecl, ast.ControlDecl, ast.PackageTypeDecl)):
@@ -453,9 +462,13 @@ def construct(ck: ExprChecker, e: ast.Node, decl: ast.Node, type_refs: list[ast.
         variables = {v for v in tvars if v not in m}
         ctor = bt.ctor_params if not isinstance(decl, ast.PackageTypeDecl) else bt.params
         bound = bind_and_check(ck, e, ctor, m, variables, ctx, args)
+        optional_vars = {v for p in ctor if p.optional for v in tvars
+                         if contains_var(p.type, {v})}
         for v in tvars:
             if v not in m:
-                raise fail(f"{name}: could not infer a type for variable {v.name}", e)
+                if v not in optional_vars:
+                    raise fail(f"{name}: could not infer a type for variable {v.name}", e)
+                m[v] = T.DontCareType()
         result = subst(bt, m)
         if tvars:
             result = T.BlockType(bt.kind, bt.name, result.params, result.ctor_params,  # type: ignore[attr-defined]
@@ -490,12 +503,14 @@ def _record_ctor(e: ast.Node, decl: ast.Node, params: tuple[T.ParamInfo, ...],
 
 def _construct_extern(ck: ExprChecker, e: ast.Node, decl: ast.ExternDecl,
                       type_refs: list[ast.TypeRef], args: list[ast.Argument],
-                      ctx: Ctx) -> T.Type:
+                      ctx: Ctx, preset: T.ExternType | None = None) -> T.Type:
     tvars = [ck.types.typevar(p) for p in decl.type_params]
     if type_refs and len(type_refs) != len(tvars):
         raise fail(f"{decl.name}: Type {decl.name} has {len(tvars)} type parameter(s), but it "
                    f"is specialized with {len(type_refs)}", e)
     m = explicit_type_args(ck, e, tvars, type_refs, ctx)
+    if preset is not None:
+        m, _ = extern_bindings(ck, preset)
     variables = {v for v in tvars if v not in m}
     ctors = [md for md in decl.methods if md.return_type is None]
     if not ctors:

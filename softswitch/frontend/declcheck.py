@@ -355,6 +355,9 @@ class DeclChecker(TableChecker):
             items = list(ks.items)
         if len(items) == 1 and isinstance(items[0], (ast.DefaultExpr, ast.DontCareExpr)):
             self.expr(items[0], ctx)
+        elif len(items) == 1 and len(key_types) > 1 and isinstance(
+                self.expr(items[0], ctx), T.ValueSetType):
+            pass
         elif len(items) != len(key_types):
             raise fail(f"{describe(ks)}: Size of keyset does not match the select keys "
                        f"({len(items)} vs {len(key_types)})", ks)

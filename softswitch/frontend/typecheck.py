@@ -15,7 +15,6 @@ from typing import Any
 from softswitch.diagnostics import DiagnosticSink, P4Error
 from softswitch.frontend import ast, consteval
 from softswitch.frontend import types as T
-from softswitch.frontend.calls import CallInfo
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope, is_type_decl
 from softswitch.frontend.typeresolve import TypeResolver
@@ -65,7 +64,9 @@ def base(t: Any) -> Any:
 
 
 def is_numeric(t: T.Type) -> bool:
-    return isinstance(base(t), (T.BitsType, T.IntType))
+    b = base(t)
+    return isinstance(b, (T.BitsType, T.IntType)) or (
+        isinstance(b, T.EnumType) and b.underlying is not None)
 
 
 class ExprChecker:
@@ -180,6 +181,9 @@ class ExprChecker:
         t = self.value_type(decl, e)
         if isinstance(decl, ast.ConstDecl):
             e.const = decl.value.const
+        elif isinstance(decl, ast.EnumMember) and decl.name in self.match_kinds:
+            e.const = consteval.MemberConst("match_kind", decl.name,
+                                            sorted(self.match_kinds).index(decl.name))
         if ctx.table is not None and decl is ctx.table:
             raise fail(f"{e.name}: Cannot refer to the containing table {e.name}", e)
         return t
@@ -501,6 +505,10 @@ class ExprChecker:
             return False
         if isinstance(src, T.IntType):
             return self._retype_int(e, target)
+        sb = base(src)
+        if isinstance(sb, T.EnumType) and sb.underlying is not None and \
+                not isinstance(target, T.EnumType) and compatible(sb.underlying, target):
+            return True
         if isinstance(e, ast.ListExpr):
             return self._coerce_list(e, target, ctx)
         if isinstance(e, ast.StructExpr) and isinstance(src, T.StructExprType):
@@ -511,6 +519,8 @@ class ExprChecker:
         tb = base(target)
         if isinstance(tb, T.IntType):
             return True
+        if isinstance(tb, T.EnumType) and tb.underlying is not None:
+            tb = tb.underlying
         if not isinstance(tb, T.BitsType):
             return False
         self._set_int_type(e, target)
@@ -620,6 +630,8 @@ class ExprChecker:
                     continue
                 at = _as_tuple(a.type)
                 if isinstance(at, T.IntType) == concrete_pass:
+                    continue
+                if not concrete_pass and not contains_var(p.type, variables):
                     continue
                 if not unify(p.type, at, m, variables):
                     raise fail(f"'{describe(a)}': argument type {a.type} does not match "

@@ -93,8 +93,7 @@ class TypeResolver:
                           ref.loc) from e
         if size < 0:
             raise P4Error(f"Illegal array size: {size}", ref.loc)
-        if not isinstance(elem, (T.HeaderType, T.HeaderUnionType, T.StructType,
-                                 T.TypeVar, T.DontCareType)):
+        if isinstance(elem, (T.IntType, T.StringType, T.VoidType, T.BlockType, T.ExternType)):
             raise P4Error(f"{elem}: header stack element must be a header or header_union",
                           ref.loc)
         return T.StackType(elem, size)
@@ -263,9 +262,9 @@ def check_field_type(kind: str, owner: str, f: ast.FieldDecl, ft: T.Type) -> Non
             isinstance(base, T.EnumType) and base.underlying is not None) or isinstance(
             base, (T.TypeVar, T.StructType))
         if isinstance(base, T.StructType):
-            ok = all(isinstance(T.strip_newtype(x.type), (T.BitsType, T.BoolType))
-                     or (isinstance(x.type, T.EnumType) and x.type.underlying)
-                     for x in base.fields)
+            ok = _fixed_width_struct(base)
+        if isinstance(base, T.StackType):
+            ok = isinstance(T.strip_newtype(base.element), (T.BitsType, T.BoolType))
         bad = not ok
     elif kind == "header_union":
         bad = not isinstance(base, (T.HeaderType, T.TypeVar))
@@ -274,6 +273,19 @@ def check_field_type(kind: str, owner: str, f: ast.FieldDecl, ft: T.Type) -> Non
                                 T.ExternType, T.MatchKindType, T.DontCareType, T.ListType))
     if bad:
         raise P4Error(f"Field '{f.name}' of '{kind} {owner}' cannot have type '{ft}'", f.loc)
+
+
+def _fixed_width_struct(t: T.StructType) -> bool:
+    """A struct of fixed-width scalars (allowed inside headers since P4_16 1.2.2)."""
+    for f in t.fields:
+        b = T.strip_newtype(f.type)
+        if isinstance(b, T.StructType):
+            if not _fixed_width_struct(b):
+                return False
+        elif not (isinstance(b, (T.BitsType, T.BoolType)) or (
+                isinstance(b, T.EnumType) and b.underlying is not None)):
+            return False
+    return True
 
 
 def _name(decl: ast.Node) -> str:
