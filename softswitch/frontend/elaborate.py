@@ -272,6 +272,25 @@ def walk(node: Any) -> Iterator[Any]:
         stack.extend(reversed(kids))
 
 
+def walk_live(node: Any) -> Iterator[Any]:
+    """Like :func:`walk`, but skips the branch of an ``if`` whose condition is a
+    compile-time constant (p4c folds it away before generating P4Info)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, ast.IfStmt):
+            c = getattr(n.cond, "const", ast.NOT_CONST)
+            if c is True:
+                stack.append(n.then)
+                continue
+            if c is False:
+                if n.otherwise is not None:
+                    stack.append(n.otherwise)
+                continue
+        stack.extend(reversed(list(_children(n))))
+
+
 class _Scope:
     """Names visible inside one parser/control declaration (locals, then top level)."""
 
@@ -726,17 +745,18 @@ class _Elaborator:
             used = self._used(top, items)
             tables_here: list[TableInstance] = []
             if top.kind == "control":
-                for act in self._block_actions(top, items, used):
+                block_actions = self._block_actions(top, items, used)
+                for act in block_actions:
                     if act.name is not None and act.name not in actions_seen:
                         actions_seen[act.name] = act
                         res.actions.append(act)
+                self._record_extern_calls(top, block_actions, items)
             for blk, item in items:
                 if isinstance(item, ast.TableDecl) and (id(item) in used):
                     tables_here.append(self._table(item, blk, actions_seen))
                 elif isinstance(item, ast.ValueSetDecl) and id(item) in used:
                     res.value_sets.append(self._value_set(item, blk))
             per_block_tables.append(tables_here)
-            self._record_extern_calls(top, items, used)
         for _top, items in flat_items:
             for _blk, item in items:
                 if isinstance(item, ExternInstance):
@@ -774,11 +794,14 @@ class _Elaborator:
         return _Scope(self.top, block.decl)
 
     def _refs(self, node: Any, block: BlockInstance) -> Iterator[ast.Node]:
+        """Declarations referenced from live code under ``node``. Calls of actions
+        inside an action do not count: p4c inlines them and drops the callee."""
         scope = self._scope_of(block)
-        for n in walk(node):
+        in_action = isinstance(node, ast.ActionDecl)
+        for n in walk_live(node):
             if isinstance(n, ast.PathExpr):
                 d = _resolve_path(n, scope)
-                if d is not None:
+                if d is not None and not (in_action and isinstance(d, ast.ActionDecl)):
                     yield d
             elif isinstance(n, ast.TypeNameExpr):
                 d = self._direct_target(n, scope)
@@ -812,10 +835,7 @@ class _Elaborator:
             for d in self._refs(node, blk):
                 if isinstance(d, (ast.TableDecl, ast.ActionDecl, ast.ValueSetDecl)):
                     used.add(id(d))
-                    if isinstance(d, ast.ActionDecl) and d in self.top.get(d.name, []):
-                        work.append((d.body, blk))
-                    else:
-                        work.append((d, blk))
+                    work.append((d, blk))
                 elif isinstance(d, ast.InstanceDecl):
                     for c in blk.children:
                         if (isinstance(c, BlockInstance) and c.local_name == d.name
@@ -985,31 +1005,35 @@ class _Elaborator:
         size = _const_value(decl.size, blk.args, self._scope_of(blk))
         return ValueSetInstance(decl, name, blk, size if isinstance(size, int) else None)
 
-    def _record_extern_calls(self, top: BlockInstance, items: list[tuple[BlockInstance, Any]],
-                             used: set[int]) -> None:
-        """Extern *function* calls in control bodies and used actions (p4c reports
-        digests from these, and their presence creates P4Info's ``type_info``)."""
+    def _record_extern_calls(self, top: BlockInstance, actions: list[ActionInstance],
+                             items: list[tuple[BlockInstance, Any]]) -> None:
+        """Extern *function* calls in a control, in p4c's order: its actions' bodies
+        (with the actions they call inlined), then its apply body (p4c reports digests
+        from these, and their presence creates P4Info's ``type_info``)."""
         if top.kind != "control":
             return
-        nodes: list[tuple[Any, BlockInstance]] = [(top.decl.apply, top)]
-        for blk, item in items:
-            if isinstance(item, ast.ActionDecl) and id(item) in used:
-                nodes.append((item.body, blk))
-            elif isinstance(item, BlockInstance) and item.kind == "control" and self._block_live(
-                    item):
-                nodes.append((item.decl.apply, item))
-        for blk, item in items:
-            if isinstance(item, ast.TableDecl) and id(item) in used:
-                for ref in self._refs(item, blk):
-                    if isinstance(ref, ast.ActionDecl) and ref in self.top.get(ref.name, []):
-                        nodes.append((ref.body, blk))
-        for root, blk in nodes:
-            scope = self._scope_of(blk)
-            for n in walk(root):
-                if isinstance(n, ast.Call) and isinstance(n.target, ast.PathExpr):
-                    d = _resolve_path(n.target, scope)
-                    if isinstance(d, ast.ExternFunctionDecl):
-                        self.result.extern_calls.append((d.name, n, blk))
+        roots: list[tuple[Any, BlockInstance | None]] = [
+            (a.decl.body, a.owner) for a in actions]
+        roots.append((top.decl.apply, top))
+        for _blk, item in items:
+            if isinstance(item, BlockInstance) and item.kind == "control" and \
+                    self._block_live(item):
+                roots.append((item.decl.apply, item))
+        for root, blk in roots:
+            self._extern_calls_in(root, blk, set())
+
+    def _extern_calls_in(self, root: Any, blk: BlockInstance | None, seen: set[int]) -> None:
+        scope = self._scope_of(blk) if blk is not None else self.top_scope
+        for n in walk_live(root):
+            if not (isinstance(n, ast.Call) and isinstance(n.target, ast.PathExpr)):
+                continue
+            d = _resolve_path(n.target, scope)
+            if isinstance(d, ast.ExternFunctionDecl):
+                self.result.extern_calls.append((d.name, n, blk or self.result.top_blocks[0]))
+            elif isinstance(d, ast.ActionDecl) and id(d) not in seen:
+                seen.add(id(d))
+                owner = None if d in self.top.get(d.name, []) else blk
+                self._extern_calls_in(d.body, owner, seen)
 
 
 def elaborate(checked: Any) -> Elaboration:

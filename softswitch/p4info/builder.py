@@ -387,10 +387,9 @@ class Builder:
     # --- externs -----------------------------------------------------------------
     def _extern(self, ext: ExternInstance) -> None:
         tn = ext.type_name
+        self.types.touch()  # p4c's handler creates type_info for every extern instance
         if ext.name is None:
             return
-        if tn in _EXTERN_KINDS or tn in ("Checksum16",):
-            self.types.touch()
         if tn == "counter":
             c = self.p4info.counters.add()
             self._preamble(c.preamble, ids.COUNTER, ext.name, self._anns(ext))
