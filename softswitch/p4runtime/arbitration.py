@@ -132,6 +132,12 @@ class Arbiter:
             state = self._roles.get(role)
             return state.primary() if state else None
 
+    def primaries(self) -> list[Connection]:
+        """The primary of every role (PacketIn and digests go to them)."""
+        with self._lock:
+            found = (state.primary() for state in self._roles.values())
+            return [conn for conn in found if conn is not None]
+
     def is_primary(self, conn: Connection) -> bool:
         with self._lock:
             state = self._roles.get(conn.role or "")

@@ -111,3 +111,7 @@ def details_of(error: grpc.RpcError) -> list[p4runtime_pb2.Error]:
 
 def internal(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.INTERNAL, message)
+
+
+def aborted(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.ABORTED, message)

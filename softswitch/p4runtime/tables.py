@@ -33,6 +33,7 @@ class Record:
     entry: TableEntry
     switch_keys: list[KeyMatch]
     call: actions.ActionCall
+    from_program: bool = False
 
 
 class TableEntries:
@@ -63,7 +64,7 @@ class TableEntries:
             call = actions.ActionCall(view.action, list(view.args), proto)
             key = (tuple(sorted((fm.field_id, _norm_key(table, fm)) for fm in fields)),
                    priority)
-            self._records[tid][key] = Record(view.handle, entry, list(view.keys), call)
+            self._records[tid][key] = Record(view.handle, entry, list(view.keys), call, True)
 
     # ------------------------------------------------------------------ writes
     def write(self, kind: int, entry: TableEntry, log: UndoLog) -> None:
@@ -318,6 +319,13 @@ class TableEntries:
 
     def records(self, table_id: int) -> list[Record]:
         return list(self._records[table_id].values())
+
+    def written(self) -> list[TableEntry]:
+        """What controllers wrote (entries and default entries), to carry the
+        forwarding state over to a new pipeline."""
+        out = [r.entry for records in self._records.values() for r in records.values()
+               if not r.from_program]
+        return out + list(self._defaults.values())
 
 
 def _norm_key(table: TableIndex, fm: p4runtime_pb2.FieldMatch) -> matches.Norm:

@@ -1,0 +1,259 @@
+"""The one device softswitch runs: pipeline, switch, arbitration and packet paths.
+
+Everything that touches the switch — gRPC handler threads and the port loop — goes
+through this object and its single lock, so a packet never sees a half-applied
+Write and DATAPLANE_ATOMIC batches come for free. Frames leave through ``transmit``
+(the port layer installs it); frames the pipeline sends to the CPU port go to the
+primary controllers as PacketIn instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4data_pb2, p4runtime_pb2
+
+from softswitch.p4runtime import bytestrings, errors, pipeline
+from softswitch.p4runtime.arbitration import Arbiter, Connection
+from softswitch.p4runtime.p4index import P4InfoIndex
+from softswitch.p4runtime.packetio import PacketIO
+from softswitch.p4runtime.runtime import PipelineRuntime
+from softswitch.target.control import PacketOut
+
+SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
+GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
+Transmit = Callable[[int, bytes], None]
+
+
+@dataclass
+class Loaded:
+    """A committed (or saved) pipeline."""
+
+    config: p4runtime_pb2.ForwardingPipelineConfig
+    switch: object
+    runtime: PipelineRuntime
+    packet_io: PacketIO
+
+
+class Device:
+    """Shared state of the running switch (thread-safe through ``lock``)."""
+
+    def __init__(self, device_id: int = 0, cpu_port: int | None = None,
+                 drop_port: int | None = None,
+                 compiler: pipeline.Compiler = pipeline.compile_file) -> None:
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.drop_port = drop_port
+        self.compiler = compiler
+        self.lock = threading.RLock()
+        self.arbiter = Arbiter(device_id)
+        self.current: Loaded | None = None
+        self.saved: Loaded | None = None
+        self.transmit: Transmit = lambda port, data: None
+        self._digest_list_ids = itertools.count(1)
+        self.packets_in = 0
+        self.packets_out = 0
+
+    # ------------------------------------------------------------------ pipeline
+    def check_device(self, device_id: int) -> None:
+        if device_id != self.device_id:
+            raise errors.not_found(f"unknown device id {device_id} "
+                                   f"(this switch is device {self.device_id})")
+
+    def require_pipeline(self) -> Loaded:
+        if self.current is None:
+            raise errors.failed_precondition("No forwarding pipeline config set for this "
+                                             "device")
+        return self.current
+
+    def load(self, config: p4runtime_pb2.ForwardingPipelineConfig,
+             check_p4info: bool = True) -> Loaded:
+        """Compile a config into a fresh pipeline (not yet committed)."""
+        artifact = pipeline.parse_device_config(config.p4_device_config)
+        compiled = pipeline.build(artifact, self.compiler)
+        if check_p4info:
+            if not config.HasField("p4info"):
+                raise errors.invalid("the forwarding pipeline config has no P4Info")
+            pipeline.check_p4info(config.p4info, compiled.p4info)
+        else:
+            config.p4info.CopyFrom(compiled.p4info)
+        return self._wrap(config, compiled)
+
+    def _wrap(self, config: p4runtime_pb2.ForwardingPipelineConfig,
+              compiled: pipeline.Compiled) -> Loaded:
+        index = P4InfoIndex(compiled.p4info)
+        stored = p4runtime_pb2.ForwardingPipelineConfig()
+        stored.CopyFrom(config)
+        return Loaded(stored, compiled.switch, PipelineRuntime(compiled.switch, index),
+                      PacketIO(index))
+
+    def start_with(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:
+        """Commit a pipeline given on the command line (its P4Info is generated)."""
+        with self.lock:
+            self.current = self.load(config, check_p4info=False)
+
+    def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
+        action = request.action
+        with self.lock:
+            if action == SetAction.COMMIT:
+                self._commit_saved(request)
+                return
+            if action not in (SetAction.VERIFY, SetAction.VERIFY_AND_SAVE,
+                              SetAction.VERIFY_AND_COMMIT, SetAction.RECONCILE_AND_COMMIT):
+                raise errors.invalid(f"unsupported SetForwardingPipelineConfig action "
+                                     f"{action}")
+            loaded = self.load(request.config)
+            if action == SetAction.VERIFY:
+                return
+            if action == SetAction.VERIFY_AND_SAVE:
+                self.saved = loaded
+            elif action == SetAction.VERIFY_AND_COMMIT:
+                self.current, self.saved = loaded, None
+            else:
+                self._reconcile(loaded)
+
+    def _commit_saved(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
+        if self.saved is None:
+            raise errors.failed_precondition("COMMIT: no pipeline config was saved with "
+                                             "VERIFY_AND_SAVE")
+        if request.config.cookie.cookie:
+            self.saved.config.cookie.CopyFrom(request.config.cookie)
+        self.current, self.saved = self.saved, None
+
+    def _reconcile(self, loaded: Loaded) -> None:
+        """Commit keeping the forwarding state, as far as the new program allows."""
+        old = self.current
+        if old is None:
+            self.current = loaded
+            return
+        same = (old.config.p4_device_config == loaded.config.p4_device_config
+                and pipeline.signature(old.config.p4info)
+                == pipeline.signature(loaded.config.p4info))
+        if same:
+            old.config.cookie.CopyFrom(loaded.config.cookie)
+            return
+        updates = [p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT, entity=e)
+                   for e in _forwarding_state(old.runtime)]
+        batch = p4runtime_pb2.WriteRequest(updates=updates,
+                                           atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+        for update in batch.updates:
+            if update.entity.WhichOneof("entity") in ("value_set_entry",) or (
+                    update.entity.HasField("table_entry")
+                    and update.entity.table_entry.is_default_action):
+                update.type = p4runtime_pb2.Update.MODIFY
+        failures = [r for r in loaded.runtime.write(batch) if r is not None]
+        real = [f for f in failures if f.code.name != "ABORTED"]
+        if real:
+            raise errors.failed_precondition("RECONCILE_AND_COMMIT: the current forwarding "
+                                             "state does not fit the new pipeline: "
+                                             f"{real[0].message}")
+        self.current = loaded
+
+    def get_pipeline(self, response_type: int) -> p4runtime_pb2.ForwardingPipelineConfig:
+        with self.lock:
+            loaded = self.require_pipeline()
+            config = loaded.config
+            out = p4runtime_pb2.ForwardingPipelineConfig()
+            if config.HasField("cookie"):
+                out.cookie.CopyFrom(config.cookie)
+            if response_type in (GetType.ALL, GetType.P4INFO_AND_COOKIE):
+                out.p4info.CopyFrom(config.p4info)
+            if response_type in (GetType.ALL, GetType.DEVICE_CONFIG_AND_COOKIE):
+                out.p4_device_config = config.p4_device_config
+            if response_type not in (GetType.ALL, GetType.COOKIE_ONLY,
+                                     GetType.P4INFO_AND_COOKIE,
+                                     GetType.DEVICE_CONFIG_AND_COOKIE):
+                raise errors.invalid(f"unknown response type {response_type}")
+            return out
+
+    @property
+    def p4info(self) -> p4info_pb2.P4Info | None:
+        return self.current.config.p4info if self.current else None
+
+    # ------------------------------------------------------------------ packets
+    def receive(self, port: int, frame: bytes) -> None:
+        """A frame arrived on a front-panel port: run it through the pipeline."""
+        with self.lock:
+            if self.current is None:
+                return
+            outs = self.current.switch.inject(port, frame)  # type: ignore[attr-defined]
+            self._dispatch(self.current, outs)
+
+    def packet_out(self, conn: Connection, packet: p4runtime_pb2.PacketOut) -> None:
+        """A controller's PacketOut: inject it on the CPU port."""
+        if not self.arbiter.is_primary(conn):
+            raise errors.permission_denied("PacketOut from a controller that is not primary")
+        with self.lock:
+            loaded = self.require_pipeline()
+            if self.cpu_port is None:
+                raise errors.failed_precondition("the switch was started without --cpu-port: "
+                                                 "PacketOut is not available")
+            frame = loaded.packet_io.frame_of(packet)
+            self.packets_out += 1
+            outs = loaded.switch.inject(self.cpu_port, frame)  # type: ignore[attr-defined]
+            self._dispatch(loaded, outs)
+
+    def _dispatch(self, loaded: Loaded, outs: list[PacketOut]) -> None:
+        for out in outs:
+            if out.port == self.cpu_port:
+                self._packet_in(loaded, out.data)
+            elif out.port != self.drop_port:
+                self.transmit(out.port, out.data)
+        self._send_digests(loaded)
+
+    def _packet_in(self, loaded: Loaded, frame: bytes) -> None:
+        message = p4runtime_pb2.StreamMessageResponse(packet=loaded.packet_io.packet_in_of(frame))
+        for conn in self.arbiter.primaries():
+            conn.send(message)
+            self.packets_in += 1
+
+    # ------------------------------------------------------------------ digests
+    def _send_digests(self, loaded: Loaded) -> None:
+        """Forward digests the switch produced (optional ``drain_digests`` hook)."""
+        drain = getattr(loaded.switch, "drain_digests", None)
+        if drain is None:
+            return
+        for name, values in drain():
+            info = next((d for d in loaded.runtime.index.all("digests")
+                         if d.preamble.name == name), None)
+            if info is None or info.preamble.id not in loaded.runtime.digest_configs:
+                continue
+            message = p4runtime_pb2.StreamMessageResponse()
+            digest = message.digest
+            digest.digest_id = info.preamble.id
+            digest.list_id = next(self._digest_list_ids)
+            digest.timestamp = time.time_ns()
+            digest.data.add().CopyFrom(_digest_data(info, values))
+            for conn in self.arbiter.primaries():
+                conn.send(message)
+
+    def digest_ack(self, ack: p4runtime_pb2.DigestListAck) -> None:
+        with self.lock:
+            loaded = self.require_pipeline()
+            loaded.runtime.index.get("digests", ack.digest_id)
+
+
+def _digest_data(info: p4info_pb2.Digest, values: list[int]) -> p4data_pb2.P4Data:
+    data = p4data_pb2.P4Data()
+    if len(values) == 1 and info.type_spec.WhichOneof("type_spec") == "bitstring":
+        data.bitstring = bytestrings.encode(values[0])
+        return data
+    for value in values:
+        data.struct.members.add(bitstring=bytestrings.encode(value))
+    return data
+
+
+def _forwarding_state(runtime: PipelineRuntime) -> list[p4runtime_pb2.Entity]:
+    """The controller-written state of a pipeline, as entities to replay."""
+    out = [p4runtime_pb2.Entity(table_entry=entry) for entry in runtime.tables.written()]
+    pre = p4runtime_pb2.Entity()
+    pre.packet_replication_engine_entry.SetInParent()
+    out.extend(runtime.read([pre]))
+    out.extend(runtime.read([p4runtime_pb2.Entity(
+        digest_entry=p4runtime_pb2.DigestEntry())]))
+    return out

@@ -1,0 +1,186 @@
+"""Forwarding-pipeline configs: what ``p4_device_config`` holds and how it is loaded.
+
+BMv2 takes its JSON in ``p4_device_config``; softswitch compiles P4 itself, so the
+device config is the program: either the P4 source text as is, or softswitch's
+*artifact*, a small JSON envelope (``{"format": "softswitch-pipeline", "version": 1,
+"filename": …, "source": …, "defines": {…}, "files": {relative path: text}}``) that
+also carries the ``-D`` defines and the user's own ``#include`` files. It is
+recompiled on every load, so an artifact never goes stale against softswitch.
+
+The P4Info a client sends must describe the program it sends: the server compares
+ids, names, match fields, action parameters and widths (not documentation or
+annotations) and refuses a mismatch with INVALID_ARGUMENT, rather than letting
+every later write fail in puzzling ways.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+
+from softswitch.diagnostics import P4Error
+from softswitch.p4runtime import errors
+
+ARTIFACT_FORMAT = "softswitch-pipeline"
+ARTIFACT_VERSION = 1
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+@dataclass
+class Artifact:
+    """A P4 program as the device config carries it."""
+
+    source: str
+    filename: str = "program.p4"
+    defines: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({"format": ARTIFACT_FORMAT, "version": ARTIFACT_VERSION,
+                           "filename": self.filename, "source": self.source,
+                           "defines": self.defines, "files": self.files},
+                          indent=1, sort_keys=True).encode()
+
+
+def make_artifact(path: str, defines: dict[str, str] | None = None) -> Artifact:
+    """Bundle a program with the quoted ``#include`` files next to it (recursively)."""
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    base = os.path.dirname(os.path.abspath(path))
+    files: dict[str, str] = {}
+    pending = _INCLUDE.findall(source)
+    while pending:
+        rel = pending.pop()
+        full = os.path.normpath(os.path.join(base, rel))
+        if rel in files or not os.path.isfile(full) or not full.startswith(base + os.sep):
+            continue
+        with open(full, encoding="utf-8") as f:
+            files[rel] = f.read()
+        pending.extend(_INCLUDE.findall(files[rel]))
+    return Artifact(source, os.path.basename(path), dict(defines or {}), files)
+
+
+def parse_device_config(data: bytes) -> Artifact:
+    """The program in a ``p4_device_config``: an artifact, or plain P4 source."""
+    if not data.strip():
+        raise errors.invalid("p4_device_config is empty: it must hold the P4 program "
+                             "(source text or a softswitch artifact)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise errors.invalid("p4_device_config is neither UTF-8 P4 source nor a "
+                             "softswitch artifact (a BMv2 JSON cannot be loaded)") from None
+    if not text.lstrip().startswith("{"):
+        return Artifact(text)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise errors.invalid(f"p4_device_config: malformed JSON: {exc}") from None
+    return _artifact_from_json(obj)
+
+
+def _artifact_from_json(obj: Any) -> Artifact:
+    if not isinstance(obj, dict) or obj.get("format") != ARTIFACT_FORMAT:
+        raise errors.invalid("p4_device_config is JSON but not a softswitch artifact "
+                             f"(format must be '{ARTIFACT_FORMAT}'; BMv2 JSON is not "
+                             "supported: send the P4 source)")
+    if obj.get("version") != ARTIFACT_VERSION:
+        raise errors.invalid(f"softswitch artifact version {obj.get('version')!r} is not "
+                             f"supported (expected {ARTIFACT_VERSION})")
+    source, defines, files = obj.get("source"), obj.get("defines", {}), obj.get("files", {})
+    filename = obj.get("filename", "program.p4")
+    if not isinstance(source, str) or not isinstance(filename, str):
+        raise errors.invalid("softswitch artifact: 'source' and 'filename' must be strings")
+    for what, mapping in (("defines", defines), ("files", files)):
+        if not isinstance(mapping, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+            raise errors.invalid(f"softswitch artifact: '{what}' must map strings to strings")
+    return Artifact(source, os.path.basename(filename) or "program.p4", defines, files)
+
+
+@dataclass
+class Compiled:
+    """A program ready to run: its P4Info and a fresh switch."""
+
+    p4info: p4info_pb2.P4Info
+    switch: Any
+
+
+Compiler = Callable[[str, dict[str, str]], Compiled]
+
+
+def compile_file(path: str, defines: dict[str, str]) -> Compiled:
+    """Compile with softswitch's front end, P4Info generator and v1model target."""
+    from softswitch import p4info
+    from softswitch.frontend.compiler import compile_program
+    from softswitch.target.switch import Switch
+
+    checked = compile_program(path, (), defines)
+    return Compiled(p4info.generate(checked), Switch.from_program(checked))
+
+
+def build(artifact: Artifact, compiler: Compiler = compile_file) -> Compiled:
+    """Compile an artifact in a scratch directory; INVALID_ARGUMENT with p4c-style
+    diagnostics when the program has errors."""
+    with tempfile.TemporaryDirectory(prefix="softswitch-p4rt-") as tmp:
+        for rel, text in artifact.files.items():
+            full = os.path.normpath(os.path.join(tmp, rel))
+            if not full.startswith(tmp + os.sep):
+                raise errors.invalid(f"softswitch artifact: file path '{rel}' leaves the "
+                                     "program's directory")
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w", encoding="utf-8") as f:
+                f.write(text)
+        main = os.path.join(tmp, artifact.filename)
+        with open(main, "w", encoding="utf-8") as f:
+            f.write(artifact.source)
+        try:
+            return compiler(main, artifact.defines)
+        except P4Error as exc:
+            text = str(exc).replace(tmp + os.sep, "")
+            raise errors.invalid(f"the P4 program does not compile:\n{text}") from None
+
+
+# ---------------------------------------------------------------------- P4Info checks
+def signature(p4info: p4info_pb2.P4Info) -> dict[str, Any]:
+    """What of a P4Info must agree with the program: ids, names and shapes."""
+    sig: dict[str, Any] = {}
+    sig["tables"] = sorted(
+        (t.preamble.id, t.preamble.name,
+         tuple((m.id, m.name, m.bitwidth, m.match_type) for m in t.match_fields),
+         tuple(sorted((a.id, a.scope) for a in t.action_refs)),
+         t.implementation_id, tuple(sorted(t.direct_resource_ids)), t.is_const_table)
+        for t in p4info.tables)
+    sig["actions"] = sorted(
+        (a.preamble.id, a.preamble.name, tuple((p.id, p.name, p.bitwidth) for p in a.params))
+        for a in p4info.actions)
+    for kind in ("counters", "meters", "registers"):
+        sig[kind] = sorted((o.preamble.id, o.preamble.name, o.size)
+                           for o in getattr(p4info, kind))
+    for kind in ("direct_counters", "direct_meters", "action_profiles", "value_sets",
+                 "digests"):
+        sig[kind] = sorted((o.preamble.id, o.preamble.name) for o in getattr(p4info, kind))
+    sig["controller_packet_metadata"] = sorted(
+        (c.preamble.id, c.preamble.name, tuple((m.id, m.name, m.bitwidth) for m in c.metadata))
+        for c in p4info.controller_packet_metadata)
+    return sig
+
+
+def check_p4info(given: p4info_pb2.P4Info, program: p4info_pb2.P4Info) -> None:
+    """INVALID_ARGUMENT when the request's P4Info does not describe the program."""
+    a, b = signature(given), signature(program)
+    for kind in b:
+        if a[kind] != b[kind]:
+            extra = set(map(repr, a[kind])) - set(map(repr, b[kind]))
+            missing = set(map(repr, b[kind])) - set(map(repr, a[kind]))
+            hint = sorted(extra)[:1] or sorted(missing)[:1]
+            raise errors.invalid(f"the P4Info does not match the P4 program: its {kind} "
+                                 f"differ ({'unexpected' if extra else 'missing'} "
+                                 f"{hint[0] if hint else ''})")

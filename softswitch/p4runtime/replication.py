@@ -1,0 +1,220 @@
+"""``PacketReplicationEngineEntry``: multicast groups and clone sessions.
+
+v1model's replication engine is BMv2's: a multicast group is a set of nodes, one node
+per replication id (``instance``) listing its egress ports; a clone session sends to
+one port or, for several replicas, to a multicast group. The server keeps each group
+and session as written (Read returns them unchanged) together with the switch
+objects that implement it, so MODIFY and DELETE can take them apart again.
+
+Creating needs ``SwitchControl``'s ``mc_*``/``mirroring_*`` methods; taking apart needs
+the switch's ``mc_node_dissociate``/``mc_node_destroy``/``mc_mgrp_destroy``/
+``mirroring_delete`` (BMv2 runtime-CLI names) and is UNIMPLEMENTED without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from p4.v1 import p4runtime_pb2
+
+from softswitch.p4runtime import bytestrings, errors
+from softswitch.p4runtime.undo import UndoLog
+from softswitch.target.control import SwitchControl
+
+Update = p4runtime_pb2.Update
+# Clone sessions with several replicas use a hidden multicast group with this id base,
+# outside the 16-bit range v1model's ``mcast_grp`` can name.
+CLONE_GROUP_BASE = 1 << 31
+
+
+@dataclass
+class _Group:
+    entry: p4runtime_pb2.MulticastGroupEntry
+    nodes: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Session:
+    entry: p4runtime_pb2.CloneSessionEntry
+    group: _Group | None = None
+
+
+class Replication:
+    """Multicast groups and clone sessions of one loaded pipeline."""
+
+    def __init__(self, switch: SwitchControl) -> None:
+        self.switch = switch
+        self._groups: dict[int, _Group] = {}
+        self._sessions: dict[int, _Session] = {}
+
+    def write(self, kind: int, entry: p4runtime_pb2.PacketReplicationEngineEntry,
+              log: UndoLog) -> None:
+        which = entry.WhichOneof("type")
+        if which == "multicast_group_entry":
+            self._write_group(kind, entry.multicast_group_entry, log)
+        elif which == "clone_session_entry":
+            self._write_session(kind, entry.clone_session_entry, log)
+        else:
+            raise errors.invalid("empty PacketReplicationEngineEntry")
+
+    # ------------------------------------------------------------------ multicast groups
+    def _write_group(self, kind: int, entry: p4runtime_pb2.MulticastGroupEntry,
+                     log: UndoLog) -> None:
+        gid = entry.multicast_group_id
+        if gid == 0:
+            raise errors.invalid("multicast group id 0 is not valid")
+        exists = gid in self._groups
+        if kind == Update.INSERT and exists:
+            raise errors.already_exists(f"multicast group {gid} already exists")
+        if kind in (Update.MODIFY, Update.DELETE) and not exists:
+            raise errors.not_found(f"multicast group {gid} does not exist")
+        if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
+            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+        by_rid = _replicas_by_instance(entry.replicas) if kind != Update.DELETE else {}
+        if kind != Update.INSERT:
+            self._remove_group(self._groups[gid], log)
+            old = self._groups.pop(gid)
+            log.push(lambda: self._groups.__setitem__(gid, old))
+        if kind != Update.DELETE:
+            group = self._create_group(gid, by_rid, log)
+            group.entry = _copy(entry)
+            self._groups[gid] = group
+            log.push(lambda: self._groups.pop(gid, None))
+
+    def _create_group(self, gid: int, by_rid: dict[int, list[int]], log: UndoLog) -> _Group:
+        self.switch.mc_mgrp_create(gid)
+        log.push(lambda: self._call("mc_mgrp_destroy", gid))
+        group = _Group(p4runtime_pb2.MulticastGroupEntry(multicast_group_id=gid))
+        for rid, ports in by_rid.items():
+            node = self.switch.mc_node_create(rid, ports)
+            log.push(lambda node=node: self._call("mc_node_destroy", node))
+            self.switch.mc_node_associate(gid, node)
+            log.push(lambda node=node: self._call("mc_node_dissociate", gid, node))
+            group.nodes.append(node)
+        return group
+
+    def _remove_group(self, group: _Group, log: UndoLog) -> None:
+        """Take a group apart in the switch (the undo rebuilds it, with new handles)."""
+        gid = group.entry.multicast_group_id
+        for node in group.nodes:
+            self._call("mc_node_dissociate", gid, node)
+            self._call("mc_node_destroy", node)
+        self._call("mc_mgrp_destroy", gid)
+        by_rid = _replicas_by_instance(group.entry.replicas)
+
+        def rebuild() -> None:
+            rebuilt = self._create_group(gid, by_rid, UndoLog())
+            group.nodes = rebuilt.nodes
+        log.push(rebuild)
+
+    def _call(self, method: str, *args: Any) -> None:
+        fn: Callable[..., Any] | None = getattr(self.switch, method, None)
+        if fn is None:
+            raise errors.unimplemented(f"this switch cannot {method.replace('_', ' ')}: "
+                                       "replication entries cannot be changed or deleted")
+        fn(*args)
+
+    # ------------------------------------------------------------------ clone sessions
+    def _write_session(self, kind: int, entry: p4runtime_pb2.CloneSessionEntry,
+                       log: UndoLog) -> None:
+        sid = entry.session_id
+        if sid == 0:
+            raise errors.invalid("clone session id 0 is not valid")
+        exists = sid in self._sessions
+        if kind == Update.INSERT and exists:
+            raise errors.already_exists(f"clone session {sid} already exists")
+        if kind in (Update.MODIFY, Update.DELETE) and not exists:
+            raise errors.not_found(f"clone session {sid} does not exist")
+        if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
+            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+        if kind != Update.DELETE:
+            if entry.packet_length_bytes:
+                raise errors.unimplemented("clone session truncation (packet_length_bytes) "
+                                           "is not supported")
+            by_rid = _replicas_by_instance(entry.replicas)
+        if kind != Update.INSERT:
+            old = self._sessions.pop(sid)
+            self._unmirror(old, log)
+            log.push(lambda: self._sessions.__setitem__(sid, old))
+        if kind != Update.DELETE:
+            session = _Session(_copy(entry))
+            self._mirror(session, by_rid, log)
+            self._sessions[sid] = session
+            log.push(lambda: self._sessions.pop(sid, None))
+
+    def _mirror(self, session: _Session, by_rid: dict[int, list[int]], log: UndoLog) -> None:
+        sid = session.entry.session_id
+        ports = [p for ps in by_rid.values() for p in ps]
+        if len(ports) == 1:
+            self.switch.mirroring_add(sid, ports[0])
+        elif ports:
+            session.group = self._create_group(CLONE_GROUP_BASE + sid, by_rid, log)
+            self.switch.mirroring_add_mc(sid, CLONE_GROUP_BASE + sid)
+        else:
+            return
+        log.push(lambda: self._call("mirroring_delete", sid))
+
+    def _unmirror(self, session: _Session, log: UndoLog) -> None:
+        sid = session.entry.session_id
+        if not session.entry.replicas:
+            return
+        self._call("mirroring_delete", sid)
+        if session.group is not None:
+            self._remove_group(session.group, log)
+        by_rid = _replicas_by_instance(session.entry.replicas)
+        log.push(lambda: self._mirror(session, by_rid, UndoLog()))
+
+    # ------------------------------------------------------------------ reads
+    def read(self, req: p4runtime_pb2.PacketReplicationEngineEntry
+             ) -> Iterator[p4runtime_pb2.Entity]:
+        which = req.WhichOneof("type")
+        if which in (None, "multicast_group_entry"):
+            gid = req.multicast_group_entry.multicast_group_id
+            for key in sorted(self._groups):
+                if gid and key != gid:
+                    continue
+                out = p4runtime_pb2.Entity()
+                out.packet_replication_engine_entry.multicast_group_entry.CopyFrom(
+                    self._groups[key].entry)
+                yield out
+            if gid and gid not in self._groups:
+                raise errors.not_found(f"multicast group {gid} does not exist")
+        if which in (None, "clone_session_entry"):
+            sid = req.clone_session_entry.session_id
+            for key in sorted(self._sessions):
+                if sid and key != sid:
+                    continue
+                out = p4runtime_pb2.Entity()
+                out.packet_replication_engine_entry.clone_session_entry.CopyFrom(
+                    self._sessions[key].entry)
+                yield out
+            if sid and sid not in self._sessions:
+                raise errors.not_found(f"clone session {sid} does not exist")
+
+
+def _replicas_by_instance(replicas: Any) -> dict[int, list[int]]:
+    """Replicas grouped into BMv2 nodes: one per instance (rid), ports in given order."""
+    seen: set[tuple[int, int]] = set()
+    by_rid: dict[int, list[int]] = {}
+    for replica in replicas:
+        port = _replica_port(replica)
+        if (port, replica.instance) in seen:
+            raise errors.invalid(f"replica (port {port}, instance {replica.instance}) "
+                                 "given twice")
+        seen.add((port, replica.instance))
+        by_rid.setdefault(replica.instance, []).append(port)
+    return by_rid
+
+
+def _replica_port(replica: p4runtime_pb2.Replica) -> int:
+    if replica.WhichOneof("port_kind") == "port":
+        return bytestrings.decode(replica.port, 32, "replica port")
+    return replica.egress_port
+
+
+def _copy(msg: Any) -> Any:
+    out = type(msg)()
+    out.CopyFrom(msg)
+    return out

@@ -1,0 +1,172 @@
+"""The P4Runtime view of one loaded pipeline: Write batches and Read requests.
+
+Write semantics are the specification's: updates run in order; with
+CONTINUE_ON_ERROR each failed update is undone alone and the others stay; with
+ROLLBACK_ON_ERROR (and DATAPLANE_ATOMIC, which the single switch lock already gives)
+any failure undoes the whole batch. Either way no update is ever half-applied. The
+result is one error slot per update, reported by the server as per-update details.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from p4.v1 import p4runtime_pb2
+
+from softswitch.diagnostics import P4Error
+from softswitch.p4runtime import errors
+from softswitch.p4runtime.externs import Externs
+from softswitch.p4runtime.meters import MeterDriver
+from softswitch.p4runtime.p4index import P4InfoIndex
+from softswitch.p4runtime.replication import Replication
+from softswitch.p4runtime.tables import TableEntries
+from softswitch.p4runtime.undo import UndoLog
+from softswitch.p4runtime.valuesets import ValueSets
+from softswitch.target.control import SwitchControl
+
+WriteRequest = p4runtime_pb2.WriteRequest
+Result = errors.P4RuntimeError | None
+
+
+class PipelineRuntime:
+    """Entities of one pipeline: translation to ``SwitchControl`` calls and back."""
+
+    def __init__(self, switch: SwitchControl, index: P4InfoIndex) -> None:
+        self.switch = switch
+        self.index = index
+        self.meters = MeterDriver(switch)
+        self.tables = TableEntries(switch, index, self.meters)
+        self.externs = Externs(switch, index, self.meters, self.tables)
+        self.replication = Replication(switch)
+        self.value_sets = ValueSets(switch, index)
+        self.digest_configs: dict[int, p4runtime_pb2.DigestEntry.Config] = {}
+        self._writers: dict[str, Callable[[int, Any, UndoLog], None]] = {
+            "table_entry": self.tables.write,
+            "counter_entry": self.externs.write_counter,
+            "direct_counter_entry": self.externs.write_direct_counter,
+            "register_entry": self.externs.write_register,
+            "meter_entry": self.externs.write_meter,
+            "direct_meter_entry": self.externs.write_direct_meter,
+            "packet_replication_engine_entry": self.replication.write,
+            "value_set_entry": self.value_sets.write,
+            "digest_entry": self._write_digest,
+        }
+        self._readers: dict[str, Callable[[Any], Iterator[Any]]] = {
+            "table_entry": self._read_tables,
+            "counter_entry": self.externs.read_counter,
+            "direct_counter_entry": self.externs.read_direct_counter,
+            "register_entry": self.externs.read_register,
+            "meter_entry": self.externs.read_meter,
+            "direct_meter_entry": self.externs.read_direct_meter,
+            "packet_replication_engine_entry": self.replication.read,
+            "value_set_entry": self.value_sets.read,
+            "digest_entry": self._read_digest,
+        }
+
+    # ------------------------------------------------------------------ Write
+    def write(self, request: WriteRequest) -> list[Result]:
+        """Apply a batch; returns one result per update (None = OK)."""
+        atomic = request.atomicity in (WriteRequest.ROLLBACK_ON_ERROR,
+                                       WriteRequest.DATAPLANE_ATOMIC)
+        if request.atomicity not in (WriteRequest.CONTINUE_ON_ERROR,
+                                     WriteRequest.ROLLBACK_ON_ERROR,
+                                     WriteRequest.DATAPLANE_ATOMIC):
+            raise errors.invalid(f"unknown atomicity {request.atomicity}")
+        log = UndoLog()
+        results: list[Result] = []
+        failed = False
+        for update in request.updates:
+            mark = log.mark()
+            try:
+                self._apply(update, log)
+                results.append(None)
+            except errors.P4RuntimeError as exc:
+                log.rollback(mark)
+                results.append(exc)
+                failed = True
+            except P4Error as exc:
+                log.rollback(mark)
+                results.append(errors.invalid(exc.message))
+                failed = True
+            if failed and atomic:
+                break
+        if failed and atomic:
+            log.rollback()
+            aborted = errors.aborted("not applied: another update of this batch failed "
+                                     "and the batch was rolled back")
+            results = [r if r is not None else aborted for r in results]
+            results += [aborted] * (len(request.updates) - len(results))
+        return results
+
+    def _apply(self, update: p4runtime_pb2.Update, log: UndoLog) -> None:
+        if update.type not in (p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY,
+                               p4runtime_pb2.Update.DELETE):
+            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+        which = update.entity.WhichOneof("entity")
+        if which is None:
+            raise errors.invalid("update has no entity")
+        writer = self._writers.get(which)
+        if writer is None:
+            raise errors.unimplemented(f"writing {which} is not supported")
+        writer(update.type, getattr(update.entity, which), log)
+
+    # ------------------------------------------------------------------ Read
+    def read(self, entities: list[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        """All entities matching the request (wildcards expanded), or an error."""
+        out: list[p4runtime_pb2.Entity] = []
+        for entity in entities:
+            which = entity.WhichOneof("entity")
+            if which is None:
+                raise errors.invalid("read request has an empty entity")
+            reader = self._readers.get(which)
+            if reader is None:
+                raise errors.unimplemented(f"reading {which} is not supported")
+            try:
+                out.extend(reader(getattr(entity, which)))
+            except P4Error as exc:
+                raise errors.invalid(exc.message) from None
+        return out
+
+    def _read_tables(self, req: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.Entity]:
+        for entry in self.tables.read(req):
+            out = p4runtime_pb2.Entity()
+            out.table_entry.CopyFrom(entry)
+            yield out
+
+    # ------------------------------------------------------------------ digests
+    def _write_digest(self, kind: int, entry: p4runtime_pb2.DigestEntry, log: UndoLog) -> None:
+        info = self.index.get("digests", entry.digest_id)
+        did = info.preamble.id
+        exists = did in self.digest_configs
+        if kind == p4runtime_pb2.Update.INSERT and exists:
+            raise errors.already_exists(f"digest '{info.preamble.name}' is already configured")
+        if kind != p4runtime_pb2.Update.INSERT and not exists:
+            raise errors.not_found(f"digest '{info.preamble.name}' is not configured")
+        previous = self.digest_configs.get(did)
+        if kind == p4runtime_pb2.Update.DELETE:
+            del self.digest_configs[did]
+        else:
+            config = p4runtime_pb2.DigestEntry.Config()
+            config.CopyFrom(entry.config)
+            if config.max_list_size < 0 or config.max_timeout_ns < 0:
+                raise errors.invalid("digest config values must not be negative")
+            self.digest_configs[did] = config
+
+        def undo() -> None:
+            if previous is None:
+                self.digest_configs.pop(did, None)
+            else:
+                self.digest_configs[did] = previous
+        log.push(undo)
+
+    def _read_digest(self, req: p4runtime_pb2.DigestEntry) -> Iterator[p4runtime_pb2.Entity]:
+        ids = sorted(self.digest_configs) if req.digest_id == 0 else [
+            self.index.get("digests", req.digest_id).preamble.id]
+        for did in ids:
+            if did not in self.digest_configs:
+                continue
+            out = p4runtime_pb2.Entity()
+            out.digest_entry.digest_id = did
+            out.digest_entry.config.CopyFrom(self.digest_configs[did])
+            yield out

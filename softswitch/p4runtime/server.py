@@ -1,0 +1,180 @@
+"""The gRPC ``p4.v1.P4Runtime`` service of softswitch (``simple_switch_grpc``'s face).
+
+Each RPC checks the device id, then arbitration, then that a pipeline is loaded, in
+PI's order, so clients see the same status codes as with BMv2: unknown device
+NOT_FOUND, not primary PERMISSION_DENIED, no pipeline FAILED_PRECONDITION. A request
+the server rejects ends with its P4RuntimeError's code and message; a failed Write
+also carries one ``p4.v1.Error`` per update.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from concurrent import futures
+
+import grpc
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from softswitch.p4runtime import errors
+from softswitch.p4runtime.arbitration import Connection, election_id_of, role_name
+from softswitch.p4runtime.device import Device
+
+API_VERSION = "1.4.1"
+log = logging.getLogger("softswitch.p4runtime")
+_CLOSE = object()   # stream queue sentinel: the RPC is over
+
+
+class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
+    """Answers P4Runtime RPCs for one :class:`Device`."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+
+    # ------------------------------------------------------------------ unary RPCs
+    def Capabilities(self, request: p4runtime_pb2.CapabilitiesRequest,  # noqa: N802
+                     context: grpc.ServicerContext) -> p4runtime_pb2.CapabilitiesResponse:
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+    def Write(self, request: p4runtime_pb2.WriteRequest,  # noqa: N802
+              context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
+        try:
+            self.device.check_device(request.device_id)
+            role = role_name(name=request.role, role_id=request.role_id)
+            self.device.arbiter.check_writer(role, election_id_of(request))
+            with self.device.lock:
+                results = self.device.require_pipeline().runtime.write(request)
+        except errors.P4RuntimeError as exc:
+            context.abort(exc.code, exc.message)
+        if any(r is not None for r in results):
+            errors.abort_with_details(context, errors.write_failure_status(results))
+        return p4runtime_pb2.WriteResponse()
+
+    def Read(self, request: p4runtime_pb2.ReadRequest,  # noqa: N802
+             context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.ReadResponse]:
+        try:
+            self.device.check_device(request.device_id)
+            with self.device.lock:
+                entities = self.device.require_pipeline().runtime.read(list(request.entities))
+        except errors.P4RuntimeError as exc:
+            context.abort(exc.code, exc.message)
+        # Large reads are split so that no message nears gRPC's 4 MiB default limit.
+        for start in range(0, max(len(entities), 1), 1000):
+            yield p4runtime_pb2.ReadResponse(entities=entities[start:start + 1000])
+
+    def SetForwardingPipelineConfig(  # noqa: N802
+            self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
+            context: grpc.ServicerContext) -> p4runtime_pb2.SetForwardingPipelineConfigResponse:
+        try:
+            self.device.check_device(request.device_id)
+            role = role_name(name=request.role, role_id=request.role_id)
+            self.device.arbiter.check_writer(role, election_id_of(request))
+            self.device.set_pipeline(request)
+        except errors.P4RuntimeError as exc:
+            context.abort(exc.code, exc.message)
+        log.info("pipeline config set (action %s)", request.action)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def GetForwardingPipelineConfig(  # noqa: N802
+            self, request: p4runtime_pb2.GetForwardingPipelineConfigRequest,
+            context: grpc.ServicerContext) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
+        try:
+            self.device.check_device(request.device_id)
+            config = self.device.get_pipeline(request.response_type)
+        except errors.P4RuntimeError as exc:
+            context.abort(exc.code, exc.message)
+        return p4runtime_pb2.GetForwardingPipelineConfigResponse(config=config)
+
+    # ------------------------------------------------------------------ StreamChannel
+    def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],  # noqa: N802
+                      context: grpc.ServicerContext
+                      ) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
+        outbox: queue.Queue[object] = queue.Queue()
+        conn = Connection(send=outbox.put)
+        context.add_callback(lambda: outbox.put(_CLOSE))
+        reader = threading.Thread(target=self._read_stream, name=f"p4rt-stream-{conn.id}",
+                                  args=(conn, request_iterator, outbox), daemon=True)
+        reader.start()
+        try:
+            while True:
+                item = outbox.get()
+                if item is _CLOSE:
+                    return
+                if isinstance(item, errors.P4RuntimeError):
+                    context.abort(item.code, item.message)
+                yield item  # type: ignore[misc]
+        finally:
+            self.device.arbiter.disconnect(conn)
+
+    def _read_stream(self, conn: Connection,
+                     requests: Iterator[p4runtime_pb2.StreamMessageRequest],
+                     outbox: queue.Queue[object]) -> None:
+        """Handle a client's stream messages; errors that end the stream go to outbox."""
+        try:
+            for request in requests:
+                which = request.WhichOneof("update")
+                if which == "arbitration":
+                    self.device.arbiter.arbitrate(conn, request.arbitration)
+                elif which == "packet":
+                    self._packet_out(conn, request.packet)
+                elif which == "digest_ack":
+                    self._digest_ack(conn, request.digest_ack)
+                else:
+                    conn.send(_stream_error(errors.unimplemented(
+                        f"stream message '{which}' is not supported")))
+        except errors.P4RuntimeError as exc:
+            outbox.put(exc)
+            return
+        except grpc.RpcError:
+            pass   # the client went away
+        outbox.put(_CLOSE)
+
+    def _packet_out(self, conn: Connection, packet: p4runtime_pb2.PacketOut) -> None:
+        try:
+            self.device.packet_out(conn, packet)
+        except errors.P4RuntimeError as exc:
+            error = _stream_error(exc)
+            error.error.packet_out.packet_out.CopyFrom(packet)
+            conn.send(error)
+
+    def _digest_ack(self, conn: Connection, ack: p4runtime_pb2.DigestListAck) -> None:
+        try:
+            self.device.digest_ack(ack)
+        except errors.P4RuntimeError as exc:
+            error = _stream_error(exc)
+            error.error.digest_list_ack.digest_list_ack.CopyFrom(ack)
+            conn.send(error)
+
+
+def _stream_error(exc: errors.P4RuntimeError) -> p4runtime_pb2.StreamMessageResponse:
+    message = p4runtime_pb2.StreamMessageResponse()
+    message.error.canonical_code = errors.rpc_code(exc.code)
+    message.error.message = exc.message
+    return message
+
+
+class ServerError(Exception):
+    """The server could not start (e.g. the address is taken)."""
+
+
+def serve(device: Device, address: str = "127.0.0.1:9559",
+          workers: int = 32) -> tuple[grpc.Server, int]:
+    """Start the gRPC server on ``address`` (port 0 picks one); returns it and its port.
+
+    Each open StreamChannel holds one worker thread, hence the generous pool."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers,
+                                                    thread_name_prefix="p4rt"),
+                         options=[("grpc.max_receive_message_length", 64 << 20),
+                                  ("grpc.max_send_message_length", 64 << 20),
+                                  ("grpc.so_reuseport", 0)])
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(device), server)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise ServerError(f"cannot listen on {address}: {exc}") from None
+    if port == 0:
+        raise ServerError(f"cannot listen on {address}")
+    server.start()
+    return server, port
