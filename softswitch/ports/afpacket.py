@@ -1,0 +1,96 @@
+"""One switch port on a Linux interface through an AF_PACKET raw socket.
+
+The socket sees every frame on the wire in both directions, so frames the switch
+itself sent (``PACKET_OUTGOING``) are skipped, or every packet would loop back
+into the pipeline. The interface is put in promiscuous mode, as BMv2 (libpcap)
+does, so frames addressed to other MACs reach the pipeline. The kernel strips the
+802.1Q tag of received frames into ancillary data; it is put back so the pipeline
+sees the frame as it was on the wire.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+
+from softswitch.diagnostics import P4Error
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_AUXDATA = 8
+PACKET_OUTGOING = 4
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+_AUXDATA = struct.Struct("IIIHHHH")
+MAX_FRAME = 65536 + 4
+
+
+class RawPort:
+    """A raw socket bound to one interface."""
+
+    def __init__(self, iface: str) -> None:
+        self.iface = iface
+        try:
+            ifindex = socket.if_nametoindex(iface)
+        except OSError:
+            raise P4Error(f"interface '{iface}' does not exist") from None
+        try:
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        except PermissionError:
+            raise P4Error(f"cannot open a raw socket on '{iface}': run as root "
+                          "(or with CAP_NET_RAW)") from None
+        try:
+            sock.bind((iface, 0))
+            mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+            sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+            sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            raise P4Error(f"cannot use interface '{iface}': {exc.strerror}") from None
+        self.sock = sock
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def receive(self) -> bytes | None:
+        """The next incoming frame, or None when nothing is pending (outgoing frames
+        the socket also sees are skipped)."""
+        while True:
+            try:
+                data, ancdata, _flags, addr = self.sock.recvmsg(MAX_FRAME, 64)
+            except (BlockingIOError, InterruptedError):
+                return None
+            if addr[2] != PACKET_OUTGOING:
+                break
+        for level, kind, payload in ancdata:
+            if level == SOL_PACKET and kind == PACKET_AUXDATA and len(payload) >= _AUXDATA.size:
+                data = _restore_vlan(data, payload)
+        return data
+
+    def send(self, frame: bytes) -> bool:
+        """Send a frame; False if the kernel refused it (too short, link down, …)."""
+        try:
+            self.sock.send(frame)
+            return True
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _restore_vlan(frame: bytes, aux: bytes) -> bytes:
+    status, _len, _snap, _mac, _net, tci, tpid = _AUXDATA.unpack_from(aux)
+    if not status & TP_STATUS_VLAN_VALID or len(frame) < 12:
+        return frame
+    if not status & TP_STATUS_VLAN_TPID_VALID:
+        tpid = 0x8100
+    return frame[:12] + struct.pack("!HH", tpid, tci) + frame[12:]
+
+
+def interface_exists(iface: str) -> bool:
+    return os.path.exists(f"/sys/class/net/{iface}")
