@@ -29,13 +29,12 @@ from softswitch.frontend.elaborate import (
     type_width,
 )
 from softswitch.p4info import ids
+from softswitch.p4info.annotations import add_annotations, add_doc, const_of
 from softswitch.p4info.typespec import TypeSpecs, value_bytes
 
 ARCH = "v1model"
 DEFAULT_TABLE_SIZE = 1024
 
-# Annotations P4Info carries elsewhere (or not at all) and so never copies.
-_NOT_COPIED = {"name", "id", "brief", "description"}
 _PROFILE_ONLY = {"max_group_size", "selector_size_semantics", "max_member_weight"}
 
 _MATCH_TYPES = {
@@ -73,72 +72,6 @@ def generate(checked: Any) -> p4info_pb2.P4Info:
 
 
 # ---------------------------------------------------------------------------
-# Annotations
-# ---------------------------------------------------------------------------
-
-
-def annotation_text(a: ast.Annotation) -> str:
-    """An unstructured annotation as p4c prints it: ``@name`` or ``@name(body)``."""
-    body = a.body.strip()
-    return f"@{a.name}({body})" if body else f"@{a.name}"
-
-
-def _const_of(e: ast.Expr) -> Any:
-    c = getattr(e, "const", ast.NOT_CONST)
-    if c is not ast.NOT_CONST:
-        return c
-    if isinstance(e, (ast.IntLiteral, ast.BoolLiteral, ast.StringLiteral)):
-        return e.value
-    return None
-
-
-def _set_expression(msg: Any, e: ast.Expr) -> None:
-    v = _const_of(e)
-    if isinstance(v, bool):
-        msg.bool_value = v
-    elif isinstance(v, int):
-        msg.int64_value = v
-    elif isinstance(v, str):
-        msg.string_value = v
-    else:
-        raise P4Error("structured annotation values must be compile-time constants",
-                      e.loc)
-
-
-def add_annotations(msg: Any, annotations: list[ast.Annotation],
-                    skip: set[str] | frozenset[str] = frozenset()) -> None:
-    """Copy annotations into a message's ``annotations``/``structured_annotations``."""
-    for a in annotations:
-        if a.name in _NOT_COPIED or a.name in skip:
-            continue
-        if a.structured:
-            sa = msg.structured_annotations.add()
-            sa.name = a.name
-            if a.kv is not None:
-                sa.kv_pair_list.SetInParent()
-                for k, v in a.kv.items():
-                    kv = sa.kv_pair_list.kv_pairs.add()
-                    kv.key = k
-                    _set_expression(kv.value, v)
-            else:
-                sa.expression_list.SetInParent()
-                for e in a.exprs or []:
-                    _set_expression(sa.expression_list.expressions.add(), e)
-        else:
-            msg.annotations.append(annotation_text(a))
-
-
-def add_doc(msg: Any, annotations: list[ast.Annotation]) -> None:
-    brief = next((a for a in annotations if a.name == "brief"), None)
-    desc = next((a for a in annotations if a.name == "description"), None)
-    for a, fld in ((brief, "brief"), (desc, "description")):
-        if a is not None:
-            text = a.exprs[0].value if a.exprs and isinstance(a.exprs[0],
-                                                              ast.StringLiteral) else ""
-            setattr(msg.doc, fld, text)
-
-
-# ---------------------------------------------------------------------------
 # The builder
 # ---------------------------------------------------------------------------
 
@@ -148,7 +81,7 @@ def _explicit_id(node: Any) -> int | None:
     if a is None:
         return None
     e = a.exprs[0] if a.exprs else None
-    v = _const_of(e) if e is not None else None
+    v = const_of(e) if e is not None else None
     if not isinstance(v, int) or isinstance(v, bool):
         raise P4Error("@id should be an unsigned integer", a.loc)
     return v
@@ -168,6 +101,7 @@ class Builder:
         self.types = TypeSpecs(self.p4info, self._error_members())
         self.digests: list[tuple[str, Any, ast.Call]] = []
         self.profile_tables: dict[int, list[TableInstance]] = {}
+        self.table_actions = {r.action.name for t in elab.tables for r in t.action_refs}
 
     def _error_members(self) -> list[str]:
         out: list[str] = []
@@ -350,7 +284,7 @@ class Builder:
         ida.action_id = aid
         for i, (param, arg) in enumerate(zip(da.action.params, da.args, strict=False),
                                          start=1):
-            v = _const_of(arg.value)
+            v = const_of(arg.value)
             width = type_width(_type_of_ref(param.type_ref))
             if isinstance(v, bool):
                 v = int(v)
@@ -368,11 +302,15 @@ class Builder:
             return
         msg = self.p4info.actions.add()
         self._preamble(msg.preamble, ids.ACTION, act.name, act.decl.annotations)
-        for i, p in enumerate(act.params, start=1):
+        if act.name not in self.table_actions:
+            return  # every argument comes from a direct call: p4c binds them all
+        index = 0
+        for p in act.params:
             if p.direction:
                 continue
+            index += 1
             pm = msg.params.add()
-            pm.id = i
+            pm.id = index
             pm.name = string_annotation(p, "name") or p.name
             add_annotations(pm, p.annotations)
             add_doc(pm, p.annotations)
@@ -435,7 +373,7 @@ class Builder:
                                                 if ext.table else None)
         mgs = annotation(source, "max_group_size")
         if mgs is not None and mgs.exprs:
-            v = _const_of(mgs.exprs[0])
+            v = const_of(mgs.exprs[0])
             if isinstance(v, int):
                 ap.max_group_size = v
         sem = string_annotation(source, "selector_size_semantics")
@@ -445,7 +383,7 @@ class Builder:
             ap.sum_of_members.SetInParent()
             mmw = annotation(source, "max_member_weight")
             if mmw is not None and mmw.exprs:
-                v = _const_of(mmw.exprs[0])
+                v = const_of(mmw.exprs[0])
                 if isinstance(v, int):
                     ap.sum_of_members.max_member_weight = v
 
@@ -499,6 +437,7 @@ class Builder:
 
     def _controller_header(self, h: ast.HeaderDecl) -> None:
         a = string_annotation(h, "controller_header") or ""
+        self.types.touch()
         msg = self.p4info.controller_packet_metadata.add()
         msg.preamble.id = self.symbols.id_of(ids.CONTROLLER_HEADER, h.name)
         msg.preamble.name = a
@@ -527,7 +466,7 @@ class Builder:
                 continue
             for k, v in a.kv.items():
                 if k in ("name", "version", "organization", "contact", "url", "arch"):
-                    val = _const_of(v)
+                    val = const_of(v)
                     if not isinstance(val, str):
                         raise P4Error(f"Value for '{k}' key in @pkginfo annotation is not "
                                       "a string", v.loc)

@@ -15,6 +15,7 @@ from p4.config.v1 import p4info_pb2, p4types_pb2
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.elaborate import annotation
+from softswitch.p4info.annotations import add_annotations
 
 
 def value_bytes(value: int, width: int) -> bytes:
@@ -101,7 +102,10 @@ class TypeSpecs:
             else:
                 nt.translated_type.sdn_bitwidth = tr[1]
         else:
-            self.convert(t.underlying, nt.original_type)
+            # p4c describes the representation: nested ``type``s are looked through.
+            self.convert(T.strip_newtype(t), nt.original_type)
+        if t.decl is not None:
+            add_annotations(nt, t.decl.annotations, {"p4runtime_translation"})
 
     def _error(self) -> None:
         if not self.type_info.error.members:
