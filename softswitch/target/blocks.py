@@ -1,0 +1,545 @@
+"""Lowering of one parser or control instance into a namespace of Python functions.
+
+A :class:`BlockLowerer` turns an elaborated instance (``elaborate.BlockInstance``) into
+generated source: one function per action/function it uses, one ``_apply_T`` per
+table (key evaluation, lookup, direct counter/meter, action call), one function per
+parser state, and the block's ``apply``. Block-level parameters and locals are globals
+of the namespace (actions reach them without closures); everything is compiled in one
+``exec`` and ``apply`` is returned. Sub-instances get their own lowerer and namespace.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from softswitch.frontend import ast
+from softswitch.frontend import elaborate as E
+from softswitch.frontend import types as T
+from softswitch.frontend.ast import NOT_CONST
+from softswitch.target import lower_externs, wire
+from softswitch.target.codebuf import CodeBuf
+from softswitch.target.lower import FnCtx, scalar_bits
+from softswitch.target.stmts import StmtLowerer, const_int
+from softswitch.target.tables import ActionDef, KeySpec, TableState
+from softswitch.target.values import attr
+
+if TYPE_CHECKING:
+    from softswitch.target.build import ProgramBuilder
+
+
+def _contains_exit(node: Any) -> bool:
+    return any(isinstance(n, ast.ExitStmt) for n in E.walk(node))
+
+
+class BlockLowerer(StmtLowerer):
+    def __init__(self, pb: ProgramBuilder, block: E.BlockInstance) -> None:
+        super().__init__(pb.env, pb.base_namespace())
+        self.pb = pb
+        self.block = block
+        self.decl = block.decl
+        self.funcs: list[CodeBuf] = []
+        self.callables: dict[int, str] = {}
+        self._pending: list[tuple[Any, str]] = []
+        self.table_objs: dict[int, str] = {}          # id(TableDecl) -> ns name of TableState
+        self.table_fns: dict[int, str] = {}           # id(TableDecl) -> apply function name
+        self.table_actions: dict[tuple[int, int], str] = {}  # (table, action decl) -> ns name
+        self.direct_meter_table: dict[int, str] = {}  # id(extern decl) -> table ns name
+        self.objects: dict[int, Any] = {}             # id(decl) -> runtime object
+        self.extern_inst: dict[int, E.ExternInstance] = {}
+        self.init_code: list[tuple[ast.Decl, Any]] = []
+        self._exit_cache: dict[int, bool] = {}
+
+    # ------------------------------------------------------------ entry
+    def compile(self) -> Any:
+        self.bind_ctor_args()
+        for p in self.decl.params:
+            py = f"g_{p.name}"
+            self.names[id(p)] = py
+            self.globals_.append(py)
+        for d in self.decl.locals:
+            self.local_decl(d)
+        for d in self.decl.locals:
+            if isinstance(d, ast.TableDecl):
+                self.make_table(d)
+        if isinstance(self.decl, ast.ControlDecl):
+            self.control_apply()
+        else:
+            self.parser_apply()
+        while self._pending:
+            decl, name = self._pending.pop()
+            self.compile_callable(decl, name)
+        self.finish_tables()
+        src = self.assemble()
+        code = compile(src, f"<softswitch {self.block.prefix}>", "exec")
+        exec(code, self.ns)
+        self.bind_table_actions()
+        return self.ns["apply"]
+
+    def assemble(self) -> str:
+        glob = ("    global " + ", ".join(self.globals_) + "\n") if self.globals_ else ""
+        parts = []
+        for buf in self.funcs:
+            src = buf.source()
+            parts.append(src.replace("    #GLOBALS#\n", glob))
+        return "\n".join(parts)
+
+    # ------------------------------------------------------------ declarations
+    def bind_ctor_args(self) -> None:
+        for p in self.decl.ctor_params:
+            v = self.block.args.get(p.name)
+            if isinstance(v, E.BlockInstance):
+                self.names[id(p)] = self.sub_block(v)
+            elif isinstance(v, E.ExternInstance):
+                self.bind_extern(p, v)
+            elif isinstance(v, bool | int | str):
+                self.names[id(p)] = repr(v) if not isinstance(v, bool) else str(v)
+            elif v is not None and hasattr(v, "name"):
+                t = p.type_ref.resolved
+                tt = T.strip_newtype(t)
+                if isinstance(tt, T.EnumType):
+                    self.names[id(p)] = str(tt.members.get(v.name, 0))
+                else:
+                    self.names[id(p)] = self.const_obj(v)
+            else:
+                self.names[id(p)] = self.const_obj(v)
+
+    def local_decl(self, d: ast.Node) -> None:
+        if isinstance(d, ast.VarDecl | ast.ConstDecl):
+            py = self.tmp("g") + "_" + d.name
+            self.names[id(d)] = py
+            self.globals_.append(py)
+            self.init_code.append((d, py))
+        elif isinstance(d, ast.InstanceDecl):
+            self.instance(d)
+        elif isinstance(d, ast.ValueSetDecl):
+            vs = self.pb.value_set(self.block, d)
+            self.names[id(d)] = self.const_obj(vs, "_vs")
+            self.objects[id(d)] = vs
+        elif isinstance(d, ast.ActionDecl | ast.FunctionDecl | ast.TableDecl):
+            pass
+
+    def instance(self, d: ast.InstanceDecl) -> None:
+        for c in self.block.children:
+            if isinstance(c, E.BlockInstance) and c.local_name == d.name and c.owner is self.block:
+                self.names[id(d)] = self.sub_block(c)
+                return
+            if isinstance(c, E.ExternInstance) and c.decl is d:
+                self.bind_extern(d, c)
+                return
+        raise self.fail(f"instance '{d.name}' could not be elaborated", d)
+
+    def bind_extern(self, key_decl: Any, inst: E.ExternInstance) -> None:
+        obj = self.pb.extern_object(inst)
+        self.objects[id(key_decl)] = obj
+        self.extern_inst[id(key_decl)] = inst
+        self.names[id(key_decl)] = self.const_obj(obj, "_x")
+
+    def sub_block(self, inst: E.BlockInstance) -> str:
+        fn = self.pb.compile_block(inst)
+        return self.const_obj(fn, "_blk")
+
+    def direct_block(self, tdecl: Any) -> str:
+        for c in self.block.children:
+            if isinstance(c, E.BlockInstance) and c.decl is tdecl and c.local_name == tdecl.name:
+                key = ("direct", id(tdecl))
+                if key not in self.names:  # type: ignore[comparison-overlap]
+                    self.names[key] = self.sub_block(c)  # type: ignore[index]
+                return self.names[key]  # type: ignore[index]
+        raise self.fail(f"'{tdecl.name}' is applied but was not elaborated", tdecl)
+
+    # ------------------------------------------------------------ callables
+    def callable_name(self, decl: Any) -> str:
+        name = self.callables.get(id(decl))
+        if name is None:
+            name = self.tmp("_f") + "_" + decl.name
+            self.callables[id(decl)] = name
+            self._pending.append((decl, name))
+        return name
+
+    def may_exit(self, decl: Any) -> bool:
+        key = id(decl)
+        if key in self._exit_cache:
+            return self._exit_cache[key]
+        self._exit_cache[key] = False
+        body = getattr(decl, "body", None) or getattr(decl, "apply", None) or decl
+        result = _contains_exit(body)
+        if not result:
+            for n in E.walk(body):
+                if isinstance(n, ast.Call):
+                    info = n.resolved
+                    k = getattr(info, "kind", "")
+                    if k in ("action", "control_apply") and self.may_exit(info.decl):
+                        result = True
+                        break
+                    if k == "table_apply":
+                        result = True
+                        break
+        self._exit_cache[key] = result
+        return result
+
+    def compile_callable(self, decl: Any, pyname: str) -> None:
+        buf = CodeBuf()
+        pnames = []
+        for p in decl.params:
+            py = self.tmp("p") + "_" + p.name
+            self.names[id(p)] = py
+            pnames.append(py)
+        is_fn = isinstance(decl, ast.FunctionDecl)
+        rt = decl.return_type.resolved if is_fn else None
+        has_value = is_fn and rt is not None and not isinstance(rt, T.VoidType)
+        outs = [py for p, py in zip(decl.params, pnames, strict=True)
+                if p.direction in ("out", "inout")]
+        fn = FnCtx(buf, "function" if is_fn else "action", outs, has_value)
+        buf.emit(f"def {pyname}({', '.join(pnames)}):")
+        with buf.block():
+            buf.emit("#GLOBALS#")
+            wrap = bool(outs) and not is_fn and self.may_exit(decl)
+            if wrap:
+                buf.emit("try:")
+                buf.level += 1
+            self.stmt(decl.body, fn)
+            if wrap:
+                buf.level -= 1
+                buf.emit("except _Exit as _e:")
+                with buf.block():
+                    buf.emit(f"_e.values = ({', '.join(outs)},)")
+                    buf.emit("raise")
+            buf.emit(self.return_code(fn, None))
+        self.funcs.append(buf)
+
+    # ------------------------------------------------------------ controls
+    def prologue(self, buf: CodeBuf, args: list[str]) -> None:
+        buf.emit("#GLOBALS#")
+        for p, a in zip(self.decl.params, args, strict=True):
+            buf.emit(f"g_{p.name} = {a}")
+        fn = FnCtx(buf, "control")
+        for d, py in self.init_code:
+            if isinstance(d, ast.VarDecl):
+                init = (self.value(d.init, fn) if d.init is not None
+                        else self.default_of(d.type_ref.resolved))
+            else:
+                init = self.value(d.value, fn)
+            buf.emit(f"{py} = {init}")
+
+    def block_outs(self) -> list[str]:
+        return [f"g_{p.name}" for p in self.decl.params if p.direction in ("out", "inout")]
+
+    def control_apply(self) -> None:
+        buf = CodeBuf()
+        args = [f"a{i}" for i in range(len(self.decl.params))]
+        buf.emit(f"def apply({', '.join(args)}):")
+        outs = self.block_outs()
+        fn = FnCtx(buf, "control", outs)
+        with buf.block():
+            self.prologue(buf, args)
+            wrap = bool(outs) and self.may_exit(self.decl)
+            if wrap:
+                buf.emit("try:")
+                buf.level += 1
+            self.stmt(self.decl.apply, fn)
+            if wrap:
+                buf.level -= 1
+                buf.emit("except _Exit as _e:")
+                with buf.block():
+                    buf.emit(f"_e.values = ({', '.join(outs)},)")
+                    buf.emit("raise")
+            buf.emit(self.return_code(fn, None))
+        self.funcs.append(buf)
+
+    # ------------------------------------------------------------ parsers
+    def state_name(self, st: Any) -> str:
+        if st is None or getattr(st, "name", None) in ("accept", "reject"):
+            return "None"
+        return f"s_{st.name}"
+
+    def parser_apply(self) -> None:
+        buf = CodeBuf()
+        args = [f"a{i}" for i in range(len(self.decl.params))]
+        outs = self.block_outs()
+        buf.emit(f"def apply({', '.join(args)}):")
+        with buf.block():
+            self.prologue(buf, args)
+            buf.emit("_st = s_start")
+            buf.emit("try:")
+            with buf.block():
+                buf.emit("while _st is not None:")
+                with buf.block():
+                    buf.emit("_st = _st()")
+            buf.emit("except _PErr as _e:")
+            with buf.block():
+                if outs:
+                    buf.emit(f"_e.values = ({', '.join(outs)},)")
+                buf.emit("raise")
+            if outs:
+                buf.emit(f"return ({', '.join(outs)},)")
+        self.funcs.append(buf)
+        for st in self.decl.states:
+            self.state_fn(st)
+
+    def state_fn(self, st: ast.ParserState) -> None:
+        buf = CodeBuf()
+        buf.emit(f"def s_{st.name}():")
+        fn = FnCtx(buf, "state")
+        with buf.block():
+            buf.emit("#GLOBALS#")
+            self.stmts(st.stmts, fn)
+            self.transition(st.transition, fn)
+        self.funcs.append(buf)
+
+    def transition(self, tr: Any, fn: FnCtx) -> None:
+        buf = fn.buf
+        if tr is None:
+            buf.emit("return None")
+            return
+        if isinstance(tr, ast.PathExpr):
+            buf.emit(f"return {self.state_name(tr.decl if tr.decl is not None else tr)}")
+            return
+        if isinstance(tr, ast.SelectExpr):
+            self.select(tr, fn)
+            return
+        raise self.fail("unsupported transition", tr)
+
+    def select(self, sel: ast.SelectExpr, fn: FnCtx) -> None:
+        buf = fn.buf
+        keys = []
+        for k in sel.keys:
+            code = self.expr(k, fn)
+            b = scalar_bits(k.type)
+            if b is not None and b[1]:
+                code = f"(({code}) & {(1 << b[0]) - 1})"
+            elif isinstance(T.strip_newtype(k.type), T.BoolType):
+                code = f"int({code})"
+            t = self.tmp("_k")
+            buf.emit(f"{t} = {code}")
+            keys.append((t, k.type))
+        for case in sel.cases:
+            cond = self.keyset_cond(case.keyset, keys, fn)
+            target = self.state_name(getattr(case, "state_decl", None)
+                                     or _StateRef(case.state))
+            if cond == "True":
+                buf.emit(f"return {target}")
+                return
+            buf.emit(f"if {cond}:")
+            with buf.block():
+                buf.emit(f"return {target}")
+        buf.emit(f"raise _PErr({self.env.error_code('NoMatch')})")
+
+    def keyset_cond(self, ks: ast.Expr, keys: list[tuple[str, Any]], fn: FnCtx) -> str:
+        if isinstance(ks, ast.DefaultExpr | ast.DontCareExpr):
+            return "True"
+        if isinstance(ks, ast.PathExpr) and isinstance(ks.decl, ast.ValueSetDecl):
+            vs = self.names[id(ks.decl)]
+            if len(keys) == 1:
+                return f"{vs}.match(({keys[0][0]},))"
+            return f"{vs}.match(({', '.join(k for k, _ in keys)},))"
+        if len(keys) > 1:
+            items = ks.items if isinstance(ks, ast.ListExpr) else None
+            if items is None or len(items) != len(keys):
+                raise self.fail("keyset does not match the select keys", ks)
+            conds = [self.keyset_cond(i, [k], fn) for i, k in zip(items, keys, strict=True)]
+            conds = [c for c in conds if c != "True"]
+            return " and ".join(conds) if conds else "True"
+        if isinstance(ks, ast.ListExpr) and len(ks.items) == 1:
+            return self.keyset_cond(ks.items[0], keys, fn)
+        key, kt = keys[0]
+        b = scalar_bits(kt)
+        full = (1 << b[0]) - 1 if b else None
+        if isinstance(ks, ast.Binary) and ks.op == "&&&":
+            v = self.keyval(ks.left, full, fn)
+            m = self.keyval(ks.right, full, fn)
+            return f"({key} & {m}) == ({v} & {m})"
+        if isinstance(ks, ast.Binary) and ks.op == "..":
+            lo = self.keyval(ks.left, full, fn)
+            hi = self.keyval(ks.right, full, fn)
+            return f"{lo} <= {key} <= {hi}"
+        return f"{key} == {self.keyval(ks, full, fn)}"
+
+    def keyval(self, e: ast.Expr, full: int | None, fn: FnCtx) -> str:
+        c = const_int(e)
+        if c is not None:
+            return str(c & full if full is not None else c)
+        code = self.expr(e, fn)
+        if isinstance(T.strip_newtype(e.type), T.BoolType):
+            return f"int({code})"
+        return f"(({code}) & {full})" if full is not None else code
+
+    # ------------------------------------------------------------ tables
+    def table_instance(self, d: ast.TableDecl) -> E.TableInstance | None:
+        return self.pb.table_instance(self.block, d)
+
+    def make_table(self, d: ast.TableDecl) -> None:
+        ti = self.table_instance(d)
+        name = ti.name if ti is not None and ti.name else E.qualify(self.block.prefix, d.name)
+        keys = []
+        if ti is not None:
+            for k in ti.keys:
+                keys.append(KeySpec(k.name, k.match_kind, k.width or 0))
+        size = ti.size if ti is not None and ti.size is not None else 1024
+        state = TableState(name, keys, {}, size=size)
+        tname = self.const_obj(state, "_T")
+        self.table_objs[id(d)] = tname
+        self.table_fns[id(d)] = self.tmp("_apply") + "_" + d.name
+        self.pb.register_table(state, ti)
+        if ti is not None and ti.meters is not None:
+            self.direct_meter_table[id(ti.meters.decl)] = tname
+            state.meter_factory = self.pb.direct_meter_factory(ti.meters)
+        if ti is not None and ti.counters is not None:
+            state.has_direct_counter = True
+            self.pb.register_direct_counter(ti.counters, state)
+
+    def finish_tables(self) -> None:
+        for d in self.decl.locals:
+            if isinstance(d, ast.TableDecl):
+                self.table_apply_fn(d)
+        while self._pending:
+            decl, name = self._pending.pop()
+            self.compile_callable(decl, name)
+
+    def table_apply_fn(self, d: ast.TableDecl) -> None:
+        ti = self.table_instance(d)
+        tname = self.table_objs[id(d)]
+        state: TableState = self.ns[tname]
+        buf = CodeBuf()
+        fn = FnCtx(buf, "function")
+        buf.emit(f"def {self.table_fns[id(d)]}():")
+        with buf.block():
+            buf.emit("#GLOBALS#")
+            keys = []
+            for k in (ti.keys if ti is not None else []):
+                code = self.expr(k.expr, fn)
+                kt = T.strip_newtype(k.expr.type)
+                b = scalar_bits(kt)
+                if isinstance(kt, T.BoolType):
+                    code = f"int({code})"
+                elif b is not None and b[1]:
+                    code = f"(({code}) & {(1 << b[0]) - 1})"
+                keys.append(code)
+            buf.emit(f"_e = {tname}.lookup(({', '.join(keys)}{',' if len(keys) == 1 else ''}))")
+            buf.emit("if _e is None:")
+            with buf.block():
+                buf.emit(f"_a = {tname}.default_action")
+                buf.emit(f"_a.fn(*{tname}.default_args)")
+                buf.emit("return (False, _a)")
+            if state.has_direct_counter:
+                buf.emit("_e.packets += 1")
+                buf.emit("_e.bytes += _RT.pkt.length")
+            if state.meter_factory is not None:
+                buf.emit(f"{tname}.color = _e.meter.execute(_RT.pkt.length)")
+            buf.emit("_a = _e.action")
+            buf.emit("_a.fn(*_e.args)")
+            buf.emit("return (True, _a)")
+        self.funcs.append(buf)
+        self._table_defs(d, ti, state)
+
+    def _table_defs(self, d: ast.TableDecl, ti: E.TableInstance | None,
+                    state: TableState) -> None:
+        refs = ti.action_refs if ti is not None else []
+        for r in refs:
+            adecl = r.action.decl
+            fname = self.callable_name(adecl)
+            params = tuple((p.name, _width(p.type_ref.resolved)) for p in adecl.params
+                           if p.direction == "")
+            aname = r.action.name or adecl.name
+            ad = ActionDef(aname, params, _unbound, default_only=r.has("defaultonly"),
+                           table_only=r.has("tableonly"))
+            ad.fn_name = fname  # type: ignore[attr-defined]
+            ad.decl = adecl  # type: ignore[attr-defined]
+            state.actions[aname] = ad
+            self.table_actions[(id(d), id(adecl))] = self.const_obj(ad, "_A")
+        state.color = 0  # type: ignore[attr-defined]
+        self.pb.pending_table_init.append((self, d, ti, state))
+
+    def bind_table_actions(self) -> None:
+        for state_name in self.table_objs.values():
+            state: TableState = self.ns[state_name]
+            for ad in state.actions.values():
+                ad.fn = self.ns[ad.fn_name]  # type: ignore[attr-defined]
+
+    def action_label(self, table: Any, decl: Any, label: ast.Expr) -> str:
+        key = (id(table), id(decl))
+        name = self.table_actions.get(key)
+        if name is None:
+            return "None"
+        return name
+
+    # ------------------------------------------------------------ calls
+    def call(self, e: ast.Call, fn: FnCtx, want_value: bool) -> str | None:
+        info = e.resolved
+        kind = getattr(info, "kind", None)
+        if kind == "action":
+            return self.action_call(e, info, fn, want_value)
+        if kind == "function":
+            return self.function_call(e, info, fn, want_value)
+        if kind == "table_apply":
+            d = info.decl
+            if id(d) not in self.table_fns:
+                raise self.fail(f"table '{d.name}' is not part of this block", e)
+            return f"{self.table_fns[id(d)]}()"
+        if kind in ("control_apply", "parser_apply"):
+            return self.block_call(e, info, fn)
+        if kind == "builtin":
+            return self.builtin(e, info, fn)
+        if kind in ("extern_function", "extern_method"):
+            return lower_externs.lower_extern_call(self, e, info, fn, want_value)
+        raise self.fail(f"calls of kind '{kind}' are not supported by the v1model target", e)
+
+    def block_call(self, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+        recv = info.receiver
+        decl = getattr(recv, "decl", None)
+        if isinstance(decl, ast.ParserDecl | ast.ControlDecl):
+            target = self.direct_block(decl)
+        elif isinstance(recv, ast.TypeNameExpr):
+            target = self.direct_block(getattr(recv.type_ref.resolved, "decl", None))
+        else:
+            target = self.names.get(id(decl))
+            if target is None:
+                raise self.fail("cannot find the instance being applied", e)
+        is_parser = info.kind == "parser_apply"
+        bdecl = info.decl
+        can_exit = not is_parser and isinstance(bdecl, ast.ControlDecl) and self.may_exit(bdecl)
+        if is_parser:
+            can_exit = True
+        return self.user_call(target, info.params, info.args, fn, False, can_exit, False,
+                              exc="_PErr" if is_parser else "_Exit")
+
+    def builtin(self, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+        b = info.builtin
+        recv = info.receiver
+        rt = T.strip_newtype(recv.type)
+        if b in ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes"):
+            if e.const is not NOT_CONST and isinstance(e.const, int):
+                return str(e.const)
+            w = wire.type_bits(rt)
+            return str(w if b.endswith("Bits") else (w + 7) // 8)
+        r = self.expr(recv, fn)
+        if b == "isValid":
+            if isinstance(rt, T.HeaderUnionType):
+                return "(" + " or ".join(f"{r}.{attr(f.name)}._v" for f in rt.fields) + ")"
+            return f"{r}._v"
+        if b in ("setValid", "setInvalid"):
+            fn.buf.emit(f"{r}._v = {b == 'setValid'}")
+            if b == "setValid":
+                self.after_header_write(recv, fn)
+            return None
+        if b in ("push_front", "pop_front"):
+            n = self.expr(info.args[0], fn)
+            return f"_stk_{b}({r}, {n}, {self.cls_name(rt.element)})"
+        raise self.fail(f"method '{b}' is not supported", e)
+
+
+class _StateRef:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _unbound(*args: Any) -> None:  # replaced once the namespace is compiled
+    raise RuntimeError("action called before its block was compiled")
+
+
+def _width(t: Any) -> int:
+    b = scalar_bits(t)
+    if b is not None:
+        return b[0]
+    if isinstance(T.strip_newtype(t), T.BoolType):
+        return 1
+    return 0

@@ -1,0 +1,419 @@
+"""Builds the runtime objects of a program: compiled blocks, tables, extern instances.
+
+:class:`ProgramBuilder` owns what is shared by all blocks of one switch: type layouts,
+the wire codegen, the runtime ``_RT``, and the registries of control-plane objects
+keyed by their P4Info names (tables, counters, registers, meters, value sets). The
+names come from :mod:`softswitch.frontend.elaborate`, so the switch and P4Runtime agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from softswitch.diagnostics import P4Error
+from softswitch.frontend import ast
+from softswitch.frontend import elaborate as E
+from softswitch.frontend import types as T
+from softswitch.frontend.ast import NOT_CONST
+from softswitch.target import hashes
+from softswitch.target.bits import PacketReader, PacketTooShort
+from softswitch.target.blocks import BlockLowerer
+from softswitch.target.control import KeyMatch
+from softswitch.target.externs import Clock, CounterArray, Meter, MeterArray, RegisterArray
+from softswitch.target.lower import LowerEnv
+from softswitch.target.runtime import ExitSignal, ParserError, Runtime, shl, shl_signed
+from softswitch.target.tables import TableState
+from softswitch.target.values import Layouts, Stack, copy_value
+from softswitch.target.wire import WireCodegen
+
+
+def error_codes(program: ast.Program) -> dict[str, int]:
+    """error member → code, in program order (core.p4's errors first), like p4c."""
+    codes: dict[str, int] = {}
+    for d in program.decls:
+        if isinstance(d, ast.ErrorDecl):
+            for m in d.members:
+                codes.setdefault(m.name, len(codes))
+    return codes
+
+
+class ValueSet:
+    """``value_set``: up to ``size`` (value, mask) tuples the parser's select matches."""
+
+    def __init__(self, name: str, size: int, widths: list[int]) -> None:
+        self.name = name
+        self.size = size
+        self.widths = widths
+        self.members: list[tuple[tuple[int, int], ...]] = []
+
+    def add(self, values: list[int], masks: list[int] | None = None) -> None:
+        if len(self.members) >= self.size:
+            raise P4Error(f"value set '{self.name}' is full ({self.size} entries)")
+        ms = masks or [(1 << w) - 1 for w in self.widths]
+        self.members.append(tuple((v & m, m) for v, m in zip(values, ms, strict=True)))
+
+    def match(self, key: tuple[int, ...]) -> bool:
+        for mem in self.members:
+            if all(k & m == v for k, (v, m) in zip(key, mem, strict=True)):
+                return True
+        return False
+
+
+class ProgramBuilder:
+    def __init__(self, program: ast.Program, elab: E.Elaboration) -> None:
+        self.program = program
+        self.elab = elab
+        self.layouts = Layouts()
+        self.env = LowerEnv(self.layouts, error_codes(program), program)
+        self.wire = WireCodegen(self.layouts, self.env.error_codes)
+        self.runtime = Runtime()
+        self.clock = Clock()
+        self.tables: dict[str, TableState] = {}
+        self.table_infos: dict[str, E.TableInstance | None] = {}
+        self.counters: dict[str, CounterArray] = {}
+        self.direct_counters: dict[str, TableState] = {}
+        self.registers: dict[str, RegisterArray] = {}
+        self.meters: dict[str, MeterArray] = {}
+        self.value_sets: dict[str, ValueSet] = {}
+        self.pending_table_init: list[tuple[BlockLowerer, Any, Any, TableState]] = []
+        self._blocks: dict[int, Any] = {}
+        self._externs: dict[int, Any] = {}
+        self._tables_by = {(id(t.owner), id(t.decl)): t for t in elab.tables}
+        self._base = self._make_base()
+
+    # ------------------------------------------------------------ namespaces
+    def _make_base(self) -> dict[str, Any]:
+        errs = self.env.error_codes
+        oob = errs.get("StackOutOfBounds", 3)
+        short = errs.get("PacketTooShort", 1)
+
+        def stk_next(s: Stack) -> Any:
+            if s.nxt >= len(s.items):
+                raise ParserError(oob)
+            return s.items[s.nxt]
+
+        def stk_nexti(s: Stack) -> int:
+            if s.nxt >= len(s.items):
+                raise ParserError(oob)
+            return s.nxt
+
+        def stk_lasti(s: Stack) -> int:
+            if s.nxt == 0 or s.nxt > len(s.items):
+                raise ParserError(oob)
+            return s.nxt - 1
+
+        def stk_last(s: Stack) -> Any:
+            return s.items[stk_lasti(s)]
+
+        def stk_idx(s: Stack, i: int) -> int:
+            if not 0 <= i < len(s.items):
+                raise ParserError(oob)
+            return i
+
+        def stk_at(s: Stack, i: int) -> Any:
+            if 0 <= i < len(s.items):
+                return s.items[i]
+            return type(s.items[0])() if s.items else None
+
+        def push_front(s: Stack, n: int, cls: type) -> None:
+            size = len(s.items)
+            n = min(n, size)
+            s.items = [cls() for _ in range(n)] + s.items[:size - n]
+            s.nxt = min(s.nxt + n, size)
+
+        def pop_front(s: Stack, n: int, cls: type) -> None:
+            size = len(s.items)
+            n = min(n, size)
+            s.items = s.items[n:] + [cls() for _ in range(n)]
+            s.nxt = max(s.nxt - n, 0)
+
+        def extract_next(r: PacketReader, s: Stack, ext: Callable[..., None],
+                         *varbits: int) -> None:
+            if s.nxt >= len(s.items):
+                raise ParserError(oob)
+            ext(r, s.items[s.nxt], *varbits)
+            s.nxt += 1
+
+        def peek(r: PacketReader, w: int) -> int:
+            try:
+                return r.peek(w)
+            except PacketTooShort:
+                raise ParserError(short) from None
+
+        def advance(r: PacketReader, n: int) -> None:
+            if r.bit_pos + n > r.total_bits:
+                raise ParserError(short)
+            r.bit_pos += n
+
+        def build(cls: type, names: tuple[str, ...], values: tuple[Any, ...],
+                  valid: bool) -> Any:
+            o = cls()
+            for n, v in zip(names, values, strict=True):
+                setattr(o, n, v)
+            if valid:
+                o._v = True
+            return o
+
+        def pack_items(items: tuple[tuple[int, int, bool], ...]) -> bytes:
+            vals = []
+            widths = []
+            for v, w, ok in items:
+                if not ok:
+                    continue
+                if w < 0:
+                    w, v = v
+                vals.append(int(v))
+                widths.append(w)
+            return hashes.pack_fields(vals, widths)
+
+        return {
+            "_copy": copy_value, "_build": build, "_pack": hashes.pack_fields,
+            "_pack_items": pack_items, "_hash_offset": hashes.hash_offset,
+            "_div": lambda a, b: a // b if b else 0, "_mod": lambda a, b: a % b if b else 0,
+            "_shl": shl, "_shls": shl_signed, "_stk_next": stk_next, "_stk_last": stk_last,
+            "_stk_at": stk_at, "_stk_idx": stk_idx, "_stk_nexti": stk_nexti,
+            "_stk_lasti": stk_lasti, "_stk_push_front": push_front,
+            "_stk_pop_front": pop_front, "_extract_next": extract_next, "_peek": peek,
+            "_advance": advance, "_Exit": ExitSignal, "_PErr": ParserError,
+            "_RT": self.runtime, "Stack": Stack,
+        }
+
+    def base_namespace(self) -> dict[str, Any]:
+        return dict(self._base)
+
+    # ------------------------------------------------------------ blocks
+    def compile_block(self, inst: E.BlockInstance) -> Any:
+        fn = self._blocks.get(id(inst))
+        if fn is None:
+            fn = BlockLowerer(self, inst).compile()
+            self._blocks[id(inst)] = fn
+        return fn
+
+    def finish(self) -> None:
+        """Install default actions and const entries once every action is compiled."""
+        for lw, decl, ti, state in self.pending_table_init:
+            TableInit(self, lw, decl, ti, state).run()
+        self.pending_table_init.clear()
+
+    # ------------------------------------------------------------ tables
+    def table_instance(self, block: E.BlockInstance, decl: ast.TableDecl) -> Any:
+        return self._tables_by.get((id(block), id(decl)))
+
+    def register_table(self, state: TableState, ti: Any) -> None:
+        self.tables[state.name] = state
+        self.table_infos[state.name] = ti
+
+    def register_direct_counter(self, ext: E.ExternInstance, state: TableState) -> None:
+        self.direct_counters[ext.name or ext.local_name] = state
+
+    def direct_meter_factory(self, ext: E.ExternInstance) -> Callable[[], Meter]:
+        by_packets = _enum_arg(ext.args.get("type")) == "packets"
+        clock = self.clock
+        return lambda: Meter(clock, by_packets)
+
+    # ------------------------------------------------------------ externs
+    def extern_object(self, inst: E.ExternInstance) -> Any:
+        key = id(inst.decl)
+        obj = self._externs.get(key)
+        if obj is not None:
+            return obj
+        obj = self._make_extern(inst)
+        self._externs[key] = obj
+        return obj
+
+    def _make_extern(self, inst: E.ExternInstance) -> Any:
+        name = inst.name or inst.local_name
+        tname = inst.type_name
+        size = inst.args.get("size")
+        if tname == "counter":
+            obj: Any = CounterArray(name, int(size or 0), _enum_arg(inst.args.get("type")))
+            self.counters[name] = obj
+        elif tname == "register":
+            t = _type_arg(inst, 0)
+            b = t if isinstance(t, T.BitsType) else T.BitsType(1 if isinstance(
+                t, T.BoolType) else 32)
+            obj = RegisterArray(name, int(size or 0), b.width, b.signed)
+            self.registers[name] = obj
+        elif tname == "meter":
+            obj = MeterArray(name, int(size or 0),
+                             _enum_arg(inst.args.get("type")) == "packets", self.clock)
+            self.meters[name] = obj
+        else:
+            obj = _Opaque(name, tname)
+        return obj
+
+    def value_set(self, block: E.BlockInstance, decl: ast.ValueSetDecl) -> ValueSet:
+        vsi = next((v for v in self.elab.value_sets
+                    if v.decl is decl and v.owner is block), None)
+        name = (vsi.name if vsi is not None and vsi.name else
+                E.qualify(block.prefix, decl.name))
+        size = vsi.size if vsi is not None and vsi.size else 0
+        et = T.strip_newtype(decl.element.resolved)
+        if isinstance(et, T.StructLikeType):
+            widths = [_bits(f.type) for f in et.fields]
+        else:
+            widths = [_bits(et)]
+        vs = ValueSet(name, size or 0, widths)
+        self.value_sets[name] = vs
+        return vs
+
+
+class _Opaque:
+    """An extern instance with no runtime state here (action profiles, selectors)."""
+
+    def __init__(self, name: str, type_name: str) -> None:
+        self.name = name
+        self.type_name = type_name
+
+
+def _bits(t: Any) -> int:
+    t = T.strip_newtype(t)
+    if isinstance(t, T.EnumType) and t.underlying is not None:
+        return t.underlying.width
+    if isinstance(t, T.BitsType):
+        return t.width
+    return 1
+
+
+def _enum_arg(v: Any) -> str:
+    return str(getattr(v, "name", v or ""))
+
+
+def _type_arg(inst: E.ExternInstance, i: int) -> Any:
+    if i < len(inst.type_args):
+        return T.strip_newtype(inst.type_args[i].resolved)
+    return None
+
+
+class TableInit:
+    """Default action and ``entries`` of one table, from the program text."""
+
+    def __init__(self, pb: ProgramBuilder, lw: BlockLowerer, decl: ast.TableDecl, ti: Any,
+                 state: TableState) -> None:
+        self.pb = pb
+        self.lw = lw
+        self.decl = decl
+        self.ti = ti
+        self.state = state
+
+    def run(self) -> None:
+        st = self.state
+        da = self.ti.default_action if self.ti is not None else None
+        if da is not None:
+            name = da.action.name or da.action.decl.name
+            args = [self.arg_value(a.value) for a in da.args]
+            if name not in st.actions:
+                st.actions[name] = self._extra_action(da.action)
+            st.set_default(name, args, initial=True)
+            st.default_const = da.is_const
+        else:
+            from softswitch.target.tables import ActionDef
+            st.default_action = ActionDef("NoAction", (), lambda *a: None)
+        prop = self.decl.prop("entries")
+        if prop is not None:
+            self.entries(prop)
+            st.entries_const = prop.is_const
+
+    def _extra_action(self, ainst: Any) -> Any:
+        from softswitch.target.tables import ActionDef
+        fname = self.lw.callable_name(ainst.decl)
+        self.lw.ns.setdefault(fname, lambda *a: None)
+        return ActionDef(ainst.name or ainst.decl.name, (), self.lw.ns[fname])
+
+    def arg_value(self, e: ast.Expr) -> int:
+        c = e.const
+        if c is NOT_CONST:
+            raise P4Error("table default action arguments must be compile-time constants",
+                          e.loc)
+        if isinstance(c, bool):
+            return int(c)
+        if isinstance(c, int):
+            return c
+        return int(getattr(c, "value", 0))
+
+    def entries(self, prop: ast.TableProperty) -> None:
+        entries: list[ast.TableEntry] = prop.value or []
+        explicit = [const_of(e.priority) for e in entries]
+        n = len(entries)
+        have_prio = any(p is not None for p in explicit)
+        for i, ent in enumerate(entries):
+            keys = self.entry_keys(ent)
+            ref = ent.action
+            decl = getattr(ref.name, "decl", None)
+            aname = self._action_name(decl, ref.name)
+            args = [self.arg_value(a.value) for a in ref.args]
+            if have_prio:
+                prio = explicit[i] if explicit[i] is not None else (n - i)
+            else:
+                prio = n - i
+            self.state.add(keys, aname, args, prio, const=True)
+
+    def _action_name(self, decl: Any, ref: ast.Expr) -> str:
+        for name, ad in self.state.actions.items():
+            if getattr(ad, "decl", None) is decl:
+                return name
+        return getattr(ref, "name", "")
+
+    def entry_keys(self, ent: ast.TableEntry) -> list[KeyMatch]:
+        ks = ent.keys
+        specs = self.state.keys
+        items = ks.items if isinstance(ks, ast.ListExpr) and len(specs) != 1 else [ks]
+        if isinstance(ks, ast.ListExpr) and len(specs) == 1 and len(ks.items) == 1:
+            items = ks.items
+        if len(items) != len(specs):
+            raise P4Error(f"entry has {len(items)} key(s), table '{self.state.name}' has "
+                          f"{len(specs)}", ent.loc)
+        return [key_match(spec.kind, spec.width, it) for spec, it in zip(specs, items,
+                                                                          strict=True)]
+
+
+def const_of(e: ast.Expr | None) -> int | None:
+    if e is None:
+        return None
+    c = e.const
+    if c is NOT_CONST:
+        return None
+    if isinstance(c, bool):
+        return int(c)
+    if isinstance(c, int):
+        return c
+    v = getattr(c, "value", None)
+    return v if isinstance(v, int) else None
+
+
+def key_match(kind: str, width: int, e: ast.Expr) -> KeyMatch:
+    """A :class:`KeyMatch` for one keyset expression of a program-text entry."""
+    full = (1 << width) - 1
+    if isinstance(e, ast.DefaultExpr | ast.DontCareExpr):
+        if kind == "lpm":
+            return KeyMatch("", "lpm", 0, prefix_len=0)
+        if kind == "range":
+            return KeyMatch("", "range", 0, high=full)
+        if kind == "exact":
+            raise P4Error("an exact key cannot be a wildcard", e.loc)
+        return KeyMatch("", kind, 0, mask=0, wildcard=True)
+    if isinstance(e, ast.Binary) and e.op == "&&&":
+        v = _cv(e.left, full)
+        m = _cv(e.right, full)
+        if kind == "lpm":
+            plen = bin(m).count("1")
+            return KeyMatch("", "lpm", v & m, prefix_len=plen)
+        return KeyMatch("", "ternary", v & m, mask=m)
+    if isinstance(e, ast.Binary) and e.op == "..":
+        return KeyMatch("", "range", _cv(e.left, full), high=_cv(e.right, full))
+    v = _cv(e, full)
+    if kind == "lpm":
+        return KeyMatch("", "lpm", v, prefix_len=width)
+    if kind == "range":
+        return KeyMatch("", "range", v, high=v)
+    if kind in ("ternary", "optional"):
+        return KeyMatch("", kind, v, mask=full)
+    return KeyMatch("", "exact", v)
+
+
+def _cv(e: ast.Expr, full: int) -> int:
+    c = const_of(e)
+    if c is None:
+        raise P4Error("table entry keys must be compile-time constants", e.loc)
+    return c & full

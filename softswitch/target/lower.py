@@ -1,0 +1,477 @@
+"""Lowering of typed P4 expressions and statements into Python source.
+
+Each P4 body (action, function, control ``apply``, parser state) becomes one Python
+function, compiled once with ``compile()``; packets then run plain CPython bytecode
+instead of walking the AST. The rules that make the generated code agree with P4 and
+BMv2:
+
+* ``bit<W>`` results are masked to W bits, ``int<W>`` results wrapped to two's
+  complement (both inline, no helper call); comparisons work directly on the stored
+  Python ints because signed values are stored as negative ints.
+* Assignment and argument passing copy aggregates (``copy()``), so P4's value semantics
+  hold even though Python passes references.
+* Calls use copy-in/copy-out: callees return their ``out``/``inout`` values and the
+  caller assigns them back, also when the callee ``exit``s.
+* ``&&``, ``||`` and ``?:`` short-circuit, and statements an operand needs are kept
+  in left-to-right order (:class:`~softswitch.target.codebuf.CodeBuf`).
+
+Block-level structure (controls, parsers, tables, instances) is in :mod:`blocks`;
+v1model and core externs in :mod:`lower_externs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from softswitch.diagnostics import P4Error
+from softswitch.frontend import ast
+from softswitch.frontend import types as T
+from softswitch.frontend.ast import NOT_CONST
+from softswitch.target.codebuf import CodeBuf
+from softswitch.target.values import Layouts, attr, is_aggregate
+
+FRESH_NODES = (ast.ListExpr, ast.StructExpr, ast.InvalidHeaderExpr, ast.Call)
+
+
+def scalar_bits(t: Any) -> tuple[int, bool] | None:
+    """(width, signed) for a fixed-width integer-like type (serializable enums included)."""
+    t = T.strip_newtype(t)
+    if isinstance(t, T.EnumType) and t.underlying is not None:
+        t = t.underlying
+    if isinstance(t, T.BitsType):
+        return t.width, t.signed
+    return None
+
+
+def fit(code: str, t: Any) -> str:
+    """Wrap the Python int expression ``code`` into the range of type ``t``."""
+    b = scalar_bits(t)
+    if b is None:
+        return code
+    w, signed = b
+    if w == 0:
+        return "0"
+    if signed:
+        half = 1 << (w - 1)
+        return f"((({code}) + {half}) & {(1 << w) - 1}) - {half}"
+    return f"(({code}) & {(1 << w) - 1})"
+
+
+def wrap_int(v: int, t: Any) -> int:
+    b = scalar_bits(t)
+    if b is None:
+        return v
+    w, signed = b
+    if w == 0:
+        return 0
+    v &= (1 << w) - 1
+    if signed and v >> (w - 1):
+        v -= 1 << w
+    return v
+
+
+class LowerError(P4Error):
+    """A construct the v1model target cannot run (reported at load time)."""
+
+
+@dataclass
+class FnCtx:
+    """What the statement being lowered sits in: its buffer and how to return."""
+
+    buf: CodeBuf
+    kind: str                      # action | function | control | state
+    outs: list[str] = field(default_factory=list)   # python names copied out on return
+    has_value: bool = False        # function with a non-void return type
+    loop_depth: int = 0
+
+
+@dataclass
+class LowerEnv:
+    """Program-wide facts every block lowering needs."""
+
+    layouts: Layouts
+    error_codes: dict[str, int]
+    program: ast.Program
+
+    def error_code(self, name: str) -> int:
+        return self.error_codes.get(name, 0)
+
+
+class ExprLowerer:
+    """Expression and statement lowering for one block namespace.
+
+    ``names`` maps ``id(declaration)`` to the Python expression naming it (a local, a
+    namespace global, or an object in ``ns``). Subclasses provide calls
+    (:meth:`call`) and declarations.
+    """
+
+    def __init__(self, env: LowerEnv, ns: dict[str, Any]) -> None:
+        self.env = env
+        self.ns = ns
+        self.names: dict[int, str] = {}
+        self.globals_: list[str] = []
+        self._tmp = 0
+
+    # ------------------------------------------------------------ helpers
+    def tmp(self, prefix: str = "_t") -> str:
+        self._tmp += 1
+        return f"{prefix}{self._tmp}"
+
+    def const_obj(self, value: Any, prefix: str = "_k") -> str:
+        """Put a Python object in the namespace and return its name."""
+        name = self.tmp(prefix)
+        self.ns[name] = value
+        return name
+
+    def fail(self, msg: str, node: ast.Node | None) -> LowerError:
+        return LowerError(msg, node.loc if node is not None else None)
+
+    def cls_name(self, t: T.StructLikeType) -> str:
+        c = self.env.layouts.cls(t)
+        self.ns[c.__name__] = c
+        return c.__name__
+
+    def default_of(self, t: Any) -> str:
+        return self.env.layouts.default_expr(t, self.ns)
+
+    # ------------------------------------------------------------ constants
+    def const_literal(self, c: Any, t: Any) -> str | None:
+        if isinstance(c, bool):
+            if isinstance(T.strip_newtype(t), T.BitsType):
+                return str(int(c))
+            return "True" if c else "False"
+        if isinstance(c, int):
+            return str(wrap_int(c, t))
+        if isinstance(c, str):
+            return repr(c)
+        value = getattr(c, "value", None)
+        if isinstance(value, int) and hasattr(c, "type_name"):
+            if c.type_name == "error":
+                return str(self.env.error_code(c.name))
+            return str(value)
+        return None
+
+    # ------------------------------------------------------------ expressions
+    def expr(self, e: ast.Expr, fn: FnCtx) -> str:
+        c = e.const
+        if c is not NOT_CONST and c is not None and not isinstance(e, ast.Call):
+            lit = self.const_literal(c, e.type)
+            if lit is not None:
+                return lit
+        meth = getattr(self, "x_" + type(e).__name__, None)
+        if meth is None:
+            raise self.fail(f"expression {type(e).__name__} is not supported here", e)
+        return meth(e, fn)
+
+    def value(self, e: ast.Expr, fn: FnCtx) -> str:
+        """An expression whose result is owned by the receiver (aggregates copied)."""
+        code = self.expr(e, fn)
+        if is_aggregate(e.type or T.VoidType()) and not isinstance(e, FRESH_NODES):
+            return f"_copy({code})"
+        return code
+
+    def x_IntLiteral(self, e: ast.IntLiteral, fn: FnCtx) -> str:
+        return str(wrap_int(e.value, e.type))
+
+    def x_BoolLiteral(self, e: ast.BoolLiteral, fn: FnCtx) -> str:
+        return "True" if e.value else "False"
+
+    def x_StringLiteral(self, e: ast.StringLiteral, fn: FnCtx) -> str:
+        return repr(e.value)
+
+    def x_PathExpr(self, e: ast.PathExpr, fn: FnCtx) -> str:
+        decl = e.decl
+        name = self.names.get(id(decl))
+        if name is not None:
+            return name
+        if isinstance(decl, ast.ConstDecl):
+            return self.expr(decl.value, fn)
+        if isinstance(decl, ast.EnumMember):
+            return str(getattr(decl, "value_int", 0))
+        raise self.fail(f"'{e.name}' cannot be used as a value here", e)
+
+    def x_Member(self, e: ast.Member, fn: FnCtx) -> str:
+        inner = e.expr
+        t = T.strip_newtype(e.type) if e.type is not None else None
+        if isinstance(t, T.ErrorType) and _is_type_ref(inner):
+            return str(self.env.error_code(e.name))
+        if isinstance(t, T.EnumType) and _is_type_ref(inner):
+            return str(t.members.get(e.name, 0))
+        if isinstance(inner, ast.Call) and getattr(inner.resolved, "kind", "") == "table_apply":
+            r = self.expr(inner, fn)
+            if e.name == "hit":
+                return f"{r}[0]"
+            if e.name == "miss":
+                return f"(not {r}[0])"
+            return f"{r}[1]"
+        it = T.strip_newtype(inner.type)
+        base = self.expr(inner, fn)
+        if isinstance(it, T.StackType):
+            return self.stack_member(base, it, e)
+        if isinstance(it, T.StructLikeType):
+            return f"{base}.{attr(e.name)}"
+        raise self.fail(f"member '{e.name}' of {it} is not supported", e)
+
+    def stack_member(self, base: str, st: T.StackType, e: ast.Member) -> str:
+        if e.name == "size":
+            return str(st.size)
+        if e.name in ("nextIndex",):
+            return f"{base}.nxt"
+        if e.name == "lastIndex":
+            return f"(({base}.nxt - 1) & 0xFFFFFFFF)"
+        if e.name == "next":
+            return f"_stk_next({base})"
+        if e.name == "last":
+            return f"_stk_last({base})"
+        raise self.fail(f"header stacks have no member '{e.name}'", e)
+
+    def x_Index(self, e: ast.Index, fn: FnCtx) -> str:
+        base = self.expr(e.expr, fn)
+        idx = self.expr(e.index, fn)
+        t = T.strip_newtype(e.expr.type)
+        if isinstance(t, T.StackType):
+            if e.index.const is not NOT_CONST:
+                return f"{base}.items[{idx}]"
+            return f"_stk_at({base}, {idx})"
+        return f"{base}[{idx}]"
+
+    def x_Slice(self, e: ast.Slice, fn: FnCtx) -> str:
+        hi, lo = int(e.hi.const), int(e.lo.const)
+        v = self.expr(e.expr, fn)
+        return f"((({v}) >> {lo}) & {(1 << (hi - lo + 1)) - 1})"
+
+    def x_Unary(self, e: ast.Unary, fn: FnCtx) -> str:
+        v = self.expr(e.expr, fn)
+        if e.op == "!":
+            return f"(not {v})"
+        if e.op == "+":
+            return v
+        b = scalar_bits(e.type)
+        if e.op == "-":
+            return fit(f"-({v})", e.type)
+        if e.op == "~":
+            if b is None:
+                return f"(~({v}))"
+            w, signed = b
+            return f"(~({v}))" if signed else f"(({v}) ^ {(1 << w) - 1})"
+        raise self.fail(f"unknown unary operator {e.op}", e)
+
+    def x_Ternary(self, e: ast.Ternary, fn: FnCtx) -> str:
+        c = self.expr(e.cond, fn)
+        start = fn.buf.mark()
+        a = self.expr(e.then, fn)
+        b = self.expr(e.otherwise, fn)
+        if fn.buf.mark() == start:
+            return f"(({a}) if ({c}) else ({b}))"
+        # Operands needed statements: rebuild as an explicit if so only one side runs.
+        del fn.buf.lines[start:]
+        res = self.tmp()
+        fn.buf.emit(f"if {c}:")
+        with fn.buf.block():
+            fn.buf.emit(f"{res} = {self.expr(e.then, fn)}")
+        fn.buf.emit("else:")
+        with fn.buf.block():
+            fn.buf.emit(f"{res} = {self.expr(e.otherwise, fn)}")
+        return res
+
+    def x_Binary(self, e: ast.Binary, fn: FnCtx) -> str:
+        op = e.op
+        if op in ("&&", "||"):
+            return self.short_circuit(e, fn)
+        left = self.expr(e.left, fn)
+        mark = fn.buf.mark()
+        right = self.expr(e.right, fn)
+        if fn.buf.mark() != mark and not _is_simple(left):
+            t = self.tmp()
+            fn.buf.insert(mark, f"{t} = {left}")
+            left = t
+        return self.binop(op, left, right, e)
+
+    def short_circuit(self, e: ast.Binary, fn: FnCtx) -> str:
+        left = self.expr(e.left, fn)
+        start = fn.buf.mark()
+        right = self.expr(e.right, fn)
+        py = "and" if e.op == "&&" else "or"
+        if fn.buf.mark() == start:
+            return f"({left} {py} {right})"
+        del fn.buf.lines[start:]
+        res = self.tmp()
+        fn.buf.emit(f"{res} = {left}")
+        fn.buf.emit(f"if {'' if e.op == '&&' else 'not '}{res}:")
+        with fn.buf.block():
+            fn.buf.emit(f"{res} = {self.expr(e.right, fn)}")
+        return res
+
+    def binop(self, op: str, a: str, b: str, e: ast.Binary) -> str:
+        t = e.type
+        lt = e.left.type
+        bits = scalar_bits(t)
+        if op in ("==", "!="):
+            return f"({a} {op} {b})"
+        if op in ("<", "<=", ">", ">="):
+            return f"({a} {op} {b})"
+        if op in ("+", "-", "*"):
+            return fit(f"{a} {op} {b}", t)
+        if op == "/":
+            return fit(f"_div({a}, {b})", t) if bits else f"_div({a}, {b})"
+        if op == "%":
+            return fit(f"_mod({a}, {b})", t) if bits else f"_mod({a}, {b})"
+        if op in ("&", "|", "^"):
+            return f"({a} {op} {b})"
+        if op == "<<":
+            if bits is None:
+                return f"({a} << {b})"
+            w, signed = bits
+            if e.right.const is not NOT_CONST and isinstance(e.right.const, int):
+                k = e.right.const
+                return "0" if k >= w else fit(f"{a} << {k}", t)
+            return f"_shl{'s' if signed else ''}({a}, {b}, {w})"
+        if op == ">>":
+            return f"({a} >> {b})"
+        if op in ("|+|", "|-|"):
+            if bits is None:
+                return f"({a} {op[1]} {b})"
+            w, signed = bits
+            lo, hi = ((-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1))
+            return f"min(max({a} {op[1]} {b}, {lo}), {hi})"
+        if op == "++":
+            lb = scalar_bits(lt)
+            rb = scalar_bits(e.right.type)
+            if lb is None or rb is None:
+                raise self.fail("'++' needs fixed-width operands", e)
+            rw = rb[0]
+            ua = f"({a} & {(1 << lb[0]) - 1})" if lb[1] else a
+            ub = f"({b} & {(1 << rw) - 1})" if rb[1] else b
+            return fit(f"({ua} << {rw}) | {ub}", t)
+        raise self.fail(f"operator '{op}' is not supported here", e)
+
+    def x_Cast(self, e: ast.Cast, fn: FnCtx) -> str:
+        v = self.expr(e.expr, fn)
+        to = T.strip_newtype(e.type)
+        src = T.strip_newtype(e.expr.type)
+        if isinstance(to, T.BoolType):
+            return f"({v} != 0)" if not isinstance(src, T.BoolType) else v
+        if isinstance(src, T.BoolType) and scalar_bits(to):
+            return f"int({v})"
+        if scalar_bits(to) is not None:
+            sb = scalar_bits(src)
+            tb = scalar_bits(to)
+            if sb == tb:
+                return v
+            return fit(v, to)
+        if isinstance(to, T.StructLikeType) and isinstance(e.expr, ast.ListExpr | ast.StructExpr):
+            return v
+        return v
+
+    def x_ListExpr(self, e: ast.ListExpr, fn: FnCtx) -> str:
+        t = T.strip_newtype(e.type)
+        vals = [self.value(i, fn) for i in e.items]
+        if isinstance(t, T.StructLikeType):
+            names = tuple(attr(f.name) for f in t.fields)
+            return self.build_struct(t, names, vals)
+        return "[" + ", ".join(vals) + "]"
+
+    def x_StructExpr(self, e: ast.StructExpr, fn: FnCtx) -> str:
+        t = T.strip_newtype(e.type)
+        vals = [self.value(v, fn) for _, v in e.fields]
+        names = tuple(attr(n) for n, _ in e.fields)
+        if isinstance(t, T.StructLikeType):
+            return self.build_struct(t, names, vals)
+        raise self.fail("struct expression without a struct type", e)
+
+    def build_struct(self, t: T.StructLikeType, names: tuple[str, ...], vals: list[str]) -> str:
+        cname = self.cls_name(t)
+        valid = isinstance(t, T.HeaderType)
+        tail = "," if len(vals) == 1 else ""
+        return f"_build({cname}, {names!r}, ({', '.join(vals)}{tail}), {valid})"
+
+    def x_InvalidHeaderExpr(self, e: ast.InvalidHeaderExpr, fn: FnCtx) -> str:
+        t = T.strip_newtype(e.type)
+        if isinstance(t, T.StructLikeType):
+            return f"{self.cls_name(t)}()"
+        raise self.fail("'{#}' needs a header or header union type", e)
+
+    def x_Call(self, e: ast.Call, fn: FnCtx) -> str:
+        r = self.call(e, fn, want_value=True)
+        if r is None:
+            raise self.fail("a call without a value is used as a value", e)
+        return r
+
+    def call(self, e: ast.Call, fn: FnCtx, want_value: bool) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ l-values
+    def lvalue(self, e: ast.Expr, fn: FnCtx) -> str:
+        if isinstance(e, ast.PathExpr):
+            name = self.names.get(id(e.decl))
+            if name is None:
+                raise self.fail(f"cannot assign to '{e.name}'", e)
+            return name
+        if isinstance(e, ast.Member):
+            it = T.strip_newtype(e.expr.type)
+            base = self.expr(e.expr, fn)
+            if isinstance(it, T.StackType):
+                if e.name == "next":
+                    return f"{base}.items[_stk_nexti({base})]"
+                if e.name == "last":
+                    return f"{base}.items[_stk_lasti({base})]"
+            return f"{base}.{attr(e.name)}"
+        if isinstance(e, ast.Index):
+            base = self.expr(e.expr, fn)
+            idx = self.expr(e.index, fn)
+            t = T.strip_newtype(e.expr.type)
+            if isinstance(t, T.StackType):
+                if e.index.const is NOT_CONST:
+                    return f"{base}.items[_stk_idx({base}, {idx})]"
+                return f"{base}.items[{idx}]"
+            return f"{base}[{idx}]"
+        raise self.fail("expression cannot be assigned to", e)
+
+    def assign(self, target: ast.Expr, value: str, fn: FnCtx) -> None:
+        """Store ``value`` (already owned) into the P4 l-value ``target``."""
+        buf = fn.buf
+        if isinstance(target, ast.DontCareExpr):
+            buf.emit(f"_ = {value}")
+            return
+        if isinstance(target, ast.Slice):
+            hi, lo = int(target.hi.const), int(target.lo.const)
+            base = self.lvalue(target.expr, fn)
+            b = scalar_bits(target.expr.type)
+            w = b[0] if b else hi + 1
+            mask = ((1 << (hi - lo + 1)) - 1) << lo
+            keep = ((1 << w) - 1) ^ mask
+            new = f"({base} & {keep}) | ((({value}) << {lo}) & {mask})"
+            buf.emit(f"{base} = {fit(new, target.expr.type)}")
+            return
+        lv = self.lvalue(target, fn)
+        buf.emit(f"{lv} = {value}")
+        self.after_header_write(target, fn)
+
+    def after_header_write(self, target: ast.Expr, fn: FnCtx) -> None:
+        """Writing a valid header into a union member invalidates its siblings."""
+        if not isinstance(target, ast.Member):
+            return
+        ut = T.strip_newtype(target.expr.type)
+        if not isinstance(ut, T.HeaderUnionType):
+            return
+        base = self.expr(target.expr, fn)
+        others = [attr(f.name) for f in ut.fields if f.name != target.name]
+        if others:
+            fn.buf.emit(f"if {base}.{attr(target.name)}._v:")
+            with fn.buf.block():
+                for o in others:
+                    fn.buf.emit(f"{base}.{o}._v = False")
+
+
+def _is_type_ref(e: ast.Expr) -> bool:
+    if isinstance(e, ast.TypeNameExpr):
+        return True
+    if isinstance(e, ast.PathExpr):
+        return isinstance(e.decl, ast.EnumDecl | ast.ErrorDecl) or e.name == "error"
+    return False
+
+
+def _is_simple(code: str) -> bool:
+    """True for literals and plain names, whose value cannot change under a later call."""
+    return code.lstrip("-").isdigit() or code in ("True", "False")

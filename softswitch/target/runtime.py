@@ -1,0 +1,124 @@
+"""Per-packet runtime objects shared by the generated code and the pipeline.
+
+Generated code signals P4 control flow with Python exceptions (``exit`` unwinds every
+enclosing control; a parser error unwinds every enclosing parser), and reaches the
+packet being processed through :class:`PacketState`, because v1model externs such as
+``clone`` or ``resubmit`` act on the packet rather than on their arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ExitSignal(Exception):
+    """``exit``: carries the copy-out values of the control it passes through."""
+
+    def __init__(self, values: Any = None) -> None:
+        super().__init__()
+        self.values = values
+
+
+class ParserError(Exception):
+    """A parser error (``verify``, extract past the end, no select match, reject)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class SwitchAbort(Exception):
+    """BMv2 aborts the whole switch (failed ``assert``/``assume``)."""
+
+
+class PacketDrop(Exception):
+    """A packet that BMv2 drops because of a runtime fault (logged, not fatal)."""
+
+
+@dataclass
+class PacketState:
+    """Per-packet side state written by v1model externs and read by the traffic manager."""
+
+    length: int = 0
+    clone_session: int = 0
+    clone_field_list: int | None = None
+    clone_type: int = 0
+    checksum_error: int = 0
+    resubmit_field_list: int | None = None
+    recirculate_field_list: int | None = None
+    truncate_len: int | None = None
+    logs: list[str] = field(default_factory=list)
+    payload_len: int = 0
+
+
+def shl(value: int, amount: int, width: int) -> int:
+    """``value << amount`` in ``width`` bits without building huge intermediates."""
+    if amount >= width:
+        return 0
+    return (value << amount) & ((1 << width) - 1)
+
+
+def shl_signed(value: int, amount: int, width: int) -> int:
+    if amount >= width:
+        return 0
+    half = 1 << (width - 1)
+    return (((value << amount) + half) & ((1 << width) - 1)) - half
+
+
+class Runtime:
+    """The switch-wide services generated code reaches as ``_RT``.
+
+    ``pkt`` and ``payload`` are swapped per pipeline pass by the traffic manager; the
+    rest (random source, digests, logs) lives as long as the switch.
+    """
+
+    def __init__(self, seed: int = 0) -> None:
+        import random
+
+        from softswitch.target import hashes
+        self._hashes = hashes
+        self.rng = random.Random(seed)
+        self.pkt = PacketState()
+        self.payload = b""
+        self.digests: list[tuple[int, str, tuple[Any, ...]]] = []
+        self.logs: list[str] = []
+
+    def hash(self, algo: str, data: bytes) -> int:
+        try:
+            return self._hashes.compute(algo, data, self.rng)
+        except KeyError:
+            raise SwitchAbort(f"hash algorithm '{algo}' is not supported") from None
+
+    def random(self, lo: int, hi: int) -> int:
+        if hi < lo:
+            return lo
+        return lo + self.rng.randrange(hi - lo + 1)
+
+    def digest(self, receiver: int, type_name: str, values: tuple[Any, ...]) -> None:
+        self.digests.append((receiver, type_name, values))
+
+    def clone(self, kind: str, session: int, field_list: int | None) -> None:
+        p = self.pkt
+        p.clone_session = session
+        p.clone_type = 2 if kind == "E2E" else 1
+        p.clone_field_list = field_list
+
+    def resubmit(self, field_list: int) -> None:
+        self.pkt.resubmit_field_list = field_list
+
+    def recirculate(self, field_list: int) -> None:
+        self.pkt.recirculate_field_list = field_list
+
+    def truncate(self, length: int) -> None:
+        self.pkt.truncate_len = length
+
+    def abort(self, what: str, where: str) -> None:
+        raise SwitchAbort(f"{where}: {what} failed; BMv2 would abort the switch here")
+
+    def log(self, msg: str, values: tuple[Any, ...]) -> None:
+        parts = msg.split("{}")
+        out = parts[0]
+        for i, rest in enumerate(parts[1:]):
+            out += (str(values[i]) if i < len(values) else "{}") + rest
+        self.logs.append(out)

@@ -1,0 +1,285 @@
+"""Lowering of P4 statements and of calls with copy-in/copy-out.
+
+Extends :class:`~softswitch.target.lower.ExprLowerer`. Calls of actions, functions and
+sub-blocks pass ``in``/``inout`` arguments as copies and receive ``out``/``inout``
+results back as a tuple the caller assigns, left to right, which is P4's copy-in/
+copy-out rule; an ``exit`` inside the callee still performs the copy-out (the values
+travel on the :class:`~softswitch.target.runtime.ExitSignal`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from softswitch.frontend import ast
+from softswitch.frontend import types as T
+from softswitch.frontend.ast import NOT_CONST
+from softswitch.target.lower import ExprLowerer, FnCtx, scalar_bits
+from softswitch.target.values import is_aggregate
+
+
+def param_types(params: list[ast.Param]) -> list[Any]:
+    return [p.type_ref.resolved for p in params]
+
+
+class StmtLowerer(ExprLowerer):
+    """Statements and user-level calls; externs and tables are left to subclasses."""
+
+    # ------------------------------------------------------------ statements
+    def stmt(self, s: ast.Stmt, fn: FnCtx) -> None:
+        meth = getattr(self, "s_" + type(s).__name__, None)
+        if meth is None:
+            raise self.fail(f"statement {type(s).__name__} is not supported here", s)
+        meth(s, fn)
+
+    def stmts(self, ss: list[ast.Stmt], fn: FnCtx) -> None:
+        for s in ss:
+            self.stmt(s, fn)
+
+    def s_BlockStmt(self, s: ast.BlockStmt, fn: FnCtx) -> None:
+        self.stmts(s.stmts, fn)
+
+    def s_EmptyStmt(self, s: ast.EmptyStmt, fn: FnCtx) -> None:
+        pass
+
+    def s_AssignStmt(self, s: ast.AssignStmt, fn: FnCtx) -> None:
+        if isinstance(s.target, ast.DontCareExpr):
+            fn.buf.emit(f"_ = {self.expr(s.value, fn)}")
+            return
+        self.assign(s.target, self.value(s.value, fn), fn)
+
+    def s_CallStmt(self, s: ast.CallStmt, fn: FnCtx) -> None:
+        code = self.call(s.call, fn, want_value=False)
+        if code is not None:
+            fn.buf.emit(code)
+
+    def s_IfStmt(self, s: ast.IfStmt, fn: FnCtx) -> None:
+        cond = self.expr(s.cond, fn)
+        fn.buf.emit(f"if {cond}:")
+        with fn.buf.block():
+            self.stmt(s.then, fn)
+        if s.otherwise is not None:
+            fn.buf.emit("else:")
+            with fn.buf.block():
+                self.stmt(s.otherwise, fn)
+
+    def declare_local(self, decl: ast.Decl, fn: FnCtx) -> str:
+        """A Python name for a new P4 local (function local, or block global)."""
+        name = self.tmp("l") + "_" + decl.name
+        self.names[id(decl)] = name
+        return name
+
+    def s_VarDecl(self, s: ast.VarDecl, fn: FnCtx) -> None:
+        t = s.type_ref.resolved
+        init = self.value(s.init, fn) if s.init is not None else self.default_of(t)
+        name = self.declare_local(s, fn)
+        fn.buf.emit(f"{name} = {init}")
+
+    def s_ConstDecl(self, s: ast.ConstDecl, fn: FnCtx) -> None:
+        init = self.value(s.value, fn)
+        name = self.declare_local(s, fn)
+        fn.buf.emit(f"{name} = {init}")
+
+    def s_ExitStmt(self, s: ast.ExitStmt, fn: FnCtx) -> None:
+        fn.buf.emit("raise _Exit()")
+
+    def s_ReturnStmt(self, s: ast.ReturnStmt, fn: FnCtx) -> None:
+        val = self.value(s.value, fn) if s.value is not None else None
+        fn.buf.emit(self.return_code(fn, val))
+
+    def return_code(self, fn: FnCtx, val: str | None) -> str:
+        if fn.kind == "state":
+            return "return _ACCEPT"
+        parts = []
+        if fn.has_value:
+            parts.append(val if val is not None else "None")
+        parts.extend(fn.outs)
+        if not parts:
+            return "return"
+        if len(parts) == 1 and not fn.outs:
+            return f"return {parts[0]}"
+        return "return (" + ", ".join(parts) + ",)"
+
+    def s_BreakStmt(self, s: ast.BreakStmt, fn: FnCtx) -> None:
+        fn.buf.emit("break")
+
+    def s_ContinueStmt(self, s: ast.ContinueStmt, fn: FnCtx) -> None:
+        fn.buf.emit("continue")
+
+    def s_ForStmt(self, s: ast.ForStmt, fn: FnCtx) -> None:
+        self.stmts(s.init, fn)
+        first = self.tmp("_first")
+        fn.buf.emit(f"{first} = True")
+        fn.buf.emit("while True:")
+        with fn.buf.block():
+            if s.update:
+                fn.buf.emit(f"if not {first}:")
+                with fn.buf.block():
+                    self.stmts(s.update, fn)
+            fn.buf.emit(f"{first} = False")
+            if s.cond is not None:
+                fn.buf.emit(f"if not ({self.expr(s.cond, fn)}):")
+                with fn.buf.block():
+                    fn.buf.emit("break")
+            self.stmt(s.body, fn)
+
+    def s_ForInStmt(self, s: ast.ForInStmt, fn: FnCtx) -> None:
+        coll = s.collection
+        var = self.declare_local(s.var, fn)
+        if isinstance(coll, ast.Binary) and coll.op == "..":
+            lo = self.expr(coll.left, fn)
+            hi = self.expr(coll.right, fn)
+            it = f"range({lo}, ({hi}) + 1)"
+        else:
+            ct = T.strip_newtype(coll.type)
+            c = self.expr(coll, fn)
+            it = f"list({c}.items)" if isinstance(ct, T.StackType) else f"list({c})"
+        loopv = self.tmp("_it")
+        fn.buf.emit(f"for {loopv} in {it}:")
+        with fn.buf.block():
+            fn.buf.emit(f"{var} = {loopv}")
+            self.stmt(s.body, fn)
+
+    def s_SwitchStmt(self, s: ast.SwitchStmt, fn: FnCtx) -> None:
+        sel = self.tmp("_sw")
+        fn.buf.emit(f"{sel} = {self.expr(s.expr, fn)}")
+        is_action = isinstance(s.expr.type, T.ActionEnumType) or (
+            isinstance(s.expr, ast.Member) and s.expr.name == "action_run")
+        table = None
+        if is_action and isinstance(s.expr, ast.Member) and isinstance(s.expr.expr, ast.Call):
+            table = getattr(s.expr.expr.resolved, "decl", None)
+        pending: list[str] = []
+        first = True
+        default_body: ast.BlockStmt | None = None
+        has_default = False
+        for case in s.cases:
+            if isinstance(case.label, ast.DefaultExpr):
+                has_default = True
+                if case.body is None:
+                    continue
+                default_body = case.body
+                pending = []
+                continue
+            pending.append(self.case_test(sel, case.label, is_action, table, fn))
+            if case.body is None:
+                continue
+            fn.buf.emit(f"{'if' if first else 'elif'} {' or '.join(pending)}:")
+            first = False
+            with fn.buf.block():
+                self.stmt(case.body, fn)
+            pending = []
+        if has_default and default_body is not None:
+            if first:
+                self.stmt(default_body, fn)
+            else:
+                fn.buf.emit("else:")
+                with fn.buf.block():
+                    self.stmt(default_body, fn)
+
+    def case_test(self, sel: str, label: ast.Expr, is_action: bool, table: Any,
+                  fn: FnCtx) -> str:
+        if is_action:
+            decl = getattr(label, "decl", None)
+            name = self.action_label(table, decl, label)
+            return f"{sel} is {name}"
+        return f"{sel} == {self.expr(label, fn)}"
+
+    def action_label(self, table: Any, decl: Any, label: ast.Expr) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ user calls
+    def callable_name(self, decl: Any) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def may_exit(self, decl: Any) -> bool:  # pragma: no cover
+        raise NotImplementedError
+
+    def user_call(self, pyfunc: str, params: tuple[T.ParamInfo, ...],
+                  args: tuple[Any, ...], fn: FnCtx, has_value: bool, can_exit: bool,
+                  want_value: bool, extra_args: tuple[str, ...] = (),
+                  exc: str = "_Exit") -> str | None:
+        """Copy-in/copy-out call of a lowered callable returning (value?, outs…)."""
+        argv: list[str] = list(extra_args)
+        outs: list[tuple[ast.Expr, Any]] = []
+        for p, a in zip(params, args, strict=False):
+            d = p.direction
+            if d == "out":
+                argv.append(self.default_of(p.type))
+                if a is not None and not isinstance(a, ast.DontCareExpr):
+                    outs.append((a, p.type))
+            elif a is None:
+                argv.append("None")
+            elif d == "inout":
+                argv.append(self.value(a, fn))
+                if not isinstance(a, ast.DontCareExpr):
+                    outs.append((a, p.type))
+            elif isinstance(a, ast.DontCareExpr):
+                argv.append(self.default_of(p.type))
+            else:
+                argv.append(self.value(a, fn))
+        call = f"{pyfunc}({', '.join(argv)})"
+        if not outs:
+            # Nothing to copy out: an ExitSignal simply propagates.
+            return call
+        res = self.tmp("_r")
+        buf = fn.buf
+        if can_exit:
+            buf.emit("try:")
+            with buf.block():
+                buf.emit(f"{res} = {call}")
+            buf.emit(f"except {exc} as _e:")
+            with buf.block():
+                self.copy_out("_e.values", outs, has_value, fn)
+                buf.emit("raise")
+        else:
+            buf.emit(f"{res} = {call}")
+        self.copy_out(res, outs, has_value, fn)
+        if has_value:
+            return f"{res}[0]"
+        return None
+
+    def copy_out(self, res: str, outs: list[tuple[ast.Expr, Any]], has_value: bool,
+                 fn: FnCtx) -> None:
+        base = 1 if has_value else 0
+        for i, (a, _t) in enumerate(outs):
+            self.assign(a, f"{res}[{base + i}]", fn)
+
+    def action_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
+        decl = info.decl
+        name = self.callable_name(decl)
+        return self.user_call(name, info.params, info.args, fn, False, self.may_exit(decl),
+                              want_value)
+
+    def function_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
+        decl = info.decl
+        name = self.callable_name(decl)
+        rt = decl.return_type.resolved if decl.return_type is not None else None
+        has_value = rt is not None and not isinstance(rt, T.VoidType)
+        return self.user_call(name, info.params, info.args, fn, has_value, False, want_value)
+
+
+def aggregate_param(p: T.ParamInfo) -> bool:
+    return is_aggregate(p.type)
+
+
+def const_int(e: ast.Expr | None) -> int | None:
+    if e is None:
+        return None
+    c = e.const
+    if c is NOT_CONST:
+        return None
+    if isinstance(c, bool):
+        return int(c)
+    if isinstance(c, int):
+        return c
+    v = getattr(c, "value", None)
+    return v if isinstance(v, int) else None
+
+
+def width_of(t: Any) -> int:
+    b = scalar_bits(t)
+    if b is not None:
+        return b[0]
+    if isinstance(T.strip_newtype(t), T.BoolType):
+        return 1
+    return 0

@@ -1,0 +1,447 @@
+"""A loaded v1model pipeline with BMv2 ``simple_switch`` semantics.
+
+:class:`Switch` runs parser → verifyChecksum → ingress → traffic manager → egress →
+computeChecksum → deparser in the order of BMv2's ``simple_switch.cpp``: ingress
+cloning re-parses the original packet, resubmit restarts ingress with the original
+bytes, multicast replicates per replication node, ``egress_spec`` 511 drops, egress
+cloning copies the headers after egress, recirculation re-injects the deparsed bytes.
+Preserved metadata follows ``@field_list(N)`` annotations. It implements
+:class:`~softswitch.target.control.SwitchControl`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from softswitch.diagnostics import P4Error
+from softswitch.frontend import ast
+from softswitch.frontend import elaborate as E
+from softswitch.frontend import types as T
+from softswitch.target.bits import BitWriter, PacketReader
+from softswitch.target.build import ProgramBuilder
+from softswitch.target.control import (
+    ActionInfo,
+    EntryView,
+    KeyInfo,
+    KeyMatch,
+    PacketOut,
+    TableInfo,
+)
+from softswitch.target.runtime import ExitSignal, PacketState, ParserError, SwitchAbort
+from softswitch.target.values import attr, copy_value
+
+DROP_PORT = 511
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
+MAX_PASSES = 256
+ROLES = ("p", "vr", "ig", "eg", "ck", "dep")
+
+
+@dataclass
+class _Work:
+    """A packet instance waiting for a pipeline stage."""
+
+    stage: str                  # "ingress" | "egress"
+    port: int
+    data: bytes = b""
+    instance_type: int = NORMAL
+    preserved: dict[str, Any] | None = None
+    hdr: Any = None
+    meta: Any = None
+    sm: Any = None
+    payload: bytes = b""
+    length: int = 0
+
+
+def _resolve(name: str, names: Sequence[str], what: str) -> str:
+    """Exact control-plane name or a unique dotted suffix of one."""
+    if name in names:
+        return name
+    cands = [n for n in names if n.endswith("." + name)]
+    if len(cands) == 1:
+        return cands[0]
+    if not cands:
+        raise P4Error(f"no {what} named '{name}'")
+    raise P4Error(f"{what} name '{name}' is ambiguous: {', '.join(sorted(cands))}")
+
+
+class Switch:
+    """One v1model pipeline; all packet processing is synchronous in :meth:`inject`."""
+
+    def __init__(self, pb: ProgramBuilder, roles: dict[str, Any], types: dict[str, Any]) -> None:
+        self.pb = pb
+        self.rt = pb.runtime
+        self.clock = pb.clock
+        self.roles = roles
+        self.hdr_cls = types["H"]
+        self.meta_cls = types["M"]
+        self.sm_cls = types["SM"]
+        self.field_lists = types["field_lists"]
+        self.mirror: dict[int, tuple[str, int]] = {}
+        self.mc_groups: dict[int, list[int]] = {}
+        self.mc_nodes: dict[int, tuple[int, list[int]]] = {}
+        self._next_node = 0
+        self.digests = self.rt.digests
+        self.logs = self.rt.logs
+
+    # ------------------------------------------------------------ loading
+    @classmethod
+    def from_file(cls, path: str | Path, include_dirs: Sequence[str] = (),
+                  defines: dict[str, str] | None = None) -> Switch:
+        from softswitch.frontend.compiler import compile_program
+        return cls.from_program(compile_program(str(path), include_dirs, defines))
+
+    @classmethod
+    def from_program(cls, checked: Any) -> Switch:
+        program = getattr(checked, "program", checked)
+        elab = E.elaborate(checked)
+        if elab.package is None or elab.package.name != "V1Switch":
+            where = elab.main.loc if elab.main is not None else None
+            raise P4Error("the v1model target runs programs whose main is a V1Switch", where)
+        pb = ProgramBuilder(program, elab)
+        roles: dict[str, Any] = {}
+        for role in ROLES:
+            blk = elab.top_block(role)
+            if blk is None:
+                raise P4Error(f"V1Switch argument '{role}' is not a parser/control instance",
+                              elab.main.loc if elab.main else None)
+            roles[role] = pb.compile_block(blk)
+        pb.finish()
+        types = cls._pipeline_types(elab, pb)
+        return cls(pb, roles, types)
+
+    @staticmethod
+    def _pipeline_types(elab: E.Elaboration, pb: ProgramBuilder) -> dict[str, Any]:
+        parser = elab.top_block("p")
+        assert parser is not None
+        params = parser.decl.params
+        if len(params) != 4:
+            raise P4Error("the V1Switch parser must take (packet_in, out H, inout M, inout "
+                          "standard_metadata_t)", parser.decl.loc)
+        ht, mt, smt = (T.strip_newtype(p.type_ref.resolved) for p in params[1:])
+        lay = pb.layouts
+        return {"H": lay.cls(ht), "M": lay.cls(mt), "SM": lay.cls(smt),
+                "field_lists": _field_lists(mt)}
+
+    # ------------------------------------------------------------ packets
+    def inject(self, port: int, data: bytes) -> list[PacketOut]:
+        out: list[PacketOut] = []
+        work: deque[_Work] = deque([_Work("ingress", port, bytes(data))])
+        passes = 0
+        while work:
+            passes += 1
+            if passes > MAX_PASSES:
+                break
+            w = work.popleft()
+            try:
+                if w.stage == "ingress":
+                    self._ingress(w, work)
+                else:
+                    self._egress(w, work, out)
+            except SwitchAbort:
+                raise
+            except ParserError:
+                continue  # a stack/parse fault outside the parser: BMv2 drops the packet
+        return out
+
+    def _fresh(self) -> tuple[Any, Any, Any]:
+        return self.hdr_cls(), self.meta_cls(), self.sm_cls()
+
+    def _parse(self, data: bytes, port: int, hdr: Any, meta: Any, sm: Any) -> int:
+        """Run the parser (parser errors land in parser_error); returns bytes consumed."""
+        reader = PacketReader(data)
+        sm.f_ingress_port = port
+        try:
+            self.roles["p"](reader, hdr, meta, sm)
+        except ParserError as e:
+            sm.f_parser_error = e.code
+        return reader.bit_pos >> 3
+
+    def _ingress(self, w: _Work, work: deque[_Work]) -> None:
+        hdr, meta, sm = self._fresh()
+        sm.f_instance_type = w.instance_type
+        sm.f_packet_length = len(w.data)
+        sm.f_ingress_global_timestamp = self.clock.now_us() & ((1 << 48) - 1)
+        if w.preserved:
+            _apply_preserved(meta, w.preserved)
+        pkt = PacketState(length=len(w.data))
+        self.rt.pkt = pkt
+        consumed = self._parse(w.data, w.port, hdr, meta, sm)
+        payload = w.data[consumed:]
+        self.rt.payload = payload
+        self._run_control("vr", hdr, meta)
+        sm.f_checksum_error = pkt.checksum_error
+        try:
+            self.roles["ig"](hdr, meta, sm)
+        except ExitSignal:
+            pass
+        if pkt.clone_type == INGRESS_CLONE:
+            self._ingress_clone(w, pkt, meta, work)
+        if pkt.resubmit_field_list is not None:
+            work.append(_Work("ingress", w.port, w.data, RESUBMIT,
+                              self._preserve(meta, pkt.resubmit_field_list)))
+            return
+        length = len(w.data)
+        if sm.f_mcast_grp:
+            sm.f_instance_type = REPLICATION
+            self._multicast(sm.f_mcast_grp, hdr, meta, sm, payload, length, work)
+            return
+        if sm.f_egress_spec == DROP_PORT:
+            return
+        sm.f_instance_type = NORMAL
+        work.append(_Work("egress", sm.f_egress_spec, hdr=hdr, meta=meta, sm=sm,
+                          payload=payload, length=length))
+
+    def _run_control(self, role: str, hdr: Any, meta: Any) -> None:
+        try:
+            self.roles[role](hdr, meta)
+        except ExitSignal:
+            pass
+
+    def _ingress_clone(self, w: _Work, pkt: PacketState, meta: Any,
+                       work: deque[_Work]) -> None:
+        session = self.mirror.get(pkt.clone_session)
+        if session is None:
+            return
+        hdr2, meta2, sm2 = self._fresh()
+        consumed = self._parse(w.data, w.port, hdr2, meta2, sm2)
+        meta2, sm2 = self.meta_cls(), self.sm_cls()
+        if pkt.clone_field_list is not None:
+            _apply_preserved(meta2, self._preserve(meta, pkt.clone_field_list))
+        sm2.f_instance_type = INGRESS_CLONE
+        self._to_session(session, hdr2, meta2, sm2, w.data[consumed:], len(w.data), work)
+
+    def _to_session(self, session: tuple[str, int], hdr: Any, meta: Any, sm: Any,
+                    payload: bytes, length: int, work: deque[_Work]) -> None:
+        kind, target = session
+        if kind == "mc":
+            self._multicast(target, hdr, meta, sm, payload, length, work)
+        else:
+            work.append(_Work("egress", target, hdr=hdr, meta=meta, sm=sm, payload=payload,
+                              length=length))
+
+    def _multicast(self, mgrp: int, hdr: Any, meta: Any, sm: Any, payload: bytes,
+                   length: int, work: deque[_Work]) -> None:
+        for node in self.mc_groups.get(mgrp, []):
+            rid, ports = self.mc_nodes[node]
+            for port in sorted(ports):
+                sm2 = sm.copy()
+                sm2.f_egress_rid = rid
+                work.append(_Work("egress", port, hdr=hdr.copy(), meta=meta.copy(), sm=sm2,
+                                  payload=payload, length=length))
+
+    def _egress(self, w: _Work, work: deque[_Work], out: list[PacketOut]) -> None:
+        hdr, meta, sm = w.hdr, w.meta, w.sm
+        now = self.clock.now_us()
+        sm.f_egress_port = w.port
+        sm.f_egress_spec = 0
+        sm.f_packet_length = w.length
+        sm.f_egress_global_timestamp = now & ((1 << 48) - 1)
+        sm.f_enq_timestamp = now & 0xFFFFFFFF
+        sm.f_deq_timedelta = 0
+        pkt = PacketState(length=w.length)
+        self.rt.pkt = pkt
+        self.rt.payload = w.payload
+        try:
+            self.roles["eg"](hdr, meta, sm)
+        except ExitSignal:
+            pass
+        if pkt.clone_type == EGRESS_CLONE:
+            session = self.mirror.get(pkt.clone_session)
+            if session is not None:
+                meta2, sm2 = self.meta_cls(), self.sm_cls()
+                if pkt.clone_field_list is not None:
+                    _apply_preserved(meta2, self._preserve(meta, pkt.clone_field_list))
+                sm2.f_instance_type = EGRESS_CLONE
+                self._to_session(session, hdr.copy(), meta2, sm2, w.payload, w.length, work)
+        if sm.f_egress_spec == DROP_PORT:
+            return
+        self._run_control("ck", hdr, meta)
+        writer = BitWriter()
+        try:
+            self.roles["dep"](writer, hdr)
+        except ExitSignal:
+            pass
+        data = writer.to_bytes() + w.payload
+        if pkt.truncate_len is not None:
+            data = data[:pkt.truncate_len]
+        if pkt.recirculate_field_list is not None:
+            work.append(_Work("ingress", w.port, data, RECIRC,
+                              self._preserve(meta, pkt.recirculate_field_list)))
+            return
+        out.append(PacketOut(w.port, data))
+
+    def _preserve(self, meta: Any, index: int) -> dict[str, Any]:
+        """Values of the metadata fields in field list ``index`` (``-1``: none)."""
+        return {path: copy_value(_get_path(meta, path))
+                for path in self.field_lists.get(index, [])}
+
+    # ------------------------------------------------------------ inspection
+    def tables(self) -> list[TableInfo]:
+        return [self._info(n) for n in self.pb.tables]
+
+    def table_info(self, name: str) -> TableInfo:
+        return self._info(self._table_name(name))
+
+    def _table_name(self, name: str) -> str:
+        return _resolve(name, list(self.pb.tables), "table")
+
+    def _info(self, name: str) -> TableInfo:
+        st = self.pb.tables[name]
+        return TableInfo(name, tuple(KeyInfo(k.name, k.kind, k.width) for k in st.keys),
+                         tuple(ActionInfo(a.name, a.params) for a in st.actions.values()),
+                         st.size, st.entries_const, st.default_const)
+
+    # ------------------------------------------------------------ tables
+    def table_add(self, table: str, keys: list[KeyMatch], action: str, args: list[int],
+                  priority: int | None = None) -> int:
+        return self.pb.tables[self._table_name(table)].add(keys, action, args, priority)
+
+    def table_modify(self, table: str, handle: int, action: str, args: list[int]) -> None:
+        self.pb.tables[self._table_name(table)].modify(handle, action, args)
+
+    def table_delete(self, table: str, handle: int) -> None:
+        self.pb.tables[self._table_name(table)].delete(handle)
+
+    def table_clear(self, table: str) -> None:
+        self.pb.tables[self._table_name(table)].clear()
+
+    def table_set_default(self, table: str, action: str, args: list[int]) -> None:
+        self.pb.tables[self._table_name(table)].set_default(action, args)
+
+    def table_entries(self, table: str) -> list[EntryView]:
+        return self.pb.tables[self._table_name(table)].views()
+
+    # ------------------------------------------------------------ replication
+    def mirroring_add(self, session: int, port: int) -> None:
+        self.mirror[session] = ("port", port)
+
+    def mirroring_add_mc(self, session: int, mgrp: int) -> None:
+        self.mirror[session] = ("mc", mgrp)
+
+    def mc_mgrp_create(self, mgrp: int) -> None:
+        if mgrp in self.mc_groups:
+            raise P4Error(f"multicast group {mgrp} already exists")
+        self.mc_groups[mgrp] = []
+
+    def mc_node_create(self, rid: int, ports: list[int]) -> int:
+        h = self._next_node
+        self._next_node += 1
+        self.mc_nodes[h] = (rid, list(ports))
+        return h
+
+    def mc_node_associate(self, mgrp: int, node: int) -> None:
+        if mgrp not in self.mc_groups:
+            raise P4Error(f"no multicast group {mgrp}")
+        if node not in self.mc_nodes:
+            raise P4Error(f"no multicast node with handle {node}")
+        self.mc_groups[mgrp].append(node)
+
+    # ------------------------------------------------------------ stateful externs
+    def counter_read(self, name: str, index: int) -> tuple[int, int]:
+        direct = self._direct(name)
+        if direct is not None:
+            e = direct.entries.get(index)
+            if e is None:
+                raise P4Error(f"direct counter '{name}': no entry with handle {index}")
+            return e.packets, e.bytes
+        return self.pb.counters[_resolve(name, list(self.pb.counters), "counter")].read(index)
+
+    def _direct(self, name: str) -> Any:
+        names = list(self.pb.direct_counters)
+        if name in names or any(n.endswith("." + name) for n in names):
+            try:
+                return self.pb.direct_counters[_resolve(name, names, "direct counter")]
+            except P4Error:
+                return None
+        return None
+
+    def counter_write(self, name: str, index: int, packets: int, bytes_: int) -> None:
+        direct = self._direct(name)
+        if direct is not None:
+            e = direct.entries.get(index)
+            if e is None:
+                raise P4Error(f"direct counter '{name}': no entry with handle {index}")
+            e.packets, e.bytes = packets, bytes_
+            return
+        c = self.pb.counters[_resolve(name, list(self.pb.counters), "counter")]
+        c.write(index, packets, bytes_)
+
+    def counter_reset(self, name: str) -> None:
+        direct = self._direct(name)
+        if direct is not None:
+            for e in direct.entries.values():
+                e.packets = e.bytes = 0
+            return
+        self.pb.counters[_resolve(name, list(self.pb.counters), "counter")].reset()
+
+    def register_read(self, name: str, index: int) -> int:
+        r = self.pb.registers[_resolve(name, list(self.pb.registers), "register")]
+        return r.cp_read(index)
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        r = self.pb.registers[_resolve(name, list(self.pb.registers), "register")]
+        r.cp_write(index, value)
+
+    def register_reset(self, name: str) -> None:
+        self.pb.registers[_resolve(name, list(self.pb.registers), "register")].reset()
+
+    def meter_set_rates(self, name: str, index: int, rates: list[tuple[float, int]]) -> None:
+        """BMv2 ``meter_set_rates``: (rate per µs, burst) for committed then peak."""
+        m = self.pb.meters[_resolve(name, list(self.pb.meters), "meter")]
+        m.set_rates(index, rates)
+
+
+# ---------------------------------------------------------------- field lists
+def _field_lists(t: Any, prefix: str = "") -> dict[int, list[str]]:
+    """``@field_list(N)`` index → attribute paths of the metadata fields in it."""
+    out: dict[int, list[str]] = {}
+    if not isinstance(t, T.StructLikeType):
+        return out
+    for f in t.fields:
+        path = f"{prefix}.{attr(f.name)}" if prefix else attr(f.name)
+        for a in f.annotations:
+            if getattr(a, "name", "") != "field_list":
+                continue
+            for idx in _annotation_ints(a):
+                out.setdefault(idx, []).append(path)
+        ft = T.strip_newtype(f.type)
+        if isinstance(ft, T.StructType):
+            for k, v in _field_lists(ft, path).items():
+                out.setdefault(k, []).extend(v)
+    return out
+
+
+def _annotation_ints(a: ast.Annotation) -> list[int]:
+    vals = []
+    for e in a.exprs or []:
+        c = e.const
+        if isinstance(c, int) and not isinstance(c, bool):
+            vals.append(c)
+        elif isinstance(e, ast.IntLiteral):
+            vals.append(e.value)
+    if not vals and a.body.strip():
+        for part in a.body.split(","):
+            try:
+                vals.append(int(part.strip(), 0))
+            except ValueError:
+                continue
+    return vals
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _apply_preserved(meta: Any, values: dict[str, Any]) -> None:
+    for path, v in values.items():
+        parts = path.split(".")
+        obj = meta
+        for p in parts[:-1]:
+            obj = getattr(obj, p)
+        setattr(obj, parts[-1], copy_value(v))

@@ -1,0 +1,345 @@
+"""Match-action tables with BMv2's lookup rules.
+
+Three lookup strategies, chosen from the key kinds when the table is built, because a
+dict probe per packet is much cheaper than scanning entries:
+
+* all keys ``exact`` (or no keys): one dict keyed by the key tuple;
+* one ``lpm`` key, the rest ``exact``: one dict per prefix length, probed longest first
+  (BMv2 ``MatchUnitLPM``: longest prefix wins, no priorities);
+* anything with ``ternary``/``range``/``optional``: entries kept sorted by priority
+  (higher value wins, as P4Runtime and STF specify; equal priorities keep insertion
+  order) and scanned.
+
+Entries carry the per-entry direct counter (packets, bytes) and direct meter state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from softswitch.diagnostics import P4Error
+from softswitch.target.control import EntryView, KeyMatch
+
+
+@dataclass
+class ActionDef:
+    """A callable action as a table sees it: control-plane name, parameter widths, body.
+
+    ``fn(args)`` runs the action with a list of already-masked integer arguments.
+    """
+
+    name: str
+    params: tuple[tuple[str, int], ...]
+    fn: Callable[[list[int]], None]
+    default_only: bool = False
+    table_only: bool = False
+
+
+@dataclass
+class Entry:
+    handle: int
+    keys: list[KeyMatch]
+    action: ActionDef
+    args: list[int]
+    priority: int
+    order: int
+    # Normalised match: per key (value, mask) or ("range", lo, hi)
+    match: tuple[Any, ...] = ()
+    packets: int = 0
+    bytes: int = 0
+    meter: Any = None
+
+
+@dataclass
+class KeySpec:
+    name: str
+    kind: str
+    width: int
+
+
+@dataclass
+class TableState:
+    """The runtime state of one table instance (entries + default action)."""
+
+    name: str
+    keys: list[KeySpec]
+    actions: dict[str, ActionDef]
+    size: int = 1024
+    default_action: ActionDef | None = None
+    default_args: list[int] = field(default_factory=list)
+    default_const: bool = False
+    entries_const: bool = False
+    has_direct_counter: bool = False
+    meter_factory: Callable[[], Any] | None = None
+
+    def __post_init__(self) -> None:
+        kinds = [k.kind for k in self.keys]
+        if all(k == "exact" for k in kinds):
+            self.mode = "exact"
+        elif kinds.count("lpm") == 1 and all(k in ("exact", "lpm") for k in kinds):
+            self.mode = "lpm"
+            self.lpm_index = kinds.index("lpm")
+        else:
+            self.mode = "ternary"
+        self.entries: dict[int, Entry] = {}
+        self._next_handle = 0
+        self._order = 0
+        self._exact: dict[tuple[int, ...], Entry] = {}
+        self._lpm: dict[int, dict[tuple[int, ...], Entry]] = {}
+        self._lpm_lengths: list[int] = []
+        self._sorted: list[Entry] = []
+
+    # ------------------------------------------------------------------ lookups
+    def lookup(self, key: tuple[int, ...]) -> Entry | None:
+        """The matching entry for the key values, or None (miss)."""
+        mode = self.mode
+        if mode == "exact":
+            return self._exact.get(key)
+        if mode == "lpm":
+            li = self.lpm_index
+            width = self.keys[li].width
+            kv = key[li]
+            for plen in self._lpm_lengths:
+                mask = ((1 << plen) - 1) << (width - plen)
+                probe = key[:li] + (kv & mask,) + key[li + 1:]
+                e = self._lpm[plen].get(probe)
+                if e is not None:
+                    return e
+            return None
+        for e in self._sorted:
+            for kv, m in zip(key, e.match, strict=True):
+                if m[0] == "r":
+                    if not (m[1] <= kv <= m[2]):
+                        break
+                elif kv & m[1] != m[0]:
+                    break
+            else:
+                return e
+        return None
+
+    # ------------------------------------------------------------------ edits
+    def resolve_action(self, name: str) -> ActionDef:
+        a = self.actions.get(name)
+        if a is not None:
+            return a
+        cands = [v for k, v in self.actions.items() if k.endswith("." + name)]
+        if len(cands) == 1:
+            return cands[0]
+        if not cands:
+            raise P4Error(f"table '{self.name}' has no action '{name}' "
+                          f"(actions: {', '.join(sorted(self.actions)) or 'none'})")
+        raise P4Error(f"action name '{name}' is ambiguous in table '{self.name}'")
+
+    def check_args(self, action: ActionDef, args: list[int]) -> list[int]:
+        if len(args) != len(action.params):
+            raise P4Error(f"action '{action.name}' takes {len(action.params)} argument(s), "
+                          f"{len(args)} given (table '{self.name}')")
+        out = []
+        for (pname, w), v in zip(action.params, args, strict=True):
+            if v < 0 or v >> w:
+                if v < 0 and v >= -(1 << (w - 1)):
+                    v &= (1 << w) - 1
+                else:
+                    raise P4Error(f"argument '{pname}' = {v} of action '{action.name}' "
+                                  f"does not fit in {w} bits")
+            out.append(v)
+        return out
+
+    def _normalise(self, keys: list[KeyMatch]) -> tuple[list[KeyMatch], tuple[Any, ...]]:
+        if len(keys) != len(self.keys):
+            raise P4Error(f"table '{self.name}' has {len(self.keys)} key field(s), "
+                          f"{len(keys)} given")
+        ordered = self._order_keys(keys)
+        match: list[Any] = []
+        for spec, km in zip(self.keys, ordered, strict=True):
+            match.append(self._norm_one(spec, km))
+        return ordered, tuple(match)
+
+    def _order_keys(self, keys: list[KeyMatch]) -> list[KeyMatch]:
+        if not all(k.field for k in keys):
+            return list(keys)
+        by_name: dict[int, KeyMatch] = {}
+        for km in keys:
+            idx = self._key_index(km.field)
+            if idx in by_name:
+                raise P4Error(f"key field '{km.field}' given twice for table '{self.name}'")
+            by_name[idx] = km
+        return [by_name[i] for i in range(len(self.keys))]
+
+    def _key_index(self, name: str) -> int:
+        for i, k in enumerate(self.keys):
+            if k.name == name:
+                return i
+        cands = [i for i, k in enumerate(self.keys)
+                 if k.name.endswith("." + name) or name.endswith("." + k.name)]
+        if len(cands) == 1:
+            return cands[0]
+        raise P4Error(f"table '{self.name}' has no key field '{name}' "
+                      f"(keys: {', '.join(k.name for k in self.keys)})")
+
+    def _norm_one(self, spec: KeySpec, km: KeyMatch) -> Any:
+        w = spec.width
+        full = (1 << w) - 1
+        value = km.value & full if km.value < 0 else km.value
+        if value > full:
+            raise P4Error(f"value {km.value:#x} for key '{spec.name}' of table '{self.name}' "
+                          f"does not fit in {w} bits")
+        kind = spec.kind
+        if kind == "exact":
+            if km.kind not in ("exact", "ternary", "lpm") or (
+                    km.mask is not None and km.mask & full != full) or (
+                    km.prefix_len is not None and km.prefix_len != w):
+                raise P4Error(f"key '{spec.name}' of table '{self.name}' is exact; "
+                              f"got a {km.kind} match")
+            return (value, full)
+        if kind == "lpm":
+            plen = km.prefix_len if km.prefix_len is not None else w
+            if km.kind == "ternary" and km.mask is not None:
+                plen = _mask_to_prefix(km.mask & full, w, spec.name, self.name)
+            if not 0 <= plen <= w:
+                raise P4Error(f"prefix length {plen} out of range for key '{spec.name}' "
+                              f"({w} bits) of table '{self.name}'")
+            mask = full ^ ((1 << (w - plen)) - 1)
+            return (value & mask, mask, plen)
+        if kind in ("ternary", "optional"):
+            if km.wildcard:
+                return (0, 0)
+            if km.kind == "lpm" and km.prefix_len is not None:
+                mask = full ^ ((1 << (w - km.prefix_len)) - 1)
+            elif km.kind == "range":
+                raise P4Error(f"key '{spec.name}' of table '{self.name}' is {kind}; "
+                              "got a range match")
+            else:
+                mask = full if km.mask is None else km.mask & full
+            if kind == "optional" and mask not in (0, full):
+                raise P4Error(f"optional key '{spec.name}' of table '{self.name}' takes an "
+                              "exact value or a wildcard")
+            return (value & mask, mask)
+        if kind == "range":
+            if km.kind == "range":
+                hi = km.high if km.high is not None else value
+            elif km.wildcard:
+                value, hi = 0, full
+            elif km.mask is not None and km.mask & full == 0:
+                value, hi = 0, full
+            else:
+                hi = value
+            if hi > full or hi < 0:
+                raise P4Error(f"range high {hi:#x} for key '{spec.name}' of table "
+                              f"'{self.name}' does not fit in {w} bits")
+            return ("r", value, hi)
+        raise P4Error(f"table '{self.name}': match kind '{kind}' is not supported "
+                      f"by the v1model target (key '{spec.name}')")
+
+    def add(self, keys: list[KeyMatch], action_name: str, args: list[int],
+            priority: int | None, const: bool = False) -> int:
+        if self.entries_const and not const:
+            raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
+        ordered, match = self._normalise(keys)
+        action = self.resolve_action(action_name)
+        if action.default_only:
+            raise P4Error(f"action '{action.name}' can only be the default action "
+                          f"of table '{self.name}'")
+        args = self.check_args(action, args)
+        if len(self.entries) >= self.size:
+            raise P4Error(f"table '{self.name}' is full ({self.size} entries)")
+        prio = priority if priority is not None else 0
+        if self.mode == "lpm":
+            prio = match[self.lpm_index][2]
+        entry = Entry(self._next_handle, ordered, action, args, prio, self._order, match)
+        self._insert(entry)
+        self._next_handle += 1
+        self._order += 1
+        if self.meter_factory is not None:
+            entry.meter = self.meter_factory()
+        return entry.handle
+
+    def _match_id(self, match: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(m[:2] if m[0] != "r" else m for m in match)
+
+    def _insert(self, entry: Entry) -> None:
+        mid = self._match_id(entry.match)
+        if self.mode == "exact":
+            key = tuple(m[0] for m in entry.match)
+            if key in self._exact:
+                raise P4Error(f"duplicate entry in table '{self.name}' for key {_fmt(key)}")
+            self._exact[key] = entry
+        elif self.mode == "lpm":
+            plen = entry.match[self.lpm_index][2]
+            key = tuple(m[0] for m in entry.match)
+            bucket = self._lpm.setdefault(plen, {})
+            if key in bucket:
+                raise P4Error(f"duplicate entry in table '{self.name}' for key {_fmt(key)}/"
+                              f"{plen}")
+            bucket[key] = entry
+            self._lpm_lengths = sorted((p for p, b in self._lpm.items() if b), reverse=True)
+        else:
+            for e in self._sorted:
+                if e.priority == entry.priority and self._match_id(e.match) == mid:
+                    raise P4Error(f"duplicate entry in table '{self.name}' "
+                                  f"(same key and priority {entry.priority})")
+            self._sorted.append(entry)
+            self._sorted.sort(key=lambda e: (-e.priority, e.order))
+        self.entries[entry.handle] = entry
+
+    def delete(self, handle: int) -> None:
+        if self.entries_const:
+            raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
+        entry = self._get(handle)
+        del self.entries[handle]
+        if self.mode == "exact":
+            del self._exact[tuple(m[0] for m in entry.match)]
+        elif self.mode == "lpm":
+            plen = entry.match[self.lpm_index][2]
+            del self._lpm[plen][tuple(m[0] for m in entry.match)]
+            self._lpm_lengths = sorted((p for p, b in self._lpm.items() if b), reverse=True)
+        else:
+            self._sorted.remove(entry)
+
+    def modify(self, handle: int, action_name: str, args: list[int]) -> None:
+        if self.entries_const:
+            raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
+        entry = self._get(handle)
+        action = self.resolve_action(action_name)
+        entry.args = self.check_args(action, args)
+        entry.action = action
+
+    def clear(self) -> None:
+        if self.entries_const:
+            raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
+        for h in list(self.entries):
+            self.delete(h)
+
+    def set_default(self, action_name: str, args: list[int], initial: bool = False) -> None:
+        if self.default_const and not initial:
+            raise P4Error(f"the default action of table '{self.name}' is const")
+        action = self.resolve_action(action_name)
+        if action.table_only:
+            raise P4Error(f"action '{action.name}' cannot be the default action "
+                          f"of table '{self.name}'")
+        self.default_args = self.check_args(action, args)
+        self.default_action = action
+
+    def _get(self, handle: int) -> Entry:
+        e = self.entries.get(handle)
+        if e is None:
+            raise P4Error(f"table '{self.name}' has no entry with handle {handle}")
+        return e
+
+    def views(self) -> list[EntryView]:
+        return [EntryView(e.handle, list(e.keys), e.action.name, list(e.args),
+                          e.priority if self.mode == "ternary" else None, e.packets, e.bytes)
+                for e in sorted(self.entries.values(), key=lambda e: e.handle)]
+
+
+def _mask_to_prefix(mask: int, width: int, key: str, table: str) -> int:
+    plen = bin(mask).count("1")
+    if mask != ((1 << width) - 1) ^ ((1 << (width - plen)) - 1):
+        raise P4Error(f"mask {mask:#x} is not a prefix for lpm key '{key}' of table '{table}'")
+    return plen
+
+
+def _fmt(key: tuple[int, ...]) -> str:
+    return "(" + ", ".join(hex(k) for k in key) + ")"
