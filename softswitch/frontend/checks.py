@@ -8,6 +8,7 @@ can never reach ``accept`` or ``reject``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import fields
 
 from softswitch.diagnostics import DiagnosticSink
 from softswitch.frontend import ast
@@ -27,15 +28,13 @@ def run_checks(program: ast.Program, sink: DiagnosticSink) -> None:
 
 
 def walk(node: object) -> Iterator[ast.Node]:
-    """All AST nodes below ``node`` (fields, lists, dicts), depth first."""
+    """All AST nodes below ``node`` through syntax fields only (not annotations)."""
     stack = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, ast.Node):
             yield n
-            stack.extend(v for k, v in vars(n).items()
-                         if k not in ("type", "const", "decl", "resolved", "loc", "call",
-                                      "ctor", "instance_type", "state_decl"))
+            stack.extend(getattr(n, f.name) for f in fields(n) if f.name != "loc")
         elif isinstance(n, (list, tuple)):
             stack.extend(n)
         elif isinstance(n, dict):

@@ -38,14 +38,18 @@ Annotations the later passes can rely on:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from softswitch.diagnostics import Diagnostic, DiagnosticSink
+from softswitch.diagnostics import Diagnostic, DiagnosticSink, P4Error
 from softswitch.frontend import ast
 from softswitch.frontend.checks import run_checks
 from softswitch.frontend.declcheck import DeclChecker
+
+# Deeply nested expressions recurse once per level in the checker (as in the parser).
+_RECURSION_LIMIT = 20000
 
 
 @dataclass
@@ -62,7 +66,14 @@ def check_program(program: ast.Program) -> CheckedProgram:
     """Run name resolution, typing, constant folding and checks; raise on errors."""
     sink = DiagnosticSink()
     checker = DeclChecker(sink)
-    checker.run(program)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
+    try:
+        checker.run(program)
+    except RecursionError:
+        raise P4Error("program nested too deeply to check", program.loc) from None
+    finally:
+        sys.setrecursionlimit(old_limit)
     if not sink.errors:
         run_checks(program, sink)
     sink.raise_if_errors()
