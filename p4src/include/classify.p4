@@ -15,9 +15,10 @@
  *   optionally a DSCP rewrite, so downstream hops see one DSCP per class.
  * Misses are best effort: class 0, queue 0, profile 0.
  *
- * The default queue map (docs/PIPELINE.md) follows the brief: control q7,
- * CNP q6, hot KV / scheduling signals q5, TP/PP and MoE q4, storage and
- * weights q3, cold KV q2, training bulk q1, front-end API and best effort q0.
+ * The default queue map (controlplane/profiles/default.yaml, docs/PIPELINE.md)
+ * follows the brief: control q7, CNP q6, hot KV / scheduling signals q5,
+ * TP/PP and MoE q4, storage and weights q3, training bulk q2, cold KV q1,
+ * front-end API and best effort q0.
  */
 #ifndef _TAILCC_CLASSIFY_
 #define _TAILCC_CLASSIFY_
@@ -58,11 +59,12 @@ control Classify(inout headers_t hdr,
             standard_metadata.ingress_port : ternary @name("ingress_port");
             meta.lkp.vni                   : ternary @name("vni");
             meta.lkp.dscp                  : ternary @name("dscp");
+            meta.lkp.ecn                   : ternary @name("ecn");
             meta.lkp.ip_proto              : ternary @name("ip_proto");
             meta.lkp.l4_sport              : range   @name("l4_sport");
             meta.lkp.l4_dport              : range   @name("l4_dport");
             meta.lkp.is_roce               : ternary @name("is_roce");
-            meta.lkp.bth_opcode            : ternary @name("bth_opcode");
+            meta.lkp.bth_opcode            : range   @name("bth_opcode");
             meta.lkp.bth_dst_qp            : range   @name("bth_dst_qp");
             standard_metadata.packet_length : range  @name("packet_length");
         }

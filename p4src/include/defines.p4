@@ -101,6 +101,9 @@ const bit<32> CNP_SESSION_BASE = TAILCC_CNP_SESSION_BASE;
 /* @field_list index of the metadata a Fast CNP clone carries to egress. */
 const bit<8> FL_FAST_CNP = 1;
 
+/* digest() receiver id of qp_learn_digest_t (P4Runtime reads it by type). */
+const bit<32> DIGEST_QP_LEARN = 1;
+
 /* ---- VXLAN (RFC 7348) ----------------------------------------------------- */
 const bit<8>  VXLAN_FLAGS_VNI_VALID = 0x08;
 /* Outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8. */

@@ -8,7 +8,8 @@
  * *sender*.  A data packet carries only the receiver's QP, so cnp_flow maps
  * (src IP, dst IP, dst QP) to the sender's QP; the controller installs it
  * (from connection setup or the reverse direction's traffic).  No entry:
- * nothing is sent and CNP_STAT_UNRESOLVED counts it.  Per flow at most one
+ * nothing is sent, CNP_STAT_UNRESOLVED counts it and a qp_learn_digest_t
+ * digest asks the controller to resolve the flow.  Per flow at most one
  * CNP per min_interval microseconds (default intent 50 us, like a DCQCN
  * notification point), kept in cnp_last_sent.
  *
@@ -105,6 +106,11 @@ control FastCnpDecision(inout headers_t hdr,
                 cnp_flow.apply();
                 if (meta.cnp_flow_hit == 1w0) {
                     fast_cnp_counter.count(CNP_STAT_UNRESOLVED);
+                    /* Ask the controller to resolve this flow's sender QP. */
+                    meta.qp_learn.src_addr = hdr.ipv4.src_addr;
+                    meta.qp_learn.dst_addr = hdr.ipv4.dst_addr;
+                    meta.qp_learn.dst_qp = hdr.bth.dst_qp;
+                    digest(DIGEST_QP_LEARN, meta.qp_learn);
                 } else {
                     bit<48> last;
                     bit<48> now = standard_metadata.ingress_global_timestamp;

@@ -220,8 +220,18 @@ struct lookup_metadata_t {
     Vni_t   vni;
 }
 
+/* Sent to the controller when a congested RoCEv2 flow has no cnp_flow entry:
+ * the controller pairs it with the reverse direction's flow (whose dst_qp is
+ * this flow's sender QP) and installs the mapping. */
+struct qp_learn_digest_t {
+    Ipv4Addr_t src_addr;
+    Ipv4Addr_t dst_addr;
+    Qpn_t      dst_qp;
+}
+
 struct local_metadata_t {
     lookup_metadata_t lkp;
+    qp_learn_digest_t qp_learn;
 
     /* tenant and forwarding */
     Vrf_t      vrf;
