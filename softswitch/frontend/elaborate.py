@@ -339,6 +339,7 @@ class EnumValue:
 
     type_name: str
     name: str
+    value: int | None = None
 
 
 def _const_value(expr: ast.Expr, env: dict[str, Any], scope: _Scope) -> Any:
@@ -347,7 +348,7 @@ def _const_value(expr: ast.Expr, env: dict[str, Any], scope: _Scope) -> Any:
     c = getattr(expr, "const", ast.NOT_CONST)
     if c is not ast.NOT_CONST:
         if hasattr(c, "type_name") and hasattr(c, "name") and not isinstance(c, int):
-            return EnumValue(c.type_name, c.name)
+            return EnumValue(c.type_name, c.name, getattr(c, "value", None))
         return c
     if isinstance(expr, ast.IntLiteral):
         return expr.value

@@ -22,12 +22,34 @@ def annotation_text(a: ast.Annotation) -> str:
     return f"@{a.name}({body})" if body else f"@{a.name}"
 
 
+_BINARY = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b, "<": lambda a, b: a < b, ">": lambda a, b: a > b,
+    "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
+    "&&": lambda a, b: a and b, "||": lambda a, b: a or b,
+}
+
+
 def const_of(e: ast.Expr) -> Any:
+    """The constant value of an expression: the checker's annotation, else folded here
+    (annotation bodies are not type-checked, yet p4c folds ``@x[2*3]`` to 6)."""
     c = getattr(e, "const", ast.NOT_CONST)
     if c is not ast.NOT_CONST:
         return c
     if isinstance(e, (ast.IntLiteral, ast.BoolLiteral, ast.StringLiteral)):
         return e.value
+    if isinstance(e, ast.Unary):
+        v = const_of(e.expr)
+        if e.op == "!" and isinstance(v, bool):
+            return not v
+        if e.op == "-" and isinstance(v, int) and not isinstance(v, bool):
+            return -v
+    if isinstance(e, ast.Binary) and e.op in _BINARY:
+        left, right = const_of(e.left), const_of(e.right)
+        if left is not None and right is not None and type(left) is type(right):
+            return _BINARY[e.op](left, right)
     return None
 
 

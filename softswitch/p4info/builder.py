@@ -508,6 +508,8 @@ def _flatten_fields(h: ast.HeaderDecl) -> list[tuple[str, ast.FieldDecl, Any]]:
 
 def _int_arg(ext: ExternInstance, name: str) -> int:
     v = ext.args.get(name)
+    if isinstance(v, EnumValue) and v.value is not None:
+        v = v.value  # a serializable enum member
     if isinstance(v, bool) or not isinstance(v, int):
         raise P4Error(f"{ext.type_name} '{ext.name}' has a non-constant {name} parameter",
                       ext.loc)
