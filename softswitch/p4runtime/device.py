@@ -10,6 +10,7 @@ primary controllers as PacketIn instead.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4data_pb2, p4runtime_pb2
 
+from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import bytestrings, errors, pipeline
 from softswitch.p4runtime.arbitration import Arbiter, Connection
 from softswitch.p4runtime.p4index import P4InfoIndex
@@ -28,6 +30,7 @@ from softswitch.target.control import PacketOut
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
 Transmit = Callable[[int, bytes], None]
+log = logging.getLogger("softswitch.device")
 
 
 @dataclass
@@ -92,10 +95,15 @@ class Device:
         return Loaded(stored, compiled.switch, PipelineRuntime(compiled.switch, index),
                       PacketIO(index))
 
-    def start_with(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:
+    def start_with(self, config: p4runtime_pb2.ForwardingPipelineConfig,
+                   compiled: pipeline.Compiled | None = None) -> None:
         """Commit a pipeline given on the command line (its P4Info is generated)."""
         with self.lock:
-            self.current = self.load(config, check_p4info=False)
+            if compiled is None:
+                self.current = self.load(config, check_p4info=False)
+            else:
+                config.p4info.CopyFrom(compiled.p4info)
+                self.current = self._wrap(config, compiled)
 
     def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
         action = request.action
@@ -177,12 +185,31 @@ class Device:
 
     # ------------------------------------------------------------------ packets
     def receive(self, port: int, frame: bytes) -> None:
-        """A frame arrived on a front-panel port: run it through the pipeline."""
+        """A frame arrived on a front-panel port: run it through the pipeline.
+
+        A packet the pipeline cannot process is logged and dropped; the port loop
+        must keep running whatever one packet does."""
         with self.lock:
             if self.current is None:
                 return
-            outs = self.current.switch.inject(port, frame)  # type: ignore[attr-defined]
+            try:
+                outs = self._inject(self.current, port, frame)
+            except errors.P4RuntimeError as exc:
+                log.warning("port %d: packet dropped: %s", port, exc.message)
+                return
             self._dispatch(self.current, outs)
+
+    @staticmethod
+    def _inject(loaded: Loaded, port: int, frame: bytes) -> list[PacketOut]:
+        try:
+            return loaded.switch.inject(port, frame)  # type: ignore[attr-defined]
+        except P4Error as exc:
+            raise errors.invalid(f"the pipeline rejected the packet: {exc.message}") from None
+        except Exception as exc:  # noqa: BLE001 - a softswitch bug must not stop the switch
+            log.error("internal error processing a packet on port %d: %s: %s", port,
+                      type(exc).__name__, exc)
+            raise errors.internal(f"internal error processing the packet: "
+                                  f"{type(exc).__name__}: {exc}") from None
 
     def packet_out(self, conn: Connection, packet: p4runtime_pb2.PacketOut) -> None:
         """A controller's PacketOut: inject it on the CPU port."""
@@ -195,7 +222,7 @@ class Device:
                                                  "PacketOut is not available")
             frame = loaded.packet_io.frame_of(packet)
             self.packets_out += 1
-            outs = loaded.switch.inject(self.cpu_port, frame)  # type: ignore[attr-defined]
+            outs = self._inject(loaded, self.cpu_port, frame)
             self._dispatch(loaded, outs)
 
     def _dispatch(self, loaded: Loaded, outs: list[PacketOut]) -> None:

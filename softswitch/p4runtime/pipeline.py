@@ -116,13 +116,14 @@ class Compiled:
 Compiler = Callable[[str, dict[str, str]], Compiled]
 
 
-def compile_file(path: str, defines: dict[str, str]) -> Compiled:
+def compile_file(path: str, defines: dict[str, str],
+                 include_dirs: tuple[str, ...] = ()) -> Compiled:
     """Compile with softswitch's front end, P4Info generator and v1model target."""
     from softswitch import p4info
     from softswitch.frontend.compiler import compile_program
     from softswitch.target.switch import Switch
 
-    checked = compile_program(path, (), defines)
+    checked = compile_program(path, include_dirs, defines)
     return Compiled(p4info.generate(checked), Switch.from_program(checked))
 
 
