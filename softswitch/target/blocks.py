@@ -386,6 +386,7 @@ class BlockLowerer(StmtLowerer):
         if ti is not None and ti.counters is not None:
             state.has_direct_counter = True
             self.pb.register_direct_counter(ti.counters, state)
+        self._table_defs(d, ti, state)
 
     def finish_tables(self) -> None:
         for d in self.decl.locals:
@@ -429,7 +430,6 @@ class BlockLowerer(StmtLowerer):
             buf.emit("_a.fn(*_e.args)")
             buf.emit("return (True, _a)")
         self.funcs.append(buf)
-        self._table_defs(d, ti, state)
 
     def _table_defs(self, d: ast.TableDecl, ti: E.TableInstance | None,
                     state: TableState) -> None:

@@ -423,20 +423,27 @@ class ExprLowerer:
             t = T.strip_newtype(e.expr.type)
             if isinstance(t, T.StackType):
                 if e.index.const is NOT_CONST:
-                    return f"{base}.items[_stk_idx({base}, {idx})]"
+                    # Evaluate the index now: P4 evaluates the l-value before the value.
+                    ti = self.tmp()
+                    fn.buf.emit(f"{ti} = _stk_idx({base}, {idx})")
+                    return f"{base}.items[{ti}]"
                 return f"{base}.items[{idx}]"
             return f"{base}[{idx}]"
         raise self.fail("expression cannot be assigned to", e)
 
     def assign(self, target: ast.Expr, value: str, fn: FnCtx) -> None:
         """Store ``value`` (already owned) into the P4 l-value ``target``."""
-        buf = fn.buf
         if isinstance(target, ast.DontCareExpr):
-            buf.emit(f"_ = {value}")
+            fn.buf.emit(f"_ = {value}")
             return
+        base = self.lvalue(target.expr if isinstance(target, ast.Slice) else target, fn)
+        self.store(target, base, value, fn)
+
+    def store(self, target: ast.Expr, base: str, value: str, fn: FnCtx) -> None:
+        """Store into ``target`` whose l-value (or, for slices, base) is ``base``."""
+        buf = fn.buf
         if isinstance(target, ast.Slice):
             hi, lo = int(target.hi.const), int(target.lo.const)
-            base = self.lvalue(target.expr, fn)
             b = scalar_bits(target.expr.type)
             w = b[0] if b else hi + 1
             mask = ((1 << (hi - lo + 1)) - 1) << lo
@@ -444,8 +451,7 @@ class ExprLowerer:
             new = f"({base} & {keep}) | ((({value}) << {lo}) & {mask})"
             buf.emit(f"{base} = {fit(new, target.expr.type)}")
             return
-        lv = self.lvalue(target, fn)
-        buf.emit(f"{lv} = {value}")
+        buf.emit(f"{base} = {value}")
         self.after_header_write(target, fn)
 
     def after_header_write(self, target: ast.Expr, fn: FnCtx) -> None:

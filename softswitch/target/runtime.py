@@ -26,6 +26,7 @@ class ParserError(Exception):
     def __init__(self, code: int) -> None:
         super().__init__(code)
         self.code = code
+        self.values: Any = None
 
 
 class SwitchAbort(Exception):

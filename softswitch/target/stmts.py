@@ -46,7 +46,9 @@ class StmtLowerer(ExprLowerer):
         if isinstance(s.target, ast.DontCareExpr):
             fn.buf.emit(f"_ = {self.expr(s.value, fn)}")
             return
-        self.assign(s.target, self.value(s.value, fn), fn)
+        t = s.target
+        base = self.lvalue(t.expr if isinstance(t, ast.Slice) else t, fn)
+        self.store(t, base, self.value(s.value, fn), fn)
 
     def s_CallStmt(self, s: ast.CallStmt, fn: FnCtx) -> None:
         code = self.call(s.call, fn, want_value=False)

@@ -150,15 +150,18 @@ class Switch:
     def _fresh(self) -> tuple[Any, Any, Any]:
         return self.hdr_cls(), self.meta_cls(), self.sm_cls()
 
-    def _parse(self, data: bytes, port: int, hdr: Any, meta: Any, sm: Any) -> int:
-        """Run the parser (parser errors land in parser_error); returns bytes consumed."""
+    def _parse(self, data: bytes, port: int, hdr: Any, meta: Any,
+               sm: Any) -> tuple[int, Any, Any, Any]:
+        """Run the parser (errors land in parser_error): bytes consumed, hdr, meta, sm."""
         reader = PacketReader(data)
         sm.f_ingress_port = port
         try:
-            self.roles["p"](reader, hdr, meta, sm)
+            hdr, meta, sm = self.roles["p"](reader, hdr, meta, sm)
         except ParserError as e:
+            if e.values is not None:
+                hdr, meta, sm = e.values
             sm.f_parser_error = e.code
-        return reader.bit_pos >> 3
+        return reader.bit_pos >> 3, hdr, meta, sm
 
     def _ingress(self, w: _Work, work: deque[_Work]) -> None:
         hdr, meta, sm = self._fresh()
@@ -169,15 +172,12 @@ class Switch:
             _apply_preserved(meta, w.preserved)
         pkt = PacketState(length=len(w.data))
         self.rt.pkt = pkt
-        consumed = self._parse(w.data, w.port, hdr, meta, sm)
+        consumed, hdr, meta, sm = self._parse(w.data, w.port, hdr, meta, sm)
         payload = w.data[consumed:]
         self.rt.payload = payload
-        self._run_control("vr", hdr, meta)
+        hdr, meta = self._run_control("vr", hdr, meta)
         sm.f_checksum_error = pkt.checksum_error
-        try:
-            self.roles["ig"](hdr, meta, sm)
-        except ExitSignal:
-            pass
+        hdr, meta, sm = self._run_control("ig", hdr, meta, sm)
         if pkt.clone_type == INGRESS_CLONE:
             self._ingress_clone(w, pkt, meta, work)
         if pkt.resubmit_field_list is not None:
@@ -195,11 +195,12 @@ class Switch:
         work.append(_Work("egress", sm.f_egress_spec, hdr=hdr, meta=meta, sm=sm,
                           payload=payload, length=length))
 
-    def _run_control(self, role: str, hdr: Any, meta: Any) -> None:
+    def _run_control(self, role: str, *args: Any) -> Any:
+        """Apply a top-level control; its copy-out values replace the arguments."""
         try:
-            self.roles[role](hdr, meta)
-        except ExitSignal:
-            pass
+            return self.roles[role](*args)
+        except ExitSignal as e:
+            return e.values if e.values is not None else args
 
     def _ingress_clone(self, w: _Work, pkt: PacketState, meta: Any,
                        work: deque[_Work]) -> None:
@@ -207,7 +208,7 @@ class Switch:
         if session is None:
             return
         hdr2, meta2, sm2 = self._fresh()
-        consumed = self._parse(w.data, w.port, hdr2, meta2, sm2)
+        consumed, hdr2, meta2, sm2 = self._parse(w.data, w.port, hdr2, meta2, sm2)
         meta2, sm2 = self.meta_cls(), self.sm_cls()
         if pkt.clone_field_list is not None:
             _apply_preserved(meta2, self._preserve(meta, pkt.clone_field_list))
@@ -245,10 +246,7 @@ class Switch:
         pkt = PacketState(length=w.length)
         self.rt.pkt = pkt
         self.rt.payload = w.payload
-        try:
-            self.roles["eg"](hdr, meta, sm)
-        except ExitSignal:
-            pass
+        hdr, meta, sm = self._run_control("eg", hdr, meta, sm)
         if pkt.clone_type == EGRESS_CLONE:
             session = self.mirror.get(pkt.clone_session)
             if session is not None:
@@ -259,12 +257,9 @@ class Switch:
                 self._to_session(session, hdr.copy(), meta2, sm2, w.payload, w.length, work)
         if sm.f_egress_spec == DROP_PORT:
             return
-        self._run_control("ck", hdr, meta)
+        hdr, meta = self._run_control("ck", hdr, meta)
         writer = BitWriter()
-        try:
-            self.roles["dep"](writer, hdr)
-        except ExitSignal:
-            pass
+        self._run_control("dep", writer, hdr)
         data = writer.to_bytes() + w.payload
         if pkt.truncate_len is not None:
             data = data[:pkt.truncate_len]
