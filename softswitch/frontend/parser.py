@@ -50,6 +50,13 @@ _COMPOUND_ASSIGN = {
 _BUILTIN_TYPE_KINDS = frozenset({"bit", "int", "varbit", "bool", "string", "void", "tuple",
                                  "error", "match_kind"})
 _DIRECTIONS = frozenset({"in", "out", "inout"})
+# Annotations whose bodies p4c's ParseAnnotations pass parses (standard handlers).
+_EMPTY_ANNOTATIONS = frozenset({
+    "atomic", "defaultonly", "hidden", "likely", "noSideEffects", "optional", "pure",
+    "tableonly", "unlikely", "persistent", "disable_optimization", "unroll", "nounroll",
+})
+_SINGLE_EXPR_ANNOTATIONS = frozenset({"name", "deprecated", "noWarn", "length", "match"})
+_EXPR_LIST_ANNOTATIONS = frozenset({"synchronous", "field_list"})
 # Deep expression nesting in real programs must not hit Python's default limit.
 _RECURSION_LIMIT = 20000
 
@@ -160,7 +167,9 @@ class Parser:
         if self.at("("):
             body = self.balanced("(", ")")
             anno.body = self.slice_text(body)
-            anno.exprs = self.parse_body_exprs(body[1:-1])
+            anno.exprs = self.parse_known_body(anno, body)
+            if anno.exprs is None:
+                anno.kv = self.parse_body_kv(body[1:-1])  # @pkginfo(name = "x", …)
         elif self.at("["):
             body = self.balanced("[", "]")
             anno.body = self.slice_text(body)
@@ -173,6 +182,48 @@ class Parser:
                 if anno.exprs is None:
                     raise P4Error("syntax error in structured annotation", body[0].loc)
         return anno
+
+    def parse_known_body(self, anno: ast.Annotation, body: list[Token]) -> list[ast.Expr] | None:
+        """Parse an unstructured body; the annotations p4c itself parses (its
+        ``ParseAnnotations`` pass) must have the body shape p4c requires."""
+        inner = body[1:-1]
+        name = anno.name
+        if name == "p4runtime_translation":
+            return self.parse_p4rt_translation(inner, body[-1])
+        if name in _EMPTY_ANNOTATIONS and inner:
+            raise P4Error(f"@{name} should not have any arguments", anno.loc)
+        exprs = self.parse_body_exprs(inner)
+        if name in _SINGLE_EXPR_ANNOTATIONS and (exprs is None or len(exprs) != 1):
+            raise P4Error(f"syntax error in the argument of @{name}: expected one expression",
+                          inner[0].loc if inner else body[-1].loc)
+        if name in _EXPR_LIST_ANNOTATIONS and exprs is None:
+            raise P4Error(f"syntax error in the arguments of @{name}: expected expressions",
+                          inner[0].loc if inner else body[-1].loc)
+        return exprs
+
+    def parse_p4rt_translation(self, toks: list[Token], close: Token) -> list[ast.Expr]:
+        """``@p4runtime_translation("uri", W | bit<W> | string)``; the controller type is
+        encoded as p4c does: the width as an integer, ``string`` as an empty string."""
+        sub = self.sub_parser(toks)
+        uri = sub.expect("STRING", "a string literal")
+        sub.expect(",")
+        t = sub.tok
+        ctrl: ast.Expr
+        if t.kind == "INT":
+            ctrl = sub.int_literal(sub.advance())
+        elif t.kind == "string":
+            sub.advance()
+            ctrl = ast.StringLiteral("", loc=t.loc)
+        elif t.kind == "bit":
+            sub.advance()
+            sub.expect("<")
+            ctrl = sub.int_literal(sub.expect("INT", "an integer"))
+            sub.expect_close_angle()
+        else:
+            raise sub.error("`bit`, `string` or an integer")
+        if not sub.at("EOF"):
+            raise sub.error("`)`")
+        return [ast.StringLiteral(uri.value, loc=uri.loc), ctrl]
 
     def parse_pragma(self, at: Token) -> ast.Annotation:
         """``@pragma name tokens…`` runs to the end of its line (p4c's PRAGMA_END)."""

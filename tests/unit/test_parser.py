@@ -338,6 +338,29 @@ def test_free_form_annotation_accepts_any_token():
     assert d.annotations[0].body == "what's 6 x 9 ? $ 42"
 
 
+def test_p4runtime_translation_body_like_p4c():
+    t1, t2, t3 = decls('@p4runtime_translation("u/a", 32) type bit<9> a_t;'
+                       '@p4runtime_translation("u/b", bit<12>) type bit<9> b_t;'
+                       '@p4runtime_translation("u/c", string) type bit<9> c_t;')
+    assert [e.value for e in t1.annotations[0].exprs] == ["u/a", 32]
+    assert [e.value for e in t2.annotations[0].exprs] == ["u/b", 12]
+    assert [e.value for e in t3.annotations[0].exprs] == ["u/c", ""]
+    with pytest.raises(P4Error, match="unexpected `bool`") as exc:
+        parse('@p4runtime_translation("u", bool) type bit<9> a_t;')
+    assert exc.value.loc.col == 29
+
+
+def test_annotation_bodies_p4c_parses():
+    with pytest.raises(P4Error, match="@hidden should not have any arguments"):
+        parse("@hidden(1) const bit<8> K = 1;")
+    with pytest.raises(P4Error, match="@name"):
+        parse('@name("a", "b") const bit<8> K = 1;')
+    d = one('@pkginfo(name = "x", version = "1") const bit<8> K = 1;')
+    assert set(d.annotations[0].kv) == {"name", "version"}
+    d = one("@unknown(bit<8> is fine here) const bit<8> K = 1;")
+    assert d.annotations[0].exprs is None
+
+
 # --- expressions -------------------------------------------------------------------------
 
 def test_precedence_follows_p4_not_c():
