@@ -147,6 +147,14 @@ class BlockLowerer(StmtLowerer):
                 return self.names[key]  # type: ignore[index]
         raise self.fail(f"'{tdecl.name}' is applied but was not elaborated", tdecl)
 
+    def global_instance(self, decl: Any) -> str | None:
+        """Bind a top-level extern instance (``register<…>(8) r;`` outside any block)."""
+        for ext in self.pb.elab.externs:
+            if ext.decl is decl:
+                self.bind_extern(decl, ext)
+                return self.names[id(decl)]
+        return None
+
     # ------------------------------------------------------------ callables
     def callable_name(self, decl: Any) -> str:
         name = self.callables.get(id(decl))
@@ -437,6 +445,8 @@ class BlockLowerer(StmtLowerer):
         for r in refs:
             adecl = r.action.decl
             fname = self.callable_name(adecl)
+            if any(p.direction for p in adecl.params):
+                fname = self.bound_action(adecl, fname, r.ref)
             params = tuple((p.name, _width(p.type_ref.resolved)) for p in adecl.params
                            if p.direction == "")
             aname = r.action.name or adecl.name
@@ -448,6 +458,54 @@ class BlockLowerer(StmtLowerer):
             self.table_actions[(id(d), id(adecl))] = self.const_obj(ad, "_A")
         state.color = 0  # type: ignore[attr-defined]
         self.pb.pending_table_init.append((self, d, ti, state))
+
+    def bound_action(self, adecl: ast.ActionDecl, fname: str, ref: Any) -> str:
+        """A wrapper taking only the control-plane arguments of an action whose
+        directional parameters are bound in the table's ``actions`` list."""
+        info = getattr(ref, "call", None) if ref is not None else None
+        bound = list(getattr(info, "args", ()) or ())
+        if not bound and ref is not None:
+            bound = [a.value for a in ref.args]
+        buf = CodeBuf()
+        fn = FnCtx(buf, "function")
+        wname = self.tmp("_bound") + "_" + adecl.name
+        cp = [f"c{i}" for i, p in enumerate(adecl.params) if not p.direction]
+        buf.emit(f"def {wname}({', '.join(cp)}):")
+        with buf.block():
+            buf.emit("#GLOBALS#")
+            argv: list[str] = []
+            outs: list[tuple[ast.Expr, Any]] = []
+            cpi = iter(cp)
+            for i, p in enumerate(adecl.params):
+                a = bound[i] if i < len(bound) else None
+                if not p.direction:
+                    argv.append(next(cpi))
+                elif a is None:
+                    argv.append(self.default_of(p.type_ref.resolved))
+                elif p.direction == "out":
+                    argv.append(self.default_of(p.type_ref.resolved))
+                    outs.append((a, None))
+                else:
+                    argv.append(self.value(a, fn))
+                    if p.direction == "inout":
+                        outs.append((a, None))
+            call = f"{fname}({', '.join(argv)})"
+            if not outs:
+                buf.emit(call)
+            else:
+                if self.may_exit(adecl):
+                    buf.emit("try:")
+                    with buf.block():
+                        buf.emit(f"_r = {call}")
+                    buf.emit("except _Exit as _e:")
+                    with buf.block():
+                        self.copy_out("_e.values", outs, False, fn)
+                        buf.emit("raise")
+                else:
+                    buf.emit(f"_r = {call}")
+                self.copy_out("_r", outs, False, fn)
+        self.funcs.append(buf)
+        return wname
 
     def bind_table_actions(self) -> None:
         for state_name in self.table_objs.values():

@@ -302,7 +302,7 @@ class TableInit:
         da = self.ti.default_action if self.ti is not None else None
         if da is not None:
             name = da.action.name or da.action.decl.name
-            args = [self.arg_value(a.value) for a in da.args]
+            args = [self.arg_value(a) for a in self.cp_args(da)]
             if name not in st.actions:
                 st.actions[name] = self._extra_action(da.action)
             st.set_default(name, args, initial=True)
@@ -314,6 +314,18 @@ class TableInit:
         if prop is not None:
             self.entries(prop)
             st.entries_const = prop.is_const
+
+    def cp_args(self, da: Any) -> list[ast.Expr]:
+        """The default action's arguments for its directionless (control-plane) params."""
+        params = da.action.decl.params
+        prop = self.decl.prop("default_action")
+        info = getattr(prop.value, "call", None) if prop is not None else None
+        if info is not None and len(info.args) == len(params):
+            return [a for p, a in zip(params, info.args, strict=True)
+                    if not p.direction and a is not None]
+        exprs = [a.value for a in da.args]
+        n_cp = sum(1 for p in params if not p.direction)
+        return exprs[len(exprs) - n_cp:] if n_cp else []
 
     def _extra_action(self, ainst: Any) -> Any:
         from softswitch.target.tables import ActionDef
@@ -342,12 +354,20 @@ class TableInit:
             ref = ent.action
             decl = getattr(ref.name, "decl", None)
             aname = self._action_name(decl, ref.name)
-            args = [self.arg_value(a.value) for a in ref.args]
+            args = self.entry_args(decl, ref)
             if have_prio:
                 prio = explicit[i] if explicit[i] is not None else (n - i)
             else:
                 prio = n - i
             self.state.add(keys, aname, args, prio, const=True)
+
+    def entry_args(self, decl: Any, ref: ast.ActionRef) -> list[int]:
+        params = getattr(decl, "params", None)
+        info = getattr(ref, "call", None)
+        if params is not None and info is not None and len(info.args) == len(params):
+            return [self.arg_value(a) for p, a in zip(params, info.args, strict=True)
+                    if not p.direction and a is not None]
+        return [self.arg_value(a.value) for a in ref.args]
 
     def _action_name(self, decl: Any, ref: ast.Expr) -> str:
         for name, ad in self.state.actions.items():

@@ -171,6 +171,23 @@ class ExprLowerer:
             return f"_copy({code})"
         return code
 
+    def values_in_order(self, items: list[ast.Expr], fn: FnCtx) -> list[str]:
+        """Owned values of ``items`` evaluated left to right: when a later item needs
+        statements (a call with copy-out), earlier items are first saved in temps."""
+        out: list[str] = []
+        for item in items:
+            mark = fn.buf.mark()
+            code = self.value(item, fn)
+            if fn.buf.mark() != mark:
+                for i, prev in enumerate(out):
+                    if not _is_simple(prev):
+                        t = self.tmp()
+                        fn.buf.insert(mark, f"{t} = {prev}")
+                        mark += 1
+                        out[i] = t
+            out.append(code)
+        return out
+
     def x_IntLiteral(self, e: ast.IntLiteral, fn: FnCtx) -> str:
         return str(wrap_int(e.value, e.type))
 
@@ -187,8 +204,10 @@ class ExprLowerer:
             return name
         if isinstance(decl, ast.ConstDecl):
             return self.expr(decl.value, fn)
-        if isinstance(decl, ast.EnumMember):
-            return str(getattr(decl, "value_int", 0))
+        if isinstance(decl, ast.InstanceDecl):
+            bound = self.global_instance(decl)
+            if bound is not None:
+                return bound
         raise self.fail(f"'{e.name}' cannot be used as a value here", e)
 
     def x_Member(self, e: ast.Member, fn: FnCtx) -> str:
@@ -366,7 +385,7 @@ class ExprLowerer:
 
     def x_ListExpr(self, e: ast.ListExpr, fn: FnCtx) -> str:
         t = T.strip_newtype(e.type)
-        vals = [self.value(i, fn) for i in e.items]
+        vals = self.values_in_order(e.items, fn)
         if isinstance(t, T.StructLikeType):
             names = tuple(attr(f.name) for f in t.fields)
             return self.build_struct(t, names, vals)
@@ -374,7 +393,7 @@ class ExprLowerer:
 
     def x_StructExpr(self, e: ast.StructExpr, fn: FnCtx) -> str:
         t = T.strip_newtype(e.type)
-        vals = [self.value(v, fn) for _, v in e.fields]
+        vals = self.values_in_order([v for _, v in e.fields], fn)
         names = tuple(attr(n) for n, _ in e.fields)
         if isinstance(t, T.StructLikeType):
             return self.build_struct(t, names, vals)
@@ -401,6 +420,9 @@ class ExprLowerer:
     def call(self, e: ast.Call, fn: FnCtx, want_value: bool) -> str | None:  # pragma: no cover
         raise NotImplementedError
 
+    def global_instance(self, decl: Any) -> str | None:  # pragma: no cover
+        return None
+
     # ------------------------------------------------------------ l-values
     def lvalue(self, e: ast.Expr, fn: FnCtx) -> str:
         if isinstance(e, ast.PathExpr):
@@ -410,7 +432,7 @@ class ExprLowerer:
             return name
         if isinstance(e, ast.Member):
             it = T.strip_newtype(e.expr.type)
-            base = self.expr(e.expr, fn)
+            base = self.ref(e.expr, fn)
             if isinstance(it, T.StackType):
                 if e.name == "next":
                     return f"{base}.items[_stk_nexti({base})]"
@@ -430,6 +452,20 @@ class ExprLowerer:
                 return f"{base}.items[{idx}]"
             return f"{base}[{idx}]"
         raise self.fail("expression cannot be assigned to", e)
+
+    def ref(self, e: ast.Expr, fn: FnCtx) -> str:
+        """An aggregate reference for an l-value base; stack elements picked by a run-time
+        index are fixed now, before the assigned value is evaluated."""
+        if isinstance(e, ast.Index) and e.index.const is NOT_CONST and isinstance(
+                T.strip_newtype(e.expr.type), T.StackType):
+            base = self.ref(e.expr, fn)
+            t = self.tmp()
+            fn.buf.emit(f"{t} = _stk_at({base}, {self.expr(e.index, fn)})")
+            return t
+        if isinstance(e, ast.Member) and isinstance(
+                T.strip_newtype(e.expr.type), T.StructLikeType):
+            return f"{self.ref(e.expr, fn)}.{attr(e.name)}"
+        return self.expr(e, fn)
 
     def assign(self, target: ast.Expr, value: str, fn: FnCtx) -> None:
         """Store ``value`` (already owned) into the P4 l-value ``target``."""

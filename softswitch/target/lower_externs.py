@@ -133,7 +133,7 @@ def out_assign(lw: BlockLowerer, target: ast.Expr | None, code: str, fn: FnCtx) 
 def _extract(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     target = info.args[0]
-    tt = T.strip_newtype(target.type)
+    tt = T.strip_newtype(info.params[0].type if info.params else target.type)
     if not isinstance(tt, T.HeaderType):
         raise lw.fail("only headers can be extracted by the v1model target", target)
     ext = lw.const_obj(lw.pb.wire.extractor(tt), "_ext")
@@ -145,7 +145,22 @@ def _extract(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         stack = lw.expr(target.expr, fn)
         fn.buf.emit(f"_extract_next({pkt}, {stack}, {ext}{varbits})")
         return None
-    h = lw.expr(target, fn)
+    if (isinstance(target, ast.Member) and isinstance(target.expr, ast.Member)
+            and target.expr.name == "next"
+            and isinstance(T.strip_newtype(target.expr.expr.type), T.StackType)):
+        # ``stack.next.member`` of a stack of unions: extract, then advance nextIndex.
+        stack = lw.expr(target.expr.expr, fn)
+        elem = lw.tmp()
+        fn.buf.emit(f"{elem} = _stk_next({stack})")
+        fn.buf.emit(f"{ext}({pkt}, {elem}.{attr(target.name)}{varbits})")
+        ut = T.strip_newtype(target.expr.type)
+        if isinstance(ut, T.HeaderUnionType):
+            for f in ut.fields:
+                if f.name != target.name:
+                    fn.buf.emit(f"{elem}.{attr(f.name)}._v = False")
+        fn.buf.emit(f"{stack}.nxt += 1")
+        return None
+    h = lw.default_of(tt) if isinstance(target, ast.DontCareExpr) else lw.expr(target, fn)
     fn.buf.emit(f"{ext}({pkt}, {h}{varbits})")
     lw.after_header_write(target, fn)
     return None
@@ -154,7 +169,7 @@ def _extract(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
 def _lookahead(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     t = T.strip_newtype(e.type)
-    if isinstance(t, T.HeaderType):
+    if isinstance(t, T.HeaderType | T.StructType):
         look = lw.const_obj(lw.pb.wire.lookahead_header(t), "_look")
         return f"{look}({pkt})"
     if isinstance(t, T.BoolType):

@@ -48,7 +48,20 @@ class StmtLowerer(ExprLowerer):
             return
         t = s.target
         base = self.lvalue(t.expr if isinstance(t, ast.Slice) else t, fn)
-        self.store(t, base, self.value(s.value, fn), fn)
+        v = s.value
+        if (isinstance(v, ast.Binary) and not isinstance(t, ast.Slice) and t.loc is not None
+                and v.loc == t.loc and v.left.loc == t.loc and v.op not in ("&&", "||")):
+            # Compound assignment (``a op= b``): the l-value is evaluated only once.
+            mark = fn.buf.mark()
+            right = self.expr(v.right, fn)
+            if fn.buf.mark() != mark:
+                tmp = self.tmp()
+                fn.buf.insert(mark, f"{tmp} = {base}")
+                self.store(t, base, self.binop(v.op, tmp, right, v), fn)
+                return
+            self.store(t, base, self.binop(v.op, base, right, v), fn)
+            return
+        self.store(t, base, self.value(v, fn), fn)
 
     def s_CallStmt(self, s: ast.CallStmt, fn: FnCtx) -> None:
         code = self.call(s.call, fn, want_value=False)

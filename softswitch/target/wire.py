@@ -66,7 +66,7 @@ class WireCodegen:
                 "PacketReader": PacketReader}
 
     # ------------------------------------------------------------ extract
-    def extractor(self, t: T.HeaderType) -> Callable[..., None]:
+    def extractor(self, t: T.StructLikeType) -> Callable[..., None]:
         key = id(self.layouts.cls(t))
         fn = self._extract.get(key)
         if fn is None:
@@ -74,7 +74,7 @@ class WireCodegen:
             self._extract[key] = fn
         return fn
 
-    def _make_extractor(self, t: T.HeaderType) -> Callable[..., None]:
+    def _make_extractor(self, t: T.StructLikeType) -> Callable[..., None]:
         fields = [(attr(f.name), *field_bits(f.type)) for f in t.fields]
         has_var = any(k == "v" for _, _, k in fields)
         lines = ["def extract(r, h, varbits=0):"]
@@ -98,7 +98,8 @@ class WireCodegen:
                 if w:
                     lines.append(f"    v >>= {w}")
             lines.append("    r.bit_pos = end")
-        lines.append("    h._v = True")
+        if isinstance(t, T.HeaderType):
+            lines.append("    h._v = True")
         ns = self._ns()
         exec(compile("\n".join(lines), f"<extract {t.name}>", "exec"), ns)
         return ns["extract"]
@@ -135,7 +136,7 @@ class WireCodegen:
                 ]
                 lines += self._store_field(name, w, kind, "x")
 
-    def lookahead_header(self, t: T.HeaderType) -> Callable[[PacketReader], Any]:
+    def lookahead_header(self, t: T.StructLikeType) -> Callable[[PacketReader], Any]:
         cls = self.layouts.cls(t)
         ext = self.extractor(t)
 
