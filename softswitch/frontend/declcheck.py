@@ -18,6 +18,7 @@ from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope
 from softswitch.frontend.tablecheck import TableChecker
 from softswitch.frontend.typecheck import base, describe, fail
+from softswitch.frontend.unify import compatible
 
 LOCAL_ONLY_IN_FUNCTIONS = (ast.InstanceDecl,)
 
@@ -148,6 +149,9 @@ class DeclChecker(TableChecker):
                 raise fail(f"{p.name}: {p.direction} parameters cannot have default values", p)
             self.expr(p.default, ctx)
             self.coerce(p.default, t, ctx)
+            if p.default.const is ast.NOT_CONST:
+                raise fail(f"{describe(p.default)}: expression must be a compile-time constant",
+                           p.default)
 
     def block_type(self, d: ast.Node) -> T.BlockType:
         """BlockType of a parser/control/package (type) declaration; resolves its params."""
@@ -194,8 +198,11 @@ class DeclChecker(TableChecker):
 
     # ------------------------------------------------------------------ functions/actions
     def _d_FunctionDecl(self, d: ast.FunctionDecl, ctx: Ctx) -> None:
-        self.declare(ctx.scope, d)
-        self.function_body(d, ctx)
+        # A function's own name is not visible in its body (p4c: no recursion).
+        try:
+            self.function_body(d, ctx)
+        finally:
+            self.declare(ctx.scope, d)
 
     def function_body(self, d: ast.FunctionDecl, ctx: Ctx,
                       this_type: T.Type | None = None) -> None:
@@ -209,7 +216,12 @@ class DeclChecker(TableChecker):
             raise fail(f"Function '{d.name}' does not return a value on all paths", d)
 
     def _d_ActionDecl(self, d: ast.ActionDecl, ctx: Ctx) -> None:
-        self.declare(ctx.scope, d)
+        try:
+            self._action_body(d, ctx)
+        finally:
+            self.declare(ctx.scope, d)
+
+    def _action_body(self, d: ast.ActionDecl, ctx: Ctx) -> None:
         actx = ctx.with_(scope=Scope(ctx.scope, "action"), block="action", func=d,
                          return_type=T.VoidType())
         seen_directionless = False
@@ -269,12 +281,14 @@ class DeclChecker(TableChecker):
                 raise fail(f"{f.name}: no matching abstract method in {tdecl.name}", f)
             self.guard(lambda f=f: self.function_body(f, ctx.with_(block="function"),
                                                       this_type=t))
-            want = [subst(p.type, m) for p in param_infos(md.params)]
-            got = [p.type_ref.resolved for p in f.params]
+            want = [(p.direction, subst(p.type, m)) for p in param_infos(md.params)]
+            got = [(p.direction, p.type_ref.resolved) for p in f.params]
             rt = subst(md.return_type.resolved, m) if md.return_type else None
-            if len(want) != len(got) or (rt is not None and f.return_type.resolved != rt
-                                         and not isinstance(rt, T.TypeVar)):
-                raise fail(f"{f.name}: no matching abstract method in {tdecl.name}", f)
+            if len(want) != len(got) or (rt is not None and not _same(f.return_type.resolved, rt)) \
+                    or any(wd != gd or not _same(gt, wt)
+                           for (wd, wt), (gd, gt) in zip(want, got, strict=True)):
+                raise fail(f"{d.name}: implementation of {f.name} does not match the abstract "
+                           f"method in {tdecl.name}", f)
             done.add(f.name)
         missing = [n for n in abstract if n not in done]
         if missing:
@@ -381,6 +395,7 @@ class DeclChecker(TableChecker):
                 if not self.coerce(side, kt, ctx, quiet=True):
                     raise fail(f"{describe(item)}: Cannot operate on values with different "
                                f"types {kt} and {side.type}", item)
+                _need_const(side)
             item.type = kt
             return
         t = self.expr(item, ctx)
@@ -389,6 +404,7 @@ class DeclChecker(TableChecker):
         if not self.coerce(item, kt, ctx, quiet=True):
             raise fail(f"'{describe(item)}' with type '{t}' cannot be compared to key of type "
                        f"'{kt}'", item)
+        _need_const(item)
 
     # ------------------------------------------------------------------ controls
     def _d_ControlDecl(self, d: ast.ControlDecl, ctx: Ctx) -> None:
@@ -579,6 +595,18 @@ class DeclChecker(TableChecker):
             return label.const
 
         self._switch_labels(s, check)
+
+
+def _need_const(e: ast.Expr) -> None:
+    if e.const is ast.NOT_CONST:
+        what = "no function calls allowed in this context" if isinstance(e, ast.Call) else \
+            "expression must evaluate to a constant"
+        raise fail(f"{describe(e)}: {what}", e)
+
+
+def _same(got: T.Type, want: T.Type) -> bool:
+    """Type equality for implementations of abstract methods (unbound variables match)."""
+    return isinstance(want, T.TypeVar) or compatible(got, want)
 
 
 def always_returns(s: ast.Stmt | None) -> bool:

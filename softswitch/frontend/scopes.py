@@ -52,7 +52,9 @@ class Scope:
             if isinstance(old, OVERLOADABLE) and isinstance(decl, OVERLOADABLE):
                 if _param_count(old) != _param_count(decl):
                     continue
-            if is_type_decl(old) != is_type_decl(decl):
+            both = (ast.ParserDecl, ast.ControlDecl)
+            if is_type_decl(old) != is_type_decl(decl) and not isinstance(old, both) \
+                    and not isinstance(decl, both):
                 continue
             return old
         existing.append(decl)

@@ -47,6 +47,12 @@ class TableChecker(ExprChecker):
         acts = d.prop("actions")
         if acts is None:
             raise fail(f"{d.name}: expected 'actions' property", d)
+        order = [p.name for p in d.properties]
+        for early in ("default_action", "entries"):
+            if early in order and order.index(early) < order.index("actions"):
+                prop = d.properties[order.index(early)]
+                raise fail(f"{d.name} has no action list, so it cannot invoke "
+                           f"'{early}' actions (declare 'actions' first)", prop)
         refs: dict[ast.ActionDecl, ast.ActionRef] = {}
         for ref in acts.value:
             self.guard(lambda ref=ref: self.action_in_list(ref, refs, tctx))

@@ -334,6 +334,8 @@ class ExprChecker:
             return T.BoolType()
         if op in ("&&&", ".."):
             return self._unify_operands(e, ctx, allow_any=False)
+        if op in ("/", "%"):
+            self._negative_literal_operand(e)
         t = self._unify_operands(e, ctx, allow_any=False)
         b = base(t)
         if op in COMPARE:
@@ -347,6 +349,13 @@ class ExprChecker:
             self._check_division(e, b)
         return t
 
+    def _negative_literal_operand(self, e: ast.Binary) -> None:
+        """``/`` and ``%`` are undefined on negative numbers (checked before typing)."""
+        for side in (e.left, e.right):
+            v = side.const
+            if isinstance(side.type, T.IntType) and isinstance(v, int) and v < 0:
+                raise fail(f"{describe(e)}: not defined on negative numbers", e)
+
     def _check_division(self, e: ast.Binary, b: T.Type) -> None:
         rv = e.right.const
         if isinstance(rv, int) and not isinstance(rv, bool) and rv == 0:
@@ -359,6 +368,8 @@ class ExprChecker:
             raise fail(f"{describe(e)}: could not evaluate expression at compilation time", e)
         if isinstance(rv, int) and rv < 0:
             raise fail(f"{describe(e)}: not defined on negative numbers", e)
+        if not _division_computable(e.left.const, rv):
+            raise fail(f"{describe(e)}: could not evaluate expression at compilation time", e)
 
     def _unify_operands(self, e: ast.Binary, ctx: Ctx, allow_any: bool) -> T.Type:
         """Give both operands one type: untyped ints take the other side's type."""
@@ -496,7 +507,7 @@ class ExprChecker:
 
     def _coerce(self, e: ast.Expr, target: T.Type, ctx: Ctx) -> bool:
         src = e.type
-        if isinstance(target, (T.DontCareType, T.TypeVar)) or isinstance(e, ast.DontCareExpr):
+        if isinstance(target, T.DontCareType) or isinstance(e, ast.DontCareExpr):
             return True
         if isinstance(e, ast.InvalidHeaderExpr):
             if isinstance(target, (T.HeaderType, T.HeaderUnionType)):
@@ -642,6 +653,16 @@ class ExprChecker:
         return contains_var(subst(t, m), variables)
 
 
+def _division_computable(left: Any, right: Any) -> bool:
+    """Like p4c for BMv2: run-time ``/`` and ``%`` only where they reduce to shifts/masks
+    (a power-of-two divisor) or fold (zero dividend); otherwise both must be constant."""
+    if left is not ast.NOT_CONST and right is not ast.NOT_CONST:
+        return True
+    if isinstance(right, int) and right > 0 and right & (right - 1) == 0:
+        return True
+    return isinstance(left, int) and left == 0
+
+
 def _as_tuple(t: T.Type) -> T.Type:
     if isinstance(t, T.ListType):
         return T.TupleType(tuple(_as_tuple(x) for x in t.elements))
@@ -654,14 +675,16 @@ def castable(src: T.Type, to: T.Type) -> bool:
         return True
     s, d = base(src), base(to)
     if isinstance(src, T.NewType) or isinstance(to, T.NewType):
-        if compatible(s, d):
-            return True
+        return compatible(s, d) or isinstance(s, T.IntType) or (
+            isinstance(s, T.BitsType) and isinstance(d, T.BitsType)
+            and (isinstance(to, T.NewType) and compatible(src, to.underlying)
+                 or isinstance(src, T.NewType) and compatible(src.underlying, to)))
     if isinstance(s, T.IntType):
         return isinstance(d, (T.BitsType, T.IntType, T.BoolType)) or (
             isinstance(d, T.EnumType) and d.underlying is not None)
     if isinstance(s, T.BitsType):
         if isinstance(d, T.BitsType):
-            return True
+            return s.signed == d.signed or s.width == d.width
         if isinstance(d, T.BoolType):
             return s.width == 1 and not s.signed
         if isinstance(d, T.IntType):

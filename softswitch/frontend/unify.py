@@ -87,7 +87,7 @@ def unify(param: T.Type, arg: T.Type, m: Bindings, variables: set[T.TypeVar]) ->
             m[param] = arg
             return True
         return unify(bound, arg, m, set()) or compatible(bound, arg)
-    if isinstance(arg, (T.DontCareType, T.TypeVar)):
+    if isinstance(arg, T.DontCareType):
         return True
     if isinstance(param, T.StackType) and isinstance(arg, T.StackType):
         return param.size == arg.size and unify(param.element, arg.element, m, variables)
@@ -129,7 +129,7 @@ def _unify_blocks(param: T.BlockType, arg: T.BlockType, m: Bindings,
 
 def compatible(a: T.Type, b: T.Type) -> bool:
     """Structural type equality used after inference (typedefs are already resolved)."""
-    if isinstance(a, (T.DontCareType, T.TypeVar)) or isinstance(b, (T.DontCareType, T.TypeVar)):
+    if isinstance(a, T.DontCareType) or isinstance(b, T.DontCareType):
         return True
     if isinstance(a, T.StackType) and isinstance(b, T.StackType):
         return a.size == b.size and compatible(a.element, b.element)
