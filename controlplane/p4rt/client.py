@@ -1,0 +1,255 @@
+"""One P4Runtime session with one device: connect, arbitrate, pipeline, Read, Write.
+
+The stream channel stays open for the session's lifetime (a P4Runtime server forgets
+a client's primary role when its stream closes), so a background thread reads it:
+arbitration answers, PacketIns and digests land in queues the caller can poll.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.rpc import code_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from controlplane.p4rt.entities import to_entity
+from controlplane.p4rt.errors import P4RuntimeClientError, from_rpc_error
+
+Update = p4runtime_pb2.Update
+_STOP = object()
+
+
+@dataclass(frozen=True)
+class Arbitration:
+    """The answer to our MasterArbitrationUpdate."""
+
+    primary: bool
+    election_id: int     # the current primary's election id as the server reports it
+    message: str
+
+
+class Client:
+    """A P4Runtime client for ``device_id`` at ``address``.
+
+    ``with Client(addr, 1, election_id=10) as c: c.write(...)`` connects and arbitrates;
+    use ``require_primary=False`` to run as a backup (reads only).
+    """
+
+    def __init__(self, address: str, device_id: int, election_id: int = 1,
+                 role: str | None = None, timeout: float = 10.0) -> None:
+        self.address = address
+        self.device_id = device_id
+        self.election_id = election_id
+        self.role = role
+        self.timeout = timeout
+        self.arbitration: Arbitration | None = None
+        self.packet_ins: queue.Queue[p4runtime_pb2.PacketIn] = queue.Queue()
+        self.digests: queue.Queue[p4runtime_pb2.DigestList] = queue.Queue()
+        self._channel: grpc.Channel | None = None
+        self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
+        self._requests: queue.Queue[Any] = queue.Queue()
+        self._arb_answers: queue.Queue[p4runtime_pb2.StreamMessageResponse | Exception] = \
+            queue.Queue()
+        self._reader: threading.Thread | None = None
+        self._stream: Any = None
+
+    # --- session -----------------------------------------------------------------------
+    def connect(self, require_primary: bool = True, retries: int = 0,
+                backoff: float = 0.5) -> Arbitration:
+        """Open the channel and the stream, send arbitration, wait for the answer."""
+        attempt = 0
+        while True:
+            try:
+                return self._connect_once(require_primary)
+            except P4RuntimeClientError as exc:
+                self.close()
+                if attempt >= retries or exc.code not in (grpc.StatusCode.UNAVAILABLE,
+                                                          grpc.StatusCode.DEADLINE_EXCEEDED):
+                    raise
+                attempt += 1
+                time.sleep(backoff * attempt)
+
+    def _connect_once(self, require_primary: bool) -> Arbitration:
+        self._channel = grpc.insecure_channel(self.address)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
+        except grpc.FutureTimeoutError:
+            raise P4RuntimeClientError(f"{self.address}: no P4Runtime server answers "
+                                       f"(waited {self.timeout:g} s)",
+                                       grpc.StatusCode.UNAVAILABLE) from None
+        self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        self._requests = queue.Queue()
+        self._arb_answers = queue.Queue()
+        self._stream = self._stub.StreamChannel(self._request_iter())
+        self._reader = threading.Thread(target=self._read_stream, daemon=True,
+                                        name=f"p4rt-stream-{self.address}")
+        self._reader.start()
+        arbitration = self.arbitrate(self.election_id)
+        if require_primary and not arbitration.primary:
+            raise P4RuntimeClientError(
+                f"{self.address} device {self.device_id}: not primary (election id "
+                f"{self.election_id}; {arbitration.message})",
+                grpc.StatusCode.PERMISSION_DENIED)
+        return arbitration
+
+    def arbitrate(self, election_id: int) -> Arbitration:
+        """Send (or re-send) a MasterArbitrationUpdate and return the verdict."""
+        self.election_id = election_id
+        req = p4runtime_pb2.StreamMessageRequest()
+        arb = req.arbitration
+        arb.device_id = self.device_id
+        arb.election_id.high, arb.election_id.low = election_id >> 64, election_id & (2**64 - 1)
+        if self.role:
+            arb.role.name = self.role
+        self._requests.put(req)
+        try:
+            answer = self._arb_answers.get(timeout=self.timeout)
+        except queue.Empty:
+            raise P4RuntimeClientError(f"{self.address}: no arbitration answer",
+                                       grpc.StatusCode.DEADLINE_EXCEEDED) from None
+        if isinstance(answer, Exception):
+            raise answer
+        got = answer.arbitration
+        primary = got.status.code == code_pb2.OK
+        current = (got.election_id.high << 64) | got.election_id.low
+        self.arbitration = Arbitration(primary, current, got.status.message)
+        return self.arbitration
+
+    def _request_iter(self) -> Iterator[Any]:
+        while True:
+            item = self._requests.get()
+            if item is _STOP:
+                return
+            yield item
+
+    def _read_stream(self) -> None:
+        """Route stream messages; a broken stream wakes anybody waiting for arbitration."""
+        try:
+            for msg in self._stream:
+                kind = msg.WhichOneof("update")
+                if kind == "arbitration":
+                    self._arb_answers.put(msg)
+                elif kind == "packet":
+                    self.packet_ins.put(msg.packet)
+                elif kind == "digest":
+                    self.digests.put(msg.digest)
+        except grpc.RpcError as err:
+            if err.code() != grpc.StatusCode.CANCELLED:
+                self._arb_answers.put(from_rpc_error(err, f"{self.address}: stream"))
+
+    def send_packet_out(self, payload: bytes, metadata: Iterable[tuple[int, bytes]] = ()
+                        ) -> None:
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.packet.payload = payload
+        for mid, value in metadata:
+            req.packet.metadata.add(metadata_id=mid, value=value)
+        self._requests.put(req)
+
+    def close(self) -> None:
+        """End the stream (the server drops our role) and the channel."""
+        self._requests.put(_STOP)
+        if self._stream is not None:
+            self._stream.cancel()
+        if self._reader is not None:
+            self._reader.join(timeout=2)
+        if self._channel is not None:
+            self._channel.close()
+        self._stream = self._reader = self._channel = self._stub = None
+
+    def reconnect(self, retries: int = 5, backoff: float = 0.5) -> Arbitration:
+        """Close and connect again (after a server restart or a broken stream)."""
+        self.close()
+        return self.connect(retries=retries, backoff=backoff)
+
+    def __enter__(self) -> Client:
+        if self._stub is None:
+            self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- RPCs --------------------------------------------------------------------------
+    @property
+    def stub(self) -> p4runtime_pb2_grpc.P4RuntimeStub:
+        if self._stub is None:
+            raise P4RuntimeClientError(f"{self.address}: not connected")
+        return self._stub
+
+    def _election(self, msg: Any) -> None:
+        msg.election_id.high = self.election_id >> 64
+        msg.election_id.low = self.election_id & (2**64 - 1)
+        if self.role:
+            msg.role = self.role
+
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes = b"",
+                     cookie: int = 0, action: str = "VERIFY_AND_COMMIT") -> None:
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.Action.Value(action))
+        self._election(req)
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = device_config
+        req.config.cookie.cookie = cookie
+        try:
+            self.stub.SetForwardingPipelineConfig(req, timeout=self.timeout * 6)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err, f"{self.address}: SetForwardingPipelineConfig") from None
+
+    def get_p4info(self) -> p4info_pb2.P4Info | None:
+        """The device's P4Info, or None when no pipeline is loaded."""
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        try:
+            resp = self.stub.GetForwardingPipelineConfig(req, timeout=self.timeout)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                return None
+            raise from_rpc_error(err, f"{self.address}: GetForwardingPipelineConfig") from None
+        return resp.config.p4info if resp.config.HasField("p4info") else None
+
+    def read(self, entities: Iterable[Any]) -> Iterator[p4runtime_pb2.Entity]:
+        """Read with filters (zero ids/empty keys are wildcards), streaming results."""
+        req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        if self.role:
+            req.role = self.role
+        for e in entities:
+            req.entities.append(to_entity(e))
+        try:
+            for resp in self.stub.Read(req, timeout=self.timeout * 6):
+                yield from resp.entities
+        except grpc.RpcError as err:
+            raise from_rpc_error(err, f"{self.address}: Read") from None
+
+    def write(self, updates: list[Update], atomicity: str = "CONTINUE_ON_ERROR") -> None:
+        """One Write RPC; on failure the error names each refused update."""
+        if not updates:
+            return
+        req = p4runtime_pb2.WriteRequest(
+            device_id=self.device_id, updates=updates,
+            atomicity=p4runtime_pb2.WriteRequest.Atomicity.Value(atomicity))
+        self._election(req)
+        try:
+            self.stub.Write(req, timeout=self.timeout * 6)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err, f"{self.address}: Write") from None
+
+    def write_batches(self, updates: list[Update], batch_size: int = 500,
+                      atomicity: str = "ROLLBACK_ON_ERROR") -> int:
+        """Write in batches (ROLLBACK_ON_ERROR: a refused batch leaves no trace)."""
+        for start in range(0, len(updates), batch_size):
+            self.write(updates[start:start + batch_size], atomicity)
+        return len(updates)
+
+
+def update(kind: str, message: Any) -> Update:
+    """``update("INSERT", table_entry)`` — an Update of a built entity."""
+    return Update(type=Update.Type.Value(kind), entity=to_entity(message))
