@@ -162,6 +162,7 @@ class BlockInstance:
     package_param: str | None = None
     children: list[Any] = field(default_factory=list)   # locals in order (flattened later)
     used: bool = True
+    node: ast.Node | None = None        # the InstanceDecl / constructor call creating it
 
 
 @dataclass(eq=False)
@@ -624,7 +625,7 @@ class _Elaborator:
             prefix = tdecl.name
         else:
             prefix = qualify(owner.prefix, local_name(node, inst_name))
-        block = BlockInstance(tdecl, kind, inst_name, prefix, owner)
+        block = BlockInstance(tdecl, kind, inst_name, prefix, owner, node=node)
         bound = self._bind_args(tdecl.ctor_params, args, getattr(node, "loc", None),
                                 tdecl.name)
         inner_scope = _Scope(self.top, tdecl)
@@ -759,8 +760,8 @@ class _Elaborator:
                     res.value_sets.append(self._value_set(item, blk))
             per_block_tables.append(tables_here)
         for _top, items in flat_items:
-            for _blk, item in items:
-                if isinstance(item, ExternInstance):
+            for blk, item in items:
+                if isinstance(item, ExternInstance) and self._block_live(blk):
                     res.externs.append(item)
         for tables_here in per_block_tables:
             for t in tables_here:
@@ -824,6 +825,10 @@ class _Elaborator:
             for c in b.children:
                 if isinstance(c, ExternInstance):
                     work.append((c.decl, b))
+                elif isinstance(c, BlockInstance) and isinstance(c.node, ast.InstanceDecl):
+                    # instances passed to other instances' constructors are used
+                    for a in c.node.args:
+                        work.append((a.value, b))
 
         roots(top)
         visited: set[tuple[int, int]] = set()

@@ -9,6 +9,7 @@ v1model architecture handler, because controllers compare P4Info files and ids.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from p4.config.v1 import p4info_pb2
@@ -462,17 +463,27 @@ class Builder:
         pkg.arch = ARCH
         assert main is not None
         for a in main.annotations:
-            if a.name != "pkginfo" or not a.kv:
+            if a.name != "pkginfo":
                 continue
-            for k, v in a.kv.items():
+            for k, val in _pkginfo_pairs(a):
                 if k in ("name", "version", "organization", "contact", "url", "arch"):
-                    val = const_of(v)
                     if not isinstance(val, str):
                         raise P4Error(f"Value for '{k}' key in @pkginfo annotation is not "
-                                      "a string", v.loc)
+                                      "a string", a.loc)
                     setattr(pkg, k, val)
         add_annotations(pkg, main.annotations, {"pkginfo"})
         add_doc(pkg, main.annotations)
+
+
+_KV_TEXT = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^,\s]+))')
+
+
+def _pkginfo_pairs(a: ast.Annotation) -> list[tuple[str, Any]]:
+    """Key/value pairs of ``@pkginfo[k="v"]`` or of the parenthesized ``@pkginfo(k="v")``."""
+    if a.kv is not None:
+        return [(k, const_of(v)) for k, v in a.kv.items()]
+    return [(m.group(1), m.group(2) if m.group(2) is not None else None)
+            for m in _KV_TEXT.finditer(a.body)]
 
 
 def local_struct_name(t: T.StructType) -> str:

@@ -1,0 +1,148 @@
+"""Elaboration: instance tree and control-plane names as p4c's P4Info spells them."""
+
+from __future__ import annotations
+
+import pytest
+
+from softswitch.diagnostics import P4Error
+from softswitch.frontend.compiler import check_program
+from softswitch.frontend.elaborate import Elaboration, elaborate
+from softswitch.frontend.parser import parse_text
+
+PRELUDE = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct H { h_t h; h_t[2] s; }
+struct M { bit<32> m; }
+parser P(packet_in pk, out H hdr, inout M meta, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control VC(inout H hdr, inout M meta) { apply { } }
+control CC(inout H hdr, inout M meta) { apply { } }
+control E(inout H hdr, inout M meta, inout standard_metadata_t sm) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+"""
+
+MAIN = "V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;\n"
+
+
+def elab(body: str, main: str = MAIN) -> Elaboration:
+    return elaborate(check_program(parse_text(PRELUDE + body + main, "t.p4")))
+
+
+def names(objs: list) -> list[str | None]:
+    return [o.name for o in objs]
+
+
+def test_package_arguments_bind_in_order() -> None:
+    e = elab("control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) "
+             "{ apply { } }\n")
+    assert [b.decl.name for b in e.top_blocks] == ["P", "VC", "Ing", "E", "CC", "D"]
+    assert e.top_block("ig") is not None and e.top_block("ig").prefix == "Ing"
+
+
+def test_local_names_are_qualified_and_at_name_renames() -> None:
+    e = elab("""
+control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    action a1(bit<8> v) { hdr.h.a = v; }
+    @name("renamed") action a2() { }
+    @name(".absolute") action a3() { }
+    @hidden action a4() { }
+    action unused() { }
+    table t {
+        key = { hdr.h.a : exact; hdr.h.isValid() : exact; hdr.s[1].b : ternary @name("bee"); }
+        actions = { a1; a2; a3; a4; }
+    }
+    apply { t.apply(); }
+}
+""")
+    assert names(e.tables) == ["Ing.t"]
+    # top-level actions first (NoAction is added as the implicit default), then locals;
+    # hidden and unused actions have no control-plane name
+    assert names(e.actions) == ["NoAction", "Ing.a1", "Ing.renamed", "absolute"]
+    t = e.table("Ing.t")
+    assert [r.action.name for r in t.action_refs[:4]] == [
+        "Ing.a1", "Ing.renamed", "absolute", None]
+    assert [k.name for k in t.keys] == ["hdr.h.a", "hdr.h.$valid$", "bee"]
+    assert [k.width for k in t.keys] == [8, 1, 16]
+    implicit = t.action_refs[-1]
+    assert implicit.implicit and implicit.action.name == "NoAction" and implicit.has("defaultonly")
+    assert t.default_action is not None and t.default_action.implicit
+
+
+def test_nested_instances_and_direct_calls_extend_the_prefix() -> None:
+    e = elab("""
+control Inner(inout H hdr)(bit<32> n) {
+    counter(n, CounterType.packets) cnt;
+    action set() { hdr.h.a = 1; }
+    table it { key = { hdr.h.b : lpm; } actions = { set; } }
+    apply { it.apply(); cnt.count(0); }
+}
+control Direct(inout H hdr) {
+    table dt { actions = { NoAction; } }
+    apply { dt.apply(); }
+}
+control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    Inner(32w64) inner;
+    @name("other") Inner(32w8) second;
+    apply { inner.apply(hdr); second.apply(hdr); Direct.apply(hdr); }
+}
+""")
+    assert names(e.tables) == ["Ing.inner.it", "Ing.other.it", "Ing.Direct.dt"]
+    assert "Ing.inner.set" in names(e.actions) and "Ing.other.set" in names(e.actions)
+    counters = {x.name: x.args["size"] for x in e.externs if x.type_name == "counter"}
+    assert counters == {"Ing.inner.cnt": 64, "Ing.other.cnt": 8}
+
+
+def test_unused_tables_and_sub_instances_are_not_control_plane_objects() -> None:
+    e = elab("""
+control Inner(inout H hdr) {
+    table it { actions = { NoAction; } }
+    register<bit<8>>(4) r;
+    apply { it.apply(); }
+}
+control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    Inner() never_applied;
+    table unused_t { actions = { NoAction; } }
+    table used_t { actions = { NoAction; } }
+    apply { if (false) { unused_t.apply(); } used_t.apply(); }
+}
+""")
+    assert names(e.tables) == ["Ing.used_t"]
+    assert names(e.externs) == []
+
+
+def test_table_property_externs_take_the_property_name() -> None:
+    e = elab("""
+control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    direct_counter(CounterType.bytes) dc;
+    table t {
+        key = { meta.m : selector; }
+        actions = { NoAction; }
+        @name("sel") implementation = action_selector(HashAlgorithm.crc16, 32w128, 32w16);
+        counters = dc;
+    }
+    apply { t.apply(); }
+}
+""")
+    t = e.table("Ing.t")
+    assert t.implementation is not None and t.implementation.name == "sel"
+    assert t.implementation.args["size"] == 128
+    assert t.counters is not None and t.counters.name == "Ing.dc"
+
+
+def test_anonymous_property_extern_is_an_error() -> None:
+    with pytest.raises(P4Error, match="anonymous table property"):
+        elab("""
+control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    table t { actions = { NoAction; } implementation = action_profile(32w4); }
+    apply { t.apply(); }
+}
+""")
+
+
+def test_no_main_means_no_instances() -> None:
+    e = elab("control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) "
+             "{ apply { } }\n", main="")
+    assert e.main is None and e.tables == [] and e.top_blocks == []
