@@ -1,0 +1,100 @@
+"""p4c's corpus against softswitch: no regressions, no stale known-failure entries.
+
+The corpus runs once per session (in forked workers, see softswitch.conformance). A
+failure not listed in tests/conformance_known_failures.txt is a regression; a listed
+entry that passes must be deleted from the list. Pass rates are printed, not asserted.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from softswitch import conformance as conf
+
+CORPUS = conf.corpus_dir()
+HAVE_CORPUS = (CORPUS / "manifest.json").exists()
+needs_corpus = pytest.mark.skipif(
+    not HAVE_CORPUS, reason=f"conformance corpus not found at {CORPUS} (set P4_CONFORMANCE_DIR)")
+
+
+@pytest.fixture(scope="session")
+def corpus_results():
+    programs = conf.load_programs(CORPUS)
+    results = conf.run_corpus(programs, jobs=2)
+    print("\n" + conf.summary(results))
+    return results
+
+
+@needs_corpus
+def test_every_program_was_checked(corpus_results):
+    programs = conf.load_programs(CORPUS)
+    expected = sum(len(p.categories()) for p in programs)
+    assert len(corpus_results) == expected
+
+
+@needs_corpus
+def test_no_regressions(corpus_results):
+    known = conf.read_known_failures(conf.DEFAULT_KNOWN_FAILURES)
+    cmp = conf.compare_with_known(corpus_results, known)
+    lines = [f"{r.category} {r.program}: {r.message}" for r in cmp.regressions]
+    assert not lines, ("failures not in conformance_known_failures.txt:\n" + "\n".join(lines))
+
+
+@needs_corpus
+def test_no_stale_known_failures(corpus_results):
+    known = conf.read_known_failures(conf.DEFAULT_KNOWN_FAILURES)
+    stale = conf.compare_with_known(corpus_results, known).stale
+    assert not stale, ("these pass now; remove them from conformance_known_failures.txt:\n"
+                       + "\n".join(f"{c} {p}" for c, p in stale))
+
+
+# --- the harness' own logic (no corpus needed) -------------------------------------------
+
+def test_known_failures_round_trip(tmp_path: Path):
+    path = tmp_path / "kf.txt"
+    results = [conf.CheckResult("accept", "p4_16_samples/a.p4", False, "x.p4:1:2: error: bad"),
+               conf.CheckResult("stf", "p4_16_samples/a.p4", True),
+               conf.CheckResult("reject", "p4_16_errors/b.p4", False, "accepted")]
+    conf.write_known_failures(path, results, keep={("p4info", "p4_16_samples/c.p4"): "old"})
+    known = conf.read_known_failures(path)
+    assert known == {("accept", "p4_16_samples/a.p4"): "x.p4:1:2: error: bad",
+                     ("reject", "p4_16_errors/b.p4"): "accepted",
+                     ("p4info", "p4_16_samples/c.p4"): "old"}
+
+
+def test_compare_finds_regressions_and_stale_entries():
+    results = [conf.CheckResult("accept", "a.p4", False, "boom"),
+               conf.CheckResult("accept", "b.p4", True),
+               conf.CheckResult("reject", "c.p4", False, "listed")]
+    known = {("accept", "b.p4"): "", ("reject", "c.p4"): ""}
+    cmp = conf.compare_with_known(results, known)
+    assert [r.program for r in cmp.regressions] == ["a.p4"]
+    assert cmp.stale == [("accept", "b.p4")]
+
+
+def test_malformed_known_failures_line_is_reported(tmp_path: Path):
+    path = tmp_path / "kf.txt"
+    path.write_text("# fine\nsomething p.p4\n")
+    with pytest.raises(ValueError, match="kf.txt:2"):
+        conf.read_known_failures(path)
+
+
+def test_worker_timeout_and_crash_are_failures(tmp_path: Path, monkeypatch):
+    """A hanging or dying program costs one failure each, never the run."""
+    import os
+    import time
+
+    def fake_run(prog):
+        if prog.name.endswith("hang.p4"):
+            time.sleep(30)
+        os._exit(3)
+
+    monkeypatch.setattr(conf, "run_program", fake_run)
+    progs = [conf.Program(f"p4_16_errors/{n}", tmp_path / n, "reject", None, None, None)
+             for n in ("hang.p4", "die.p4")]
+    start = time.monotonic()
+    results = conf.run_corpus(progs, jobs=2, timeout=1.0)
+    assert time.monotonic() - start < 10
+    assert [(r.program, r.ok) for r in results] == [("p4_16_errors/hang.p4", False),
+                                                    ("p4_16_errors/die.p4", False)]
+    assert "timeout" in results[0].message and "worker died" in results[1].message
