@@ -4,7 +4,9 @@ replication, packet I/O, and the error codes of each."""
 
 from __future__ import annotations
 
+import pathlib
 import textwrap
+import time
 
 import grpc
 import pytest
@@ -481,9 +483,9 @@ def test_packet_out_and_packet_in(rig):
     out = p4runtime_pb2.PacketOut(payload=frame(0x60))
     out.metadata.add(metadata_id=1, value=b"\x03")
     rig.stream.send(p4runtime_pb2.StreamMessageRequest(packet=out))
-    deadline = __import__("time").monotonic() + 5
-    while not rig.sent and __import__("time").monotonic() < deadline:
-        __import__("time").sleep(0.01)
+    deadline = time.monotonic() + 5
+    while not rig.sent and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert rig.sent == [(3, frame(0x60))]
     rig.write(upd(Update.INSERT, table_entry=fwd_entry(rig, b"\x61", 0, action="I.to_cpu")))
     rig.device.receive(6, frame(0x61))
@@ -497,3 +499,42 @@ def test_packet_out_and_packet_in(rig):
     rig.stream.send(p4runtime_pb2.StreamMessageRequest(packet=bad))
     err = rig.stream.next()
     assert err.error.canonical_code == code_pb2.INVALID_ARGUMENT
+
+
+# ---------------------------------------------------------------------- LPM (l3_basic)
+L3_BASIC = pathlib.Path(__file__).resolve().parents[1] / "p4src" / "samples" / "l3_basic.p4"
+
+
+@pytest.fixture()
+def l3rig():
+    compiled = pipeline.compile_file(str(L3_BASIC), {})
+    r = Rig(compiled.p4info)
+    r.set_pipeline(source=L3_BASIC.read_text())
+    yield r
+    r.close()
+
+
+def lpm_entry(rig, value: bytes, plen: int, port: int = 1) -> p4runtime_pb2.TableEntry:
+    te = p4runtime_pb2.TableEntry(table_id=rig.ids["L3Ingress.ipv4_lpm"])
+    fm = te.match.add(field_id=1)
+    fm.lpm.value, fm.lpm.prefix_len = value, plen
+    te.action.action.action_id = rig.ids["L3Ingress.set_next_hop"]
+    for pid, v in ((1, port.to_bytes(2, "big")), (2, b"\x02" * 6), (3, b"\x04" * 6)):
+        te.action.action.params.add(param_id=pid, value=v)
+    return te
+
+
+def test_lpm_prefix_rules(l3rig):
+    l3rig.write(upd(Update.INSERT, table_entry=lpm_entry(l3rig, b"\x0a\x00\x00\x00", 8)))
+    for value, plen in ((b"\x0a\x00\x00\x01", 8),    # host bits set past the prefix
+                        (b"\x0a\x00\x00\x00", 33),   # longer than the field
+                        (b"\x0a\x00\x00\x00", 0)):   # /0 must be omitted
+        details = l3rig.write_error(upd(Update.INSERT, table_entry=lpm_entry(l3rig, value, plen)))
+        assert details[0].canonical_code == code_pb2.INVALID_ARGUMENT, (value, plen)
+    details = l3rig.write_error(upd(Update.INSERT,
+                                    table_entry=lpm_entry(l3rig, b"\x0a\x00\x00\x00", 8)))
+    assert details[0].canonical_code == code_pb2.ALREADY_EXISTS
+    (got,) = l3rig.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(
+        table_id=l3rig.ids["L3Ingress.ipv4_lpm"])))
+    assert got.table_entry.match[0].lpm.value == b"\x0a\x00\x00\x00"
+    assert got.table_entry.match[0].lpm.prefix_len == 8
