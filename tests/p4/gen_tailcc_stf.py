@@ -16,7 +16,7 @@ from pathlib import Path
 from scapy.contrib.roce import BTH, CNPPadding
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import Ether
+from scapy.layers.l2 import Dot1Q, Ether
 from scapy.layers.vxlan import VXLAN
 from scapy.packet import Raw, raw
 
@@ -27,6 +27,11 @@ HOST1_MAC = "00:00:00:00:01:01"   # behind port 1
 NH2_MAC = "00:00:00:00:02:02"     # next hop on port 2
 NH3_MAC = "00:00:00:00:03:03"     # next hop on port 3
 L2_HOST4_MAC = "00:00:00:00:04:04"  # bridged host on port 4
+
+
+def vxlan(vni: int):
+    """A plain RFC 7348 VXLAN header (flags 0x08); scapy's default is VXLAN-GPE-style."""
+    return VXLAN(vni=vni, flags=0x08, NextProtocol=0)
 
 
 def mac_int(mac: str) -> str:
@@ -43,6 +48,15 @@ def packet(port: int, pkt) -> str:
 
 def expect(port: int, pkt) -> str:
     return f"expect {port} {hexof(pkt)} $"
+
+
+def expect_masked(port: int, pkt, wild: list[tuple[int, int]]) -> str:
+    """``expect`` with the bytes [offset, offset+length) of each ``wild`` entry as '*'."""
+    nibbles = list(hexof(pkt))
+    for offset, length in wild:
+        for i in range(2 * offset, 2 * (offset + length)):
+            nibbles[i] = "*"
+    return f"expect {port} {''.join(nibbles)} $"
 
 
 def header(title: str) -> list[str]:
@@ -99,6 +113,10 @@ def classify_stf() -> list[str]:
         "set_class_and_dscp(tc:7, queue:5, ecn_profile:1, dscp:46)",
         # Cluster control by DSCP 56.
         "add traffic_class 80 dscp:56&&&0x3f set_class(tc:10, queue:7, ecn_profile:0)",
+        # MoE all-to-all of tenant VNI 300 crossing this switch inside VXLAN: classified
+        # on the VNI and the inner DSCP; the (outer) DSCP is normalised to 34.
+        "add traffic_class 95 vni:300&&&0xffffff dscp:34&&&0x3f "
+        "set_class_and_dscp(tc:5, queue:4, ecn_profile:2, dscp:34)",
         # Any other RoCE: storage / weights, DSCP 24.
         "add traffic_class 50 is_roce:1&&&1 "
         "set_class_and_dscp(tc:4, queue:3, ecn_profile:2, dscp:24)",
@@ -125,8 +143,21 @@ def classify_stf() -> list[str]:
     lines.append("# TCP to port 80 -> best effort (class 0)")
     lines.append(packet(1, tcp("10.0.2.9", 80)))
     lines.append(expect(2, tcp("10.0.2.9", 80, ttl=63, smac=ROUTER_MAC, dmac=NH2_MAC)))
+    # 6. transit VXLAN (not terminated here): VNI 300, inner DSCP 34 -> MoE
+    def transit(outer_dscp: int, ttl: int, smac: str, dmac: str):
+        return (Ether(src=smac, dst=dmac)
+                / IP(src="192.168.5.5", dst="10.0.2.77", tos=outer_dscp << 2, ttl=ttl, id=11)
+                / UDP(sport=51000, dport=4789, chksum=0)
+                / vxlan(300)
+                / Ether(src="00:00:00:00:0a:0a", dst="00:00:00:00:0b:0b")
+                / IP(src="172.16.1.1", dst="172.16.2.2", tos=(34 << 2) | 2, id=12)
+                / UDP(sport=1111, dport=2222) / Raw(b"\x66" * 32))
+    lines.append("# transit VXLAN, VNI 300, inner DSCP 34 -> MoE (class 5), outer DSCP 34")
+    lines.append(packet(1, transit(0, 64, HOST1_MAC, ROUTER_MAC)))
+    lines.append(expect(2, transit(34, 63, ROUTER_MAC, NH2_MAC)))
     lines += [
         "",
+        "check_counter class_counter(5) packets == 1",
         "check_counter class_counter(8) packets == 1",
         "check_counter class_counter(4) packets == 1",
         "check_counter class_counter(7) packets == 1",
@@ -250,7 +281,7 @@ def rfc6040_stf() -> list[str]:
             pkt = (Ether(src="00:00:00:00:0e:0e", dst=ROUTER_MAC)
                    / IP(src="192.168.0.9", dst="192.168.0.1", tos=(26 << 2) | outer, ttl=60)
                    / UDP(sport=50000, dport=4789, chksum=0)
-                   / VXLAN(vni=100)
+                   / vxlan(100)
                    / inner_packet(inner, 64, HOST1_MAC, ROUTER_MAC))
             result = RFC6040[inner][outer]
             lines.append(f"# inner {ECN_NAME[inner]}, outer {ECN_NAME[outer]} -> "
@@ -312,50 +343,259 @@ def robustness_stf() -> list[str]:
 
 
 # --------------------------------------------------------------------------- fast CNP
+def cnp_packet(dst_mac: str, src_ip: str, dst_ip: str, sport: int, sender_qp: int,
+               vlan: int | None = None):
+    l2 = Ether(src=ROUTER_MAC, dst=dst_mac)
+    if vlan is not None:
+        l2 = l2 / Dot1Q(vlan=vlan)
+    return (l2
+            / IP(src=src_ip, dst=dst_ip, tos=48 << 2, ttl=64, id=0, flags="DF")
+            / UDP(sport=sport, dport=4791, chksum=0)
+            / BTH(opcode=0x81, becn=1, dqpn=sender_qp, pkey=0xFFFF, psn=0)
+            / CNPPadding())
+
+
 def fast_cnp_stf() -> list[str]:
     lines = header("Fast CNP: a RoCE data packet joining a congested queue makes the switch "
-                   "send a CNP to the sender.")
+                   "send a CNP to the sender; rate limit, unresolved flows, keep_ce = 0.")
     lines += ROUTER_ENTRIES
     lines += [
         f"add routing_v4 vrf:0 ipv4_dst:10.0.2.0/24 {nexthop(2, NH2_MAC)}",
         "add traffic_class 100 is_roce:1&&&1 set_class(tc:8, queue:5, ecn_profile:1)",
+        # the class's queue marks every ECT packet (Kmax 0), so suppression is visible
+        "add ecn_profile 10 egress_port:2&&&0x1ff queue:5&&&0x7 ecn_profile:1&&&0xf "
+        "set_ecn_profile(kmin_pkts:0, kmax_pkts:0, pmax_1024:1024, use_deq_qdepth:0, "
+        "drop_not_ect_enable:0, drop_threshold_pkts:0)",
+        # keep_ce 0: once the sender has its CNP the data packet is not marked as well;
+        # a huge interval makes the rate limit deterministic in the test
         "add fast_cnp_policy 10 traffic_class:8&&&0xf "
-        "enable_fast_cnp(qdepth_threshold:10, min_interval:50, cnp_dscp:48, keep_ce:1)",
+        "enable_fast_cnp(qdepth_threshold:10, min_interval:1000000000, cnp_dscp:48, keep_ce:0)",
         "add cnp_flow ipv4_src:10.0.1.1 ipv4_dst:10.0.2.5 dst_qp:0x123 "
         "set_sender_qp(sender_qp:0x456, flow_index:7)",
-        # session CNP_SESSION_BASE (1024) + ingress port 1 sends back out of port 1
+        "add cnp_flow ipv4_src:10.0.1.2 ipv4_dst:10.0.2.5 dst_qp:0x124 "
+        "set_sender_qp(sender_qp:0x789, flow_index:8)",
+        # session CNP_SESSION_BASE (1024) + ingress port P sends back out of port P
         "mirroring_add 1025 1",
         "",
-        # egress publishes queue depths; pretend port 2 queue 5 (slot 2*8+5) is deep
-        "register_write queue_depth 21 20",
     ]
-    data = roce("10.0.2.5", 0x123, 256, sport=49999)
-    lines.append("# data to QP 0x123 while queue (2, 5) holds 20 packets (threshold 10)")
-    lines.append(packet(1, data))
-    lines.append(expect(2, roce("10.0.2.5", 0x123, 256, sport=49999, ttl=63,
-                                smac=ROUTER_MAC, dmac=NH2_MAC)))
-    cnp = (Ether(src=ROUTER_MAC, dst=HOST1_MAC)
-           / IP(src="10.0.2.5", dst="10.0.1.1", tos=48 << 2, ttl=64, id=0, flags="DF")
-           / UDP(sport=49999, dport=4791, chksum=0)
-           / BTH(opcode=0x81, becn=1, dqpn=0x456, pkey=0xFFFF, psn=0)
-           / CNPPadding())
+
+    def data_out(qp: int, ecn: int, src: str = "10.0.1.1"):
+        return roce("10.0.2.5", qp, 256, src=src, sport=49999, ttl=63, ecn=ecn,
+                    smac=ROUTER_MAC, dmac=NH2_MAC)
+
+    # egress publishes queue depths; each test packet's own dequeue overwrites the
+    # slot, so the test sets port 2 / queue 5 (slot 2*8+5 = 21) before each packet
+    lines.append("# 1. queue (2, 5) holds 20 packets (threshold 10): CNP to the sender, "
+                 "data not marked (keep_ce 0)")
+    lines.append("register_write queue_depth 21 20")
+    lines.append(packet(1, roce("10.0.2.5", 0x123, 256, sport=49999)))
+    lines.append(expect(2, data_out(0x123, ECN_ECT0_VALUE)))
+    cnp = cnp_packet(HOST1_MAC, "10.0.2.5", "10.0.1.1", 49999, 0x456)
     assert len(raw(cnp)) == 74
     lines.append(expect(1, cnp))
+
+    lines.append("# 2. same flow again within the interval: rate-limited, so marked CE")
+    lines.append("register_write queue_depth 21 20")
+    lines.append(packet(1, roce("10.0.2.5", 0x123, 256, sport=49999)))
+    lines.append(expect(2, data_out(0x123, 3)))
+
+    lines.append("# 3. unknown flow: nothing sent, counted as unresolved, marked CE")
+    lines.append("register_write queue_depth 21 20")
+    lines.append(packet(1, roce("10.0.2.5", 0x999, 256, sport=49999)))
+    lines.append(expect(2, data_out(0x999, 3)))
+
+    lines.append("# 4. queue below the threshold: no CNP decision, marked CE by ECN")
+    lines.append("register_write queue_depth 21 5")
+    lines.append(packet(1, roce("10.0.2.5", 0x123, 256, sport=49999)))
+    lines.append(expect(2, data_out(0x123, 3)))
+
+    lines.append("# 5. VLAN-tagged flow from port 3: a 78-byte tagged CNP goes back out of "
+                 "port 3")
+    lines.append("mirroring_add 1027 3")
+    lines.append("register_write queue_depth 21 20")
+    tagged_in = (Ether(src="00:00:00:00:01:02", dst=ROUTER_MAC) / Dot1Q(vlan=10)
+                 / IP(src="10.0.1.2", dst="10.0.2.5", tos=(26 << 2) | 2, ttl=64, id=1,
+                      flags="DF")
+                 / UDP(sport=50001, dport=4791, chksum=0)
+                 / BTH(opcode=0x0a, dqpn=0x124, psn=5)
+                 / Raw(bytes(16) + b"\x5a" * 64))   # RETH + data: RDMA WRITE only
+    tagged_out = (Ether(src=ROUTER_MAC, dst=NH2_MAC) / Dot1Q(vlan=10)
+                  / IP(src="10.0.1.2", dst="10.0.2.5", tos=(26 << 2) | 2, ttl=63, id=1,
+                       flags="DF")
+                  / UDP(sport=50001, dport=4791, chksum=0)
+                  / BTH(opcode=0x0a, dqpn=0x124, psn=5)
+                  / Raw(bytes(16) + b"\x5a" * 64))
+    lines.append(packet(3, tagged_in))
+    lines.append(expect(2, tagged_out))
+    tagged_cnp = cnp_packet("00:00:00:00:01:02", "10.0.2.5", "10.0.1.2", 50001, 0x789, vlan=10)
+    assert len(raw(tagged_cnp)) == 78
+    lines.append(expect(3, tagged_cnp))
     lines += [
         "",
-        "# unknown flow: nothing is sent, counted as unresolved",
-        "register_write queue_depth 21 20",
-    ]
-    other = roce("10.0.2.5", 0x999, 256, sport=49999)
-    lines.append(packet(1, other))
-    lines.append(expect(2, roce("10.0.2.5", 0x999, 256, sport=49999, ttl=63,
-                                smac=ROUTER_MAC, dmac=NH2_MAC)))
-    lines += [
-        "",
-        "check_counter fast_cnp_counter(0) packets == 1",
+        "check_counter fast_cnp_counter(0) packets == 2",
         "check_counter fast_cnp_counter(1) packets == 1",
-        "check_counter fast_cnp_built_counter(0) packets == 1",
+        "check_counter fast_cnp_counter(2) packets == 1",
+        "check_counter fast_cnp_built_counter(0) packets == 2",
+        "check_counter ecn_mark_counter(21) packets == 3",
     ]
+    return lines
+
+
+ECN_ECT0_VALUE = 2
+
+
+# ------------------------------------------------------------------------ ECN marking
+def ecn_marking_stf() -> list[str]:
+    lines = header("Per-class ECN marking in egress: ECT marked above Kmax, CE and Not-ECT "
+                   "untouched, Not-ECT dropped above the drop threshold when enabled.")
+    lines += ROUTER_ENTRIES
+    lines += [
+        f"add routing_v4 vrf:0 ipv4_dst:10.0.2.0/24 {nexthop(2, NH2_MAC)}",
+        f"add routing_v6 vrf:0 ipv6_dst:0x20010db8000000000000000000000000/32 "
+        f"{nexthop(2, NH2_MAC)}",
+        "add traffic_class 10 l4_dport:7000..7999 set_class(tc:6, queue:4, ecn_profile:3)",
+        "add traffic_class 10 l4_dport:8000..8999 set_class(tc:2, queue:3, ecn_profile:4)",
+        # profile 3 on (port 2, queue 4): Kmax 0 -> every ECT packet is above Kmax
+        "add ecn_profile 10 egress_port:2&&&0x1ff queue:4&&&0x7 ecn_profile:3&&&0xf "
+        "set_ecn_profile(kmin_pkts:0, kmax_pkts:0, pmax_1024:1024, use_deq_qdepth:0, "
+        "drop_not_ect_enable:0, drop_threshold_pkts:0)",
+        # profile 4 on (port 2, queue 3): Kmin 1000, so never marks here; drops Not-ECT
+        "add ecn_profile 10 egress_port:2&&&0x1ff queue:3&&&0x7 ecn_profile:4&&&0xf "
+        "set_ecn_profile(kmin_pkts:1000, kmax_pkts:2000, pmax_1024:1024, use_deq_qdepth:1, "
+        "drop_not_ect_enable:1, drop_threshold_pkts:0)",
+        "",
+    ]
+    for ecn_in, ecn_out in ((ECT0, CE), (ECT1, CE), (CE, CE), (NOT_ECT, NOT_ECT)):
+        lines.append(f"# profile 3: {ECN_NAME[ecn_in]} -> {ECN_NAME[ecn_out]}")
+        lines.append(packet(1, udp("10.0.2.9", 7000, dscp=32, ecn=ecn_in)))
+        lines.append(expect(2, udp("10.0.2.9", 7000, dscp=32, ecn=ecn_out, ttl=63,
+                                   smac=ROUTER_MAC, dmac=NH2_MAC)))
+
+    def v6(ecn: int, hlim: int, smac: str, dmac: str):
+        return (Ether(src=smac, dst=dmac)
+                / IPv6(src="2001:db8:1::1", dst="2001:db8:2::2", hlim=hlim, tc=32 << 2 | ecn)
+                / UDP(sport=1000, dport=7001) / Raw(b"\x33" * 40))
+    lines.append("# profile 3, IPv6: ECT(0) -> CE")
+    lines.append(packet(1, v6(ECT0, 64, HOST1_MAC, ROUTER_MAC)))
+    lines.append(expect(2, v6(CE, 63, ROUTER_MAC, NH2_MAC)))
+    lines.append("# profile 4: ECT(0) below Kmin stays ECT(0)")
+    lines.append(packet(1, udp("10.0.2.9", 8000, dscp=18, ecn=ECT0)))
+    lines.append(expect(2, udp("10.0.2.9", 8000, dscp=18, ecn=ECT0, ttl=63,
+                               smac=ROUTER_MAC, dmac=NH2_MAC)))
+    lines.append("# profile 4: Not-ECT at the drop threshold is dropped")
+    lines.append(packet(1, udp("10.0.2.9", 8000, dscp=18, ecn=NOT_ECT)))
+    lines += [
+        "",
+        "check_counter ecn_mark_counter(20) packets == 3",
+        "check_counter ecn_mark_counter(19) packets == 0",
+        "check_counter ecn_drop_counter(19) packets == 1",
+        "check_counter ecn_drop_counter(20) packets == 0",
+    ]
+    return lines
+
+
+# ------------------------------------------------------------------------ VXLAN encap
+def vxlan_encap_stf() -> list[str]:
+    lines = header("VXLAN encapsulation: outer headers, ECN copied from inner (RFC 6040), "
+                   "RoCE BTH and RETH kept in place inside the tunnel.")
+    lines += ROUTER_ENTRIES
+    lines += [
+        "add routing_v4 vrf:0 ipv4_dst:172.16.9.0/24 set_nexthop_vxlan(port:3, "
+        f"smac:{mac_int(ROUTER_MAC)}, dmac:{mac_int(NH3_MAC)}, vtep_src:192.168.0.1, "
+        "vtep_dst:192.168.0.2, vni:200)",
+        "",
+    ]
+    inner_len = {}
+
+    def tunnel(inner_pkt, dscp: int, ecn: int):
+        inner_len["n"] = len(raw(inner_pkt[IP]))
+        return (Ether(src=ROUTER_MAC, dst=NH3_MAC)
+                / IP(src="192.168.0.1", dst="192.168.0.2", tos=(dscp << 2) | ecn, ttl=64, id=0,
+                     flags="DF")
+                / UDP(sport=0xC000, dport=4789, chksum=0)
+                / vxlan(200)
+                / inner_pkt)
+    # UDP source port = 0xC000 | flow_hash[13:0]: the two bytes after the outer IP header
+    sport_bytes = [(14 + 20, 2)]
+    for ecn in (ECT0, CE, NOT_ECT):
+        lines.append(f"# UDP, inner {ECN_NAME[ecn]}: outer ECN {ECN_NAME[ecn]}, DSCP copied")
+        inp = udp("172.16.9.9", 6000, dscp=10, ecn=ecn)
+        inner = udp("172.16.9.9", 6000, dscp=10, ecn=ecn, ttl=63, smac=ROUTER_MAC,
+                    dmac=NH3_MAC)
+        lines.append(packet(1, inp))
+        lines.append(expect_masked(3, tunnel(inner, 10, ecn), sport_bytes))
+    lines.append("# RoCE RDMA WRITE only (BTH + RETH) inside the tunnel")
+    inp = (Ether(src=HOST1_MAC, dst=ROUTER_MAC)
+           / IP(src="10.0.1.1", dst="172.16.9.5", tos=(26 << 2) | 2, ttl=64, id=1, flags="DF")
+           / UDP(sport=49152, dport=4791, chksum=0)
+           / BTH(opcode=0x0a, dqpn=0x321, psn=9)
+           / Raw(bytes(range(16)) + b"\x5a" * 64))
+    inner = (Ether(src=ROUTER_MAC, dst=NH3_MAC)
+             / IP(src="10.0.1.1", dst="172.16.9.5", tos=(26 << 2) | 2, ttl=63, id=1,
+                  flags="DF")
+             / UDP(sport=49152, dport=4791, chksum=0)
+             / BTH(opcode=0x0a, dqpn=0x321, psn=9)
+             / Raw(bytes(range(16)) + b"\x5a" * 64))
+    lines.append(packet(1, inp))
+    lines.append(expect_masked(3, tunnel(inner, 26, ECT0), sport_bytes))
+    lines += [
+        "",
+        "check_counter vxlan_encap_counter(0) packets == 4",
+    ]
+    return lines
+
+
+# ----------------------------------------------------------------- CPU port and INT
+CPU_PORT = 255
+
+
+def packetio_int_stf() -> list[str]:
+    lines = header("CPU port packet-out/packet-in and INT-MD style hop records.")
+    lines += ROUTER_ENTRIES
+    lines += [
+        f"add routing_v4 vrf:0 ipv4_dst:10.0.2.0/24 {nexthop(2, NH2_MAC)}",
+        "add routing_v4 vrf:0 ipv4_dst:10.0.9.0/24 punt_to_cpu()",
+        "setdefault int_config set_switch_id(id:0xabcd)",
+        "",
+    ]
+    frame = udp("10.0.5.5", 5000, smac=ROUTER_MAC, dmac="00:00:00:00:07:07")
+    lines.append("# packet-out to port 3 (egress_port 3 in the first 9 bits): sent as is")
+    lines.append(f"packet {CPU_PORT} {(3 << 7).to_bytes(2, 'big').hex().upper()}{hexof(frame)}")
+    lines.append(expect(3, frame))
+    lines.append("# route to 10.0.9.0/24 punts: packet-in header with ingress port 1, "
+                 "frame unchanged")
+    punted = udp("10.0.9.1", 5000)
+    lines.append(packet(1, punted))
+    lines.append(f"expect {CPU_PORT} {(1 << 7).to_bytes(2, 'big').hex().upper()}"
+                 f"{hexof(punted)} $")
+
+    def probe(records: list[bytes], hop_count: int, max_hops: int, ttl: int, smac: str,
+              dmac: str):
+        shim = bytes([hop_count, max_hops, 0, 0])
+        return (Ether(src=smac, dst=dmac)
+                / IP(src="10.0.1.1", dst="10.0.2.8", ttl=ttl, id=21)
+                / UDP(sport=40001, dport=6765, chksum=0)
+                / Raw(shim + b"".join(records) + b"\x77" * 24))
+
+    def record(switch_id: int, in_port: int, out_port: int, queue: int) -> bytes:
+        return (switch_id.to_bytes(4, "big") + in_port.to_bytes(2, "big")
+                + out_port.to_bytes(2, "big") + bytes([queue]) + bytes(3) + bytes(4))
+
+    earlier = record(0x1111, 7, 8, 5)
+    mine = record(0xABCD, 1, 2, 0)
+    # enq_qdepth (3 bytes) and deq_timedelta (4 bytes) of the new record vary
+    record_off = 14 + 20 + 8 + 4
+    varying = [(record_off + 9, 7)]
+    lines.append("# probe with no records: gets this switch's record")
+    lines.append(packet(1, probe([], 0, 4, 64, HOST1_MAC, ROUTER_MAC)))
+    lines.append(expect_masked(2, probe([mine], 1, 4, 63, ROUTER_MAC, NH2_MAC), varying))
+    lines.append("# probe with one record: ours goes first")
+    lines.append(packet(1, probe([earlier], 1, 4, 64, HOST1_MAC, ROUTER_MAC)))
+    lines.append(expect_masked(2, probe([mine, earlier], 2, 4, 63, ROUTER_MAC, NH2_MAC),
+                               varying))
+    lines.append("# probe at its max_hops: forwarded without a new record")
+    lines.append(packet(1, probe([earlier], 1, 1, 64, HOST1_MAC, ROUTER_MAC)))
+    lines.append(expect(2, probe([earlier], 1, 1, 63, ROUTER_MAC, NH2_MAC)))
     return lines
 
 
@@ -366,6 +606,9 @@ TESTS = {
     "rfc6040.stf": rfc6040_stf,
     "robustness.stf": robustness_stf,
     "fast_cnp.stf": fast_cnp_stf,
+    "ecn_marking.stf": ecn_marking_stf,
+    "vxlan_encap.stf": vxlan_encap_stf,
+    "packetio_int.stf": packetio_int_stf,
 }
 
 
