@@ -203,19 +203,29 @@ def bind_arguments(params: tuple[T.ParamInfo, ...], args: list[ast.Argument],
 
 def bind_and_check(ck: ExprChecker, e: ast.Node, params: tuple[T.ParamInfo, ...],
                    m: Bindings, variables: set[T.TypeVar], ctx: Ctx,
-                   args: list[ast.Argument] | None = None) -> list[ast.Expr | None]:
-    """Bind, type and convert the arguments of a call; fills ``m`` by inference."""
+                   args: list[ast.Argument] | None = None,
+                   ctor: bool = False) -> list[ast.Expr | None]:
+    """Bind, type and convert the arguments of a call; fills ``m`` by inference.
+
+    ``ctor``: the call constructs an object, so arguments may be parser/control/extern
+    instances but must be compile-time known.
+    """
     arg_list = args if args is not None else e.args  # type: ignore[attr-defined]
     bound = bind_arguments(params, arg_list, e)
     for a in bound:
         if a is not None:
             ck.expr(a, ctx)
+            if not ctor and isinstance(base(a.type), (T.BlockType, T.TableType)):
+                raise fail(f"{describe(a)}: argument cannot have type {a.type}", a)
     if variables:
         ck.infer(tuple(T.ParamInfo(p.name, p.direction, subst(p.type, m)) for p in params),
                  bound, variables, m, e)
+        _check_inferred(params, bound, variables, m)
     for p, a in zip(params, bound, strict=True):
         if a is not None:
             check_argument(ck, p, subst(p.type, m), a, ctx)
+            if ctor:
+                _ctor_argument(a)
     result: list[ast.Expr | None] = []
     for p, a in zip(params, bound, strict=True):
         if a is None and p.has_default and p.decl is not None:
@@ -223,6 +233,37 @@ def bind_and_check(ck: ExprChecker, e: ast.Node, params: tuple[T.ParamInfo, ...]
         else:
             result.append(a)
     return result
+
+
+def _check_inferred(params: tuple[T.ParamInfo, ...], bound: list[ast.Expr | None],
+                    variables: set[T.TypeVar], m: Bindings) -> None:
+    """A type variable bound only by untyped ints or ``_`` has no usable type."""
+    for p, a in zip(params, bound, strict=True):
+        if a is None or not isinstance(p.type, T.TypeVar) or p.type not in variables:
+            continue
+        got = m.get(p.type)
+        if isinstance(got, T.IntType):
+            raise fail(f"{describe(a)}: could not infer a width", a)
+        if isinstance(got, T.DontCareType):
+            raise fail(f"{describe(a)}: Could not infer a type for parameter {p.name} "
+                       "(inferred type is don't care '_')", a)
+
+
+def _ctor_argument(a: ast.Expr) -> None:
+    """Constructor arguments are compile-time: constants, instances, constructor calls."""
+    if a.const is not ast.NOT_CONST:
+        return
+    if isinstance(a, ast.Call):
+        if isinstance(a.resolved, CallInfo) and a.resolved.kind == "constructor":
+            return
+    elif isinstance(a, ast.PathExpr) and (
+            isinstance(a.decl, ast.InstanceDecl)
+            or isinstance(a.decl, ast.Param) and not a.decl.direction):
+        return
+    elif isinstance(base(a.type), (T.ExternType, T.BlockType)) or isinstance(
+            a, (ast.ListExpr, ast.StructExpr, ast.DontCareExpr)):
+        return
+    raise fail(f"{describe(a)}: constructor arguments must be compile-time constants", a)
 
 
 def check_argument(ck: ExprChecker, p: T.ParamInfo, pt: T.Type, a: ast.Expr, ctx: Ctx) -> None:
@@ -461,7 +502,7 @@ def construct(ck: ExprChecker, e: ast.Node, decl: ast.Node, type_refs: list[ast.
         m = explicit_type_args(ck, e, tvars, type_refs, ctx)
         variables = {v for v in tvars if v not in m}
         ctor = bt.ctor_params if not isinstance(decl, ast.PackageTypeDecl) else bt.params
-        bound = bind_and_check(ck, e, ctor, m, variables, ctx, args)
+        bound = bind_and_check(ck, e, ctor, m, variables, ctx, args, ctor=True)
         optional_vars = {v for p in ctor if p.optional for v in tvars
                          if contains_var(p.type, {v})}
         for v in tvars:
@@ -524,7 +565,14 @@ def _construct_extern(ck: ExprChecker, e: ast.Node, decl: ast.ExternDecl,
             raise fail(f"{decl.name}: no constructor of {decl.name} takes {len(args)} "
                        "argument(s)", e)
         params = param_infos(fits[0].params)
-        bound = bind_and_check(ck, e, params, m, variables, ctx, args)
+        bound = bind_and_check(ck, e, params, m, variables, ctx, args, ctor=True)
+    for v in tvars:
+        if v not in m:
+            raise fail(f"{getattr(e, 'name', decl.name)}: could not infer a type for variable "
+                       f"{v.name}", e)
+    if isinstance(e, ast.Call) and any(md.abstract for md in decl.methods):
+        raise fail(f"{decl.name}: extern type {decl.name} with abstract methods cannot be "
+                   "instantiated using a constructor call; consider using a declaration", e)
     targs = tuple(m.get(v, v) for v in tvars)
     result = T.ExternType(decl.name, decl, targs)
     _record_ctor(e, decl, params, bound, m, result)

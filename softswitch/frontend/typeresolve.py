@@ -104,6 +104,13 @@ class TypeResolver:
         if decl is None:
             raise P4Error(f"{ref.name}: declaration not found", ref.loc)
         args = [self.resolve(a, scope) for a in ref.type_args]
+        for a, ar in zip(args, ref.type_args, strict=True):
+            if isinstance(a, (T.BlockType, T.TableType)):
+                kind = a.kind if isinstance(a, T.BlockType) else "table"
+                raise P4Error(f"{a}: Cannot use {kind} {a} as a type parameter", ar.loc)
+        if not args and isinstance(decl, (ast.StructDecl, ast.HeaderDecl, ast.HeaderUnionDecl)) \
+                and decl.type_params:
+            raise P4Error(f"{ref.name}: generic type needs type arguments", ref.loc)
         return self.decl_type(decl, args, ref)
 
     # ------------------------------------------------------------------ declarations
