@@ -30,8 +30,13 @@ def check_intent(intent: m.Intent, problems: Problems) -> None:
     for tenant_index, tenant in enumerate(intent.tenants):
         _check_seg_rules(tenant, f"tenants[{tenant_index}]", problems)
     schedulers = {s.name for s in intent.schedulers}
+    tenants = {t.name for t in intent.tenants}
     for index, switch in enumerate(intent.switches):
         _check_switch(switch, f"switches[{index}]", schedulers, problems)
+        for i, port in enumerate(switch.ports):
+            if port.tenant is not None and port.tenant not in tenants:
+                problems.add(f"switches[{index}].ports[{i}].tenant",
+                             f"unknown tenant {port.tenant!r}{_known(tenants)}")
     _check_fast_cnp(intent, problems)
 
 
@@ -176,5 +181,9 @@ def _check_switch(sw: m.Switch, path: str, schedulers: set[str], problems: Probl
 
 
 def _check_fast_cnp(intent: m.Intent, problems: Problems) -> None:
+    names = {c.name for c in intent.classes}
+    for i, name in enumerate(intent.fast_cnp.classes or ()):
+        if name not in names:
+            problems.add(f"fast_cnp.classes[{i}]", f"unknown class {name!r}{_known(names)}")
     _unique(problems, "fast_cnp.qp_map", intent.fast_cnp.qp_map,
             lambda e: (str(e.src_ip), str(e.dst_ip), e.dst_qp), "flow (src dst dst_qp)")

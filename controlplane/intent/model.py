@@ -94,6 +94,7 @@ class FastCnp:
     queue_threshold: int = 8     # depth (packets) at which a CNP is sent
     keep_ce: bool = True
     learning: bool = True
+    classes: tuple[str, ...] | None = None   # None: every lossless class
     qp_map: tuple[QpMapEntry, ...] = ()
 
 
@@ -121,6 +122,7 @@ class Port:
     name: str | None = None
     scheduler: str | None = None
     speed_gbps: float | None = None
+    tenant: str | None = None          # untunnelled traffic on this port is in its VRF
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,18 @@ class Intent:
 
     def ecn_profile(self, name: str) -> EcnProfile:
         return next(p for p in self.ecn_profiles if p.name == name)
+
+    def tenant(self, name: str) -> Tenant:
+        return next(t for t in self.tenants if t.name == name)
+
+    def fast_cnp_classes(self) -> tuple[TrafficClass, ...]:
+        """The classes Fast CNP covers: the listed ones, or every lossless class."""
+        if not self.fast_cnp.enabled:
+            return ()
+        names = self.fast_cnp.classes
+        if names is None:
+            return tuple(c for c in self.classes if c.lossless)
+        return tuple(c for c in self.classes if c.name in names)
 
     def scheduler(self, name: str) -> Scheduler:
         return next(s for s in self.schedulers if s.name == name)

@@ -148,7 +148,7 @@ def parse_ecn_profile(node: Node) -> m.EcnProfile | None:
     if not node.mapping(("name", "id", "kmin", "kmax", "pmax", "drop_not_ect")):
         return None
     name = _req(node, "name", Node.name)
-    pid = _req(node, "id", Node.integer, 0, 15)
+    pid = _req(node, "id", Node.integer, 1, 15)   # 0 = "no profile" in the pipeline
     kmin = _req(node, "kmin", Node.integer, 0, 2**19 - 1)
     kmax = _req(node, "kmax", Node.integer, 0, 2**19 - 1)
     pmax = _req(node, "pmax", Node.number, 0.0, 1.0)
@@ -202,7 +202,7 @@ def parse_queue(node: Node, queue: int) -> m.QueueSched | None:
 # --- Fast CNP ------------------------------------------------------------------------------
 def parse_fast_cnp(node: Node) -> m.FastCnp:
     keys = ("enabled", "dscp", "queue", "min_interval_us", "queue_threshold", "keep_ce",
-            "learning", "qp_map")
+            "learning", "classes", "qp_map")
     if not node.mapping(keys):
         return m.FastCnp()
     d = m.FastCnp()
@@ -216,8 +216,15 @@ def parse_fast_cnp(node: Node) -> m.FastCnp:
                             d.queue_threshold),
         keep_ce=_or(_opt(node, "keep_ce", Node.boolean), d.keep_ce),
         learning=_or(_opt(node, "learning", Node.boolean), d.learning),
+        classes=_names(node.get("classes", None)),
         qp_map=_each(node.get("qp_map", []), parse_qp_entry),
     )
+
+
+def _names(node: Node | None) -> tuple[str, ...] | None:
+    if node is None or node.value is None:
+        return None
+    return tuple(n for n in (item.name() for item in node.items()) if n is not None)
 
 
 def _or(value, default):
@@ -308,13 +315,14 @@ def parse_port(node: Node) -> m.Port | None:
     if isinstance(node.value, int) and not isinstance(node.value, bool):
         number = node.integer(0, 511)
         return None if number is None else m.Port(number)
-    if not node.mapping(("port", "name", "scheduler", "speed_gbps")):
+    if not node.mapping(("port", "name", "scheduler", "speed_gbps", "tenant")):
         return None
     number = _req(node, "port", Node.integer, 0, 511)
     if number is None:
         return None
     return m.Port(number, _opt(node, "name", Node.string), _opt(node, "scheduler", Node.name),
-                  _opt(node, "speed_gbps", Node.number, 0.001, 10000.0))
+                  _opt(node, "speed_gbps", Node.number, 0.001, 10000.0),
+                  _opt(node, "tenant", Node.name))
 
 
 def parse_tunnel(node: Node) -> m.Tunnel | None:

@@ -125,4 +125,4 @@ def format_value(value: int, width: int, name: str = "") -> str:
         return str(ipaddress.IPv4Address(value))
     if width == 128 and ("addr" in lname or "ip" in lname):
         return str(ipaddress.IPv6Address(value))
-    return str(value) if value < 1024 or width <= 16 else hex(value)
+    return str(value)

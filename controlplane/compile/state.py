@@ -1,0 +1,42 @@
+"""What a switch should hold: the output of compilation, the input of reconciliation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from p4.v1 import p4runtime_pb2
+
+
+@dataclass(frozen=True)
+class QueueSetting:
+    """Traffic-manager configuration that P4Runtime cannot carry (BMv2's
+    ``simple_switch_CLI`` ``set_queue_*``; DWRR weights are a softswitch extension)."""
+
+    port: int
+    queue: int
+    mode: str
+    weight: int | None
+    rate_pps: int | None
+    depth_pkts: int | None
+
+    def cli_commands(self) -> list[str]:
+        cmds = []
+        if self.rate_pps is not None:
+            cmds.append(f"set_queue_rate {self.rate_pps} {self.port} {self.queue}")
+        if self.depth_pkts is not None:
+            cmds.append(f"set_queue_depth {self.depth_pkts} {self.port} {self.queue}")
+        return cmds
+
+
+@dataclass
+class DesiredState:
+    """Every entity the intent puts on one switch, and which parts of the switch the
+    controller owns (entries there that the intent does not name are deleted)."""
+
+    entities: list[p4runtime_pb2.Entity] = field(default_factory=list)
+    defaults: list[p4runtime_pb2.Entity] = field(default_factory=list)
+    managed_tables: set[int] = field(default_factory=set)
+    additive_tables: set[int] = field(default_factory=set)
+    managed_profiles: set[int] = field(default_factory=set)
+    managed_clone_sessions: range = range(0)
+    queue_settings: list[QueueSetting] = field(default_factory=list)

@@ -1,0 +1,29 @@
+"""Make every switch hold what the intent says, writing only the difference.
+
+Switches are reconciled concurrently; each gets its own :class:`SwitchResult` (plan,
+counts, error), so one unreachable or failing switch never blocks the others.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from controlplane.intent import model as m
+from controlplane.reconcile.diff import Change, Plan, diff
+from controlplane.reconcile.switch import Pipeline, SwitchResult, load_pipeline, reconcile_switch
+
+__all__ = ["Change", "Pipeline", "Plan", "SwitchResult", "diff", "load_pipeline",
+           "reconcile_all", "reconcile_switch"]
+
+
+def reconcile_all(intent: m.Intent, pipeline: Pipeline | None, switches: list[str] | None = None,
+                  dry_run: bool = False, timeout: float = 10.0, workers: int = 16
+                  ) -> list[SwitchResult]:
+    """Reconcile the named switches (all by default) in parallel; results in intent order."""
+    chosen = [s for s in intent.switches if not switches or s.name in switches]
+    if not chosen:
+        return []
+    with ThreadPoolExecutor(max_workers=min(workers, len(chosen))) as pool:
+        futures = [pool.submit(reconcile_switch, intent, s, pipeline, dry_run, timeout)
+                   for s in chosen]
+        return [f.result() for f in futures]

@@ -1,0 +1,169 @@
+"""Reconcile one switch: connect, make sure the pipeline is right, read, diff, write."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from controlplane.compile import DesiredState, compile_switch
+from controlplane.intent import model as m
+from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
+from controlplane.p4rt.errors import P4RuntimeClientError
+from controlplane.reconcile.diff import Plan, diff, to_updates
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """What to load when a switch lacks it: P4Info plus the target's device config."""
+
+    p4info: p4info_pb2.P4Info
+    device_config: bytes
+
+
+@dataclass
+class SwitchResult:
+    switch: str
+    plan: Plan | None = None
+    desired: DesiredState | None = None
+    index: P4InfoIndex | None = None
+    written: int = 0
+    pipeline_loaded: bool = False
+    error: str | None = None
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def read_current(client: Client, b: EntityBuilder, desired: DesiredState
+                 ) -> list[p4runtime_pb2.Entity]:
+    """Everything in the controller's scope on the switch (entries, defaults, ECMP, PRE)."""
+    filters: list = [p4runtime_pb2.TableEntry(table_id=t)
+                     for t in sorted(desired.managed_tables | desired.additive_tables)]
+    filters += [p4runtime_pb2.TableEntry(table_id=d.table_entry.table_id,
+                                         is_default_action=True) for d in desired.defaults]
+    pre = p4runtime_pb2.PacketReplicationEngineEntry()
+    pre.clone_session_entry.session_id = 0          # wildcard: every clone session
+    filters.append(pre)
+    current = list(client.read(filters))
+    wants_profiles = any(e.WhichOneof("entity").startswith("action_profile")
+                         for e in desired.entities)
+    for prof in sorted(desired.managed_profiles):
+        for kind in (p4runtime_pb2.ActionProfileMember, p4runtime_pb2.ActionProfileGroup):
+            try:
+                current += client.read([kind(action_profile_id=prof)])
+            except P4RuntimeClientError as exc:
+                # A target without action profiles is fine while the intent uses none.
+                if exc.code != grpc.StatusCode.UNIMPLEMENTED or wants_profiles:
+                    raise
+    return current
+
+
+def ensure_pipeline(client: Client, pipeline: Pipeline | None) -> tuple[P4InfoIndex, bool]:
+    """The P4Info to compile against; loads ``pipeline`` when the device lacks it."""
+    current = client.get_p4info()
+    if pipeline is not None:
+        if current is None or _signature(current) != _signature(pipeline.p4info):
+            client.set_pipeline(pipeline.p4info, pipeline.device_config)
+            return P4InfoIndex(pipeline.p4info), True
+        return P4InfoIndex(pipeline.p4info), False
+    if current is None:
+        raise P4RuntimeClientError("no pipeline is loaded on the device; pass --pipeline")
+    return P4InfoIndex(current), False
+
+
+def _planned_pipeline(client: Client, pipeline: Pipeline | None
+                      ) -> tuple[P4InfoIndex, bool]:
+    """What ensure_pipeline would do, without doing it (``--dry-run``)."""
+    current = client.get_p4info()
+    if pipeline is not None:
+        fresh = current is None or _signature(current) != _signature(pipeline.p4info)
+        return P4InfoIndex(pipeline.p4info), fresh
+    if current is None:
+        raise P4RuntimeClientError("no pipeline is loaded on the device; pass --pipeline")
+    return P4InfoIndex(current), False
+
+
+def _signature(p4info: p4info_pb2.P4Info) -> bytes:
+    """Compare programs, not documentation: drop pkg_info (servers may rewrite it)."""
+    copy = p4info_pb2.P4Info()
+    copy.CopyFrom(p4info)
+    copy.ClearField("pkg_info")
+    return copy.SerializeToString(deterministic=True)
+
+
+def reconcile_switch(intent: m.Intent, switch: m.Switch, pipeline: Pipeline | None,
+                     dry_run: bool = False, timeout: float = 10.0,
+                     batch_size: int = 500) -> SwitchResult:
+    """One switch end to end; every failure becomes ``result.error``, never an exception,
+    so one broken switch cannot stop the others."""
+    result = SwitchResult(switch.name)
+    start = time.monotonic()
+    client = Client(switch.address, switch.device_id, election_id=switch.election_id,
+                    timeout=timeout)
+    try:
+        client.connect(require_primary=not dry_run)
+        if dry_run:
+            index, fresh = _planned_pipeline(client, pipeline)
+            if fresh:
+                result.notes.append("the pipeline would be (re)loaded: the switch starts empty")
+        else:
+            index, fresh = ensure_pipeline(client, pipeline)
+        result.index, result.pipeline_loaded = index, fresh and not dry_run
+        result.desired = compile_switch(intent, switch, index)
+        current = [] if fresh else read_current(client, EntityBuilder(index), result.desired)
+        result.plan = diff(result.desired, current)
+        if not dry_run:
+            for phase in result.plan.phases:
+                result.written += client.write_batches(to_updates(phase), batch_size)
+    except Exception as exc:   # noqa: BLE001 - reported per switch, see docstring
+        result.error = str(exc) or type(exc).__name__
+    finally:
+        client.close()
+        result.seconds = time.monotonic() - start
+    return result
+
+
+def load_pipeline(p4info_path: str | None, pipeline_path: str | None) -> Pipeline | None:
+    """``--pipeline PROG.p4`` (softswitch: compiled here for its P4Info) or a BMv2 JSON
+    plus ``--p4info``; ``None`` when neither is given (use the device's own)."""
+    from controlplane.p4rt.p4info import load_p4info
+
+    if pipeline_path is None:
+        if p4info_path is not None:
+            return Pipeline(load_p4info(p4info_path), b"")
+        return None
+    path = Path(pipeline_path)
+    if path.suffix == ".p4":
+        return _softswitch_pipeline(path, p4info_path)
+    if p4info_path is None:
+        raise P4RuntimeClientError(f"{path}: a device config other than P4 source needs "
+                                   "--p4info")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise P4RuntimeClientError(f"{path}: {exc.strerror}") from None
+    return Pipeline(load_p4info(p4info_path), data)
+
+
+def _softswitch_pipeline(path: Path, p4info_path: str | None) -> Pipeline:
+    from controlplane.p4rt.p4info import load_p4info
+    from softswitch.diagnostics import P4Error
+    from softswitch.p4runtime.pipeline import make_artifact
+
+    try:
+        artifact = make_artifact(str(path))
+        if p4info_path is not None:
+            p4info = load_p4info(p4info_path)
+        else:
+            from softswitch.frontend.compiler import compile_program
+            from softswitch.p4info import generate
+            p4info = generate(compile_program(str(path)))
+    except (P4Error, OSError) as exc:
+        raise P4RuntimeClientError(f"{path}: cannot build the pipeline: {exc}") from None
+    except Exception as exc:   # P4Errors and friends: report, don't trace back
+        raise P4RuntimeClientError(f"{path}: cannot build the pipeline: {exc}") from None
+    return Pipeline(p4info, artifact.to_bytes())
