@@ -225,15 +225,19 @@ class ProgramBuilder:
     def _make_extern(self, inst: E.ExternInstance) -> Any:
         name = inst.name or inst.local_name
         tname = inst.type_name
-        size = inst.args.get("size")
+        size = _int_arg(inst, "size")
         if tname == "counter":
             obj: Any = CounterArray(name, int(size or 0), _enum_arg(inst.args.get("type")))
             self.counters[name] = obj
         elif tname == "register":
             t = _type_arg(inst, 0)
-            b = t if isinstance(t, T.BitsType) else T.BitsType(1 if isinstance(
-                t, T.BoolType) else 32)
-            obj = RegisterArray(name, int(size or 0), b.width, b.signed)
+            if isinstance(t, T.EnumType) and t.underlying is not None:
+                t = t.underlying
+            if isinstance(t, T.BitsType):
+                obj = RegisterArray(name, int(size or 0), t.width, t.signed)
+            else:
+                obj = RegisterArray(name, int(size or 0), 0,
+                                    default=self.layouts.default_value(t) if t else 0)
             self.registers[name] = obj
         elif tname == "meter":
             obj = MeterArray(name, int(size or 0),
@@ -274,6 +278,19 @@ def _bits(t: Any) -> int:
     if isinstance(t, T.BitsType):
         return t.width
     return 1
+
+
+def _int_arg(inst: E.ExternInstance, key: str) -> int | None:
+    """An integer constructor argument (serializable enum members give their value)."""
+    v = inst.args.get(key)
+    if isinstance(v, int):
+        return v
+    e = inst.arg_exprs.get(key)
+    c = getattr(e, "const", NOT_CONST)
+    if isinstance(c, int):
+        return c
+    val = getattr(c, "value", None)
+    return val if isinstance(val, int) else None
 
 
 def _enum_arg(v: Any) -> str:

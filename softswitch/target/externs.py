@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from softswitch.diagnostics import P4Error
+from softswitch.target.values import copy_value
 
 GREEN, YELLOW, RED = 0, 1, 2
 
@@ -82,24 +84,27 @@ class RegisterArray:
     size: int
     width: int
     signed: bool = False
-    cells: list[int] = field(default_factory=list)
+    default: Any = 0
+    cells: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        self.cells = [0] * self.size
+        self.cells = [copy_value(self.default) for _ in range(self.size)]
 
-    def read(self, index: int) -> int:
+    def read(self, index: int) -> Any:
         if 0 <= index < self.size:
-            return self.cells[index]
-        return 0
+            return copy_value(self.cells[index])
+        return copy_value(self.default)
 
-    def write(self, index: int, value: int) -> None:
+    def write(self, index: int, value: Any) -> None:
         if 0 <= index < self.size:
             self.cells[index] = self._fit(value)
 
-    def _fit(self, value: int) -> int:
+    def _fit(self, value: Any) -> Any:
+        if not self.width:
+            return copy_value(value)
         value &= (1 << self.width) - 1
         if self.signed and value >> (self.width - 1):
             value -= 1 << self.width

@@ -469,6 +469,7 @@ class ExprLowerer:
 
     def assign(self, target: ast.Expr, value: str, fn: FnCtx) -> None:
         """Store ``value`` (already owned) into the P4 l-value ``target``."""
+        target = flatten_slice(target)
         if isinstance(target, ast.DontCareExpr):
             fn.buf.emit(f"_ = {value}")
             return
@@ -517,3 +518,18 @@ def _is_type_ref(e: ast.Expr) -> bool:
 def _is_simple(code: str) -> bool:
     """True for literals and plain names, whose value cannot change under a later call."""
     return code.lstrip("-").isdigit() or code in ("True", "False")
+
+
+def flatten_slice(e: ast.Expr) -> ast.Expr:
+    """``x[h1:l1][h2:l2]`` as the single slice ``x[l1+h2 : l1+l2]`` (for assignment)."""
+    if not (isinstance(e, ast.Slice) and isinstance(e.expr, ast.Slice)):
+        return e
+    inner = flatten_slice(e.expr)
+    assert isinstance(inner, ast.Slice)
+    lo1 = int(inner.lo.const)
+    hi = ast.IntLiteral(lo1 + int(e.hi.const))
+    lo = ast.IntLiteral(lo1 + int(e.lo.const))
+    hi.const, lo.const = hi.value, lo.value
+    out = ast.Slice(inner.expr, hi, lo, loc=e.loc)
+    out.type = e.type
+    return out

@@ -14,7 +14,7 @@ from typing import Any
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
-from softswitch.target.lower import ExprLowerer, FnCtx, scalar_bits
+from softswitch.target.lower import ExprLowerer, FnCtx, flatten_slice, scalar_bits
 from softswitch.target.values import is_aggregate
 
 
@@ -46,7 +46,7 @@ class StmtLowerer(ExprLowerer):
         if isinstance(s.target, ast.DontCareExpr):
             fn.buf.emit(f"_ = {self.expr(s.value, fn)}")
             return
-        t = s.target
+        t = flatten_slice(s.target)
         base = self.lvalue(t.expr if isinstance(t, ast.Slice) else t, fn)
         v = s.value
         if (isinstance(v, ast.Binary) and not isinstance(t, ast.Slice) and t.loc is not None

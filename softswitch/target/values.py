@@ -33,7 +33,7 @@ class Stack:
         self.nxt = 0
 
     def copy(self) -> Stack:
-        s = Stack([h.copy() for h in self.items])
+        s = Stack([copy_value(h) for h in self.items])
         s.nxt = self.nxt
         return s
 

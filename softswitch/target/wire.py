@@ -31,6 +31,27 @@ def field_bits(t: Any) -> tuple[int, str]:
     raise ValueError(f"type {t} cannot be a header field")
 
 
+def leaves(t: T.StructLikeType, prefix: str = "") -> list[tuple[str, int, str]]:
+    """(attribute path, width, kind) of every scalar in a header, nested structs and
+    arrays included, in wire order."""
+    out: list[tuple[str, int, str]] = []
+    for f in t.fields:
+        path = f"{prefix}{attr(f.name)}"
+        _leaf(f.type, path, out)
+    return out
+
+
+def _leaf(t: Any, path: str, out: list[tuple[str, int, str]]) -> None:
+    t = T.strip_newtype(t)
+    if isinstance(t, T.StructType | T.HeaderType):
+        out.extend(leaves(t, path + "."))
+    elif isinstance(t, T.StackType):
+        for i in range(t.size):
+            _leaf(t.element, f"{path}.items[{i}]", out)
+    else:
+        out.append((path, *field_bits(t)))
+
+
 def type_bits(t: Any) -> int:
     """Serialized width in bits of a header/struct/stack (varbit counted at 0)."""
     t = T.strip_newtype(t)
@@ -75,7 +96,7 @@ class WireCodegen:
         return fn
 
     def _make_extractor(self, t: T.StructLikeType) -> Callable[..., None]:
-        fields = [(attr(f.name), *field_bits(f.type)) for f in t.fields]
+        fields = leaves(t)
         has_var = any(k == "v" for _, _, k in fields)
         lines = ["def extract(r, h, varbits=0):"]
         if has_var:
@@ -182,7 +203,7 @@ class WireCodegen:
         raise ValueError(f"cannot emit a value of type {t}")
 
     def _header_emitter(self, t: T.HeaderType) -> Callable[[BitWriter, Any], None]:
-        fields = [(attr(f.name), *field_bits(f.type)) for f in t.fields]
+        fields = leaves(t)
         lines = ["def emit(w, h):", "    if not h._v:", "        return"]
         if any(k == "v" for _, _, k in fields):
             for name, wd, kind in fields:
