@@ -17,7 +17,8 @@ Naming follows p4c's front end (UniqueNames + inlining + HierarchicalNames):
   declared name); ``@name(".x")`` makes the name absolute (``x``);
 * top-level actions and extern instances keep their own name (``NoAction``);
 * extern instances built in place in a table property (``implementation =
-  action_profile(128)``) are named by the property's ``@name`` verbatim;
+  action_profile(128)``) are named by the property's ``@name`` verbatim (without one
+  they are ``anonymous`` and have no control-plane name);
 * ``@hidden`` objects have no control-plane name (``name`` is ``None``);
 * actions and tables the program never uses are not control-plane objects (p4c
   removes them before generating P4Info); extern instances always are.
@@ -114,6 +115,9 @@ class ExternInstance:
     owner: BlockInstance | None
     table: TableInstance | None = None  # set when built in place in a table property
     loc: SourceLoc | None = None
+    # built in place in a table property without ``@name``: no control-plane name
+    # (p4c's P4Info generator rejects it; a switch can still run it)
+    anonymous: bool = False
 
     @property
     def annotations(self) -> list[ast.Annotation]:
@@ -474,13 +478,9 @@ def key_field_name(elem: ast.KeyElement) -> str:
         return explicit
     name = key_expr_name(elem.expr)
     if name is None:
-        raise P4Error(f"{_expr_text(elem.expr)}: Complex key expression requires a @name "
-                      "annotation", elem.expr.loc or elem.loc)
+        raise P4Error("Complex key expression requires a @name annotation (P4Runtime needs "
+                      "a name for every key field)", elem.expr.loc or elem.loc)
     return name
-
-
-def _expr_text(expr: ast.Expr) -> str:
-    return type(expr).__name__.lower()
 
 
 def type_width(t: Any) -> int | None:
@@ -985,14 +985,12 @@ class _Elaborator:
         if isinstance(v, ast.Call):
             tdecl, targs = self._callee_type(v, scope)
             pname = string_annotation(prop, "name")
-            if pname is None:
-                raise P4Error(f"Table '{t.name}' has an anonymous table property "
-                              f"'{prop.name}' with no name annotation, which is not "
-                              "supported by P4Runtime", prop.loc or v.loc)
             ext = self._extern(v, tdecl if isinstance(tdecl, ast.ExternDecl) else None,
-                               targs, v.args, prop.name, pname.lstrip("."), blk, blk.args,
-                               scope)
+                               targs, v.args, prop.name,
+                               pname.lstrip(".") if pname is not None else None, blk,
+                               blk.args, scope)
             ext.table = t
+            ext.anonymous = pname is None
             return ext
         if isinstance(v, ast.PathExpr):
             if v.name in blk.args and not v.top_level:

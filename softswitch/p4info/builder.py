@@ -143,9 +143,14 @@ class Builder:
             self.symbols.add(ids.CONTROLLER_HEADER, h.name, _explicit_id(h), h.loc)
 
     def _collect_table_externs(self, t: TableInstance) -> None:
-        for ext in (t.implementation, t.counters, t.meters):
+        for prop, ext in (("implementation", t.implementation), ("counters", t.counters),
+                          ("meters", t.meters)):
             if ext is None:
                 continue
+            if ext.anonymous:
+                raise P4Error(f"Table '{t.name}' has an anonymous table property '{prop}' "
+                              "with no name annotation, which is not supported by "
+                              "P4Runtime", ext.loc)
             kind = _EXTERN_KINDS.get(ext.type_name)
             if kind == ids.ACTION_PROFILE and t.name is not None:
                 self.profile_tables.setdefault(id(ext), []).append(t)

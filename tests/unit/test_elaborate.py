@@ -132,11 +132,22 @@ control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
     assert t.counters is not None and t.counters.name == "Ing.dc"
 
 
-def test_anonymous_property_extern_is_an_error() -> None:
-    with pytest.raises(P4Error, match="anonymous table property"):
-        elab("""
+def test_anonymous_property_extern_has_no_name() -> None:
+    e = elab("""
 control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
     table t { actions = { NoAction; } implementation = action_profile(32w4); }
+    apply { t.apply(); }
+}
+""")
+    impl = e.table("Ing.t").implementation
+    assert impl is not None and impl.anonymous and impl.name is None
+
+
+def test_complex_key_without_name_is_an_error() -> None:
+    with pytest.raises(P4Error, match="requires a @name"):
+        elab("""
+control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    table t { key = { hdr.h.a + 1 : exact; } actions = { NoAction; } }
     apply { t.apply(); }
 }
 """)

@@ -133,3 +133,9 @@ def test_write_and_read_back(info: p4info_pb2.P4Info, tmp_path: Path, suffix: st
 def test_unknown_suffix_is_a_user_error(info: p4info_pb2.P4Info, tmp_path: Path) -> None:
     with pytest.raises(P4Error, match="suffix"):
         write(info, tmp_path / "out.yaml")
+
+
+def test_anonymous_property_extern_is_rejected_for_p4runtime() -> None:
+    text = PROGRAM.replace("counters = dc;", "implementation = action_profile(32w4);")
+    with pytest.raises(P4Error, match="anonymous table property 'implementation'"):
+        generate(check_program(parse_text(text, "anon.p4")))
