@@ -603,7 +603,9 @@ class _Elaborator:
                 return env[expr.name]
             d = _resolve_path(expr, scope)
             if isinstance(d, ast.InstanceDecl):
-                return self._named_instance(d, owner)
+                local = next((c for c in (owner.children if owner else [])
+                              if isinstance(c, ExternInstance) and c.decl is d), None)
+                return local if local is not None else self._named_instance(d, owner)
         return _const_value(expr, env, scope)
 
     def _named_instance(self, d: ast.InstanceDecl, owner: BlockInstance | None) -> Any:

@@ -157,3 +157,21 @@ def test_no_main_means_no_instances() -> None:
     e = elab("control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) "
              "{ apply { } }\n", main="")
     assert e.main is None and e.tables == [] and e.top_blocks == []
+
+
+def test_extern_instances_passed_to_sub_controls_keep_their_identity() -> None:
+    e = elab("""
+counter(32w4, CounterType.packets) global_c;
+control Inner(inout H hdr)(counter c, direct_counter d) {
+    table it { actions = { NoAction; } counters = d; }
+    apply { it.apply(); c.count(1); }
+}
+control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    direct_counter(CounterType.bytes) local_d;
+    Inner(global_c, local_d) inner;
+    apply { inner.apply(hdr); }
+}
+""")
+    inner = next(b for b in e.blocks if b.prefix == "Ing.inner")
+    assert inner.args["c"] is e.extern("global_c")
+    assert e.table("Ing.inner.it").counters is e.extern("Ing.local_d")
