@@ -242,6 +242,8 @@ def _check_inferred(params: tuple[T.ParamInfo, ...], bound: list[ast.Expr | None
         if a is None or not isinstance(p.type, T.TypeVar) or p.type not in variables:
             continue
         got = m.get(p.type)
+        if isinstance(got, T.StringType) and p.direction:
+            raise fail(f"{p.name}: a parameter with type string cannot have a direction", a)
         if isinstance(got, T.IntType):
             raise fail(f"{describe(a)}: could not infer a width", a)
         if isinstance(got, T.DontCareType):

@@ -63,7 +63,17 @@ class DeclChecker(TableChecker):
                 self.guard(lambda m=m: self.declare(ctx.scope, m))
                 self.match_kinds.add(m.name)
             return
+        self._top_rules(d)
         self.decl(d, ctx)
+
+    def _top_rules(self, d: ast.Node) -> None:
+        """Names the architecture relies on: ``main`` and ``NoAction``."""
+        name = getattr(d, "name", None)
+        if name == "main" and not isinstance(d, ast.InstanceDecl):
+            raise fail("main: must be a package declaration", d)
+        if name == "NoAction" and isinstance(d, ast.ActionDecl) and d.params:
+            raise fail("NoAction: Expected an action with no parameters; did you include "
+                       "core.p4?", d)
 
     def decl(self, d: ast.Node, ctx: Ctx) -> None:
         method = getattr(self, "_d_" + type(d).__name__, None)
@@ -94,6 +104,7 @@ class DeclChecker(TableChecker):
 
     def _d_VarDecl(self, d: ast.VarDecl, ctx: Ctx) -> None:
         t = self.resolve_type(d.type_ref, ctx)
+        self._no_param_shadowing(d, ctx)
         self.declare(ctx.scope, d)
         b = base(t)
         if isinstance(b, T.IntType):
@@ -117,6 +128,15 @@ class DeclChecker(TableChecker):
             raise fail(f"{d.name}: value_set size must be constant", d.size)
         self.declare(ctx.scope, d)
 
+    def _no_param_shadowing(self, d: ast.Decl, ctx: Ctx) -> None:
+        """p4c rejects a local declaration that hides a parameter of its block."""
+        if ctx.block not in ("control", "parser"):
+            return
+        prev = ctx.scope.lookup(d.name, want_type=False)
+        if isinstance(prev, ast.Param) and ctx.owner is not None and \
+                prev in list(getattr(ctx.owner, "params", [])):
+            raise fail(f"declaration of '{d.name}' shadows a parameter '{d.name}'", d)
+
     # ------------------------------------------------------------------ params
     def params(self, params: list[ast.Param], ctx: Ctx, scope: Scope, kind: str) -> None:
         """Resolve and check a parameter list, declaring the names in ``scope``."""
@@ -138,6 +158,10 @@ class DeclChecker(TableChecker):
                 raise fail(f"{p.name}: actions cannot have parameters with type int", p)
             if isinstance(b, T.ExternType):
                 raise fail(f"{t}: Action parameters cannot have extern types", p)
+            if not p.direction and not (isinstance(b, (T.BitsType, T.BoolType)) or (
+                    isinstance(b, T.EnumType) and b.underlying is not None)):
+                raise fail(f"Action parameter {p.name} has a type which is not bit<>, int<>, "
+                           "bool, type or serializable enum", p)
         if kind in ("action", "function") and isinstance(b, T.BlockType):
             raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
         if isinstance(b, T.BlockType) and b.kind == "package" and kind != "package":
@@ -174,7 +198,12 @@ class DeclChecker(TableChecker):
         self.declare(ctx.scope, d)
         ext = self.types.generic_base(d)
         scope = self.types._type_param_scope(d, ctx.scope)
+        seen: set[tuple[str, tuple[str, ...]]] = set()
         for md in d.methods:
+            sig = (md.name, tuple(p.name for p in md.params))
+            if sig in seen:
+                self.sink.error(f"{md.name}: Duplicates declaration {md.name}", md.loc)
+            seen.add(sig)
             self.guard(lambda md=md: self._method_decl(d, md, ext, Ctx(scope)))
 
     def _method_decl(self, ext_decl: ast.ExternDecl, md: ast.MethodDecl, ext: T.Type,
@@ -392,7 +421,7 @@ class DeclChecker(TableChecker):
         if isinstance(item, ast.Binary) and item.op in ("&&&", ".."):
             for side in (item.left, item.right):
                 self.expr(side, ctx)
-                if not self.coerce(side, kt, ctx, quiet=True):
+                if not self.coerce(side, kt, ctx, quiet=True, keyset=True):
                     raise fail(f"{describe(item)}: Cannot operate on values with different "
                                f"types {kt} and {side.type}", item)
                 _need_const(side)
@@ -401,7 +430,7 @@ class DeclChecker(TableChecker):
         t = self.expr(item, ctx)
         if isinstance(t, T.ValueSetType):
             return
-        if not self.coerce(item, kt, ctx, quiet=True):
+        if not self.coerce(item, kt, ctx, quiet=True, keyset=True):
             raise fail(f"'{describe(item)}' with type '{t}' cannot be compared to key of type "
                        f"'{kt}'", item)
         _need_const(item)
@@ -534,6 +563,12 @@ class DeclChecker(TableChecker):
         self.sub_stmt(s.body, fctx.with_(in_loop=True))
 
     def _s_SwitchStmt(self, s: ast.SwitchStmt, ctx: Ctx) -> None:
+        if ctx.block == "action":
+            raise fail("SwitchStatement: switch statements not supported in actions on this "
+                       "target", s)
+        if "exact" not in self.match_kinds:
+            raise fail("Could not find declaration for 'match_kind.exact', which is needed to "
+                       "implement switch statements; did you include core.p4?", s)
         t = self.expr(s.expr, ctx.with_(switch_expr=True))
         b = base(t)
         if isinstance(b, T.ActionEnumType):

@@ -57,6 +57,9 @@ class TableChecker(ExprChecker):
         for ref in acts.value:
             self.guard(lambda ref=ref: self.action_in_list(ref, refs, tctx))
         self.table_actions[d] = list(refs)
+        if d.prop("default_action") is None and ctx.scope.lookup("NoAction") is None:
+            raise fail("Declaration of the action NoAction not found; did you include core.p4?",
+                       d)
         for p in d.properties:
             if p.name in ("key", "actions"):
                 continue
@@ -176,6 +179,10 @@ class TableChecker(ExprChecker):
         kinds = {k.match_kind for k in keys}
         needs_priority = bool(kinds & {"ternary", "range", "optional"}) or \
             sum(1 for k in keys if k.match_kind == "lpm") > 1
+        prioritized = [e for e in p.value if e.priority is not None]
+        if prioritized and len(prioritized) != len(p.value):
+            first = next(e for e in p.value if e.priority is None)
+            raise fail("Entry entry must have a priority (others in the table have one)", first)
         for entry in p.value:
             self.guard(lambda entry=entry: self.entry(d, entry, keys, refs, needs_priority,
                                                       ctx))
@@ -215,7 +222,7 @@ class TableChecker(ExprChecker):
         if isinstance(item, ast.Binary) and item.op in ("&&&", ".."):
             for side in (item.left, item.right):
                 self.expr(side, ctx)
-                if not self.coerce(side, kt, ctx, quiet=True):
+                if not self.coerce(side, kt, ctx, quiet=True, keyset=True):
                     raise fail(f"{describe(item)}: Cannot operate on values with different "
                                f"types {kt} and {side.type}", item)
                 if side.const is ast.NOT_CONST:
@@ -230,7 +237,7 @@ class TableChecker(ExprChecker):
                     raise fail(f"{describe(item)} invalid mask for LPM key", item)
             return
         self.expr(item, ctx)
-        if not self.coerce(item, kt, ctx, quiet=True):
+        if not self.coerce(item, kt, ctx, quiet=True, keyset=True):
             raise fail(f"{describe(item)}: entry key of type {item.type} does not match key "
                        f"{describe(k.expr)} of type {kt}", item)
         if item.const is ast.NOT_CONST:

@@ -238,6 +238,9 @@ class ExprChecker:
         if e.name in ("next", "last"):
             return t.element
         if e.name == "lastIndex":
+            if ctx.block != "parser":
+                raise fail(f"{describe(e)}: 'lastIndex' for stacks can only be used in a parser",
+                           e)
             return T.BitsType(32)
         if e.name == "size":
             e.const = t.size
@@ -494,12 +497,18 @@ class ExprChecker:
         return T.StructExprType(tuple(fields))
 
     # ------------------------------------------------------------------ coercion
-    def coerce(self, e: ast.Expr, target: T.Type, ctx: Ctx, quiet: bool = False) -> bool:
+    def coerce(self, e: ast.Expr, target: T.Type, ctx: Ctx, quiet: bool = False,
+               keyset: bool = False) -> bool:
         """Make ``e`` (already typed) usable as a ``target`` value, retyping literals.
 
-        Returns False (or raises, unless ``quiet``) when the types do not fit.
+        Returns False (or raises, unless ``quiet``) when the types do not fit. In keysets
+        (``keyset``) an untyped int may also stand for a serializable enum value.
         """
-        ok = self._coerce(e, target, ctx)
+        if isinstance(e.type, T.IntType) and isinstance(base(target), T.EnumType) \
+                and not keyset:
+            ok = False
+        else:
+            ok = self._coerce(e, target, ctx)
         if not ok and not quiet:
             raise fail(f"'{describe(e)}': cannot convert expression of type {e.type} to "
                        f"type {target}", e)

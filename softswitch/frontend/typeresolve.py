@@ -144,6 +144,11 @@ class TypeResolver:
         m = {self.typevar(p): a for p, a in zip(params, args, strict=True)
              if not isinstance(a, T.DontCareType)}
         specialized = subst(base, m)
+        if isinstance(specialized, T.StructLikeType):
+            kind = {T.StructType: "struct", T.HeaderType: "header",
+                    T.HeaderUnionType: "header_union"}[type(specialized)]
+            for fd, fi in zip(decl.fields, specialized.fields, strict=True):  # type: ignore[attr-defined]
+                check_field_type(kind, specialized.name, fd, fi.type)
         if isinstance(specialized, (T.StructLikeType, T.ExternType, T.BlockType)):
             specialized = _with_type_args(specialized, tuple(args))
         return specialized
@@ -190,7 +195,13 @@ class TypeResolver:
             return scope
         inner = Scope(scope, "typeparams")
         for p in params:
-            inner.declare(p.name, p)
+            if inner.declare(p.name, p) is not None:
+                raise P4Error(f"{p.name}: Duplicates declaration {p.name}", p.loc)
+        value_params = [x.name for x in list(getattr(decl, "params", []))
+                        + list(getattr(decl, "ctor_params", []))]
+        for p in params:
+            if p.name in value_params:
+                raise P4Error(f"{p.name} duplicates {p.name}.", p.loc)
         return inner
 
     def _struct_like(self, decl: Any, scope: Scope) -> T.Type:
