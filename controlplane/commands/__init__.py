@@ -1,0 +1,1 @@
+"""The ``tailcc`` subcommands, one module per group; :mod:`controlplane.cli` wires them."""

@@ -1,0 +1,96 @@
+"""Which switch a command talks to: ``--intent F --switch S`` or ``--address/--device-id``.
+
+Commands that read or write one switch share these options, and a session that opens
+here always arbitrates and always closes (even on errors), so a failed command never
+leaves a stale primary behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from controlplane.intent import load_intent
+from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
+from controlplane.p4rt.errors import P4RuntimeClientError
+from controlplane.p4rt.p4info import load_p4info
+
+
+class UsageError(Exception):
+    """A command-line mistake (printed as ``tailcc: error: …``, exit 2)."""
+
+
+def add_target_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("switch")
+    g.add_argument("--intent", "-i", metavar="FILE", help="intent file naming the switches")
+    g.add_argument("--switch", "-s", metavar="NAME", help="switch name in the intent")
+    g.add_argument("--address", "-a", metavar="HOST:PORT", help="P4Runtime address")
+    g.add_argument("--device-id", type=int, default=None, help="P4Runtime device id (1)")
+    g.add_argument("--election-id", type=int, default=None,
+                   help="election id (default: the intent's, else 1)")
+    g.add_argument("--p4info", metavar="FILE",
+                   help="P4Info to resolve names with (default: the device's)")
+    g.add_argument("--timeout", type=float, default=10.0, help="RPC timeout, s (10)")
+
+
+@dataclass
+class Target:
+    name: str
+    address: str
+    device_id: int
+    election_id: int
+
+
+def resolve_target(args: argparse.Namespace) -> Target:
+    if args.address:
+        return Target(args.address, args.address, args.device_id or 1,
+                      args.election_id or 1)
+    if not args.intent:
+        raise UsageError("name a switch: --intent FILE --switch NAME, or --address HOST:PORT")
+    intent = load_intent(args.intent)
+    if not intent.switches:
+        raise UsageError(f"{args.intent}: the intent has no switches")
+    if args.switch is None:
+        if len(intent.switches) > 1:
+            names = ", ".join(s.name for s in intent.switches)
+            raise UsageError(f"--switch is required: the intent has several ({names})")
+        sw = intent.switches[0]
+    else:
+        matches = [s for s in intent.switches if s.name == args.switch]
+        if not matches:
+            names = ", ".join(s.name for s in intent.switches)
+            raise UsageError(f"no switch {args.switch!r} in {args.intent} (switches: {names})")
+        sw = matches[0]
+    return Target(sw.name, sw.address, args.device_id or sw.device_id,
+                  args.election_id or sw.election_id)
+
+
+@dataclass
+class Session:
+    client: Client
+    index: P4InfoIndex
+    builder: EntityBuilder
+    target: Target
+
+
+@contextmanager
+def open_session(args: argparse.Namespace, write: bool) -> Iterator[Session]:
+    """Connect (as primary when ``write``), find the P4Info, always close."""
+    target = resolve_target(args)
+    client = Client(target.address, target.device_id, election_id=target.election_id,
+                    timeout=args.timeout)
+    try:
+        client.connect(require_primary=write)
+        if args.p4info:
+            p4info = load_p4info(args.p4info)
+        else:
+            p4info = client.get_p4info()
+            if p4info is None:
+                raise P4RuntimeClientError(f"{target.address}: no pipeline is loaded "
+                                           "(load one with `tailcc apply --pipeline`)")
+        index = P4InfoIndex(p4info)
+        yield Session(client, index, EntityBuilder(index), target)
+    finally:
+        client.close()

@@ -1,0 +1,58 @@
+"""Human-readable plans and results (what ``tailcc diff``/``apply`` print)."""
+
+from __future__ import annotations
+
+from controlplane.p4rt.describe import entity_text
+from controlplane.p4rt.p4info import P4InfoIndex
+from controlplane.reconcile.diff import Change
+from controlplane.reconcile.switch import SwitchResult
+
+SIGN = {"INSERT": "+", "DELETE": "-", "MODIFY": "~"}
+
+
+def change_lines(index: P4InfoIndex, change: Change) -> list[str]:
+    text = entity_text(index, change.entity)
+    if change.kind == "MODIFY" and change.old is not None:
+        return [f"~ {text}", f"    (was {entity_text(index, change.old)})"]
+    return [f"{SIGN[change.kind]} {text}"]
+
+
+def plan_lines(result: SwitchResult) -> list[str]:
+    if result.plan is None or result.index is None:
+        return []
+    out = []
+    for change in result.plan.changes:
+        out += change_lines(result.index, change)
+    return out
+
+
+def summary_line(result: SwitchResult, dry_run: bool) -> str:
+    if result.error is not None:
+        return f"{result.switch}: FAILED: {result.error}"
+    counts = result.plan.counts() if result.plan else {"INSERT": 0, "MODIFY": 0, "DELETE": 0}
+    total = sum(counts.values())
+    verb = "would write" if dry_run else "wrote"
+    parts = [f"{result.switch}: "]
+    if total == 0:
+        parts.append("in sync, nothing to write")
+    else:
+        parts.append(f"{verb} {total} ({counts['INSERT']} insert, {counts['MODIFY']} modify, "
+                     f"{counts['DELETE']} delete)")
+    if result.pipeline_loaded:
+        parts.append("; pipeline loaded")
+    parts.append(f" in {result.seconds:.2f} s")
+    notes = "".join(f"\n  note: {n}" for n in result.notes)
+    return "".join(parts) + notes
+
+
+def queue_lines(result: SwitchResult) -> list[str]:
+    """Traffic-manager settings P4Runtime cannot carry, as simple_switch_CLI commands."""
+    if result.desired is None:
+        return []
+    out = []
+    for q in result.desired.queue_settings:
+        cmds = q.cli_commands()
+        mode = "strict" if q.mode == "strict" else f"dwrr weight {q.weight}"
+        out.append(f"port {q.port} queue {q.queue}: {mode}"
+                   + (f"  [{'; '.join(cmds)}]" if cmds else ""))
+    return out
