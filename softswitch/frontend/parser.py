@@ -71,14 +71,16 @@ class _Unsupported(P4Error):
 
 
 class Parser:
-    """Parses one token list; ``scopes`` holds the type names visible at each level."""
+    """Parses one token list. ``scopes`` maps, per nesting level, each declared name to
+    whether it is a type; like p4c, a parameter/variable/constant/instance declared in an
+    inner scope hides a type of the same name."""
 
     def __init__(self, tokens: list[Token], text: str,
-                 scopes: list[set[str]] | None = None) -> None:
+                 scopes: list[dict[str, bool]] | None = None) -> None:
         self.toks = tokens
         self.i = 0
         self.text = text
-        self.scopes: list[set[str]] = scopes if scopes is not None else [set()]
+        self.scopes: list[dict[str, bool]] = scopes if scopes is not None else [{}]
 
     # ------------------------------------------------------------------ tokens
 
@@ -124,14 +126,22 @@ class Parser:
     # ------------------------------------------------------------- type names
 
     def is_type_name(self, name: str) -> bool:
-        return any(name in s for s in self.scopes)
+        for s in reversed(self.scopes):
+            kind = s.get(name)
+            if kind is not None:
+                return kind
+        return False
 
     def declare_type(self, name: str) -> None:
-        self.scopes[-1].add(name)
+        self.scopes[-1][name] = True
+
+    def declare_object(self, name: str) -> None:
+        """A non-type name (parameter, variable, constant, instance, function)."""
+        self.scopes[-1][name] = False
 
     @contextmanager
     def scope(self) -> Iterator[None]:
-        self.scopes.append(set())
+        self.scopes.append({})
         try:
             yield
         finally:
@@ -687,10 +697,11 @@ class Parser:
                     in_parser: bool = False) -> ast.BlockStmt:
         lb = self.expect("{")
         stmts: list[ast.Stmt] = []
-        while not self.at("}"):
-            if self.at("EOF"):
-                raise self.error("`}`")
-            stmts.append(self.parse_statement(in_parser))
+        with self.scope():
+            while not self.at("}"):
+                if self.at("EOF"):
+                    raise self.error("`}`")
+                stmts.append(self.parse_statement(in_parser))
         self.advance()
         return ast.BlockStmt(stmts, annotations or [], loc=lb.loc)
 
@@ -709,7 +720,25 @@ class Parser:
             return True
         if not self.is_type_name(t.text):
             return False
+        if nxt.kind == "<":  # `C<bit<8>>.apply(…)` is a direct application
+            return self.toks[self.skip_angles(self.i + 1)].kind != "."
         return nxt.kind not in (".", "=") and not nxt.kind.endswith("=")
+
+    def skip_angles(self, j: int) -> int:
+        """Index just after the ``>`` matching the ``<`` at index ``j``."""
+        depth = 0
+        while self.toks[j].kind != "EOF":
+            k = self.toks[j].kind
+            if k == "<":
+                depth += 1
+            elif k == ">":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+            elif k in (";", "{", "}"):
+                return j
+            j += 1
+        return j
 
     def parse_statement(self, in_parser: bool = False) -> ast.Stmt:
         """A statement or local declaration. Parser states allow fewer statements (no
@@ -751,9 +780,11 @@ class Parser:
         if self.starts_declaration():
             return self.parse_var_or_instance(annos, need_semi=False)
         t = self.tok
-        if t.kind not in ("ID", ".", "this", "("):
+        if t.kind not in ("ID", ".", "this"):
             raise self.error("a statement")
-        target = self.parse_expr()
+        # p4c's statements start with an lvalue: a name, member, index or slice — then a
+        # call, `=` or a compound assignment.
+        target = self.parse_postfix(self.parse_primary())
         op = self.tok
         if op.kind == "=":
             self.advance()
@@ -862,6 +893,7 @@ class Parser:
         self.expect("=")
         value = self.parse_expr()
         self.expect(";")
+        self.declare_object(name.text)
         return ast.ConstDecl(name.text, type_ref, value, annotations=annos, loc=t.loc)
 
     def parse_var_or_instance(self, annos: list[ast.Annotation],
@@ -878,12 +910,14 @@ class Parser:
             init = self.parse_expr()
         if need_semi:
             self.expect(";")
+        self.declare_object(name.text)
         return ast.VarDecl(name.text, type_ref, init, annotations=annos, loc=start.loc)
 
     def parse_instance_rest(self, type_ref: ast.TypeRef, annos: list[ast.Annotation],
                             start: Token, need_semi: bool = True) -> ast.InstanceDecl:
         args = self.parse_args()
         name = self.expect_name()
+        self.declare_object(name.text)
         inst = ast.InstanceDecl(name.text, type_ref, args, annotations=annos, loc=start.loc)
         if self.accept("="):
             self.expect("{")
@@ -908,7 +942,9 @@ class Parser:
             type_ref = ast.StackTypeRef(type_ref, size, loc=type_ref.loc)
         return type_ref
 
-    def parse_params(self) -> list[ast.Param]:
+    def parse_params(self, declare: bool = True) -> list[ast.Param]:
+        """A parameter list; ``declare`` hides same-named types in the current scope (p4c
+        does so for parser/control/package/function parameters, not action/ctor ones)."""
         self.expect("(")
         params: list[ast.Param] = []
         if self.accept(")"):
@@ -924,6 +960,8 @@ class Parser:
             default = self.parse_expr() if self.accept("=") else None
             params.append(ast.Param(name.text, type_ref, direction, default,
                                     annotations=annos, loc=start.loc))
+            if declare:
+                self.declare_object(name.text)
             if not self.accept(","):
                 break
         self.expect(")", "`)` or `,`")
@@ -1018,14 +1056,21 @@ class Parser:
             j += 1
         return False
 
-    def parse_extern(self, annos: list[ast.Annotation]) -> ast.Decl:
+    def parse_extern(self, annos: list[ast.Annotation]) -> ast.Decl | None:
+        """An extern object or function; ``extern E;`` only forward-declares the type
+        name (p4c builds no node for it), so it returns None."""
         kw = self.expect("extern")
         annos = annos + self.parse_annotations()
+        if self.at("ID") and self.peek().kind == ";":
+            self.declare_type(self.advance().text)
+            self.advance()
+            return None
         if self.is_extern_object():
             return self.parse_extern_object(kw, annos)
+        ret = self.parse_type()
+        name = self.expect_name()
+        self.declare_object(name.text)
         with self.scope():
-            ret = self.parse_type()
-            name = self.expect_name()
             tparams = self.parse_type_params()
             params = self.parse_params()
         self.expect(";")
@@ -1052,12 +1097,13 @@ class Parser:
             if name.text != extern_name:
                 raise P4Error(f"{name.text}: invalid method; only the constructor of "
                               f"{extern_name} may omit the return type", name.loc)
-            params = self.parse_params()
+            params = self.parse_params(declare=False)
             self.expect(";")
             return ast.MethodDecl(name.text, None, params, annotations=annos, loc=start.loc)
+        ret = self.parse_type()
+        name = self.expect_name()
+        self.declare_object(name.text)
         with self.scope():
-            ret = self.parse_type()
-            name = self.expect_name()
             tparams = self.parse_type_params()
             params = self.parse_params()
         self.expect(";")
@@ -1067,13 +1113,14 @@ class Parser:
     def parse_action(self, annos: list[ast.Annotation]) -> ast.ActionDecl:
         kw = self.expect("action")
         name = self.expect_name()
-        params = self.parse_params()
+        params = self.parse_params(declare=False)
         body = self.parse_block()
         return ast.ActionDecl(name.text, params, body, annotations=annos, loc=kw.loc)
 
     def parse_function_rest(self, ret: ast.TypeRef, annos: list[ast.Annotation],
                             start: Token) -> ast.FunctionDecl:
         name = self.expect_name()
+        self.declare_object(name.text)
         with self.scope():
             tparams = self.parse_type_params()
             params = self.parse_params()
@@ -1101,7 +1148,7 @@ class Parser:
             if self.accept(";"):
                 return ast.ParserTypeDecl(name.text, params, tparams, annotations=annos,
                                           loc=kw.loc)
-            ctor = self.parse_params() if self.at("(") else []
+            ctor = self.parse_params(declare=False) if self.at("(") else []
             self.expect("{")
             locals_: list[ast.Decl] = []
             states: list[ast.ParserState] = []
@@ -1142,12 +1189,13 @@ class Parser:
         self.expect("{")
         stmts: list[ast.Stmt] = []
         transition: ast.Expr | None = None
-        while not self.at("transition") and not self.at("}"):
-            if self.at("EOF"):
-                raise self.error("`}`")
-            stmts.append(self.parse_statement(in_parser=True))
-        if self.accept("transition"):
-            transition = self.parse_transition()
+        with self.scope():
+            while not self.at("transition") and not self.at("}"):
+                if self.at("EOF"):
+                    raise self.error("`}`")
+                stmts.append(self.parse_statement(in_parser=True))
+            if self.accept("transition"):
+                transition = self.parse_transition()
         self.expect("}", "`}` after the transition statement")
         return ast.ParserState(name.text, stmts, transition, annotations=annos, loc=kw.loc)
 
@@ -1185,7 +1233,7 @@ class Parser:
             if self.accept(";"):
                 return ast.ControlTypeDecl(name.text, params, tparams, annotations=annos,
                                            loc=kw.loc)
-            ctor = self.parse_params() if self.at("(") else []
+            ctor = self.parse_params(declare=False) if self.at("(") else []
             self.expect("{")
             locals_: list[ast.Decl] = []
             apply: ast.BlockStmt | None = None
@@ -1313,9 +1361,10 @@ class Parser:
         if k == "typedef" or (k == "ID" and t.text == "type" and self.peek().kind != "("
                               and (self.starts_type(1) or self.peek().kind == "ID")):
             return self.parse_typedef(annos)
-        return [self.parse_single_declaration(annos)]
+        d = self.parse_single_declaration(annos)
+        return [] if d is None else [d]
 
-    def parse_single_declaration(self, annos: list[ast.Annotation]) -> ast.Node:
+    def parse_single_declaration(self, annos: list[ast.Annotation]) -> ast.Node | None:
         t = self.tok
         k = t.kind
         if k == "const":

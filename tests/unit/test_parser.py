@@ -361,6 +361,38 @@ def test_annotation_bodies_p4c_parses():
     assert d.annotations[0].exprs is None
 
 
+def test_objects_hide_type_names_like_p4c():
+    # The parameter `m_t` hides the struct type inside the control: `m_t.a` is a field.
+    c = one("control c(inout m_t m_t) { apply { m_t.a = 1; } }")
+    (s,) = c.apply.stmts
+    assert isinstance(s.target.expr, ast.PathExpr) and s.target.expr.name == "m_t"
+    # ... but only there: outside, `m_t` is a type again.
+    c2 = decls("control c(inout m_t m_t) { apply {} }"
+               "control d(inout m_t m) { apply { m_t x; x.a = m.a; } }")[1]
+    assert isinstance(c2.apply.stmts[0], ast.VarDecl)
+
+
+def test_extern_forward_declaration_declares_a_type():
+    (d,) = decls("extern Fwd; control c() { Fwd() f; apply {} }")
+    assert isinstance(d, ast.ControlDecl) and isinstance(d.locals[0], ast.InstanceDecl)
+
+
+def test_direct_application_of_types():
+    c = decls("control Sub<T>(inout T x) { apply {} }"
+              "control c(inout m_t m) { apply { Sub<m_t>.apply(m); } }")[1]
+    (s,) = c.apply.stmts
+    assert isinstance(s, ast.CallStmt) and isinstance(s.call.target, ast.Member)
+    tne = s.call.target.expr
+    assert isinstance(tne, ast.TypeNameExpr) and tne.type_ref.type_args[0].name == "m_t"
+
+
+def test_statements_start_with_an_lvalue():
+    with pytest.raises(P4Error, match="unexpected `\\+`"):
+        parse(PRELUDE + "control c(inout m_t m) { apply { m.a + 1 = 2; } }")
+    with pytest.raises(P4Error, match="unexpected `\\(`"):
+        parse(PRELUDE + "control c(inout m_t m) { apply { (m.a) = 2; } }")
+
+
 # --- expressions -------------------------------------------------------------------------
 
 def test_precedence_follows_p4_not_c():
