@@ -27,6 +27,25 @@ def test_tailcc_compiles_without_warnings():
     assert "warning" not in res.stderr.lower(), res.stderr
 
 
+def test_tailcc_p4info_names(tmp_path: Path):
+    """The control-plane names docs/PIPELINE.md promises the controller."""
+    out = tmp_path / "tailcc.p4info.txtpb"
+    res = _softswitch("compile", str(PROGRAM), "--p4runtime-files", str(out))
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = out.read_text()
+    for name in ("TailccIngress.classify.traffic_class", "TailccIngress.forwarding.routing_v4",
+                 "TailccIngress.forwarding.routing_v6", "TailccIngress.forwarding.ecmp",
+                 "TailccIngress.forwarding.ecmp_selector", "TailccIngress.forwarding.l2_exact",
+                 "TailccIngress.segmentation.segment_acl",
+                 "TailccIngress.segmentation.segment_default",
+                 "TailccIngress.vxlan_decap.vxlan_termination",
+                 "TailccIngress.fast_cnp.fast_cnp_policy", "TailccIngress.fast_cnp.cnp_flow",
+                 "TailccEgress.ecn_marking.ecn_profile", "TailccEgress.int_hop.int_config",
+                 "queue_depth", "queue_depth_watermark", "qp_learn_digest_t",
+                 "packet_in", "packet_out"):
+        assert f'name: "{name}"' in text, name
+
+
 def test_stf_files_are_generated_and_current():
     sys.path.insert(0, str(STF_DIR))
     try:
