@@ -10,6 +10,7 @@ padding between them, zero-padded at the end to a whole byte (:func:`pack_fields
 from __future__ import annotations
 
 import random as _random
+import struct
 import zlib
 from collections.abc import Callable, Sequence
 
@@ -90,11 +91,18 @@ def crc_ccitt(data: bytes) -> int:
     return _crc_ccitt(data)
 
 
+_WORDS: dict[int, struct.Struct] = {}
+
+
 def csum16(data: bytes) -> int:
     """The internet checksum (RFC 1071) of ``data``, zero-padded to an even length."""
     if len(data) & 1:
         data = data + b"\x00"
-    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+    n = len(data) >> 1
+    st = _WORDS.get(n)
+    if st is None:
+        st = _WORDS[n] = struct.Struct(f">{n}H")
+    total = sum(st.unpack(data))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return (~total) & 0xFFFF

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
+from softswitch.target import hashes
 from softswitch.target.lower import FnCtx, fit, scalar_bits
 from softswitch.target.values import attr
 
@@ -102,12 +103,31 @@ def packed(lw: BlockLowerer, e: ast.Expr, fn: FnCtx) -> str:
     """Python expression for the bytes BMv2 hashes for data argument ``e``."""
     items = flatten(lw, e, fn)
     if all(v is None for _, w, v in items) and all(w >= 0 for _, w, _ in items):
-        vals = ", ".join(c for c, _, _ in items)
-        widths = ", ".join(str(w) for _, w, _ in items)
-        tail = "," if len(items) == 1 else ""
-        return f"_pack(({vals}{tail}), ({widths}{tail}))"
+        # Widths are known now: build the integer inline and convert once.
+        acc = ""
+        total = 0
+        for code, w, _ in items:
+            part = f"(({code}) & {(1 << w) - 1})"
+            acc = part if not acc else f"(({acc}) << {w}) | {part}"
+            total += w
+        if not acc:
+            return "b''"
+        pad = (-total) % 8
+        if pad:
+            acc = f"(({acc}) << {pad})"
+        return f"({acc}).to_bytes({(total + pad) // 8}, 'big')"
     triples = ", ".join(f"({c}, {w}, {v or 'True'})" for c, w, v in items)
     return f"_pack_items(({triples}{',' if len(items) == 1 else ''}))"
+
+
+def hash_call(lw: BlockLowerer, algo: str, data: str, e: ast.Node) -> str:
+    """A call of the named hash on ``data``, bound directly when it is deterministic."""
+    fn = hashes.ALGORITHMS.get(algo)
+    if fn is None:
+        if algo != "random":
+            raise lw.fail(f"hash algorithm '{algo}' is not supported by the v1model target", e)
+        return f"_RT.hash('random', {data})"
+    return f"{lw.const_obj(fn, '_hf')}({data})"
 
 
 def arg(info: Any, i: int) -> ast.Expr | None:
@@ -225,8 +245,8 @@ def _hash(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     base = lw.expr(info.args[2], fn)
     data = packed(lw, info.args[3], fn)
     mx = lw.expr(info.args[4], fn)
-    out_assign(lw, info.args[0], f"_hash_offset({base}, _RT.hash({algo!r}, {data}), {mx})",
-               fn)
+    h = hash_call(lw, algo, data, e)
+    out_assign(lw, info.args[0], f"_hash_offset({base}, {h}, {mx})", fn)
     return None
 
 
@@ -279,7 +299,7 @@ def _checksum(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None
     mask = (1 << b[0]) - 1 if b else 0xFFFF
     fn.buf.emit(f"if {cond}:")
     with fn.buf.block():
-        h = f"(_RT.hash({algo!r}, {data}) & {mask})"
+        h = f"({hash_call(lw, algo, data, e)} & {mask})"
         if name.startswith("verify"):
             cur = lw.expr(target, fn)
             fn.buf.emit(f"if {h} != ({cur} & {mask}):")
@@ -351,7 +371,7 @@ def _direct_meter_read(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> s
 
 
 def _checksum16_get(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    return f"_RT.hash('csum16', {packed(lw, info.args[0], fn)})"
+    return hash_call(lw, "csum16", packed(lw, info.args[0], fn), e)
 
 
 FUNCTIONS: dict[str, Handler] = {
