@@ -731,7 +731,6 @@ class _Elaborator:
         res = self.result
         res.blocks = []
         actions_seen: dict[str, ActionInstance] = {}
-        table_level: list[TableInstance] = []
         for ext in self.global_externs.values():
             res.externs.append(ext)
         ordered_blocks = [b for b in res.top_blocks]
@@ -744,10 +743,8 @@ class _Elaborator:
             flat_items.append((top, items))
             res.blocks.extend(self._all_blocks(top))
         # Actions are collected per control block, before any table (BFS: blocks first).
-        per_block_tables: list[list[TableInstance]] = []
         for top, items in flat_items:
             used = self._used(top, items)
-            tables_here: list[TableInstance] = []
             if top.kind == "control":
                 block_actions = self._block_actions(top, items, used)
                 for act in block_actions:
@@ -755,24 +752,19 @@ class _Elaborator:
                         actions_seen[act.name] = act
                         res.actions.append(act)
                 self._record_extern_calls(top, block_actions, items)
+            # Tables and extern instances in declaration order; p4c adds an extern built
+            # in place in a table property when it visits the table.
             for blk, item in items:
-                if isinstance(item, ast.TableDecl) and (id(item) in used):
-                    tables_here.append(self._table(item, blk, actions_seen))
+                if isinstance(item, ast.TableDecl) and id(item) in used:
+                    t = self._table(item, blk, actions_seen)
+                    res.tables.append(t)
+                    for ext in (t.implementation, t.counters, t.meters):
+                        if ext is not None and ext.table is t and ext not in res.externs:
+                            res.externs.append(ext)
                 elif isinstance(item, ast.ValueSetDecl) and id(item) in used:
                     res.value_sets.append(self._value_set(item, blk))
-            per_block_tables.append(tables_here)
-        for _top, items in flat_items:
-            for blk, item in items:
-                if isinstance(item, ExternInstance) and self._block_live(blk):
+                elif isinstance(item, ExternInstance) and self._block_live(blk):
                     res.externs.append(item)
-        for tables_here in per_block_tables:
-            for t in tables_here:
-                res.tables.append(t)
-                table_level.append(t)
-        for t in table_level:
-            for ext in (t.implementation, t.counters, t.meters):
-                if ext is not None and ext.table is t and ext not in res.externs:
-                    res.externs.append(ext)
 
     def _all_blocks(self, block: BlockInstance) -> list[BlockInstance]:
         out = [block]

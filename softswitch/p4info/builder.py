@@ -350,7 +350,14 @@ class Builder:
             self._action_profile(ext)
 
     def _anns(self, ext: ExternInstance) -> list[ast.Annotation]:
-        return ext.annotations if isinstance(ext.decl, ast.InstanceDecl) else []
+        """Annotations of the declaration, or of the table property building it."""
+        if isinstance(ext.decl, ast.InstanceDecl):
+            return ext.annotations
+        if ext.table is not None:
+            for prop in ext.table.decl.properties:
+                if prop.value is ext.decl:
+                    return prop.annotations
+        return []
 
     def _register(self, ext: ExternInstance) -> None:
         r = self.p4info.registers.add()
@@ -368,30 +375,27 @@ class Builder:
         ap = self.p4info.action_profiles.add()
         self._preamble(ap.preamble, ids.ACTION_PROFILE, ext.name or "", self._anns(ext),
                        _PROFILE_ONLY)
-        for t in self.profile_tables.get(id(ext), []):
-            ap.table_ids.append(self.symbols.id_of(ids.TABLE, t.name or ""))
+        # p4c keeps the referencing tables in a set of names: sorted by name
+        for name in sorted({t.name or "" for t in self.profile_tables.get(id(ext), [])},
+                           key=str.encode):
+            ap.table_ids.append(self.symbols.id_of(ids.TABLE, name))
         ap.size = _int_arg(ext, "size")
         if ext.type_name != "action_selector":
             return
         ap.with_selector = True
-        node = ext.decl if isinstance(ext.decl, ast.InstanceDecl) else None
-        source = node if node is not None else (ext.table.decl.prop("implementation")
-                                                if ext.table else None)
-        mgs = annotation(source, "max_group_size")
-        if mgs is not None and mgs.exprs:
-            v = const_of(mgs.exprs[0])
-            if isinstance(v, int):
-                ap.max_group_size = v
-        sem = string_annotation(source, "selector_size_semantics")
-        if sem == "sum_of_weights":
+        anns = {a.name: a for a in reversed(self._anns(ext))}  # the first one wins
+        mgs = _int_annotation(anns.get("max_group_size"))
+        if mgs is not None:
+            ap.max_group_size = mgs
+        sem = anns.get("selector_size_semantics")
+        sem_text = const_of(sem.exprs[0]) if sem is not None and sem.exprs else None
+        if sem_text == "sum_of_weights":
             ap.sum_of_weights.SetInParent()
-        elif sem == "sum_of_members":
+        elif sem_text == "sum_of_members":
             ap.sum_of_members.SetInParent()
-            mmw = annotation(source, "max_member_weight")
-            if mmw is not None and mmw.exprs:
-                v = const_of(mmw.exprs[0])
-                if isinstance(v, int):
-                    ap.sum_of_members.max_member_weight = v
+            mmw = _int_annotation(anns.get("max_member_weight"))
+            if mmw is not None:
+                ap.sum_of_members.max_member_weight = mmw
 
     def _direct_resources(self, t: TableInstance) -> None:
         if t.name is None:
@@ -520,6 +524,11 @@ def _flatten_fields(h: ast.HeaderDecl) -> list[tuple[str, ast.FieldDecl, Any]]:
 
     visit("", h.fields)
     return out
+
+
+def _int_annotation(a: ast.Annotation | None) -> int | None:
+    v = const_of(a.exprs[0]) if a is not None and a.exprs else None
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _int_arg(ext: ExternInstance, name: str) -> int:
