@@ -208,8 +208,9 @@ def check_stf(prog: Program) -> CheckResult:
         return CheckResult("stf", prog.name, False, msg, detail=detail)
     if result.ok:
         return CheckResult("stf", prog.name, True)
-    failing = [ln.strip() for ln in result.report.splitlines() if "FAIL" in ln or "check" in ln]
-    return CheckResult("stf", prog.name, False, failing[0] if failing else "STF test failed",
+    problems = [f"port {p.port}: {why}" for p in result.ports for why in p.problems]
+    problems += result.failures
+    return CheckResult("stf", prog.name, False, problems[0] if problems else "STF test failed",
                        detail={"report": result.report[:4000]})
 
 
@@ -254,7 +255,15 @@ def check_p4info(prog: Program, checked) -> CheckResult:
 
 
 def run_program(prog: Program) -> list[CheckResult]:
-    """All checks of one program (the worker's job)."""
+    """All checks of one program (the worker's job), messages relative to the corpus."""
+    results = _run_checks(prog)
+    folder = str(prog.path.parent) + os.sep
+    for r in results:
+        r.message = r.message.replace(folder, "")
+    return results
+
+
+def _run_checks(prog: Program) -> list[CheckResult]:
     if prog.kind == "reject":
         return [_timed(check_reject, prog)]
     start = time.monotonic()

@@ -26,10 +26,13 @@ Both::
     counter_read NAME INDEX                   counter_write NAME INDEX PACKETS BYTES
     counter_reset NAME                        register_read NAME [INDEX]
     register_write NAME INDEX VALUE           register_reset NAME
+    meter_set_rates NAME INDEX RATE:BURST…    meter_array_set_rates NAME RATE:BURST…
 
 Names resolve as :mod:`softswitch.stf.names` documents; values parse as
 :mod:`softswitch.stf.values` documents. A check without a condition
-(``check_counter c(3)``) requires the cell to be zero in packets and bytes.
+(``check_counter c(3)``) requires the cell to be zero in packets and bytes. Meter
+rates (BMv2 units: per microsecond, committed then peak) need a switch that offers
+``meter_set_rates``/``meter_array_set_rates`` beyond the SwitchControl protocol.
 """
 
 from __future__ import annotations
@@ -170,6 +173,13 @@ class RegisterWrite(Command):
 @dataclass(frozen=True)
 class RegisterReset(Command):
     name: str
+
+
+@dataclass(frozen=True)
+class MeterSetRates(Command):
+    name: str
+    index: int | None          # None: every cell (meter_array_set_rates)
+    rates: tuple[tuple[float, int], ...]
 
 
 @dataclass(frozen=True)
@@ -350,6 +360,30 @@ def _parse_register_write(rest: str, loc: SourceLoc | None) -> Command:
                          _num(value, loc, "register value"))
 
 
+def _rates(words: list[str], loc: SourceLoc | None) -> tuple[tuple[float, int], ...]:
+    rates = []
+    for word in words:
+        rate, sep, burst = word.partition(":")
+        try:
+            if not sep:
+                raise ValueError(word)
+            rates.append((float(rate), int(burst, 0)))
+        except ValueError:
+            raise P4Error(f"expected RATE:BURST, found '{word}'", loc) from None
+    return tuple(rates)
+
+
+def _parse_meter_set_rates(rest: str, loc: SourceLoc | None) -> Command:
+    words = _words(rest, None, "meter_set_rates NAME INDEX RATE:BURST…", loc, at_least=3)
+    return MeterSetRates(loc, words[0], _num(words[1], loc, "meter index"),
+                         _rates(words[2:], loc))
+
+
+def _parse_meter_array_set_rates(rest: str, loc: SourceLoc | None) -> Command:
+    words = _words(rest, None, "meter_array_set_rates NAME RATE:BURST…", loc, at_least=2)
+    return MeterSetRates(loc, words[0], None, _rates(words[1:], loc))
+
+
 def _parse_table_delete(rest: str, loc: SourceLoc | None) -> Command:
     table, handle = _words(rest, 2, "table_delete TABLE HANDLE", loc)
     return TableDelete(loc, table, _num(handle, loc, "entry handle"))
@@ -397,6 +431,8 @@ _PARSERS: dict[str, Callable[[str, SourceLoc | None], Command]] = {
     "register_read": _parse_register_read,
     "register_write": _parse_register_write,
     "register_reset": _one_name(RegisterReset, "register_reset NAME"),
+    "meter_set_rates": _parse_meter_set_rates,
+    "meter_array_set_rates": _parse_meter_array_set_rates,
 }
 
 COMMAND_KEYWORDS = frozenset(_PARSERS)
@@ -618,6 +654,17 @@ class CommandSession:
 
     def _do_RegisterReset(self, cmd: RegisterReset) -> Outcome:
         self.control.register_reset(cmd.name)
+        return Outcome()
+
+    def _do_MeterSetRates(self, cmd: MeterSetRates) -> Outcome:
+        method = "meter_set_rates" if cmd.index is not None else "meter_array_set_rates"
+        setter = getattr(self.control, method, None)
+        if setter is None:
+            raise P4Error(f"{method} is not supported by this switch", cmd.loc)
+        if cmd.index is None:
+            setter(cmd.name, list(cmd.rates))
+        else:
+            setter(cmd.name, cmd.index, list(cmd.rates))
         return Outcome()
 
     def _do_CheckCounter(self, cmd: CheckCounter) -> Outcome:

@@ -176,3 +176,13 @@ def test_check_counter_failure_fails_the_run():
     result = run_commands(RecordingControl(), parse_stf_text("check_counter cnt(3) packets == 5\n",
                                                              "c.stf"))
     assert not result.ok and "c.stf:1:1: check_counter cnt(3)" in result.report
+
+
+def test_meter_rates_parse_and_need_a_switch_that_offers_them():
+    cmd = parse_command("meter_set_rates m 2 0.5:10 1.5:20")
+    assert cmd.name == "m" and cmd.index == 2 and cmd.rates == ((0.5, 10), (1.5, 20))
+    assert parse_command("meter_array_set_rates m 1:1").index is None
+    with pytest.raises(P4Error, match="RATE:BURST"):
+        parse_command("meter_set_rates m 2 fast")
+    with pytest.raises(P4Error, match="not supported by this switch"):
+        run("meter_set_rates m 2 0.5:10")

@@ -1,0 +1,106 @@
+"""run_stf end to end: a small v1model program on the real softswitch target."""
+
+from pathlib import Path
+
+import pytest
+
+from softswitch.diagnostics import P4Error
+from softswitch.stf import CommandSession, run_stf
+from softswitch.target.switch import Switch
+
+PROGRAM = r"""
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct headers { h_t h; }
+struct meta_t { }
+parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers hdr, inout meta_t m) { apply { } }
+control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    counter(8, CounterType.packets_and_bytes) hits;
+    register<bit<8>>(4) last;
+    action fwd(bit<9> port, bit<8> tag) { sm.egress_spec = port; hdr.h.b = tag; }
+    action drop() { mark_to_drop(sm); }
+    table tern {
+        key = { hdr.h.a : ternary; }
+        actions = { fwd; drop; }
+        default_action = drop();
+    }
+    apply {
+        tern.apply();
+        hits.count((bit<32>)hdr.h.a[2:0]);
+        last.write(0, hdr.h.a);
+    }
+}
+control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers hdr, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+STF = """
+# overlapping ternary entries: the higher STF priority wins
+add tern 1 hdr.h.a:0x0* fwd(port:1, tag:0x11)
+add I.tern 2 a:0x05 I.fwd(port:2, tag:0x22)
+PACKET 0 05 00 ff
+expect 2 05 22 ff $
+packet 0 07 00
+expect 1 07 11 $
+packet 0 f0 00          # default action: dropped
+wait
+check_counter hits(5) packets == 1
+check_counter hits(7) bytes == 2
+check_counter hits(0) packets == 1
+setdefault tern fwd(port:3, tag:0x33)
+packet 0 f0 00
+expect 3 f0 3*
+"""
+
+
+@pytest.fixture()
+def program(tmp_path: Path) -> Path:
+    path = tmp_path / "tern.p4"
+    path.write_text(PROGRAM)
+    return path
+
+
+def write_stf(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "t.stf"
+    path.write_text(text)
+    return str(path)
+
+
+def test_passing_stf(program: Path, tmp_path: Path):
+    result = run_stf(str(program), write_stf(tmp_path, STF))
+    assert result.ok, result.report
+    assert "port 2: ok" in result.report
+
+
+def test_wrong_expectation_fails_with_report(program: Path, tmp_path: Path):
+    stf = write_stf(tmp_path, STF.replace("expect 2 05 22", "expect 2 05 23"))
+    result = run_stf(str(program), stf)
+    assert not result.ok
+    assert "port 2: FAIL" in result.report and "expected 0523FF$" in result.report
+    assert "port 1: ok" in result.report
+
+
+def test_failed_counter_check_fails(program: Path, tmp_path: Path):
+    result = run_stf(str(program), write_stf(tmp_path, STF.replace("bytes == 2", "bytes == 3")))
+    assert not result.ok and "check_counter hits(7)" in result.report
+
+
+def test_unknown_table_is_a_located_error(program: Path, tmp_path: Path):
+    stf = write_stf(tmp_path, "packet 0 0000\nadd nosuch a:1 fwd(port:1, tag:1)\n")
+    with pytest.raises(P4Error, match="no table 'nosuch'") as info:
+        run_stf(str(program), stf)
+    assert info.value.loc.line == 2 and info.value.loc.file == stf
+
+
+def test_cli_session_on_the_switch(program: Path):
+    session = CommandSession(Switch.from_file(str(program)))
+    session.run_line("table_add tern fwd 0x05&&&0xff => 4 0x44 1")
+    assert session.control.inject(0, b"\x05\x00")[0].port == 4
+    assert session.run_line("register_read last 0").text == "last[0]= 5"
+    assert "1 entry" in session.run_line("table_dump tern").text
