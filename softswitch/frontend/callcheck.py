@@ -482,6 +482,11 @@ def _check_packet_method(e: ast.Call, md: ast.MethodDecl,
             if isinstance(t, T.HeaderType) else False
         if len(args) == 1 and has_varbit:
             raise fail(f"{describe(args[0])}: argument cannot contain varbit fields", args[0])
+        varbits = [f.name for f in t.fields if isinstance(base(f.type), T.VarbitType)] \
+            if isinstance(t, T.HeaderType) else []
+        if len(varbits) > 1:
+            raise fail(f"{varbits[0]} and {varbits[1]}: multiple varbit fields in a header",
+                       args[0])
 
 
 # ---------------------------------------------------------------------- constructors

@@ -566,9 +566,6 @@ class DeclChecker(TableChecker):
         if ctx.block == "action":
             raise fail("SwitchStatement: switch statements not supported in actions on this "
                        "target", s)
-        if "exact" not in self.match_kinds:
-            raise fail("Could not find declaration for 'match_kind.exact', which is needed to "
-                       "implement switch statements; did you include core.p4?", s)
         t = self.expr(s.expr, ctx.with_(switch_expr=True))
         b = base(t)
         if isinstance(b, T.ActionEnumType):
@@ -580,6 +577,9 @@ class DeclChecker(TableChecker):
         for c in s.cases:
             if c.body is not None:
                 self.guard(lambda c=c: self.block(c.body, ctx))
+        if "exact" not in self.match_kinds:
+            raise fail("Could not find declaration for 'match_kind.exact', which is needed to "
+                       "implement switch statements; did you include core.p4?", s)
 
     def _switch_labels(self, s: ast.SwitchStmt, check: Callable[[ast.Expr], object]) -> None:
         seen: set[object] = set()

@@ -218,12 +218,6 @@ class TypeResolver:
             ft = self.resolve(f.type_ref, scope)
             check_field_type(kind, decl.name, f, ft)
             fields.append(T.FieldInfo(f.name, ft, tuple(f.annotations)))
-        if kind == "header":
-            varbits = [f.name for f, fi in zip(decl.fields, fields, strict=True)
-                       if isinstance(fi.type, T.VarbitType)]
-            if len(varbits) > 1:
-                raise P4Error(f"{varbits[0]} and {varbits[1]}: multiple varbit fields in a "
-                              "header", decl.loc)
         tv = tuple(self.typevar(p) for p in decl.type_params)
         return cls(decl.name, tuple(fields), decl, tv)
 
@@ -282,7 +276,9 @@ def check_field_type(kind: str, owner: str, f: ast.FieldDecl, ft: T.Type) -> Non
         if isinstance(base, T.StructType):
             ok = _fixed_width_struct(base)
         if isinstance(base, T.StackType):
-            ok = isinstance(T.strip_newtype(base.element), (T.BitsType, T.BoolType))
+            el = T.strip_newtype(base.element)
+            ok = isinstance(el, (T.BitsType, T.BoolType)) or (
+                isinstance(el, T.StructType) and _fixed_width_struct(el))
         bad = not ok
     elif kind == "header_union":
         bad = not isinstance(base, (T.HeaderType, T.TypeVar))
