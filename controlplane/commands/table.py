@@ -71,7 +71,10 @@ def cmd_write(args: argparse.Namespace) -> int:
                                           params=params, priority=args.priority,
                                           default=args.default)
         s.client.write([update(verb, entry)])
-        print(f"{s.target.name}: {args.verb} {entity_text(s.index, to_entity(entry))}")
+        text = entity_text(s.index, to_entity(entry))
+        if verb == "DELETE":
+            text = text.split(" -> ")[0]     # a delete names the key, not an action
+        print(f"{s.target.name}: {args.verb} {text}")
     return 0
 
 
