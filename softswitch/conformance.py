@@ -288,11 +288,20 @@ def _timed(fn, *args) -> CheckResult:
 
 # --- the worker pool ----------------------------------------------------------------------
 
+def _silence() -> None:
+    """Send a worker's own prints (warnings, debug output) to /dev/null: the parent
+    reports results, and interleaved output of parallel workers is unreadable."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
 def _worker(prog: Program, conn) -> None:
     """Child process: run one program, send the results, exit without cleanup."""
     try:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+        _silence()
         results = run_program(prog)
         conn.send([asdict(r) for r in results])
     except BaseException as err:  # noqa: BLE001 - report, never hang the parent

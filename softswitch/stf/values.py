@@ -167,6 +167,7 @@ def parse_lpm(key: KeyInfo, text: str, loc: SourceLoc | None) -> KeyMatch:
     parts = _split_once(text, "/")
     if parts is not None:
         length = _prefix_len(parts[1], key, loc)
+        parts = (parts[0].replace("*", "0"), parts[1])
     else:
         starred = _starred_literal(text, loc, what, w)
         length = w if starred is None else min(starred[2], w)

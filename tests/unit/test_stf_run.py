@@ -104,3 +104,53 @@ def test_cli_session_on_the_switch(program: Path):
     assert session.control.inject(0, b"\x05\x00")[0].port == 4
     assert session.run_line("register_read last 0").text == "last[0]= 5"
     assert "1 entry" in session.run_line("table_dump tern").text
+
+
+DIRECT = r"""
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct headers { h_t h; }
+struct meta_t { }
+parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers hdr, inout meta_t m) { apply { } }
+control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    direct_counter(CounterType.packets_and_bytes) seen;
+    action fwd(bit<9> port) { sm.egress_spec = port; seen.count(); }
+    table t {
+        key = { hdr.h.a : exact; hdr.h.isValid() : exact; }
+        actions = { fwd; NoAction; }
+        counters = seen;
+        default_action = NoAction();
+    }
+    apply { t.apply(); }
+}
+control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers hdr, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_direct_counter_checked_through_entry_id(tmp_path: Path):
+    program = tmp_path / "direct.p4"
+    program.write_text(DIRECT)
+    stf = write_stf(tmp_path, """
+add t h.a:7 h.$valid$:1 fwd(port:1) = A
+add t a:8 valid:1 fwd(port:2) = B
+packet 1 07 00
+packet 1 07 01 02
+packet 1 08 00
+expect 1 0700
+expect 1 0701 02
+check_counter seen($A) packets == 2
+check_counter seen($A) bytes == 5
+check_counter seen(B) packets >= 0
+expect 2 08
+""")
+    result = run_stf(str(program), stf)
+    assert result.ok, result.report
+    # port 1 is both input and output here: the two expects match in order
+    assert "port 1: ok (expected 2, received 2)" in result.report
