@@ -339,15 +339,24 @@ class Builder:
             self._preamble(c.preamble, ids.COUNTER, ext.name, self._anns(ext))
             c.spec.unit = _unit(ext, _COUNTER_UNITS, p4info_pb2.CounterSpec.UNSPECIFIED)
             c.size = _int_arg(ext, "size")
+            self._index_type(ext, 0, c)
         elif tn == "meter":
             m = self.p4info.meters.add()
             self._preamble(m.preamble, ids.METER, ext.name, self._anns(ext))
             m.spec.unit = _unit(ext, _METER_UNITS, p4info_pb2.MeterSpec.UNSPECIFIED)
             m.size = _int_arg(ext, "size")
+            self._index_type(ext, 0, m)
         elif tn == "register":
             self._register(ext)
         elif tn in ("action_profile", "action_selector"):
             self._action_profile(ext)
+
+    def _index_type(self, ext: ExternInstance, pos: int, msg: Any) -> None:
+        """``index_type_name`` when an indexed extern's index type is a ``type``."""
+        t = _type_of_ref(ext.type_args[pos]) if len(ext.type_args) > pos else None
+        if isinstance(t, T.NewType):
+            msg.index_type_name.name = t.name
+            self.types.new_type(t)
 
     def _anns(self, ext: ExternInstance) -> list[ast.Annotation]:
         """Annotations of the declaration, or of the table property building it."""
@@ -370,6 +379,8 @@ class Builder:
         if t is not None:
             self.types.convert(t, r.type_spec)
         r.size = _int_arg(ext, "size")
+        if len(ext.type_args) > 1:
+            self._index_type(ext, 1, r)
 
     def _action_profile(self, ext: ExternInstance) -> None:
         ap = self.p4info.action_profiles.add()

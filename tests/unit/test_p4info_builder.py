@@ -8,9 +8,13 @@ import pytest
 from p4.config.v1 import p4info_pb2
 
 from softswitch.diagnostics import P4Error
+from softswitch.frontend import ast
+from softswitch.frontend import types as T
 from softswitch.frontend.compiler import check_program
+from softswitch.frontend.elaborate import Elaboration, ExternInstance
 from softswitch.frontend.parser import parse_text
 from softswitch.p4info import generate, ids, read, write
+from softswitch.p4info.builder import Builder
 
 PROGRAM = """
 #include <core.p4>
@@ -139,3 +143,19 @@ def test_anonymous_property_extern_is_rejected_for_p4runtime() -> None:
     text = PROGRAM.replace("counters = dc;", "implementation = action_profile(32w4);")
     with pytest.raises(P4Error, match="anonymous table property 'implementation'"):
         generate(check_program(parse_text(text, "anon.p4")))
+
+
+
+def test_index_type_name_for_user_defined_index_types() -> None:
+    # The index type of counter<I>/meter<I>/register<T, I> names a ``type``: P4Info
+    # records it (exercised on the builder directly: it only reads the type argument).
+    idx_decl = ast.TypedefDecl("idx_t", ast.BitTypeRef(ast.IntLiteral(32)), newtype=True)
+    ref = ast.NamedTypeRef("idx_t")
+    ref.resolved = T.NewType("idx_t", T.BitsType(32), idx_decl)
+    ext = ExternInstance(ast.InstanceDecl("c", ref, []), "c", "c", "counter", None, [ref],
+                         {}, {}, None)
+    builder = Builder(Elaboration(ast.Program([])))
+    msg = p4info_pb2.Counter()
+    builder._index_type(ext, 0, msg)
+    assert msg.index_type_name.name == "idx_t"
+    assert builder.p4info.type_info.new_types["idx_t"].original_type.bitstring.bit.bitwidth == 32
