@@ -18,11 +18,23 @@ from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 Scope = p4info_pb2.ActionRef
 
 
-@dataclass(frozen=True)
+@dataclass
 class ActionCall:
+    """A validated action: what the switch needs (name, ints) and the request's
+    message, made canonical only when it is read back (building protobuf messages is
+    the costly part of a write with the pure-Python protobuf runtime)."""
+
     name: str
     args: list[int]
-    proto: p4runtime_pb2.Action      # canonical copy, parameters in P4Info order
+    proto: p4runtime_pb2.Action
+    info: p4info_pb2.Action | None = None
+    _canonical: p4runtime_pb2.Action | None = None
+
+    def canonical(self) -> p4runtime_pb2.Action:
+        if self._canonical is None:
+            self._canonical = (self.proto if self.info is None
+                               else _canonical(self.proto, self.info, self.args))
+        return self._canonical
 
 
 def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,
@@ -43,15 +55,26 @@ def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,
         if pid not in known:
             raise errors.invalid(f"action '{name}' has no parameter id {pid}")
     args: list[int] = []
-    proto = p4runtime_pb2.Action(action_id=action.action_id)
     for p in info.params:
         if p.id not in given:
             raise errors.invalid(f"action '{name}': parameter '{p.name}' is missing")
-        value = bytestrings.decode(given[p.id], p.bitwidth,
-                                   f"parameter '{p.name}' of action '{name}'")
-        args.append(value)
-        proto.params.add(param_id=p.id, value=bytestrings.encode(value))
-    return ActionCall(name, args, proto)
+        args.append(bytestrings.decode(given[p.id], p.bitwidth,
+                                       f"parameter '{p.name}' of action '{name}'"))
+    return ActionCall(name, args, action, info)
+
+
+def _canonical(action: p4runtime_pb2.Action, info: p4info_pb2.Action,
+               args: list[int]) -> p4runtime_pb2.Action:
+    """The action in canonical form; the request's own message when it already is
+    (building protobuf messages is costly with the pure-Python runtime)."""
+    encoded = [bytestrings.encode(v) for v in args]
+    if [(p.param_id, p.value) for p in action.params] == [
+            (p.id, e) for p, e in zip(info.params, encoded, strict=True)]:
+        return action
+    proto = p4runtime_pb2.Action(action_id=action.action_id)
+    for p, value in zip(info.params, encoded, strict=True):
+        proto.params.add(param_id=p.id, value=value)
+    return proto
 
 
 def _check_scope(table: TableIndex, info: p4info_pb2.Action, default: bool) -> None:

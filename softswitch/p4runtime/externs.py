@@ -101,7 +101,8 @@ class Externs:
             name = table.direct_counter.preamble.name  # type: ignore[union-attr]
             packets, bytes_ = self.switch.counter_read(name, record.handle)
             out = p4runtime_pb2.Entity()
-            out.direct_counter_entry.table_entry.CopyFrom(_bare(record.entry))
+            entry = self.tables.canonical(table, record)
+            out.direct_counter_entry.table_entry.CopyFrom(_bare(entry))
             out.direct_counter_entry.data.packet_count = packets
             out.direct_counter_entry.data.byte_count = bytes_
             yield out
@@ -193,7 +194,7 @@ class Externs:
                           ) -> Iterator[p4runtime_pb2.Entity]:
         for table, record in self._direct_records(req.table_entry, "direct_meter"):
             out = p4runtime_pb2.Entity()
-            out.direct_meter_entry.table_entry.CopyFrom(_bare(record.entry))
+            out.direct_meter_entry.table_entry.CopyFrom(_bare(self.tables.canonical(table, record)))
             config = self.meters.config(table.direct_meter.preamble.name, record.handle)
             if config is not None:
                 out.direct_meter_entry.config.CopyFrom(config)

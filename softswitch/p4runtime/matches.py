@@ -30,11 +30,29 @@ _KIND = {MF.EXACT: "exact", MF.LPM: "lpm", MF.TERNARY: "ternary", MF.RANGE: "ran
 
 @dataclass(frozen=True)
 class ParsedMatch:
-    """A validated match: the canonical key and the switch's key list."""
+    """A validated match: the canonical key, the switch's key list, the request's
+    FieldMatches."""
 
     key: MatchKey
     switch_keys: list[KeyMatch]
-    fields: list[p4runtime_pb2.FieldMatch]   # canonical, sorted by field id
+    originals: list[p4runtime_pb2.FieldMatch]
+
+    def fields(self, table: TableIndex) -> list[p4runtime_pb2.FieldMatch]:
+        return canonical_fields(table, self.key, self.originals)
+
+
+def canonical_fields(table: TableIndex, key: MatchKey,
+                     originals: list[p4runtime_pb2.FieldMatch]
+                     ) -> list[p4runtime_pb2.FieldMatch]:
+    """Canonical FieldMatches sorted by field id. The request's own messages are
+    reused when they already are, because building protobuf messages is the server's
+    main cost with the pure-Python protobuf runtime."""
+    norms = key[0]
+    if len(norms) == len(originals) and all(
+            fm.field_id == fid and _is_canonical(fm, norm)
+            for fm, (fid, norm) in zip(originals, norms, strict=True)):
+        return originals
+    return [_field_match(fid, table.fields[fid].bitwidth, norm) for fid, norm in norms]
 
 
 def parse(table: TableIndex, matches: list[p4runtime_pb2.FieldMatch],
@@ -56,9 +74,7 @@ def parse(table: TableIndex, matches: list[p4runtime_pb2.FieldMatch],
     _check_priority(table, priority)
     key = (tuple(sorted(given.items())), priority)
     keys = [_switch_key(info, given.get(fid)) for fid, info in _ordered(table)]
-    fields = [_field_match(fid, table.fields[fid].bitwidth, norm)
-              for fid, norm in sorted(given.items())]
-    return ParsedMatch(key, keys, fields)
+    return ParsedMatch(key, keys, list(matches))
 
 
 def _ordered(table: TableIndex) -> list[tuple[int, MF]]:
@@ -165,6 +181,20 @@ def _field_match(fid: int, width: int, norm: Norm) -> p4runtime_pb2.FieldMatch:
         fm.range.low = bytestrings.encode(a)
         fm.range.high = bytestrings.encode(b)
     return fm
+
+
+def _is_canonical(fm: p4runtime_pb2.FieldMatch, norm: Norm) -> bool:
+    kind, a, b = norm
+    enc = bytestrings.encode
+    if kind == "exact":
+        return fm.exact.value == enc(a)
+    if kind == "lpm":
+        return fm.lpm.value == enc(a)
+    if kind == "ternary":
+        return fm.ternary.value == enc(a) and fm.ternary.mask == enc(b)
+    if kind == "range":
+        return fm.range.low == enc(a) and fm.range.high == enc(b)
+    return fm.optional.value == enc(a)
 
 
 def from_switch(table: TableIndex, keys: list[KeyMatch]) -> list[p4runtime_pb2.FieldMatch]:

@@ -112,9 +112,11 @@ class PipelineRuntime:
         writer(update.type, getattr(update.entity, which), log)
 
     # ------------------------------------------------------------------ Read
-    def read(self, entities: list[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
-        """All entities matching the request (wildcards expanded), or an error."""
-        out: list[p4runtime_pb2.Entity] = []
+    def read_wire(self, entities: list[p4runtime_pb2.Entity]) -> list[bytes]:
+        """All entities matching the request (wildcards expanded), encoded; or an error.
+
+        Table entries come from per-entry caches of their encoding (see :mod:`wire`)."""
+        out: list[bytes] = []
         for entity in entities:
             which = entity.WhichOneof("entity")
             if which is None:
@@ -123,16 +125,18 @@ class PipelineRuntime:
             if reader is None:
                 raise errors.unimplemented(f"reading {which} is not supported")
             try:
-                out.extend(reader(getattr(entity, which)))
+                out.extend(item if isinstance(item, bytes) else item.SerializeToString()
+                           for item in reader(getattr(entity, which)))
             except P4Error as exc:
                 raise errors.invalid(exc.message) from None
         return out
 
-    def _read_tables(self, req: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.Entity]:
-        for entry in self.tables.read(req):
-            out = p4runtime_pb2.Entity()
-            out.table_entry.CopyFrom(entry)
-            yield out
+    def read(self, entities: list[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        """Like :meth:`read_wire`, as messages (for in-process users)."""
+        return [p4runtime_pb2.Entity.FromString(data) for data in self.read_wire(entities)]
+
+    def _read_tables(self, req: p4runtime_pb2.TableEntry) -> Iterator[bytes]:
+        return self.tables.read(req)
 
     # ------------------------------------------------------------------ digests
     def _write_digest(self, kind: int, entry: p4runtime_pb2.DigestEntry, log: UndoLog) -> None:

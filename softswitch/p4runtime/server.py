@@ -18,7 +18,7 @@ from concurrent import futures
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch.p4runtime import errors
+from softswitch.p4runtime import errors, wire
 from softswitch.p4runtime.arbitration import Connection, election_id_of, role_name
 from softswitch.p4runtime.device import Device
 
@@ -57,12 +57,14 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             self.device.check_device(request.device_id)
             with self.device.lock:
-                entities = self.device.require_pipeline().runtime.read(list(request.entities))
+                entities = self.device.require_pipeline().runtime.read_wire(
+                    list(request.entities))
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
-        # Large reads are split so that no message nears gRPC's 4 MiB default limit.
+        # Responses are assembled from encoded entities (the serializer passes bytes
+        # through) and split so that none nears gRPC's 4 MiB default message limit.
         for start in range(0, max(len(entities), 1), 1000):
-            yield p4runtime_pb2.ReadResponse(entities=entities[start:start + 1000])
+            yield wire.read_response(entities[start:start + 1000])  # type: ignore[misc]
 
     def SetForwardingPipelineConfig(  # noqa: N802
             self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
@@ -155,6 +157,33 @@ def _stream_error(exc: errors.P4RuntimeError) -> p4runtime_pb2.StreamMessageResp
     return message
 
 
+def _handlers(servicer: P4RuntimeServicer) -> grpc.GenericRpcHandler:
+    """The service's method table, as the generated code builds it, except that
+    Read's responses may be pre-encoded bytes (see :mod:`wire`)."""
+    pb = p4runtime_pb2
+    methods = {
+        "Write": grpc.unary_unary_rpc_method_handler(
+            servicer.Write, pb.WriteRequest.FromString, pb.WriteResponse.SerializeToString),
+        "Read": grpc.unary_stream_rpc_method_handler(
+            servicer.Read, pb.ReadRequest.FromString, wire.serialize),
+        "SetForwardingPipelineConfig": grpc.unary_unary_rpc_method_handler(
+            servicer.SetForwardingPipelineConfig,
+            pb.SetForwardingPipelineConfigRequest.FromString,
+            pb.SetForwardingPipelineConfigResponse.SerializeToString),
+        "GetForwardingPipelineConfig": grpc.unary_unary_rpc_method_handler(
+            servicer.GetForwardingPipelineConfig,
+            pb.GetForwardingPipelineConfigRequest.FromString,
+            pb.GetForwardingPipelineConfigResponse.SerializeToString),
+        "StreamChannel": grpc.stream_stream_rpc_method_handler(
+            servicer.StreamChannel, pb.StreamMessageRequest.FromString,
+            pb.StreamMessageResponse.SerializeToString),
+        "Capabilities": grpc.unary_unary_rpc_method_handler(
+            servicer.Capabilities, pb.CapabilitiesRequest.FromString,
+            pb.CapabilitiesResponse.SerializeToString),
+    }
+    return grpc.method_handlers_generic_handler("p4.v1.P4Runtime", methods)
+
+
 class ServerError(Exception):
     """The server could not start (e.g. the address is taken)."""
 
@@ -169,7 +198,7 @@ def serve(device: Device, address: str = "127.0.0.1:9559",
                          options=[("grpc.max_receive_message_length", 64 << 20),
                                   ("grpc.max_send_message_length", 64 << 20),
                                   ("grpc.so_reuseport", 0)])
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(P4RuntimeServicer(device), server)
+    server.add_generic_rpc_handlers((_handlers(P4RuntimeServicer(device)),))
     try:
         port = server.add_insecure_port(address)
     except RuntimeError as exc:

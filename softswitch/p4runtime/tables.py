@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from softswitch.p4runtime import actions, errors, matches
+from softswitch.p4runtime import actions, errors, matches, wire
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.undo import UndoLog
@@ -34,6 +34,8 @@ class Record:
     switch_keys: list[KeyMatch]
     call: actions.ActionCall
     from_program: bool = False
+    key: matches.MatchKey = ((), 0)
+    wire: bytes | None = None      # the serialized Entity, cached for Read
 
 
 class TableEntries:
@@ -64,7 +66,8 @@ class TableEntries:
             call = actions.ActionCall(view.action, list(view.args), proto)
             key = (tuple(sorted((fm.field_id, _norm_key(table, fm)) for fm in fields)),
                    priority)
-            self._records[tid][key] = Record(view.handle, entry, list(view.keys), call, True)
+            self._records[tid][key] = Record(view.handle, entry, list(view.keys), call, True,
+                                            key)
 
     # ------------------------------------------------------------------ writes
     def write(self, kind: int, entry: TableEntry, log: UndoLog) -> None:
@@ -81,7 +84,7 @@ class TableEntries:
         if kind == Update.INSERT:
             self._insert(table, entry, parsed, log)
         elif kind == Update.MODIFY:
-            self._modify(table, entry, self._existing(table, parsed), log)
+            self._modify(table, entry, parsed, self._existing(table, parsed), log)
         elif kind == Update.DELETE:
             self._delete(table, self._existing(table, parsed), log)
         else:
@@ -125,57 +128,62 @@ class TableEntries:
                 log: UndoLog) -> None:
         tid = table.info.preamble.id
         name = table.info.preamble.name
-        if parsed.key in self._records[tid]:
+        records = self._records[tid]
+        if parsed.key in records:
             raise errors.already_exists(f"table '{name}' already has an entry with this "
                                         "match key and priority")
         call = self._action_of(table, entry)
         self._check_extras(table, entry)
-        if table.info.size and len(self._records[tid]) >= table.info.size:
+        if table.info.size and len(records) >= table.info.size:
             raise errors.resource_exhausted(f"table '{name}' is full "
                                             f"({table.info.size} entries)")
-        stored = self._canonical(entry, parsed, call)
+        counter = _counter_data(entry)
+        stored = _clean(entry)
         handle = self.switch.table_add(name, parsed.switch_keys, call.name, call.args,
                                        entry.priority or None)
-        record = Record(handle, stored, parsed.switch_keys, call)
-        records = self._records[tid]
+        record = Record(handle, stored, parsed.switch_keys, call, key=parsed.key)
         records[parsed.key] = record
 
         def undo_insert() -> None:
             self.switch.table_delete(name, record.handle)
             records.pop(parsed.key, None)
         log.push(undo_insert)
-        self._apply_direct(table, record, entry, log)
+        self._apply_direct(table, record, counter, stored, log)
 
-    def _apply_direct(self, table: TableIndex, record: Record, entry: TableEntry,
+    def _apply_direct(self, table: TableIndex, record: Record,
+                      counter: tuple[int, int] | None, entry: TableEntry,
                       log: UndoLog) -> None:
-        if entry.HasField("counter_data") and table.direct_counter is not None:
+        if counter is not None and table.direct_counter is not None:
             cname = table.direct_counter.preamble.name
             old = self.switch.counter_read(cname, record.handle)
-            self.switch.counter_write(cname, record.handle, entry.counter_data.packet_count,
-                                      entry.counter_data.byte_count)
+            self.switch.counter_write(cname, record.handle, *counter)
             log.push(lambda: self.switch.counter_write(cname, record.handle, *old))
         if entry.HasField("meter_config") and table.direct_meter is not None:
             self.meters.configure(table.direct_meter.preamble.name, record.handle,
                                   entry.meter_config, log, direct=True)
 
-    def _modify(self, table: TableIndex, entry: TableEntry, record: Record,
-                log: UndoLog) -> None:
+    def _modify(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
+                record: Record, log: UndoLog) -> None:
         name = table.info.preamble.name
         call = self._action_of(table, entry)
         self._check_extras(table, entry)
         old_call, old_entry = record.call, record.entry
-        parsed = matches.ParsedMatch((), record.switch_keys, list(old_entry.match))
+        new_meter = entry.HasField("meter_config")
+        counter = _counter_data(entry)
         self.switch.table_modify(name, record.handle, call.name, call.args)
         record.call = call
-        record.entry = self._canonical(entry, parsed, call)
-        if not entry.HasField("meter_config") and old_entry.HasField("meter_config"):
+        record.entry = _clean(entry)
+        record.wire = None
+        if not new_meter and old_entry.HasField("meter_config"):
             record.entry.meter_config.CopyFrom(old_entry.meter_config)
 
         def undo_modify() -> None:
             self.switch.table_modify(name, record.handle, old_call.name, old_call.args)
-            record.call, record.entry = old_call, old_entry
+            record.call, record.entry, record.wire = old_call, old_entry, None
         log.push(undo_modify)
-        self._apply_direct(table, record, entry, log)
+        if new_meter or counter is not None:
+            self._apply_direct(table, record, counter,
+                               record.entry if new_meter else TableEntry(), log)
 
     def _delete(self, table: TableIndex, record: Record, log: UndoLog) -> None:
         tid = table.info.preamble.id
@@ -184,15 +192,14 @@ class TableEntries:
         if table.direct_counter is not None:
             counters = self.switch.counter_read(table.direct_counter.preamble.name,
                                                 record.handle)
-        key = next(k for k, r in self._records[tid].items() if r is record)
         self.switch.table_delete(name, record.handle)
-        del self._records[tid][key]
+        del self._records[tid][record.key]
 
         def undo_delete() -> None:
             prio = record.entry.priority or None
             record.handle = self.switch.table_add(name, record.switch_keys, record.call.name,
                                                   record.call.args, prio)
-            self._records[tid][key] = record
+            self._records[tid][record.key] = record
             if counters is not None and table.direct_counter is not None:
                 self.switch.counter_write(table.direct_counter.preamble.name,
                                           record.handle, *counters)
@@ -200,18 +207,6 @@ class TableEntries:
                 self.meters.configure(table.direct_meter.preamble.name, record.handle,
                                       record.entry.meter_config, UndoLog(), direct=True)
         log.push(undo_delete)
-
-    @staticmethod
-    def _canonical(entry: TableEntry, parsed: matches.ParsedMatch,
-                   call: actions.ActionCall) -> TableEntry:
-        stored = TableEntry(table_id=entry.table_id, priority=entry.priority,
-                            controller_metadata=entry.controller_metadata,
-                            idle_timeout_ns=entry.idle_timeout_ns, metadata=entry.metadata)
-        stored.match.extend(parsed.fields)
-        stored.action.action.CopyFrom(call.proto)
-        if entry.HasField("meter_config"):
-            stored.meter_config.CopyFrom(entry.meter_config)
-        return stored
 
     # ------------------------------------------------------------------ default entries
     def _write_default(self, kind: int, table: TableIndex, entry: TableEntry,
@@ -236,7 +231,7 @@ class TableEntries:
         undo_call = self._default_call(table, previous)
         self.switch.table_set_default(name, call.name, call.args)
         stored = TableEntry(table_id=tid, is_default_action=True)
-        stored.action.action.CopyFrom(call.proto)
+        stored.action.action.CopyFrom(call.canonical())
         self._defaults[tid] = stored
 
         def undo_default() -> None:
@@ -269,14 +264,16 @@ class TableEntries:
         return actions.parse(self.index, p4runtime_pb2.Action(action_id=action_id))
 
     # ------------------------------------------------------------------ reads
-    def read(self, request: TableEntry) -> Iterator[TableEntry]:
+    def read(self, request: TableEntry) -> Iterator[bytes]:
+        """Encoded ``Entity`` messages of the entries a read request selects."""
         if request.table_id == 0:
             tables = list(self.index.tables.values())
         else:
             tables = [self.index.table(request.table_id)]
         for table in tables:
             if request.is_default_action:
-                yield self._read_default(table)
+                entry = self._read_default(table)
+                yield wire.field(wire.ENTITY_TABLE_ENTRY, entry.SerializeToString())
                 continue
             yield from self._read_table(table, request)
 
@@ -284,31 +281,54 @@ class TableEntries:
         tid = table.info.preamble.id
         stored = self._defaults.get(tid)
         if stored is not None:
-            return TableEntry.FromString(stored.SerializeToString())
+            return stored
         call = self._initial_default(table)
         out = TableEntry(table_id=tid, is_default_action=True)
-        out.action.action.CopyFrom(call.proto)
+        out.action.action.CopyFrom(call.canonical())
         return out
 
-    def _read_table(self, table: TableIndex, request: TableEntry) -> Iterator[TableEntry]:
+    def _read_table(self, table: TableIndex, request: TableEntry) -> Iterator[bytes]:
         tid = table.info.preamble.id
         wanted = None
         if request.match:
             wanted = matches.parse(table, list(request.match), request.priority).key
-        with_counter = request.HasField("counter_data")
+        counter = table.direct_counter if request.HasField("counter_data") else None
         for key, record in self._records[tid].items():
             if wanted is not None and key != wanted:
                 continue
             if request.priority and record.entry.priority != request.priority:
                 continue
-            out = TableEntry()
-            out.CopyFrom(record.entry)
-            if with_counter and table.direct_counter is not None:
-                packets, bytes_ = self.switch.counter_read(table.direct_counter.preamble.name,
+            data = self.wire_of(table, record)
+            if counter is not None:
+                packets, bytes_ = self.switch.counter_read(counter.preamble.name,
                                                            record.handle)
-                out.counter_data.packet_count = packets
-                out.counter_data.byte_count = bytes_
-            yield out
+                counts = p4runtime_pb2.CounterData(packet_count=packets, byte_count=bytes_)
+                data += wire.field(wire.TABLE_ENTRY_COUNTER_DATA, counts.SerializeToString())
+            yield wire.field(wire.ENTITY_TABLE_ENTRY, data)
+
+    def canonical(self, table: TableIndex, record: Record) -> TableEntry:
+        """The entry as Read returns it: canonical byte strings, fields by id."""
+        entry = record.entry
+        originals = list(entry.match)
+        fields = matches.canonical_fields(table, record.key, originals)
+        action = record.call.canonical()
+        if fields is originals and action is entry.action.action:
+            return entry
+        out = TableEntry(table_id=entry.table_id, priority=entry.priority,
+                         controller_metadata=entry.controller_metadata,
+                         idle_timeout_ns=entry.idle_timeout_ns, metadata=entry.metadata,
+                         is_const=entry.is_const)
+        out.match.extend(fields)
+        out.action.action.CopyFrom(action)
+        if entry.HasField("meter_config"):
+            out.meter_config.CopyFrom(entry.meter_config)
+        return out
+
+    def wire_of(self, table: TableIndex, record: Record) -> bytes:
+        """The encoded canonical TableEntry of a record (cached until it changes)."""
+        if record.wire is None:
+            record.wire = self.canonical(table, record).SerializeToString()
+        return record.wire
 
     # ------------------------------------------------------------------ for direct resources
     def record_for(self, entry: TableEntry) -> tuple[TableIndex, Record]:
@@ -323,9 +343,30 @@ class TableEntries:
     def written(self) -> list[TableEntry]:
         """What controllers wrote (entries and default entries), to carry the
         forwarding state over to a new pipeline."""
-        out = [r.entry for records in self._records.values() for r in records.values()
+        out = [self.canonical(self.index.tables[tid], r)
+               for tid, records in self._records.items() for r in records.values()
                if not r.from_program]
         return out + list(self._defaults.values())
+
+
+def _counter_data(entry: TableEntry) -> tuple[int, int] | None:
+    if not entry.HasField("counter_data"):
+        return None
+    return entry.counter_data.packet_count, entry.counter_data.byte_count
+
+
+def _clean(entry: TableEntry) -> TableEntry:
+    """The request's entry, kept as the stored copy without its read-only parts.
+
+    The server owns a request once parsed; keeping its message instead of building a
+    canonical copy halves the cost of an insert with pure-Python protobuf. The
+    canonical form is built when the entry is first read."""
+    for name in ("counter_data", "meter_counter_data", "time_since_last_hit"):
+        if entry.HasField(name):
+            entry.ClearField(name)
+    entry.is_const = False
+    entry.is_default_action = False
+    return entry
 
 
 def _norm_key(table: TableIndex, fm: p4runtime_pb2.FieldMatch) -> matches.Norm:

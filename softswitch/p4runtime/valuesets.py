@@ -47,7 +47,7 @@ class ValueSets:
         vid = info.preamble.id
         previous = self._members.get(vid, [])
         setter(name, [p.switch_keys for p in parsed])
-        self._members[vid] = [p4runtime_pb2.ValueSetMember(match=p.fields) for p in parsed]
+        self._members[vid] = [p4runtime_pb2.ValueSetMember(match=p.fields(shape)) for p in parsed]
 
         def undo() -> None:
             old = [matches.parse(shape, list(m.match), 0).switch_keys for m in previous]
