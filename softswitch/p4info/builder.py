@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from p4.config.v1 import p4info_pb2
+from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
@@ -251,33 +251,35 @@ class Builder:
         return len(prop.value or []) if prop is not None else 0
 
     def _match_fields(self, t: TableInstance, msg: p4info_pb2.Table) -> None:
-        index = 1
-        for k in t.keys:
+        # selector keys are not match fields, but they do take an id
+        for k, ident in zip(t.keys, field_ids([k.element for k in t.keys]), strict=True):
             if k.match_kind == "selector":
                 continue
             mf = msg.match_fields.add()
-            mf.id = index
-            index += 1
+            mf.id = ident
             mf.name = k.name
             add_annotations(mf, k.element.annotations)
             add_doc(mf, k.element.annotations)
-            if k.width is None:
+            kt = getattr(k.expr, "type", None)
+            width = 0 if isinstance(kt, T.ErrorType) else k.width
+            if width is None:
                 raise P4Error(f"{k.name}: cannot determine the width of this table key",
                               k.expr.loc)
-            mf.bitwidth = k.width
+            mf.bitwidth = width
             if k.match_kind in _MATCH_TYPES:
                 mf.match_type = _MATCH_TYPES[k.match_kind]
             else:
                 mf.other_match_type = k.match_kind
-            self._type_name(getattr(k.expr, "type", None), mf)
+            self._type_name(kt, mf)
 
     def _type_name(self, t: Any, msg: Any) -> None:
-        """``type_name`` for a ``type``-declared key/param, registering the new type."""
+        """Describe a key/param/metadata type in ``type_info`` (as p4c's converter does)
+        and name it in ``type_name`` when it is a ``type`` declaration."""
+        if t is None:
+            return
+        self.types.convert(t, p4types_pb2.P4DataTypeSpec())
         if isinstance(t, T.NewType):
             msg.type_name.name = t.name
-            self.types.new_type(t)
-        elif isinstance(t, T.EnumType) and t.underlying is not None:
-            self.types.serializable_enum(t)
 
     def _default_action(self, t: TableInstance, msg: p4info_pb2.Table) -> None:
         da = t.default_action
@@ -310,18 +312,19 @@ class Builder:
         self._preamble(msg.preamble, ids.ACTION, act.name, act.decl.annotations)
         if act.name not in self.table_actions:
             return  # every argument comes from a direct call: p4c binds them all
-        index = 0
-        for p in act.params:
-            if p.direction:
-                continue
-            index += 1
+        params = [p for p in act.params if not p.direction]
+        for p, ident in zip(params, field_ids(params), strict=True):
             pm = msg.params.add()
-            pm.id = index
+            pm.id = ident
             pm.name = string_annotation(p, "name") or p.name
             add_annotations(pm, p.annotations)
             add_doc(pm, p.annotations)
             t = _type_of_ref(p.type_ref)
-            width = type_width(t)
+            if isinstance(t, T.EnumType) and t.underlying is None:
+                self.types.convert(t, p4types_pb2.P4DataTypeSpec())
+                pm.type_name.name = t.name  # a plain enum: named, no width
+                continue
+            width = 0 if isinstance(t, T.ErrorType) else type_width(t)
             if width is None:
                 raise P4Error(f"Action parameter {p.name} has a type which is not bit<>, "
                               "int<>, bool, type or serializable enum", p.loc)
@@ -442,19 +445,27 @@ class Builder:
             m.bitwidth = et.width
             m.match_type = p4info_pb2.MatchField.EXACT
         elif isinstance(et, T.StructType):
-            for i, f in enumerate(et.fields, start=1):
+            for f, ident in zip(et.fields, field_ids(list(et.fields)), strict=True):
+                anns = [a for a in f.annotations if isinstance(a, ast.Annotation)]
                 m = msg.match.add()
-                m.id = i
-                m.name = f.name
-                w = T.bit_width(f.type)
-                m.bitwidth = w or 0
+                m.id = ident
+                m.name = next((const_of(a.exprs[0]) for a in anns
+                               if a.name == "name" and a.exprs), None) or f.name
+                m.bitwidth = T.bit_width(f.type) or 0
                 kind = _match_annotation(f.annotations)
                 if kind in _MATCH_TYPES:
                     m.match_type = _MATCH_TYPES[kind]
                 else:
                     m.other_match_type = kind
-                add_annotations(m, [a for a in f.annotations if isinstance(a, ast.Annotation)],
-                                {"match"})
+                add_annotations(m, anns, {"match"})
+                add_doc(m, anns)
+        elif isinstance(et, T.EnumType) and et.underlying is not None:
+            for i, name in enumerate(et.members, start=1):
+                m = msg.match.add()
+                m.id = i
+                m.name = name
+                m.bitwidth = et.underlying.width
+                m.match_type = p4info_pb2.MatchField.EXACT
 
     def _controller_header(self, h: ast.HeaderDecl) -> None:
         a = string_annotation(h, "controller_header") or ""
@@ -464,13 +475,13 @@ class Builder:
         msg.preamble.name = a
         msg.preamble.alias = a
         add_annotations(msg.preamble, h.annotations)
-        index = 1
-        for name, f, ft in _flatten_fields(h):
+        fields = _flatten_fields(h)
+        for (name, f, ft), ident in zip(fields, field_ids([f for _, f, _ in fields]),
+                                        strict=True):
             if is_hidden(f):
                 continue
             md = msg.metadata.add()
-            md.id = index
-            index += 1
+            md.id = ident
             md.name = name
             add_annotations(md, f.annotations)
             w = type_width(ft)
@@ -534,6 +545,30 @@ def _flatten_fields(h: ast.HeaderDecl) -> list[tuple[str, ast.FieldDecl, Any]]:
                 out.append((name, f, t))
 
     visit("", h.fields)
+    return out
+
+
+def field_ids(elements: list[Any]) -> list[int]:
+    """Ids of match fields / parameters / metadata fields, like p4c's FieldIdAllocator:
+    ``@id(N)`` is honoured, the others are numbered from 1 skipping taken ids."""
+    explicit = [_explicit_id(e) for e in elements]
+    for e, ident in zip(elements, explicit, strict=True):
+        if ident == 0:
+            raise P4Error("0 is not a valid @id value", getattr(e, "loc", None))
+    taken = {i for i in explicit if i is not None}
+    if len(taken) != len([i for i in explicit if i is not None]):
+        raise P4Error("@id is used multiple times", getattr(elements[0], "loc", None))
+    out: list[int] = []
+    index = 1
+    for ident in explicit:
+        if ident is not None:
+            out.append(ident)
+            index += 1
+            continue
+        while index in taken:
+            index += 1
+        taken.add(index)
+        out.append(index)
     return out
 
 

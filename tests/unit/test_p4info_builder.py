@@ -159,3 +159,41 @@ def test_index_type_name_for_user_defined_index_types() -> None:
     builder._index_type(ext, 0, msg)
     assert msg.index_type_name.name == "idx_t"
     assert builder.p4info.type_info.new_types["idx_t"].original_type.bitstring.bit.bitwidth == 32
+
+
+FIELD_IDS = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct H { h_t h; }
+struct M { bit<32> m; }
+parser P(packet_in pk, out H hdr, inout M meta, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control VC(inout H hdr, inout M meta) { apply { } }
+control CC(inout H hdr, inout M meta) { apply { } }
+control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    action set(@id(5) bit<8> first, bit<8> second, @id(1) bit<4> third) { hdr.h.a = first; }
+    table sel {
+        key = { meta.m : selector; hdr.h.a : exact; @id(9) hdr.h.b : ternary; }
+        actions = { set; }
+        @name("prof") implementation = action_selector(HashAlgorithm.crc16, 32w64, 32w8);
+    }
+    apply { sel.apply(); }
+}
+control E(inout H hdr, inout M meta, inout standard_metadata_t sm) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;
+"""
+
+
+def test_field_ids_follow_id_annotations_and_selectors_take_an_id() -> None:
+    info = generate(check_program(parse_text(FIELD_IDS, "ids.p4")))
+    (t,) = info.tables
+    assert [(m.id, m.name) for m in t.match_fields] == [(2, "hdr.h.a"), (9, "hdr.h.b")]
+    (a,) = [x for x in info.actions if x.preamble.name == "Ing.set"]
+    assert [(p.id, p.name, p.bitwidth, p.type_name.name) for p in a.params] == [
+        (5, "first", 8, ""), (2, "second", 8, ""), (1, "third", 4, "")]
+    (ap,) = info.action_profiles
+    assert ap.preamble.name == "prof" and ap.with_selector and list(ap.table_ids) == [
+        t.preamble.id]
