@@ -175,7 +175,7 @@ control CC(inout H hdr, inout M meta) { apply { } }
 control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
     action set(@id(5) bit<8> first, bit<8> second, @id(1) bit<4> third) { hdr.h.a = first; }
     table sel {
-        key = { meta.m : selector; hdr.h.a : exact; @id(9) hdr.h.b : ternary; }
+        key = { meta.m : selector; hdr.h.a : exact; hdr.h.b : ternary @id(9); }
         actions = { set; }
         @name("prof") implementation = action_selector(HashAlgorithm.crc16, 32w64, 32w8);
     }
