@@ -391,6 +391,7 @@ class BlockLowerer(StmtLowerer):
         if ti is not None and ti.meters is not None:
             self.direct_meter_table[id(ti.meters.decl)] = tname
             state.meter_factory = self.pb.direct_meter_factory(ti.meters)
+            self.pb.register_direct_meter(ti.meters, state)
         if ti is not None and ti.counters is not None:
             state.has_direct_counter = True
             self.pb.register_direct_counter(ti.counters, state)

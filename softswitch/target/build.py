@@ -73,6 +73,7 @@ class ProgramBuilder:
         self.table_infos: dict[str, E.TableInstance | None] = {}
         self.counters: dict[str, CounterArray] = {}
         self.direct_counters: dict[str, TableState] = {}
+        self.direct_meters: dict[str, TableState] = {}
         self.registers: dict[str, RegisterArray] = {}
         self.meters: dict[str, MeterArray] = {}
         self.value_sets: dict[str, ValueSet] = {}
@@ -206,6 +207,9 @@ class ProgramBuilder:
 
     def register_direct_counter(self, ext: E.ExternInstance, state: TableState) -> None:
         self.direct_counters[ext.name or ext.local_name] = state
+
+    def register_direct_meter(self, ext: E.ExternInstance, state: TableState) -> None:
+        self.direct_meters[ext.name or ext.local_name] = state
 
     def direct_meter_factory(self, ext: E.ExternInstance) -> Callable[[], Meter]:
         by_packets = _enum_arg(ext.args.get("type")) == "packets"

@@ -54,6 +54,7 @@ class _Work:
     sm: Any = None
     payload: bytes = b""
     length: int = 0
+    queue: Any = None           # softswitch.tm Dequeued when a traffic manager queued it
 
 
 def _resolve(name: str, names: Sequence[str], what: str) -> str:
@@ -81,6 +82,10 @@ class Switch:
         self.sm_cls = types["SM"]
         self.field_lists = types["field_lists"]
         self.mirror: dict[int, tuple[str, int]] = {}
+        # P4Runtime CloneSessionEntry.class_of_service per session: the queue (priority)
+        # clones of that session use. BMv2 ignores it (clones get priority 0); softswitch
+        # honours it so a switch-generated packet (a Fast CNP) can skip a congested queue.
+        self.mirror_cos: dict[int, int] = {}
         self.mc_groups: dict[int, list[int]] = {}
         self.mc_nodes: dict[int, tuple[int, list[int]]] = {}
         self._next_node = 0
@@ -213,6 +218,7 @@ class Switch:
         if pkt.clone_field_list is not None:
             _apply_preserved(meta2, self._preserve(meta, pkt.clone_field_list))
         sm2.f_instance_type = INGRESS_CLONE
+        sm2.f_priority = self.mirror_cos.get(pkt.clone_session, 0)
         self._to_session(session, hdr2, meta2, sm2, w.data[consumed:], len(w.data), work)
 
     def _to_session(self, session: tuple[str, int], hdr: Any, meta: Any, sm: Any,
@@ -241,8 +247,15 @@ class Switch:
         sm.f_egress_spec = 0
         sm.f_packet_length = w.length
         sm.f_egress_global_timestamp = now & ((1 << 48) - 1)
-        sm.f_enq_timestamp = now & 0xFFFFFFFF
-        sm.f_deq_timedelta = 0
+        if w.queue is None:  # not queued (inject): it left the instant it arrived
+            sm.f_enq_timestamp = now & 0xFFFFFFFF
+            sm.f_deq_timedelta = 0
+        else:
+            q = w.queue
+            sm.f_enq_timestamp = int(q.packet.enq_time_us) & 0xFFFFFFFF
+            sm.f_enq_qdepth = min(q.packet.enq_qdepth, (1 << 19) - 1)
+            sm.f_deq_qdepth = min(q.deq_qdepth, (1 << 19) - 1)
+            sm.f_deq_timedelta = int(q.deq_timedelta_us) & 0xFFFFFFFF
         pkt = PacketState(length=w.length)
         self.rt.pkt = pkt
         self.rt.payload = w.payload
@@ -254,6 +267,7 @@ class Switch:
                 if pkt.clone_field_list is not None:
                     _apply_preserved(meta2, self._preserve(meta, pkt.clone_field_list))
                 sm2.f_instance_type = EGRESS_CLONE
+                sm2.f_priority = self.mirror_cos.get(pkt.clone_session, 0)
                 self._to_session(session, hdr.copy(), meta2, sm2, w.payload, w.length, work)
         if sm.f_egress_spec == DROP_PORT:
             return
@@ -311,11 +325,13 @@ class Switch:
         return self.pb.tables[self._table_name(table)].views()
 
     # ------------------------------------------------------------ replication
-    def mirroring_add(self, session: int, port: int) -> None:
+    def mirroring_add(self, session: int, port: int, class_of_service: int = 0) -> None:
         self.mirror[session] = ("port", port)
+        self.mirror_cos[session] = class_of_service
 
-    def mirroring_add_mc(self, session: int, mgrp: int) -> None:
+    def mirroring_add_mc(self, session: int, mgrp: int, class_of_service: int = 0) -> None:
         self.mirror[session] = ("mc", mgrp)
+        self.mirror_cos[session] = class_of_service
 
     def mc_mgrp_create(self, mgrp: int) -> None:
         if mgrp in self.mc_groups:
@@ -384,10 +400,66 @@ class Switch:
     def register_reset(self, name: str) -> None:
         self.pb.registers[_resolve(name, list(self.pb.registers), "register")].reset()
 
+    def _meter_cells(self, name: str) -> list[Any]:
+        """The meter cells behind a name: an indirect meter array, or the entries of
+        the table a direct meter belongs to (indexed by entry handle)."""
+        names = list(self.pb.meters) + list(self.pb.direct_meters)
+        full = _resolve(name, names, "meter")
+        if full in self.pb.meters:
+            return self.pb.meters[full].cells
+        table = self.pb.direct_meters[full]
+        cells: list[Any] = [None] * (max(table.entries, default=-1) + 1)
+        for h, e in table.entries.items():
+            cells[h] = e.meter
+        return cells
+
+    def _meter_cell(self, name: str, index: int) -> Any:
+        cells = self._meter_cells(name)
+        if not 0 <= index < len(cells) or cells[index] is None:
+            raise P4Error(f"meter '{name}' has no cell {index}")
+        return cells[index]
+
     def meter_set_rates(self, name: str, index: int, rates: list[tuple[float, int]]) -> None:
         """BMv2 ``meter_set_rates``: (rate per µs, burst) for committed then peak."""
-        m = self.pb.meters[_resolve(name, list(self.pb.meters), "meter")]
-        m.set_rates(index, rates)
+        self._meter_cell(name, index).configure(list(rates))
+
+    def meter_array_set_rates(self, name: str, rates: list[tuple[float, int]]) -> None:
+        for cell in self._meter_cells(name):
+            if cell is not None:
+                cell.configure(list(rates))
+
+    def meter_reset_rates(self, name: str, index: int) -> None:
+        self._meter_cell(name, index).rates = []
+
+    # ------------------------------------------------------------ digests, value sets
+    def drain_digests(self) -> list[tuple[str, list[int]]]:
+        """Digests produced since the last call: (digest type name, field values)."""
+        out = [(name, [int(v) for v in values]) for _recv, name, values in self.digests]
+        self.digests.clear()
+        return out
+
+    def value_set_set(self, name: str, members: list[list[KeyMatch]]) -> None:
+        """Replace the members of a parser value set (each a list of field matches)."""
+        vs = self.pb.value_sets[_resolve(name, list(self.pb.value_sets), "value set")]
+        vs.members = []
+        for keys in members:
+            if len(keys) != len(vs.widths):
+                raise P4Error(f"value set '{vs.name}' members have {len(vs.widths)} "
+                              f"field(s), {len(keys)} given")
+            values, masks = [], []
+            for km, w in zip(keys, vs.widths, strict=True):
+                full = (1 << w) - 1
+                if km.wildcard:
+                    mask = 0
+                elif km.mask is not None:
+                    mask = km.mask & full
+                elif km.prefix_len is not None:
+                    mask = full ^ ((1 << (w - km.prefix_len)) - 1)
+                else:
+                    mask = full
+                values.append(km.value)
+                masks.append(mask)
+            vs.add(values, masks)
 
 
 # ---------------------------------------------------------------- field lists
