@@ -40,7 +40,7 @@ MAX_PASSES = 256
 ROLES = ("p", "vr", "ig", "eg", "ck", "dep")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Work:
     """A packet instance waiting for a pipeline stage."""
 
