@@ -586,6 +586,7 @@ class DeclChecker(TableChecker):
         default_seen = False
         for c in s.cases:
             if isinstance(c.label, ast.DefaultExpr):
+                c.label.type = s.expr.type
                 if default_seen:
                     raise fail("switch has multiple 'default' labels", c.label)
                 default_seen = True

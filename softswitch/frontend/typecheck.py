@@ -454,9 +454,11 @@ class ExprChecker:
                 e.cond.const is ast.NOT_CONST:
             raise fail(f"{describe(e.then)}: could not infer a width", e)
         if not compatible(a, b):
-            if self.coerce(e.otherwise, a, ctx, quiet=True):
+            if isinstance(e.otherwise, (ast.ListExpr, ast.StructExpr, ast.InvalidHeaderExpr)) \
+                    and self.coerce(e.otherwise, a, ctx, quiet=True):
                 return a
-            raise fail(f"?: branches have different types {a} and {b}", e)
+            raise fail(f"The expressions in a ?: conditional have different types '{a}' and "
+                       f"'{b}'", e)
         return a
 
     # ------------------------------------------------------------------ casts

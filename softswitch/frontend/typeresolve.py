@@ -237,6 +237,8 @@ class TypeResolver:
                 if m.value is None:
                     raise P4Error(f"{m.name}: serializable enum member needs a value", m.loc)
                 members[m.name] = consteval.wrap(self.const_int(m.value, scope), underlying)
+                m.value.type = underlying
+                m.value.const = members[m.name]
             else:
                 members[m.name] = i
         return T.EnumType(decl.name, members, underlying, decl)

@@ -170,3 +170,138 @@ def test_rejections_carry_a_message_and_user_location(src, message):
     err = info.value
     assert message in str(err)
     assert err.loc is not None and err.loc.file.endswith("t.p4") and err.loc.line > 0
+
+
+BIG_PROGRAM = r"""
+#include <core.p4>
+#include <v1model.p4>
+typedef bit<48> mac_t;
+type bit<32> ip_t;
+enum bit<16> EthT { IPV4 = 0x800, ARP = 0x806 }
+enum Color { RED, GREEN }
+header eth_t { mac_t dst; mac_t src; EthT type; }
+header ip4_t { bit<4> ver; bit<4> ihl; bit<8> tos; bit<16> len; bit<16> id; bit<3> flags;
+  bit<13> frag; bit<8> ttl; bit<8> proto; bit<16> csum; ip_t src; bit<32> dst;
+  varbit<320> opts; }
+header vlan_t { bit<3> pcp; bit<1> cfi; bit<12> vid; bit<16> type; }
+header_union u_t { eth_t e; vlan_t v; }
+struct pair_t { bit<8> a; bit<8> b; }
+struct headers { eth_t eth; vlan_t[2] vlans; ip4_t ip; u_t u; }
+struct meta_t { bit<32> x; pair_t p; bit<16> l4; Color c; bool flag; error err; }
+const int K = 4;
+const bit<8> TTL = (bit<8>)K * 2;
+bit<8> max8(in bit<8> a, in bit<8> b) { return a > b ? a : b; }
+parser P(packet_in pk, out headers h, inout meta_t m, inout standard_metadata_t s) {
+  value_set<bit<16>>(4) vs;
+  bit<8> cnt = 0;
+  state start {
+    pk.extract(h.eth);
+    m.l4 = pk.lookahead<bit<16>>();
+    transition select(h.eth.type) {
+      EthT.IPV4: ip; 0x8100 &&& 0xEFFF: vl; vs: accept; default: accept; }
+  }
+  state vl { pk.extract(h.vlans.next); cnt = cnt + 1;
+    transition select(h.vlans.last.type, cnt) { (0x8100, 1): vl; (_, _): accept; } }
+  state ip { pk.extract(h.ip, (bit<32>)(((bit<16>)h.ip.ihl - 5) * 32));
+    verify(h.ip.ver == 4, error.PacketTooShort);
+    pk.advance(8);
+    transition select(h.ip.proto) { 1 .. 5: accept; default: reject; } }
+}
+control V(inout headers h, inout meta_t m) {
+  apply { verify_checksum(h.ip.isValid(), { h.ip.ver, h.ip.ihl, h.ip.tos }, h.ip.csum,
+                          HashAlgorithm.csum16); }
+}
+control I(inout headers h, inout meta_t m, inout standard_metadata_t s) {
+  direct_counter(CounterType.packets) dc;
+  counter(32w1024, CounterType.bytes) c;
+  register<bit<32>>(32w16) r;
+  meter(64, MeterType.packets) mt;
+  action_selector(HashAlgorithm.crc16, 32w64, 32w14) sel;
+  action drop() { mark_to_drop(s); }
+  action fwd(bit<9> port, mac_t dst) { s.egress_spec = port; h.eth.dst = dst; dc.count(); }
+
+  table t1 {
+    key = { h.eth.dst : exact; h.ip.dst : lpm @name("dst"); h.eth.isValid() : exact; }
+    actions = { fwd; drop; NoAction; }
+    default_action = drop();
+    size = 1024;
+    counters = dc;
+    const entries = { (1, 0x0a000000 &&& 0xff000000, true) : fwd(1, 2);
+                      (_, _, false) : drop(); }
+  }
+  table t2 { key = { m.x : ternary; h.ip.proto: selector; } actions = { drop; fwd; }
+             implementation = sel; }
+  table t3 { key = { h.ip.src: exact; } actions = { drop; } }
+  apply {
+    bit<32> v;
+    bit<8> mx = max8(h.ip.ttl, TTL);
+    r.read(v, 3);
+    r.write(1, v + 1);
+    c.count((bit<32>)s.ingress_port);
+    mt.execute_meter(32w1, m.x);
+    hash(m.x, HashAlgorithm.crc32, 32w0, { h.eth.src, h.ip.src }, 32w65536);
+    random(m.x, 0, 100);
+    digest(1, { h.eth.src, s.ingress_port });
+    clone3(CloneType.I2E, 5, { m.x });
+    log_msg("x={}", { m.x });
+    if (h.u.e.isValid() || h.u.isValid()) { h.u.v.setValid(); }
+    switch (t1.apply().action_run) { fwd: { exit; } drop: default: { } }
+    if (!t2.apply().hit) { t3.apply(); }
+    switch (h.ip.proto) { 1: 2: { m.x = 1; } default: { } }
+    switch (m.c) { Color.RED: { } }
+    h.ip.ttl = h.ip.ttl |-| 1;
+    h.ip.tos[3:0] = 4w0;
+    m.p = { 1, 2 };
+    m.p = { a = 1, b = h.ip.ttl };
+    h.vlans.push_front(1);
+    h.vlans[0] = { 0, 0, 1, 0x800 };
+    h.eth = {#};
+    m.flag = m.p == { 1, 2 } && h.ip.src == (ip_t)32w5;
+    m.x = (bit<32>)(h.ip.src) ++ 16w0 > 0 ? 32w1 : 2;
+    m.x = 8w1 ++ 8w2 ++ 16w3;
+    m.x = m.x << 2 >> h.ip.ttl;
+    m.x = (bit<32>)(int<32>)-1;
+    m.err = error.NoError;
+    bit<16> s16 = m.x[15:0] + (bit<16>)h.ip.ttl;
+    int<8> neg = -1;
+    neg = neg >> 1;
+    m.l4 = (bit<16>)EthT.ARP;
+    if (h.eth.type == EthT.IPV4) { return; }
+    for (bit<8> i = 0; i < 4; i = i + 1) { m.x = m.x + (bit<32>)i; }
+    m.x = h.ip.minSizeInBits() > 100 ? 32w1 : 32w0;
+  }
+}
+control E(inout headers h, inout meta_t m, inout standard_metadata_t s) { apply { truncate(64); } }
+control C(inout headers h, inout meta_t m) {
+  apply { update_checksum(true, { h.ip.src, h.ip.dst }, h.ip.csum, HashAlgorithm.csum16); }
+}
+control D(packet_out pk, in headers h) { apply { pk.emit(h); pk.emit(h.eth); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_a_feature_rich_program_is_accepted_with_every_expression_typed():
+    from dataclasses import fields
+
+    prog = check_program(parse_text(BIG_PROGRAM, "big.p4")).program
+    untyped = []
+
+    def visit(n: object) -> None:
+        if isinstance(n, ast.Annotation):
+            return
+        if isinstance(n, ast.Node):
+            if isinstance(n, ast.Expr) and n.type is None:
+                untyped.append((type(n).__name__, n.loc))
+            for f in fields(n):
+                if f.name != "loc":
+                    visit(getattr(n, f.name))
+        elif isinstance(n, (list, tuple)):
+            for x in n:
+                visit(x)
+
+    visit(prog)
+    assert untyped == []
+    line = next(i for i, t in enumerate(BIG_PROGRAM.splitlines(), 1) if "random(" in t)
+    lits = [n for n in walk(prog) if isinstance(n, ast.IntLiteral) and n.loc is not None
+            and n.loc.file == "big.p4" and n.loc.line == line and n.text == "100"]
+    assert [str(n.type) for n in lits] == ["bit<32>"]  # random(m.x, 0, 100)
