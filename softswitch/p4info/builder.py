@@ -31,7 +31,7 @@ from softswitch.frontend.elaborate import (
 )
 from softswitch.p4info import ids
 from softswitch.p4info.annotations import add_annotations, add_doc, const_of
-from softswitch.p4info.typespec import TypeSpecs, value_bytes
+from softswitch.p4info.typespec import TypeSpecs, cp_name, value_bytes
 
 ARCH = "v1model"
 DEFAULT_TABLE_SIZE = 1024
@@ -163,7 +163,7 @@ class Builder:
             t = getattr(call.args[1].value, "type", None)
         if not isinstance(t, T.StructType):
             raise P4Error("digest: the data argument must be a struct", call.loc)
-        name = local_struct_name(t)
+        name = cp_name(t)
         if all(d[0] != name for d in self.digests):
             self.digests.append((name, t, call))
             self.symbols.add(ids.DIGEST, name)
@@ -279,7 +279,7 @@ class Builder:
             return
         self.types.convert(t, p4types_pb2.P4DataTypeSpec())
         if isinstance(t, T.NewType):
-            msg.type_name.name = t.name
+            msg.type_name.name = cp_name(t)
 
     def _default_action(self, t: TableInstance, msg: p4info_pb2.Table) -> None:
         da = t.default_action
@@ -358,7 +358,7 @@ class Builder:
         """``index_type_name`` when an indexed extern's index type is a ``type``."""
         t = _type_of_ref(ext.type_args[pos]) if len(ext.type_args) > pos else None
         if isinstance(t, T.NewType):
-            msg.index_type_name.name = t.name
+            msg.index_type_name.name = cp_name(t)
             self.types.new_type(t)
 
     def _anns(self, ext: ExternInstance) -> list[ast.Annotation]:
@@ -515,11 +515,6 @@ def _pkginfo_pairs(a: ast.Annotation) -> list[tuple[str, Any]]:
         return [(k, const_of(v)) for k, v in a.kv.items()]
     return [(m.group(1), m.group(2) if m.group(2) is not None else None)
             for m in _KV_TEXT.finditer(a.body)]
-
-
-def local_struct_name(t: T.StructType) -> str:
-    n = string_annotation(t.decl, "name") if t.decl is not None else None
-    return (n or t.name).lstrip(".")
 
 
 def _match_annotation(annotations: tuple[Any, ...]) -> str:

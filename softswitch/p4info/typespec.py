@@ -18,6 +18,23 @@ from softswitch.frontend.elaborate import annotation
 from softswitch.p4info.annotations import add_annotations
 
 
+def cp_name(t: Any) -> str:
+    """A named type's control-plane name: its ``@name`` (no leading dot) or its name."""
+    decl = getattr(t, "decl", None)
+    a = annotation(decl, "name") if decl is not None else None
+    if a is not None and a.exprs and isinstance(a.exprs[0], ast.StringLiteral):
+        return a.exprs[0].value.lstrip(".")
+    return t.name
+
+
+def field_name(f: T.FieldInfo) -> str:
+    for a in f.annotations:
+        if getattr(a, "name", None) == "name" and getattr(a, "exprs", None) and isinstance(
+                a.exprs[0], ast.StringLiteral):
+            return a.exprs[0].value
+    return f.name
+
+
 def value_bytes(value: int, width: int) -> bytes:
     """Big-endian bytes of ``value`` on ``ceil(width/8)`` bytes (p4c's padded form)."""
     n = max(1, (width + 7) // 8)
@@ -70,18 +87,18 @@ class TypeSpecs:
             spec.error.SetInParent()
             self._error()
         elif isinstance(t, T.NewType):
-            spec.new_type.name = t.name
+            spec.new_type.name = cp_name(t)
             self.new_type(t)
         elif isinstance(t, T.EnumType):
             self._enum(t, spec)
         elif isinstance(t, T.HeaderType):
-            spec.header.name = t.name
+            spec.header.name = cp_name(t)
             self._header(t)
         elif isinstance(t, T.HeaderUnionType):
-            spec.header_union.name = t.name
+            spec.header_union.name = cp_name(t)
             self._union(t)
         elif isinstance(t, T.StructType):
-            spec.struct.name = t.name
+            spec.struct.name = cp_name(t)
             self._struct(t)
         elif isinstance(t, T.StackType):
             self._stack(t, spec)
@@ -91,9 +108,10 @@ class TypeSpecs:
 
     def new_type(self, t: T.NewType) -> None:
         self.touch()
-        if t.name in self.type_info.new_types:
+        name = cp_name(t)
+        if name in self.type_info.new_types:
             return
-        nt = self.type_info.new_types[t.name]
+        nt = self.type_info.new_types[name]
         tr = translation(t)
         if tr is not None:
             nt.translated_type.uri = tr[0]
@@ -114,20 +132,20 @@ class TypeSpecs:
 
     def _enum(self, t: T.EnumType, spec: p4types_pb2.P4DataTypeSpec) -> None:
         if t.underlying is None:
-            spec.enum.name = t.name
-            if t.name not in self.type_info.enums:
-                e = self.type_info.enums[t.name]
+            spec.enum.name = cp_name(t)
+            if cp_name(t) not in self.type_info.enums:
+                e = self.type_info.enums[cp_name(t)]
                 for name in t.members:
                     e.members.add().name = name
             return
-        spec.serializable_enum.name = t.name
+        spec.serializable_enum.name = cp_name(t)
         self.serializable_enum(t)
 
     def serializable_enum(self, t: T.EnumType) -> None:
         self.touch()
-        if t.name in self.type_info.serializable_enums or t.underlying is None:
+        if cp_name(t) in self.type_info.serializable_enums or t.underlying is None:
             return
-        e = self.type_info.serializable_enums[t.name]
+        e = self.type_info.serializable_enums[cp_name(t)]
         e.underlying_type.bitwidth = t.underlying.width
         for name, value in t.members.items():
             m = e.members.add()
@@ -135,22 +153,22 @@ class TypeSpecs:
             m.value = value_bytes(value, t.underlying.width)
 
     def _struct(self, t: T.StructType) -> None:
-        if t.name in self.type_info.structs:
+        if cp_name(t) in self.type_info.structs:
             return
-        s = self.type_info.structs[t.name]
+        s = self.type_info.structs[cp_name(t)]
         for f in t.fields:
             m = s.members.add()
-            m.name = f.name
+            m.name = field_name(f)
             self.convert(f.type, m.type_spec)
 
     def _header(self, t: T.HeaderType) -> None:
-        if t.name in self.type_info.headers:
+        if cp_name(t) in self.type_info.headers:
             return
-        h = self.type_info.headers[t.name]
-        for f in t.fields:
+        h = self.type_info.headers[cp_name(t)]
+        for name, ft in _flat_fields(t.fields, ""):
             m = h.members.add()
-            m.name = f.name
-            ft = T.strip_newtype(f.type)
+            m.name = name
+            ft = T.strip_newtype(ft)
             if isinstance(ft, T.BitsType):
                 (m.type_spec.int if ft.signed else m.type_spec.bit).bitwidth = ft.width
             elif isinstance(ft, T.VarbitType):
@@ -161,22 +179,34 @@ class TypeSpecs:
                     m.type_spec.bit.bitwidth = w
 
     def _union(self, t: T.HeaderUnionType) -> None:
-        if t.name in self.type_info.header_unions:
+        if cp_name(t) in self.type_info.header_unions:
             return
-        u = self.type_info.header_unions[t.name]
+        u = self.type_info.header_unions[cp_name(t)]
         for f in t.fields:
             m = u.members.add()
-            m.name = f.name
+            m.name = field_name(f)
             if isinstance(f.type, T.HeaderType):
-                m.header.name = f.type.name
+                m.header.name = cp_name(f.type)
                 self._header(f.type)
 
     def _stack(self, t: T.StackType, spec: p4types_pb2.P4DataTypeSpec) -> None:
         if isinstance(t.element, T.HeaderUnionType):
-            spec.header_union_stack.header_union.name = t.element.name
+            spec.header_union_stack.header_union.name = cp_name(t.element)
             spec.header_union_stack.size = t.size
             self._union(t.element)
         elif isinstance(t.element, T.HeaderType):
-            spec.header_stack.header.name = t.element.name
+            spec.header_stack.header.name = cp_name(t.element)
             spec.header_stack.size = t.size
             self._header(t.element)
+
+
+def _flat_fields(fields: tuple[T.FieldInfo, ...], prefix: str) -> list[tuple[str, T.Type]]:
+    """Header fields with nested struct fields flattened to ``a.b`` (p4c FlattenHeader)."""
+    out: list[tuple[str, T.Type]] = []
+    for f in fields:
+        name = prefix + field_name(f)
+        if isinstance(f.type, T.StructType):
+            out.extend(_flat_fields(f.type.fields, name + "."))
+        else:
+            out.append((name, f.type))
+    return out
