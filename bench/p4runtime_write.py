@@ -1,0 +1,147 @@
+"""P4Runtime Write/Read throughput of ``softswitch run``, over real gRPC.
+
+Starts ``softswitch run --no-p4`` as its own process (as users run it), loads
+``p4src/samples/l3_basic.p4`` (with a table large enough) through
+SetForwardingPipelineConfig, becomes primary, inserts N LPM routes in batches of B
+updates, reads them all back twice (the first read builds the canonical encodings the
+server caches), modifies and deletes them, and prints entries per second per phase.
+Controllers push routes in bulk at start-up, so this decides how long a topology
+takes to come up. Values are sent padded to full width, as p4runtime-shell 0.0.4
+does, so the server's canonicalization is part of the figure.
+
+    python bench/p4runtime_write.py [--entries N] [--batch B]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import grpc
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from softswitch.p4runtime import pipeline
+from softswitch.p4runtime.client import StreamClient
+
+PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "p4src" / "samples" / "l3_basic.p4"
+
+
+def _route(table_id: int, action_id: int, i: int, port: int) -> p4runtime_pb2.TableEntry:
+    te = p4runtime_pb2.TableEntry(table_id=table_id)
+    fm = te.match.add(field_id=1)
+    fm.lpm.value = (0x0A000000 | (i << 8)).to_bytes(4, "big")
+    fm.lpm.prefix_len = 24
+    te.action.action.action_id = action_id
+    te.action.action.params.add(param_id=1, value=port.to_bytes(2, "big"))
+    te.action.action.params.add(param_id=2, value=b"\x02\x00\x00\x00\x00\x01")
+    te.action.action.params.add(param_id=3, value=i.to_bytes(6, "big"))
+    return te
+
+
+def _batches(kind: int, entries: list[p4runtime_pb2.TableEntry],
+             batch: int) -> list[p4runtime_pb2.WriteRequest]:
+    out = []
+    for start in range(0, len(entries), batch):
+        req = p4runtime_pb2.WriteRequest(device_id=0)
+        req.election_id.low = 1
+        for te in entries[start:start + batch]:
+            req.updates.add(type=kind).entity.table_entry.CopyFrom(te)
+        out.append(req)
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(addr: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", "--no-p4", "--",
+                             "--grpc-server-addr", addr], stderr=subprocess.PIPE, text=True)
+    channel = grpc.insecure_channel(addr)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=60)
+    finally:
+        channel.close()
+    return proc
+
+
+def _timed(phase: str, results: dict[str, float], fn) -> None:  # noqa: ANN001
+    t0 = time.perf_counter()
+    fn()
+    results[phase] = time.perf_counter() - t0
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--entries", type=int, default=10000)
+    ap.add_argument("--batch", type=int, default=100)
+    args = ap.parse_args(argv)
+    if not 1 <= args.entries <= 1 << 16:
+        ap.error("--entries must be 1..65536 (the routes are distinct /24s in 10/8)")
+
+    source = PROGRAM.read_text().replace("size = 1024;", f"size = {args.entries};")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "l3_basic.p4")
+        pathlib.Path(path).write_text(source)
+        p4info = pipeline.compile_file(path, {}).p4info
+
+    addr = f"127.0.0.1:{_free_port()}"
+    server = _start_server(addr)
+    channel = grpc.insecure_channel(addr, options=[("grpc.max_receive_message_length",
+                                                    64 << 20)])
+    stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+    stream = StreamClient(channel)
+    try:
+        stream.arbitrate(1)
+        stream.next()
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=0,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        req.election_id.low = 1
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = source.encode()
+        stub.SetForwardingPipelineConfig(req)
+
+        ids = {o.preamble.name: o.preamble.id for o in (*p4info.tables, *p4info.actions)}
+        table, action = ids["L3Ingress.ipv4_lpm"], ids["L3Ingress.set_next_hop"]
+        entries = [_route(table, action, i, 1 + i % 8) for i in range(args.entries)]
+        changed = [_route(table, action, i, 9) for i in range(args.entries)]
+        inserts = _batches(p4runtime_pb2.Update.INSERT, entries, args.batch)
+        modifies = _batches(p4runtime_pb2.Update.MODIFY, changed, args.batch)
+        deletes = _batches(p4runtime_pb2.Update.DELETE, entries, args.batch)
+        read = p4runtime_pb2.ReadRequest(device_id=0)
+        read.entities.add().table_entry.table_id = table
+
+        def read_all() -> None:
+            got = sum(len(r.entities) for r in stub.Read(read))
+            assert got == args.entries, got
+
+        results: dict[str, float] = {}
+        _timed("insert", results, lambda: [stub.Write(w) for w in inserts])
+        _timed("read", results, read_all)
+        _timed("re-read", results, read_all)
+        _timed("modify", results, lambda: [stub.Write(w) for w in modifies])
+        _timed("delete", results, lambda: [stub.Write(w) for w in deletes])
+    finally:
+        stream.close()
+        channel.close()
+        server.terminate()
+        server.wait(10)
+
+    print(f"softswitch run, P4Runtime: {args.entries} LPM entries, batches of {args.batch}, "
+          f"{os.cpu_count()} CPUs")
+    for phase, secs in results.items():
+        print(f"  {phase:8s} {secs:7.3f} s  {args.entries / secs:9.0f} entries/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
