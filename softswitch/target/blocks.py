@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from softswitch.target.build import ProgramBuilder
 
 
+PARSER_STATE_LIMIT = 100_000
+
+
 def _contains_exit(node: Any) -> bool:
     return any(isinstance(n, ast.ExitStmt) for n in E.walk(node))
 
@@ -270,9 +273,17 @@ class BlockLowerer(StmtLowerer):
             buf.emit("_st = s_start")
             buf.emit("try:")
             with buf.block():
-                buf.emit("while _st is not None:")
+                # A parser that loops without end fails with ParserTimeout instead of
+                # hanging the switch.
+                buf.emit(f"for _ in range({PARSER_STATE_LIMIT}):")
                 with buf.block():
                     buf.emit("_st = _st()")
+                    buf.emit("if _st is None:")
+                    with buf.block():
+                        buf.emit("break")
+                buf.emit("else:")
+                with buf.block():
+                    buf.emit(f"raise _PErr({self.env.error_code('ParserTimeout')})")
             buf.emit("except _PErr as _e:")
             with buf.block():
                 if outs:

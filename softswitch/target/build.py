@@ -367,20 +367,24 @@ class TableInit:
 
     def entries(self, prop: ast.TableProperty) -> None:
         entries: list[ast.TableEntry] = prop.value or []
-        explicit = [const_of(e.priority) for e in entries]
-        n = len(entries)
-        have_prio = any(p is not None for p in explicit)
-        for i, ent in enumerate(entries):
+        largest_wins = self._prop_const("largest_priority_wins", True)
+        prios = entry_priorities([const_of(e.priority) for e in entries], bool(largest_wins),
+                                 int(self._prop_const("priority_delta", 1)))
+        for ent, prio in zip(entries, prios, strict=True):
             keys = self.entry_keys(ent)
             ref = ent.action
             decl = getattr(ref.name, "decl", None)
             aname = self._action_name(decl, ref.name)
             args = self.entry_args(decl, ref)
-            if have_prio:
-                prio = explicit[i] if explicit[i] is not None else (n - i)
-            else:
-                prio = n - i
-            self.state.add(keys, aname, args, prio, const=True)
+            # The switch's tables let the larger priority win.
+            self.state.add(keys, aname, args, prio if largest_wins else -prio, const=True)
+
+    def _prop_const(self, name: str, default: Any) -> Any:
+        prop = self.decl.prop(name)
+        if prop is None or not isinstance(prop.value, ast.Expr):
+            return default
+        c = prop.value.const
+        return default if c is NOT_CONST or c is None else c
 
     def entry_args(self, decl: Any, ref: ast.ActionRef) -> list[int]:
         params = getattr(decl, "params", None)
@@ -407,6 +411,23 @@ class TableInit:
                           f"{len(specs)}", ent.loc)
         return [key_match(spec.kind, spec.width, it) for spec, it in zip(specs, items,
                                                                           strict=True)]
+
+
+def entry_priorities(explicit: list[int | None], largest_wins: bool, delta: int) -> list[int]:
+    """Priorities of a table's initial entries, numbered the way p4c's front end does:
+    without any ``priority =``, the first entry ranks highest; otherwise an entry
+    without one continues from the previous entry by ``priority_delta``."""
+    n = len(explicit)
+    if all(p is None for p in explicit):
+        return [1 + delta * (n - 1 - i if largest_wins else i) for i in range(n)]
+    out: list[int] = []
+    current = explicit[0] if explicit[0] is not None else 1
+    for p in explicit:
+        if p is not None:
+            current = p
+        out.append(current)
+        current = current - delta if largest_wins else current + delta
+    return out
 
 
 def const_of(e: ast.Expr | None) -> int | None:

@@ -148,14 +148,18 @@ class Meter:
         if rates[0][0] > rates[1][0]:
             raise P4Error("meter committed rate exceeds its peak rate")
         self.origin = self.clock.now_us()
-        self.rates = [MeterRate(r, b, b, 0) for r, b in rates]
+        # BMv2 stores the rates reversed: the peak bucket is checked first (RED when
+        # empty), then the committed one (YELLOW).
+        self.rates = [MeterRate(r, b, b, 0) for r, b in reversed(rates)]
 
     def execute(self, length: int) -> int:
         if not self.rates:
             return GREEN
         since = self.clock.now_us() - self.origin
         amount = 1 if self.by_packets else length
-        for color, rate in enumerate(self.rates, start=1):
+        n = len(self.rates)
+        for i, rate in enumerate(self.rates):
+            color = n - i
             total = int(since * rate.info_rate)
             new = total - rate.tokens_last
             rate.tokens_last = total

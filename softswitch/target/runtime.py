@@ -8,7 +8,7 @@ packet being processed through :class:`PacketState`, because v1model externs suc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -37,7 +37,7 @@ class PacketDrop(Exception):
     """A packet that BMv2 drops because of a runtime fault (logged, not fatal)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class PacketState:
     """Per-packet side state written by v1model externs and read by the traffic manager."""
 
@@ -49,8 +49,6 @@ class PacketState:
     resubmit_field_list: int | None = None
     recirculate_field_list: int | None = None
     truncate_len: int | None = None
-    logs: list[str] = field(default_factory=list)
-    payload_len: int = 0
 
 
 def shl(value: int, amount: int, width: int) -> int:

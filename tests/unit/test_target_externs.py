@@ -34,14 +34,15 @@ def test_meter_colours_follow_token_buckets():
     assert m.execute(0, 100) == GREEN           # unconfigured meters are green
     m.set_rates(0, [(0.001, 2), (0.002, 3)])     # 1 pkt/ms committed, 2 pkt/ms peak
     colours = [m.execute(0, 100) for _ in range(4)]
-    assert colours == [GREEN, GREEN, YELLOW, YELLOW]
+    assert colours == [GREEN, GREEN, YELLOW, RED]
     clock.advance(10_000)                        # refill both buckets
     assert m.execute(0, 100) == GREEN
 
 
-def test_meter_red_when_peak_exceeded():
+def test_meter_peak_bucket_drains_on_yellow():
     clock = Clock()
     clock.freeze(0)
     m = MeterArray("m", 1, by_packets=True, clock=clock)
-    m.set_rates(0, [(0.001, 5), (0.001, 1)])
-    assert [m.execute(0, 1) for _ in range(3)] == [GREEN, RED, RED]
+    m.set_rates(0, [(0.001, 1), (0.001, 5)])
+    # the committed bucket empties first (YELLOW); the peak bucket still drains
+    assert [m.execute(0, 1) for _ in range(7)] == [GREEN] + [YELLOW] * 4 + [RED] * 2

@@ -1,0 +1,125 @@
+"""Target features beyond the basic pipeline: varbit, value sets, digests, meters,
+initial-entry priorities, parser loops."""
+
+from __future__ import annotations
+
+from softswitch.target.build import entry_priorities
+from softswitch.target.control import KeyMatch
+from softswitch.target.switch import Switch
+
+HEAD = """
+#include <core.p4>
+#include <v1model.p4>
+"""
+
+PIPE_TAIL = """
+control V(inout H h, inout M m) { apply { } }
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def load(tmp_path, src: str) -> Switch:
+    p = tmp_path / "prog.p4"
+    p.write_text(HEAD + src + PIPE_TAIL)
+    return Switch.from_file(p)
+
+
+def test_varbit_extract_and_emit(tmp_path):
+    sw = load(tmp_path, """
+header len_t { bit<8> n; }
+header opt_t { varbit<32> data; }
+header tail_t { bit<8> t; }
+struct H { len_t l; opt_t o; tail_t t; }
+struct M { }
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(h.l); pk.extract(h.o, (bit<32>)h.l.n * 8);
+                  pk.extract(h.t); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply { h.t.t = h.t.t + 1; sm.egress_spec = 1; }
+}
+control D(packet_out pk, in H h) { apply { pk.emit(h); } }
+""")
+    (out,) = sw.inject(0, bytes([2, 0xAA, 0xBB, 0x10, 0x77]))
+    assert out.data == bytes([2, 0xAA, 0xBB, 0x11, 0x77])
+    # more than the varbit's maximum: HeaderTooShort, nothing of it is emitted
+    (out,) = sw.inject(0, bytes([5]) + bytes(8))
+    assert out.data == bytes([5]) + bytes(8)
+
+
+def test_value_set_and_parser_select(tmp_path):
+    sw = load(tmp_path, """
+header a_t { bit<16> kind; }
+header b_t { bit<8> v; }
+struct H { a_t a; b_t b; }
+struct M { }
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    value_set<bit<16>>(4) kinds;
+    state start { pk.extract(h.a); transition select(h.a.kind) { kinds: more; default: accept; } }
+    state more { pk.extract(h.b); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply { if (h.b.isValid()) { h.b.v = 0xFF; } sm.egress_spec = 1; }
+}
+control D(packet_out pk, in H h) { apply { pk.emit(h); } }
+""")
+    pkt = bytes([0x12, 0x34, 0x01])
+    assert sw.inject(0, pkt)[0].data == pkt
+    sw.value_set_set("kinds", [[KeyMatch("", "exact", 0x1234)]])
+    assert sw.inject(0, pkt)[0].data == bytes([0x12, 0x34, 0xFF])
+
+
+def test_digest_and_direct_meter(tmp_path):
+    sw = load(tmp_path, """
+header e_t { bit<8> a; bit<8> colour; }
+struct H { e_t e; }
+struct learn_t { bit<8> a; bit<9> port; }
+struct M { }
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(h.e); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    direct_meter<bit<8>>(MeterType.packets) dm;
+    action mark() { dm.read(h.e.colour); sm.egress_spec = 1; }
+    table t { key = { h.e.a: exact; } actions = { mark; } meters = dm; }
+    apply {
+        digest<learn_t>(1, { h.e.a, sm.ingress_port });
+        t.apply();
+    }
+}
+control D(packet_out pk, in H h) { apply { pk.emit(h); } }
+""")
+    handle = sw.table_add("t", [KeyMatch("", "exact", 7)], "mark", [])
+    sw.pb.clock.freeze(0)
+    sw.meter_set_rates("dm", handle, [(0.000001, 1), (0.000001, 2)])
+    colours = [sw.inject(3, bytes([7, 0]))[0].data[1] for _ in range(3)]
+    assert colours == [0, 1, 2]
+    assert sw.drain_digests() == [("learn_t", [7, 3])] * 3
+    assert sw.drain_digests() == []
+
+
+def test_entry_priorities_follow_p4c():
+    assert entry_priorities([None, None, None], True, 1) == [3, 2, 1]
+    assert entry_priorities([None, None], False, 10) == [1, 11]
+    assert entry_priorities([10, None, None, 40, None], False, 10) == [10, 20, 30, 40, 50]
+    assert entry_priorities([100, None, 50], True, 5) == [100, 95, 50]
+
+
+def test_parser_loop_ends_with_timeout(tmp_path):
+    sw = load(tmp_path, """
+header e_t { bit<8> a; }
+struct H { e_t e; }
+struct M { }
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(h.e); transition again; }
+    state again { transition select(h.e.a) { 0: accept; default: again; } }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply { if (sm.parser_error == error.ParserTimeout) { sm.egress_spec = 2; } }
+}
+control D(packet_out pk, in H h) { apply { pk.emit(h); } }
+""")
+    (out,) = sw.inject(0, b"\x01")
+    assert out.port == 2 and out.data == b"\x01"
