@@ -391,7 +391,7 @@ class BlockLowerer(StmtLowerer):
         name = ti.name if ti is not None and ti.name else E.qualify(self.block.prefix, d.name)
         keys = []
         if ti is not None:
-            for k in ti.keys:
+            for k in match_keys(ti):
                 keys.append(KeySpec(k.name, k.match_kind, k.width or 0))
         size = ti.size if ti is not None and ti.size is not None else 1024
         state = TableState(name, keys, {}, size=size)
@@ -426,7 +426,7 @@ class BlockLowerer(StmtLowerer):
         with buf.block():
             buf.emit("#GLOBALS#")
             keys = []
-            for k in (ti.keys if ti is not None else []):
+            for k in match_keys(ti):
                 code = self.expr(k.expr, fn)
                 kt = T.strip_newtype(k.expr.type)
                 b = scalar_bits(kt)
@@ -595,6 +595,14 @@ class BlockLowerer(StmtLowerer):
             n = self.expr(info.args[0], fn)
             return f"_stk_{b}({r}, {n}, {self.cls_name(rt.element)})"
         raise self.fail(f"method '{b}' is not supported", e)
+
+
+def match_keys(ti: E.TableInstance | None) -> list[E.KeyField]:
+    """Key fields that take part in matching: ``selector`` fields only feed an action
+    selector's hash, they are not matched."""
+    if ti is None:
+        return []
+    return [k for k in ti.keys if k.match_kind != "selector"]
 
 
 class _StateRef:
