@@ -19,9 +19,11 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
+# The main job: tailcc's pipeline on softswitch under mixed mouse/elephant inference
+# traffic, training-era vs tailcc configuration, per-class P50/P99/P999 and a plot.
 demo: setup
-	$(VENV)/bin/softswitch compile p4src/samples/l3_basic.p4 --p4runtime-files out/l3_basic.p4info.txtpb
-	$(VENV)/bin/softswitch stf p4src/samples/l3_basic.p4 p4src/samples/l3_basic.stf
+	$(VENV)/bin/softswitch compile p4src/tailcc.p4 --p4runtime-files out/tailcc.p4info.txtpb
+	$(PY) bench/tail_latency.py --duration-us 2000 --plot out/tail_latency.png
 
 test: setup
 	$(VENV)/bin/ruff check softswitch controlplane tests bench

@@ -41,7 +41,7 @@ class Message:
 SCHED_SIGNAL = TrafficClass("sched_signal", 0x400, (256,), 60.0)
 HOT_KV = TrafficClass("hot_kv", 0x100, (4096, 16384, 32768, 65536), 500.0)
 MOE = TrafficClass("moe_a2a", 0x200, (131072,), 1000.0, bursty=True, elephant=True)
-BULK = TrafficClass("bulk", 0x300, (2 * 1024 * 1024,), 0.0, elephant=True)
+BULK = TrafficClass("bulk", 0x300, (262144,), 400.0, bursty=True, elephant=True)
 
 DEFAULT_MIX: dict[str, tuple[TrafficClass, tuple[int, ...]]] = {
     # class -> (spec, sender host indices)
@@ -54,8 +54,8 @@ DEFAULT_MIX: dict[str, tuple[TrafficClass, tuple[int, ...]]] = {
 
 def generate(duration_us: float, seed: int = 1,
              mix: dict[str, tuple[TrafficClass, tuple[int, ...]]] | None = None) -> list[Message]:
-    """All messages starting within ``duration_us``, in start order. Bulk senders get one
-    message after another (kept busy); the others follow their arrival process."""
+    """All messages starting within ``duration_us``, in start order: bursty classes start
+    one message every ``mean_gap_us`` (after a random phase), the others are Poisson."""
     rng = random.Random(seed)
     mix = mix or DEFAULT_MIX
     messages: list[Message] = []
@@ -69,9 +69,6 @@ def generate(duration_us: float, seed: int = 1,
 def _sender_messages(spec: TrafficClass, sender: int, duration_us: float,
                      rng: random.Random) -> list[Message]:
     qp = spec.qp_base + sender
-    if spec.mean_gap_us <= 0:  # saturating bulk: a few big messages queued at t=0
-        count = 4
-        return [Message(spec.name, sender, qp, spec.sizes[0], 0.0, 0) for _ in range(count)]
     out, t = [], rng.uniform(0, spec.mean_gap_us)
     while t < duration_us:
         out.append(Message(spec.name, sender, qp, rng.choice(spec.sizes), t, 0))
