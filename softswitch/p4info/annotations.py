@@ -11,15 +11,38 @@ from typing import Any
 
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
+from softswitch.frontend.lexer import tokenize
+from softswitch.frontend.preprocess import Preprocessed
 
 # Annotations P4Info carries elsewhere (or not at all) and so never copies.
 _NOT_COPIED = {"name", "id", "brief", "description"}
 
 
+# Annotations p4c's front end parses into expressions: printed as written. The bodies of
+# all others stay token lists, which p4c prints with one space between tokens.
+_PARSED = {
+    "name", "deprecated", "noWarn", "length", "priority", "match", "controller_header",
+    "id", "brief", "description", "max_group_size", "p4runtime_translation", "hidden",
+    "tableonly", "defaultonly", "atomic", "optional", "pure", "noSideEffects", "pkginfo",
+}
+
+
 def annotation_text(a: ast.Annotation) -> str:
     """An unstructured annotation as p4c prints it: ``@name`` or ``@name(body)``."""
     body = a.body.strip()
-    return f"@{a.name}({body})" if body else f"@{a.name}"
+    if not body:
+        return f"@{a.name}"
+    if a.name not in _PARSED:
+        body = _spaced_tokens(body)
+    return f"@{a.name}({body})"
+
+
+def _spaced_tokens(body: str) -> str:
+    try:
+        toks = tokenize(Preprocessed(body, [("<annotation>", 1)]))
+    except P4Error:
+        return body
+    return " ".join(t.text for t in toks if t.kind != "EOF")
 
 
 _BINARY = {
