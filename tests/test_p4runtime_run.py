@@ -125,3 +125,83 @@ def test_address_in_use_is_a_user_error():
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, err
     assert "cannot listen" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
+def test_program_forwards_between_veths(tmp_path):
+    """l3_basic under ``softswitch run``: a route written over P4Runtime (with the
+    P4Info read back from the switch) forwards a frame from one veth to another."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import rdpcap
+
+    from softswitch.p4runtime.client import StreamClient
+    from softswitch.ports.afpacket import RawPort
+
+    tag = uuid.uuid4().hex[:5]
+    pairs = [(f"sw1{tag}", f"h1{tag}"), (f"sw2{tag}", f"h2{tag}")]
+    for sw, host in pairs:
+        subprocess.run(["ip", "link", "add", sw, "type", "veth", "peer", "name", host],
+                       check=True)
+        for name in (sw, host):
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"],
+                           capture_output=True)
+            subprocess.run(["ip", "link", "set", name, "up"], check=True)
+    program = os.path.join(os.path.dirname(__file__), "..", "p4src", "samples", "l3_basic.p4")
+    addr = f"127.0.0.1:{_free_port()}"
+    proc = _start([program, "-i", f"1@{pairs[0][0]}", "-i", f"2@{pairs[1][0]}", "--pcap",
+                   str(tmp_path), "--", "--grpc-server-addr", addr, "--cpu-port", "255"])
+    h1 = h2 = None
+    try:
+        channel = _wait_ready(addr, proc)
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        stream = StreamClient(channel)
+        stream.arbitrate(1)
+        stream.next()
+        config = stub.GetForwardingPipelineConfig(
+            p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=0)).config
+        ids = {o.preamble.name: o.preamble.id
+               for o in (*config.p4info.tables, *config.p4info.actions)}
+        te = p4runtime_pb2.TableEntry(table_id=ids["L3Ingress.ipv4_lpm"])
+        fm = te.match.add(field_id=1)
+        fm.lpm.value, fm.lpm.prefix_len = bytes([10, 0, 2, 0]), 24
+        te.action.action.action_id = ids["L3Ingress.set_next_hop"]
+        for pid, value in ((1, b"\x02"), (2, bytes.fromhex("0200000000aa")),
+                           (3, bytes.fromhex("0200000000bb"))):
+            te.action.action.params.add(param_id=pid, value=value)
+        write = p4runtime_pb2.WriteRequest(device_id=0)
+        write.election_id.low = 1
+        write.updates.add(type=p4runtime_pb2.Update.INSERT).entity.table_entry.CopyFrom(te)
+        stub.Write(write)
+
+        h1, h2 = RawPort(pairs[0][1]), RawPort(pairs[1][1])
+        sent = bytes(Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:99")
+                     / IP(src="10.0.1.1", dst="10.0.2.7", ttl=9) / UDP(dport=9) / (b"x" * 20))
+        assert h1.send(sent)
+        got = None
+        deadline = time.monotonic() + 5
+        while got is None and time.monotonic() < deadline:
+            frame = h2.receive()
+            if frame is not None and frame[12:14] == b"\x08\x00":
+                got = frame
+            time.sleep(0.005)
+        assert got is not None, "the routed frame did not arrive"
+        pkt = Ether(got)
+        assert pkt.dst == "02:00:00:00:00:bb" and pkt.src == "02:00:00:00:00:aa"
+        assert pkt[IP].ttl == 8 and pkt[IP].dst == "10.0.2.7"
+        stream.close()
+        channel.close()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+        assert proc.returncode == 0 and "Traceback" not in err, err
+        ins = [bytes(p) for p in rdpcap(str(tmp_path / f"{pairs[0][0]}_in.pcap"))]
+        outs = [bytes(p) for p in rdpcap(str(tmp_path / f"{pairs[1][0]}_out.pcap"))]
+        assert sent in ins and got in outs
+    finally:
+        for port in (h1, h2):
+            if port is not None:
+                port.close()
+        if proc.poll() is None:
+            proc.kill()
+        for sw, _ in pairs:
+            subprocess.run(["ip", "link", "del", sw], capture_output=True)
