@@ -56,6 +56,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if args.arch != "v1model":
         raise P4Error(f"--arch {args.arch}: only v1model is supported")
     checked = compile_program(args.program, args.include_dirs, _parse_defines(args.defines))
+    _require_main(checked, args.program)
     for warning in getattr(checked, "warnings", []):
         print(warning, file=sys.stderr)
     if args.p4runtime_files:
@@ -66,6 +67,18 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             _ensure_parent(path)
             p4info.write(info, path)
     return EXIT_OK
+
+
+def _require_main(checked: object, program: str) -> None:
+    """The bmv2 back end needs a top-level ``main`` package instance (p4c-bm2-ss stops
+    without one); the front end alone accepts library-only files."""
+    from softswitch.diagnostics import SourceLoc
+    from softswitch.frontend import ast
+
+    decls = getattr(getattr(checked, "program", None), "decls", [])
+    if not any(isinstance(d, ast.InstanceDecl) and d.name == "main" for d in decls):
+        raise P4Error("no 'main' package instance: the bmv2 target needs "
+                      "'V1Switch(...) main;'", SourceLoc(program, 1, 1))
 
 
 def _ensure_parent(path: str) -> None:
