@@ -12,6 +12,7 @@ from dataclasses import fields
 
 from softswitch.diagnostics import DiagnosticSink
 from softswitch.frontend import ast
+from softswitch.frontend.annotations import check_global_names
 from softswitch.frontend.calls import CallInfo
 
 
@@ -22,6 +23,9 @@ def run_checks(program: ast.Program, sink: DiagnosticSink) -> None:
         if isinstance(d, ast.ControlDecl):
             callables.extend(x for x in d.locals if isinstance(x, ast.ActionDecl))
     check_recursion(callables, sink)
+    nested = [x for d in program.decls if isinstance(d, (ast.ControlDecl, ast.ParserDecl))
+              for x in d.locals]
+    check_global_names(list(program.decls) + nested, sink)
     for d in program.decls:
         if isinstance(d, ast.ParserDecl):
             check_parser_graph(d, sink)

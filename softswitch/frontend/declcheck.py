@@ -13,6 +13,7 @@ from collections.abc import Callable
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
+from softswitch.frontend.annotations import check_annotations
 from softswitch.frontend.callcheck import construct, param_infos
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope
@@ -79,6 +80,9 @@ class DeclChecker(TableChecker):
         method = getattr(self, "_d_" + type(d).__name__, None)
         if method is None:
             raise fail(f"{type(d).__name__}: declaration not allowed here", d)
+        annos = getattr(d, "annotations", None)
+        if annos:
+            check_annotations(annos, lambda e: self.expr(e, ctx))
         method(d, ctx)
 
     def _type_decl(self, d: ast.Decl, ctx: Ctx) -> None:
