@@ -290,9 +290,13 @@ class Builder:
             msg.const_default_action_id = aid
         ida = msg.initial_default_action
         ida.action_id = aid
-        for i, (param, arg) in enumerate(zip(da.action.params, da.args, strict=False),
-                                         start=1):
-            v = const_of(arg.value)
+        params = da.action.params
+        args = [a.value for a in da.args]
+        if len(args) == len(params):  # all arguments given: keep the control-plane ones
+            args = [a for a, p in zip(args, params, strict=True) if not p.direction]
+        cp_params = [p for p in params if not p.direction]
+        for param, ident, arg in zip(cp_params, field_ids(cp_params), args, strict=False):
+            v = const_of(arg)
             width = type_width(_type_of_ref(param.type_ref))
             if isinstance(v, bool):
                 v = int(v)
@@ -301,7 +305,7 @@ class Builder:
             if not isinstance(v, int) or width is None:
                 continue
             a = ida.arguments.add()
-            a.param_id = i
+            a.param_id = ident
             a.value = value_bytes(v, width)
 
     # --- actions -----------------------------------------------------------------
