@@ -1,0 +1,119 @@
+"""LPM forwarding, TTL/hop limit, L2 fallback, drops and ECMP over P4Runtime."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from scapy.layers.inet import IP, UDP
+from tailcc_base import TailccTest
+from tailcc_packets import NH2_MAC, NH3_MAC, NH4_MAC, ROUTER_MAC, udp, udp6
+
+DROP_TTL_EXPIRED, DROP_NO_ROUTE = 4, 5
+
+
+class LpmTtlTest(TailccTest):
+    """Longest prefix wins, TTL 64 -> 63 with a fresh checksum, TTL 1 is a counted drop,
+    IPv6 hop limit likewise, unrouted frames bridge, misses drop (counted)."""
+
+    def runTest(self) -> None:
+        self.router(ROUTER_MAC)
+        self.route("10.0.0.0/8", 3, ROUTER_MAC, NH3_MAC)
+        self.route("10.0.2.0/24", 2, ROUTER_MAC, NH2_MAC)
+        self.insert("routing_v6", {"vrf": 0, "ipv6_dst": "2001:db8::/32"}, "set_nexthop",
+                    {"port": 2, "smac": ROUTER_MAC, "dmac": NH2_MAC})
+        self.insert("l2_exact", {"eth_dst": NH4_MAC}, "l2_forward", {"port": 4})
+
+        self.send(1, udp("10.0.2.7", 5000))
+        self.expect(udp("10.0.2.7", 5000, ttl=63, smac=ROUTER_MAC, dmac=NH2_MAC), 2)
+        self.send(1, udp("10.9.9.9", 5000, ttl=9))
+        self.expect(udp("10.9.9.9", 5000, ttl=8, smac=ROUTER_MAC, dmac=NH3_MAC), 3)
+        self.send(1, udp6("2001:db8:2::2", 2000))
+        self.expect(udp6("2001:db8:2::2", 2000, hlim=63, smac=ROUTER_MAC, dmac=NH2_MAC), 2)
+        bridged = udp("10.0.2.7", 5000, dmac=NH4_MAC)
+        self.send(1, bridged)
+        self.expect(bridged, 4)
+        self.expect_nothing()
+
+        self.send(1, udp("10.0.2.7", 5000, ttl=1))
+        self.send(1, udp6("2001:db8:2::2", 2000, hlim=1))
+        self.send(1, udp("10.0.2.7", 5000, dmac="00:00:00:00:09:09"))   # unknown MAC
+        self.send(1, udp("20.0.0.1", 5000))                             # no route
+        self.expect_nothing()
+        self.assertEqual(self.wait_counter("ingress_drop_counter", DROP_TTL_EXPIRED, 2), 2)
+        self.assertEqual(self.wait_counter("ingress_drop_counter", DROP_NO_ROUTE, 2), 2)
+
+
+class RouteUpdateTest(TailccTest):
+    """A MODIFY of a route moves traffic at once; a DELETE falls back to the shorter
+    prefix (what a controller's reconcile relies on)."""
+
+    def runTest(self) -> None:
+        from controlplane.p4rt.client import update
+
+        self.router(ROUTER_MAC)
+        self.route("10.0.0.0/8", 3, ROUTER_MAC, NH3_MAC)
+        entry = self.b.table_entry("routing_v4", {"vrf": 0, "ipv4_dst": "10.0.2.0/24"},
+                                   "set_nexthop", {"port": 2, "smac": ROUTER_MAC,
+                                                   "dmac": NH2_MAC})
+        self.client.write([update("INSERT", entry)])
+        self.send(1, udp("10.0.2.7", 5000))
+        self.expect(udp("10.0.2.7", 5000, ttl=63, smac=ROUTER_MAC, dmac=NH2_MAC), 2)
+
+        moved = self.b.table_entry("routing_v4", {"vrf": 0, "ipv4_dst": "10.0.2.0/24"},
+                                   "set_nexthop", {"port": 4, "smac": ROUTER_MAC,
+                                                   "dmac": NH4_MAC})
+        self.client.write([update("MODIFY", moved)])
+        self.send(1, udp("10.0.2.7", 5000))
+        self.expect(udp("10.0.2.7", 5000, ttl=63, smac=ROUTER_MAC, dmac=NH4_MAC), 4)
+
+        self.client.write([update("DELETE", moved)])
+        self.send(1, udp("10.0.2.7", 5000))
+        self.expect(udp("10.0.2.7", 5000, ttl=63, smac=ROUTER_MAC, dmac=NH3_MAC), 3)
+        self.expect_nothing()
+
+
+class EcmpTest(TailccTest):
+    """An ECMP group (action selector over the flow hash): every flow sticks to one
+    member, and many flows use every member."""
+
+    def runTest(self) -> None:
+        from controlplane.p4rt.client import update
+
+        self.router(ROUTER_MAC)
+        members = {1: (2, NH2_MAC), 2: (3, NH3_MAC), 3: (4, NH4_MAC)}
+        self.client.write([update("INSERT", self.b.profile_member(
+            "ecmp_selector", mid, "set_nexthop",
+            {"port": port, "smac": ROUTER_MAC, "dmac": mac}))
+            for mid, (port, mac) in members.items()])
+        self.client.write([update("INSERT", self.b.profile_group(
+            "ecmp_selector", 7, list(members), max_size=16))])
+        self.client.write([update("INSERT", self.b.table_entry(
+            "ecmp", {"group_id": 7}, group_id=7))])
+        self.insert("routing_v4", {"vrf": 0, "ipv4_dst": "10.7.0.0/16"}, "set_ecmp_group",
+                    {"group_id": 7})
+
+        by_port = {port: mac for port, mac in members.values()}
+        used: Counter[int] = Counter()
+        for flow in range(24):
+            sport = 20000 + 37 * flow
+            ports_seen = set()
+            for _ in range(2):      # the same flow twice: same member
+                self.send(1, udp("10.7.1.1", 4791 + 1, sport=sport))
+                got = self._one_of(list(by_port))
+                self.assertIsNotNone(got, f"flow {flow}: no packet on any member port")
+                port, frame = got
+                ip = IP(frame[14:])
+                self.assertEqual(ip.ttl, 63)
+                self.assertEqual(ip[UDP].sport, sport)
+                self.assertEqual(frame[0:6], bytes.fromhex(by_port[port].replace(":", "")))
+                ports_seen.add(port)
+            self.assertEqual(len(ports_seen), 1, f"flow {flow} was split over {ports_seen}")
+            used[ports_seen.pop()] += 1
+        self.assertEqual(set(used), set(by_port), f"members used: {dict(used)}")
+        self.expect_nothing()
+
+    def _one_of(self, ports: list[int]) -> tuple[int, bytes] | None:
+        result = self.dataplane.poll(device_number=0, port_number=None, timeout=3)
+        if isinstance(result, self.dataplane.PollSuccess) and result.port in ports:
+            return result.port, bytes(result.packet)
+        return None

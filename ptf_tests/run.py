@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Run the tailcc PTF suites against a P4Runtime switch on veth pairs.
+
+    ptf_tests/run.py [--target softswitch|bmv2] [--bmv2-json FILE] [--p4info FILE]
+                     [--ports 1,2,3,4,5,6] [--no-netns] [--keep DIR] [-- PTF ARGS / TESTS]
+
+What it does, in order, and undoes in reverse whatever happens (failure, Ctrl-C):
+
+1. compiles ``p4src/tailcc.p4`` with ``softswitch compile`` to a P4Info (or takes the
+   ``--p4info`` that p4c wrote) and prepares the device config the tests push with
+   SetForwardingPipelineConfig: softswitch's artifact (the program with its include
+   files), or the BMv2 JSON the user supplies;
+2. creates a private network namespace (so the suites can use the classic interface
+   names ``veth0``/``veth1`` … and port 9559 without colliding with anything else on
+   the machine) and in it one veth pair per switch port P: ``veth{2i}`` on the switch
+   side, ``veth{2i+1}`` on the PTF side, with IPv6 off so the kernel sends nothing
+   the tests do not expect;
+3. starts ``softswitch run --no-p4`` (or ``simple_switch_grpc --no-p4``) on the switch
+   side with ``--cpu-port 255 --priority-queues 8`` and waits until its gRPC port
+   answers;
+4. runs ``ptf --test-dir ptf_tests -i P@veth{2i+1} … --test-params "grpcaddr=…;
+   p4info=…;device_config=…;cpu_port=…;target=…"``, writes ``results.txt`` (one
+   ``PASS|FAIL|SKIP name`` line per test) into the work directory, prints a closing
+   ``N passed, N failed`` line, and exits with PTF's status.
+
+The namespace mode re-executes this script inside the namespace (Python 3.11 has no
+``os.setns``), so the switch, the gRPC wait and PTF all live there; the outer process
+only owns the namespace and the inner process group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PROGRAM = ROOT / "p4src" / "tailcc.p4"
+CPU_PORT = 255
+DEFAULT_PORTS = (1, 2, 3, 4, 5, 6)
+GRPC_PORT = 9559
+SWITCH_START_TIMEOUT = 60.0
+
+
+@dataclass
+class Options:
+    target: str
+    bmv2_json: Path | None
+    p4info: Path | None
+    ports: tuple[int, ...]
+    netns: bool
+    keep: Path | None
+    grpc_port: int
+    ptf_args: list[str]
+    inner_workdir: Path | None = None
+
+
+def parse_args(argv: list[str]) -> Options:
+    split = argv.index("--") if "--" in argv else len(argv)
+    p = argparse.ArgumentParser(prog="ptf_tests/run.py", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--target", choices=["softswitch", "bmv2"], default="softswitch",
+                   help="switch to test: softswitch run (default) or simple_switch_grpc")
+    p.add_argument("--bmv2-json", type=Path,
+                   help="BMv2 JSON of tailcc.p4 from p4c (required with --target bmv2)")
+    p.add_argument("--p4info", type=Path,
+                   help="P4Info to use (default: compiled by softswitch)")
+    p.add_argument("--ports", default=",".join(map(str, DEFAULT_PORTS)),
+                   help="switch ports to wire to veth pairs (default 1..6)")
+    p.add_argument("--no-netns", action="store_true",
+                   help="use the current network namespace (the veth names must be free)")
+    p.add_argument("--grpc-port", type=int, default=GRPC_PORT)
+    p.add_argument("--keep", type=Path, metavar="DIR",
+                   help="keep the work directory (logs, pcaps, results.txt) in DIR")
+    p.add_argument("--inner-workdir", type=Path, help=argparse.SUPPRESS)
+    ns = p.parse_args(argv[:split])
+    try:
+        ports = tuple(sorted({int(x) for x in ns.ports.split(",") if x.strip()}))
+    except ValueError:
+        p.error(f"--ports {ns.ports!r}: expected a comma-separated list of numbers")
+    if not ports or any(not 0 <= x < CPU_PORT for x in ports):
+        p.error("--ports: give switch ports 0..254")
+    if ns.target == "bmv2":
+        if ns.bmv2_json is None:
+            p.error("--target bmv2 needs --bmv2-json (p4c --target bmv2 --arch v1model "
+                    "p4src/tailcc.p4)")
+        if shutil.which("simple_switch_grpc") is None:
+            p.error("--target bmv2: simple_switch_grpc is not installed")
+    return Options(ns.target, ns.bmv2_json, ns.p4info, ports, not ns.no_netns, ns.keep,
+                   ns.grpc_port, argv[split + 1:], ns.inner_workdir)
+
+
+def run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def venv_bin(name: str) -> str:
+    """A console script of this Python's environment (the project's .venv)."""
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else (shutil.which(name) or name)
+
+
+# ----------------------------------------------------------------- artifacts
+def prepare(opts: Options, work: Path) -> tuple[Path, Path]:
+    """P4Info and device config files for the tests' SetForwardingPipelineConfig."""
+    p4info = opts.p4info
+    if p4info is None:
+        p4info = work / "tailcc.p4info.txtpb"
+        proc = subprocess.run([venv_bin("softswitch"), "compile", str(PROGRAM),
+                               "--p4runtime-files", str(p4info)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"softswitch compile failed:\n{proc.stderr}")
+    if opts.target == "bmv2":
+        assert opts.bmv2_json is not None
+        return p4info, opts.bmv2_json.resolve()
+    from softswitch.p4runtime.pipeline import make_artifact
+
+    config = work / "tailcc.softswitch.json"
+    config.write_bytes(make_artifact(str(PROGRAM)).to_bytes())
+    return p4info.resolve(), config
+
+
+# ----------------------------------------------------------------- veths
+def switch_iface(port_index: int) -> str:
+    return f"veth{2 * port_index}"
+
+
+def test_iface(port_index: int) -> str:
+    return f"veth{2 * port_index + 1}"
+
+
+def create_veths(ports: tuple[int, ...]) -> list[str]:
+    """One veth pair per port, up, IPv6 off, offloads off; returns what was created."""
+    created: list[str] = []
+    try:
+        for i, _port in enumerate(ports):
+            a, b = switch_iface(i), test_iface(i)
+            if Path(f"/sys/class/net/{a}").exists() or Path(f"/sys/class/net/{b}").exists():
+                raise SystemExit(f"{a} or {b} already exists: run in a namespace (the "
+                                 "default) or remove them")
+            run(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
+            created.append(a)
+            for iface in (a, b):
+                for knob in ("disable_ipv6",):
+                    path = Path(f"/proc/sys/net/ipv6/conf/{iface}/{knob}")
+                    if path.exists():
+                        path.write_text("1")
+                run(["ip", "link", "set", iface, "mtu", "9000", "up"])
+        return created
+    except BaseException:
+        delete_veths(created)
+        raise
+
+
+def delete_veths(created: list[str]) -> None:
+    for iface in created:
+        subprocess.run(["ip", "link", "del", iface], capture_output=True)
+
+
+# ----------------------------------------------------------------- the switch
+def switch_command(opts: Options, work: Path) -> list[str]:
+    ifaces = [x for i, port in enumerate(opts.ports) for x in ("-i", f"{port}@{switch_iface(i)}")]
+    tail = ["--", "--grpc-server-addr", f"127.0.0.1:{opts.grpc_port}", "--cpu-port",
+            str(CPU_PORT), "--priority-queues", "8"]
+    if opts.target == "bmv2":
+        return ["simple_switch_grpc", "--no-p4", *ifaces, "--log-file", str(work / "bmv2"),
+                "--thrift-port", "9090", *tail]
+    return [venv_bin("softswitch"), "run", "--no-p4", *ifaces, "--pcap", str(work / "pcap"),
+            "--log-file", str(work / "switch.log"), *tail]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the switch exited with status {proc.returncode} before "
+                             "serving P4Runtime")
+        with socket.socket() as s:
+            s.settimeout(0.5)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"the switch did not open 127.0.0.1:{port} within {timeout:g} s")
+
+
+def stop(proc: subprocess.Popen, name: str) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        print(f"{name} did not stop on SIGTERM: killing it", file=sys.stderr)
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+# ----------------------------------------------------------------- PTF
+def ptf_command(opts: Options, p4info: Path, config: Path, work: Path) -> list[str]:
+    params = {"grpcaddr": f"127.0.0.1:{opts.grpc_port}", "p4info": str(p4info),
+              "device_config": str(config), "cpu_port": str(CPU_PORT), "device_id": "0",
+              "target": opts.target, "ports": ",".join(map(str, opts.ports))}
+    ifaces = [x for i, port in enumerate(opts.ports) for x in ("-i", f"{port}@{test_iface(i)}")]
+    return [venv_bin("ptf"), "--test-dir", str(HERE), *ifaces,
+            "--test-params", ";".join(f"{k}='{v}'" for k, v in params.items()),
+            "--log-dir", str(work / "ptf-logs"), *opts.ptf_args]
+
+
+VERDICT = re.compile(r"^(?P<name>[\w.]+) \.\.\. (?P<verdict>ok|FAIL|ERROR|skipped(?: .*)?)$")
+
+
+def run_ptf(cmd: list[str]) -> tuple[int, dict[str, str]]:
+    """Run PTF, echoing its output, and collect unittest's per-test verdicts
+    (``name ... ok|FAIL|ERROR|skipped 'why'``) from it."""
+    verdicts: dict[str, str] = {}
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, bufsize=1)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        m = VERDICT.match(line.rstrip("\n"))
+        if m:
+            word = m.group("verdict")
+            verdicts[m.group("name")] = {"ok": "PASS", "FAIL": "FAIL", "ERROR": "FAIL"}.get(
+                word, "SKIP")
+    return proc.wait(), verdicts
+
+
+def report(status: int, verdicts: dict[str, str], work: Path) -> int:
+    """Write ``results.txt`` (one ``VERDICT name`` line per test, read by
+    tests/test_ptf_suites.py) and print the closing count line."""
+    lines = [f"{verdict} {name}" for name, verdict in sorted(verdicts.items())]
+    (work / "results.txt").write_text("".join(x + "\n" for x in lines))
+    passed = sum(v == "PASS" for v in verdicts.values())
+    failed = sum(v == "FAIL" for v in verdicts.values())
+    skipped = sum(v == "SKIP" for v in verdicts.values())
+    print(f"ptf: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+    if status == 0 and not verdicts:
+        print("ptf: no test ran", file=sys.stderr)
+        return 1
+    return status if status else (1 if failed else 0)
+
+
+def session(opts: Options, work: Path) -> int:
+    """Everything in the current namespace: veths, switch, PTF; always torn down."""
+    p4info, config = prepare(opts, work)
+    created = create_veths(opts.ports)
+    switch: subprocess.Popen | None = None
+    try:
+        switch_log = open(work / "switch.out", "w")  # noqa: SIM115 - closed below
+        switch = subprocess.Popen(switch_command(opts, work), stdout=switch_log,
+                                  stderr=subprocess.STDOUT, cwd=ROOT)
+        wait_for_port(opts.grpc_port, switch, SWITCH_START_TIMEOUT)
+        status, verdicts = run_ptf(ptf_command(opts, p4info, config, work))
+        return report(status, verdicts, work)
+    finally:
+        if switch is not None:
+            stop(switch, opts.target)
+            switch_log.close()
+        delete_veths(created)
+
+
+# ----------------------------------------------------------------- namespace
+def in_netns(opts: Options, argv: list[str], work: Path) -> int:
+    """Create a namespace, re-run this script inside it, remove the namespace."""
+    name = f"tailcc-ptf-{os.getpid()}"
+    run(["ip", "netns", "add", name])
+    inner: subprocess.Popen | None = None
+    try:
+        run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"])
+        split = argv.index("--") if "--" in argv else len(argv)
+        cmd = ["ip", "netns", "exec", name, sys.executable, str(Path(__file__).resolve()),
+               *argv[:split], "--no-netns", "--inner-workdir", str(work), *argv[split:]]
+        inner = subprocess.Popen(cmd, start_new_session=True, cwd=ROOT)
+        return inner.wait()
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if inner is not None and inner.poll() is None:
+            os.killpg(inner.pid, signal.SIGTERM)
+            try:
+                inner.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(inner.pid, signal.SIGKILL)
+                inner.wait()
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    opts = parse_args(argv)
+    if os.geteuid() != 0:
+        print("ptf_tests/run.py needs root (veth pairs, raw sockets)", file=sys.stderr)
+        return 1
+    # SIGTERM ends the run like Ctrl-C, so the finally blocks tear everything down.
+    signal.signal(signal.SIGTERM, _interrupt)
+    if opts.inner_workdir is not None:
+        return session(opts, opts.inner_workdir)
+    work = opts.keep or Path(tempfile.mkdtemp(prefix="tailcc-ptf-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        if opts.netns:
+            return in_netns(opts, argv, work)
+        return session(opts, work)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if opts.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"ptf: logs, pcaps and results.txt kept in {work}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

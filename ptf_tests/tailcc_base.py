@@ -1,0 +1,188 @@
+"""Shared base of the tailcc PTF suites: a fresh pipeline per test, entries by name.
+
+Each test starts from a clean switch: ``setUp`` pushes the pipeline again with
+SetForwardingPipelineConfig (VERIFY_AND_COMMIT), which on softswitch and BMv2 alike
+throws away every entry, counter, register and clone session of the previous test,
+so no test depends on another one's leftovers or order. Entries are written with the
+shared P4Runtime client (``controlplane.p4rt``) by P4Info names, exactly as the
+controller writes them, so a renamed table breaks these suites loudly.
+
+Test parameters (``ptf --test-params``), set by ``ptf_tests/run.py``:
+``grpcaddr``, ``p4info``, ``device_config`` (file sent as ``p4_device_config``: a
+softswitch artifact or P4 source, or a BMv2 JSON), ``device_id``, ``cpu_port``,
+``target`` (softswitch|bmv2), ``ports``.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import ptf
+import ptf.testutils as tu
+from p4.v1 import p4runtime_pb2
+from ptf.base_tests import BaseTest
+from scapy.packet import Packet
+
+from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex, load_p4info
+from controlplane.p4rt.client import update
+from controlplane.p4rt.values import decode
+
+# One election id per process run is enough: the suites are the only controller.
+ELECTION_ID = 10
+ALL_PORTS_MASK = 0x1FF
+
+
+def param(name: str, default: str | None = None) -> str:
+    value = tu.test_param_get(name, default)
+    if value is None:
+        raise RuntimeError(f"PTF test parameter {name!r} is missing (run the suites with "
+                           "ptf_tests/run.py or pass --test-params)")
+    return str(value)
+
+
+class TailccTest(BaseTest):
+    """A test with a connected primary P4Runtime client and a freshly loaded tailcc."""
+
+    client: Client
+    b: EntityBuilder
+    index: P4InfoIndex
+
+    def setUp(self) -> None:
+        BaseTest.setUp(self)
+        self.dataplane = ptf.dataplane_instance
+        self.target = param("target", "softswitch")
+        self.cpu_port = int(param("cpu_port", "255"))
+        info = load_p4info(param("p4info"))
+        with open(param("device_config"), "rb") as f:
+            config = f.read()
+        self.index = P4InfoIndex(info)
+        self.b = EntityBuilder(self.index)
+        self.client = Client(param("grpcaddr"), int(param("device_id", "0")),
+                             election_id=ELECTION_ID, timeout=20)
+        self.client.connect(retries=5)
+        self.client.set_pipeline(info, config)
+        # Frames that reached the test ports before the new pipeline (or from the last
+        # test) must not be taken for this test's output.
+        time.sleep(0.1)
+        self.dataplane.flush()
+
+    def tearDown(self) -> None:
+        self.client.close()
+        BaseTest.tearDown(self)
+
+    # ------------------------------------------------------------------ writes
+    def insert(self, table: str, match: Mapping[str, Any] | None = None,
+               action: str | None = None, params: Mapping[str, Any] | None = None,
+               priority: int | None = None) -> p4runtime_pb2.TableEntry:
+        entry = self.b.table_entry(table, match or {}, action, params or {}, priority)
+        self.client.write([update("INSERT", entry)])
+        return entry
+
+    def set_default(self, table: str, action: str,
+                    params: Mapping[str, Any] | None = None) -> None:
+        entry = self.b.table_entry(table, action=action, params=params or {}, default=True)
+        self.client.write([update("MODIFY", entry)])
+
+    def write_entities(self, kind: str, entities: Iterable[Any]) -> None:
+        self.client.write([update(kind, e) for e in entities])
+
+    def clone_session(self, session: int, port: int, class_of_service: int = 0) -> None:
+        self.client.write([update("INSERT", self.b.clone_session(
+            session, [port], class_of_service=class_of_service))])
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        self.client.write([update("MODIFY", self.b.register_write(name, index, value))])
+
+    def register_read(self, name: str, index: int) -> int:
+        for entity in self.client.read([self.b.register_entry(name, index)]):
+            return decode(entity.register_entry.data.bitstring)
+        raise AssertionError(f"register {name}[{index}] was not returned by Read")
+
+    def counter(self, name: str, index: int) -> tuple[int, int]:
+        """(packets, bytes) of one counter cell, read over P4Runtime."""
+        for entity in self.client.read([self.b.counter_entry(name, index)]):
+            data = entity.counter_entry.data
+            return data.packet_count, data.byte_count
+        raise AssertionError(f"counter {name}[{index}] was not returned by Read")
+
+    def packets(self, name: str, index: int) -> int:
+        return self.counter(name, index)[0]
+
+    def wait_counter(self, name: str, index: int, expected: int, timeout: float = 3.0) -> int:
+        """Poll a packet counter until it reaches ``expected`` (drops leave no frame to
+        wait for, so the test waits for the switch's own account instead)."""
+        deadline = time.monotonic() + timeout
+        value = self.packets(name, index)
+        while value < expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+            value = self.packets(name, index)
+        return value
+
+    # ------------------------------------------------------------------ common set-up
+    def router(self, mac: str) -> None:
+        self.insert("my_station", {"eth_dst": mac}, "set_router_mac")
+
+    def route(self, prefix: str, port: int, smac: str, dmac: str, vrf: int = 0) -> None:
+        self.insert("routing_v4", {"vrf": vrf, "ipv4_dst": prefix}, "set_nexthop",
+                    {"port": port, "smac": smac, "dmac": dmac})
+
+    def traffic_class(self, priority: int, action: str, params: Mapping[str, Any],
+                      **match: Any) -> None:
+        self.insert("traffic_class", match, action, params, priority=priority)
+
+    def ecn_profile(self, port: int, queue_id: int, profile: int, *, kmin: int, kmax: int,
+                    pmax: int = 1024, use_deq: int = 0, drop_not_ect: int = 0,
+                    drop_threshold: int = 0, priority: int = 10) -> None:
+        self.insert("ecn_profile", {"egress_port": f"{port}&&&{ALL_PORTS_MASK}",
+                                    "queue": f"{queue_id}&&&7",
+                                    "ecn_profile": f"{profile}&&&0xf"},
+                    "set_ecn_profile",
+                    {"kmin_pkts": kmin, "kmax_pkts": kmax, "pmax_1024": pmax,
+                     "use_deq_qdepth": use_deq, "drop_not_ect_enable": drop_not_ect,
+                     "drop_threshold_pkts": drop_threshold}, priority=priority)
+
+    # ------------------------------------------------------------------ packets
+    def send(self, port: int, pkt: Packet | bytes, count: int = 1) -> None:
+        tu.send_packet(self, port, bytes(pkt), count)
+
+    def expect(self, pkt: Any, port: int, timeout: float | None = None) -> None:
+        tu.verify_packet(self, pkt, port, timeout=timeout)
+
+    def expect_nothing(self, timeout: float = 0.5) -> None:
+        tu.verify_no_other_packets(self, timeout=timeout)
+
+    def collect(self, port: int, count: int, timeout: float = 5.0,
+                accept: Callable[[bytes], bool] | None = None) -> list[tuple[float, bytes]]:
+        """Up to ``count`` frames from ``port`` (arrival time, bytes), in arrival order."""
+        got: list[tuple[float, bytes]] = []
+        deadline = time.monotonic() + timeout
+        while len(got) < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            result = self.dataplane.poll(device_number=0, port_number=port, timeout=left)
+            if not isinstance(result, self.dataplane.PollSuccess):
+                break
+            if accept is None or accept(bytes(result.packet)):
+                got.append((result.time, bytes(result.packet)))
+        return got
+
+    def packet_in(self, timeout: float = 3.0) -> p4runtime_pb2.PacketIn:
+        try:
+            return self.client.packet_ins.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no PacketIn within {timeout:g} s") from None
+
+    def metadata_value(self, message: Any, name: str) -> int:
+        """A controller-packet-metadata field of a PacketIn by name."""
+        for cpm in self.index.all("controller_packet_metadata"):
+            if cpm.preamble.name != "packet_in":
+                continue
+            ids = {m.name: m.id for m in cpm.metadata}
+            for md in message.metadata:
+                if md.metadata_id == ids.get(name):
+                    return decode(md.value)
+        raise AssertionError(f"PacketIn has no metadata {name!r}")
