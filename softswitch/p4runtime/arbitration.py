@@ -56,6 +56,7 @@ class Connection:
 
     send: Sender
     id: int = field(default_factory=lambda: next(_ids))
+    backlog: Callable[[], int] = lambda: 0   # messages queued, not yet sent
     role: str | None = None          # None until the first arbitration update
     election_id: int | None = None
 

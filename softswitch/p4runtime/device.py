@@ -31,6 +31,7 @@ SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
 Transmit = Callable[[int, bytes], None]
 log = logging.getLogger("softswitch.device")
+MAX_STREAM_BACKLOG = 10000    # PacketIns queued for one controller before dropping
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Device:
         self.transmit: Transmit = lambda port, data: None
         self._digest_list_ids = itertools.count(1)
         self.packets_in = 0
+        self.packets_in_dropped = 0
         self.packets_out = 0
 
     # ------------------------------------------------------------------ pipeline
@@ -192,6 +194,7 @@ class Device:
         with self.lock:
             if self.current is None:
                 return
+            log.debug("port %d: %d-byte frame in", port, len(frame))
             try:
                 outs = self._inject(self.current, port, frame)
             except errors.P4RuntimeError as exc:
@@ -230,14 +233,21 @@ class Device:
             if out.port == self.cpu_port:
                 self._packet_in(loaded, out.data)
             elif out.port != self.drop_port:
+                log.debug("port %d: %d-byte frame out", out.port, len(out.data))
                 self.transmit(out.port, out.data)
         self._send_digests(loaded)
 
     def _packet_in(self, loaded: Loaded, frame: bytes) -> None:
+        """Send a frame to the primaries; a controller that stops reading its stream
+        loses PacketIns (counted) rather than growing the server's memory."""
         message = p4runtime_pb2.StreamMessageResponse(packet=loaded.packet_io.packet_in_of(frame))
         for conn in self.arbiter.primaries():
+            if conn.backlog() >= MAX_STREAM_BACKLOG:
+                self.packets_in_dropped += 1
+                continue
             conn.send(message)
             self.packets_in += 1
+        log.debug("cpu port: %d-byte packet-in", len(frame))
 
     # ------------------------------------------------------------------ digests
     def _send_digests(self, loaded: Loaded) -> None:

@@ -94,7 +94,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                       context: grpc.ServicerContext
                       ) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
         outbox: queue.Queue[object] = queue.Queue()
-        conn = Connection(send=outbox.put)
+        conn = Connection(send=outbox.put, backlog=outbox.qsize)
         context.add_callback(lambda: outbox.put(_CLOSE))
         reader = threading.Thread(target=self._read_stream, name=f"p4rt-stream-{conn.id}",
                                   args=(conn, request_iterator, outbox), daemon=True)

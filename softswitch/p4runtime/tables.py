@@ -272,7 +272,12 @@ class TableEntries:
             tables = [self.index.table(request.table_id)]
         for table in tables:
             if request.is_default_action:
-                entry = self._read_default(table)
+                try:
+                    entry = self._read_default(table)
+                except errors.P4RuntimeError:
+                    if request.table_id:
+                        raise
+                    continue     # a wildcard read skips tables with an unknown default
                 yield wire.field(wire.ENTITY_TABLE_ENTRY, entry.SerializeToString())
                 continue
             yield from self._read_table(table, request)
