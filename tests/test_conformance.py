@@ -18,10 +18,14 @@ needs_corpus = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="session")
-def corpus_results():
+def corpus_results(request):
     programs = conf.load_programs(CORPUS)
     results = conf.run_corpus(programs, jobs=2)
-    print("\n" + conf.summary(results))
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:  # shown even without -s: the rates are the point of the run
+        reporter.write_line("")
+        for line in conf.summary(results).splitlines():
+            reporter.write_line(f"conformance: {line}")
     return results
 
 
