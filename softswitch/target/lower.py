@@ -488,7 +488,12 @@ class ExprLowerer:
             new = f"({base} & {keep}) | ((({value}) << {lo}) & {mask})"
             buf.emit(f"{base} = {fit(new, target.expr.type)}")
             return
-        buf.emit(f"{base} = {value}")
+        tt = T.strip_newtype(target.type) if target.type is not None else None
+        if isinstance(tt, T.StructLikeType | T.StackType):
+            # Aggregates are assigned in place (BMv2's assign_header/_stack semantics).
+            buf.emit(f"{base}.assign({value})")
+        else:
+            buf.emit(f"{base} = {value}")
         self.after_header_write(target, fn)
 
     def after_header_write(self, target: ast.Expr, fn: FnCtx) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
-from softswitch.target.lower import ExprLowerer, FnCtx, flatten_slice, scalar_bits
+from softswitch.target.lower import FRESH_NODES, ExprLowerer, FnCtx, flatten_slice, scalar_bits
 from softswitch.target.values import is_aggregate
 
 
@@ -61,6 +61,10 @@ class StmtLowerer(ExprLowerer):
                 return
             self.store(t, base, self.binop(v.op, base, right, v), fn)
             return
+        tt = T.strip_newtype(t.type) if t.type is not None else None
+        if isinstance(tt, T.StructLikeType | T.StackType):
+            self.store(t, base, self.expr(v, fn), fn)  # assign() copies the fields
+            return
         self.store(t, base, self.value(v, fn), fn)
 
     def s_CallStmt(self, s: ast.CallStmt, fn: FnCtx) -> None:
@@ -86,6 +90,15 @@ class StmtLowerer(ExprLowerer):
 
     def s_VarDecl(self, s: ast.VarDecl, fn: FnCtx) -> None:
         t = s.type_ref.resolved
+        if s.init is not None and isinstance(T.strip_newtype(t), T.StructLikeType) and \
+                not isinstance(s.init, FRESH_NODES):
+            # Like p4c/BMv2: a zeroed variable assigned from the initializer, so an
+            # invalid source header leaves the new header's fields zero.
+            src = self.expr(s.init, fn)
+            name = self.declare_local(s, fn)
+            fn.buf.emit(f"{name} = {self.default_of(t)}")
+            fn.buf.emit(f"{name}.assign({src})")
+            return
         init = self.value(s.init, fn) if s.init is not None else self.default_of(t)
         name = self.declare_local(s, fn)
         fn.buf.emit(f"{name} = {init}")

@@ -37,6 +37,16 @@ class Stack:
         s.nxt = self.nxt
         return s
 
+    def assign(self, o: Stack) -> None:
+        """In-place stack assignment (BMv2 assign_header_stack: nextIndex too)."""
+        self.nxt = o.nxt
+        items = self.items
+        for i, h in enumerate(o.items):
+            if hasattr(h, "assign"):
+                items[i].assign(h)
+            else:
+                items[i] = h
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Stack) and self.items == other.items
 
@@ -120,16 +130,33 @@ class Layouts:
             else:
                 cp.append(f"    n.{a} = self.{a}")
         cp.append("    return n")
+        # In-place assignment with BMv2's assign_header semantics: an invalid source
+        # header only clears the destination's valid bit (its fields are kept).
+        asg = ["def assign(self, o):"]
+        ind = "    "
+        if is_header:
+            asg += ["    if not o._v:", "        self._v = False", "        return",
+                    "    self._v = True"]
+        for a, ft in fields:
+            if _is_aggregate(ft) and not _is_list(ft):
+                asg.append(f"{ind}self.{a}.assign(o.{a})")
+            elif _is_list(ft):
+                asg.append(f"{ind}self.{a} = _copy(o.{a})")
+            else:
+                asg.append(f"{ind}self.{a} = o.{a}")
+        if len(asg) == 1:
+            asg.append("    pass")
         eq = ["def __eq__(self, o):", "    if type(o) is not _C: return NotImplemented"]
         if is_header:
             eq.append("    if self._v != o._v: return False")
             eq.append("    if not self._v: return True")
         cond = " and ".join(f"self.{a} == o.{a}" for a, _ in fields) or "True"
         eq.append(f"    return {cond}")
-        src = "\n".join(init + cp + eq)
+        src = "\n".join(init + cp + asg + eq)
         exec(compile(src, f"<layout {t.name}>", "exec"), ns)
         c = type(cname, (), {"__slots__": slots, "__init__": ns["__init__"],
-                             "copy": ns["copy"], "__eq__": ns["__eq__"], "__hash__": None,
+                             "copy": ns["copy"], "assign": ns["assign"],
+                             "__eq__": ns["__eq__"], "__hash__": None,
                              "p4type": t, "is_header": is_header,
                              "is_union": isinstance(t, T.HeaderUnionType)})
         ns["_C"] = c

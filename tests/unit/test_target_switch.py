@@ -234,3 +234,19 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }""")
         sw.table_add("nope", [], "x", [])
     with pytest.raises(P4Error, match="no register"):
         sw.register_read("nope", 0)
+
+
+def test_assigning_an_invalid_header_keeps_the_destination_fields(tmp_path):
+    sw = load(tmp_path, """
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply {
+        h_t inv;                 // invalid, fields zero
+        inv.a = 0x77;            // BMv2 allows writes to an invalid header
+        h_t keep = h.h;
+        h.h = inv;               // only clears the valid bit
+        h.h.setValid();          // the old field values are still there
+        h.h.b = inv.a;
+        sm.egress_spec = 1;
+    }
+}""")
+    assert one(sw, bytes([1, 2, 3, 4])) == (1, bytes([1, 0x77, 3, 4]))
