@@ -326,6 +326,14 @@ class InvalidHeaderExpr(Expr):
     """``{#}`` — an invalid header / header union value."""
 
 
+@dataclass(eq=False)
+class DotsExpr(Expr):
+    """``...`` (P4_16 1.2.4 default initializers): the remaining fields/elements take
+    their default values. It is the last item of a :class:`ListExpr` (``{1, ...}``), the
+    last ``("...", DotsExpr)`` pair of a :class:`StructExpr` (``{a = 1, ...}``, p4c's
+    NamedDots), or a whole expression (``= ...``, a select key)."""
+
+
 # ---------------------------------------------------------------------------
 # Statements
 # ---------------------------------------------------------------------------

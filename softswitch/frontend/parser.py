@@ -65,11 +65,6 @@ class _Backtrack(Exception):
     """Internal: a speculative parse did not match; never escapes the parser."""
 
 
-class _Unsupported(P4Error):
-    """A construct we recognise but do not implement: no alternative parse can help, so
-    speculation must not swallow it into a misleading syntax error elsewhere."""
-
-
 class Parser:
     """Parses one token list. ``scopes`` maps, per nesting level, each declared name to
     whether it is a type; like p4c, a parameter/variable/constant/instance declared in an
@@ -152,8 +147,6 @@ class Parser:
         saved = self.i
         try:
             return fn()
-        except _Unsupported:
-            raise
         except (P4Error, _Backtrack):
             self.i = saved
             return None
@@ -529,7 +522,8 @@ class Parser:
             self.advance()
             return ast.TypeNameExpr(ast.ErrorTypeRef(loc=t.loc), loc=t.loc)
         if k == "...":
-            raise _Unsupported("default initializers (`...`) are not supported", t.loc)
+            self.advance()
+            return ast.DotsExpr(loc=t.loc)
         if k == ".":
             nxt = self.peek()
             if nxt.kind == "ID" and not self.is_type_name(nxt.text):
@@ -566,7 +560,9 @@ class Parser:
             fields: list[tuple[str, ast.Expr]] = []
             while not self.at("}"):
                 if self.at("..."):
-                    self.parse_primary()  # reports the unsupported `...`
+                    dots = self.advance()
+                    fields.append(("...", ast.DotsExpr(loc=dots.loc)))
+                    break
                 name = self.expect_name()
                 self.expect("=")
                 fields.append((name.text, self.parse_expr()))
@@ -580,6 +576,7 @@ class Parser:
             if not self.accept(","):
                 break
         self.expect("}", "`}` or `,`")
+        check_dots_last(items)
         return ast.ListExpr(items, loc=lb.loc)
 
     def parse_postfix(self, e: ast.Expr) -> ast.Expr:
@@ -1212,6 +1209,7 @@ class Parser:
             while self.accept(","):
                 keys.append(self.parse_expr())
         self.expect(")")
+        check_dots_last(keys)
         self.expect("{")
         cases: list[ast.SelectCase] = []
         while not self.accept("}"):
@@ -1401,6 +1399,13 @@ class Parser:
         while not self.at("EOF"):
             decls.extend(self.parse_declaration())
         return ast.Program(decls, loc=start.loc)
+
+
+def check_dots_last(items: list[ast.Expr]) -> None:
+    """``...`` stands for "all the remaining elements", so nothing may follow it."""
+    for item in items[:-1]:
+        if isinstance(item, ast.DotsExpr):
+            raise P4Error("... must be the last element", item.loc)
 
 
 def parse_preprocessed(pre: Preprocessed) -> ast.Program:

@@ -393,6 +393,16 @@ def test_statements_start_with_an_lvalue():
         parse(PRELUDE + "control c(inout m_t m) { apply { (m.a) = 2; } }")
 
 
+def test_default_initializer_dots():
+    stmts = apply_stmts("m = {a = 1, ...}; tuple<bit<8>, bool> t = {1, ...}; m = ...;")
+    assert stmts[0].value.fields[-1][0] == "..."
+    assert isinstance(stmts[0].value.fields[-1][1], ast.DotsExpr)
+    assert isinstance(stmts[1].init.items[-1], ast.DotsExpr)
+    assert isinstance(stmts[2].value, ast.DotsExpr)
+    with pytest.raises(P4Error, match="must be the last element"):
+        apply_stmts("tuple<bit<8>, bool> t = {..., true};")
+
+
 # --- expressions -------------------------------------------------------------------------
 
 def test_precedence_follows_p4_not_c():
