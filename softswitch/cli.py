@@ -101,6 +101,22 @@ def _cmd_stf(args: argparse.Namespace) -> int:
     return EXIT_USER_ERROR
 
 
+def _cmd_cli(args: argparse.Namespace) -> int:
+    from softswitch.runtime_channel import run_commands
+
+    if args.commands:
+        commands = list(args.commands)
+    elif args.file and args.file != "-":
+        try:
+            with open(args.file, encoding="utf-8") as f:
+                commands = f.read().splitlines()
+        except OSError as err:
+            raise P4Error(f"cannot read {args.file}: {err.strerror}") from None
+    else:
+        commands = sys.stdin.read().splitlines()
+    return run_commands(args.host, args.port, commands)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(
         prog="softswitch",
@@ -122,6 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_program_args(s)
     s.add_argument("stf", help="STF test file")
     s.set_defaults(func=_cmd_stf)
+    r = sub.add_parser("cli", help="runtime commands to a running switch "
+                                   "(simple_switch_CLI language: table_*, mirroring_*, mc_*, "
+                                   "counter_*, register_*, set_queue_rate/depth, …)")
+    r.add_argument("--host", default="127.0.0.1", help="switch address (127.0.0.1)")
+    r.add_argument("--port", type=int, default=9090,
+                   help="the switch's runtime port (softswitch run --thrift-port; 9090)")
+    r.add_argument("-c", dest="commands", action="append", metavar="CMD",
+                   help="a command (repeatable); otherwise FILE or standard input")
+    r.add_argument("file", nargs="?", help="file of commands, one per line ('-': stdin)")
+    r.set_defaults(func=_cmd_cli, program="softswitch cli")
     for name, (_module, help_text) in _PASSTHROUGH.items():
         sub.add_parser(name, help=help_text, add_help=False)
     return parser

@@ -1,0 +1,200 @@
+"""The runtime control channel: what P4Runtime cannot do, in ``simple_switch_CLI`` words.
+
+BMv2 exposes queue rates/depths, mirroring and table commands over Thrift to
+``simple_switch_CLI``. softswitch serves the same command language (the one module
+:mod:`softswitch.stf.commands` shared with the STF runner) over a small line protocol on
+TCP (``softswitch run … --thrift-port P``), and ``softswitch cli --port P`` is the client:
+commands from ``-c``, a file or standard input, like ``simple_switch_CLI < cmds.txt``.
+
+Traffic-manager commands handled here (BMv2 syntax, then softswitch extensions):
+``set_queue_rate PPS [PORT [PRIORITY]]``, ``set_queue_depth PACKETS [PORT [PRIORITY]]``,
+``set_queue_weight WEIGHT PORT [PRIORITY]`` (DWRR), ``set_link_rate BITS_PER_S PORT``,
+``set_pfc INGRESS_PORT PRIORITY XOFF XON`` / ``clear_pfc INGRESS_PORT PRIORITY``,
+``show_queues PORT``. Wire format: one JSON object per line each way —
+``{"cmd": "..."}`` → ``{"ok": true|false, "output": "..."}``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from contextlib import nullcontext
+from typing import Any
+
+from softswitch.diagnostics import P4Error
+from softswitch.stf.commands import CommandSession
+from softswitch.target.control import SwitchControl
+from softswitch.tm import PfcThresholds, TrafficManager
+
+MAX_LINE = 1 << 20
+
+
+def _ints(words: list[str], usage: str, least: int, most: int) -> list[int]:
+    if not least <= len(words) <= most:
+        raise P4Error(f"usage: {usage}")
+    try:
+        return [int(w, 0) for w in words]
+    except ValueError:
+        raise P4Error(f"usage: {usage} (numbers expected, got {' '.join(words)!r})") from None
+
+
+class RuntimeChannel:
+    """Executes one command line against a switch and its traffic manager."""
+
+    def __init__(self, control: SwitchControl, tm: TrafficManager | None,
+                 lock: Any = None) -> None:
+        self.session = CommandSession(control)
+        self.tm = tm
+        self.lock = lock if lock is not None else nullcontext()
+        self._tm_commands: dict[str, Callable[[list[str]], str]] = {
+            "set_queue_rate": self._set_queue_rate,
+            "set_queue_depth": self._set_queue_depth,
+            "set_queue_weight": self._set_queue_weight,
+            "set_link_rate": self._set_link_rate,
+            "set_pfc": self._set_pfc,
+            "clear_pfc": self._clear_pfc,
+            "show_queues": self._show_queues,
+        }
+
+    def execute(self, line: str) -> tuple[bool, str]:
+        """(ok, output) of one command; errors are messages, never exceptions."""
+        text = line.strip()
+        if not text or text.startswith("#"):
+            return True, ""
+        keyword, *words = text.split()
+        try:
+            with self.lock:
+                handler = self._tm_commands.get(keyword.lower())
+                if handler is not None:
+                    return True, handler(words)
+                outcome = self.session.run_line(text)
+        except (P4Error, ValueError) as err:
+            return False, f"Error: {getattr(err, 'message', err)}"
+        if outcome.failure:
+            return False, outcome.failure
+        return True, outcome.text
+
+    # --- traffic manager --------------------------------------------------------------
+    def _require_tm(self) -> TrafficManager:
+        if self.tm is None:
+            raise P4Error("this switch has no traffic manager (run it with softswitch run)")
+        return self.tm
+
+    def _port_prio(self, rest: list[int]) -> dict[str, int | None]:
+        return {"port": rest[0] if rest else None, "priority": rest[1] if len(rest) > 1 else None}
+
+    def _set_queue_rate(self, words: list[str]) -> str:
+        v = _ints(words, "set_queue_rate PPS [PORT [PRIORITY]]", 1, 3)
+        self._require_tm().set_queue_rate(v[0], **self._port_prio(v[1:]))
+        return ""
+
+    def _set_queue_depth(self, words: list[str]) -> str:
+        v = _ints(words, "set_queue_depth PACKETS [PORT [PRIORITY]]", 1, 3)
+        self._require_tm().set_queue_depth(v[0], **self._port_prio(v[1:]))
+        return ""
+
+    def _set_queue_weight(self, words: list[str]) -> str:
+        v = _ints(words, "set_queue_weight WEIGHT PORT [PRIORITY]", 2, 3)
+        self._require_tm().set_queue_weight(v[0], **self._port_prio(v[1:]))
+        return ""
+
+    def _set_link_rate(self, words: list[str]) -> str:
+        v = _ints(words, "set_link_rate BITS_PER_S PORT", 2, 2)
+        self._require_tm().set_link_rate(v[0], v[1])
+        return ""
+
+    def _set_pfc(self, words: list[str]) -> str:
+        port, prio, xoff, xon = _ints(words, "set_pfc INGRESS_PORT PRIORITY XOFF XON", 4, 4)
+        self._require_tm().set_pfc(port, prio, PfcThresholds(xoff=xoff, xon=xon))
+        return ""
+
+    def _clear_pfc(self, words: list[str]) -> str:
+        port, prio = _ints(words, "clear_pfc INGRESS_PORT PRIORITY", 2, 2)
+        self._require_tm().set_pfc(port, prio, None)
+        return ""
+
+    def _show_queues(self, words: list[str]) -> str:
+        (port,) = _ints(words, "show_queues PORT", 1, 1)
+        tm = self._require_tm()
+        ep = tm.port(port)
+        lines = [f"port {port}: link {ep.link_rate_bps or 'unlimited'} b/s"]
+        for prio in range(tm.num_queues - 1, -1, -1):
+            cfg, st = ep.queue_config(prio), ep.stats(prio)
+            lines.append(f"  queue {prio}: depth {ep.depth(prio)}/{cfg.capacity_pkts} "
+                         f"rate {cfg.rate_pps or 'unlimited'} pps weight {cfg.weight} "
+                         f"enqueued {st.enqueued} dropped {st.dropped}")
+        return "\n".join(lines)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    channel: RuntimeChannel
+
+    def handle(self) -> None:
+        for raw in self.rfile:
+            if len(raw) > MAX_LINE:
+                reply = {"ok": False, "output": "Error: command too long"}
+            else:
+                try:
+                    cmd = json.loads(raw)["cmd"]
+                    if not isinstance(cmd, str):
+                        raise TypeError
+                    ok, output = self.channel.execute(cmd)
+                    reply = {"ok": ok, "output": output}
+                except (ValueError, KeyError, TypeError):
+                    reply = {"ok": False, "output": 'Error: expected {"cmd": "..."}'}
+            self.wfile.write((json.dumps(reply) + "\n").encode())
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class RuntimeChannelServer:
+    """Serves a :class:`RuntimeChannel` on ``host:port`` in a background thread."""
+
+    def __init__(self, channel: RuntimeChannel, host: str = "127.0.0.1", port: int = 9090) -> None:
+        handler = type("Handler", (_Handler,), {"channel": channel})
+        self._server = _Server((host, port), handler)
+        self.address = self._server.server_address
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        name="runtime-channel")
+
+    def start(self) -> RuntimeChannelServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def run_commands(host: str, port: int, commands: Iterable[str],
+                 out: Any = sys.stdout) -> int:
+    """Client: send each command, print its output; exit code 1 if any failed."""
+    failed = 0
+    try:
+        with socket.create_connection((host, port), timeout=30) as sock:
+            stream = sock.makefile("rwb")
+            for cmd in commands:
+                if not cmd.strip() or cmd.strip().startswith("#"):
+                    continue
+                stream.write((json.dumps({"cmd": cmd.rstrip("\n")}) + "\n").encode())
+                stream.flush()
+                line = stream.readline()
+                if not line:
+                    print("Error: the switch closed the connection", file=sys.stderr)
+                    return 1
+                reply = json.loads(line)
+                if reply.get("output"):
+                    print(reply["output"], file=out if reply.get("ok") else sys.stderr)
+                failed += not reply.get("ok")
+    except OSError as err:
+        print(f"Error: cannot reach the switch's runtime channel at {host}:{port}: {err}",
+              file=sys.stderr)
+        return 1
+    return 1 if failed else 0
