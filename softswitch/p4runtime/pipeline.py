@@ -50,20 +50,22 @@ class Artifact:
 
 
 def make_artifact(path: str, defines: dict[str, str] | None = None) -> Artifact:
-    """Bundle a program with the quoted ``#include`` files next to it (recursively)."""
+    """Bundle a program with the quoted ``#include`` files below its directory
+    (recursively, each resolved from the including file's directory as cpp does)."""
     with open(path, encoding="utf-8") as f:
         source = f.read()
     base = os.path.dirname(os.path.abspath(path))
     files: dict[str, str] = {}
-    pending = _INCLUDE.findall(source)
+    pending = [(base, rel) for rel in _INCLUDE.findall(source)]
     while pending:
-        rel = pending.pop()
-        full = os.path.normpath(os.path.join(base, rel))
-        if rel in files or not os.path.isfile(full) or not full.startswith(base + os.sep):
+        where, rel = pending.pop()
+        full = os.path.normpath(os.path.join(where, rel))
+        key = os.path.relpath(full, base)
+        if key in files or not os.path.isfile(full) or not full.startswith(base + os.sep):
             continue
         with open(full, encoding="utf-8") as f:
-            files[rel] = f.read()
-        pending.extend(_INCLUDE.findall(files[rel]))
+            files[key] = f.read()
+        pending.extend((os.path.dirname(full), r) for r in _INCLUDE.findall(files[key]))
     return Artifact(source, os.path.basename(path), dict(defines or {}), files)
 
 
