@@ -168,6 +168,8 @@ class DeclChecker(TableChecker):
                            "bool, type or serializable enum", p)
         if kind in ("action", "function") and isinstance(b, T.BlockType):
             raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
+        if isinstance(b, T.BlockType) and isinstance(b.decl, (ast.ParserDecl, ast.ControlDecl)):
+            raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
         if isinstance(b, T.BlockType) and b.kind == "package" and kind != "package":
             raise fail(f"{p.name}: parameter cannot be a package", p)
         if p.annotation("optional") is not None and kind not in ("extern", "package"):

@@ -186,6 +186,21 @@ class TableChecker(ExprChecker):
         for entry in p.value:
             self.guard(lambda entry=entry: self.entry(d, entry, keys, refs, needs_priority,
                                                       ctx))
+        if all(k.match_kind == "exact" for k in keys):
+            self._no_duplicate_keys(p.value)
+
+    def _no_duplicate_keys(self, entries: list[ast.TableEntry]) -> None:
+        """Two exact-match entries with the same key could never both be hit."""
+        seen: set[object] = set()
+        for entry in entries:
+            ks = entry.keys
+            items = ks.items if isinstance(ks, ast.ListExpr) else [ks]
+            values = tuple(i.const for i in items)
+            if any(v is ast.NOT_CONST for v in values):
+                continue
+            if values in seen:
+                raise fail(f"{describe(ks)}: Duplicate entry keys", entry)
+            seen.add(values)
 
     def entry(self, d: ast.TableDecl, entry: ast.TableEntry, keys: list[ast.KeyElement],
               refs: dict, needs_priority: bool, ctx: Ctx) -> None:
