@@ -26,7 +26,13 @@ from p4.v1 import p4runtime_pb2
 from ptf.base_tests import BaseTest
 from scapy.packet import Packet
 
-from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex, load_p4info
+from controlplane.p4rt import (
+    Client,
+    EntityBuilder,
+    P4InfoIndex,
+    P4RuntimeWriteError,
+    load_p4info,
+)
 from controlplane.p4rt.client import update
 from controlplane.p4rt.values import decode
 
@@ -88,6 +94,19 @@ class TailccTest(BaseTest):
 
     def write_entities(self, kind: str, entities: Iterable[Any]) -> None:
         self.client.write([update(kind, e) for e in entities])
+
+    def write_or_skip(self, kind: str, entities: Iterable[Any], feature: str) -> None:
+        """Write, skipping the test when the target says the entity kind is
+        UNIMPLEMENTED (a capability the target lacks, e.g. action selectors), so the
+        same test runs, and must pass, wherever the target has it."""
+        try:
+            self.write_entities(kind, entities)
+        except P4RuntimeWriteError as exc:
+            if exc.errors and all(code in ("OK", "UNIMPLEMENTED") for _, code, _ in
+                                  exc.errors):
+                self.skipTest(f"{self.target} does not implement {feature}: "
+                              f"{exc.errors[0][2]}")
+            raise
 
     def clone_session(self, session: int, port: int, class_of_service: int = 0) -> None:
         self.client.write([update("INSERT", self.b.clone_session(
