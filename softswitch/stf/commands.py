@@ -472,6 +472,18 @@ class CommandSession:
         """Parse and execute one line (the runtime CLI channel's entry point)."""
         return self.execute(parse_command(line, loc))
 
+    def run_script(self, text: str, filename: str = "<commands>") -> list[Outcome]:
+        """Execute a command file (``simple_switch_CLI < FILE``): one command per line,
+        ``#`` comments and blank lines skipped; the first bad line raises ``P4Error``
+        naming ``file:line``."""
+        outcomes = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            body = line.split("#", 1)[0]
+            if body.strip():
+                col = len(body) - len(body.lstrip()) + 1
+                outcomes.append(self.run_line(body, SourceLoc(filename, lineno, col)))
+        return outcomes
+
     def execute(self, cmd: Command) -> Outcome:
         handler = getattr(self, "_do_" + type(cmd).__name__)
         try:

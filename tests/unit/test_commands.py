@@ -186,3 +186,53 @@ def test_meter_rates_parse_and_need_a_switch_that_offers_them():
         parse_command("meter_set_rates m 2 fast")
     with pytest.raises(P4Error, match="not supported by this switch"):
         run("meter_set_rates m 2 0.5:10")
+
+
+def test_run_script_skips_comments_and_locates_errors():
+    control = RecordingControl()
+    session = CommandSession(control)
+    outs = session.run_script("# setup\n\ntable_clear ingress.acl  # all\nmc_node_create 1 2\n")
+    assert control.calls == [("clear", "ingress.acl"), ("node", 1, [2])] and len(outs) == 2
+    with pytest.raises(P4Error) as info:
+        session.run_script("table_clear egress.acl\n  bogus 1\n", "cmds.txt")
+    assert str(info.value.loc) == "cmds.txt:2:3"
+
+
+@pytest.mark.parametrize("line, key", [
+    ("add ingress.acl srcAddr:0b1*1 ingress.drop()",
+     KeyMatch("hdr.ipv4.srcAddr", "ternary", 0b101, 0b101)),
+    ("add ingress.acl srcAddr:0o7* ingress.drop()",
+     KeyMatch("hdr.ipv4.srcAddr", "ternary", 0o70, 0o70)),
+    ("add ingress.acl srcAddr:* ingress.drop()", KeyMatch("hdr.ipv4.srcAddr", "ternary", 0, 0)),
+    ("add ingress.acl srcAddr:10.0.0.0/8 ingress.drop()",
+     KeyMatch("hdr.ipv4.srcAddr", "ternary", 0x0A000000, 0xFF000000)),
+    ("add ingress.acl srcAddr:-1 ingress.drop()",
+     KeyMatch("hdr.ipv4.srcAddr", "ternary", 0xFFFFFFFF, 0xFFFFFFFF)),
+    ("add ingress.acl srcAddr:0x0f&&&0xf0 ingress.drop()",
+     KeyMatch("hdr.ipv4.srcAddr", "ternary", 0, 0xF0)),
+])
+def test_ternary_value_forms(line, key):
+    calls, _ = run(line)
+    assert calls[0][2][0] == key
+
+
+def test_lpm_digit_inference_and_address_forms():
+    calls, _ = run("add ipv4_lpm dstAddr:0x0a0100** NoAction()")
+    assert calls[0][2][0].prefix_len == 24
+    calls, _ = run("add ipv4_lpm dstAddr:0x0a01ffff/16 NoAction()")
+    assert calls[0][2][0] == KeyMatch("hdr.ipv4.dstAddr", "lpm", 0x0A010000, prefix_len=16)
+    calls, _ = run("add ipv4_lpm dstAddr:0x0a01****/16 NoAction()")
+    assert calls[0][2][0] == KeyMatch("hdr.ipv4.dstAddr", "lpm", 0x0A010000, prefix_len=16)
+    with pytest.raises(P4Error, match="does not fit in 32 bits"):
+        run("add ipv4_lpm dstAddr:fe80::1/32 NoAction()")
+
+
+@pytest.mark.parametrize("line, message", [
+    ("add ingress.acl meta.port:9..2 ingress.drop()", "empty range"),
+    ("add ingress.acl extra$0.h:0x1* ingress.drop()", "invalid number"),
+    ("add ingress.acl extra$0.h:256 ingress.drop()", "does not fit in 8 bits"),
+    ("add ingress.acl srcAddr:0xz ingress.drop()", "invalid digit"),
+])
+def test_bad_values(line, message):
+    with pytest.raises(P4Error, match=message):
+        run(line)
