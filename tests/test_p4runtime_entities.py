@@ -538,3 +538,16 @@ def test_lpm_prefix_rules(l3rig):
         table_id=l3rig.ids["L3Ingress.ipv4_lpm"])))
     assert got.table_entry.match[0].lpm.value == b"\x0a\x00\x00\x00"
     assert got.table_entry.match[0].lpm.prefix_len == 8
+
+
+def test_reconcile_refuses_state_that_does_not_fit(rig, tmp_path):
+    rig.write(upd(Update.INSERT, table_entry=fwd_entry(rig, b"\xff" * 6, 3)))
+    smaller = PROGRAM.replace("bit<48> dst;", "bit<40> dst;")
+    (tmp_path / "small.p4").write_text(smaller)
+    small_info = pipeline.compile_file(str(tmp_path / "small.p4"), {}).p4info
+    with pytest.raises(grpc.RpcError) as exc:
+        rig.set_pipeline(action=SetReq.RECONCILE_AND_COMMIT, source=smaller,
+                         p4info=small_info)
+    assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    rig.device.receive(1, frame(0xFFFFFFFFFFFF))      # the old pipeline still runs
+    assert rig.sent[-1][0] == 3

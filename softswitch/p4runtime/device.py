@@ -149,19 +149,18 @@ class Device:
             return
         updates = [p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT, entity=e)
                    for e in _forwarding_state(old.runtime)]
-        batch = p4runtime_pb2.WriteRequest(updates=updates,
-                                           atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+        # Any failure discards the whole new pipeline, so no rollback is needed.
+        batch = p4runtime_pb2.WriteRequest(updates=updates)
         for update in batch.updates:
             if update.entity.WhichOneof("entity") in ("value_set_entry",) or (
                     update.entity.HasField("table_entry")
                     and update.entity.table_entry.is_default_action):
                 update.type = p4runtime_pb2.Update.MODIFY
         failures = [r for r in loaded.runtime.write(batch) if r is not None]
-        real = [f for f in failures if f.code.name != "ABORTED"]
-        if real:
+        if failures:
             raise errors.failed_precondition("RECONCILE_AND_COMMIT: the current forwarding "
                                              "state does not fit the new pipeline: "
-                                             f"{real[0].message}")
+                                             f"{failures[0].message}")
         self.current = loaded
 
     def get_pipeline(self, response_type: int) -> p4runtime_pb2.ForwardingPipelineConfig:

@@ -51,6 +51,10 @@ class Replication:
 
     def write(self, kind: int, entry: p4runtime_pb2.PacketReplicationEngineEntry,
               log: UndoLog) -> None:
+        if log.atomic and not self._undoable():
+            raise errors.unimplemented("this switch cannot take replication entries apart, "
+                                       "so they cannot be part of a ROLLBACK_ON_ERROR "
+                                       "batch: send them with CONTINUE_ON_ERROR")
         which = entry.WhichOneof("type")
         if which == "multicast_group_entry":
             self._write_group(kind, entry.multicast_group_entry, log)
@@ -108,6 +112,10 @@ class Replication:
             rebuilt = self._create_group(gid, by_rid, UndoLog())
             group.nodes = rebuilt.nodes
         log.push(rebuild)
+
+    def _undoable(self) -> bool:
+        return all(hasattr(self.switch, m) for m in (
+            "mc_node_dissociate", "mc_node_destroy", "mc_mgrp_destroy", "mirroring_delete"))
 
     def _call(self, method: str, *args: Any) -> None:
         fn: Callable[..., Any] | None = getattr(self.switch, method, None)

@@ -9,6 +9,7 @@ result is one error slot per update, reported by the server as per-update detail
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from softswitch.p4runtime.valuesets import ValueSets
 from softswitch.target.control import SwitchControl
 
 WriteRequest = p4runtime_pb2.WriteRequest
+_log = logging.getLogger("softswitch.p4runtime")
 Result = errors.P4RuntimeError | None
 
 
@@ -73,7 +75,7 @@ class PipelineRuntime:
                                      WriteRequest.ROLLBACK_ON_ERROR,
                                      WriteRequest.DATAPLANE_ATOMIC):
             raise errors.invalid(f"unknown atomicity {request.atomicity}")
-        log = UndoLog()
+        log = UndoLog(atomic)
         results: list[Result] = []
         failed = False
         for update in request.updates:
@@ -92,7 +94,8 @@ class PipelineRuntime:
             if failed and atomic:
                 break
         if failed and atomic:
-            log.rollback()
+            for exc in log.rollback():
+                _log.error("rollback of a Write batch incomplete: %s", exc)
             aborted = errors.aborted("not applied: another update of this batch failed "
                                      "and the batch was rolled back")
             results = [r if r is not None else aborted for r in results]

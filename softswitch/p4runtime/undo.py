@@ -17,8 +17,11 @@ Step = Callable[[], None]
 class UndoLog:
     """Inverse operations, run last-in first-out."""
 
-    def __init__(self) -> None:
+    def __init__(self, atomic: bool = False) -> None:
         self._steps: list[Step] = []
+        # True for a ROLLBACK_ON_ERROR batch: a change that could not be undone must
+        # then be refused up front, since a later update may still fail.
+        self.atomic = atomic
 
     def push(self, step: Step) -> None:
         self._steps.append(step)
