@@ -312,10 +312,10 @@ def _checksum(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None
 
 def _assert(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     cond = lw.expr(info.args[0], fn)
-    where = str(e.loc) if e.loc else "?"
+    where = lw.const_obj(e.loc, "_loc")
     fn.buf.emit(f"if not ({cond}):")
     with fn.buf.block():
-        fn.buf.emit(f"_RT.abort({info.decl.name!r}, {where!r})")
+        fn.buf.emit(f"_RT.abort({info.decl.name!r}, {where})")
     return None
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from softswitch.diagnostics import P4Error, SourceLoc
+
 
 class ExitSignal(Exception):
     """``exit``: carries the copy-out values of the control it passes through."""
@@ -29,8 +31,9 @@ class ParserError(Exception):
         self.values: Any = None
 
 
-class SwitchAbort(Exception):
-    """BMv2 aborts the whole switch (failed ``assert``/``assume``)."""
+class SwitchAbort(P4Error):
+    """BMv2 aborts the whole switch (failed ``assert``/``assume``): reported like any
+    other error in the user's program, at the failing call."""
 
 
 class PacketDrop(Exception):
@@ -87,7 +90,7 @@ class Runtime:
         try:
             return self._hashes.compute(algo, data, self.rng)
         except KeyError:
-            raise SwitchAbort(f"hash algorithm '{algo}' is not supported") from None
+            raise P4Error(f"hash algorithm '{algo}' is not supported") from None
 
     def random(self, lo: int, hi: int) -> int:
         if hi < lo:
@@ -112,8 +115,9 @@ class Runtime:
     def truncate(self, length: int) -> None:
         self.pkt.truncate_len = length
 
-    def abort(self, what: str, where: str) -> None:
-        raise SwitchAbort(f"{where}: {what} failed; BMv2 would abort the switch here")
+    def abort(self, what: str, loc: SourceLoc | None) -> None:
+        raise SwitchAbort(f"{what} failed while processing a packet; BMv2 aborts the "
+                          "switch here", loc)
 
     def log(self, msg: str, values: tuple[Any, ...]) -> None:
         parts = msg.split("{}")

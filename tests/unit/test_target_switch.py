@@ -213,8 +213,11 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
     apply { assert(h.h.a != 0); sm.egress_spec = 1; }
 }""")
     assert one(sw, bytes([1, 0, 0, 0]))[0] == 1
-    with pytest.raises(SwitchAbort, match="assert"):
+    with pytest.raises(SwitchAbort, match="assert") as info:
         sw.inject(0, bytes(4))
+    lines = (tmp_path / "prog.p4").read_text().splitlines()
+    assert isinstance(info.value, P4Error)
+    assert "assert(" in lines[info.value.loc.line - 1]
 
 
 def test_unsupported_extern_is_a_located_error(tmp_path):
