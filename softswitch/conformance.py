@@ -334,6 +334,21 @@ def _preload() -> None:
             pass
 
 
+def _collect(conn, proc, prog: Program, started: float, now: float, ready: list,
+             timeout: float) -> list[CheckResult] | None:
+    """A finished worker's results, a failure for a dead or overdue one, else None."""
+    if conn in ready:
+        try:
+            return [CheckResult(**r) for r in conn.recv()]
+        except (EOFError, OSError):
+            proc.join(5)
+            return _failed_all(prog, f"worker died (exit code {proc.exitcode})")
+    if now - started > timeout:
+        proc.kill()
+        return _failed_all(prog, f"timeout after {timeout:.0f} s")
+    return None
+
+
 def run_corpus(programs: list[Program], jobs: int = 2, timeout: float = DEFAULT_TIMEOUT,
                progress=None) -> list[CheckResult]:
     """Run every program in a forked worker, ``jobs`` at a time."""
@@ -342,36 +357,31 @@ def run_corpus(programs: list[Program], jobs: int = 2, timeout: float = DEFAULT_
     queue = list(reversed(programs))
     running: dict = {}
     results: list[CheckResult] = []
-    done = 0
-    while queue or running:
-        while queue and len(running) < max(1, jobs):
-            prog = queue.pop()
-            parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_worker, args=(prog, child), daemon=True)
-            proc.start()
-            child.close()
-            running[parent] = (proc, prog, time.monotonic())
-        ready = multiprocessing.connection.wait(list(running), timeout=0.2)
-        now = time.monotonic()
-        for conn in list(running):
-            proc, prog, started = running[conn]
-            if conn in ready:
-                try:
-                    got = [CheckResult(**r) for r in conn.recv()]
-                except (EOFError, OSError):
-                    got = _failed_all(prog, f"worker died (exit code {proc.exitcode})")
-            elif now - started > timeout:
-                proc.kill()
-                got = _failed_all(prog, f"timeout after {timeout:.0f} s")
-            else:
-                continue
-            proc.join(5)
-            conn.close()
-            del running[conn]
-            results.extend(got)
-            done += 1
-            if progress:
-                progress(done, len(programs), got)
+    try:
+        while queue or running:
+            while queue and len(running) < max(1, jobs):
+                prog = queue.pop()
+                parent, child = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_worker, args=(prog, child), daemon=True)
+                proc.start()
+                child.close()
+                running[parent] = (proc, prog, time.monotonic())
+            ready = multiprocessing.connection.wait(list(running), timeout=0.2)
+            now = time.monotonic()
+            for conn in list(running):
+                proc, prog, started = running[conn]
+                got = _collect(conn, proc, prog, started, now, ready, timeout)
+                if got is None:
+                    continue
+                proc.join(5)
+                conn.close()
+                del running[conn]
+                results.extend(got)
+                if progress:
+                    progress(len(programs) - len(queue) - len(running), len(programs), got)
+    finally:  # interrupted: leave no orphan workers behind
+        for proc, _, _ in running.values():
+            proc.kill()
     order = {p.name: i for i, p in enumerate(programs)}
     results.sort(key=lambda r: (order[r.program], CATEGORIES.index(r.category)))
     return results

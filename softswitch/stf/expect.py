@@ -110,8 +110,18 @@ def check_outputs(expected: dict[int, list[ExpectedPacket]], received: dict[int,
     return [check_port(p, expected.get(p, []), received.get(p, [])) for p in sorted(observed)]
 
 
+_SHORT = 64  # hex digits shown of packets on ports that passed
+
+
+def _shorten(text: str, full: bool) -> str:
+    if full or len(text) <= _SHORT:
+        return text
+    return f"{text[:_SHORT]}… ({(len(text) + 1) // 2} bytes)"
+
+
 def format_report(reports: list[PortReport], ignored: dict[int, int]) -> str:
-    """Human-readable expected vs received listing, one block per port."""
+    """Human-readable expected vs received listing, one block per port (packets in full
+    on failing ports, shortened on passing ones)."""
     lines: list[str] = []
     for rep in reports:
         status = "ok" if rep.ok else "FAIL"
@@ -120,8 +130,8 @@ def format_report(reports: list[PortReport], ignored: dict[int, int]) -> str:
         for i in range(max(len(rep.expected), len(rep.received))):
             exp = rep.expected[i].describe() if i < len(rep.expected) else "-"
             got = rep.received[i].hex().upper() if i < len(rep.received) else "-"
-            lines.append(f"  #{i + 1} expected {exp}")
-            lines.append(f"  #{i + 1} received {got}")
+            lines.append(f"  #{i + 1} expected {_shorten(exp, not rep.ok)}")
+            lines.append(f"  #{i + 1} received {_shorten(got, not rep.ok)}")
         lines.extend(f"  {p}" for p in rep.problems)
     for port, count in sorted(ignored.items()):
         lines.append(f"port {port}: {count} packet(s) not checked (port not named in the STF)")

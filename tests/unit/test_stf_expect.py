@@ -3,7 +3,13 @@
 import pytest
 
 from softswitch.diagnostics import P4Error
-from softswitch.stf.expect import check_outputs, check_port, mismatch, parse_expectation
+from softswitch.stf.expect import (
+    check_outputs,
+    check_port,
+    format_report,
+    mismatch,
+    parse_expectation,
+)
 
 
 def exp(*words: str, port: int = 0):
@@ -59,3 +65,13 @@ def test_unexpected_packet_on_observed_port_fails_but_unobserved_ports_are_not_c
     assert [r.port for r in reports] == [0, 1]
     assert not reports[0].ok          # port 0 was an input port: nothing was expected there
     assert reports[1].ok              # port 7 is not observed at all
+
+
+def test_report_shortens_long_packets_only_on_passing_ports():
+    long = bytes(range(100))
+    good = check_port(1, [exp(long.hex(), port=1)], [long])
+    bad = check_port(2, [exp(long.hex() + "00", port=2)], [long])
+    text = format_report([good, bad], {9: 3})
+    assert "… (100 bytes)" in text.split("port 2")[0]
+    assert long.hex().upper() in text.split("port 2")[1]
+    assert "port 9: 3 packet(s) not checked" in text
