@@ -34,6 +34,7 @@ API (stable)::
     elab.top_blocks                      # BlockInstance per package argument, in order
     elab.blocks                          # all parser/control instances (p4c's BFS order)
     elab.tables / elab.actions / elab.externs / elab.value_sets   # in P4Info order
+                                         # (``name`` None: @hidden; ``qualified`` is set)
     elab.table(name) / elab.action(name) / elab.extern(name)      # by control-plane name
     table.keys -> [KeyField(name, match_kind, width, expr, …)]
     table.action_refs -> [TableActionRef(action, annotations, …)]
@@ -60,8 +61,9 @@ class ActionInstance:
     """An action as the control plane sees it (one per control-plane name)."""
 
     decl: ast.ActionDecl
-    name: str | None
+    name: str | None             # None when @hidden
     owner: BlockInstance | None  # None for a top-level action
+    qualified: str = ""          # the name even when hidden (p4c still reserves it)
 
     @property
     def params(self) -> list[ast.Param]:
@@ -118,6 +120,7 @@ class ExternInstance:
     # built in place in a table property without ``@name``: no control-plane name
     # (p4c's P4Info generator rejects it; a switch can still run it)
     anonymous: bool = False
+    qualified: str = ""  # the name even when hidden
 
     @property
     def annotations(self) -> list[ast.Annotation]:
@@ -130,6 +133,7 @@ class ValueSetInstance:
     name: str | None
     owner: BlockInstance
     size: int | None
+    qualified: str = ""
 
 
 @dataclass(eq=False)
@@ -147,6 +151,7 @@ class TableInstance:
     has_entries: bool = False
     const_entries: bool = False
     support_timeout: bool = False
+    qualified: str = ""
 
     @property
     def annotations(self) -> list[ast.Annotation]:
@@ -710,7 +715,8 @@ class _Elaborator:
         tname = tdecl.name if tdecl is not None else (
             _type_name(getattr(node, "type_ref", None)) or ("", []))[0]
         return ExternInstance(node, None if hidden else cp_name, lname, tname, tdecl,
-                              list(targs), values, exprs, owner, loc=node.loc)
+                              list(targs), values, exprs, owner, loc=node.loc,
+                              qualified=cp_name or "")
 
     def _elaborate_top_level_externs(self) -> None:
         for d in self.program.decls:
@@ -748,8 +754,8 @@ class _Elaborator:
             if top.kind == "control":
                 block_actions = self._block_actions(top, items, used)
                 for act in block_actions:
-                    if act.name is not None and act.name not in actions_seen:
-                        actions_seen[act.name] = act
+                    if act.qualified not in actions_seen:
+                        actions_seen[act.qualified] = act
                         res.actions.append(act)
                 self._record_extern_calls(top, block_actions, items)
             # Tables and extern instances in declaration order; p4c adds an extern built
@@ -903,13 +909,11 @@ class _Elaborator:
         key = (id(decl), id(blk) if blk is not None else 0)
         if key in cache:
             return cache[key]
-        if is_hidden(decl):
-            name = None
-        elif blk is None:
-            name = local_name(decl, decl.name).lstrip(".")
+        if blk is None:
+            qualified = local_name(decl, decl.name).lstrip(".")
         else:
-            name = qualify(blk.prefix, local_name(decl, decl.name))
-        inst = ActionInstance(decl, name, blk)
+            qualified = qualify(blk.prefix, local_name(decl, decl.name))
+        inst = ActionInstance(decl, None if is_hidden(decl) else qualified, blk, qualified)
         cache[key] = inst
         return inst
 
@@ -925,8 +929,8 @@ class _Elaborator:
 
     def _table(self, decl: ast.TableDecl, blk: BlockInstance,
                actions_seen: dict[str, ActionInstance]) -> TableInstance:
-        name = None if is_hidden(decl) else qualify(blk.prefix, local_name(decl, decl.name))
-        t = TableInstance(decl, name, blk)
+        qualified = qualify(blk.prefix, local_name(decl, decl.name))
+        t = TableInstance(decl, None if is_hidden(decl) else qualified, blk, qualified=qualified)
         scope = self._scope_of(blk)
         for prop in decl.properties:
             self._table_property(t, prop, blk, scope)
@@ -999,9 +1003,10 @@ class _Elaborator:
         return None
 
     def _value_set(self, decl: ast.ValueSetDecl, blk: BlockInstance) -> ValueSetInstance:
-        name = None if is_hidden(decl) else qualify(blk.prefix, local_name(decl, decl.name))
+        qualified = qualify(blk.prefix, local_name(decl, decl.name))
         size = _const_value(decl.size, blk.args, self._scope_of(blk))
-        return ValueSetInstance(decl, name, blk, size if isinstance(size, int) else None)
+        return ValueSetInstance(decl, None if is_hidden(decl) else qualified, blk,
+                                size if isinstance(size, int) else None, qualified)
 
     def _record_extern_calls(self, top: BlockInstance, actions: list[ActionInstance],
                              items: list[tuple[BlockInstance, Any]]) -> None:

@@ -122,20 +122,19 @@ class Builder:
 
     def _collect(self) -> None:
         e = self.elab
+        # @hidden objects get no P4Info entry, but p4c still reserves their names (and
+        # ids), which shapes the aliases and ids of the others.
         for act in e.actions:
-            if act.name is not None:
-                self.symbols.add(ids.ACTION, act.name, _explicit_id(act.decl), act.decl.loc)
+            self.symbols.add(ids.ACTION, act.qualified, _explicit_id(act.decl), act.decl.loc)
         for t in e.tables:
-            if t.name is not None:
-                self.symbols.add(ids.TABLE, t.name, _explicit_id(t.decl), t.decl.loc)
+            self.symbols.add(ids.TABLE, t.qualified, _explicit_id(t.decl), t.decl.loc)
             self._collect_table_externs(t)
         for ext in e.externs:
             kind = _EXTERN_KINDS.get(ext.type_name)
-            if kind is not None and ext.name is not None:
-                self.symbols.add(kind, ext.name, _explicit_id(ext.decl), ext.loc)
+            if kind is not None and ext.qualified:
+                self.symbols.add(kind, ext.qualified, _explicit_id(ext.decl), ext.loc)
         for vs in e.value_sets:
-            if vs.name is not None:
-                self.symbols.add(ids.VALUE_SET, vs.name, _explicit_id(vs.decl), vs.decl.loc)
+            self.symbols.add(ids.VALUE_SET, vs.qualified, _explicit_id(vs.decl), vs.decl.loc)
         for name, call, _blk in e.extern_calls:
             if name == "digest":
                 self._collect_digest(call)
@@ -213,11 +212,9 @@ class Builder:
         msg = self.p4info.tables.add()
         self._preamble(msg.preamble, ids.TABLE, t.name, t.annotations)
         self._match_fields(t, msg)
-        for ref in t.action_refs:
-            if ref.action.name is None:
-                continue
+        for ref in t.action_refs:  # a @hidden action is still referenced by its id
             ar = msg.action_refs.add()
-            ar.id = self.symbols.id_of(ids.ACTION, ref.action.name)
+            ar.id = self.symbols.id_of(ids.ACTION, ref.action.qualified)
             add_annotations(ar, ref.annotations)
             if ref.has("tableonly") and ref.has("defaultonly"):
                 raise P4Error(f"Table '{t.name}' has an action reference "
@@ -283,9 +280,9 @@ class Builder:
 
     def _default_action(self, t: TableInstance, msg: p4info_pb2.Table) -> None:
         da = t.default_action
-        if da is None or da.action.name is None:
+        if da is None:
             return
-        aid = self.symbols.id_of(ids.ACTION, da.action.name)
+        aid = self.symbols.id_of(ids.ACTION, da.action.qualified)
         if da.is_const:
             msg.const_default_action_id = aid
         ida = msg.initial_default_action

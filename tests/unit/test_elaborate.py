@@ -59,8 +59,9 @@ control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
 """)
     assert names(e.tables) == ["Ing.t"]
     # top-level actions first (NoAction is added as the implicit default), then locals;
-    # hidden and unused actions have no control-plane name
-    assert names(e.actions) == ["NoAction", "Ing.a1", "Ing.renamed", "absolute"]
+    # unused actions are gone, hidden ones have no control-plane name
+    assert names(e.actions) == ["NoAction", "Ing.a1", "Ing.renamed", "absolute", None]
+    assert e.actions[-1].qualified == "Ing.a4"
     t = e.table("Ing.t")
     assert [r.action.name for r in t.action_refs[:4]] == [
         "Ing.a1", "Ing.renamed", "absolute", None]

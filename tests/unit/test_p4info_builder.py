@@ -197,3 +197,12 @@ def test_field_ids_follow_id_annotations_and_selectors_take_an_id() -> None:
     (ap,) = info.action_profiles
     assert ap.preamble.name == "prof" and ap.with_selector and list(ap.table_ids) == [
         t.preamble.id]
+
+
+def test_hidden_action_is_referenced_by_id_but_not_described() -> None:
+    text = PROGRAM.replace("@defaultonly learn; }", "@defaultonly learn; secret; }").replace(
+        "    table t {", "    @hidden action secret() { }\n    table t {")
+    info = generate(check_program(parse_text(text, "hidden.p4")))
+    secret_id = expected_id(ids.ACTION, "Ing.secret")
+    assert secret_id in [r.id for r in info.tables[0].action_refs]
+    assert secret_id not in [a.preamble.id for a in info.actions]
