@@ -154,3 +154,18 @@ expect 2 08
     assert result.ok, result.report
     # port 1 is both input and output here: the two expects match in order
     assert "port 1: ok (expected 2, received 2)" in result.report
+
+
+def test_cli_modify_delete_and_clear_on_the_switch(program: Path):
+    switch = Switch.from_file(str(program))
+    session = CommandSession(switch)
+    out = session.run_line("table_add I.tern I.fwd 0x05&&&0xff => 4 0x44 10")
+    handle = int(out.text.rsplit(" ", 1)[1])
+    session.run_line(f"table_modify tern fwd {handle} 6 0x66")
+    assert switch.inject(0, b"\x05\x00")[0].data == b"\x05\x66"
+    session.run_line(f"table_delete tern {handle}")
+    assert session.run_line("table_num_entries tern").text == "0"
+    assert switch.inject(0, b"\x05\x00") == []  # back to the default: drop
+    session.run_line("table_add tern fwd 0x0&&&0x0 => 1 0x11 1")
+    session.run_line("table_clear tern")
+    assert session.run_line("table_num_entries I.tern").text == "0"
