@@ -5,6 +5,7 @@ replication, packet I/O, and the error codes of each."""
 from __future__ import annotations
 
 import pathlib
+import queue
 import textwrap
 import time
 
@@ -30,15 +31,24 @@ PROGRAM = textwrap.dedent("""\
     @controller_header("packet_out")
     header packet_out_t { bit<9> egress_port; bit<7> _pad; }
     header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-    struct headers_t { packet_out_t packet_out; packet_in_t packet_in; ethernet_t eth; }
+    header tag_t { bit<8> value; }
+    struct headers_t {
+        packet_out_t packet_out; packet_in_t packet_in; ethernet_t eth; tag_t tag;
+    }
     struct meta_t { }
+    struct learn_t { bit<48> src; bit<9> port; }
     parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
              inout standard_metadata_t sm) {
+        value_set<bit<16>>(4) tagged_types;
         state start {
             transition select(sm.ingress_port) { 255: parse_po; default: parse_eth; }
         }
         state parse_po { pkt.extract(hdr.packet_out); transition parse_eth; }
-        state parse_eth { pkt.extract(hdr.eth); transition accept; }
+        state parse_eth {
+            pkt.extract(hdr.eth);
+            transition select(hdr.eth.etype) { tagged_types: parse_tag; default: accept; }
+        }
+        state parse_tag { pkt.extract(hdr.tag); transition accept; }
     }
     control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
     control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
@@ -80,9 +90,13 @@ PROGRAM = textwrap.dedent("""\
             }
             ctr.count((bit<32>) sm.ingress_port);
             reg.write(0, (bit<32>) hdr.eth.etype);
+            if (hdr.eth.etype == 0x7777) {
+                digest<learn_t>(1, { hdr.eth.src, sm.ingress_port });
+            }
             fwd_table.apply();
             acl.apply();
             fixed.apply();
+            if (hdr.tag.isValid()) { sm.egress_spec = (bit<9>) hdr.tag.value; }
         }
     }
     control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
@@ -95,7 +109,7 @@ PROGRAM = textwrap.dedent("""\
     }
     control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
     control D(packet_out pkt, in headers_t hdr) {
-        apply { pkt.emit(hdr.packet_in); pkt.emit(hdr.eth); }
+        apply { pkt.emit(hdr.packet_in); pkt.emit(hdr.eth); pkt.emit(hdr.tag); }
     }
     V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     """)
@@ -124,7 +138,8 @@ class Rig:
         self.p4info = p4info
         self.ids = {o.preamble.name: o.preamble.id
                     for kind in ("tables", "actions", "counters", "registers", "meters",
-                                 "direct_counters", "controller_packet_metadata")
+                                 "direct_counters", "controller_packet_metadata",
+                                 "digests", "value_sets")
                     for o in getattr(p4info, kind)}
 
     def set_pipeline(self, action=SetReq.VERIFY_AND_COMMIT, source=PROGRAM, p4info=None,
@@ -551,3 +566,45 @@ def test_reconcile_refuses_state_that_does_not_fit(rig, tmp_path):
     assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     rig.device.receive(1, frame(0xFFFFFFFFFFFF))      # the old pipeline still runs
     assert rig.sent[-1][0] == 3
+
+
+# ---------------------------------------------------------------------- value sets, digests
+def test_value_set(rig):
+    vid = rig.ids["P.tagged_types"]
+    entry = p4runtime_pb2.ValueSetEntry(value_set_id=vid)
+    entry.members.add().match.add(field_id=1).exact.value = b"\x88\xb6"
+    rig.write(upd(Update.MODIFY, value_set_entry=entry))
+    (got,) = rig.read(p4runtime_pb2.Entity(value_set_entry=p4runtime_pb2.ValueSetEntry(
+        value_set_id=vid)))
+    assert [m.match[0].exact.value for m in got.value_set_entry.members] == [b"\x88\xb6"]
+    rig.device.receive(1, frame(0x01, etype=0x88B6, payload=b"\x05"))
+    assert rig.sent[-1][0] == 5                 # the parser took the value-set branch
+    assert rig.write_error(upd(Update.INSERT, value_set_entry=entry))[0].canonical_code == \
+        code_pb2.INVALID_ARGUMENT
+    for _ in range(4):
+        entry.members.add().match.add(field_id=1).exact.value = b"\x01"
+    assert rig.write_error(upd(Update.MODIFY, value_set_entry=entry))[0].canonical_code == \
+        code_pb2.RESOURCE_EXHAUSTED
+
+
+def test_digests_flow_once_configured_and_acks(rig):
+    did = rig.ids[next(n for n in rig.ids if "learn" in n)]
+    rig.device.receive(3, frame(0x02, etype=0x7777))     # not configured: nothing sent
+    config = p4runtime_pb2.DigestEntry(digest_id=did)
+    config.config.max_list_size = 1
+    rig.write(upd(Update.INSERT, digest_entry=config))
+    assert rig.write_error(upd(Update.INSERT, digest_entry=config))[0].canonical_code == \
+        code_pb2.ALREADY_EXISTS
+    (got,) = rig.read(p4runtime_pb2.Entity(digest_entry=p4runtime_pb2.DigestEntry()))
+    assert got.digest_entry.config.max_list_size == 1
+    rig.device.receive(3, frame(0x02, etype=0x7777))
+    msg = rig.stream.next()
+    assert msg.WhichOneof("update") == "digest" and msg.digest.digest_id == did
+    members = msg.digest.data[0].struct.members
+    assert [m.bitstring for m in members] == [bytes.fromhex("020000000001"), b"\x03"]
+    ack = p4runtime_pb2.DigestListAck(digest_id=did, list_id=msg.digest.list_id)
+    rig.stream.send(p4runtime_pb2.StreamMessageRequest(digest_ack=ack))
+    rig.write(upd(Update.DELETE, digest_entry=config))
+    rig.device.receive(3, frame(0x02, etype=0x7777))
+    with pytest.raises(queue.Empty):
+        rig.stream.next(timeout=0.3)
