@@ -12,6 +12,7 @@ from controlplane.telemetry import analysis
 from controlplane.telemetry.snapshot import (
     CNP_OUTCOMES,
     DROP_REASONS,
+    Scope,
     Snapshot,
     delta,
     take_snapshot,
@@ -68,6 +69,17 @@ def _class_maps(args: argparse.Namespace) -> tuple[dict[int, str], dict[int, int
     return ({c.id: c.name for c in intent.classes}, {c.id: c.queue for c in intent.classes})
 
 
+def _scope(args: argparse.Namespace, switch_name: str) -> Scope | None:
+    """The intent's ports and VRFs for this switch (None: read whole arrays)."""
+    if not args.intent:
+        return None
+    intent = load_intent(args.intent)
+    switch = next((s for s in intent.switches if s.name == switch_name), None)
+    if switch is None or not switch.ports:
+        return None
+    return Scope(tuple(p.number for p in switch.ports), tuple(t.vrf for t in intent.tenants))
+
+
 def _rate_lines(before: Snapshot, after: Snapshot, names: dict[int, str]) -> list[str]:
     seconds = max(after.time - before.time, 1e-9)
 
@@ -95,11 +107,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
         raise UsageError("--interval must be > 0")
     names, _ = _class_maps(args)
     with open_session(args, write=False) as s:
-        before = take_snapshot(s.client, s.builder)
+        scope = _scope(args, s.target.name)
+        before = take_snapshot(s.client, s.builder, scope)
         polls = 0
         while args.count == 0 or polls < args.count:
             time.sleep(args.interval)
-            after = take_snapshot(s.client, s.builder)
+            after = take_snapshot(s.client, s.builder, scope)
             stamp = time.strftime("%H:%M:%S")
             for line in _rate_lines(before, after, names):
                 print(f"{stamp} {s.target.name} {line}", flush=True)
@@ -131,11 +144,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 def _diagnose_switch(args: argparse.Namespace) -> list[analysis.Finding]:
     _, class_queue = _class_maps(args)
     with open_session(args, write=False) as s:
-        first = before = take_snapshot(s.client, s.builder)
+        scope = _scope(args, s.target.name)
+        first = before = take_snapshot(s.client, s.builder, scope)
         windows = []
         for _ in range(args.windows):
             time.sleep(args.interval)
-            after = take_snapshot(s.client, s.builder)
+            after = take_snapshot(s.client, s.builder, scope)
             windows.append(analysis.mark_rates(before, after, class_queue))
             before = after
     for i, ws in enumerate(windows):
@@ -181,4 +195,7 @@ def _scrape_targets(args: argparse.Namespace):
     chosen = [s for s in intent.switches if args.switch in (None, s.name)]
     if not chosen:
         raise UsageError(f"no switch {args.switch!r} in {args.intent}")
-    return [ScrapeTarget(s.name, s.address, s.device_id, names, args.timeout) for s in chosen]
+    vrfs = tuple(t.vrf for t in intent.tenants)
+    return [ScrapeTarget(s.name, s.address, s.device_id, names, args.timeout,
+                         Scope(tuple(p.number for p in s.ports), vrfs) if s.ports else None)
+            for s in chosen]

@@ -4,7 +4,8 @@ The tutorials describe each switch as ``{"target", "p4info", "bmv2_json",
 "table_entries": [...], "multicast_group_entries": [...], "clone_session_entries":
 [...]}`` with match values as JSON (``["10.0.1.1", 32]`` for LPM, ``[v, mask]`` ternary,
 ``[lo, hi]`` range). Every entry is built before anything is written, and all go in
-one ROLLBACK_ON_ERROR batch, so a bad file never leaves a switch half-programmed.
+one ROLLBACK_ON_ERROR batch (replication entries in a second one), so a bad file
+never leaves a switch half-programmed.
 """
 
 from __future__ import annotations
@@ -58,7 +59,11 @@ def cmd_load(args: argparse.Namespace) -> int:
         client.connect()
         if not args.no_pipeline:
             client.set_pipeline(p4info, _device_config(args, conf, path, p4info_path))
-        client.write(updates, "ROLLBACK_ON_ERROR")
+        tables = [u for u in updates if u.entity.HasField("table_entry")]
+        replication = [u for u in updates if not u.entity.HasField("table_entry")]
+        client.write(tables, "ROLLBACK_ON_ERROR")
+        # Replication entries cannot be rolled back on every target: their own batch.
+        client.write(replication, "CONTINUE_ON_ERROR")
     finally:
         client.close()
     print(f"{target.name}: loaded {path.name}: {len(updates)} entries")

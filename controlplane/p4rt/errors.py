@@ -44,8 +44,10 @@ def from_rpc_error(err: grpc.RpcError, what: str) -> P4RuntimeClientError:
     per_update = _write_errors(err)
     if per_update:
         failed = [e for e in per_update if e[1] != "OK"]
-        lines = "; ".join(f"update {i}: {c}: {m}" for i, c, m in failed[:5])
-        more = f" (+{len(failed) - 5} more)" if len(failed) > 5 else ""
+        # The cause first: under ROLLBACK_ON_ERROR every other update says ABORTED.
+        failed.sort(key=lambda e: e[1] == "ABORTED")
+        lines = "; ".join(f"update {i}: {c}: {m}" for i, c, m in failed[:3])
+        more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
         return P4RuntimeWriteError(f"{what} failed: {lines}{more}", per_update, code)
     name = code.name if code is not None else "ERROR"
     return P4RuntimeClientError(f"{what} failed: {name}: {details}", code)

@@ -97,10 +97,19 @@ def diff(desired: DesiredState, current: list[Entity]) -> Plan:
         pick(inserts, mem) + pick(modifies, mem),
         pick(inserts, grp) + pick(modifies, grp) + pick(deletes, grp),
         pick(deletes, mem),
-        pick(inserts, te) + pick(modifies, te) + pick(inserts, pre) + pick(modifies, pre)
-        + pick(deletes, pre),
+        pick(inserts, te) + pick(modifies, te),
+        # Alone: targets may refuse replication entries in ROLLBACK_ON_ERROR batches.
+        pick(inserts, pre) + pick(modifies, pre) + pick(deletes, pre),
     ]
     return Plan([p for p in phases if p])
+
+
+def atomicity(phase: list[Change]) -> str:
+    """ROLLBACK_ON_ERROR, except for replication entries, which softswitch (like PI for
+    the PRE) cannot take back, so they go CONTINUE_ON_ERROR."""
+    if all(_kind(c.entity) == "packet_replication_engine_entry" for c in phase):
+        return "CONTINUE_ON_ERROR"
+    return "ROLLBACK_ON_ERROR"
 
 
 def to_updates(changes: list[Change]) -> list[Update]:

@@ -14,7 +14,7 @@ from controlplane.compile import DesiredState, compile_switch
 from controlplane.intent import model as m
 from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
 from controlplane.p4rt.errors import P4RuntimeClientError
-from controlplane.reconcile.diff import Plan, diff, to_updates
+from controlplane.reconcile.diff import Plan, atomicity, diff, to_updates
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,8 @@ def reconcile_switch(intent: m.Intent, switch: m.Switch, pipeline: Pipeline | No
         result.plan = diff(result.desired, current)
         if not dry_run:
             for phase in result.plan.phases:
-                result.written += client.write_batches(to_updates(phase), batch_size)
+                result.written += client.write_batches(to_updates(phase), batch_size,
+                                                       atomicity(phase))
     except Exception as exc:   # noqa: BLE001 - reported per switch, see docstring
         result.error = str(exc) or type(exc).__name__
     finally:

@@ -30,7 +30,9 @@ class WindowRate:
 
     @property
     def rate(self) -> float:
-        return self.marks / self.packets if self.packets else 0.0
+        # Counters are read one after another, so a window may see a mark whose packet
+        # it did not count; a rate above 100% is that skew, not information.
+        return min(1.0, self.marks / self.packets) if self.packets else 0.0
 
 
 def mark_rates(before: Snapshot, after: Snapshot, class_queue: dict[int, int] | None

@@ -13,7 +13,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
 from controlplane.p4rt.errors import P4RuntimeClientError
-from controlplane.telemetry.snapshot import CNP_OUTCOMES, DROP_REASONS, Snapshot, take_snapshot
+from controlplane.telemetry.snapshot import (
+    CNP_OUTCOMES,
+    DROP_REASONS,
+    Scope,
+    Snapshot,
+    take_snapshot,
+)
 
 
 @dataclass
@@ -23,6 +29,7 @@ class ScrapeTarget:
     device_id: int
     class_names: dict[int, str]
     timeout: float = 5.0
+    scope: Scope | None = None
 
 
 class TailccCollector:
@@ -55,7 +62,7 @@ class TailccCollector:
         for t in self.targets:
             try:
                 client, builder = self._session(t)
-                snap = take_snapshot(client, builder)
+                snap = take_snapshot(client, builder, t.scope)
             except P4RuntimeClientError:
                 stale = self._sessions.pop(t.name, None)
                 if stale:
@@ -83,6 +90,8 @@ def _families() -> dict[str, Metric]:
                  labels=["switch", "port", "priority"]),
         "fast_cnp": c("tailcc_fast_cnp", "Fast CNP outcomes", labels=["switch", "outcome"]),
         "drop": c("tailcc_drops", "ingress drops by reason", labels=["switch", "reason"]),
+        "segment_deny": c("tailcc_segment_denied_packets", "packets denied by "
+                          "micro-segmentation per tenant VRF", labels=["switch", "vrf"]),
         "queue_depth": g("tailcc_queue_depth_packets", "last published queue depth",
                          labels=["switch", "port", "queue"]),
         "queue_watermark": g("tailcc_queue_watermark_packets", "highest queue depth seen",
@@ -106,6 +115,8 @@ def _fill(f: dict[str, Metric], t: ScrapeTarget, snap: Snapshot) -> None:
     for idx, (pkts, _) in sorted(snap.counters.get("drop", {}).items()):
         reason = DROP_REASONS[idx] if idx < len(DROP_REASONS) else str(idx)
         f["drop"].add_metric([t.name, reason], pkts)
+    for vrf, (pkts, _) in sorted(snap.counters.get("segment_deny", {}).items()):
+        f["segment_deny"].add_metric([t.name, str(vrf)], pkts)
     for kind in ("queue_depth", "queue_watermark"):
         for slot, value in sorted(snap.registers.get(kind, {}).items()):
             f[kind].add_metric([t.name, str(slot >> 3), str(slot & 7)], value)
