@@ -2,10 +2,11 @@
 
 P4's grammar is not context free without knowing which identifiers name types:
 ``a < b`` versus ``T<bit<8>>``, ``(T) e`` versus ``(e)``, ``T x;`` versus ``x = …;``.
-Like p4c (whose lexer returns TYPE_IDENTIFIER for declared types) we keep a scoped set
-of type names — typedefs, headers, structs, enums, externs, parser/control/package types,
-type parameters — and consult it at those decision points. Elsewhere the parser accepts
-any identifier as a type name (``extern T f<T>(…)`` uses ``T`` before declaring it).
+Like p4c (whose lexer returns TYPE_IDENTIFIER for declared types) we keep scoped type
+names — typedefs, headers, structs, enums, externs, parser/control/package types, type
+parameters; parameters, variables, constants and instances hide them in inner scopes —
+and consult them at those decision points. Elsewhere the parser accepts any identifier
+as a type name (``extern T f<T>(…)`` uses ``T`` before declaring it).
 
 Conventions for later passes:
 
@@ -16,6 +17,9 @@ Conventions for later passes:
 * ``f<bit<8>>(x)`` on a non-type keeps its type arguments in ``Call.type_args``.
 * Compound assignments ``a op= b`` become ``AssignStmt(a, Binary(op, copy(a), b))``.
 * Keysets: tuples are :class:`ast.ListExpr`, masks/ranges ``Binary("&&&"/"..")``.
+* ``e[lo +: w]`` is ``Slice(e, lo + w - 1, lo)``; a C-style ``T a[N]`` field or variable
+  has type ``T[N]``; ``typedef header H {…} T;`` yields the header and the typedef.
+* ``...`` is :class:`ast.DotsExpr` (``("...", DotsExpr)`` as a struct expression field).
 
 The first syntax error raises :class:`P4Error` at the offending token.
 """
@@ -29,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
-from softswitch.diagnostics import P4Error, SourceLoc
+from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend.lexer import Token, tokenize
 from softswitch.frontend.preprocess import Preprocessed, preprocess, preprocess_text
@@ -192,7 +196,7 @@ class Parser:
         inner = body[1:-1]
         name = anno.name
         if name == "p4runtime_translation":
-            return self.parse_p4rt_translation(inner, body[-1])
+            return self.parse_p4rt_translation(inner)
         if name in _EMPTY_ANNOTATIONS and inner:
             raise P4Error(f"@{name} should not have any arguments", anno.loc)
         exprs = self.parse_body_exprs(inner)
@@ -204,7 +208,7 @@ class Parser:
                           inner[0].loc if inner else body[-1].loc)
         return exprs
 
-    def parse_p4rt_translation(self, toks: list[Token], close: Token) -> list[ast.Expr]:
+    def parse_p4rt_translation(self, toks: list[Token]) -> list[ast.Expr]:
         """``@p4runtime_translation("uri", W | bit<W> | string)``; the controller type is
         encoded as p4c does: the width as an integer, ``string`` as an empty string."""
         sub = self.sub_parser(toks)
@@ -245,23 +249,20 @@ class Parser:
     def balanced(self, open_kind: str, close_kind: str) -> list[Token]:
         """Tokens from ``open_kind`` through its matching ``close_kind`` (inclusive)."""
         start = self.i
-        depth = 0
         pairs = {"(": ")", "[": "]", "{": "}"}
         stack: list[str] = []
         while True:
             t = self.tok
             if t.kind == "EOF":
-                raise self.error(f"`{close_kind}`")
+                raise self.error(f"`{stack[-1] if stack else close_kind}`")
             self.advance()
             if t.kind in pairs:
                 stack.append(pairs[t.kind])
-                depth += 1
             elif t.kind in (")", "]", "}"):
                 if not stack or stack[-1] != t.kind:
                     raise self.error(f"`{stack[-1] if stack else close_kind}`", t)
                 stack.pop()
-                depth -= 1
-                if depth == 0:
+                if not stack:
                     return self.toks[start:self.i]
 
     def slice_text(self, toks: list[Token]) -> str:
@@ -335,7 +336,8 @@ class Parser:
         return t
 
     def parse_width(self) -> ast.Expr:
-        """``<W>`` of bit/int/varbit: a literal, a parenthesized expression or a name."""
+        """``<W>`` of bit/int/varbit: a literal or a parenthesized expression (p4c's rule;
+        ``bit<W>`` with a bare name is a syntax error there too)."""
         self.expect("<")
         t = self.tok
         if t.kind == "INT":
@@ -344,10 +346,8 @@ class Parser:
             self.advance()
             width = self.parse_expr()
             self.expect(")")
-        elif t.kind in ("ID", "."):
-            width = self.parse_primary()
         else:
-            raise self.error("an integer width")
+            raise self.error("an integer or `(`")
         self.expect_close_angle()
         return width
 
@@ -1436,4 +1436,4 @@ def parse_text(text: str, filename: str = "<string>",
     return parse_preprocessed(preprocess_text(text, filename, include_dirs, defines))
 
 
-__all__ = ["Parser", "parse_file", "parse_preprocessed", "parse_text", "SourceLoc"]
+__all__ = ["Parser", "parse_file", "parse_preprocessed", "parse_text"]
