@@ -205,3 +205,40 @@ def test_program_forwards_between_veths(tmp_path):
             proc.kill()
         for sw, _ in pairs:
             subprocess.run(["ip", "link", "del", sw], capture_output=True)
+
+
+def test_artifact_program_serves_its_pipeline(tmp_path):
+    from softswitch.p4runtime import pipeline
+
+    l3 = os.path.join(os.path.dirname(__file__), "..", "p4src", "samples", "l3_basic.p4")
+    artifact = tmp_path / "l3_basic.json"
+    artifact.write_bytes(pipeline.make_artifact(l3).to_bytes())
+    addr = f"127.0.0.1:{_free_port()}"
+    proc = _start([str(artifact), "--", "--grpc-server-addr", addr])
+    try:
+        channel = _wait_ready(addr, proc)
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        config = stub.GetForwardingPipelineConfig(
+            p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=0)).config
+        assert config.p4_device_config == artifact.read_bytes()
+        assert any(t.preamble.name == "L3Ingress.ipv4_lpm" for t in config.p4info.tables)
+        channel.close()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"program": "x.p4", "pipelines": []}', "BMv2 JSON is not supported"),
+    ("control c() {", "error"),
+])
+def test_bad_programs_are_user_errors(tmp_path, content, message):
+    path = tmp_path / ("prog.json" if content.startswith("{") else "prog.p4")
+    path.write_text(content)
+    proc = _start([str(path)])
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert message in err and "Traceback" not in err
