@@ -402,7 +402,10 @@ class DeclChecker(TableChecker):
                                              or not isinstance(base(key_types[0]),
                                                                T.TupleType)):
             items = list(ks.items)
-        if len(items) == 1 and isinstance(items[0], (ast.DefaultExpr, ast.DontCareExpr)):
+        if items and isinstance(items[-1], ast.DotsExpr) and len(items) <= len(key_types):
+            items = items[:-1] + [items[-1]] * (len(key_types) - len(items) + 1)
+        if len(items) == 1 and isinstance(items[0], (ast.DefaultExpr, ast.DontCareExpr,
+                                                     ast.DotsExpr)):
             self.expr(items[0], ctx)
         elif len(items) == 1 and len(key_types) > 1 and isinstance(
                 self.expr(items[0], ctx), T.ValueSetType):
@@ -421,7 +424,7 @@ class DeclChecker(TableChecker):
 
     def keyset_item(self, item: ast.Expr, kt: T.Type, ctx: Ctx) -> None:
         """One keyset component: value, ``v &&& m``, ``lo .. hi``, ``_``/default, value set."""
-        if isinstance(item, (ast.DefaultExpr, ast.DontCareExpr)):
+        if isinstance(item, (ast.DefaultExpr, ast.DontCareExpr, ast.DotsExpr)):
             item.type = kt
             return
         if isinstance(item, ast.Binary) and item.op in ("&&&", ".."):

@@ -214,6 +214,8 @@ class TableChecker(ExprChecker):
         if len(items) == 1 and isinstance(items[0], (ast.DefaultExpr, ast.DontCareExpr)) \
                 and len(keys) > 1:
             items = items * len(keys)
+        if items and isinstance(items[-1], ast.DotsExpr) and len(items) <= len(keys):
+            items = items[:-1] + [items[-1]] * (len(keys) - len(items) + 1)
         if len(items) != len(keys):
             raise fail(f"{describe(ks)}: Size of entry keyset must match the table key set "
                        f"size ({len(items)} vs {len(keys)})", ks)
@@ -231,7 +233,7 @@ class TableChecker(ExprChecker):
 
     def entry_key(self, item: ast.Expr, k: ast.KeyElement, ctx: Ctx) -> None:
         kt = k.expr.type or T.DontCareType()
-        if isinstance(item, (ast.DefaultExpr, ast.DontCareExpr)):
+        if isinstance(item, (ast.DefaultExpr, ast.DontCareExpr, ast.DotsExpr)):
             item.type = kt
             return
         if isinstance(item, ast.Binary) and item.op in ("&&&", ".."):

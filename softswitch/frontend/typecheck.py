@@ -158,6 +158,9 @@ class ExprChecker:
     def _e_InvalidHeaderExpr(self, e: ast.Expr, ctx: Ctx) -> T.Type:
         return T.DontCareType()
 
+    def _e_DotsExpr(self, e: ast.Expr, ctx: Ctx) -> T.Type:
+        return T.DontCareType()
+
     def _e_ThisExpr(self, e: ast.Expr, ctx: Ctx) -> T.Type:
         if ctx.this_type is None:
             raise fail("'this' can only be used in the definition of an abstract method", e)
@@ -525,6 +528,9 @@ class ExprChecker:
                 e.type = target
                 return True
             return False
+        if isinstance(e, ast.DotsExpr):
+            e.type = target
+            return True
         if isinstance(src, T.IntType):
             return self._retype_int(e, target)
         sb = base(src)
@@ -568,26 +574,29 @@ class ExprChecker:
             e.const = consteval.wrap(e.const, target)
 
     def _coerce_list(self, e: ast.ListExpr, target: T.Type, ctx: Ctx) -> bool:
+        """A ``{…}`` list as a tuple/struct/header/stack value (``...`` fills the rest)."""
+        items = list(e.items)
+        dots = bool(items) and isinstance(items[-1], ast.DotsExpr)
+        if dots:
+            items.pop()
         tb = base(target)
         if isinstance(tb, (T.TupleType, T.ListType)):
             elems = tb.elements
-            if isinstance(tb, T.ListType) and len(elems) == 1 and len(e.items) != 1:
-                elems = elems * len(e.items)
-            if len(elems) != len(e.items):
-                return False
+            if isinstance(tb, T.ListType) and len(elems) == 1 and len(items) != 1:
+                elems = elems * len(items)
         elif isinstance(tb, T.StructLikeType) and not isinstance(tb, T.HeaderUnionType):
             elems = tuple(f.type for f in tb.fields)
-            if len(elems) != len(e.items):
-                return False
         elif isinstance(tb, T.StackType):
-            if len(e.items) != tb.size:
-                return False
             elems = (tb.element,) * tb.size
         else:
             return False
-        for item, et in zip(e.items, elems, strict=True):
+        if len(elems) != len(items) and not (dots and len(items) <= len(elems)):
+            return False
+        for item, et in zip(items, elems, strict=False):
             if not self._coerce(item, et, ctx):
                 return False
+        if dots:
+            e.items[-1].type = target
         e.type = target
         consteval.evaluate(e)
         return True
@@ -596,10 +605,15 @@ class ExprChecker:
         tb = base(target)
         if not isinstance(tb, T.StructLikeType) or isinstance(tb, T.HeaderUnionType):
             return False
-        names = [n for n, _ in e.fields]
-        if sorted(names) != sorted(f.name for f in tb.fields):
+        names = [n for n, v in e.fields if not isinstance(v, ast.DotsExpr)]
+        dots = len(names) != len(e.fields)
+        wanted = sorted(f.name for f in tb.fields)
+        if (not dots and sorted(names) != wanted) or not set(names) <= set(wanted):
             return False
         for name, v in e.fields:
+            if isinstance(v, ast.DotsExpr):
+                v.type = target
+                continue
             f = tb.field(name)
             assert f is not None
             if not self._coerce(v, f.type, ctx):

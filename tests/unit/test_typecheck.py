@@ -305,3 +305,13 @@ def test_a_feature_rich_program_is_accepted_with_every_expression_typed():
     lits = [n for n in walk(prog) if isinstance(n, ast.IntLiteral) and n.loc is not None
             and n.loc.file == "big.p4" and n.loc.line == line and n.text == "100"]
     assert [str(n.type) for n in lits] == ["bit<32>"]  # random(m.x, 0, 100)
+
+
+def test_default_initializers_with_dots():
+    prog = check("""
+        struct s_t { bit<8> x; bit<16> y; }
+    """ + control("s_t s = { x = 1, ... }; s_t s2 = { 1, ... }; hdr.h = { 1, ... };"))
+    dots = user_nodes(prog, ast.DotsExpr)
+    assert [str(d.type) for d in dots] == ["s_t", "s_t", "h_t"]
+    with pytest.raises(P4Error):
+        check("struct s_t { bit<8> x; }\n" + control("s_t s = { z = 1, ... };"))
