@@ -150,3 +150,33 @@ def test_two_switches_in_parallel(servers, pipeline) -> None:
 def test_missing_pipeline_is_reported(servers) -> None:
     [result] = reconcile_all(_intent(servers[0]), None)
     assert result.error == "no pipeline is loaded on the device; pass --pipeline"
+
+
+def test_queue_settings_reach_the_traffic_manager(servers, pipeline) -> None:
+    """runtime_address: weights, rates and link rates go to softswitch's runtime channel."""
+    from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer
+    from softswitch.target.switch import Switch
+    from softswitch.tm import TrafficManager
+
+    tm = TrafficManager(num_queues=8)
+    channel = RuntimeChannelServer(RuntimeChannel(Switch.from_file(
+        ROOT / "p4src/samples/l3_basic.p4"), tm), port=0).start()
+    try:
+        runtime = f"{channel.address[0]}:{channel.address[1]}"
+        text = INTENT.format(address=servers[0], extra="").replace(
+            "    switch_id: 7\n", f"    switch_id: 7\n    runtime_address: {runtime}\n").replace(
+            "{port: 1, scheduler: default, tenant: tenant-a}",
+            "{port: 1, scheduler: default, tenant: tenant-a, speed_gbps: 100}")
+        intent = parse_intent_text(text, "t.yaml")
+        [result] = reconcile_all(intent, pipeline)
+        assert result.error is None, result.error
+        assert result.tm_commands == 1 + 8 + 1        # link rate, 8 weights, 1 queue rate
+        port = tm.port(1)
+        assert [port.queue_config(q).weight for q in range(8)] == [20, 5, 15, 30, 50, 0, 0, 0]
+        assert port.queue_config(5).rate_pps == 200000
+        assert port.link_rate_bps == 100e9
+    finally:
+        channel.stop()
+    # an unreachable channel is this switch's error, reported, not raised
+    [broken] = reconcile_all(intent, pipeline)
+    assert broken.error and "runtime channel" in broken.error

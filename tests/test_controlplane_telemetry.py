@@ -29,7 +29,8 @@ def test_mark_rates_per_queue_and_sustain() -> None:
     q4 = 3 << 3 | 4                                   # port 3, queue 4
     snaps = [_snap(0, {6: 0, 0: 0}, {q4: 0}), _snap(1, {6: 100, 0: 100}, {q4: 10}),
              _snap(2, {6: 200, 0: 200}, {q4: 30}), _snap(3, {6: 300, 0: 300}, {q4: 31})]
-    windows = [analysis.mark_rates(a, b, {6: 4, 0: 0}) for a, b in zip(snaps, snaps[1:])]
+    windows = [analysis.mark_rates(a, b, {6: 4, 0: 0})
+               for a, b in zip(snaps, snaps[1:], strict=False)]
     by_queue = [{r.queue: round(r.rate, 3) for r in w} for w in windows]
     assert [q[4] for q in by_queue] == [0.1, 0.2, 0.01]
     assert [q[0] for q in by_queue] == [0.0, 0.0, 0.0]

@@ -58,6 +58,8 @@ def _compile(intent: m.Intent, switch: m.Switch, index: P4InfoIndex,
     state.managed_profiles = {index.action_profile(n.ECMP_SELECTOR).preamble.id}
     state.managed_clone_sessions = range(n.CNP_SESSION_BASE, n.CNP_SESSION_BASE + n.MAX_PORTS)
     state.queue_settings = queue_settings(intent, switch)
+    state.link_rates = {p.number: round(p.speed_gbps * 1e9) for p in switch.ports
+                        if p.speed_gbps is not None}
     return state
 
 

@@ -20,7 +20,9 @@ class QueueSetting:
     depth_pkts: int | None
 
     def cli_commands(self) -> list[str]:
-        cmds = []
+        """Absolute settings, so sending them again changes nothing (idempotent)."""
+        cmds = [f"set_queue_weight {self.weight if self.mode == 'dwrr' else 0} "
+                f"{self.port} {self.queue}"]
         if self.rate_pps is not None:
             cmds.append(f"set_queue_rate {self.rate_pps} {self.port} {self.queue}")
         if self.depth_pkts is not None:
@@ -40,3 +42,11 @@ class DesiredState:
     managed_profiles: set[int] = field(default_factory=set)
     managed_clone_sessions: range = range(0)
     queue_settings: list[QueueSetting] = field(default_factory=list)
+    link_rates: dict[int, int] = field(default_factory=dict)   # port -> bits/s
+
+    def tm_commands(self) -> list[str]:
+        """The traffic-manager half of the intent as runtime-channel commands."""
+        cmds = [f"set_link_rate {bps} {port}" for port, bps in sorted(self.link_rates.items())]
+        for q in self.queue_settings:
+            cmds += q.cli_commands()
+        return cmds

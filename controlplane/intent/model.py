@@ -166,6 +166,7 @@ class Switch:
     cpu_port: int = 255
     switch_id: int = 0
     router_mac: str = "00:00:00:00:00:00"
+    runtime_address: str | None = None   # softswitch runtime channel (queues, link rates)
     ports: tuple[Port, ...] = ()
     tunnels: tuple[Tunnel, ...] = ()
     next_hops: tuple[NextHop, ...] = ()

@@ -283,7 +283,8 @@ def parse_seg_rule(node: Node, order_priority: int) -> m.SegRule | None:
 
 # --- switches ----------------------------------------------------------------------------
 SWITCH_KEYS = ("name", "address", "device_id", "election_id", "cpu_port", "switch_id",
-               "router_mac", "ports", "tunnels", "next_hops", "ecmp_groups", "routes")
+               "router_mac", "runtime_address", "ports", "tunnels", "next_hops",
+               "ecmp_groups", "routes")
 
 
 def parse_switch(node: Node) -> m.Switch | None:
@@ -301,6 +302,7 @@ def parse_switch(node: Node) -> m.Switch | None:
     result = m.Switch(
         name=name or "", address=address or "", device_id=device_id or 0,
         election_id=election, cpu_port=cpu_port, switch_id=switch_id, router_mac=router_mac,
+        runtime_address=_opt(node, "runtime_address", Node.address),
         ports=_each(node.get("ports", []), parse_port),
         tunnels=_each(node.get("tunnels", []), parse_tunnel),
         next_hops=_each(node.get("next_hops", []), lambda n: parse_next_hop(n, router_mac)),

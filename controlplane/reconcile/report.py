@@ -40,19 +40,15 @@ def summary_line(result: SwitchResult, dry_run: bool) -> str:
                      f"{counts['DELETE']} delete)")
     if result.pipeline_loaded:
         parts.append("; pipeline loaded")
+    if result.tm_commands:
+        parts.append(f"; {result.tm_commands} queue/link settings")
     parts.append(f" in {result.seconds:.2f} s")
     notes = "".join(f"\n  note: {n}" for n in result.notes)
     return "".join(parts) + notes
 
 
 def queue_lines(result: SwitchResult) -> list[str]:
-    """Traffic-manager settings P4Runtime cannot carry, as simple_switch_CLI commands."""
+    """Traffic-manager settings P4Runtime cannot carry, as runtime-channel commands."""
     if result.desired is None:
         return []
-    out = []
-    for q in result.desired.queue_settings:
-        cmds = q.cli_commands()
-        mode = "strict" if q.mode == "strict" else f"dwrr weight {q.weight}"
-        out.append(f"port {q.port} queue {q.queue}: {mode}"
-                   + (f"  [{'; '.join(cmds)}]" if cmds else ""))
-    return out
+    return result.desired.tm_commands()

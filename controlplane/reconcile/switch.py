@@ -15,6 +15,7 @@ from controlplane.intent import model as m
 from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
 from controlplane.p4rt.errors import P4RuntimeClientError
 from controlplane.reconcile.diff import Plan, atomicity, diff, to_updates
+from controlplane.reconcile.tm_channel import send_commands
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class SwitchResult:
     desired: DesiredState | None = None
     index: P4InfoIndex | None = None
     written: int = 0
+    tm_commands: int = 0
     pipeline_loaded: bool = False
     error: str | None = None
     seconds: float = 0.0
@@ -120,6 +122,9 @@ def reconcile_switch(intent: m.Intent, switch: m.Switch, pipeline: Pipeline | No
             for phase in result.plan.phases:
                 result.written += client.write_batches(to_updates(phase), batch_size,
                                                        atomicity(phase))
+            if switch.runtime_address is not None:
+                result.tm_commands = send_commands(switch.runtime_address,
+                                                   result.desired.tm_commands(), timeout)
     except Exception as exc:   # noqa: BLE001 - reported per switch, see docstring
         result.error = str(exc) or type(exc).__name__
     finally:
