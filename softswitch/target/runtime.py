@@ -119,6 +119,10 @@ class Runtime:
         raise SwitchAbort(f"{what} failed while processing a packet; BMv2 aborts the "
                           "switch here", loc)
 
+    def loop_limit(self, loc: SourceLoc | None) -> None:
+        raise SwitchAbort("for loop still running after 1048576 iterations; its "
+                          "condition is probably always true", loc)
+
     def log(self, msg: str, values: tuple[Any, ...]) -> None:
         parts = msg.split("{}")
         out = parts[0]

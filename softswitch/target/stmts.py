@@ -17,6 +17,8 @@ from softswitch.frontend.ast import NOT_CONST
 from softswitch.target.lower import FRESH_NODES, ExprLowerer, FnCtx, flatten_slice, scalar_bits
 from softswitch.target.values import is_aggregate
 
+LOOP_LIMIT = 1 << 20
+
 
 def param_types(params: list[ast.Param]) -> list[Any]:
     return [p.type_ref.resolved for p in params]
@@ -137,9 +139,17 @@ class StmtLowerer(ExprLowerer):
     def s_ForStmt(self, s: ast.ForStmt, fn: FnCtx) -> None:
         self.stmts(s.init, fn)
         first = self.tmp("_first")
+        count = self.tmp("_n")
         fn.buf.emit(f"{first} = True")
+        fn.buf.emit(f"{count} = 0")
         fn.buf.emit("while True:")
         with fn.buf.block():
+            # A loop whose condition never fails (e.g. a bit<8> counter compared with
+            # <= 255) stops with a located error instead of hanging the switch.
+            fn.buf.emit(f"{count} += 1")
+            fn.buf.emit(f"if {count} > {LOOP_LIMIT}:")
+            with fn.buf.block():
+                fn.buf.emit(f"_RT.loop_limit({self.const_obj(s.loc, '_loc')})")
             if s.update:
                 fn.buf.emit(f"if not {first}:")
                 with fn.buf.block():
