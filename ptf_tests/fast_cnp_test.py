@@ -1,0 +1,248 @@
+"""Fast CNP: the congested switch sends the RoCEv2 CNP to the sender itself.
+
+The congestion trigger is the queue depth egress publishes in ``queue_depth``; the
+byte-exact tests write that register over P4Runtime (as the STF suite does), the
+burst tests use a ``qdepth_threshold`` of 0 so that every packet of the class asks for
+a CNP and only the per-flow rate limit decides. Expected CNPs are scapy's ``cnp()``
+(BTH opcode 0x81, BECN, P_Key 0xffff, 16 reserved bytes) with scapy's ICRC.
+"""
+
+from __future__ import annotations
+
+import time
+
+from p4.v1 import p4runtime_pb2
+from scapy.contrib.roce import BTH
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.packet import Raw
+from tailcc_base import TailccTest
+from tailcc_packets import (
+    CE,
+    CNP_SESSION_BASE,
+    ECT0,
+    HOST1_MAC,
+    HOST3_MAC,
+    NH2_MAC,
+    NOT_ECT,
+    ROUTER_MAC,
+    cnp_packet,
+    roce,
+)
+
+from controlplane.p4rt.values import decode
+
+SENT, UNRESOLVED, RATE_LIMITED = 0, 1, 2
+EGRESS, HOT_KV_QUEUE = 2, 5
+SLOT = EGRESS * 8 + HOT_KV_QUEUE
+CNP_QUEUE = 6
+
+
+def is_cnp(frame: bytes) -> bool:
+    pkt = Ether(frame)
+    return BTH in pkt and pkt[BTH].opcode == 0x81
+
+
+class FastCnpBase(TailccTest):
+    """Router, a route to the receivers, RoCE -> hot KV (queue 5), the CNP sessions."""
+
+    min_interval = 1_000_000_000
+    threshold = 10
+    keep_ce = 0
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.router(ROUTER_MAC)
+        self.route("10.0.2.0/24", EGRESS, ROUTER_MAC, NH2_MAC)
+        self.traffic_class(100, "set_class", {"tc": 8, "queue": HOT_KV_QUEUE, "ecn_profile": 1},
+                           is_roce="1&&&1")
+        # the class's queue marks every ECT packet (Kmax 0), so suppression is visible
+        self.ecn_profile(EGRESS, HOT_KV_QUEUE, 1, kmin=0, kmax=0)
+        self.insert("fast_cnp_policy", {"traffic_class": "8&&&0xf"}, "enable_fast_cnp",
+                    {"qdepth_threshold": self.threshold, "min_interval": self.min_interval,
+                     "cnp_dscp": 48, "keep_ce": self.keep_ce}, priority=10)
+        self.insert("cnp_flow", {"ipv4_src": "10.0.1.1", "ipv4_dst": "10.0.2.5",
+                                 "dst_qp": 0x123}, "set_sender_qp",
+                    {"sender_qp": 0x456, "flow_index": 7})
+        self.insert("cnp_flow", {"ipv4_src": "10.0.1.2", "ipv4_dst": "10.0.2.5",
+                                 "dst_qp": 0x124}, "set_sender_qp",
+                    {"sender_qp": 0x789, "flow_index": 8})
+        # session CNP_SESSION_BASE + P sends back out of port P, in the CNP queue
+        for port in (1, 3):
+            self.clone_session(CNP_SESSION_BASE + port, port, class_of_service=CNP_QUEUE)
+
+    def congest(self, depth: int = 20) -> None:
+        self.register_write("queue_depth", SLOT, depth)
+
+    def flow_a(self, ecn: int = ECT0, **kw: object):
+        return roce("10.0.2.5", 0x123, 256, sport=49999, ecn=ecn, **kw)
+
+    def flow_a_out(self, ecn: int):
+        return roce("10.0.2.5", 0x123, 256, sport=49999, ttl=63, ecn=ecn, smac=ROUTER_MAC,
+                    dmac=NH2_MAC)
+
+    def flow_b(self, **kw: object):
+        return roce("10.0.2.5", 0x124, 256, src="10.0.1.2", sport=50001, smac=HOST3_MAC, **kw)
+
+
+class CnpBytesTest(FastCnpBase):
+    """A RoCE packet joining a congested queue: the data goes on unmarked (keep_ce 0)
+    and the exact 74-byte CNP (scapy's cnp() with ICRC) goes back out of the ingress
+    port to the sender, with the sender's QP; below the threshold nothing is sent."""
+
+    def runTest(self) -> None:
+        self.congest()
+        self.send(1, self.flow_a())
+        self.expect(self.flow_a_out(ECT0), EGRESS)
+        expected = cnp_packet(HOST1_MAC, "10.0.2.5", "10.0.1.1", 49999, 0x456)
+        self.assertEqual(len(bytes(expected)), 74)
+        self.expect(expected, 1)
+        self.expect_nothing()
+
+        self.congest(5)                       # below the threshold: ECN only
+        self.send(1, self.flow_a())
+        self.expect(self.flow_a_out(CE), EGRESS)
+        self.expect_nothing()
+        self.assertEqual(self.packets("fast_cnp_counter", SENT), 1)
+        self.assertEqual(self.packets("fast_cnp_built_counter", 0), 1)
+
+
+class CnpVlanTest(FastCnpBase):
+    """An 802.1Q-tagged RDMA WRITE from port 3: a 78-byte tagged CNP goes back out of
+    port 3 (not port 1), to the second sender's QP."""
+
+    def runTest(self) -> None:
+        self.congest()
+
+        def tagged(ttl: int, smac: str, dmac: str):
+            return (Ether(src=smac, dst=dmac) / Dot1Q(vlan=10)
+                    / IP(src="10.0.1.2", dst="10.0.2.5", tos=(26 << 2) | ECT0, ttl=ttl, id=1,
+                         flags="DF")
+                    / UDP(sport=50001, dport=4791, chksum=0)
+                    / BTH(opcode=0x0a, dqpn=0x124, psn=5)
+                    / Raw(bytes(16) + b"\x5a" * 64))
+        self.send(3, tagged(64, HOST3_MAC, ROUTER_MAC))
+        self.expect(tagged(63, ROUTER_MAC, NH2_MAC), EGRESS)
+        expected = cnp_packet(HOST3_MAC, "10.0.2.5", "10.0.1.2", 50001, 0x789, vlan=10)
+        self.assertEqual(len(bytes(expected)), 78)
+        self.expect(expected, 3)
+        self.expect_nothing()
+
+
+class CnpUnresolvedTest(FastCnpBase):
+    """An unknown flow (no sender QP): no CNP, counted as unresolved, a qp_learn digest
+    with (src, dst, receiver QP) reaches the controller; the data is marked CE instead.
+    Not-ECT RoCE never asks for a CNP."""
+
+    def runTest(self) -> None:
+        digest = self.index.all("digests")[0]
+        entity = p4runtime_pb2.Entity()
+        entity.digest_entry.digest_id = digest.preamble.id
+        entity.digest_entry.config.max_timeout_ns = 0
+        entity.digest_entry.config.max_list_size = 1
+        entity.digest_entry.config.ack_timeout_ns = 1_000_000_000
+        self.write_entities("INSERT", [entity])
+
+        self.congest()
+        self.send(1, roce("10.0.2.5", 0x999, 256, sport=49999))
+        self.expect(roce("10.0.2.5", 0x999, 256, sport=49999, ttl=63, ecn=CE,
+                         smac=ROUTER_MAC, dmac=NH2_MAC), EGRESS)
+        self.congest()
+        self.send(1, self.flow_a(ecn=NOT_ECT))
+        self.expect(self.flow_a_out(NOT_ECT), EGRESS)
+        self.expect_nothing()
+        self.assertEqual(self.packets("fast_cnp_counter", UNRESOLVED), 1)
+        self.assertEqual(self.packets("fast_cnp_counter", SENT), 0)
+        message = self.client.digests.get(timeout=3)
+        self.assertEqual(message.digest_id, digest.preamble.id)
+        members = [decode(m.bitstring) for m in message.data[0].struct.members]
+        self.assertEqual(members, [0x0A000101, 0x0A000205, 0x999])
+
+
+class CnpBurstRateLimitTest(FastCnpBase):
+    """Under a burst from two flows, each flow gets one CNP per interval (1 s here):
+    exactly one CNP per flow, out of that flow's own ingress port; after the interval
+    the next packet gets a new one."""
+
+    threshold = 0
+    min_interval = 1_000_000      # µs
+
+    def runTest(self) -> None:
+        for _ in range(20):
+            self.send(1, self.flow_a())
+            self.send(3, self.flow_b())
+        cnps_a = self.collect(1, 2, timeout=3, accept=is_cnp)
+        cnps_b = self.collect(3, 2, timeout=1, accept=is_cnp)
+        data = self.collect(EGRESS, 40, timeout=5)
+        self.assertEqual(len(data), 40, "every data packet is forwarded")
+        self.assertEqual(len(cnps_a), 1, "flow A: one CNP for the burst")
+        self.assertEqual(len(cnps_b), 1, "flow B: one CNP for the burst")
+        self.assertEqual(cnps_a[0][1],
+                         bytes(cnp_packet(HOST1_MAC, "10.0.2.5", "10.0.1.1", 49999, 0x456)))
+        self.assertEqual(cnps_b[0][1],
+                         bytes(cnp_packet(HOST3_MAC, "10.0.2.5", "10.0.1.2", 50001, 0x789)))
+        self.assertEqual(self.packets("fast_cnp_counter", SENT), 2)
+        self.assertEqual(self.packets("fast_cnp_counter", RATE_LIMITED), 38)
+
+        time.sleep(1.2)
+        self.send(1, self.flow_a())
+        self.assertEqual(len(self.collect(1, 1, timeout=3, accept=is_cnp)), 1,
+                         "a new interval: a new CNP")
+
+
+class CnpPacedRateLimitTest(FastCnpBase):
+    """Paced traffic of one flow with a 50 ms CNP interval: CNPs come about once per
+    interval, never two within one. The bounds use the switch's own pace as seen on the
+    data packets it forwarded (a loaded machine stretches the sender's gaps)."""
+
+    threshold = 0
+    min_interval = 50_000     # µs
+
+    def runTest(self) -> None:
+        count, gap = 80, 0.005
+        for _ in range(count):
+            self.send(1, self.flow_a())
+            time.sleep(gap)
+        data = self.collect(EGRESS, count, timeout=10)
+        cnps = self.collect(1, count, timeout=1, accept=is_cnp)
+        self.assertEqual(len(data), count)
+        sent = self.packets("fast_cnp_counter", SENT)
+        limited = self.packets("fast_cnp_counter", RATE_LIMITED)
+        self.assertEqual(sent + limited, count)
+        self.assertEqual(len(cnps), sent)
+        times = [t for t, _ in data]
+        span_us = (times[-1] - times[0]) * 1e6
+        max_gap_us = max(b - a for a, b in zip(times, times[1:], strict=False)) * 1e6
+        jitter_us = 5_000
+        # never two CNPs within one interval
+        self.assertLessEqual((sent - 1) * self.min_interval, span_us + jitter_us,
+                             f"{sent} CNPs in {span_us / 1e3:.0f} ms")
+        # and the limiter re-arms: one CNP at most (interval + largest gap) after the last
+        floor = int(span_us / (self.min_interval + max_gap_us + jitter_us))
+        self.assertGreaterEqual(sent, floor, f"{sent} CNPs in {span_us / 1e3:.0f} ms "
+                                f"(largest gap {max_gap_us / 1e3:.1f} ms)")
+        self.assertGreater(sent, 1)
+
+
+class Cnp50usBurstTest(FastCnpBase):
+    """The default interval (50 µs, a DCQCN receiver's): a back-to-back burst gets at
+    most one CNP per 50 µs of the burst's duration, and at least one."""
+
+    threshold = 0
+    min_interval = 50
+
+    def runTest(self) -> None:
+        count = 30
+        start = time.monotonic()
+        for _ in range(count):
+            self.send(1, self.flow_a())
+        cnps = self.collect(1, count, timeout=3, accept=is_cnp)
+        self.assertGreaterEqual(len(cnps), 1)
+        span_us = (cnps[-1][0] - start) * 1e6
+        sent = self.packets("fast_cnp_counter", SENT)
+        limited = self.packets("fast_cnp_counter", RATE_LIMITED)
+        self.assertEqual(sent + limited, count)
+        self.assertEqual(len(cnps), sent)
+        self.assertLessEqual((sent - 1) * self.min_interval, span_us)
+        last = self.register_read("cnp_last_sent", 7)
+        self.assertGreater(last, 0, "the flow's slot holds the last CNP time")
