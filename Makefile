@@ -37,3 +37,9 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
+
+# PTF suites (ptf_tests/) on softswitch in a private netns; PTF_ARGS e.g.
+# "--target bmv2 --bmv2-json build/tailcc.json" or "-- fast_cnp_test".
+.PHONY: ptf
+ptf: setup
+	$(PY) ptf_tests/run.py $(PTF_ARGS)
