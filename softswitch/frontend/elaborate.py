@@ -1032,8 +1032,11 @@ class _Elaborator:
                 continue
             d = _resolve_path(n.target, scope)
             if isinstance(d, ast.ExternFunctionDecl):
+                if n.const is not ast.NOT_CONST:
+                    continue  # evaluated at compile time (static_assert): folded away
                 self.result.extern_calls.append((d.name, n, blk or self.result.top_blocks[0]))
-            elif isinstance(d, ast.ActionDecl) and id(d) not in seen:
+            elif isinstance(d, (ast.ActionDecl, ast.FunctionDecl)) and id(d) not in seen:
+                # p4c inlines called actions and functions before looking for calls
                 seen.add(id(d))
                 owner = None if d in self.top.get(d.name, []) else blk
                 self._extern_calls_in(d.body, owner, seen)
