@@ -36,6 +36,7 @@ API (stable)::
     elab.tables / elab.actions / elab.externs / elab.value_sets   # in P4Info order
                                          # (``name`` None: @hidden; ``qualified`` is set)
     elab.table(name) / elab.action(name) / elab.extern(name)      # by control-plane name
+    elab.instance_of(decl, block)        # the object a declaration became in a block
     table.keys -> [KeyField(name, match_kind, width, expr, …)]
     table.action_refs -> [TableActionRef(action, annotations, …)]
 """
@@ -200,6 +201,16 @@ class Elaboration:
 
     def top_block(self, param: str) -> BlockInstance | None:
         return next((b for b in self.top_blocks if b.package_param == param), None)
+
+    def instance_of(self, decl: ast.Node, owner: BlockInstance | None) -> Any:
+        """The table/action/extern/value-set instance of ``decl`` inside block ``owner``
+        (``owner`` None: a top-level action or extern) — how a back end walking one
+        block's AST finds the control-plane object a declaration became."""
+        for group in (self.tables, self.actions, self.externs, self.value_sets):
+            for obj in group:
+                if obj.decl is decl and obj.owner is owner:
+                    return obj
+        return None
 
 
 # ---------------------------------------------------------------------------

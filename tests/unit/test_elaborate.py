@@ -176,3 +176,23 @@ control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
     inner = next(b for b in e.blocks if b.prefix == "Ing.inner")
     assert inner.args["c"] is e.extern("global_c")
     assert e.table("Ing.inner.it").counters is e.extern("Ing.local_d")
+
+
+def test_instance_of_maps_declarations_in_a_block_to_objects() -> None:
+    e = elab("""
+control Inner(inout H hdr) {
+    table it { actions = { NoAction; } }
+    apply { it.apply(); }
+}
+control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    Inner() a;
+    Inner() b;
+    apply { a.apply(hdr); b.apply(hdr); }
+}
+""")
+    blocks = {blk.prefix: blk for blk in e.blocks}
+    it_decl = blocks["Ing.a"].decl.locals[0]
+    assert e.instance_of(it_decl, blocks["Ing.a"]).name == "Ing.a.it"
+    assert e.instance_of(it_decl, blocks["Ing.b"]).name == "Ing.b.it"
+    no_action = e.action("NoAction")
+    assert e.instance_of(no_action.decl, None) is no_action
