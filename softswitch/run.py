@@ -29,6 +29,7 @@ from p4.v1 import p4runtime_pb2
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import errors, pipeline
 from softswitch.p4runtime.device import Device
+from softswitch.p4runtime.idle import Sweeper
 from softswitch.p4runtime.server import ServerError, serve
 from softswitch.ports.dataplane import DataPlane
 
@@ -227,12 +228,15 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
         plane.stop()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    sweeper = Sweeper(device)
+    sweeper.start()
     try:
         if not stop.is_set():
             plane.run(device.receive)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        sweeper.stop()
         server.stop(grace=0.5).wait()
     log.info("stopped: %d frames in, %d frames out", plane.received, plane.sent)
     return 0

@@ -14,7 +14,7 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch.p4runtime import errors, pipeline
+from softswitch.p4runtime import errors, idle, pipeline
 from softswitch.p4runtime.client import StreamClient
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.server import serve
@@ -70,6 +70,7 @@ PROGRAM = textwrap.dedent("""\
             actions = { fwd; to_cpu; mcast; clone_to; drop; @defaultonly miss; }
             default_action = drop();
             counters = fwd_ctr;
+            support_timeout = true;
         }
         table acl {
             key = { hdr.eth.etype : ternary; hdr.eth.src : ternary; }
@@ -608,3 +609,38 @@ def test_digests_flow_once_configured_and_acks(rig):
     rig.device.receive(3, frame(0x02, etype=0x7777))
     with pytest.raises(queue.Empty):
         rig.stream.next(timeout=0.3)
+
+
+# ---------------------------------------------------------------------- idle timeouts
+def test_idle_timeout_only_where_supported(rig):
+    te = fwd_entry(rig, b"\x70", 1)
+    te.idle_timeout_ns = 50_000_000
+    rig.write(upd(Update.INSERT, table_entry=te))
+    (got,) = rig.read(p4runtime_pb2.Entity(table_entry=fwd_entry(rig, b"\x70", 0)))
+    assert got.table_entry.idle_timeout_ns == 50_000_000
+    acl = p4runtime_pb2.TableEntry(table_id=rig.ids["I.acl"], priority=1,
+                                   idle_timeout_ns=1000)
+    fm = acl.match.add(field_id=1)
+    fm.ternary.value, fm.ternary.mask = b"\x01", b"\xff"
+    acl.action.action.action_id = rig.ids["I.drop"]
+    assert rig.write_error(upd(Update.INSERT, table_entry=acl))[0].canonical_code == \
+        code_pb2.INVALID_ARGUMENT
+
+
+def test_idle_timeout_notification(rig):
+    if not hasattr(rig.device.current.switch, "entry_idle_us"):
+        pytest.skip("the switch does not report entry idle times (entry_idle_us)")
+    te = fwd_entry(rig, b"\x71", 1)
+    te.idle_timeout_ns = 20_000_000
+    rig.write(upd(Update.INSERT, table_entry=te))
+    assert idle.sweep(rig.device) == 0
+    time.sleep(0.05)
+    assert idle.sweep(rig.device) == 1
+    msg = rig.stream.next()
+    (entry,) = msg.idle_timeout_notification.table_entry
+    assert entry.match[0].exact.value == b"\x71"
+    assert idle.sweep(rig.device) == 0             # once per expiry
+    rig.device.receive(1, frame(0x71))             # a hit re-arms it
+    assert idle.sweep(rig.device) == 0
+    time.sleep(0.05)
+    assert idle.sweep(rig.device) == 1

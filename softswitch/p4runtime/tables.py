@@ -36,6 +36,7 @@ class Record:
     from_program: bool = False
     key: matches.MatchKey = ((), 0)
     wire: bytes | None = None      # the serialized Entity, cached for Read
+    idle_notified: bool = False    # an idle-timeout notification went out (see idle.py)
 
 
 class TableEntries:
@@ -304,12 +305,22 @@ class TableEntries:
             if request.priority and record.entry.priority != request.priority:
                 continue
             data = self.wire_of(table, record)
+            if request.HasField("time_since_last_hit"):
+                data += self._time_since_last_hit(table, record)
             if counter is not None:
                 packets, bytes_ = self.switch.counter_read(counter.preamble.name,
                                                            record.handle)
                 counts = p4runtime_pb2.CounterData(packet_count=packets, byte_count=bytes_)
                 data += wire.field(wire.TABLE_ENTRY_COUNTER_DATA, counts.SerializeToString())
             yield wire.field(wire.ENTITY_TABLE_ENTRY, data)
+
+    def _time_since_last_hit(self, table: TableIndex, record: Record) -> bytes:
+        idle_us = getattr(self.switch, "entry_idle_us", None)
+        if idle_us is None:
+            raise errors.unimplemented("this switch does not track when entries are hit")
+        elapsed = TableEntry.IdleTimeout(
+            elapsed_ns=idle_us(table.info.preamble.name, record.handle) * 1000)
+        return wire.field(wire.TABLE_ENTRY_TIME_SINCE_LAST_HIT, elapsed.SerializeToString())
 
     def canonical(self, table: TableIndex, record: Record) -> TableEntry:
         """The entry as Read returns it: canonical byte strings, fields by id."""

@@ -14,6 +14,7 @@ from google.protobuf.message import Message
 # Field tags (field number << 3 | wire type 2 = length-delimited).
 ENTITY_TABLE_ENTRY = b"\x12"          # Entity.table_entry = 2
 TABLE_ENTRY_COUNTER_DATA = b"\x3a"    # TableEntry.counter_data = 7
+TABLE_ENTRY_TIME_SINCE_LAST_HIT = b"\x52"   # TableEntry.time_since_last_hit = 10
 READ_RESPONSE_ENTITIES = b"\x0a"      # ReadResponse.entities = 1
 
 
