@@ -378,8 +378,13 @@ class ExprChecker:
             raise fail(f"{describe(e)}: could not evaluate expression at compilation time", e)
 
     def _unify_operands(self, e: ast.Binary, ctx: Ctx, allow_any: bool) -> T.Type:
-        """Give both operands one type: untyped ints take the other side's type."""
-        lt, rt = e.left.type, e.right.type
+        """Give both operands one type: untyped ints take the other side's type.
+
+        As in p4c, a serializable enum meeting anything but its own type takes part in
+        arithmetic and comparisons as its underlying ``bit<W>``/``int<W>`` type.
+        """
+        lt = _ser_enum_as_bits(e.left.type, e.right.type)
+        rt = _ser_enum_as_bits(e.right.type, e.left.type)
         if isinstance(lt, T.IntType) and not isinstance(rt, T.IntType):
             if self.coerce(e.left, rt, ctx, quiet=True):
                 return rt
@@ -433,7 +438,8 @@ class ExprChecker:
         return lt
 
     def _concat(self, e: ast.Binary, lt: T.Type, rt: T.Type, ctx: Ctx) -> T.Type:
-        lb, rb = base(lt), base(rt)
+        lb = base(_ser_enum_as_bits(lt, T.VoidType()))
+        rb = base(_ser_enum_as_bits(rt, T.VoidType()))
         for side, t in ((e.left, lb), (e.right, rb)):
             if isinstance(t, T.IntType):
                 raise fail(f"{describe(side)}: could not infer a width", side)
@@ -676,6 +682,13 @@ class ExprChecker:
 
     def unresolved(self, t: T.Type, variables: set[T.TypeVar], m: Bindings) -> bool:
         return contains_var(subst(t, m), variables)
+
+
+def _ser_enum_as_bits(t: T.Type, other: T.Type) -> T.Type:
+    b = base(t)
+    if isinstance(b, T.EnumType) and b.underlying is not None and not compatible(t, other):
+        return b.underlying
+    return t
 
 
 def _division_computable(left: Any, right: Any) -> bool:
