@@ -49,6 +49,7 @@ PROGRAM = ROOT / "p4src" / "tailcc.p4"
 CPU_PORT = 255
 DEFAULT_PORTS = (1, 2, 3, 4, 5, 6)
 GRPC_PORT = 9559
+RUNTIME_PORT = 9090     # BMv2 Thrift / softswitch runtime channel (queue rates)
 SWITCH_START_TIMEOUT = 60.0
 
 
@@ -175,9 +176,16 @@ def switch_command(opts: Options, work: Path) -> list[str]:
             str(CPU_PORT), "--priority-queues", "8"]
     if opts.target == "bmv2":
         return ["simple_switch_grpc", "--no-p4", *ifaces, "--log-file", str(work / "bmv2"),
-                "--thrift-port", "9090", *tail]
+                "--thrift-port", str(RUNTIME_PORT), *tail]
     return [venv_bin("softswitch"), "run", "--no-p4", *ifaces, "--pcap", str(work / "pcap"),
-            "--log-file", str(work / "switch.log"), *tail]
+            "--log-file", str(work / "switch.log"), "--thrift-port", str(RUNTIME_PORT), *tail]
+
+
+def runtime_cli(opts: Options) -> str:
+    """The command the tests pipe simple_switch_CLI commands into (queue rates)."""
+    if opts.target == "bmv2":
+        return f"simple_switch_CLI --thrift-port {RUNTIME_PORT}"
+    return f"{venv_bin('softswitch')} cli --port {RUNTIME_PORT}"
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
@@ -210,7 +218,8 @@ def stop(proc: subprocess.Popen, name: str) -> None:
 def ptf_command(opts: Options, p4info: Path, config: Path, work: Path) -> list[str]:
     params = {"grpcaddr": f"127.0.0.1:{opts.grpc_port}", "p4info": str(p4info),
               "device_config": str(config), "cpu_port": str(CPU_PORT), "device_id": "0",
-              "target": opts.target, "ports": ",".join(map(str, opts.ports))}
+              "target": opts.target, "ports": ",".join(map(str, opts.ports)),
+              "runtime_cli": runtime_cli(opts)}
     ifaces = [x for i, port in enumerate(opts.ports) for x in ("-i", f"{port}@{test_iface(i)}")]
     return [venv_bin("ptf"), "--test-dir", str(HERE), *ifaces,
             "--test-params", ";".join(f"{k}='{v}'" for k, v in params.items()),

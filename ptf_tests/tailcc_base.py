@@ -10,12 +10,17 @@ controller writes them, so a renamed table breaks these suites loudly.
 Test parameters (``ptf --test-params``), set by ``ptf_tests/run.py``:
 ``grpcaddr``, ``p4info``, ``device_config`` (file sent as ``p4_device_config``: a
 softswitch artifact or P4 source, or a BMv2 JSON), ``device_id``, ``cpu_port``,
-``target`` (softswitch|bmv2), ``ports``.
+``target`` (softswitch|bmv2), ``ports``, ``runtime_cli`` (a command that reads
+``simple_switch_CLI`` commands on standard input: ``simple_switch_CLI --thrift-port P``
+for BMv2, ``softswitch cli --port P`` for softswitch's runtime channel). P4Runtime has
+no queue rates, so the queueing suites set them through it, as BMv2 users do.
 """
 
 from __future__ import annotations
 
 import queue
+import shlex
+import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -39,6 +44,8 @@ from controlplane.p4rt.values import decode
 # One election id per process run is enough: the suites are the only controller.
 ELECTION_ID = 10
 ALL_PORTS_MASK = 0x1FF
+# "No limit" in set_queue_rate terms that BMv2 and softswitch both accept.
+UNLIMITED_PPS = 10_000_000
 
 
 def param(name: str, default: str | None = None) -> str:
@@ -76,8 +83,46 @@ class TailccTest(BaseTest):
         self.dataplane.flush()
 
     def tearDown(self) -> None:
-        self.client.close()
-        BaseTest.tearDown(self)
+        try:
+            if getattr(self, "_shaped_ports", None):
+                self.reset_queues()
+        finally:
+            self.client.close()
+            BaseTest.tearDown(self)
+
+    # ------------------------------------------------------------------ runtime channel
+    def runtime(self, *commands: str) -> str:
+        """Run simple_switch_CLI commands (queue rates, link rates) on the switch."""
+        cmd = shlex.split(param("runtime_cli"))
+        proc = subprocess.run(cmd, input="\n".join(commands) + "\n", capture_output=True,
+                              text=True, timeout=30)
+        if proc.returncode != 0 or "Error" in proc.stdout:
+            raise AssertionError(f"runtime commands {list(commands)} failed "
+                                 f"({proc.returncode}): {proc.stdout}{proc.stderr}")
+        return proc.stdout
+
+    def set_queue_rate(self, pps: int, port: int, priority: int | None = None) -> None:
+        """BMv2 ``set_queue_rate`` (packets/s) of one port's queue (or all its queues)."""
+        self._shaped_ports = getattr(self, "_shaped_ports", set()) | {port}
+        where = f"{port}" if priority is None else f"{port} {priority}"
+        self.runtime(f"set_queue_rate {pps} {where}")
+
+    def set_link_rate(self, bps: int, port: int) -> None:
+        """softswitch's port serialisation rate (an extension BMv2 does not have)."""
+        if self.target != "softswitch":
+            self.skipTest(f"{self.target} has no per-port link rate (softswitch extension)")
+        self._shaped_ports = getattr(self, "_shaped_ports", set()) | {port}
+        self.runtime(f"set_link_rate {bps} {port}")
+
+    def reset_queues(self) -> None:
+        """Unlimited rates again, so the next test starts with an idle switch."""
+        commands = []
+        for port in sorted(self._shaped_ports):
+            commands.append(f"set_queue_rate {UNLIMITED_PPS} {port}")
+            if self.target == "softswitch":
+                commands.append(f"set_link_rate 0 {port}")
+        self._shaped_ports = set()
+        self.runtime(*commands)
 
     # ------------------------------------------------------------------ writes
     def insert(self, table: str, match: Mapping[str, Any] | None = None,

@@ -1,0 +1,117 @@
+"""Strict-priority queues under congestion: urgent mice overtake queued elephants.
+
+A port is congested on purpose through the runtime channel (``set_queue_rate``, BMv2's
+command, on softswitch's runtime channel or BMv2's Thrift CLI), and on softswitch
+also by a slow link (``set_link_rate``, its extension), so packets really wait in the
+queues and their departure order is the scheduler's.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from tailcc_base import TailccTest
+from tailcc_packets import ECT0, NH2_MAC, ROUTER_MAC, roce, udp
+
+EGRESS = 2
+# DSCP -> (class, queue): one class per queue 0..7 (the default profile's queues)
+QUEUE_OF_DSCP = {0: (0, 0), 10: (3, 1), 18: (2, 2), 24: (4, 3), 32: (6, 4), 40: (7, 5),
+                 48: (9, 6), 56: (10, 7)}
+
+
+def dscp_of(frame: bytes) -> int:
+    return Ether(frame)[IP].tos >> 2
+
+
+class SchedulingBase(TailccTest):
+    def setUp(self) -> None:
+        super().setUp()
+        self.router(ROUTER_MAC)
+        self.route("10.0.2.0/24", EGRESS, ROUTER_MAC, NH2_MAC)
+        for dscp, (tc, queue_id) in QUEUE_OF_DSCP.items():
+            self.traffic_class(100, "set_class", {"tc": tc, "queue": queue_id,
+                                                  "ecn_profile": 0}, dscp=f"{dscp}&&&0x3f")
+
+
+class UrgentOvertakesBulkTest(SchedulingBase):
+    """The bulk queue of a port drains at 20 packets/s; 30 elephants wait in it. A small
+    hot-KV packet sent after them leaves long before the bulk queue is empty, and the
+    elephants keep their FIFO order."""
+
+    def runTest(self) -> None:
+        self.set_queue_rate(20, EGRESS, 0)
+        for i in range(30):
+            self.send(1, udp("10.0.2.9", 5000, dscp=0, size=1400, ident=i))
+        time.sleep(0.2)
+        sent_at = time.monotonic()
+        self.send(1, roce("10.0.2.5", 0x123, 64, dscp=40))
+        got = self.collect(EGRESS, 31, timeout=20)
+        self.assertEqual(len(got), 31)
+        order = [dscp_of(frame) for _, frame in got]
+        urgent = order.index(40)
+        self.assertLessEqual(urgent, 15, f"the urgent packet left {urgent + 1}th: {order}")
+        latency = got[urgent][0] - sent_at
+        self.assertLess(latency, 0.5, f"the urgent packet waited {latency:.3f} s")
+        bulk_ids = [Ether(f)[IP].id for _, f in got if dscp_of(f) == 0]
+        self.assertEqual(bulk_ids, list(range(30)), "bulk packets were reordered")
+
+
+class StrictPriorityOrderTest(SchedulingBase):
+    """A slow link (softswitch) is busy with one big packet while one packet per queue
+    arrives, lowest priority first: they leave in strict priority order, 7 to 0."""
+
+    def runTest(self) -> None:
+        self.set_link_rate(80_000, EGRESS)          # 10 kB/s: a 1400-byte frame ~ 0.14 s
+        self.send(1, udp("10.0.2.9", 5000, dscp=0, size=1400, ident=999))
+        for dscp in sorted(QUEUE_OF_DSCP, key=lambda d: QUEUE_OF_DSCP[d][1]):
+            self.send(1, udp("10.0.2.9", 5000, dscp=dscp, size=40, ident=dscp))
+        got = self.collect(EGRESS, 9, timeout=20)
+        self.assertEqual(len(got), 9)
+        queues = [QUEUE_OF_DSCP[dscp_of(f)][1] for _, f in got[1:]]
+        self.assertEqual(Ether(got[0][1])[IP].id, 999, "the blocker leaves first")
+        self.assertEqual(queues, [7, 6, 5, 4, 3, 2, 1, 0], f"departure order {queues}")
+        for queue_id in range(8):
+            self.assertGreaterEqual(self.packets("class_counter",
+                                                 {q: tc for tc, q in
+                                                  QUEUE_OF_DSCP.values()}[queue_id]), 1)
+
+
+class MiceElephantsTest(SchedulingBase):
+    """Mixed traffic into a congested port: elephants (1400-byte storage/training
+    frames, queues 3 and 2, each queue drained at 40 packets/s) and mice (64-byte
+    hot-KV RoCE, queue 5, every sixth packet). Every mouse gets through faster than
+    the median elephant, and the mice keep their order."""
+
+    def runTest(self) -> None:
+        self.set_queue_rate(40, EGRESS, 3)
+        self.set_queue_rate(40, EGRESS, 2)
+        sent: dict[tuple[str, int], float] = {}
+        for i in range(60):
+            if i % 6 == 5:
+                psn = i
+                self.send(1, roce("10.0.2.5", 0x123, 64, dscp=40, psn=psn, ecn=ECT0))
+                sent[("mouse", psn)] = time.monotonic()
+            else:
+                dscp = 24 if i % 2 else 18
+                self.send(1, udp("10.0.2.9", 6000 + i, dscp=dscp, size=1400, ident=i))
+                sent[("elephant", i)] = time.monotonic()
+        got = self.collect(EGRESS, 60, timeout=30)
+        self.assertEqual(len(got), 60)
+        mice, elephants, mouse_order = [], [], []
+        for t, frame in got:
+            pkt = Ether(frame)
+            if pkt[UDP].dport == 4791:
+                psn = int.from_bytes(frame[14 + 20 + 8 + 9:14 + 20 + 8 + 12], "big")
+                mice.append(t - sent[("mouse", psn)])
+                mouse_order.append(psn)
+            else:
+                elephants.append(t - sent[("elephant", pkt[IP].id)])
+        self.assertEqual(len(mice), 10)
+        self.assertEqual(mouse_order, sorted(mouse_order))
+        median_elephant = statistics.median(elephants)
+        self.assertLess(max(mice), median_elephant,
+                        f"slowest mouse {max(mice):.3f} s, median elephant "
+                        f"{median_elephant:.3f} s")
