@@ -51,7 +51,7 @@ class EntityBuilder:
         elif group_id is not None:
             entry.action.action_profile_group_id = group_id
         elif action is not None:
-            entry.action.action.CopyFrom(self.action(action, params or {}, table=info))
+            self.action(action, params or {}, table=info, into=entry.action.action)
         elif not default:
             raise BadValueError(f"{info.preamble.name}: an entry needs an action")
         return entry
@@ -108,10 +108,13 @@ class EntityBuilder:
             entry.priority = priority
 
     def action(self, name: str, params: Mapping[str, Any],
-               table: p4info_pb2.Table | None = None) -> p4runtime_pb2.Action:
-        """An action call; every parameter of the action must be given, no others."""
+               table: p4info_pb2.Table | None = None,
+               into: p4runtime_pb2.Action | None = None) -> p4runtime_pb2.Action:
+        """An action call; every parameter of the action must be given, no others.
+        ``into`` fills an existing message (no copy: protobuf copies are slow in Python)."""
         info = self.index.table_action(table, name) if table else self.index.action(name)
-        act = p4runtime_pb2.Action(action_id=info.preamble.id)
+        act = into if into is not None else p4runtime_pb2.Action()
+        act.action_id = info.preamble.id
         for key in params:
             self.index.param(info, key)          # unknown parameter -> clear error
         for p in info.params:
@@ -127,9 +130,10 @@ class EntityBuilder:
     def profile_member(self, profile: str, member_id: int, action: str,
                        params: Mapping[str, Any]) -> p4runtime_pb2.ActionProfileMember:
         info = self.index.action_profile(profile)
-        return p4runtime_pb2.ActionProfileMember(
-            action_profile_id=info.preamble.id, member_id=member_id,
-            action=self.action(action, params))
+        member = p4runtime_pb2.ActionProfileMember(action_profile_id=info.preamble.id,
+                                                   member_id=member_id)
+        self.action(action, params, into=member.action)
+        return member
 
     def profile_group(self, profile: str, group_id: int, members: list[int],
                       max_size: int = 0) -> p4runtime_pb2.ActionProfileGroup:

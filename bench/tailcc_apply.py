@@ -1,0 +1,141 @@
+"""How fast ``tailcc apply`` brings switches to an intent, over real gRPC.
+
+Starts N ``softswitch run --no-p4`` processes (as users run them), writes an intent
+with the default QoS profile, a tenant and R routes per switch, then times:
+validate + compile, the first apply (pipeline load + every entry), a second apply
+(read + diff; must write nothing), an apply after changing one route (must write
+exactly one entry), and the same first apply on all switches concurrently vs. one
+after another. Controllers push intent to a whole fabric at start-up and after every
+change, so these decide how fast a change reaches the network.
+
+    python bench/tailcc_apply.py [--switches N] [--routes R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+
+from controlplane.compile import compile_switch
+from controlplane.intent import load_intent
+from controlplane.p4rt import P4InfoIndex
+from controlplane.reconcile import load_pipeline, reconcile_all
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAM = ROOT / "p4src" / "tailcc.p4"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(addr: str, device_id: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", "--no-p4",
+                             "--device-id", str(device_id), "--", "--grpc-server-addr", addr],
+                            stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    channel = grpc.insecure_channel(addr)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=60)
+    finally:
+        channel.close()
+    return proc
+
+
+def _intent_text(addresses: list[str], routes: int, changed: bool) -> str:
+    lines = ["base: default", "switches:"]
+    for i, addr in enumerate(addresses, start=1):
+        lines += [f"  - name: leaf{i}", f"    address: {addr}", f"    device_id: {i}",
+                  f"    router_mac: \"00:aa:00:00:00:{i:02x}\"",
+                  "    ports: [{port: 1, tenant: t}, {port: 2}, {port: 3}, {port: 4}]",
+                  "    next_hops:"]
+        lines += [f"      - {{name: h{p}, port: {p}, dst_mac: \"00:00:00:00:0{i}:0{p}\"}}"
+                  for p in range(1, 5)]
+        lines.append("    routes:")
+        for r in range(routes):
+            hop = 1 + (r % 4)
+            if changed and r == 0:
+                hop = 1 + (hop % 4)
+            lines.append(f"      - {{prefix: 10.{r >> 8}.{r & 255}.0/24, next_hop: h{hop}}}")
+    lines += ["tenants:", "  - name: t", "    vrf: 1", "    default: deny", "    rules:",
+              "      - {src: 10.1.1.0/24, dst: 10.1.2.0/24, action: allow}"]
+    return "\n".join(lines) + "\n"
+
+
+def _apply(intent, pipeline, label: str, table: list, sequential: bool = False) -> None:
+    t0 = time.perf_counter()
+    if sequential:
+        results = [r for s in intent.switches
+                   for r in reconcile_all(intent, pipeline, switches=[s.name])]
+    else:
+        results = reconcile_all(intent, pipeline)
+    seconds = time.perf_counter() - t0
+    failed = [r for r in results if r.error]
+    if failed:
+        raise SystemExit(f"{label}: {failed[0].switch}: {failed[0].error}")
+    written = sum(r.written for r in results)
+    rate = f"{written / seconds:,.0f}/s" if written else "-"
+    table.append((label, written, seconds, rate))
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--switches", type=int, default=2, help="softswitch processes (2)")
+    ap.add_argument("--routes", type=int, default=500, help="routes per switch (500)")
+    args = ap.parse_args(argv)
+    if not 1 <= args.switches <= 16 or not 1 <= args.routes <= 16000:
+        ap.error("--switches must be 1..16 and --routes 1..16000")
+    addrs = [f"127.0.0.1:{_free_port()}" for _ in range(args.switches)]
+    procs = [_start(a, i) for i, a in enumerate(addrs, start=1)]
+    table: list[tuple[str, int, float, str]] = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path, changed = Path(tmp) / "intent.yaml", Path(tmp) / "changed.yaml"
+            path.write_text(_intent_text(addrs, args.routes, False))
+            changed.write_text(_intent_text(addrs, args.routes, True))
+            t0 = time.perf_counter()
+            pipeline = load_pipeline(None, str(PROGRAM))
+            t_p4 = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            intent = load_intent(path)
+            index = P4InfoIndex(pipeline.p4info)
+            entities = sum(len(compile_switch(intent, s, index).entities)
+                           for s in intent.switches)
+            table.append(("validate + compile intent", entities, time.perf_counter() - t0,
+                          "-"))
+            _apply(intent, pipeline, "first apply (pipeline + entries)", table)
+            _apply(intent, pipeline, "re-apply, unchanged", table)
+            _apply(load_intent(changed), pipeline, "apply, one route changed", table)
+            _apply(intent, pipeline, "apply, route changed back", table)
+        # fresh switches for concurrent vs sequential first applies
+        for proc in procs:
+            proc.terminate()
+            proc.wait()
+        for label, sequential in (("first apply, switches concurrently", False),
+                                  ("first apply, switches one by one", True)):
+            procs = [_start(a, i) for i, a in enumerate(addrs, start=1)]
+            _apply(intent, pipeline, label, table, sequential)
+            for proc in procs:
+                proc.terminate()
+                proc.wait()
+    finally:
+        for proc in procs:
+            proc.terminate()
+    print(f"tailcc apply: {args.switches} softswitch processes, {args.routes} routes each; "
+          f"compiling tailcc.p4 for its P4Info took {t_p4:.2f} s")
+    print(f"{'phase':<40} {'entries':>8} {'seconds':>8} {'write rate':>11}")
+    for label, n, seconds, rate in table:
+        print(f"{label:<40} {n:>8} {seconds:>8.2f} {rate:>11}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
