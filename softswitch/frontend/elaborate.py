@@ -511,14 +511,16 @@ def type_width(t: Any) -> int | None:
 
 
 def translation_width(t: T.NewType) -> int | None:
+    """The controller-side width of a ``@p4runtime_translation`` type: W for
+    ``(uri, W)``, 0 for ``(uri, string)``; None when the type is not translated."""
     a = annotation(t.decl, "p4runtime_translation")
-    if a is None or not a.exprs or len(a.exprs) < 2:
+    if a is None:
         return None
-    w = a.exprs[1]
+    w = a.exprs[1] if a.exprs and len(a.exprs) > 1 else None
     if isinstance(w, ast.IntLiteral):
         return w.value
     c = getattr(w, "const", ast.NOT_CONST)
-    return c if isinstance(c, int) and not isinstance(c, bool) else None
+    return c if isinstance(c, int) and not isinstance(c, bool) else 0
 
 
 # ---------------------------------------------------------------------------

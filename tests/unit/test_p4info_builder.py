@@ -206,3 +206,11 @@ def test_hidden_action_is_referenced_by_id_but_not_described() -> None:
     secret_id = expected_id(ids.ACTION, "Ing.secret")
     assert secret_id in [r.id for r in info.tables[0].action_refs]
     assert secret_id not in [a.preamble.id for a in info.actions]
+
+
+def test_string_translated_type_has_no_width() -> None:
+    text = PROGRAM.replace('("example.org/port", 32)', '("example.org/port", string)')
+    info = generate(check_program(parse_text(text, "str.p4")))
+    fwd = next(a for a in info.actions if a.preamble.name == "Ing.fwd")
+    assert (fwd.params[0].bitwidth, fwd.params[0].type_name.name) == (0, "port_t")
+    assert info.type_info.new_types["port_t"].translated_type.HasField("sdn_string")
