@@ -139,7 +139,7 @@ class Builder:
             if name == "digest":
                 self._collect_digest(call)
         for h in self._controller_headers():
-            self.symbols.add(ids.CONTROLLER_HEADER, h.name, _explicit_id(h), h.loc)
+            self.symbols.add(ids.CONTROLLER_HEADER, _header_symbol(h), _explicit_id(h), h.loc)
 
     def _collect_table_externs(self, t: TableInstance) -> None:
         for prop, ext in (("implementation", t.implementation), ("counters", t.counters),
@@ -472,7 +472,7 @@ class Builder:
         a = string_annotation(h, "controller_header") or ""
         self.types.touch()
         msg = self.p4info.controller_packet_metadata.add()
-        msg.preamble.id = self.symbols.id_of(ids.CONTROLLER_HEADER, h.name)
+        msg.preamble.id = self.symbols.id_of(ids.CONTROLLER_HEADER, _header_symbol(h))
         msg.preamble.name = a
         msg.preamble.alias = a
         add_annotations(msg.preamble, h.annotations)
@@ -516,6 +516,12 @@ def _pkginfo_pairs(a: ast.Annotation) -> list[tuple[str, Any]]:
         return [(k, const_of(v)) for k, v in a.kv.items()]
     return [(m.group(1), m.group(2) if m.group(2) is not None else None)
             for m in _KV_TEXT.finditer(a.body)]
+
+
+def _header_symbol(h: ast.HeaderDecl) -> str:
+    """The symbol p4c reserves for a controller header: the type's control-plane name
+    (the preamble shows the ``@controller_header`` name instead)."""
+    return (string_annotation(h, "name") or h.name).lstrip(".")
 
 
 def _match_annotation(annotations: tuple[Any, ...]) -> str:
