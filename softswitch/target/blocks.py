@@ -447,7 +447,7 @@ class BlockLowerer(StmtLowerer):
             if state.meter_factory is not None:
                 buf.emit(f"{tname}.color = _e.meter.execute(_RT.pkt.length)")
             buf.emit("_a = _e.action")
-            buf.emit("_a.fn(*_e.args)")
+            buf.emit("_a.fn(*_e.run_args)")
             buf.emit("return (True, _a)")
         self.funcs.append(buf)
 
@@ -459,11 +459,12 @@ class BlockLowerer(StmtLowerer):
             fname = self.callable_name(adecl)
             if any(p.direction for p in adecl.params):
                 fname = self.bound_action(adecl, fname, r.ref)
-            params = tuple((p.name, _width(p.type_ref.resolved)) for p in adecl.params
-                           if p.direction == "")
+            cp = [p for p in adecl.params if p.direction == ""]
+            params = tuple((p.name, _width(p.type_ref.resolved)) for p in cp)
+            kinds = tuple(_kind(p.type_ref.resolved) for p in cp)
             aname = r.action.name or adecl.name
             ad = ActionDef(aname, params, _unbound, default_only=r.has("defaultonly"),
-                           table_only=r.has("tableonly"))
+                           table_only=r.has("tableonly"), kinds=kinds)
             ad.fn_name = fname  # type: ignore[attr-defined]
             ad.decl = adecl  # type: ignore[attr-defined]
             state.actions[aname] = ad
@@ -612,6 +613,14 @@ class _StateRef:
 
 def _unbound(*args: Any) -> None:  # replaced once the namespace is compiled
     raise RuntimeError("action called before its block was compiled")
+
+
+def _kind(t: Any) -> str:
+    t = T.strip_newtype(t)
+    if isinstance(t, T.BoolType):
+        return "b"
+    b = scalar_bits(t)
+    return "s" if b is not None and b[1] else "u"
 
 
 def _width(t: Any) -> int:

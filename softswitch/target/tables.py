@@ -35,6 +35,20 @@ class ActionDef:
     fn: Callable[[list[int]], None]
     default_only: bool = False
     table_only: bool = False
+    kinds: tuple[str, ...] = ()   # per param: "u" (bit<W>), "s" (int<W>), "b" (bool)
+
+    def runtime_args(self, args: list[int]) -> list[Any]:
+        """Control-plane integers in the representation the action body uses."""
+        if not self.kinds or all(k == "u" for k in self.kinds):
+            return args
+        out: list[Any] = []
+        for (_, w), k, v in zip(self.params, self.kinds, args, strict=True):
+            if k == "s" and v >> (w - 1):
+                v -= 1 << w
+            elif k == "b":
+                v = bool(v)
+            out.append(v)
+        return out
 
 
 @dataclass
@@ -42,11 +56,12 @@ class Entry:
     handle: int
     keys: list[KeyMatch]
     action: ActionDef
-    args: list[int]
+    args: list[int]               # as the control plane gave them (unsigned)
     priority: int
     order: int
     # Normalised match: per key (value, mask) or ("range", lo, hi)
     match: tuple[Any, ...] = ()
+    run_args: list[Any] = field(default_factory=list)   # what the action body receives
     packets: int = 0
     bytes: int = 0
     meter: Any = None
@@ -68,7 +83,8 @@ class TableState:
     actions: dict[str, ActionDef]
     size: int = 1024
     default_action: ActionDef | None = None
-    default_args: list[int] = field(default_factory=list)
+    default_args: list[Any] = field(default_factory=list)      # as the action receives them
+    default_cp_args: list[int] = field(default_factory=list)   # as the control plane gave them
     default_const: bool = False
     entries_const: bool = False
     has_direct_counter: bool = False
@@ -248,7 +264,8 @@ class TableState:
         prio = priority if priority is not None else 0
         if self.mode == "lpm":
             prio = match[self.lpm_index][2]
-        entry = Entry(self._next_handle, ordered, action, args, prio, self._order, match)
+        entry = Entry(self._next_handle, ordered, action, args, prio, self._order, match,
+                      action.runtime_args(args))
         self._insert(entry)
         self._next_handle += 1
         self._order += 1
@@ -304,6 +321,7 @@ class TableState:
         entry = self._get(handle)
         action = self.resolve_action(action_name)
         entry.args = self.check_args(action, args)
+        entry.run_args = action.runtime_args(entry.args)
         entry.action = action
 
     def clear(self) -> None:
@@ -319,7 +337,8 @@ class TableState:
         if action.table_only:
             raise P4Error(f"action '{action.name}' cannot be the default action "
                           f"of table '{self.name}'")
-        self.default_args = self.check_args(action, args)
+        self.default_cp_args = self.check_args(action, args)
+        self.default_args = action.runtime_args(self.default_cp_args)
         self.default_action = action
 
     def _get(self, handle: int) -> Entry:

@@ -253,3 +253,20 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
     }
 }""")
     assert one(sw, bytes([1, 2, 3, 4])) == (1, bytes([1, 0x77, 3, 4]))
+
+
+def test_signed_and_bool_action_parameters_from_the_control_plane(tmp_path):
+    sw = load(tmp_path, """
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action set(int<8> delta, bool flag) {
+        h.h.b = (bit<8>)((int<8>)h.h.b + delta);
+        if (flag) { h.h.a = 0xAA; }
+        sm.egress_spec = 1;
+    }
+    table t { key = { h.h.c: exact; } actions = { set; } }
+    apply { t.apply(); }
+}""")
+    sw.table_add("t", [KeyMatch("", "exact", 1)], "set", [0xFE, 1])   # delta = -2
+    assert one(sw, bytes([0, 10, 0, 1])) == (1, bytes([0xAA, 8, 0, 1]))
+    (entry,) = sw.table_entries("t")
+    assert entry.args == [0xFE, 1]
