@@ -261,9 +261,18 @@ def _digest(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     recv = lw.expr(info.args[0], fn)
     data = info.args[1]
     items = flatten(lw, data, fn)
-    vals = ", ".join(c for c, _, _ in items)
-    tname = str(T.strip_newtype(data.type))
+    # Digest data goes to the control plane as unsigned bit strings.
+    vals = ", ".join(f"(({c}) & {(1 << w) - 1})" if w > 0 else c for c, w, _ in items)
+    dtype = (getattr(info, "type_args", None) or {}).get("T") or data.type
+    tname = digest_name(T.strip_newtype(dtype))
     return f"_RT.digest({recv}, {tname!r}, ({vals}{',' if len(items) == 1 else ''}))"
+
+
+def digest_name(t: Any) -> str:
+    """The digest's P4Info name (the data type's control-plane name), so digests the
+    switch produces match what P4Runtime clients were told."""
+    from softswitch.p4info.typespec import cp_name
+    return cp_name(t) if getattr(t, "name", None) else str(t)
 
 
 def _clone(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
