@@ -285,13 +285,12 @@ class ExprChecker:
             if b.const < 0:
                 raise fail(f"{describe(b)}: expected slice indexes to be non-negative", b)
         hi, lo = e.hi.const, e.lo.const
-        if isinstance(t, T.IntType):
-            if e.expr.const is ast.NOT_CONST:
-                raise fail(f"{describe(e)}: bit extraction needs a known width", e)
-        elif not isinstance(t, T.BitsType):
+        if isinstance(t, T.EnumType) and t.underlying is not None:
+            t = t.underlying
+        if not isinstance(t, T.BitsType):
             raise fail(f"{describe(e)}: bit extraction only defined for bit<> types", e)
-        elif hi >= t.width:
-            raise fail(f"Bit index {hi} greater than width {t.width}", e.hi)
+        if hi >= t.width or lo >= t.width:
+            raise fail(f"Bit index {max(hi, lo)} greater than width {t.width}", e.hi)
         if lo > hi:
             raise fail(f"{describe(e)}: bit slice indexes reversed ({hi} < {lo})", e)
         for b in (e.hi, e.lo):
@@ -366,8 +365,7 @@ class ExprChecker:
         rv = e.right.const
         if isinstance(rv, int) and not isinstance(rv, bool) and rv == 0:
             raise fail(f"{describe(e)}: Division by zero", e)
-        if isinstance(b, T.BitsType) and b.signed and (
-                e.left.const is ast.NOT_CONST or rv is ast.NOT_CONST):
+        if isinstance(b, T.BitsType) and b.signed:
             raise fail(f"{describe(e)}: Cannot operate on signed values", e)
         if isinstance(b, T.IntType) and (e.left.const is ast.NOT_CONST
                                          or rv is ast.NOT_CONST):
@@ -459,9 +457,9 @@ class ExprChecker:
         if isinstance(b, T.IntType) and not isinstance(a, T.IntType):
             self.coerce(e.otherwise, a, ctx)
             return a
-        if isinstance(a, T.IntType) and isinstance(b, T.IntType) and \
-                e.cond.const is ast.NOT_CONST:
-            raise fail(f"{describe(e.then)}: could not infer a width", e)
+        if isinstance(a, T.IntType) and isinstance(b, T.IntType):
+            raise fail(f"Width must be specified for at least one of {describe(e.then)} or "
+                       f"{describe(e.otherwise)}", e)
         if not compatible(a, b):
             if isinstance(e.otherwise, (ast.ListExpr, ast.StructExpr, ast.InvalidHeaderExpr)) \
                     and self.coerce(e.otherwise, a, ctx, quiet=True):
