@@ -286,7 +286,10 @@ def _digest_data(info: p4info_pb2.Digest, values: list[int]) -> p4data_pb2.P4Dat
 
 def _forwarding_state(runtime: PipelineRuntime) -> list[p4runtime_pb2.Entity]:
     """The controller-written state of a pipeline, as entities to replay."""
-    out = [p4runtime_pb2.Entity(table_entry=entry) for entry in runtime.tables.written()]
+    out = runtime.read([
+        p4runtime_pb2.Entity(action_profile_member=p4runtime_pb2.ActionProfileMember()),
+        p4runtime_pb2.Entity(action_profile_group=p4runtime_pb2.ActionProfileGroup())])
+    out += [p4runtime_pb2.Entity(table_entry=entry) for entry in runtime.tables.written()]
     pre = p4runtime_pb2.Entity()
     pre.packet_replication_engine_entry.SetInParent()
     out.extend(runtime.read([pre]))

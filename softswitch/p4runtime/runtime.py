@@ -20,6 +20,7 @@ from softswitch.p4runtime import errors
 from softswitch.p4runtime.externs import Externs
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex
+from softswitch.p4runtime.profiles import ActionProfiles
 from softswitch.p4runtime.replication import Replication
 from softswitch.p4runtime.tables import TableEntries
 from softswitch.p4runtime.undo import UndoLog
@@ -38,13 +39,16 @@ class PipelineRuntime:
         self.switch = switch
         self.index = index
         self.meters = MeterDriver(switch)
-        self.tables = TableEntries(switch, index, self.meters)
+        self.profiles = ActionProfiles(switch, index)
+        self.tables = TableEntries(switch, index, self.meters, self.profiles)
         self.externs = Externs(switch, index, self.meters, self.tables)
         self.replication = Replication(switch)
         self.value_sets = ValueSets(switch, index)
         self.digest_configs: dict[int, p4runtime_pb2.DigestEntry.Config] = {}
         self._writers: dict[str, Callable[[int, Any, UndoLog], None]] = {
             "table_entry": self.tables.write,
+            "action_profile_member": self.profiles.write_member,
+            "action_profile_group": self.profiles.write_group,
             "counter_entry": self.externs.write_counter,
             "direct_counter_entry": self.externs.write_direct_counter,
             "register_entry": self.externs.write_register,
@@ -56,6 +60,8 @@ class PipelineRuntime:
         }
         self._readers: dict[str, Callable[[Any], Iterator[Any]]] = {
             "table_entry": self._read_tables,
+            "action_profile_member": self.profiles.read_member,
+            "action_profile_group": self.profiles.read_group,
             "counter_entry": self.externs.read_counter,
             "direct_counter_entry": self.externs.read_direct_counter,
             "register_entry": self.externs.read_register,

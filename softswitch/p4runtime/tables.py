@@ -18,6 +18,7 @@ from p4.v1 import p4runtime_pb2
 from softswitch.p4runtime import actions, errors, matches, wire
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
+from softswitch.p4runtime.profiles import ActionProfiles, Member
 from softswitch.p4runtime.undo import UndoLog
 from softswitch.target.control import KeyMatch, SwitchControl
 
@@ -37,15 +38,18 @@ class Record:
     key: matches.MatchKey = ((), 0)
     wire: bytes | None = None      # the serialized Entity, cached for Read
     idle_notified: bool = False    # an idle-timeout notification went out (see idle.py)
+    member: Member | None = None   # the action profile member the entry points to
 
 
 class TableEntries:
     """INSERT/MODIFY/DELETE/Read of table entries of one loaded pipeline."""
 
-    def __init__(self, switch: SwitchControl, index: P4InfoIndex, meters: MeterDriver) -> None:
+    def __init__(self, switch: SwitchControl, index: P4InfoIndex, meters: MeterDriver,
+                 profiles: ActionProfiles) -> None:
         self.switch = switch
         self.index = index
         self.meters = meters
+        self.profiles = profiles
         self._records: dict[int, dict[matches.MatchKey, Record]] = {
             tid: {} for tid in index.tables}
         self._defaults: dict[int, TableEntry] = {}
@@ -98,20 +102,39 @@ class TableEntries:
                                    "with this match key and priority")
         return record
 
-    def _action_of(self, table: TableIndex, entry: TableEntry) -> actions.ActionCall:
+    def _action_of(self, table: TableIndex,
+                   entry: TableEntry) -> tuple[actions.ActionCall, Member | None]:
         which = entry.action.WhichOneof("type")
+        name = table.info.preamble.name
         if which is None:
-            raise errors.invalid(f"entry for table '{table.info.preamble.name}' has no action")
+            raise errors.invalid(f"entry for table '{name}' has no action")
         if which != "action":
             if not table.info.implementation_id:
-                raise errors.invalid(f"table '{table.info.preamble.name}' has no action "
-                                     "profile: entries take a direct action")
-            raise errors.unimplemented("table entries pointing to action profile members "
-                                       "or groups are not supported by softswitch yet")
+                raise errors.invalid(f"table '{name}' has no action profile: entries take "
+                                     "a direct action")
+            if which == "action_profile_member_id":
+                member = self.profiles.member_call(table, entry.action.action_profile_member_id)
+                return member.call, member
+            raise errors.unimplemented(f"table '{name}': entries pointing to action selector "
+                                       "groups or one-shot action sets need per-packet "
+                                       "selection, which softswitch's target lacks")
         if table.info.implementation_id:
-            raise errors.invalid(f"table '{table.info.preamble.name}' uses an action "
-                                 "profile: entries take a member or group id")
-        return actions.parse(self.index, entry.action.action, table)
+            raise errors.invalid(f"table '{name}' uses an action profile: entries take a "
+                                 "member or group id")
+        return actions.parse(self.index, entry.action.action, table), None
+
+    @staticmethod
+    def _use(member: Member | None, table_name: str, record: Record, log: UndoLog,
+             add: bool) -> None:
+        """Track which entries use a member (member MODIFY rewrites them)."""
+        if member is None:
+            return
+        if add:
+            member.users[id(record)] = (table_name, record)
+            log.push(lambda: member.users.pop(id(record), None))
+        else:
+            member.users.pop(id(record), None)
+            log.push(lambda: member.users.__setitem__(id(record), (table_name, record)))
 
     def _check_extras(self, table: TableIndex, entry: TableEntry) -> None:
         name = table.info.preamble.name
@@ -133,7 +156,7 @@ class TableEntries:
         if parsed.key in records:
             raise errors.already_exists(f"table '{name}' already has an entry with this "
                                         "match key and priority")
-        call = self._action_of(table, entry)
+        call, member = self._action_of(table, entry)
         self._check_extras(table, entry)
         if table.info.size and len(records) >= table.info.size:
             raise errors.resource_exhausted(f"table '{name}' is full "
@@ -142,13 +165,15 @@ class TableEntries:
         stored = _clean(entry)
         handle = self.switch.table_add(name, parsed.switch_keys, call.name, call.args,
                                        entry.priority or None)
-        record = Record(handle, stored, parsed.switch_keys, call, key=parsed.key)
+        record = Record(handle, stored, parsed.switch_keys, call, key=parsed.key,
+                        member=member)
         records[parsed.key] = record
 
         def undo_insert() -> None:
             self.switch.table_delete(name, record.handle)
             records.pop(parsed.key, None)
         log.push(undo_insert)
+        self._use(member, name, record, log, add=True)
         self._apply_direct(table, record, counter, stored, log)
 
     def _apply_direct(self, table: TableIndex, record: Record,
@@ -166,9 +191,9 @@ class TableEntries:
     def _modify(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
                 record: Record, log: UndoLog) -> None:
         name = table.info.preamble.name
-        call = self._action_of(table, entry)
+        call, member = self._action_of(table, entry)
         self._check_extras(table, entry)
-        old_call, old_entry = record.call, record.entry
+        old_call, old_entry, old_member = record.call, record.entry, record.member
         new_meter = entry.HasField("meter_config")
         counter = _counter_data(entry)
         self.switch.table_modify(name, record.handle, call.name, call.args)
@@ -181,7 +206,12 @@ class TableEntries:
         def undo_modify() -> None:
             self.switch.table_modify(name, record.handle, old_call.name, old_call.args)
             record.call, record.entry, record.wire = old_call, old_entry, None
+            record.member = old_member
         log.push(undo_modify)
+        if member is not old_member:
+            self._use(old_member, name, record, log, add=False)
+            self._use(member, name, record, log, add=True)
+            record.member = member
         if new_meter or counter is not None:
             self._apply_direct(table, record, counter,
                                record.entry if new_meter else TableEntry(), log)
@@ -195,6 +225,7 @@ class TableEntries:
                                                 record.handle)
         self.switch.table_delete(name, record.handle)
         del self._records[tid][record.key]
+        self._use(record.member, name, record, log, add=False)
 
         def undo_delete() -> None:
             prio = record.entry.priority or None
@@ -327,15 +358,19 @@ class TableEntries:
         entry = record.entry
         originals = list(entry.match)
         fields = matches.canonical_fields(table, record.key, originals)
-        action = record.call.canonical()
-        if fields is originals and action is entry.action.action:
+        direct = entry.action.WhichOneof("type") == "action"
+        action = record.call.canonical() if direct else None
+        if fields is originals and (not direct or action is entry.action.action):
             return entry
         out = TableEntry(table_id=entry.table_id, priority=entry.priority,
                          controller_metadata=entry.controller_metadata,
                          idle_timeout_ns=entry.idle_timeout_ns, metadata=entry.metadata,
                          is_const=entry.is_const)
         out.match.extend(fields)
-        out.action.action.CopyFrom(action)
+        if action is None:
+            out.action.CopyFrom(entry.action)
+        else:
+            out.action.action.CopyFrom(action)
         if entry.HasField("meter_config"):
             out.meter_config.CopyFrom(entry.meter_config)
         return out

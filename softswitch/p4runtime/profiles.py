@@ -1,0 +1,210 @@
+"""Action profiles over P4Runtime: members, groups, and the entries that use them.
+
+An ``action_profile`` table's entries name a *member* (an action call shared by many
+entries) instead of an action. softswitch's v1model target runs such tables with the
+member's action stored in each entry, which behaves exactly like BMv2's indirection;
+so the server keeps the members and, when a member changes, rewrites every entry
+that uses it (within the same undo log, so a batch stays all-or-nothing).
+
+Groups of an ``action_selector`` are kept and validated (members exist, weights,
+``max_group_size``), but entries pointing to a group need the switch to hash the
+selector fields per packet, which it does not do: such entries are UNIMPLEMENTED,
+as are one-shot action sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from softswitch.p4runtime import actions, errors
+from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
+from softswitch.p4runtime.undo import UndoLog
+from softswitch.target.control import SwitchControl
+
+Update = p4runtime_pb2.Update
+
+
+@dataclass(eq=False)
+class Member:
+    profile_id: int
+    member_id: int
+    call: actions.ActionCall
+    users: dict[int, tuple[str, object]] = field(default_factory=dict)  # id → (table, rec)
+    groups: set[int] = field(default_factory=set)
+
+
+class ActionProfiles:
+    """Members and groups of every action profile of one pipeline."""
+
+    def __init__(self, switch: SwitchControl, index: P4InfoIndex) -> None:
+        self.switch = switch
+        self.index = index
+        self._members: dict[tuple[int, int], Member] = {}
+        self._groups: dict[tuple[int, int], p4runtime_pb2.ActionProfileGroup] = {}
+
+    def _profile(self, profile_id: int) -> p4info_pb2.ActionProfile:
+        return self.index.get("action_profiles", profile_id)
+
+    def _tables_of(self, profile: p4info_pb2.ActionProfile) -> list[TableIndex]:
+        return [self.index.table(tid) for tid in profile.table_ids]
+
+    # ------------------------------------------------------------------ members
+    def write_member(self, kind: int, msg: p4runtime_pb2.ActionProfileMember,
+                     log: UndoLog) -> None:
+        profile = self._profile(msg.action_profile_id)
+        key = (msg.action_profile_id, msg.member_id)
+        member = self._members.get(key)
+        name = profile.preamble.name
+        if kind == Update.INSERT:
+            if member is not None:
+                raise errors.already_exists(f"action profile '{name}' already has member "
+                                            f"{msg.member_id}")
+            if profile.size and sum(1 for k in self._members if k[0] == key[0]) >= profile.size:
+                raise errors.resource_exhausted(f"action profile '{name}' is full")
+            call = self._call_for(profile, msg)
+            self._members[key] = Member(key[0], key[1], call)
+            log.push(lambda: self._members.pop(key, None))
+            return
+        if member is None:
+            raise errors.not_found(f"action profile '{name}' has no member {msg.member_id}")
+        if kind == Update.MODIFY:
+            self._modify_member(member, self._call_for(profile, msg), log)
+        elif kind == Update.DELETE:
+            if member.users or member.groups:
+                raise errors.failed_precondition(
+                    f"member {msg.member_id} of '{name}' is still used by "
+                    f"{len(member.users)} table entries and {len(member.groups)} groups")
+            del self._members[key]
+            log.push(lambda: self._members.__setitem__(key, member))
+        else:
+            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+
+    def _call_for(self, profile: p4info_pb2.ActionProfile,
+                  msg: p4runtime_pb2.ActionProfileMember) -> actions.ActionCall:
+        if not msg.HasField("action"):
+            raise errors.invalid("an action profile member needs an action")
+        tables = self._tables_of(profile)
+        call = None
+        for table in tables:     # valid for every table that shares the profile
+            call = actions.parse(self.index, msg.action, table)
+        if call is None:
+            call = actions.parse(self.index, msg.action)
+        return call
+
+    def _modify_member(self, member: Member, call: actions.ActionCall, log: UndoLog) -> None:
+        old = member.call
+        for table_name, record in member.users.values():
+            handle = record.handle  # type: ignore[attr-defined]
+            self.switch.table_modify(table_name, handle, call.name, call.args)
+            log.push(lambda t=table_name, r=record: self.switch.table_modify(
+                t, r.handle, old.name, old.args))  # type: ignore[attr-defined]
+            record.call = call  # type: ignore[attr-defined]
+            log.push(lambda r=record: setattr(r, "call", old))
+        member.call = call
+        log.push(lambda: setattr(member, "call", old))
+
+    def member_call(self, table: TableIndex, member_id: int) -> Member:
+        """The member a table entry points to (INVALID_ARGUMENT if there is none)."""
+        member = self._members.get((table.info.implementation_id, member_id))
+        if member is None:
+            raise errors.invalid(f"table '{table.info.preamble.name}': action profile "
+                                 f"member {member_id} does not exist")
+        return member
+
+    def read_member(self, req: p4runtime_pb2.ActionProfileMember
+                    ) -> Iterator[p4runtime_pb2.Entity]:
+        if req.action_profile_id:
+            self._profile(req.action_profile_id)
+        for (pid, mid), member in sorted(self._members.items()):
+            if req.action_profile_id and pid != req.action_profile_id:
+                continue
+            if req.member_id and mid != req.member_id:
+                continue
+            out = p4runtime_pb2.Entity()
+            m = out.action_profile_member
+            m.action_profile_id, m.member_id = pid, mid
+            m.action.CopyFrom(member.call.canonical())
+            yield out
+
+    # ------------------------------------------------------------------ groups
+    def write_group(self, kind: int, msg: p4runtime_pb2.ActionProfileGroup,
+                    log: UndoLog) -> None:
+        profile = self._profile(msg.action_profile_id)
+        name = profile.preamble.name
+        if not profile.with_selector:
+            raise errors.invalid(f"action profile '{name}' has no selector: it has no groups")
+        key = (msg.action_profile_id, msg.group_id)
+        existing = self._groups.get(key)
+        if kind == Update.INSERT and existing is not None:
+            raise errors.already_exists(f"'{name}' already has group {msg.group_id}")
+        if kind in (Update.MODIFY, Update.DELETE) and existing is None:
+            raise errors.not_found(f"'{name}' has no group {msg.group_id}")
+        if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
+            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+        if kind != Update.DELETE:
+            self._check_group(profile, msg)
+        if existing is not None:
+            self._link(existing, key, add=False)
+            log.push(lambda: self._link(existing, key, add=True))
+        if kind == Update.DELETE:
+            del self._groups[key]
+            log.push(lambda: self._groups.__setitem__(key, existing))
+            return
+        stored = p4runtime_pb2.ActionProfileGroup()
+        stored.CopyFrom(msg)
+        self._groups[key] = stored
+        self._link(stored, key, add=True)
+        log.push(lambda: self._link(stored, key, add=False))
+        log.push(lambda: self._restore_group(key, existing))
+
+    def _restore_group(self, key: tuple[int, int],
+                       previous: p4runtime_pb2.ActionProfileGroup | None) -> None:
+        if previous is None:
+            self._groups.pop(key, None)
+        else:
+            self._groups[key] = previous
+
+    def _check_group(self, profile: p4info_pb2.ActionProfile,
+                     msg: p4runtime_pb2.ActionProfileGroup) -> None:
+        name = profile.preamble.name
+        max_size = msg.max_size or profile.max_group_size
+        if profile.max_group_size and msg.max_size > profile.max_group_size:
+            raise errors.invalid(f"group max_size {msg.max_size} exceeds the profile's "
+                                 f"max_group_size {profile.max_group_size}")
+        if max_size and len(msg.members) > max_size:
+            raise errors.resource_exhausted(f"group {msg.group_id} of '{name}' holds at most "
+                                            f"{max_size} members")
+        seen: set[int] = set()
+        for m in msg.members:
+            if m.member_id in seen:
+                raise errors.invalid(f"member {m.member_id} is in group {msg.group_id} twice")
+            seen.add(m.member_id)
+            if (msg.action_profile_id, m.member_id) not in self._members:
+                raise errors.invalid(f"group {msg.group_id} of '{name}': member "
+                                     f"{m.member_id} does not exist")
+            if m.weight < 0:
+                raise errors.invalid("member weights must not be negative")
+
+    def _link(self, group: p4runtime_pb2.ActionProfileGroup, key: tuple[int, int],
+              add: bool) -> None:
+        for m in group.members:
+            member = self._members.get((key[0], m.member_id))
+            if member is not None:
+                (member.groups.add if add else member.groups.discard)(key[1])
+
+    def read_group(self, req: p4runtime_pb2.ActionProfileGroup
+                   ) -> Iterator[p4runtime_pb2.Entity]:
+        if req.action_profile_id:
+            self._profile(req.action_profile_id)
+        for (pid, gid), group in sorted(self._groups.items()):
+            if req.action_profile_id and pid != req.action_profile_id:
+                continue
+            if req.group_id and gid != req.group_id:
+                continue
+            out = p4runtime_pb2.Entity()
+            out.action_profile_group.CopyFrom(group)
+            yield out
