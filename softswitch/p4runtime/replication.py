@@ -155,11 +155,12 @@ class Replication:
     def _mirror(self, session: _Session, by_rid: dict[int, list[int]], log: UndoLog) -> None:
         sid = session.entry.session_id
         ports = [p for ps in by_rid.values() for p in ps]
+        cos = session.entry.class_of_service
         if len(ports) == 1:
-            self.switch.mirroring_add(sid, ports[0])
+            self.switch.mirroring_add(sid, ports[0], cos)
         elif ports:
             session.group = self._create_group(CLONE_GROUP_BASE + sid, by_rid, log)
-            self.switch.mirroring_add_mc(sid, CLONE_GROUP_BASE + sid)
+            self.switch.mirroring_add_mc(sid, CLONE_GROUP_BASE + sid, cos)
         else:
             return
         log.push(lambda: self._call("mirroring_delete", sid))
