@@ -103,16 +103,16 @@ class TailccTest(BaseTest):
 
     def set_queue_rate(self, pps: int, port: int, priority: int | None = None) -> None:
         """BMv2 ``set_queue_rate`` (packets/s) of one port's queue (or all its queues)."""
-        self._shaped_ports = getattr(self, "_shaped_ports", set()) | {port}
         where = f"{port}" if priority is None else f"{port} {priority}"
         self.runtime(f"set_queue_rate {pps} {where}")
+        self._shaped_ports = getattr(self, "_shaped_ports", set()) | {port}
 
     def set_link_rate(self, bps: int, port: int) -> None:
         """softswitch's port serialisation rate (an extension BMv2 does not have)."""
         if self.target != "softswitch":
             self.skipTest(f"{self.target} has no per-port link rate (softswitch extension)")
-        self._shaped_ports = getattr(self, "_shaped_ports", set()) | {port}
         self.runtime(f"set_link_rate {bps} {port}")
+        self._shaped_ports = getattr(self, "_shaped_ports", set()) | {port}
 
     def reset_queues(self) -> None:
         """Unlimited rates again, so the next test starts with an idle switch."""
