@@ -611,8 +611,7 @@ class _Elaborator:
         if isinstance(expr, ast.Call):
             tdecl, targs = self._callee_type(expr, scope)
             if isinstance(tdecl, (ast.ParserDecl, ast.ControlDecl)):
-                return self._block(tdecl, expr.args, name, owner, env, scope, expr,
-                                   nameless_top=owner is None)
+                return self._block(tdecl, expr.args, name, owner, env, scope, expr)
             if isinstance(tdecl, ast.ExternDecl):
                 return self._extern(expr, tdecl, targs, expr.args, name, name, owner, env,
                                     scope)
@@ -632,14 +631,13 @@ class _Elaborator:
             return self.global_externs[id(d)]
         tdecl = self._type_decl(d.type_ref, self.top_scope)
         if isinstance(tdecl, (ast.ParserDecl, ast.ControlDecl)):
-            return self._block(tdecl, d.args, d.name, owner, {}, self.top_scope, d,
-                               nameless_top=owner is None)
+            return self._block(tdecl, d.args, d.name, owner, {}, self.top_scope, d)
         return None
 
     # --- blocks ------------------------------------------------------------------
     def _block(self, tdecl: ast.ParserDecl | ast.ControlDecl, args: list[ast.Argument],
                inst_name: str, owner: BlockInstance | None, env: dict[str, Any],
-               scope: _Scope, node: ast.Node, nameless_top: bool) -> BlockInstance:
+               scope: _Scope, node: ast.Node | None) -> BlockInstance:
         kind = "parser" if isinstance(tdecl, ast.ParserDecl) else "control"
         if owner is None:
             prefix = tdecl.name
@@ -664,7 +662,7 @@ class _Elaborator:
                 tn = _type_name(d.type_ref)
                 if isinstance(tdecl, (ast.ParserDecl, ast.ControlDecl)):
                     block.children.append(self._block(tdecl, d.args, d.name, block, env,
-                                                      scope, d, False))
+                                                      scope, d))
                 elif isinstance(tdecl, ast.ExternDecl) or tdecl is None:
                     block.children.append(self._extern(
                         d, tdecl, tn[1] if tn else [], d.args, d.name,
@@ -688,8 +686,10 @@ class _Elaborator:
                 if d is not None:
                     if isinstance(d, (ast.ControlDecl, ast.ParserDecl)) and d.name not in seen:
                         seen.add(d.name)
+                        # named after the type (p4c: ``@name("C")``), whatever
+                        # the type's own annotations say
                         block.children.append(self._block(d, [], d.name, block, env, scope,
-                                                          d, False))
+                                                          None))
         self.result.blocks.append(block)
 
     @staticmethod

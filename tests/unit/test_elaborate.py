@@ -196,3 +196,16 @@ control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
     assert e.instance_of(it_decl, blocks["Ing.b"]).name == "Ing.b.it"
     no_action = e.action("NoAction")
     assert e.instance_of(no_action.decl, None) is no_action
+
+
+def test_direct_call_is_named_after_the_type_not_its_name_annotation() -> None:
+    e = elab("""
+@name("renamed_type") control Direct(inout H hdr) {
+    table dt { actions = { NoAction; } }
+    apply { dt.apply(); }
+}
+control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+    apply { Direct.apply(hdr); }
+}
+""")
+    assert names(e.tables) == ["Ing.Direct.dt"]
