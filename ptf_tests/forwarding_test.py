@@ -77,18 +77,16 @@ class EcmpTest(TailccTest):
     member, and many flows use every member."""
 
     def runTest(self) -> None:
-        from controlplane.p4rt.client import update
-
         self.router(ROUTER_MAC)
         members = {1: (2, NH2_MAC), 2: (3, NH3_MAC), 3: (4, NH4_MAC)}
         self.write_or_skip("INSERT", [self.b.profile_member(
             "ecmp_selector", mid, "set_nexthop",
             {"port": port, "smac": ROUTER_MAC, "dmac": mac})
             for mid, (port, mac) in members.items()], "action selectors (ECMP)")
-        self.client.write([update("INSERT", self.b.profile_group(
-            "ecmp_selector", 7, list(members), max_size=16))])
-        self.client.write([update("INSERT", self.b.table_entry(
-            "ecmp", {"group_id": 7}, group_id=7))])
+        self.write_or_skip("INSERT", [self.b.profile_group(
+            "ecmp_selector", 7, list(members), max_size=16)], "action selector groups")
+        self.write_or_skip("INSERT", [self.b.table_entry("ecmp", {"group_id": 7}, group_id=7)],
+                           "table entries pointing at selector groups (ECMP)")
         self.insert("routing_v4", {"vrf": 0, "ipv4_dst": "10.7.0.0/16"}, "set_ecmp_group",
                     {"group_id": 7})
 
