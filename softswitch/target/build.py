@@ -156,21 +156,9 @@ class ProgramBuilder:
                 o._v = True
             return o
 
-        def pack_items(items: tuple[tuple[int, int, bool], ...]) -> bytes:
-            vals = []
-            widths = []
-            for v, w, ok in items:
-                if not ok:
-                    continue
-                if w < 0:
-                    w, v = v
-                vals.append(int(v))
-                widths.append(w)
-            return hashes.pack_fields(vals, widths)
-
         return {
             "_copy": copy_value, "_build": build, "_pack": hashes.pack_fields,
-            "_pack_items": pack_items, "_hash_offset": hashes.hash_offset,
+"_hash_offset": hashes.hash_offset,
             "_div": lambda a, b: a // b if b else 0, "_mod": lambda a, b: a % b if b else 0,
             "_shl": shl, "_shls": shl_signed, "_stk_next": stk_next, "_stk_last": stk_last,
             "_stk_at": stk_at, "_stk_idx": stk_idx, "_stk_nexti": stk_nexti,

@@ -116,8 +116,41 @@ def packed(lw: BlockLowerer, e: ast.Expr, fn: FnCtx) -> str:
         if pad:
             acc = f"(({acc}) << {pad})"
         return f"({acc}).to_bytes({(total + pad) // 8}, 'big')"
-    triples = ", ".join(f"({c}, {w}, {v or 'True'})" for c, w, v in items)
-    return f"_pack_items(({triples}{',' if len(items) == 1 else ''}))"
+    # Fields of headers that may be invalid (skipped) or varbits: accumulate in
+    # statements, one step per run of fields sharing a validity condition.
+    acc, n = lw.tmp("_pk"), lw.tmp("_pn")
+    fn.buf.emit(f"{acc} = 0")
+    fn.buf.emit(f"{n} = 0")
+    i = 0
+    while i < len(items):
+        valid = items[i][2]
+        j = i
+        while j < len(items) and items[j][2] == valid:
+            j += 1
+        run = items[i:j]
+        if valid is not None:
+            fn.buf.emit(f"if {valid}:")
+            fn.buf.level += 1
+        fixed = 0
+        expr = acc
+        for code, w, _ in run:
+            if w < 0:
+                if fixed:
+                    fn.buf.emit(f"{acc} = {expr}")
+                    fn.buf.emit(f"{n} += {fixed}")
+                    fixed, expr = 0, acc
+                fn.buf.emit(f"{acc} = ({acc} << {code}[0]) | {code}[1]")
+                fn.buf.emit(f"{n} += {code}[0]")
+            else:
+                expr = f"(({expr}) << {w}) | (({code}) & {(1 << w) - 1})"
+                fixed += w
+        if fixed:
+            fn.buf.emit(f"{acc} = {expr}")
+            fn.buf.emit(f"{n} += {fixed}")
+        if valid is not None:
+            fn.buf.level -= 1
+        i = j
+    return f"({acc} << (-{n} % 8)).to_bytes(({n} + 7) >> 3, 'big')"
 
 
 def hash_call(lw: BlockLowerer, algo: str, data: str, e: ast.Node) -> str:
@@ -299,15 +332,15 @@ def _truncate(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None
 def _checksum(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     name = info.decl.name
     cond = lw.expr(info.args[0], fn)
-    data = packed(lw, info.args[1], fn)
-    if name.endswith("_with_payload"):
-        data = f"({data} + _RT.payload)"
     algo = enum_name(arg(info, 3))
     target = info.args[2]
     b = scalar_bits(target.type)
     mask = (1 << b[0]) - 1 if b else 0xFFFF
     fn.buf.emit(f"if {cond}:")
     with fn.buf.block():
+        data = packed(lw, info.args[1], fn)
+        if name.endswith("_with_payload"):
+            data = f"({data} + _RT.payload)"
         h = f"({hash_call(lw, algo, data, e)} & {mask})"
         if name.startswith("verify"):
             cur = lw.expr(target, fn)

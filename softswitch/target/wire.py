@@ -136,11 +136,15 @@ class WireCodegen:
         return [f"    h.{name} = {src} & {m}"]
 
     def _varbit_body(self, fields: list[tuple[str, int, str]], lines: list[str]) -> None:
+        """Extraction with a varbit field: runs of fixed fields are read as one integer
+        each, the varbit field takes ``varbits`` bits."""
         lines += [
             f"    if varbits > {max(w for _, w, k in fields if k == 'v')} or varbits < 0:",
             f"        raise _PErr({self.header_too_short})",
         ]
-        for name, w, kind in fields:
+        i = 0
+        while i < len(fields):
+            name, w, kind = fields[i]
             if kind == "v":
                 lines += [
                     "    if r.bit_pos + varbits > r.total_bits:",
@@ -148,14 +152,23 @@ class WireCodegen:
                     f"    h.{name} = (varbits, r.peek(varbits))",
                     "    r.bit_pos += varbits",
                 ]
-            else:
-                lines += [
-                    f"    if r.bit_pos + {w} > r.total_bits:",
-                    f"        raise _PErr({self.too_short})",
-                    f"    x = r.peek({w})",
-                    f"    r.bit_pos += {w}",
-                ]
-                lines += self._store_field(name, w, kind, "x")
+                i += 1
+                continue
+            j = i
+            while j < len(fields) and fields[j][2] != "v":
+                j += 1
+            run = fields[i:j]
+            total = sum(fw for _, fw, _ in run)
+            lines += [
+                f"    if r.bit_pos + {total} > r.total_bits:",
+                f"        raise _PErr({self.too_short})",
+                f"    x = r.peek({total})",
+                f"    r.bit_pos += {total}",
+            ]
+            for fname, fw, fkind in reversed(run):
+                lines += self._store_field(fname, fw, fkind, "x")
+                lines.append(f"    x >>= {fw}")
+            i = j
 
     def lookahead_header(self, t: T.StructLikeType) -> Callable[[PacketReader], Any]:
         cls = self.layouts.cls(t)
