@@ -12,7 +12,9 @@ Naming follows p4c's front end (UniqueNames + inlining + HierarchicalNames):
 * the prefix of a top-level parser/control instance is its *declaration* name
   (``MyIngress``), whether the instance is nameless in ``main`` or named at top level;
 * a nested instance ``C() c_inst;`` inside ``MyIngress`` has prefix ``MyIngress.c_inst``;
-  a direct call ``C.apply(…)`` behaves like an instance named after the type;
+  a direct call ``C.apply(…)`` behaves like an instance named after the type (placed
+  after the declared locals); sub-instances are flattened into their top block in
+  place, as p4c's inliner does, which fixes the order of objects in P4Info;
 * a local object's name is ``prefix.local`` where ``local`` is its ``@name`` (or its
   declared name); ``@name(".x")`` makes the name absolute (``x``);
 * top-level actions and extern instances keep their own name (``NoAction``);
@@ -32,13 +34,15 @@ API (stable)::
     elab = elaborate(checked)            # CheckedProgram or ast.Program
     elab.main                            # the ``main`` InstanceDecl or None
     elab.top_blocks                      # BlockInstance per package argument, in order
-    elab.blocks                          # all parser/control instances (p4c's BFS order)
+    elab.blocks                          # every parser/control instance: each top block
+                                         # followed by its nested instances
     elab.tables / elab.actions / elab.externs / elab.value_sets   # in P4Info order
                                          # (``name`` None: @hidden; ``qualified`` is set)
     elab.table(name) / elab.action(name) / elab.extern(name)      # by control-plane name
     elab.instance_of(decl, block)        # the object a declaration became in a block
     table.keys -> [KeyField(name, match_kind, width, expr, …)]
     table.action_refs -> [TableActionRef(action, annotations, …)]
+    elab.extern_calls                    # extern *function* calls (digest, …) in controls
 """
 
 from __future__ import annotations
