@@ -322,16 +322,33 @@ def _failed_all(prog: Program, message: str) -> list[CheckResult]:
     return [CheckResult(c, prog.name, False, message) for c in prog.categories()]
 
 
+_PRELOAD = ("softswitch.frontend.compiler", "softswitch.stf", "softswitch.target.switch",
+            "softswitch.p4info")
+
+
 def _preload() -> None:
     """Import the heavy modules once in the parent, so every forked worker starts warm."""
     import importlib
 
-    for name in ("softswitch.frontend.compiler", "softswitch.stf",
-                 "softswitch.target.switch", "softswitch.p4info"):
+    for name in _PRELOAD:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a missing part fails in its checks instead
             pass
+
+
+def _context():
+    """``fork`` (cheap, warm) from a single-threaded parent; with other threads alive
+    (a test session that ran gRPC servers, say) a fork could inherit a held lock, so
+    workers then come from a clean ``forkserver`` with the same modules preloaded."""
+    import threading
+
+    if threading.active_count() == 1:
+        _preload()
+        return multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["softswitch.conformance", *_PRELOAD])
+    return ctx
 
 
 def _collect(conn, proc, prog: Program, started: float, now: float, ready: list,
@@ -352,8 +369,7 @@ def _collect(conn, proc, prog: Program, started: float, now: float, ready: list,
 def run_corpus(programs: list[Program], jobs: int = 2, timeout: float = DEFAULT_TIMEOUT,
                progress=None) -> list[CheckResult]:
     """Run every program in a forked worker, ``jobs`` at a time."""
-    _preload()
-    ctx = multiprocessing.get_context("fork")
+    ctx = _context()
     queue = list(reversed(programs))
     running: dict = {}
     results: list[CheckResult] = []

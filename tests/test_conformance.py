@@ -102,3 +102,21 @@ def test_worker_timeout_and_crash_are_failures(tmp_path: Path, monkeypatch):
     assert [(r.program, r.ok) for r in results] == [("p4_16_errors/hang.p4", False),
                                                     ("p4_16_errors/die.p4", False)]
     assert "timeout" in results[0].message and "worker died" in results[1].message
+
+
+@needs_corpus
+def test_workers_agree_when_other_threads_are_alive():
+    """With threads alive the harness switches to a forkserver; results must not change."""
+    import threading
+
+    programs = [p for p in conf.load_programs(CORPUS) if p.kind == "accept"][:2]
+    forked = conf.run_corpus(programs, jobs=2)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    try:
+        served = conf.run_corpus(programs, jobs=2)
+    finally:
+        stop.set()
+    assert [(r.category, r.program, r.ok) for r in served] == \
+        [(r.category, r.program, r.ok) for r in forked]
