@@ -55,6 +55,7 @@ class Device:
         self.drop_port = drop_port
         self.compiler = compiler
         self.lock = threading.RLock()
+        self._loading = threading.Lock()
         self.arbiter = Arbiter(device_id)
         self.current: Loaded | None = None
         self.saved: Loaded | None = None
@@ -108,24 +109,27 @@ class Device:
                 self.current = self._wrap(config, compiled)
 
     def set_pipeline(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
+        """Carry out a SetForwardingPipelineConfig. Compiling takes seconds, so it runs
+        outside the lock: packets and reads go on against the old pipeline meanwhile."""
         action = request.action
-        with self.lock:
-            if action == SetAction.COMMIT:
+        if action == SetAction.COMMIT:
+            with self.lock:
                 self._commit_saved(request)
-                return
-            if action not in (SetAction.VERIFY, SetAction.VERIFY_AND_SAVE,
-                              SetAction.VERIFY_AND_COMMIT, SetAction.RECONCILE_AND_COMMIT):
-                raise errors.invalid(f"unsupported SetForwardingPipelineConfig action "
-                                     f"{action}")
+            return
+        if action not in (SetAction.VERIFY, SetAction.VERIFY_AND_SAVE,
+                          SetAction.VERIFY_AND_COMMIT, SetAction.RECONCILE_AND_COMMIT):
+            raise errors.invalid(f"unsupported SetForwardingPipelineConfig action {action}")
+        with self._loading:          # one compilation at a time
             loaded = self.load(request.config)
             if action == SetAction.VERIFY:
                 return
-            if action == SetAction.VERIFY_AND_SAVE:
-                self.saved = loaded
-            elif action == SetAction.VERIFY_AND_COMMIT:
-                self.current, self.saved = loaded, None
-            else:
-                self._reconcile(loaded)
+            with self.lock:
+                if action == SetAction.VERIFY_AND_SAVE:
+                    self.saved = loaded
+                elif action == SetAction.VERIFY_AND_COMMIT:
+                    self.current, self.saved = loaded, None
+                else:
+                    self._reconcile(loaded)
 
     def _commit_saved(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
         if self.saved is None:
