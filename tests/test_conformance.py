@@ -5,6 +5,7 @@ failure not listed in tests/conformance_known_failures.txt is a regression; a li
 entry that passes must be deleted from the list. Pass rates are printed, not asserted.
 """
 
+import json
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,72 @@ def test_workers_agree_when_other_threads_are_alive():
         stop.set()
     assert [(r.category, r.program, r.ok) for r in served] == \
         [(r.category, r.program, r.ok) for r in forked]
+
+
+GOOD = r"""
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct headers { h_t h; }
+struct meta_t { }
+parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers hdr, inout meta_t m) { apply { } }
+control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 2; hdr.h.a = hdr.h.a + 1; }
+}
+control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers hdr, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def _mini_corpus(root: Path) -> Path:
+    """A corpus of four programs: a passing and a failing STF, a good and a bad rejection."""
+    samples, errors = root / "p4_16_samples", root / "p4_16_errors"
+    samples.mkdir(parents=True)
+    errors.mkdir()
+    (samples / "good.p4").write_text(GOOD)
+    (samples / "good.stf").write_text("packet 0 05\nexpect 2 06\n")
+    (samples / "wrong.p4").write_text(GOOD)
+    (samples / "wrong.stf").write_text("packet 0 05\nexpect 2 07\n")
+    (errors / "typo.p4").write_text(GOOD.replace("hdr.h.a + 1", "hdr.h.nosuch"))
+    line = GOOD.replace("hdr.h.a + 1", "hdr.h.nosuch").splitlines().index(
+        "    apply { sm.egress_spec = 2; hdr.h.a = hdr.h.nosuch; }") + 1
+    (errors / "typo.p4-stderr").write_text(f"typo.p4({line}): [--Werror=type-error] error: x\n")
+    (errors / "fine.p4").write_text(GOOD)
+    rows = [
+        {"program": "good.p4", "kind": "accept", "stf": "good.stf", "p4info": None,
+         "stderr": None, "bmv2_xfail": False},
+        {"program": "wrong.p4", "kind": "accept", "stf": "wrong.stf", "p4info": None,
+         "stderr": None, "bmv2_xfail": False},
+        {"program": "typo.p4", "kind": "reject", "stf": None, "p4info": None,
+         "stderr": "typo.p4-stderr", "bmv2_xfail": False},
+        {"program": "fine.p4", "kind": "reject", "stf": None, "p4info": None,
+         "stderr": None, "bmv2_xfail": False},
+    ]
+    (root / "manifest.json").write_text(json.dumps({"programs": rows}))
+    return root
+
+
+def test_harness_end_to_end_on_a_mini_corpus(tmp_path: Path, capsys):
+    corpus = _mini_corpus(tmp_path / "corpus")
+    known, results = tmp_path / "kf.txt", tmp_path / "out" / "r.json"
+    args = [str(corpus), "--jobs", "2", "--known-failures", str(known), "--results", str(results)]
+    assert conf.main(args) == 1                      # two unlisted failures
+    got = {(r["category"], r["program"]): r for r in json.loads(results.read_text())["results"]}
+    assert got[("accept", "p4_16_samples/good.p4")]["ok"]
+    assert got[("stf", "p4_16_samples/good.p4")]["ok"]
+    assert not got[("stf", "p4_16_samples/wrong.p4")]["ok"]
+    assert "port 2" in got[("stf", "p4_16_samples/wrong.p4")]["message"]
+    typo = got[("reject", "p4_16_errors/typo.p4")]
+    assert typo["ok"] and typo["detail"]["line_agrees"]
+    assert "accepted a program p4c rejects" in got[("reject", "p4_16_errors/fine.p4")]["message"]
+    assert "REGRESSION stf p4_16_samples/wrong.p4" in capsys.readouterr().out
+    assert conf.main(args + ["--update-known-failures"]) == 0
+    assert conf.main(args) == 0                      # now both are known
+    known.write_text(known.read_text() + "accept p4_16_samples/good.p4  # stale\n")
+    assert conf.main(args) == 1
+    assert "STALE accept p4_16_samples/good.p4" in capsys.readouterr().out
