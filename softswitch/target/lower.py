@@ -168,6 +168,8 @@ class ExprLowerer:
         """An expression whose result is owned by the receiver (aggregates copied)."""
         code = self.expr(e, fn)
         if is_aggregate(e.type or T.VoidType()) and not isinstance(e, FRESH_NODES):
+            if isinstance(T.strip_newtype(e.type), T.StructLikeType | T.StackType):
+                return f"({code}).copy()"
             return f"_copy({code})"
         return code
 

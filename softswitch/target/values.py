@@ -175,11 +175,13 @@ def _is_list(t: T.Type) -> bool:
 
 def copy_value(v: Any) -> Any:
     """Value copy of any runtime value (aggregates deep, scalars as is)."""
-    if isinstance(v, list):
+    t = type(v)
+    if t is int or t is bool:
+        return v
+    if t is list:
         return [copy_value(x) for x in v]
-    if hasattr(v, "copy") and not isinstance(v, int | bool | str | tuple):
-        return v.copy()
-    return v
+    c = getattr(v, "copy", None)
+    return c() if c is not None else v
 
 
 def is_aggregate(t: T.Type) -> bool:
