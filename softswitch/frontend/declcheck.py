@@ -386,8 +386,7 @@ class DeclChecker(TableChecker):
         key_types = []
         for k in sel.keys:
             kt = self.expr(k, ctx)
-            if isinstance(base(kt), (T.StructLikeType, T.VarbitType, T.IntType, T.StringType,
-                                     T.TupleType, T.ListType)):
+            if not isinstance(base(kt), (T.BitsType, T.EnumType, T.BoolType)):
                 raise fail(f"Expression '{describe(k)}' with a component of type '{kt}' "
                            "cannot be used in 'select'", k)
             key_types.append(kt)
@@ -579,7 +578,7 @@ class DeclChecker(TableChecker):
         b = base(t)
         if isinstance(b, T.ActionEnumType):
             self.action_switch(s, b, ctx)
-        elif isinstance(b, (T.BitsType, T.EnumType, T.ErrorType)):
+        elif isinstance(b, (T.BitsType, T.EnumType, T.IntType)):
             self.value_switch(s, t, ctx)
         else:
             raise fail(f"{describe(s.expr)}: 'switch' type can't be {t}", s.expr)

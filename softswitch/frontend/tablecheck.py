@@ -19,7 +19,7 @@ from softswitch.frontend.calls import CallInfo
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.typecheck import ExprChecker, base, describe, fail
 
-KEY_TYPES = (T.BitsType, T.BoolType, T.EnumType, T.ErrorType, T.VarbitType, T.IntType)
+KEY_TYPES = (T.BitsType, T.BoolType, T.EnumType, T.ErrorType, T.IntType)
 
 
 class TableChecker(ExprChecker):
@@ -73,7 +73,8 @@ class TableChecker(ExprChecker):
         if not isinstance(mk, ast.EnumMember):
             raise fail(f"{k.match_kind}: value must be a match_kind", k)
         if not isinstance(base(t), KEY_TYPES):
-            raise fail(f"{describe(k.expr)}: key type {t} is not supported", k.expr)
+            raise fail(f"Key {describe(k.expr)} field type must be a scalar type; it cannot be "
+                       f"{t}", k.expr)
         if isinstance(base(t), T.IntType):
             raise fail(f"{describe(k.expr)}: could not infer a width", k.expr)
 
@@ -159,6 +160,9 @@ class TableChecker(ExprChecker):
                        keys: list[ast.KeyElement], refs: dict, ctx: Ctx) -> None:
         if p.name == "default_action":
             self._listed_action(p.value, refs, d, ctx)
+            if self._list_annotation(p.value, refs, "tableonly"):
+                raise fail(f"{describe(p.value.name)}: Action marked with @tableonly used as "
+                           "default action", p)
             return
         if p.name == "entries":
             self.entries(d, p, keys, refs, ctx)
@@ -230,6 +234,16 @@ class TableChecker(ExprChecker):
                            "are specified", entry.priority)
             self.coerce(entry.priority, T.IntType(), ctx)
         self._listed_action(entry.action, refs, d, ctx)
+        if self._list_annotation(entry.action, refs, "defaultonly"):
+            raise fail(f"{describe(entry.action.name)}: Action marked with @defaultonly used in "
+                       "table", entry)
+
+    @staticmethod
+    def _list_annotation(ref: ast.ActionRef, refs: dict, name: str) -> bool:
+        """Whether the action's entry in the actions list carries ``@name``."""
+        decl = getattr(ref.name, "decl", None)
+        listed = refs.get(decl)
+        return listed is not None and any(a.name == name for a in listed.annotations)
 
     def entry_key(self, item: ast.Expr, k: ast.KeyElement, ctx: Ctx) -> None:
         kt = k.expr.type or T.DontCareType()
