@@ -46,9 +46,8 @@ def _compile(intent: m.Intent, switch: m.Switch, index: P4InfoIndex,
     built = (forwarding_entries(switch, b) + tenant_entries(intent, switch, b)
              + class_entries(intent, b) + ecn_entries(intent, b)
              + fast_cnp_entries(intent, switch, b))
-    state.entities = [to_entity(x) for x in built]
-    state.defaults = [to_entity(default_class_entry(intent, b)),
-                      to_entity(int_config_entry(switch, b))]
+    state.entities = [to_entity(x) for x in built]          # no copy for Entities
+    state.defaults = [default_class_entry(intent, b), int_config_entry(switch, b)]
     state.managed_tables = {index.table(t).preamble.id for t in MANAGED_TABLES}
     cnp_flow = index.table(n.CNP_FLOW).preamble.id
     if intent.fast_cnp.learning:

@@ -11,17 +11,17 @@ def tenant_entries(intent: m.Intent, switch: m.Switch, b: EntityBuilder) -> list
     out = []
     for port in switch.ports:
         if port.tenant is not None:
-            out.append(b.table_entry(n.PORT_VRF, match={"ingress_port": port.number},
+            out.append(b.table_entity(n.PORT_VRF, match={"ingress_port": port.number},
                                      action=n.SET_PORT_VRF,
                                      params={"vrf": intent.tenant(port.tenant).vrf}))
     vrf_of_vni = {vni: t.vrf for t in intent.tenants for vni in t.vnis}
     for tunnel in switch.tunnels:
-        out.append(b.table_entry(n.VXLAN_TERMINATION,
+        out.append(b.table_entity(n.VXLAN_TERMINATION,
                                  match={"outer_ipv4_dst": str(tunnel.src), "vni": tunnel.vni},
                                  action=n.TERMINATE_VXLAN,
                                  params={"vrf": vrf_of_vni.get(tunnel.vni, 0)}))
     for tenant in intent.tenants:
-        out.append(b.table_entry(n.SEGMENT_DEFAULT, match={"vrf": tenant.vrf},
+        out.append(b.table_entity(n.SEGMENT_DEFAULT, match={"vrf": tenant.vrf},
                                  action=tenant.default))
         for rule in tenant.rules:
             match: dict[str, str | int] = {"vrf": tenant.vrf}
@@ -29,14 +29,14 @@ def tenant_entries(intent: m.Intent, switch: m.Switch, b: EntityBuilder) -> list
                 match["ipv4_src"] = f"{rule.src.network_address}&&&{rule.src.netmask}"
             if rule.dst.prefixlen:
                 match["ipv4_dst"] = f"{rule.dst.network_address}&&&{rule.dst.netmask}"
-            out.append(b.table_entry(n.SEGMENT_ACL, match=match, action=rule.action,
+            out.append(b.table_entity(n.SEGMENT_ACL, match=match, action=rule.action,
                                      priority=rule.priority))
     return out
 
 
 def forwarding_entries(switch: m.Switch, b: EntityBuilder) -> list:
     """my_station, ECMP members/groups (members before groups before routes)."""
-    out = [b.table_entry(n.MY_STATION, match={"eth_dst": switch.router_mac},
+    out = [b.table_entity(n.MY_STATION, match={"eth_dst": switch.router_mac},
                          action=n.SET_ROUTER_MAC)]
     hops = {h.name: (i + 1, h) for i, h in enumerate(switch.next_hops)}
     tunnels = {t.name: t for t in switch.tunnels}
@@ -49,7 +49,7 @@ def forwarding_entries(switch: m.Switch, b: EntityBuilder) -> list:
     for group in switch.ecmp_groups:
         out.append(b.profile_group(n.ECMP_SELECTOR, group.id,
                                    [hops[x][0] for x in group.members]))
-        out.append(b.table_entry(n.ECMP, match={"group_id": group.id}, group_id=group.id))
+        out.append(b.table_entity(n.ECMP, match={"group_id": group.id}, group_id=group.id))
     groups = {g.name: g.id for g in switch.ecmp_groups}
     for route in switch.routes:
         match = {"vrf": route.vrf, "ipv4_dst": str(route.prefix)}
@@ -57,7 +57,7 @@ def forwarding_entries(switch: m.Switch, b: EntityBuilder) -> list:
             action, params = n.SET_ECMP_GROUP, {"group_id": groups[route.ecmp_group]}
         else:
             action, params = _hop_action(hops[route.next_hop or ""][1], tunnels)
-        out.append(b.table_entry(n.ROUTING_V4, match=match, action=action, params=params))
+        out.append(b.table_entity(n.ROUTING_V4, match=match, action=action, params=params))
     return out
 
 
@@ -71,5 +71,5 @@ def _hop_action(hop: m.NextHop, tunnels: dict[str, m.Tunnel]) -> tuple[str, dict
 
 
 def int_config_entry(switch: m.Switch, b: EntityBuilder):
-    return b.table_entry(n.INT_CONFIG, default=True, action=n.SET_SWITCH_ID,
+    return b.table_entity(n.INT_CONFIG, default=True, action=n.SET_SWITCH_ID,
                          params={"id": switch.switch_id})

@@ -34,7 +34,7 @@ def class_entries(intent: m.Intent, b: EntityBuilder) -> list:
         action, params = _class_action(tc, profiles)
         for rule in tc.rules:
             for match in _rule_matches(rule):
-                out.append(b.table_entry(n.TRAFFIC_CLASS, match=match, action=action,
+                out.append(b.table_entity(n.TRAFFIC_CLASS, match=match, action=action,
                                          params=params, priority=tc.priority))
     return out
 
@@ -42,10 +42,10 @@ def class_entries(intent: m.Intent, b: EntityBuilder) -> list:
 def default_class_entry(intent: m.Intent, b: EntityBuilder):
     """The table's default action: the intent's default class (or plain best effort)."""
     if intent.default_class is None:
-        return b.table_entry(n.TRAFFIC_CLASS, default=True, action="set_best_effort")
+        return b.table_entity(n.TRAFFIC_CLASS, default=True, action="set_best_effort")
     tc = next(c for c in intent.classes if c.name == intent.default_class)
     action, params = _class_action(tc, {p.name: p.id for p in intent.ecn_profiles})
-    return b.table_entry(n.TRAFFIC_CLASS, default=True, action=action, params=params)
+    return b.table_entity(n.TRAFFIC_CLASS, default=True, action=action, params=params)
 
 
 def _class_action(tc: m.TrafficClass, profiles: dict[str, int]) -> tuple[str, dict]:
@@ -78,7 +78,7 @@ def ecn_entries(intent: m.Intent, b: EntityBuilder) -> list:
                   "pmax_1024": min(1024, round(p.pmax * 1024)), "use_deq_qdepth": 0,
                   "drop_not_ect_enable": int(p.drop_not_ect is not None),
                   "drop_threshold_pkts": p.drop_not_ect or 0}
-        out.append(b.table_entry(n.ECN_PROFILE, match={"ecn_profile": f"{p.id}&&&0xf"},
+        out.append(b.table_entity(n.ECN_PROFILE, match={"ecn_profile": f"{p.id}&&&0xf"},
                                  action=n.SET_ECN_PROFILE, params=params,
                                  priority=ECN_PROFILE_PRIORITY))
     return out
@@ -93,11 +93,11 @@ def fast_cnp_entries(intent: m.Intent, switch: m.Switch, b: EntityBuilder) -> li
     params = {"qdepth_threshold": cnp.queue_threshold, "min_interval": cnp.min_interval_us,
               "cnp_dscp": cnp.dscp, "keep_ce": int(cnp.keep_ce)}
     for tc in intent.fast_cnp_classes():
-        out.append(b.table_entry(n.FAST_CNP_POLICY, match={"traffic_class": f"{tc.id}&&&0xf"},
+        out.append(b.table_entity(n.FAST_CNP_POLICY, match={"traffic_class": f"{tc.id}&&&0xf"},
                                  action=n.ENABLE_FAST_CNP, params=params,
                                  priority=FAST_CNP_PRIORITY))
     for index, flow in enumerate(cnp.qp_map):
-        out.append(b.table_entry(n.CNP_FLOW, match={"ipv4_src": str(flow.src_ip),
+        out.append(b.table_entity(n.CNP_FLOW, match={"ipv4_src": str(flow.src_ip),
                                                     "ipv4_dst": str(flow.dst_ip),
                                                     "dst_qp": flow.dst_qp},
                                  action=n.SET_SENDER_QP,

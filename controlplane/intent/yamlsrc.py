@@ -13,7 +13,6 @@ import yaml
 
 from controlplane.intent.problems import IntentError, Problem, child_path
 
-
 # libyaml's parser when PyYAML has it (several times faster on large intents).
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

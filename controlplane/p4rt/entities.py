@@ -34,10 +34,13 @@ class EntityBuilder:
                     action: str | None = None, params: Mapping[str, Any] | None = None,
                     priority: int | None = None, default: bool = False,
                     member_id: int | None = None, group_id: int | None = None,
+                    into: p4runtime_pb2.TableEntry | None = None,
                     ) -> p4runtime_pb2.TableEntry:
-        """One table entry; ``default=True`` builds the table's default entry."""
+        """One table entry; ``default=True`` builds the table's default entry.
+        ``into`` fills an existing (empty) message in place, e.g. ``Entity().table_entry``."""
         info = self.index.table(table)
-        entry = p4runtime_pb2.TableEntry(table_id=info.preamble.id)
+        entry = into if into is not None else p4runtime_pb2.TableEntry()
+        entry.table_id = info.preamble.id
         if default:
             if match:
                 raise BadValueError(f"{info.preamble.name}: a default entry has no match")
@@ -56,6 +59,12 @@ class EntityBuilder:
             raise BadValueError(f"{info.preamble.name}: an entry needs an action")
         return entry
 
+    def table_entity(self, table: str, **kwargs: Any) -> p4runtime_pb2.Entity:
+        """:meth:`table_entry` built directly inside an ``Entity`` (no copy)."""
+        entity = p4runtime_pb2.Entity()
+        self.table_entry(table, into=entity.table_entry, **kwargs)
+        return entity
+
     def table_wildcard(self, table: str | None = None) -> p4runtime_pb2.TableEntry:
         """A Read filter: every entry of ``table`` (or of every table when None)."""
         return p4runtime_pb2.TableEntry(
@@ -65,31 +74,34 @@ class EntityBuilder:
                    name: str, value: MatchValue) -> None:
         mf = self.index.match_field(info, name)
         what = f"{info.preamble.name} key {mf.name}"
-        fm = p4runtime_pb2.FieldMatch(field_id=mf.id)
         width = mf.bitwidth
-        if mf.match_type == MF.EXACT:
-            fm.exact.value = values.encode(values.parse_scalar(value, width, what))
-        elif mf.match_type == MF.LPM:
+        kind = mf.match_type
+        # Parse first, then add in place: a don't-care value adds nothing, and building a
+        # FieldMatch to copy in would double the (slow, pure-Python) protobuf work.
+        if kind == MF.EXACT:
+            entry.match.add(field_id=mf.id).exact.value = values.encode(
+                values.parse_scalar(value, width, what))
+        elif kind == MF.LPM:
             number, plen = values.parse_lpm(value, width, what)
-            if plen == 0:
-                return          # /0 is "don't care": P4Runtime omits the field
-            fm.lpm.value, fm.lpm.prefix_len = values.encode(number), plen
-        elif mf.match_type == MF.TERNARY:
+            if plen:            # /0 is "don't care": P4Runtime omits the field
+                lpm = entry.match.add(field_id=mf.id).lpm
+                lpm.value, lpm.prefix_len = values.encode(number), plen
+        elif kind == MF.TERNARY:
             number, mask = values.parse_ternary(value, width, what)
-            if mask == 0:
-                return
-            fm.ternary.value, fm.ternary.mask = values.encode(number), values.encode(mask)
-        elif mf.match_type == MF.RANGE:
+            if mask:
+                t = entry.match.add(field_id=mf.id).ternary
+                t.value, t.mask = values.encode(number), values.encode(mask)
+        elif kind == MF.RANGE:
             low, high = values.parse_range(value, width, what)
-            if (low, high) == (0, (1 << width) - 1):
-                return
-            fm.range.low, fm.range.high = values.encode(low), values.encode(high)
-        elif mf.match_type == MF.OPTIONAL:
-            fm.optional.value = values.encode(values.parse_scalar(value, width, what))
+            if (low, high) != (0, (1 << width) - 1):
+                r = entry.match.add(field_id=mf.id).range
+                r.low, r.high = values.encode(low), values.encode(high)
+        elif kind == MF.OPTIONAL:
+            entry.match.add(field_id=mf.id).optional.value = values.encode(
+                values.parse_scalar(value, width, what))
         else:
-            raise BadValueError(f"{what}: match kind {MF.MatchType.Name(mf.match_type)} "
+            raise BadValueError(f"{what}: match kind {MF.MatchType.Name(kind)} "
                                 "is not supported")
-        entry.match.append(fm)
 
     @staticmethod
     def _set_priority(entry: p4runtime_pb2.TableEntry, info: p4info_pb2.Table,
