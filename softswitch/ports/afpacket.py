@@ -26,6 +26,7 @@ TP_STATUS_VLAN_VALID = 0x10
 TP_STATUS_VLAN_TPID_VALID = 0x40
 _AUXDATA = struct.Struct("IIIHHHH")
 MAX_FRAME = 65536 + 4
+RCVBUF_BYTES = 8 << 20
 
 
 class RawPort:
@@ -47,6 +48,9 @@ class RawPort:
             mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
             sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
             sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            # Bursts arrive faster than the pipeline runs: queue them in the kernel
+            # (libpcap, which BMv2 uses, asks for a similar buffer).
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF_BYTES)
             sock.setblocking(False)
         except OSError as exc:
             sock.close()
