@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -64,6 +65,7 @@ class Options:
     grpc_port: int
     ptf_args: list[str]
     inner_workdir: Path | None = None
+    switch_cmd: str | None = None
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -81,6 +83,9 @@ def parse_args(argv: list[str]) -> Options:
     p.add_argument("--no-netns", action="store_true",
                    help="use the current network namespace (the veth names must be free)")
     p.add_argument("--grpc-port", type=int, default=GRPC_PORT)
+    p.add_argument("--switch-cmd", metavar="CMD",
+                   help="command that replaces 'softswitch run' (another build or a "
+                        "wrapper); it gets the same simple_switch_grpc arguments")
     p.add_argument("--keep", type=Path, metavar="DIR",
                    help="keep the work directory (logs, pcaps, results.txt) in DIR")
     p.add_argument("--inner-workdir", type=Path, help=argparse.SUPPRESS)
@@ -98,7 +103,7 @@ def parse_args(argv: list[str]) -> Options:
         if shutil.which("simple_switch_grpc") is None:
             p.error("--target bmv2: simple_switch_grpc is not installed")
     return Options(ns.target, ns.bmv2_json, ns.p4info, ports, not ns.no_netns, ns.keep,
-                   ns.grpc_port, argv[split + 1:], ns.inner_workdir)
+                   ns.grpc_port, argv[split + 1:], ns.inner_workdir, ns.switch_cmd)
 
 
 def run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess:
@@ -177,7 +182,8 @@ def switch_command(opts: Options, work: Path) -> list[str]:
     if opts.target == "bmv2":
         return ["simple_switch_grpc", "--no-p4", *ifaces, "--log-file", str(work / "bmv2"),
                 "--thrift-port", str(RUNTIME_PORT), *tail]
-    return [venv_bin("softswitch"), "run", "--no-p4", *ifaces, "--pcap", str(work / "pcap"),
+    prefix = shlex.split(opts.switch_cmd) if opts.switch_cmd else [venv_bin("softswitch"), "run"]
+    return [*prefix, "--no-p4", *ifaces, "--pcap", str(work / "pcap"),
             "--log-file", str(work / "switch.log"), "--thrift-port", str(RUNTIME_PORT), *tail]
 
 
