@@ -1,6 +1,7 @@
 """STF packet tests and the ``simple_switch_CLI`` command language, over any SwitchControl."""
 
-from softswitch.stf.commands import CommandSession, Outcome, parse_command
+from softswitch.stf.commands import parse_command
+from softswitch.stf.session import CommandSession, Outcome
 from softswitch.stf.stf import StfResult, parse_stf_file, parse_stf_text, run_commands, run_stf
 
 __all__ = [

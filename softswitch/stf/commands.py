@@ -29,26 +29,21 @@ Both::
     meter_set_rates NAME INDEX RATE:BURST…    meter_array_set_rates NAME RATE:BURST…
 
 Names resolve as :mod:`softswitch.stf.names` documents; values parse as
-:mod:`softswitch.stf.values` documents. A check without a condition
-(``check_counter c(3)``) requires the cell to be zero in packets and bytes. Meter
+:mod:`softswitch.stf.values` documents; :mod:`softswitch.stf.session` executes. A
+check without a condition (``check_counter c(3)``) requires the cell to be zero in
+packets and bytes. Meter
 rates (BMv2 units: per microsecond, committed then peak) need a switch that offers
 ``meter_set_rates``/``meter_array_set_rates`` beyond the SwitchControl protocol.
 """
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from softswitch.diagnostics import P4Error, SourceLoc
-from softswitch.stf import names
-from softswitch.stf.values import default_key_match, parse_int, parse_key_value
-from softswitch.target.control import ActionInfo, KeyMatch, SwitchControl, TableInfo
-
-# BMv2's CLI priority counts the other way round from SwitchControl's (higher wins).
-CLI_PRIORITY_BASE = (1 << 31) - 1
+from softswitch.stf.values import parse_int
 
 
 @dataclass(frozen=True)
@@ -200,10 +195,6 @@ _CHECK = re.compile(
     r"(?P<name>[^\s(]+)\s*\(\s*(?P<index>[^\s)]+)\s*\)"
     r"(?:\s+(?P<type>packets|bytes)\s*(?P<op>==|!=|<=|>=|<|>)\s*(?P<value>\S+))?\s*$",
     re.IGNORECASE)
-_COMPARE: dict[str, Callable[[int, int], bool]] = {
-    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
-    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-}
 
 
 def _split_colon(word: str) -> tuple[str | None, str]:
@@ -450,257 +441,11 @@ def parse_command(text: str, loc: SourceLoc | None = None) -> Command:
     return parser(rest.strip(), loc)
 
 
-# --- execution ------------------------------------------------------------------------
+def __getattr__(name: str):
+    """``CommandSession``/``Outcome`` live in :mod:`softswitch.stf.session` (which imports
+    this module); importing them from here, as earlier code does, keeps working."""
+    if name in ("CommandSession", "Outcome", "CLI_PRIORITY_BASE"):
+        from softswitch.stf import session
 
-@dataclass(frozen=True)
-class Outcome:
-    """What a command printed and, for checks, whether the check failed."""
-
-    text: str = ""
-    failure: str | None = None
-
-
-class CommandSession:
-    """Executes commands against one switch, remembering STF entry ids (``= A``)."""
-
-    def __init__(self, control: SwitchControl) -> None:
-        self.control = control
-        self.entry_ids: dict[str, int] = {}
-        self._tables: list[TableInfo] | None = None
-
-    def run_line(self, line: str, loc: SourceLoc | None = None) -> Outcome:
-        """Parse and execute one line (the runtime CLI channel's entry point)."""
-        return self.execute(parse_command(line, loc))
-
-    def run_script(self, text: str, filename: str = "<commands>") -> list[Outcome]:
-        """Execute a command file (``simple_switch_CLI < FILE``): one command per line,
-        ``#`` comments and blank lines skipped; the first bad line raises ``P4Error``
-        naming ``file:line``."""
-        outcomes = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            body = line.split("#", 1)[0]
-            if body.strip():
-                col = len(body) - len(body.lstrip()) + 1
-                outcomes.append(self.run_line(body, SourceLoc(filename, lineno, col)))
-        return outcomes
-
-    def execute(self, cmd: Command) -> Outcome:
-        handler = getattr(self, "_do_" + type(cmd).__name__)
-        try:
-            return handler(cmd)
-        except P4Error as err:
-            if err.loc is None and cmd.loc is not None:
-                raise P4Error(err.message, cmd.loc) from err
-            raise
-
-    # -- helpers
-    def _table(self, name: str, loc: SourceLoc | None) -> TableInfo:
-        if self._tables is None:
-            self._tables = list(self.control.tables())
-        return names.resolve_table(self._tables, name, loc)
-
-    def _args(self, action: ActionInfo, given: tuple[tuple[str | None, str], ...],
-              loc: SourceLoc | None) -> list[int]:
-        """Action data in declaration order, from named (STF) or positional (CLI) args."""
-        params = dict(action.params)
-        if all(name is None for name, _ in given):
-            if len(given) != len(action.params):
-                raise P4Error(f"action {action.name} takes {len(action.params)} "
-                              f"argument(s), {len(given)} given", loc)
-            return [parse_int(v, loc, f"argument {p} of {action.name}", w)
-                    for (_, v), (p, w) in zip(given, action.params, strict=True)]
-        values: dict[str, int] = {}
-        for name, text in given:
-            if name is None or name not in params:
-                known = ", ".join(params) or "none"
-                raise P4Error(f"action {action.name} has no parameter '{name or text}' "
-                              f"(parameters: {known})", loc)
-            if name in values:
-                raise P4Error(f"argument '{name}' of {action.name} given twice", loc)
-            values[name] = parse_int(text, loc, f"argument {name} of {action.name}",
-                                     params[name])
-        missing = [p for p in params if p not in values]
-        if missing:
-            raise P4Error(f"action {action.name}: missing argument(s) {', '.join(missing)}",
-                          loc)
-        return [values[p] for p, _ in action.params]
-
-    def _keys(self, table: TableInfo, given: tuple[tuple[str | None, str], ...],
-              loc: SourceLoc | None) -> list[KeyMatch]:
-        if all(name is None for name, _ in given):
-            if len(given) != len(table.keys):
-                raise P4Error(f"table {table.name} has {len(table.keys)} key field(s), "
-                              f"{len(given)} given", loc)
-            return [parse_key_value(k, v, loc) for k, (_, v) in
-                    zip(table.keys, given, strict=True)]
-        chosen: dict[str, KeyMatch] = {}
-        for name, text in given:
-            key = names.resolve_key(table, name or text, loc)
-            if key.name in chosen:
-                raise P4Error(f"key field {key.name} of {table.name} given twice", loc)
-            chosen[key.name] = parse_key_value(key, text, loc)
-        return [chosen.get(k.name) or default_key_match(k, loc) for k in table.keys]
-
-    def _entry_index(self, text: str, loc: SourceLoc | None) -> int:
-        if text.lstrip("$") in self.entry_ids:
-            return self.entry_ids[text.lstrip("$")]
-        if text[:1].isdigit():
-            return parse_int(text, loc, "index")
-        raise P4Error(f"unknown entry id '{text}' (ids come from 'add … = ID')", loc)
-
-    # -- tables
-    def _do_TableAdd(self, cmd: TableAdd) -> Outcome:
-        table = self._table(cmd.table, cmd.loc)
-        action = names.resolve_action(table, cmd.action, cmd.loc)
-        args, priority = cmd.args, cmd.priority
-        if cmd.cli_tail is not None:
-            tail = list(cmd.cli_tail)
-            if len(tail) == len(action.params) + 1:
-                bmv2_priority = parse_int(tail.pop(), cmd.loc, "priority")
-                priority = CLI_PRIORITY_BASE - bmv2_priority
-            args = tuple((None, w) for w in tail)
-        handle = self.control.table_add(table.name, self._keys(table, cmd.keys, cmd.loc),
-                                        action.name, self._args(action, args, cmd.loc),
-                                        priority)
-        if cmd.entry_id is not None:
-            self.entry_ids[cmd.entry_id.lstrip("$")] = handle
-        return Outcome(f"Entry has been added with handle {handle}")
-
-    def _do_TableSetDefault(self, cmd: TableSetDefault) -> Outcome:
-        table = self._table(cmd.table, cmd.loc)
-        action = names.resolve_action(table, cmd.action, cmd.loc)
-        self.control.table_set_default(table.name, action.name,
-                                       self._args(action, cmd.args, cmd.loc))
-        return Outcome(f"Default action of {table.name} set to {action.name}")
-
-    def _do_TableModify(self, cmd: TableModify) -> Outcome:
-        table = self._table(cmd.table, cmd.loc)
-        action = names.resolve_action(table, cmd.action, cmd.loc)
-        self.control.table_modify(table.name, cmd.handle, action.name,
-                                  self._args(action, cmd.args, cmd.loc))
-        return Outcome(f"Entry {cmd.handle} of {table.name} modified")
-
-    def _do_TableDelete(self, cmd: TableDelete) -> Outcome:
-        table = self._table(cmd.table, cmd.loc)
-        self.control.table_delete(table.name, cmd.handle)
-        return Outcome(f"Entry {cmd.handle} of {table.name} deleted")
-
-    def _do_TableClear(self, cmd: TableClear) -> Outcome:
-        table = self._table(cmd.table, cmd.loc)
-        self.control.table_clear(table.name)
-        return Outcome(f"Table {table.name} cleared")
-
-    def _do_RemoveAll(self, cmd: RemoveAll) -> Outcome:
-        for table in self.control.tables():
-            if not table.const_entries:
-                self.control.table_clear(table.name)
-        self.entry_ids.clear()
-        return Outcome("All table entries removed")
-
-    def _do_TableDump(self, cmd: TableDump) -> Outcome:
-        table = self._table(cmd.table, cmd.loc)
-        entries = self.control.table_entries(table.name)
-        if cmd.count_only:
-            return Outcome(str(len(entries)))
-        lines = [f"{table.name}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"]
-        for e in entries:
-            keys = " ".join(_format_key(k) for k in e.keys)
-            args = ", ".join(hex(a) for a in e.args)
-            prio = f" priority {e.priority}" if e.priority is not None else ""
-            lines.append(f"  {e.handle}: {keys} => {e.action}({args}){prio}")
-        return Outcome("\n".join(lines))
-
-    def _do_ShowTables(self, cmd: ShowTables) -> Outcome:
-        lines = []
-        for t in sorted(self.control.tables(), key=lambda t: t.name):
-            keys = ", ".join(f"{k.name}({k.match_kind}, {k.width})" for k in t.keys)
-            lines.append(f"{t.name:30} [{keys}]")
-        return Outcome("\n".join(lines))
-
-    # -- replication
-    def _do_MirroringAdd(self, cmd: MirroringAdd) -> Outcome:
-        self.control.mirroring_add(cmd.session, cmd.port)
-        return Outcome(f"Mirror session {cmd.session} -> port {cmd.port}")
-
-    def _do_MirroringAddMc(self, cmd: MirroringAddMc) -> Outcome:
-        self.control.mirroring_add_mc(cmd.session, cmd.mgrp)
-        return Outcome(f"Mirror session {cmd.session} -> multicast group {cmd.mgrp}")
-
-    def _do_McMgrpCreate(self, cmd: McMgrpCreate) -> Outcome:
-        self.control.mc_mgrp_create(cmd.mgrp)
-        return Outcome(f"Multicast group {cmd.mgrp} created")
-
-    def _do_McNodeCreate(self, cmd: McNodeCreate) -> Outcome:
-        handle = self.control.mc_node_create(cmd.rid, list(cmd.ports))
-        return Outcome(f"Multicast node created with handle {handle}")
-
-    def _do_McNodeAssociate(self, cmd: McNodeAssociate) -> Outcome:
-        self.control.mc_node_associate(cmd.mgrp, cmd.node)
-        return Outcome(f"Node {cmd.node} associated with multicast group {cmd.mgrp}")
-
-    # -- counters and registers
-    def _do_CounterRead(self, cmd: CounterRead) -> Outcome:
-        packets, bytes_ = self.control.counter_read(cmd.name,
-                                                    self._entry_index(cmd.index, cmd.loc))
-        return Outcome(f"{cmd.name}[{cmd.index}]= (BYTES {bytes_}, PACKETS {packets})")
-
-    def _do_CounterWrite(self, cmd: CounterWrite) -> Outcome:
-        self.control.counter_write(cmd.name, self._entry_index(cmd.index, cmd.loc),
-                                   cmd.packets, cmd.bytes_)
-        return Outcome()
-
-    def _do_CounterReset(self, cmd: CounterReset) -> Outcome:
-        self.control.counter_reset(cmd.name)
-        return Outcome()
-
-    def _do_RegisterRead(self, cmd: RegisterRead) -> Outcome:
-        if cmd.index is None:
-            raise P4Error("register_read without an index is not supported; give INDEX",
-                          cmd.loc)
-        value = self.control.register_read(cmd.name, cmd.index)
-        return Outcome(f"{cmd.name}[{cmd.index}]= {value}")
-
-    def _do_RegisterWrite(self, cmd: RegisterWrite) -> Outcome:
-        self.control.register_write(cmd.name, cmd.index, cmd.value)
-        return Outcome()
-
-    def _do_RegisterReset(self, cmd: RegisterReset) -> Outcome:
-        self.control.register_reset(cmd.name)
-        return Outcome()
-
-    def _do_MeterSetRates(self, cmd: MeterSetRates) -> Outcome:
-        method = "meter_set_rates" if cmd.index is not None else "meter_array_set_rates"
-        setter = getattr(self.control, method, None)
-        if setter is None:
-            raise P4Error(f"{method} is not supported by this switch", cmd.loc)
-        if cmd.index is None:
-            setter(cmd.name, list(cmd.rates))
-        else:
-            setter(cmd.name, cmd.index, list(cmd.rates))
-        return Outcome()
-
-    def _do_CheckCounter(self, cmd: CheckCounter) -> Outcome:
-        index = self._entry_index(cmd.index, cmd.loc)
-        packets, bytes_ = self.control.counter_read(cmd.name, index)
-        text = f"{cmd.name}({cmd.index}): packets {packets}, bytes {bytes_}"
-        if cmd.count_type is None:
-            ok = packets == 0 and bytes_ == 0
-            want = "packets == 0 and bytes == 0"
-        else:
-            actual = packets if cmd.count_type == "packets" else bytes_
-            ok = _COMPARE[cmd.op](actual, cmd.value)
-            want = f"{cmd.count_type} {cmd.op} {cmd.value}"
-        failure = None if ok else f"check_counter {cmd.name}({cmd.index}): expected {want}; {text}"
-        return Outcome(text, failure)
-
-
-def _format_key(k: KeyMatch) -> str:
-    if k.kind == "lpm":
-        return f"{k.value:#x}/{k.prefix_len}"
-    if k.kind == "ternary":
-        return f"{k.value:#x}&&&{k.mask or 0:#x}"
-    if k.kind == "range":
-        return f"{k.value:#x}->{k.high or 0:#x}"
-    if k.kind == "optional" and k.wildcard:
-        return "*"
-    return f"{k.value:#x}"
+        return getattr(session, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

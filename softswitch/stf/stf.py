@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from softswitch.diagnostics import P4Error, SourceLoc
-from softswitch.stf.commands import Command, CommandSession, parse_command
+from softswitch.stf.commands import Command, parse_command
 from softswitch.stf.expect import (
     ExpectedPacket,
     PortReport,
@@ -28,6 +28,7 @@ from softswitch.stf.expect import (
     format_report,
     parse_expectation,
 )
+from softswitch.stf.session import CommandSession
 from softswitch.target.control import SwitchControl
 
 _HEX = re.compile(r"[0-9a-fA-F]*")

@@ -7,7 +7,8 @@ own); it raises like a switch on unknown counters so error paths are exercised t
 import pytest
 
 from softswitch.diagnostics import P4Error, SourceLoc
-from softswitch.stf.commands import CLI_PRIORITY_BASE, CommandSession, parse_command
+from softswitch.stf.commands import parse_command
+from softswitch.stf.session import CLI_PRIORITY_BASE, CommandSession
 from softswitch.stf.stf import parse_stf_text, run_commands
 from softswitch.target.control import ActionInfo, KeyInfo, KeyMatch, PacketOut, TableInfo
 
