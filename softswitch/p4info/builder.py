@@ -151,10 +151,10 @@ class Builder:
                               "with no name annotation, which is not supported by "
                               "P4Runtime", ext.loc)
             kind = _EXTERN_KINDS.get(ext.type_name)
-            if kind == ids.ACTION_PROFILE and t.name is not None:
+            if kind == ids.ACTION_PROFILE:
                 self.profile_tables.setdefault(id(ext), []).append(t)
-            if kind is not None and ext.name is not None:
-                self.symbols.add(kind, ext.name, _explicit_id(ext.decl), ext.loc)
+            if kind is not None and ext.qualified:
+                self.symbols.add(kind, ext.qualified, _explicit_id(ext.decl), ext.loc)
 
     def _collect_digest(self, call: ast.Call) -> None:
         t = _type_of_ref(call.type_args[0]) if call.type_args else None
@@ -226,15 +226,15 @@ class Builder:
                 ar.scope = p4info_pb2.ActionRef.DEFAULT_ONLY
         self._default_action(t, msg)
         msg.size = t.size if t.size else DEFAULT_TABLE_SIZE
-        if t.implementation is not None and t.implementation.name is not None:
+        if t.implementation is not None and t.implementation.qualified:
             kind = _EXTERN_KINDS.get(t.implementation.type_name)
             if kind is not None:
-                msg.implementation_id = self.symbols.id_of(kind, t.implementation.name)
+                msg.implementation_id = self.symbols.id_of(kind, t.implementation.qualified)
         for ext in (t.counters, t.meters):
-            if ext is not None and ext.name is not None:
+            if ext is not None and ext.qualified:
                 kind = _EXTERN_KINDS.get(ext.type_name)
                 if kind in (ids.DIRECT_COUNTER, ids.DIRECT_METER):
-                    msg.direct_resource_ids.append(self.symbols.id_of(kind, ext.name))
+                    msg.direct_resource_ids.append(self.symbols.id_of(kind, ext.qualified))
         if t.support_timeout:
             msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
         if t.const_entries:
@@ -336,17 +336,18 @@ class Builder:
     def _extern(self, ext: ExternInstance) -> None:
         tn = ext.type_name
         self.types.touch()  # p4c's handler creates type_info for every extern instance
-        if ext.name is None:
+        if not ext.qualified:
             return
+        # p4c's v1model handler does not look at @hidden on extern instances
         if tn == "counter":
             c = self.p4info.counters.add()
-            self._preamble(c.preamble, ids.COUNTER, ext.name, self._anns(ext))
+            self._preamble(c.preamble, ids.COUNTER, ext.qualified, self._anns(ext))
             c.spec.unit = _unit(ext, _COUNTER_UNITS, p4info_pb2.CounterSpec.UNSPECIFIED)
             c.size = _int_arg(ext, "size")
             self._index_type(ext, 0, c)
         elif tn == "meter":
             m = self.p4info.meters.add()
-            self._preamble(m.preamble, ids.METER, ext.name, self._anns(ext))
+            self._preamble(m.preamble, ids.METER, ext.qualified, self._anns(ext))
             m.spec.unit = _unit(ext, _METER_UNITS, p4info_pb2.MeterSpec.UNSPECIFIED)
             m.size = _int_arg(ext, "size")
             self._index_type(ext, 0, m)
@@ -374,7 +375,7 @@ class Builder:
 
     def _register(self, ext: ExternInstance) -> None:
         r = self.p4info.registers.add()
-        self._preamble(r.preamble, ids.REGISTER, ext.name or "", self._anns(ext))
+        self._preamble(r.preamble, ids.REGISTER, ext.qualified, self._anns(ext))
         t = _type_of_ref(ext.type_args[0]) if ext.type_args else None
         if t is None:
             inst_t = getattr(getattr(ext.decl, "type_ref", None), "resolved", None)
@@ -388,10 +389,10 @@ class Builder:
 
     def _action_profile(self, ext: ExternInstance) -> None:
         ap = self.p4info.action_profiles.add()
-        self._preamble(ap.preamble, ids.ACTION_PROFILE, ext.name or "", self._anns(ext),
+        self._preamble(ap.preamble, ids.ACTION_PROFILE, ext.qualified, self._anns(ext),
                        _PROFILE_ONLY)
         # p4c keeps the referencing tables in a set of names: sorted by name
-        for name in sorted({t.name or "" for t in self.profile_tables.get(id(ext), [])},
+        for name in sorted({t.qualified for t in self.profile_tables.get(id(ext), [])},
                            key=str.encode):
             ap.table_ids.append(self.symbols.id_of(ids.TABLE, name))
         ap.size = _int_arg(ext, "size")
@@ -417,17 +418,17 @@ class Builder:
             return
         tid = self.symbols.id_of(ids.TABLE, t.name)
         if t.counters is not None and t.counters.type_name == "direct_counter" \
-                and t.counters.name is not None:
+                and t.counters.qualified:
             dc = self.p4info.direct_counters.add()
-            self._preamble(dc.preamble, ids.DIRECT_COUNTER, t.counters.name,
+            self._preamble(dc.preamble, ids.DIRECT_COUNTER, t.counters.qualified,
                            self._anns(t.counters))
             dc.spec.unit = _unit(t.counters, _COUNTER_UNITS,
                                  p4info_pb2.CounterSpec.UNSPECIFIED)
             dc.direct_table_id = tid
         if t.meters is not None and t.meters.type_name == "direct_meter" \
-                and t.meters.name is not None:
+                and t.meters.qualified:
             dm = self.p4info.direct_meters.add()
-            self._preamble(dm.preamble, ids.DIRECT_METER, t.meters.name,
+            self._preamble(dm.preamble, ids.DIRECT_METER, t.meters.qualified,
                            self._anns(t.meters))
             dm.spec.unit = _unit(t.meters, _METER_UNITS, p4info_pb2.MeterSpec.UNSPECIFIED)
             dm.direct_table_id = tid

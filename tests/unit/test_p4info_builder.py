@@ -46,7 +46,7 @@ control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
     action learn() { digest(1, meta.d); }
     table t {
         key = { hdr.h.a : exact; hdr.h.b : range; }
-        actions = { fwd; @tableonly drop; @defaultonly learn; }
+        actions = { @tableonly fwd; drop; @defaultonly learn; }
         const default_action = drop();
         counters = dc;
         size = 64;
@@ -81,7 +81,7 @@ def test_table(info: p4info_pb2.P4Info) -> None:
         (1, "hdr.h.a", 8, p4info_pb2.MatchField.EXACT),
         (2, "hdr.h.b", 16, p4info_pb2.MatchField.RANGE)]
     scopes = [r.scope for r in t.action_refs]
-    assert scopes == [p4info_pb2.ActionRef.TABLE_AND_DEFAULT, p4info_pb2.ActionRef.TABLE_ONLY,
+    assert scopes == [p4info_pb2.ActionRef.TABLE_ONLY, p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
                       p4info_pb2.ActionRef.DEFAULT_ONLY]
     drop_id = (ids.ACTION << 24) | 7
     assert t.const_default_action_id == drop_id == t.initial_default_action.action_id
