@@ -4,6 +4,7 @@ entries, counters, multicast groups, error reporting)."""
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import socket
 import subprocess
@@ -20,28 +21,35 @@ P4RuntimeWriteException = pytest.importorskip("p4runtime_sh.p4runtime").P4Runtim
 PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "p4src" / "samples" / "l3_basic.p4"
 
 
-@pytest.fixture()
-def shell(tmp_path):
-    info_path = tmp_path / "l3_basic.p4info.txtpb"
-    p4info.write(pipeline.compile_file(str(PROGRAM), {}).p4info, str(info_path))
+@contextlib.contextmanager
+def _shell_on(program: pathlib.Path, tmp_path: pathlib.Path, extra: list[str] | None = None):
+    """``softswitch run --no-p4`` with p4runtime-shell connected and ``program`` pushed."""
+    info_path = tmp_path / f"{program.stem}.p4info.txtpb"
+    p4info.write(pipeline.compile_file(str(program), {}).p4info, str(info_path))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         addr = f"127.0.0.1:{s.getsockname()[1]}"
-    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", "--no-p4", "--",
-                             "--grpc-server-addr", addr, "--cpu-port", "255"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", "--no-p4",
+                             *(extra or []), "--", "--grpc-server-addr", addr,
+                             "--cpu-port", "255"], stderr=subprocess.PIPE, text=True)
     try:
         channel = grpc.insecure_channel(addr)
         grpc.channel_ready_future(channel).result(timeout=60)
         channel.close()
         sh.setup(device_id=0, grpc_addr=addr, election_id=(0, 1),
-                 config=sh.FwdPipeConfig(str(info_path), str(PROGRAM)))
+                 config=sh.FwdPipeConfig(str(info_path), str(program)))
         yield sh
         sh.teardown()
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+@pytest.fixture()
+def shell(tmp_path):
+    with _shell_on(PROGRAM, tmp_path) as s:
+        yield s
 
 
 def _route(shell, prefix: str, port: str):
@@ -82,3 +90,65 @@ def test_defaults_counters_and_multicast_through_p4runtime_shell(shell):
     shell.MulticastGroupEntry(5).add(1, 1).add(2, 1).insert()
     (group,) = shell.MulticastGroupEntry(5).read()
     assert [(r.egress_port, r.instance) for r in group.replicas] == [(1, 1), (2, 1)]
+
+
+def test_packet_out_and_in_through_p4runtime_shell(tmp_path):
+    """A PacketOut with packet_out metadata leaves the named port; a frame the
+    pipeline sends to the CPU port reaches p4runtime-shell's sniffer with its
+    packet_in metadata (the program echoes out-of-band frames back to the CPU)."""
+    program = tmp_path / "echo.p4"
+    program.write_text(ECHO_PROGRAM)
+    with _shell_on(program, tmp_path) as s:
+        out = s.PacketOut()
+        out.payload = bytes(6) + b"\x02" * 6 + b"\x88\xb5" + bytes(46)
+        out.metadata["egress_port"] = "255"       # straight back to the CPU port
+        out.send()
+        got = list(s.PacketIn().sniff(timeout=3))
+        assert len(got) == 1
+        (packet,) = got
+        assert packet.packet.payload == out.payload
+        meta = {m.metadata_id: int.from_bytes(m.value, "big")
+                for m in packet.packet.metadata}
+        assert meta[1] == 255                     # ingress_port: the CPU port
+
+
+ECHO_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+@controller_header("packet_in")
+header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
+@controller_header("packet_out")
+header packet_out_t { bit<9> egress_port; bit<7> _pad; }
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
+struct headers_t { packet_out_t packet_out; packet_in_t packet_in; ethernet_t eth; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start {
+        transition select(sm.ingress_port) { 255: parse_po; default: parse_eth; }
+    }
+    state parse_po { pkt.extract(hdr.packet_out); transition parse_eth; }
+    state parse_eth { pkt.extract(hdr.eth); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        if (hdr.packet_out.isValid()) {
+            sm.egress_spec = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+        }
+    }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        if (sm.egress_port == 255) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = sm.ingress_port;
+        }
+    }
+}
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr.packet_in); pkt.emit(hdr.eth); }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
