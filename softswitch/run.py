@@ -88,6 +88,11 @@ def _switch_parser() -> _Parser:
     p.add_argument("--notifications-addr", metavar="ADDR",
                    help="accepted for compatibility (ignored)")
     p.add_argument("--debugger", action="store_true", help="accepted for compatibility")
+    p.add_argument("--log-flush", action="store_true", help="accepted (logs are unbuffered)")
+    p.add_argument("--max-port-count", type=int, default=MAX_PORT + 1, metavar="N",
+                   help="accepted for compatibility (ports are 0..511)")
+    p.add_argument("--dump-packet-data", type=int, metavar="N",
+                   help="accepted for compatibility (ignored)")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                    help="include directory for compiling PROG.p4")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VAL]",
@@ -101,6 +106,10 @@ def _target_parser() -> _Parser:
     p.add_argument("--cpu-port", type=int, metavar="N")
     p.add_argument("--drop-port", type=int, default=DEFAULT_DROP_PORT, metavar="N")
     p.add_argument("--priority-queues", type=int, default=1, metavar="N")
+    p.add_argument("--enable-swap", action="store_true", help="accepted for compatibility")
+    p.add_argument("--dp-grpc-server-addr", metavar="ADDR",
+                   help="accepted for compatibility (ignored)")
+    p.add_argument("--load-modules", metavar="LIST", help="accepted for compatibility")
     return p
 
 

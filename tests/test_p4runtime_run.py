@@ -21,8 +21,10 @@ from softswitch.run import DEFAULT_GRPC_ADDR, parse_args
 def test_bmv2_command_line():
     opts = parse_args(["--no-p4", "-i", "1@veth0", "-i", "2@veth2", "--pcap", "/tmp/p",
                        "--nanolog", "ipc:///tmp/bm-0-log.ipc", "--device-id", "3",
-                       "--log-console", "--thrift-port", "9090", "--",
-                       "--grpc-server-addr", "0.0.0.0:50051", "--cpu-port", "255"])
+                       "--log-console", "--thrift-port", "9090", "--log-flush",
+                       "--max-port-count", "512", "--",
+                       "--grpc-server-addr", "0.0.0.0:50051", "--cpu-port", "255",
+                       "--enable-swap"])
     assert opts.no_p4 and opts.interfaces == {1: "veth0", 2: "veth2"}
     assert opts.pcap_dir == "/tmp/p" and opts.device_id == 3 and opts.log_console
     assert opts.grpc_addr == "0.0.0.0:50051" and opts.cpu_port == 255
