@@ -521,6 +521,8 @@ def main(argv: list[str] | None = None) -> int:
                                         "results": [asdict(r) for r in results]}, indent=1))
     print(summary(results))
     print(f"{len(programs)} programs in {elapsed:.1f} s; results in {args.results}")
+    print("slowest: " + ", ".join(f"{r.category} {r.program} {r.seconds:.1f} s"
+                                  for r in sorted(results, key=lambda r: -r.seconds)[:3]))
 
     known = read_known_failures(args.known_failures)
     if args.update_known_failures:
