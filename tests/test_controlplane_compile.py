@@ -94,6 +94,23 @@ def test_range_on_a_ternary_key_expands(tailcc: P4InfoIndex) -> None:
                for t in rules)
 
 
+def test_queue_ecn_profile_is_a_per_port_default(tailcc: P4InfoIndex) -> None:
+    intent = parse_intent_text(
+        "switches: [{name: s, address: 'x:1', device_id: 1,\n"
+        "            ports: [{port: 5, scheduler: q}, {port: 6}]}]\n"
+        "ecn_profiles: [{name: low, id: 2, kmin: 1, kmax: 4, pmax: 0.25}]\n"
+        "schedulers: [{name: q, queues: {3: {mode: strict, ecn_profile: low}}}]\n")
+    texts = _texts(tailcc, compile_switch(intent, intent.switches[0], tailcc).entities)
+    ecn = [t for t in texts if "ecn_marking.ecn_profile" in t]
+    assert ecn == [
+        "TailccEgress.ecn_marking.ecn_profile ecn_profile=2&&&0xf priority=20 -> "
+        "TailccEgress.ecn_marking.set_ecn_profile(kmin_pkts=1, kmax_pkts=4, pmax_1024=256, "
+        "use_deq_qdepth=0, drop_not_ect_enable=0, drop_threshold_pkts=0)",
+        "TailccEgress.ecn_marking.ecn_profile egress_port=5&&&0x1ff queue=3&&&0x7 "
+        "priority=10 -> TailccEgress.ecn_marking.set_ecn_profile(kmin_pkts=1, kmax_pkts=4, "
+        "pmax_1024=256, use_deq_qdepth=0, drop_not_ect_enable=0, drop_threshold_pkts=0)"]
+
+
 def test_plan_orders_members_groups_then_routes(tailcc: P4InfoIndex) -> None:
     intent = load_intent(ROOT / "controlplane/examples/two_leaf.yaml")
     state = compile_switch(intent, intent.switch("leaf1"), tailcc)

@@ -44,7 +44,7 @@ def _compile(intent: m.Intent, switch: m.Switch, index: P4InfoIndex,
              b: EntityBuilder) -> DesiredState:
     state = DesiredState()
     built = (forwarding_entries(switch, b) + tenant_entries(intent, switch, b)
-             + class_entries(intent, b) + ecn_entries(intent, b)
+             + class_entries(intent, b) + ecn_entries(intent, switch, b)
              + fast_cnp_entries(intent, switch, b))
     state.entities = [to_entity(x) for x in built]          # no copy for Entities
     state.defaults = [default_class_entry(intent, b), int_config_entry(switch, b)]

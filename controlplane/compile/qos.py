@@ -22,7 +22,8 @@ CLASS_KEYS: dict[str, tuple[str, int, bool]] = {
     "packet_size": ("packet_length", 32, False),
 }
 ROCE_FIELDS = ("bth_opcode", "dst_qp")
-ECN_PROFILE_PRIORITY = 10
+ECN_PROFILE_PRIORITY = 20        # a class's own profile ...
+QUEUE_ECN_PRIORITY = 10          # ... wins over its queue's default on that port
 FAST_CNP_PRIORITY = 10
 
 
@@ -71,16 +72,31 @@ def _rule_matches(rule: m.MatchRule) -> list[dict[str, str]]:
     return [dict(combo) for combo in itertools.product(*choices)]
 
 
-def ecn_entries(intent: m.Intent, b: EntityBuilder) -> list:
+def _ecn_params(p: m.EcnProfile) -> dict[str, int]:
+    return {"kmin_pkts": p.kmin, "kmax_pkts": p.kmax,
+            "pmax_1024": min(1024, round(p.pmax * 1024)), "use_deq_qdepth": 0,
+            "drop_not_ect_enable": int(p.drop_not_ect is not None),
+            "drop_threshold_pkts": p.drop_not_ect or 0}
+
+
+def ecn_entries(intent: m.Intent, switch: m.Switch, b: EntityBuilder) -> list:
+    """One entry per class profile (any port, any queue), then per-(port, queue)
+    defaults from the ports' schedulers for packets whose class names no profile."""
     out = []
     for p in intent.ecn_profiles:
-        params = {"kmin_pkts": p.kmin, "kmax_pkts": p.kmax,
-                  "pmax_1024": min(1024, round(p.pmax * 1024)), "use_deq_qdepth": 0,
-                  "drop_not_ect_enable": int(p.drop_not_ect is not None),
-                  "drop_threshold_pkts": p.drop_not_ect or 0}
         out.append(b.table_entity(n.ECN_PROFILE, match={"ecn_profile": f"{p.id}&&&0xf"},
-                                 action=n.SET_ECN_PROFILE, params=params,
-                                 priority=ECN_PROFILE_PRIORITY))
+                                  action=n.SET_ECN_PROFILE, params=_ecn_params(p),
+                                  priority=ECN_PROFILE_PRIORITY))
+    for port in switch.ports:
+        if port.scheduler is None:
+            continue
+        for q in intent.scheduler(port.scheduler).queues:
+            if q.ecn_profile is None:
+                continue
+            out.append(b.table_entity(
+                n.ECN_PROFILE, match={"egress_port": port.number, "queue": q.queue},
+                action=n.SET_ECN_PROFILE, params=_ecn_params(intent.ecn_profile(q.ecn_profile)),
+                priority=QUEUE_ECN_PRIORITY))
     return out
 
 

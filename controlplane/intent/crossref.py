@@ -37,6 +37,7 @@ def check_intent(intent: m.Intent, problems: Problems) -> None:
             if port.tenant is not None and port.tenant not in tenants:
                 problems.add(f"switches[{index}].ports[{i}].tenant",
                              f"unknown tenant {port.tenant!r}{_known(tenants)}")
+    _check_scheduler_profiles(intent, problems)
     _check_fast_cnp(intent, problems)
 
 
@@ -178,6 +179,15 @@ def _check_switch(sw: m.Switch, path: str, schedulers: set[str], problems: Probl
         if route.ecmp_group is not None and route.ecmp_group not in groups:
             problems.add(f"{path}.routes[{i}].ecmp_group",
                          f"unknown ECMP group {route.ecmp_group!r}{_known(groups)}")
+
+
+def _check_scheduler_profiles(intent: m.Intent, problems: Problems) -> None:
+    profiles = {p.name for p in intent.ecn_profiles}
+    for i, sched in enumerate(intent.schedulers):
+        for q in sched.queues:
+            if q.ecn_profile is not None and q.ecn_profile not in profiles:
+                problems.add(f"schedulers[{i}].queues.{q.queue}.ecn_profile",
+                             f"unknown ECN profile {q.ecn_profile!r}{_known(profiles)}")
 
 
 def _check_fast_cnp(intent: m.Intent, problems: Problems) -> None:

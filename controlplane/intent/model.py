@@ -69,6 +69,7 @@ class QueueSched:
     weight: int | None = None  # DWRR share (percent or relative weight)
     rate_pps: int | None = None
     depth_pkts: int | None = None
+    ecn_profile: str | None = None   # marking for packets whose class names no profile
 
 
 @dataclass(frozen=True)

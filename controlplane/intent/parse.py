@@ -182,7 +182,7 @@ def parse_scheduler(node: Node) -> m.Scheduler | None:
 
 
 def parse_queue(node: Node, queue: int) -> m.QueueSched | None:
-    if not node.mapping(("mode", "weight", "rate_pps", "depth_pkts")):
+    if not node.mapping(("mode", "weight", "rate_pps", "depth_pkts", "ecn_profile")):
         return None
     mode = _req(node, "mode", Node.choice, ("strict", "dwrr"))
     weight = _opt(node, "weight", Node.integer, 1, 1000)
@@ -196,7 +196,7 @@ def parse_queue(node: Node, queue: int) -> m.QueueSched | None:
         return None
     if mode is None:
         return None
-    return m.QueueSched(queue, mode, weight, rate, depth)
+    return m.QueueSched(queue, mode, weight, rate, depth, _opt(node, "ecn_profile", Node.name))
 
 
 # --- Fast CNP ------------------------------------------------------------------------------

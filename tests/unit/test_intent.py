@@ -102,6 +102,8 @@ MALFORMED = [
      "switches[0].routes[0]: a route needs exactly one of next_hop and ecmp_group"),
     ("schedulers:\n  - name: s\n    queues: {3: {mode: dwrr}}\n",
      "schedulers[0].queues.3.weight: a dwrr queue needs a weight"),
+    ("schedulers:\n  - name: s\n    queues: {3: {mode: strict, ecn_profile: low}}\n",
+     "schedulers[0].queues.3.ecn_profile: unknown ECN profile 'low' (none defined)"),
     ("classes:\n  - {name: a, id: 1, queue: 3}\n",
      "classes[0].match: required key is missing (only default_class may have no match"),
     ("switches:\n  - {name: s1, device_id: 1}\n",
