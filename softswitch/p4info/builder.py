@@ -193,7 +193,30 @@ class Builder:
             self.types.convert(t, dg.type_spec)
         if e.extern_calls:
             self.types.touch()
+        self._check_duplicates()
         self._pkg_info()
+
+    def _check_duplicates(self) -> None:
+        """Two objects of one kind with the same name cannot be told apart by a
+        controller; p4c refuses to write such a P4Info."""
+        info = self.p4info
+        dups: list[str] = []
+        for kind, objs in (("table", info.tables), ("action", info.actions),
+                           ("action profile", info.action_profiles),
+                           ("counter", info.counters), ("direct counter", info.direct_counters),
+                           ("meter", info.meters), ("direct meter", info.direct_meters),
+                           ("controller packet metadata", info.controller_packet_metadata),
+                           ("value set", info.value_sets), ("register", info.registers),
+                           ("digest", info.digests)):
+            seen: set[str] = set()
+            for o in objs:
+                if o.preamble.name in seen:
+                    dups.append(f"Name '{o.preamble.name}' is used for multiple {kind} objects "
+                                "in the P4Info message")
+                seen.add(o.preamble.name)
+        if dups:
+            raise P4Error(f"Found {len(dups)} duplicate name(s) in the P4Info: "
+                          + "; ".join(dups), self.elab.main.loc if self.elab.main else None)
 
     def _preamble(self, pre: p4info_pb2.Preamble, kind: int, name: str,
                   annotations: list[ast.Annotation],

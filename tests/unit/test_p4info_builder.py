@@ -214,3 +214,13 @@ def test_string_translated_type_has_no_width() -> None:
     fwd = next(a for a in info.actions if a.preamble.name == "Ing.fwd")
     assert (fwd.params[0].bitwidth, fwd.params[0].type_name.name) == (0, "port_t")
     assert info.type_info.new_types["port_t"].translated_type.HasField("sdn_string")
+
+
+def test_duplicate_control_plane_names_are_rejected() -> None:
+    text = PROGRAM.replace("    table t {", '''    @name("t") table other {
+        key = { hdr.h.a : exact; }
+        actions = { drop; }
+    }
+    table t {''').replace("apply { t.apply();", "apply { other.apply(); t.apply();")
+    with pytest.raises(P4Error, match="duplicate name"):
+        generate(check_program(parse_text(text, "dup.p4")))
