@@ -593,6 +593,7 @@ def test_digests_flow_once_configured_and_acks(rig):
     rig.device.receive(3, frame(0x02, etype=0x7777))     # not configured: nothing sent
     config = p4runtime_pb2.DigestEntry(digest_id=did)
     config.config.max_list_size = 1
+    config.config.ack_timeout_ns = 10_000_000_000
     rig.write(upd(Update.INSERT, digest_entry=config))
     assert rig.write_error(upd(Update.INSERT, digest_entry=config))[0].canonical_code == \
         code_pb2.ALREADY_EXISTS
@@ -603,8 +604,14 @@ def test_digests_flow_once_configured_and_acks(rig):
     assert msg.WhichOneof("update") == "digest" and msg.digest.digest_id == did
     members = msg.digest.data[0].struct.members
     assert [m.bitstring for m in members] == [bytes.fromhex("020000000001"), b"\x03"]
+    rig.device.receive(3, frame(0x02, etype=0x7777))     # same data, not acked: suppressed
+    with pytest.raises(queue.Empty):
+        rig.stream.next(timeout=0.3)
     ack = p4runtime_pb2.DigestListAck(digest_id=did, list_id=msg.digest.list_id)
     rig.stream.send(p4runtime_pb2.StreamMessageRequest(digest_ack=ack))
+    time.sleep(0.2)
+    rig.device.receive(3, frame(0x02, etype=0x7777))     # acked: sent again
+    assert rig.stream.next().digest.list_id > msg.digest.list_id
     rig.write(upd(Update.DELETE, digest_entry=config))
     rig.device.receive(3, frame(0x02, etype=0x7777))
     with pytest.raises(queue.Empty):

@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4data_pb2, p4runtime_pb2
@@ -22,6 +22,7 @@ from p4.v1 import p4data_pb2, p4runtime_pb2
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import bytestrings, errors, pipeline
 from softswitch.p4runtime.arbitration import Arbiter, Connection
+from softswitch.p4runtime.digests import DigestSuppressor
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.packetio import PacketIO
 from softswitch.p4runtime.runtime import PipelineRuntime
@@ -42,6 +43,7 @@ class Loaded:
     switch: object
     runtime: PipelineRuntime
     packet_io: PacketIO
+    digests: DigestSuppressor = field(default_factory=DigestSuppressor)
 
 
 class Device:
@@ -254,21 +256,31 @@ class Device:
 
     # ------------------------------------------------------------------ digests
     def _send_digests(self, loaded: Loaded) -> None:
-        """Forward digests the switch produced (optional ``drain_digests`` hook)."""
+        """Forward digests the switch produced (its ``drain_digests`` hook), one
+        DigestList each, without repeating data the controller has not acked yet."""
         drain = getattr(loaded.switch, "drain_digests", None)
         if drain is None:
             return
+        configs = loaded.runtime.digest_configs
         for name, values in drain():
             info = next((d for d in loaded.runtime.index.all("digests")
                          if d.preamble.name == name), None)
-            if info is None or info.preamble.id not in loaded.runtime.digest_configs:
+            if info is None or info.preamble.id not in configs:
+                continue
+            did = info.preamble.id
+            timeout = configs[did].ack_timeout_ns
+            data = _digest_data(info, values)
+            key = data.SerializeToString()
+            now = time.time_ns()
+            if not loaded.digests.should_send(did, key, timeout, now):
                 continue
             message = p4runtime_pb2.StreamMessageResponse()
             digest = message.digest
-            digest.digest_id = info.preamble.id
+            digest.digest_id = did
             digest.list_id = next(self._digest_list_ids)
-            digest.timestamp = time.time_ns()
-            digest.data.add().CopyFrom(_digest_data(info, values))
+            digest.timestamp = now
+            digest.data.add().CopyFrom(data)
+            loaded.digests.sent(did, digest.list_id, [key], timeout, now)
             for conn in self.arbiter.primaries():
                 conn.send(message)
 
@@ -276,6 +288,7 @@ class Device:
         with self.lock:
             loaded = self.require_pipeline()
             loaded.runtime.index.get("digests", ack.digest_id)
+            loaded.digests.ack(ack.digest_id, ack.list_id)
 
 
 def _digest_data(info: p4info_pb2.Digest, values: list[int]) -> p4data_pb2.P4Data:
