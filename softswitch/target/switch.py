@@ -186,7 +186,9 @@ class Switch:
         if pkt.clone_type == INGRESS_CLONE:
             self._ingress_clone(w, pkt, meta, work)
         if pkt.resubmit_field_list is not None:
-            work.append(_Work("ingress", w.port, w.data, RESUBMIT,
+            # BMv2 resets all metadata for the new pass: ingress_port too (it is only
+            # set for packets arriving from a port) unless a field list keeps it.
+            work.append(_Work("ingress", 0, w.data, RESUBMIT,
                               self._preserve(meta, pkt.resubmit_field_list)))
             return
         length = len(w.data)
@@ -278,7 +280,7 @@ class Switch:
         if pkt.truncate_len is not None:
             data = data[:pkt.truncate_len]
         if pkt.recirculate_field_list is not None:
-            work.append(_Work("ingress", w.port, data, RECIRC,
+            work.append(_Work("ingress", 0, data, RECIRC,
                               self._preserve(meta, pkt.recirculate_field_list)))
             return
         out.append(PacketOut(w.port, data))
