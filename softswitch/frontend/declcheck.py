@@ -100,6 +100,8 @@ class DeclChecker(TableChecker):
 
     def _d_ConstDecl(self, d: ast.ConstDecl, ctx: Ctx) -> None:
         t = self.resolve_type(d.type_ref, ctx)
+        if isinstance(base(t), (T.ExternType, T.BlockType)):
+            raise fail(f"{d.name}: Cannot declare constants of extern types", d)
         self.expr(d.value, ctx)
         self.coerce(d.value, t, ctx)
         if d.value.const is ast.NOT_CONST:
@@ -125,7 +127,8 @@ class DeclChecker(TableChecker):
 
     def _d_ValueSetDecl(self, d: ast.ValueSetDecl, ctx: Ctx) -> None:
         t = self.resolve_type(d.element, ctx)
-        if isinstance(base(t), (T.IntType, T.StringType, T.VarbitType, T.BoolType)):
+        if not isinstance(T.strip_newtype(t), (T.BitsType, T.EnumType, T.BoolType, T.StructType,
+                                               T.TupleType)):
             raise fail(f"{t}: Illegal type for value_set element type", d.element)
         self.expr(d.size, ctx)
         if d.size.const is ast.NOT_CONST:
@@ -221,8 +224,10 @@ class DeclChecker(TableChecker):
             raise fail(f"{md.name}: invalid type; method has no return type.", md)
         if md.return_type is not None:
             rt = self.resolve_type(md.return_type, ctx.with_(scope=inner))
-            if isinstance(rt, T.IntType):
-                raise fail("int: illegal return type for method", md.return_type)
+            if isinstance(rt, (T.IntType, T.StringType)):
+                raise fail(f"{rt}: illegal return type for method", md.return_type)
+        elif md.type_params:
+            raise fail(f"{md.name}: Constructors cannot have type parameters", md)
         self.params(md.params, ctx.with_(scope=inner), Scope(inner, "params"), "extern")
 
     def _d_ExternFunctionDecl(self, d: ast.ExternFunctionDecl, ctx: Ctx) -> None:
@@ -314,6 +319,8 @@ class DeclChecker(TableChecker):
             md = abstract.get(f.name)
             if md is None or not isinstance(f, ast.FunctionDecl):
                 raise fail(f"{f.name}: no matching abstract method in {tdecl.name}", f)
+            if f.type_params:
+                raise fail(f"{f.name}: abstract method implementations cannot be generic", f)
             self.guard(lambda f=f: self.function_body(f, ctx.with_(block="function"),
                                                       this_type=t))
             want = [(p.direction, subst(p.type, m)) for p in param_infos(md.params)]
@@ -325,7 +332,8 @@ class DeclChecker(TableChecker):
                 raise fail(f"{d.name}: implementation of {f.name} does not match the abstract "
                            f"method in {tdecl.name}", f)
             done.add(f.name)
-        missing = [n for n in abstract if n not in done]
+        missing = [n for n, md in abstract.items()
+                   if n not in done and md.annotation("optional") is None]
         if missing:
             raise fail(f"{d.name}: {missing[0]} abstract method not implemented", d)
 

@@ -105,6 +105,9 @@ class TypeResolver:
             raise P4Error(f"{ref.name}: declaration not found", ref.loc)
         args = [self.resolve(a, scope) for a in ref.type_args]
         for a, ar in zip(args, ref.type_args, strict=True):
+            if _mentions_decl(a, decl):
+                raise P4Error(f"{ref.name}: contains self '{ref.name}' as type argument",
+                              ar.loc)
             if isinstance(a, (T.BlockType, T.TableType)):
                 kind = a.kind if isinstance(a, T.BlockType) else "table"
                 raise P4Error(f"{a}: Cannot use {kind} {a} as a type parameter", ar.loc)
@@ -236,7 +239,11 @@ class TypeResolver:
             if underlying is not None:
                 if m.value is None:
                     raise P4Error(f"{m.name}: serializable enum member needs a value", m.loc)
-                members[m.name] = consteval.wrap(self.const_int(m.value, scope), underlying)
+                raw = self.const_int(m.value, scope)
+                members[m.name] = consteval.wrap(raw, underlying)
+                if raw != members[m.name]:
+                    raise P4Error(f"{m.name}: Serialized enum constant value {raw} is out of "
+                                  f"bounds of the underlying type {underlying}", m.loc)
                 m.value.type = underlying
                 m.value.const = members[m.name]
             else:
@@ -289,6 +296,19 @@ def check_field_type(kind: str, owner: str, f: ast.FieldDecl, ft: T.Type) -> Non
                                 T.ExternType, T.MatchKindType, T.DontCareType, T.ListType))
     if bad:
         raise P4Error(f"Field '{f.name}' of '{kind} {owner}' cannot have type '{ft}'", f.loc)
+
+
+def _mentions_decl(t: T.Type, decl: ast.Node) -> bool:
+    """Whether a type argument contains the generic type being specialized."""
+    if getattr(t, "decl", None) is decl:
+        return True
+    if isinstance(t, T.StackType):
+        return _mentions_decl(t.element, decl)
+    if isinstance(t, (T.TupleType, T.ListType)):
+        return any(_mentions_decl(x, decl) for x in t.elements)
+    if isinstance(t, (T.StructLikeType, T.ExternType, T.BlockType)):
+        return any(_mentions_decl(x, decl) for x in t.type_args)
+    return False
 
 
 def _fixed_width_struct(t: T.StructType) -> bool:
