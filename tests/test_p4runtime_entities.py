@@ -651,3 +651,35 @@ def test_idle_timeout_notification(rig):
     assert idle.sweep(rig.device) == 0
     time.sleep(0.05)
     assert idle.sweep(rig.device) == 1
+
+
+def test_replication_modify_and_delete(rig):
+    """MODIFY/DELETE of groups and sessions take switch objects apart: done when the
+    switch can (BMv2's mc_*_destroy / mirroring_delete), UNIMPLEMENTED and untouched
+    when it cannot."""
+    group = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=6)
+    group.replicas.add(egress_port=1, instance=1)
+    pre = p4runtime_pb2.PacketReplicationEngineEntry(multicast_group_entry=group)
+    rig.write(upd(Update.INSERT, packet_replication_engine_entry=pre))
+    group.replicas.add(egress_port=2, instance=1)
+    switch = rig.device.current.switch
+    can = all(hasattr(switch, m) for m in ("mc_node_dissociate", "mc_node_destroy",
+                                             "mc_mgrp_destroy", "mirroring_delete"))
+    if not can:
+        details = rig.write_error(upd(Update.MODIFY, packet_replication_engine_entry=pre))
+        assert details[0].canonical_code == code_pb2.UNIMPLEMENTED
+        (got,) = rig.read(p4runtime_pb2.Entity(packet_replication_engine_entry=pre))
+        assert len(got.packet_replication_engine_entry.multicast_group_entry.replicas) == 1
+        details = rig.write_error(upd(Update.INSERT, packet_replication_engine_entry=pre),
+                                  atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+        assert details[0].canonical_code == code_pb2.UNIMPLEMENTED
+        return
+    rig.write(upd(Update.MODIFY, packet_replication_engine_entry=pre))
+    te = fwd_entry(rig, b"\x52", 0, action="I.mcast")
+    te.action.action.params.add(param_id=1, value=b"\x06")
+    rig.write(upd(Update.INSERT, table_entry=te))
+    rig.device.receive(9, frame(0x52))
+    assert sorted(p for p, _ in rig.sent) == [1, 2]
+    rig.write(upd(Update.DELETE, packet_replication_engine_entry=pre))
+    assert rig.read(p4runtime_pb2.Entity(
+        packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry())) == []
