@@ -195,5 +195,15 @@ def tokenize(pre: Preprocessed) -> list[Token]:
         tokens.append(tok)
         last_end = end
         pos = end
-    tokens.append(Token("EOF", "", cur.loc(pos), n, n, cur.line))
+    tokens.append(_eof_token(tokens, cur.loc(pos), n, cur.line))
     return tokens
+
+
+def _eof_token(tokens: list[Token], fallback: SourceLoc, end: int, line: int) -> Token:
+    """The end marker sits right after the last real token (where p4c reports an
+    unexpected end of file), not on the trailing empty line cpp leaves."""
+    if not tokens:
+        return Token("EOF", "", fallback, end, end, line)
+    last = tokens[-1]
+    loc = SourceLoc(last.loc.file, last.loc.line, last.loc.col + len(last.text))
+    return Token("EOF", "", loc, end, end, last.line)

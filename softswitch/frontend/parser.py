@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
-from softswitch.diagnostics import P4Error
+from softswitch.diagnostics import P4Error, SourceLoc
 from softswitch.frontend import ast
 from softswitch.frontend.lexer import Token, tokenize
 from softswitch.frontend.preprocess import Preprocessed, preprocess, preprocess_text
@@ -427,6 +427,7 @@ class Parser:
             if not self.accept(","):
                 break
         self.expect_close_angle()
+        check_unique(params)
         return params
 
     # ------------------------------------------------------------ expressions
@@ -564,6 +565,8 @@ class Parser:
                     fields.append(("...", ast.DotsExpr(loc=dots.loc)))
                     break
                 name = self.expect_name()
+                if any(f == name.text for f, _ in fields):
+                    raise duplicate(name.text, name.loc)
                 self.expect("=")
                 fields.append((name.text, self.parse_expr()))
                 if not self.accept(","):
@@ -700,6 +703,7 @@ class Parser:
                     raise self.error("`}`")
                 stmts.append(self.parse_statement(in_parser))
         self.advance()
+        check_unique([d for d in stmts if isinstance(d, ast.Decl)])
         return ast.BlockStmt(stmts, annotations or [], loc=lb.loc)
 
     def starts_declaration(self) -> bool:
@@ -819,7 +823,6 @@ class Parser:
         self.expect("{")
         cases: list[ast.SwitchCase] = []
         while not self.accept("}"):
-            self.parse_annotations()
             lt = self.tok
             label: ast.Expr
             if lt.kind == "default":
@@ -925,6 +928,7 @@ class Parser:
                         raise P4Error("only declarations may appear in an initializer",
                                       d.loc)
                     decls.append(d)
+            check_unique(decls)
             inst.initializer = decls
         if need_semi:
             self.expect(";")
@@ -962,6 +966,7 @@ class Parser:
             if not self.accept(","):
                 break
         self.expect(")", "`)` or `,`")
+        check_unique(params)
         return params
 
     def parse_fields(self) -> list[ast.FieldDecl]:
@@ -975,6 +980,7 @@ class Parser:
             type_ref = self.array_declarator(type_ref)
             self.expect(";")
             fields.append(ast.FieldDecl(name.text, type_ref, annotations=annos, loc=start.loc))
+        check_unique(fields)
         return fields
 
     def parse_aggregate(self, annos: list[ast.Annotation]) -> ast.Decl:
@@ -999,6 +1005,7 @@ class Parser:
             if not self.accept(","):
                 break
         self.expect("}", "`}` or `,`")
+        check_unique(members)
         return members
 
     def parse_enum(self, annos: list[ast.Annotation]) -> ast.EnumDecl:
@@ -1155,6 +1162,8 @@ class Parser:
                     states.append(self.parse_state(la))
                 else:
                     locals_.append(self.parse_parser_local(la))
+        check_unique(locals_)
+        check_unique(states)
         return ast.ParserDecl(name.text, params, ctor, locals_, states, tparams,
                               annotations=annos, loc=kw.loc)
 
@@ -1194,6 +1203,7 @@ class Parser:
             if self.accept("transition"):
                 transition = self.parse_transition()
         self.expect("}", "`}` after the transition statement")
+        check_unique([d for d in stmts if isinstance(d, ast.Decl)])
         return ast.ParserState(name.text, stmts, transition, annotations=annos, loc=kw.loc)
 
     def parse_transition(self) -> ast.Expr:
@@ -1213,7 +1223,6 @@ class Parser:
         self.expect("{")
         cases: list[ast.SelectCase] = []
         while not self.accept("}"):
-            self.parse_annotations()
             keyset = self.parse_keyset()
             self.expect(":")
             state = self.expect_name()
@@ -1243,6 +1252,7 @@ class Parser:
                     break
                 locals_.append(self.parse_control_local(la))
             self.expect("}")
+        check_unique(locals_)
         if apply is None:
             raise P4Error(f"syntax error, control {name.text} has no apply block", kw.loc)
         return ast.ControlDecl(name.text, params, ctor, locals_, apply, tparams,
@@ -1269,6 +1279,8 @@ class Parser:
         props: list[ast.TableProperty] = []
         while not self.accept("}"):
             props.append(self.parse_table_property())
+            if any(p.name == props[-1].name for p in props[:-1]):
+                raise duplicate(props[-1].name, props[-1].loc)
         return ast.TableDecl(name.text, props, annotations=annos, loc=kw.loc)
 
     def parse_table_property(self) -> ast.TableProperty:
@@ -1297,7 +1309,6 @@ class Parser:
         self.expect("{")
         keys: list[ast.KeyElement] = []
         while not self.accept("}"):
-            self.parse_annotations()
             expr = self.parse_expr()
             self.expect(":")
             kind = self.expect_name()
@@ -1319,7 +1330,11 @@ class Parser:
         while not self.accept("}"):
             annos = self.parse_annotations()
             e = self.parse_expr()
-            refs.append(self.action_ref(e, annos))
+            ref = self.action_ref(e, annos)
+            name = getattr(ref.name, "name", None)
+            if name is not None and any(getattr(r.name, "name", None) == name for r in refs):
+                raise duplicate(name, ref.loc)
+            refs.append(ref)
             self.expect(";")
         return refs
 
@@ -1399,6 +1414,20 @@ class Parser:
         while not self.at("EOF"):
             decls.extend(self.parse_declaration())
         return ast.Program(decls, loc=start.loc)
+
+
+def duplicate(name: str, loc: SourceLoc | None) -> P4Error:
+    """p4c reports a repeated name in a parameter/field/member/local list while parsing."""
+    return P4Error(f"{name}: Duplicates declaration {name}", loc)
+
+
+def check_unique(decls: Sequence[ast.Decl]) -> None:
+    """No two declarations of one list (p4c's IndexedVector) may share a name."""
+    seen: set[str] = set()
+    for d in decls:
+        if d.name in seen:
+            raise duplicate(d.name, d.loc)
+        seen.add(d.name)
 
 
 def check_dots_last(items: list[ast.Expr]) -> None:

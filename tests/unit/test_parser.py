@@ -510,7 +510,7 @@ def test_every_node_has_a_location():
     ("const bit<8> x = 1 $ 2;", 1, 20, "character `$`"),
     ("control c() { apply { h = { # }; } }", 1, 29, "unexpected character `#`"),
     ("const bit<32> x = bit;", 1, 19, "unexpected `bit`"),
-    ("control c() { apply {", 2, 1, "end of file"),
+    ("control c() { apply {", 1, 22, "end of file"),
     ("typedef bit<8> T; const T x = T + 1;", 1, 33, "after the type name"),
 ])
 def test_syntax_errors_are_located(src, line, col, fragment):
@@ -519,6 +519,24 @@ def test_syntax_errors_are_located(src, line, col, fragment):
     err = exc.value
     assert (err.loc.file, err.loc.line, err.loc.col) == ("t.p4", line, col)
     assert "syntax error" in err.message and fragment in err.message
+
+
+@pytest.mark.parametrize("src, line", [
+    ("struct s {\n bit<8> a;\n bit<8> a;\n}", 3),
+    ("action a(bit<8> x,\n bit<8> x) {}", 2),
+    ("enum E2 { A,\n A }", 2),
+    ("extern T f<T,\n T>();", 2),
+    ("control c() {\n bit<8> v;\n apply { bit<8> w;\n bit<8> w; } }", 4),
+    ("control c() {\n bit<8> v;\n bit<8> v;\n apply {} }", 3),
+    ("control c() { action a() {}\n table t { actions = { a; \n a; } } apply {} }", 3),
+    ("control c() { table t { size = 1;\n size = 2; } apply {} }", 2),
+    ("const m_t K = { a = 1,\n a = 2 };", 2),
+])
+def test_duplicate_names_in_one_list_are_rejected_while_parsing(src, line):
+    # p4c reports these from its parser (IndexedVector), before any other check.
+    with pytest.raises(P4Error, match="Duplicates declaration") as exc:
+        parse(PRELUDE + "\n" * 3 + src)
+    assert exc.value.loc.line == PRELUDE.count("\n") + 3 + line
 
 
 def test_deep_nesting_is_a_clean_error_or_parses():
