@@ -36,10 +36,6 @@ class SwitchAbort(P4Error):
     other error in the user's program, at the failing call."""
 
 
-class PacketDrop(Exception):
-    """A packet that BMv2 drops because of a runtime fault (logged, not fatal)."""
-
-
 @dataclass(slots=True)
 class PacketState:
     """Per-packet side state written by v1model externs and read by the traffic manager."""

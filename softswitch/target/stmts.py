@@ -14,14 +14,9 @@ from typing import Any
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
-from softswitch.target.lower import FRESH_NODES, ExprLowerer, FnCtx, flatten_slice, scalar_bits
-from softswitch.target.values import is_aggregate
+from softswitch.target.lower import FRESH_NODES, ExprLowerer, FnCtx, flatten_slice
 
 LOOP_LIMIT = 1 << 20
-
-
-def param_types(params: list[ast.Param]) -> list[Any]:
-    return [p.type_ref.resolved for p in params]
 
 
 class StmtLowerer(ExprLowerer):
@@ -296,10 +291,6 @@ class StmtLowerer(ExprLowerer):
         return self.user_call(name, info.params, info.args, fn, has_value, False, want_value)
 
 
-def aggregate_param(p: T.ParamInfo) -> bool:
-    return is_aggregate(p.type)
-
-
 def const_int(e: ast.Expr | None) -> int | None:
     if e is None:
         return None
@@ -312,12 +303,3 @@ def const_int(e: ast.Expr | None) -> int | None:
         return c
     v = getattr(c, "value", None)
     return v if isinstance(v, int) else None
-
-
-def width_of(t: Any) -> int:
-    b = scalar_bits(t)
-    if b is not None:
-        return b[0]
-    if isinstance(T.strip_newtype(t), T.BoolType):
-        return 1
-    return 0
