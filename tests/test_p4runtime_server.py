@@ -191,3 +191,21 @@ def test_packet_out_from_backup_gets_stream_error(server):
     assert err.error.canonical_code == code_pb2.FAILED_PRECONDITION
     a.close()
     b.close()
+
+
+def test_writes_are_checked_per_role(server):
+    _, channel = server
+    stub = _stub(channel)
+    a = StreamClient(channel)
+    a.arbitrate(5, device_id=1, role="sdn")
+    a.next()
+    write = p4runtime_pb2.WriteRequest(device_id=1, role="sdn")
+    write.election_id.low = 5
+    with pytest.raises(grpc.RpcError) as exc:        # arbitration passes; no pipeline
+        stub.Write(write)
+    assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    write.role = ""                                   # the default role has no primary
+    with pytest.raises(grpc.RpcError) as exc:
+        stub.Write(write)
+    assert exc.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    a.close()

@@ -4,10 +4,15 @@ Users' P4Runtime tools (p4runtime-shell, controllers, PTF tests) talk to softswi
 exactly as they talk to BMv2, so the server follows the P4Runtime specification and,
 where the specification leaves room, PI's choices (error codes, arbitration messages).
 
-Modules: :mod:`errors` (gRPC status and per-update error details), :mod:`bytestrings`
-(P4Runtime byte strings ⇄ ints), :mod:`p4index` (P4Info lookups by id),
-:mod:`arbitration` (election ids, roles, primary/backup), :mod:`pipeline`
-(forwarding-pipeline configs), :mod:`entities` and its siblings (entity ⇄
-``SwitchControl`` translation), :mod:`device` (the one shared, locked switch state),
-:mod:`server` (the gRPC servicer).
+Modules, from the wire inwards:
+
+* :mod:`server` — the gRPC servicer; :mod:`client` — a small client for tests/scripts;
+* :mod:`arbitration` — election ids, roles, primary/backup notifications;
+* :mod:`device` — the one switch, its lock, pipeline commits, packet paths;
+* :mod:`pipeline` — device configs (P4 source or softswitch artifact), P4Info checks;
+* :mod:`runtime` — Write batches (atomicity) and Read requests of one pipeline;
+* entity translation: :mod:`tables`, :mod:`matches`, :mod:`actions`, :mod:`profiles`,
+  :mod:`externs`, :mod:`meters`, :mod:`replication`, :mod:`valuesets`;
+* stream features: :mod:`packetio` (controller headers), :mod:`digests`, :mod:`idle`;
+* plumbing: :mod:`errors`, :mod:`bytestrings`, :mod:`p4index`, :mod:`undo`, :mod:`wire`.
 """
