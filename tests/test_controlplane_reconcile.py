@@ -170,11 +170,15 @@ def test_queue_settings_reach_the_traffic_manager(servers, pipeline) -> None:
         intent = parse_intent_text(text, "t.yaml")
         [result] = reconcile_all(intent, pipeline)
         assert result.error is None, result.error
-        assert result.tm_commands == 1 + 8 + 1        # link rate, 8 weights, 1 queue rate
+        # link rate, 8 weights, 1 queue rate, PFC on/off for 8 priorities
+        assert result.tm_commands == 1 + 8 + 1 + 8
         port = tm.port(1)
         assert [port.queue_config(q).weight for q in range(8)] == [20, 5, 15, 30, 50, 0, 0, 0]
         assert port.queue_config(5).rate_pps == 200000
         assert port.link_rate_bps == 100e9
+        # PFC only on the lossless classes' queues (hot KV 5, TP/PP + MoE 4, storage 3)
+        assert {k: (t.xoff, t.xon) for k, t in tm.pfc.thresholds.items()} == {
+            (1, 5): (48, 32), (1, 4): (48, 32), (1, 3): (48, 32)}
     finally:
         channel.stop()
     # an unreachable channel is this switch's error, reported, not raised

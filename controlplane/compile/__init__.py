@@ -59,7 +59,24 @@ def _compile(intent: m.Intent, switch: m.Switch, index: P4InfoIndex,
     state.queue_settings = queue_settings(intent, switch)
     state.link_rates = {p.number: round(p.speed_gbps * 1e9) for p in switch.ports
                         if p.speed_gbps is not None}
+    state.pfc = pfc_settings(intent, switch)
     return state
+
+
+def pfc_settings(intent: m.Intent, switch: m.Switch
+                 ) -> dict[tuple[int, int], tuple[int, int] | None]:
+    """PFC on the lossless classes' queues of ports whose scheduler sets thresholds,
+    explicitly off on their other queues (so a class made lossy stops pausing)."""
+    lossless = intent.lossless_queues()
+    out: dict[tuple[int, int], tuple[int, int] | None] = {}
+    for port in switch.ports:
+        sched = intent.scheduler(port.scheduler) if port.scheduler else None
+        if sched is None or sched.pfc is None:
+            continue
+        for prio in range(8):
+            out[(port.number, prio)] = ((sched.pfc.xoff, sched.pfc.xon)
+                                        if prio in lossless else None)
+    return out
 
 
 def queue_settings(intent: m.Intent, switch: m.Switch) -> list[QueueSetting]:

@@ -43,10 +43,15 @@ class DesiredState:
     managed_clone_sessions: range = range(0)
     queue_settings: list[QueueSetting] = field(default_factory=list)
     link_rates: dict[int, int] = field(default_factory=dict)   # port -> bits/s
+    pfc: dict[tuple[int, int], tuple[int, int] | None] = field(default_factory=dict)
+    """(ingress port, priority) -> (xoff, xon), or None to turn PFC off there."""
 
     def tm_commands(self) -> list[str]:
         """The traffic-manager half of the intent as runtime-channel commands."""
         cmds = [f"set_link_rate {bps} {port}" for port, bps in sorted(self.link_rates.items())]
         for q in self.queue_settings:
             cmds += q.cli_commands()
+        for (port, prio), thresholds in sorted(self.pfc.items()):
+            cmds.append(f"set_pfc {port} {prio} {thresholds[0]} {thresholds[1]}"
+                        if thresholds else f"clear_pfc {port} {prio}")
         return cmds

@@ -73,9 +73,18 @@ class QueueSched:
 
 
 @dataclass(frozen=True)
+class Pfc:
+    """Ingress PFC thresholds (packets held) for the queues of lossless classes."""
+
+    xoff: int
+    xon: int
+
+
+@dataclass(frozen=True)
 class Scheduler:
     name: str
     queues: tuple[QueueSched, ...]
+    pfc: Pfc | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +203,9 @@ class Intent:
 
     def tenant(self, name: str) -> Tenant:
         return next(t for t in self.tenants if t.name == name)
+
+    def lossless_queues(self) -> set[int]:
+        return {c.queue for c in self.classes if c.lossless}
 
     def fast_cnp_classes(self) -> tuple[TrafficClass, ...]:
         """The classes Fast CNP covers: the listed ones, or every lossless class."""

@@ -162,9 +162,10 @@ def parse_ecn_profile(node: Node) -> m.EcnProfile | None:
 
 
 def parse_scheduler(node: Node) -> m.Scheduler | None:
-    if not node.mapping(("name", "queues")):
+    if not node.mapping(("name", "queues", "pfc")):
         return None
     name = _req(node, "name", Node.name)
+    pfc = _opt(node, "pfc", parse_pfc)
     queues_node = node.get("queues")
     queues: list[m.QueueSched] = []
     if queues_node is not None and queues_node.mapping(
@@ -178,7 +179,18 @@ def parse_scheduler(node: Node) -> m.Scheduler | None:
                 queues.append(got)
     if name is None:
         return None
-    return m.Scheduler(name, tuple(sorted(queues, key=lambda q: -q.queue)))
+    return m.Scheduler(name, tuple(sorted(queues, key=lambda q: -q.queue)), pfc)
+
+
+def parse_pfc(node: Node) -> m.Pfc | None:
+    if not node.mapping(("xoff_pkts", "xon_pkts")):
+        return None
+    xoff = _req(node, "xoff_pkts", Node.integer, 1, 2**19 - 1)
+    xon = _req(node, "xon_pkts", Node.integer, 0, 2**19 - 1)
+    if xoff is not None and xon is not None and xon >= xoff:
+        node.problems.add(f"{node.path}.xon_pkts", f"xon {xon} must be below xoff {xoff}")
+        return None
+    return None if xoff is None or xon is None else m.Pfc(xoff, xon)
 
 
 def parse_queue(node: Node, queue: int) -> m.QueueSched | None:

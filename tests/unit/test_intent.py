@@ -102,6 +102,8 @@ MALFORMED = [
      "switches[0].routes[0]: a route needs exactly one of next_hop and ecmp_group"),
     ("schedulers:\n  - name: s\n    queues: {3: {mode: dwrr}}\n",
      "schedulers[0].queues.3.weight: a dwrr queue needs a weight"),
+    ("schedulers:\n  - {name: s, queues: {}, pfc: {xoff_pkts: 8, xon_pkts: 8}}\n",
+     "schedulers[0].pfc.xon_pkts: xon 8 must be below xoff 8"),
     ("schedulers:\n  - name: s\n    queues: {3: {mode: strict, ecn_profile: low}}\n",
      "schedulers[0].queues.3.ecn_profile: unknown ECN profile 'low' (none defined)"),
     ("classes:\n  - {name: a, id: 1, queue: 3}\n",
