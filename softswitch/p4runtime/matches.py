@@ -221,7 +221,8 @@ def _norm_from_switch(info: MF, km: KeyMatch) -> Norm | None:
         plen = km.prefix_len if km.prefix_len is not None else width
         if km.mask is not None and km.prefix_len is None:
             plen = bin(km.mask & full).count("1")
-        return ("lpm", km.value, plen) if plen else None
+        host = (1 << (width - plen)) - 1 if width >= plen else 0
+        return ("lpm", km.value & ~host, plen) if plen else None
     if kind == "ternary":
         mask = full if km.mask is None else km.mask & full
         if km.wildcard or mask == 0:

@@ -9,6 +9,7 @@ pipeline loads so that they can be read like any other.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -20,10 +21,11 @@ from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.profiles import ActionProfiles, Member
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.target.control import KeyMatch, SwitchControl
+from softswitch.target.control import EntryView, KeyMatch, SwitchControl
 
 Update = p4runtime_pb2.Update
 TableEntry = p4runtime_pb2.TableEntry
+_log = logging.getLogger("softswitch.p4runtime")
 
 
 @dataclass
@@ -61,18 +63,22 @@ class TableEntries:
         if not (table.info.is_const_table or table.info.has_initial_entries):
             return
         for view in self.switch.table_entries(table.info.preamble.name):
-            fields = matches.from_switch(table, view.keys)
-            priority = view.priority or 0 if table.needs_priority else 0
-            entry = TableEntry(table_id=tid, priority=priority,
-                               is_const=table.info.is_const_table)
-            entry.match.extend(fields)
-            proto = actions.build(self.index, view.action, view.args)
-            entry.action.action.CopyFrom(proto)
-            call = actions.ActionCall(view.action, list(view.args), proto)
-            key = (tuple(sorted((fm.field_id, _norm_key(table, fm)) for fm in fields)),
-                   priority)
-            self._records[tid][key] = Record(view.handle, entry, list(view.keys), call, True,
-                                            key)
+            try:
+                self._import_one(tid, table, view)
+            except errors.P4RuntimeError as exc:     # cannot be shown over P4Runtime
+                _log.warning("table '%s': program entry %d not readable over P4Runtime: "
+                             "%s", table.info.preamble.name, view.handle, exc.message)
+
+    def _import_one(self, tid: int, table: TableIndex, view: EntryView) -> None:
+        fields = matches.from_switch(table, view.keys)
+        priority = view.priority or 0 if table.needs_priority else 0
+        entry = TableEntry(table_id=tid, priority=priority, is_const=table.info.is_const_table)
+        entry.match.extend(fields)
+        proto = actions.build(self.index, view.action, view.args)
+        entry.action.action.CopyFrom(proto)
+        call = actions.ActionCall(view.action, list(view.args), proto)
+        key = (tuple(sorted((fm.field_id, _norm_key(table, fm)) for fm in fields)), priority)
+        self._records[tid][key] = Record(view.handle, entry, list(view.keys), call, True, key)
 
     # ------------------------------------------------------------------ writes
     def write(self, kind: int, entry: TableEntry, log: UndoLog) -> None:
