@@ -60,12 +60,13 @@ class UrgentOvertakesBulkTest(SchedulingBase):
 
 
 class StrictPriorityOrderTest(SchedulingBase):
-    """A slow link (softswitch) is busy with one big packet while one packet per queue
-    arrives, lowest priority first: they leave in strict priority order, 7 to 0."""
+    """A slow link (softswitch) is busy with one big packet while one small packet per
+    queue arrives, lowest priority first: they leave in strict priority order, 7 to 0."""
 
     def runTest(self) -> None:
-        self.set_link_rate(80_000, EGRESS)          # 10 kB/s: a 1400-byte frame ~ 0.14 s
+        self.set_link_rate(20_000, EGRESS)          # 2.5 kB/s: the blocker takes ~0.58 s
         self.send(1, udp("10.0.2.9", 5000, dscp=0, size=1400, ident=999))
+        time.sleep(0.05)                            # it is on the wire before the rest
         for dscp in sorted(QUEUE_OF_DSCP, key=lambda d: QUEUE_OF_DSCP[d][1]):
             self.send(1, udp("10.0.2.9", 5000, dscp=dscp, size=40, ident=dscp))
         got = self.collect(EGRESS, 9, timeout=20)
