@@ -270,3 +270,26 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
     assert one(sw, bytes([0, 10, 0, 1])) == (1, bytes([0xAA, 8, 0, 1]))
     (entry,) = sw.table_entries("t")
     assert entry.args == [0xFE, 1]
+
+
+def test_const_lpm_entries_use_prefix_length_not_order(tmp_path):
+    sw = load(tmp_path, """
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action fwd(bit<9> p) { sm.egress_spec = p; }
+    table t {
+        key = { h.h.a: lpm; }
+        actions = { fwd; }
+        const entries = { 0x00 &&& 0x80 : fwd(1); 0x04 &&& 0xFC : fwd(2); _ : fwd(3); }
+    }
+    table r {
+        key = { h.h.b: range; }
+        actions = { fwd; NoAction; }
+        const entries = { 10 .. 20 : fwd(4); 15 .. 30 : fwd(5); }
+    }
+    apply { t.apply(); r.apply(); }
+}""")
+    assert one(sw, bytes([0x05, 0, 0, 0]))[0] == 2     # /6 beats /1 listed before it
+    assert one(sw, bytes([0x45, 0, 0, 0]))[0] == 1
+    assert one(sw, bytes([0x85, 0, 0, 0]))[0] == 3
+    assert one(sw, bytes([0x85, 16, 0, 0]))[0] == 4    # overlapping ranges: first listed
+    assert one(sw, bytes([0x85, 25, 0, 0]))[0] == 5
