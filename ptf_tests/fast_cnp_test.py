@@ -246,3 +246,32 @@ class Cnp50usBurstTest(FastCnpBase):
         self.assertLessEqual((sent - 1) * self.min_interval, span_us)
         last = self.register_read("cnp_last_sent", 7)
         self.assertGreater(last, 0, "the flow's slot holds the last CNP time")
+
+
+class CnpRealCongestionTest(FastCnpBase):
+    """A real congested queue, no register writes: the hot-KV queue of the egress port
+    drains at 5 packets/s, a RoCE burst piles up in it, the depth egress publishes
+    crosses the threshold, and the sender gets its CNP while most of its burst is still
+    queued (the point of Fast CNP: feedback before the queue drains)."""
+
+    threshold = 4
+    min_interval = 10_000_000      # µs: one CNP for the whole test
+
+    def runTest(self) -> None:
+        self.set_queue_rate(5, EGRESS, HOT_KV_QUEUE)
+        for _ in range(12):
+            self.send(1, self.flow_a())
+        time.sleep(0.6)                  # a few dequeues publish the standing queue
+        self.send(1, self.flow_a())
+        cnps = self.collect(1, 2, timeout=3, accept=is_cnp)
+        self.assertEqual(len(cnps), 1, "one CNP for the congested flow")
+        self.assertEqual(cnps[0][1],
+                         bytes(cnp_packet(HOST1_MAC, "10.0.2.5", "10.0.1.1", 49999, 0x456)))
+        self.set_queue_rate(1000, EGRESS, HOT_KV_QUEUE)
+        data = self.collect(EGRESS, 13, timeout=10)
+        self.assertEqual(len(data), 13)
+        still_queued = sum(t > cnps[0][0] for t, _ in data)
+        self.assertGreaterEqual(still_queued, 5,
+                                "the CNP came only after the queue had drained")
+        self.assertEqual(self.packets("fast_cnp_counter", SENT), 1)
+        self.assertGreaterEqual(self.register_read("queue_depth_watermark", SLOT), 5)
