@@ -19,13 +19,14 @@ from tailcc_packets import (
     udp,
 )
 
-PERR_TOO_SHORT, PERR_IPV4_VERSION, PERR_IPV4_IHL, PERR_CHECKSUM = 1, 5, 6, 8
+PERR_TOO_SHORT, PERR_STACK_OOB, PERR_IPV4_VERSION, PERR_IPV4_IHL, PERR_CHECKSUM = 1, 3, 5, 6, 8
 DROP_PARSER_ERROR, DROP_PFC = 0, 1
 
 
 class MalformedDropTest(TailccTest):
-    """Truncated IPv4, IP version 5, IPv4 options, a bad header checksum and runt
-    frames are counted per parser error and dropped by default; nothing leaves."""
+    """Truncated IPv4, IP version 5, IPv4 options, a bad header checksum, runt frames,
+    an INT probe with nine records (stack overflow) and one cut inside its records are
+    counted per parser error and dropped by default; nothing leaves."""
 
     def runTest(self) -> None:
         self.insert("l2_exact", {"eth_dst": NH4_MAC}, "l2_forward", {"port": 4})
@@ -39,14 +40,20 @@ class MalformedDropTest(TailccTest):
                         / IP(src="10.0.1.1", dst="10.0.2.7", options=b"\x01\x01\x01\x00")
                         / UDP(sport=1, dport=2) / Raw(b"x" * 20))
         runt = full[:14 + 2]           # EtherType IPv4 and two bytes of header
-        for frame in (truncated, bytes(bad_version), bytes(bad_csum), options, runt):
+        nine_hops = bytes(int_probe([int_record(i, 1, 2, 0) for i in range(9)], 9, 16,
+                                    dmac=NH4_MAC))                # more than 8 INT records
+        short_int = bytes(int_probe([int_record(1, 1, 2, 0)], 3, 4, dmac=NH4_MAC))[:14 + 20 +
+                                                                                  8 + 4 + 20]
+        for frame in (truncated, bytes(bad_version), bytes(bad_csum), options, runt,
+                      nine_hops, short_int):
             self.send(1, frame)
         self.expect_nothing()
-        self.assertEqual(self.wait_counter("parser_error_counter", PERR_TOO_SHORT, 2), 2)
+        self.assertEqual(self.wait_counter("ingress_drop_counter", DROP_PARSER_ERROR, 7), 7)
+        self.assertEqual(self.packets("parser_error_counter", PERR_TOO_SHORT), 3)
         self.assertEqual(self.packets("parser_error_counter", PERR_IPV4_VERSION), 1)
         self.assertEqual(self.packets("parser_error_counter", PERR_IPV4_IHL), 1)
         self.assertEqual(self.packets("parser_error_counter", PERR_CHECKSUM), 1)
-        self.assertEqual(self.packets("ingress_drop_counter", DROP_PARSER_ERROR), 5)
+        self.assertEqual(self.packets("parser_error_counter", PERR_STACK_OOB), 1)
         # a well-formed frame still goes through: the switch survived them
         self.send(1, full)
         self.expect(full, 4)
