@@ -59,6 +59,11 @@ def test_validate_ok_and_errors_without_traceback(tmp_path: Path) -> None:
      "no switch spine in"),
     (["table", "add", "t", "k", "--action", "a", "--address", "127.0.0.1:1"],
      "match field 'k': expected NAME=VALUE"),
+    (["show", "--address", "localhost"], "argument --address/-a: 'localhost' is not HOST:PORT"),
+    (["show", "-a", "127.0.0.1:1", "--timeout", "0"], "argument --timeout: 0 must be > 0"),
+    (["counters", "c", "-a", "127.0.0.1:1", "--index", "-2"], "--index: -2 must be >= 0"),
+    (["diagnose", "-a", "127.0.0.1:1", "--ecn-threshold", "5"],
+     "--ecn-threshold must be in (0, 1]"),
 ])
 def test_usage_errors_exit_2(args, message) -> None:
     r = _run(args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from controlplane.commands.target import positive_float
 from controlplane.intent import load_intent
 from controlplane.reconcile import load_pipeline, reconcile_all
 from controlplane.reconcile.report import plan_lines, queue_lines, summary_line
@@ -29,7 +30,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        "lacks it or runs another program")
         p.add_argument("--p4info", metavar="FILE", help="P4Info of --pipeline (default: "
                        "compiled from the .p4; else the device's own)")
-        p.add_argument("--timeout", type=float, default=10.0, help="RPC timeout, s (10)")
+        p.add_argument("--timeout", type=positive_float, default=10.0,
+                       help="RPC timeout, s (10)")
         p.add_argument("--quiet", "-q", action="store_true", help="summary lines only")
         if name == "apply":
             p.add_argument("--dry-run", "-n", action="store_true",

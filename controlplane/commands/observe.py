@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from controlplane.commands.target import UsageError, add_target_args, open_session
+from controlplane.commands.target import (
+    UsageError,
+    add_target_args,
+    non_negative_int,
+    open_session,
+    positive_float,
+)
 from controlplane.intent import load_intent
 from controlplane.telemetry import analysis
 from controlplane.telemetry.snapshot import (
@@ -26,8 +32,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        description="Poll a switch's counters and print per-second rates: "
                        "packets per class, ECN marks and PFC pauses per port/queue, Fast "
                        "CNP outcomes, drops by reason, queue depths.")
-    w.add_argument("--interval", type=float, default=1.0, help="seconds between polls (1)")
-    w.add_argument("--count", type=int, default=0, help="stop after N polls (0: never)")
+    w.add_argument("--interval", type=positive_float, default=1.0,
+                   help="seconds between polls (1)")
+    w.add_argument("--count", type=non_negative_int, default=0,
+                   help="stop after N polls (0: never)")
     add_target_args(w)
     w.set_defaults(func=cmd_watch)
 
@@ -38,7 +46,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        "with --latency FILE (CSV: load,p50,p99[,class]), P99/P50 at or above "
                        "--tail-ratio and rising with load. Exit 0 healthy, 3 findings.")
     d.add_argument("--windows", type=int, default=5, help="sampling windows (5)")
-    d.add_argument("--interval", type=float, default=1.0, help="window length, s (1)")
+    d.add_argument("--interval", type=positive_float, default=1.0,
+                   help="window length, s (1)")
     d.add_argument("--ecn-threshold", type=float, default=0.05,
                    help="ECN mark-rate threshold, fraction (0.05 = 5%%)")
     d.add_argument("--sustain", type=int, default=3,
@@ -46,14 +55,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--pfc-max-rate", type=float, default=0.0,
                    help="PFC pause frames per second tolerated per port-priority (0)")
     d.add_argument("--latency", metavar="CSV", help="latency table: load,p50,p99[,class]")
-    d.add_argument("--tail-ratio", type=float, default=3.0, help="P99/P50 threshold (3)")
+    d.add_argument("--tail-ratio", type=positive_float, default=3.0,
+                   help="P99/P50 threshold (3)")
     add_target_args(d)
     d.set_defaults(func=cmd_diagnose)
 
     e = sub.add_parser("export", help="serve tailcc's counters as Prometheus metrics",
                        description="Serve /metrics for every switch of the intent (or the "
                        "one given); counters are read at scrape time.")
-    e.add_argument("--port", type=int, default=9100, help="HTTP port (9100)")
+    e.add_argument("--port", type=non_negative_int, default=9100, help="HTTP port (9100)")
     e.add_argument("--listen", default="0.0.0.0", help="listen address (0.0.0.0)")
     e.add_argument("--once", action="store_true",
                    help="print the metrics once to stdout and exit")
@@ -121,8 +131,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    if args.windows < 1 or args.interval <= 0 or args.sustain < 1:
-        raise UsageError("--windows and --sustain must be >= 1, --interval > 0")
+    if args.windows < 1 or args.sustain < 1:
+        raise UsageError("--windows and --sustain must be >= 1")
+    if not 0 < args.ecn_threshold <= 1 or args.pfc_max_rate < 0:
+        raise UsageError("--ecn-threshold must be in (0, 1] and --pfc-max-rate >= 0")
     findings: list[analysis.Finding] = []
     if args.latency:
         try:

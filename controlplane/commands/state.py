@@ -6,7 +6,7 @@ import argparse
 
 from p4.v1 import p4runtime_pb2
 
-from controlplane.commands.target import add_target_args, open_session
+from controlplane.commands.target import add_target_args, non_negative_int, open_session
 from controlplane.p4rt import values
 from controlplane.p4rt.client import update
 
@@ -24,7 +24,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        description="Read an indirect counter (all indices, or one). "
                        "Arrays of 4096 cells are shown as port/queue (index = port*8+queue).")
     c.add_argument("name", nargs="?", help="counter name (default: list counters)")
-    c.add_argument("--index", type=int, help="one cell only")
+    c.add_argument("--index", type=non_negative_int, help="one cell only")
     c.add_argument("--all", action="store_true", help="include cells that are zero")
     add_target_args(c)
     c.set_defaults(func=cmd_counters)
@@ -32,7 +32,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("registers", help="read (or write) a register array",
                        description="Read a register array, one cell, or write one cell.")
     r.add_argument("name", nargs="?", help="register name (default: list registers)")
-    r.add_argument("--index", type=int, help="one cell only")
+    r.add_argument("--index", type=non_negative_int, help="one cell only")
     r.add_argument("--write", metavar="VALUE", help="write VALUE to --index")
     r.add_argument("--all", action="store_true", help="include cells that are zero")
     add_target_args(r)

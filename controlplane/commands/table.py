@@ -10,7 +10,13 @@ import argparse
 
 from p4.v1 import p4runtime_pb2
 
-from controlplane.commands.target import UsageError, add_target_args, open_session
+from controlplane.commands.target import (
+    Session,
+    UsageError,
+    add_target_args,
+    non_negative_int,
+    open_session,
+)
 from controlplane.p4rt.client import update
 from controlplane.p4rt.describe import entity_text
 from controlplane.p4rt.entities import to_entity
@@ -29,7 +35,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         p.add_argument("match", nargs="*", metavar="KEY=VALUE", help="match fields")
         p.add_argument("--action", nargs="+", metavar=("NAME", "PARAM=VALUE"),
                        help="action and its parameters")
-        p.add_argument("--priority", type=int, help="priority (ternary/range/optional)")
+        p.add_argument("--priority", type=non_negative_int,
+                       help="priority (ternary/range/optional)")
         p.add_argument("--default", action="store_true",
                        help="the table's default entry (modify only)")
         add_target_args(p)
@@ -78,7 +85,7 @@ def cmd_write(args: argparse.Namespace) -> int:
     return 0
 
 
-def _any_action(s, table: str) -> str:
+def _any_action(s: Session, table: str) -> str:
     """DELETE keys by match only; P4Runtime ignores the action, the builder wants one."""
     info = s.index.table(table)
     actions = [a for a in s.index.table_actions(info) if not a.params]

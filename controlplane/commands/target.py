@@ -22,17 +22,50 @@ class UsageError(Exception):
     """A command-line mistake (printed as ``tailcc: error: …``, exit 2)."""
 
 
+def positive_float(text: str) -> float:
+    """argparse type: a number > 0 (timeouts, intervals)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be > 0")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (indices, ids; 0x.. accepted)."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be >= 0")
+    return value
+
+
+def grpc_address(text: str) -> str:
+    """argparse type: ``host:port``."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
+    return text
+
+
 def add_target_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("switch")
     g.add_argument("--intent", "-i", metavar="FILE", help="intent file naming the switches")
     g.add_argument("--switch", "-s", metavar="NAME", help="switch name in the intent")
-    g.add_argument("--address", "-a", metavar="HOST:PORT", help="P4Runtime address")
-    g.add_argument("--device-id", type=int, default=None, help="P4Runtime device id (1)")
-    g.add_argument("--election-id", type=int, default=None,
+    g.add_argument("--address", "-a", metavar="HOST:PORT", type=grpc_address,
+                   help="P4Runtime address")
+    g.add_argument("--device-id", type=non_negative_int, default=None,
+                   help="P4Runtime device id (1)")
+    g.add_argument("--election-id", type=non_negative_int, default=None,
                    help="election id (default: the intent's, else 1)")
     g.add_argument("--p4info", metavar="FILE",
                    help="P4Info to resolve names with (default: the device's)")
-    g.add_argument("--timeout", type=float, default=10.0, help="RPC timeout, s (10)")
+    g.add_argument("--timeout", type=positive_float, default=10.0,
+                   help="RPC timeout, s (10)")
 
 
 @dataclass
@@ -45,8 +78,8 @@ class Target:
 
 def resolve_target(args: argparse.Namespace) -> Target:
     if args.address:
-        return Target(args.address, args.address, args.device_id or 1,
-                      args.election_id or 1)
+        device_id = 1 if args.device_id is None else args.device_id
+        return Target(args.address, args.address, device_id, args.election_id or 1)
     if not args.intent:
         raise UsageError("name a switch: --intent FILE --switch NAME, or --address HOST:PORT")
     intent = load_intent(args.intent)
@@ -63,7 +96,8 @@ def resolve_target(args: argparse.Namespace) -> Target:
             names = ", ".join(s.name for s in intent.switches)
             raise UsageError(f"no switch {args.switch!r} in {args.intent} (switches: {names})")
         sw = matches[0]
-    return Target(sw.name, sw.address, args.device_id or sw.device_id,
+    return Target(sw.name, sw.address,
+                  sw.device_id if args.device_id is None else args.device_id,
                   args.election_id or sw.election_id)
 
 
