@@ -175,7 +175,9 @@ class DeclChecker(TableChecker):
             raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
         if isinstance(b, T.BlockType) and b.kind == "package" and kind != "package":
             raise fail(f"{p.name}: parameter cannot be a package", p)
-        if p.annotation("optional") is not None and kind not in ("extern", "package"):
+        if kind in ("ctor", "block_ctor", "package") and p.direction:
+            raise fail(f"{p.name}: constructor parameters cannot have a direction", p)
+        if p.annotation("optional") is not None and kind not in ("extern", "package", "ctor"):
             raise fail(f"{p.name}: optional parameter not allowed here", p)
         if p.default is not None:
             if p.direction in ("out", "inout"):
@@ -197,7 +199,7 @@ class DeclChecker(TableChecker):
         self.params(d.params, ctx, tmp, kind)  # type: ignore[attr-defined]
         ctor: tuple[T.ParamInfo, ...] = ()
         if isinstance(d, (ast.ParserDecl, ast.ControlDecl)):
-            self.params(d.ctor_params, ctx, Scope(scope, "ctor"), kind)
+            self.params(d.ctor_params, ctx, Scope(scope, "ctor"), "block_ctor")
             ctor = param_infos(d.ctor_params)
         tv = tuple(self.types.typevar(p) for p in d.type_params)  # type: ignore[attr-defined]
         return T.BlockType(kind, d.name, param_infos(d.params), ctor, d, tv)  # type: ignore[attr-defined]
@@ -228,7 +230,8 @@ class DeclChecker(TableChecker):
                 raise fail(f"{rt}: illegal return type for method", md.return_type)
         elif md.type_params:
             raise fail(f"{md.name}: Constructors cannot have type parameters", md)
-        self.params(md.params, ctx.with_(scope=inner), Scope(inner, "params"), "extern")
+        self.params(md.params, ctx.with_(scope=inner), Scope(inner, "params"),
+                    "extern" if md.return_type is not None else "ctor")
 
     def _d_ExternFunctionDecl(self, d: ast.ExternFunctionDecl, ctx: Ctx) -> None:
         self.declare(ctx.scope, d)
@@ -475,7 +478,11 @@ class DeclChecker(TableChecker):
 
     def stmt(self, s: ast.Stmt, ctx: Ctx) -> None:
         if isinstance(s, ast.Decl):
-            if isinstance(s, (ast.ConstDecl, ast.VarDecl, ast.InstanceDecl)):
+            if isinstance(s, ast.InstanceDecl):
+                where = {"parser": "a parser state", "control": "a control 'apply' block"}.get(
+                    ctx.block, "a function or action")
+                raise fail(f"{s.name}: instances cannot be in {where}", s)
+            if isinstance(s, (ast.ConstDecl, ast.VarDecl)):
                 self.decl(s, ctx)
                 return
             raise fail(f"{s.name}: declaration not allowed in a statement block", s)

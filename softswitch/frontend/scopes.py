@@ -54,7 +54,7 @@ class Scope:
                     continue
             both = (ast.ParserDecl, ast.ControlDecl)
             if is_type_decl(old) != is_type_decl(decl) and not isinstance(old, both) \
-                    and not isinstance(decl, both):
+                    and not isinstance(decl, both) and self.parent is not None:
                 continue
             return old
         existing.append(decl)
