@@ -1371,11 +1371,16 @@ class Parser:
         if k == ";" and not annos:
             self.advance()
             return []
-        if k == "typedef" or (k == "ID" and t.text == "type" and self.peek().kind != "("
-                              and (self.starts_type(1) or self.peek().kind == "ID")):
+        if k == "typedef" or (k == "ID" and t.text == "type" and self.starts_newtype()):
             return self.parse_typedef(annos)
         d = self.parse_single_declaration(annos)
         return [] if d is None else [d]
+
+    def starts_newtype(self) -> bool:
+        """``type`` is contextual: ``type T name;`` (or ``type header H {…} name;``)."""
+        nxt = self.peek()
+        return nxt.kind in ("ID", "header", "header_union", "struct", "enum") \
+            or self.starts_type(1)
 
     def parse_single_declaration(self, annos: list[ast.Annotation]) -> ast.Node | None:
         t = self.tok

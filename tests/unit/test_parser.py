@@ -90,9 +90,11 @@ def test_header_union_and_nested_generic_closing_angles():
 
 
 def test_typedef_of_derived_type_declares_both():
-    hd, td = decls("typedef header x_t { bit<8> f; } xd_t;")
+    hd, td, sd, nt = decls("typedef header x_t { bit<8> f; } xd_t;"
+                           "type struct y_t { bit<8> f; } yd_t;")
     assert isinstance(hd, ast.HeaderDecl) and hd.name == "x_t"
-    assert isinstance(td, ast.TypedefDecl) and td.type_ref.name == "x_t"
+    assert isinstance(td, ast.TypedefDecl) and td.type_ref.name == "x_t" and not td.newtype
+    assert isinstance(sd, ast.StructDecl) and nt.newtype and nt.type_ref.name == "y_t"
 
 
 # --- externs, parser/control/package types, instantiation ----------------------------
