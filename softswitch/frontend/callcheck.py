@@ -467,26 +467,57 @@ def _extern_method(ck: ExprChecker, e: ast.Call, tgt: ast.Member, ot: T.ExternTy
     e.resolved = CallInfo(kind, md, subst_params(params, m), tuple(args),
                           {v.name: t for v, t in m.items()}, extern=ot, receiver=tgt.expr,
                           result=ret)
-    _check_packet_method(e, md, args)
+    e.type = ret
+    _check_packet_method(e, decl.name, md, args)
     return ret
 
 
-def _check_packet_method(e: ast.Call, md: ast.MethodDecl,
+def _check_packet_method(e: ast.Call, extern: str, md: ast.MethodDecl,
                          args: list[ast.Expr | None]) -> None:
-    """``extract``/``emit``/``lookahead`` need header-like arguments."""
-    if md.name == "extract" and args and args[0] is not None:
+    """core.p4's ``extract``/``emit``/``lookahead`` need header-like types (as p4c checks)."""
+    if extern == "packet_in" and md.name == "extract" and args and args[0] is not None:
         t = base(args[0].type)
         if not isinstance(t, (T.HeaderType, T.DontCareType, T.TypeVar)):
             raise fail(f"{describe(args[0])}: argument must be a header", args[0])
-        has_varbit = any(isinstance(base(f.type), T.VarbitType) for f in t.fields) \
-            if isinstance(t, T.HeaderType) else False
-        if len(args) == 1 and has_varbit:
-            raise fail(f"{describe(args[0])}: argument cannot contain varbit fields", args[0])
         varbits = [f.name for f in t.fields if isinstance(base(f.type), T.VarbitType)] \
             if isinstance(t, T.HeaderType) else []
         if len(varbits) > 1:
             raise fail(f"{varbits[0]} and {varbits[1]}: multiple varbit fields in a header",
                        args[0])
+        if len(args) == 1 and varbits:
+            raise fail(f"{describe(args[0])}: argument cannot contain varbit fields", args[0])
+        if len(args) == 2 and isinstance(t, T.HeaderType) and not varbits:
+            raise fail(f"{describe(args[0])}: argument should contain a varbit field", args[0])
+    if extern == "packet_in" and md.name == "lookahead" and _has_varbit_or_union(e.type):
+        raise fail(f"{e.type}: type argument must be a fixed-width type", e)
+    if extern == "packet_out" and md.name == "emit" and args and args[0] is not None:
+        if not _emittable(args[0].type):
+            raise fail(f"{describe(e)}: argument must be a header, stack or union, or a struct "
+                       "or tuple of such types", e)
+
+
+def _has_varbit_or_union(t: T.Type | None) -> bool:
+    t = base(t) if t is not None else None
+    if isinstance(t, (T.HeaderUnionType, T.VarbitType)):
+        return True
+    if isinstance(t, T.StructLikeType):
+        return any(_has_varbit_or_union(f.type) for f in t.fields)
+    if isinstance(t, T.StackType):
+        return _has_varbit_or_union(t.element)
+    if isinstance(t, T.TupleType):
+        return any(_has_varbit_or_union(x) for x in t.elements)
+    return False
+
+
+def _emittable(t: T.Type | None) -> bool:
+    t = base(t) if t is not None else None
+    if isinstance(t, (T.HeaderType, T.StackType, T.HeaderUnionType, T.DontCareType, T.TypeVar)):
+        return True
+    if isinstance(t, T.StructType):
+        return all(_emittable(f.type) for f in t.fields)
+    if isinstance(t, (T.TupleType, T.ListType)):
+        return all(_emittable(x) for x in t.elements)
+    return False
 
 
 # ---------------------------------------------------------------------- constructors
