@@ -155,3 +155,37 @@ def test_apply_diff_show_on_tailcc(switch: str, tmp_path: Path, capsys) -> None:
     assert main(["show", "-i", str(intent)]) == 0
     out = capsys.readouterr().out
     assert "TailccIngress.classify.traffic_class" in out and "clone sessions: 2" in out
+
+
+def test_apply_every_undoes_drift(switch: str, tmp_path: Path, capsys) -> None:
+    import threading
+    import time
+
+    from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
+    from controlplane.p4rt.client import update
+
+    intent = tmp_path / "i.yaml"
+    intent.write_text(f"base: default\nswitches:\n  - name: s1\n    address: {switch}\n"
+                      "    device_id: 1\n    ports: [1]\n")
+    assert main(["apply", str(intent), "--pipeline", str(ROOT / "p4src/tailcc.p4"),
+                 "-q"]) == 0
+    codes: list[int] = []
+    loop = threading.Thread(target=lambda: codes.append(main(
+        ["apply", str(intent), "--every", "0.5", "--rounds", "5", "-q"])))
+    loop.start()
+    time.sleep(0.8)
+    with Client(switch, 1, election_id=50) as c:           # an operator's stray edit
+        index = P4InfoIndex(c.get_p4info())
+        b = EntityBuilder(index)
+        [control] = [e for e in c.read([b.table_wildcard("traffic_class")])
+                     if e.table_entry.priority == 110]
+        c.write([update("DELETE", control.table_entry)])
+    intent.write_text("classes: [oops\n")                   # and a broken edit of the file
+    loop.join(timeout=60)
+    assert codes == [0]
+    captured = capsys.readouterr()
+    assert "s1: wrote 1 (1 insert, 0 modify, 0 delete)" in captured.out
+    assert "is invalid, keeping the last valid intent" in captured.err
+    with Client(switch, 1, election_id=51) as c:
+        assert any(e.table_entry.priority == 110
+                   for e in c.read([b.table_wildcard("traffic_class")]))

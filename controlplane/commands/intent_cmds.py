@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 
-from controlplane.commands.target import positive_float
-from controlplane.intent import load_intent
-from controlplane.reconcile import load_pipeline, reconcile_all
+from controlplane.commands.target import UsageError, non_negative_int, positive_float
+from controlplane.intent import Intent, IntentError, load_intent
+from controlplane.reconcile import Pipeline, load_pipeline, reconcile_all
 from controlplane.reconcile.report import plan_lines, queue_lines, summary_line
 
 
@@ -36,6 +38,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         if name == "apply":
             p.add_argument("--dry-run", "-n", action="store_true",
                            help="print the changes, write nothing")
+            p.add_argument("--every", type=positive_float, metavar="SECONDS",
+                           help="keep running: re-read the intent and reconcile every "
+                           "SECONDS (undoes drift; prints only rounds that change something)")
+            p.add_argument("--rounds", type=non_negative_int, default=0,
+                           help="with --every: stop after N rounds (0: never)")
         p.set_defaults(func=cmd_apply, dry_run=(name == "diff"))
 
 
@@ -53,22 +60,58 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     intent = load_intent(args.intent)
+    _check_switch_names(args, intent)
+    pipeline = load_pipeline(args.p4info, args.pipeline)
+    if getattr(args, "every", None):
+        return _apply_loop(args, intent, pipeline)
+    return 1 if _apply_once(args, intent, pipeline, quiet_in_sync=False) else 0
+
+
+def _check_switch_names(args: argparse.Namespace, intent: Intent) -> None:
     unknown = sorted(set(args.switch or ()) - {s.name for s in intent.switches})
     if unknown:
         names = ", ".join(s.name for s in intent.switches) or "none"
-        print(f"tailcc: error: no switch {', '.join(unknown)} in {args.intent} "
-              f"(switches: {names})")
-        return 2
-    pipeline = load_pipeline(args.p4info, args.pipeline)
+        raise UsageError(f"no switch {', '.join(unknown)} in {args.intent} "
+                         f"(switches: {names})")
+
+
+def _apply_once(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | None,
+                quiet_in_sync: bool) -> int:
+    """One reconcile of every chosen switch; the number of switches that failed."""
     results = reconcile_all(intent, pipeline, args.switch, dry_run=args.dry_run,
                             timeout=args.timeout)
     for result in results:
+        changed = bool(result.plan) or result.error is not None
+        if quiet_in_sync and not changed:
+            continue
         if not args.quiet:
             for line in plan_lines(result):
                 print(f"{result.switch}: {line}")
             if args.dry_run:
                 for line in queue_lines(result):
                     print(f"{result.switch}: queue: {line}")
-        print(summary_line(result, args.dry_run))
-    failed = [r for r in results if r.error is not None]
-    return 1 if failed else 0
+        print(summary_line(result, args.dry_run), flush=True)
+    return sum(r.error is not None for r in results)
+
+
+def _apply_loop(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | None) -> int:
+    """Controller mode: re-read the intent and reconcile every ``--every`` seconds, so
+    edits reach the switches and drift (a hand-made change, a restarted switch) is
+    undone. An intent that turns invalid is reported and the last valid one is kept."""
+    rounds = 0
+    try:
+        while True:
+            _apply_once(args, intent, pipeline, quiet_in_sync=rounds > 0)
+            rounds += 1
+            if args.rounds and rounds >= args.rounds:
+                return 0
+            time.sleep(args.every)
+            try:
+                intent = load_intent(args.intent)
+                _check_switch_names(args, intent)
+            except (IntentError, UsageError) as exc:
+                print(f"tailcc: {args.intent} is invalid, keeping the last valid intent:",
+                      file=sys.stderr)
+                print(str(exc), file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        return 0
