@@ -292,6 +292,7 @@ def in_netns(opts: Options, argv: list[str], work: Path) -> int:
     """Create a namespace, re-run this script inside it, remove the namespace."""
     name = f"tailcc-ptf-{os.getpid()}"
     run(["ip", "netns", "add", name])
+    print(f"ptf: network namespace {name}", flush=True)
     inner: subprocess.Popen | None = None
     try:
         run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"])

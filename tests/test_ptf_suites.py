@@ -138,6 +138,13 @@ def _namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.startswith("tailcc-ptf-")}
 
 
+def _own_namespace(output: str) -> str:
+    """The namespace this run created (other runs may be going on at the same time)."""
+    m = re.search(r"^ptf: network namespace (\S+)$", output, re.MULTILINE)
+    assert m, f"the runner did not name its namespace:\n{output[-2000:]}"
+    return m.group(1)
+
+
 def test_runner_refuses_bmv2_without_json():
     res = _runner("--target", "bmv2")
     assert res.returncode == 2
@@ -152,26 +159,27 @@ def test_runner_refuses_bad_ports():
 @NEEDS_ROOT
 def test_runner_cleans_up_after_a_failing_run(tmp_path: Path):
     """A test spec that names nothing: PTF fails, and still nothing is left behind."""
-    before = _namespaces()
     res = _runner("--keep", str(tmp_path), "--", "no_such_module.NoSuchTest", timeout=300)
     assert res.returncode != 0
-    assert _namespaces() == before
+    assert _own_namespace(res.stdout) not in _namespaces()
     assert (tmp_path / "switch.out").exists()
 
 
 @NEEDS_ROOT
 def test_runner_cleans_up_on_sigterm(tmp_path: Path):
     """SIGTERM in the middle of a run removes the namespace and stops the switch."""
-    before = _namespaces()
-    proc = subprocess.Popen([sys.executable, str(PTF_DIR / "run.py"), "--keep", str(tmp_path),
-                             "--", "classify_test"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    work, log = tmp_path / "work", tmp_path / "runner.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, str(PTF_DIR / "run.py"), "--keep", str(work),
+                                 "--", "classify_test"], cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (tmp_path / "switch.out").exists():
+        while time.monotonic() < deadline and not (work / "switch.out").exists():
             time.sleep(0.2)
-        assert (tmp_path / "switch.out").exists(), "the runner never started the switch"
-        assert _namespaces() - before, "the runner's namespace is missing"
+        assert (work / "switch.out").exists(), "the runner never started the switch"
+        namespace = _own_namespace(log.read_text())
+        assert namespace in _namespaces()
         time.sleep(2)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
@@ -180,8 +188,8 @@ def test_runner_cleans_up_on_sigterm(tmp_path: Path):
             proc.kill()
             proc.wait()
     assert proc.returncode != 0
-    assert _namespaces() == before
-    pids = subprocess.run(["pgrep", "-f", f"--pcap {tmp_path}/pcap"], capture_output=True,
+    assert namespace not in _namespaces()
+    pids = subprocess.run(["pgrep", "-f", "--", f"--pcap {work}/pcap"], capture_output=True,
                           text=True).stdout.split()
     assert not pids, f"switch processes left running: {pids}"
 
@@ -201,9 +209,8 @@ def known_failures() -> dict[str, str]:
 def test_ptf_suites_on_softswitch(tmp_path: Path):
     """Every PTF test passes on softswitch, except the listed known failures (which
     must still fail: a fixed one must be taken off the list)."""
-    before = _namespaces()
     res = _runner("--keep", str(tmp_path), timeout=1400)
-    assert _namespaces() == before, "the runner left its namespace behind"
+    assert _own_namespace(res.stdout) not in _namespaces(), "the runner left its namespace"
     results_file = tmp_path / "results.txt"
     assert results_file.exists(), res.stdout[-3000:] + res.stderr[-3000:]
     results = dict(reversed(line.split(" ", 1)) for line in
