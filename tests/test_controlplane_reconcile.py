@@ -34,7 +34,6 @@ switches:
     routes:
       - {{prefix: 10.0.1.1/32, next_hop: h1}}
       - {{prefix: 10.0.1.2/32, next_hop: h2}}
-{extra}
 tenants:
   - name: tenant-a
     vrf: 1
@@ -61,7 +60,7 @@ def servers():
 
 
 def _intent(address: str):
-    return parse_intent_text(INTENT.format(address=address, extra=""), "t.yaml")
+    return parse_intent_text(INTENT.format(address=address), "t.yaml")
 
 
 def _counts(result) -> dict[str, int]:
@@ -87,7 +86,7 @@ def test_apply_is_idempotent_and_writes_only_the_difference(servers, pipeline) -
                             "{{prefix: 10.0.1.9/32, next_hop: h1}}")
     edited = edited.replace("{{prefix: 10.0.1.1/32, next_hop: h1}}",
                             "{{prefix: 10.0.1.1/32, next_hop: h2}}")
-    intent2 = parse_intent_text(edited.format(address=address, extra=""), "t2.yaml")
+    intent2 = parse_intent_text(edited.format(address=address), "t2.yaml")
     [third] = reconcile_all(intent2, pipeline, dry_run=True)
     lines = [(c.kind, entity_text(third.index, c.entity)) for c in third.plan.changes]
     assert sorted(k for k, _ in lines) == ["DELETE", "INSERT", "MODIFY"]
@@ -126,7 +125,7 @@ def test_foreign_entries_in_managed_tables_are_removed(servers, pipeline) -> Non
 
 
 def test_one_unreachable_switch_does_not_block_the_others(servers, pipeline) -> None:
-    text = INTENT.format(address=servers[0], extra="")
+    text = INTENT.format(address=servers[0])
     intent = parse_intent_text(text.replace(
         "switches:\n",
         "switches:\n  - {name: dead, address: '127.0.0.1:1', device_id: 1}\n", 1), "t.yaml")
@@ -138,7 +137,7 @@ def test_one_unreachable_switch_does_not_block_the_others(servers, pipeline) -> 
 
 
 def test_two_switches_in_parallel(servers, pipeline) -> None:
-    text = INTENT.format(address=servers[0], extra="")
+    text = INTENT.format(address=servers[0])
     second = text.split("switches:\n", 1)[1].split("tenants:")[0]
     second = second.replace("name: leaf", "name: leaf2").replace(servers[0], servers[1])
     intent = parse_intent_text(text.replace("tenants:", second + "tenants:", 1), "t.yaml")
@@ -163,7 +162,7 @@ def test_queue_settings_reach_the_traffic_manager(servers, pipeline) -> None:
         ROOT / "p4src/samples/l3_basic.p4"), tm), port=0).start()
     try:
         runtime = f"{channel.address[0]}:{channel.address[1]}"
-        text = INTENT.format(address=servers[0], extra="").replace(
+        text = INTENT.format(address=servers[0]).replace(
             "    switch_id: 7\n", f"    switch_id: 7\n    runtime_address: {runtime}\n").replace(
             "{port: 1, scheduler: default, tenant: tenant-a}",
             "{port: 1, scheduler: default, tenant: tenant-a, speed_gbps: 100}")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from controlplane.intent import model as m
 from controlplane.intent.reader import Node
@@ -17,6 +19,7 @@ TOP_KEYS = ("version", "base", "switches", "classes", "default_class", "ecn_prof
             "schedulers", "fast_cnp", "tenants")
 IP_PROTOS = {"icmp": 1, "tcp": 6, "udp": 17}
 MAX_EXPANDED_RULES = 64
+T = TypeVar("T")
 
 
 def parse_intent(root: Node) -> m.Intent:
@@ -42,14 +45,14 @@ def parse_intent(root: Node) -> m.Intent:
     )
 
 
-def _each(node: Node | None, parse) -> tuple:
+def _each(node: Node | None, parse: Callable[[Node], T | None]) -> tuple[T, ...]:
     """Parse each list element, keeping the ones that parsed."""
     if node is None:
         return ()
     return tuple(x for x in (parse(n) for n in node.items()) if x is not None)
 
 
-def _opt(node: Node, key: str, conv, *args):
+def _opt(node: Node, key: str, conv: Callable[..., T | None], *args: Any) -> T | None:
     """The converted optional child ``key`` (None when absent)."""
     child = node.get(key, None)
     if child is None or child.value is None:
@@ -57,7 +60,8 @@ def _opt(node: Node, key: str, conv, *args):
     return conv(child, *args)
 
 
-def _req(node: Node, key: str, conv, *args):
+def _req(node: Node, key: str, conv: Callable[..., T | None], *args: Any) -> T | None:
+    """The converted required child ``key`` (absent: reported, None)."""
     child = node.get(key)
     return None if child is None else conv(child, *args)
 
