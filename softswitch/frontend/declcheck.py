@@ -88,6 +88,19 @@ class DeclChecker(TableChecker):
     def _type_decl(self, d: ast.Decl, ctx: Ctx) -> None:
         self.declare(ctx.scope, d)
         self.types.generic_base(d)
+        for f in getattr(d, "fields", []):
+            self._match_annotation(f)
+
+    def _match_annotation(self, f: ast.FieldDecl) -> None:
+        """``@match(kind)`` on a (value-set) struct field must name a match kind."""
+        a = f.annotation("match")
+        if a is None:
+            return
+        exprs = a.exprs or []
+        if len(exprs) != 1 or not isinstance(exprs[0], ast.PathExpr) \
+                or exprs[0].name not in self.match_kinds:
+            what = describe(exprs[0]) if len(exprs) == 1 else "@match"
+            raise fail(f"{what}: value must be a match_kind", exprs[0] if exprs else a)
 
     _d_StructDecl = _type_decl
     _d_HeaderDecl = _type_decl
