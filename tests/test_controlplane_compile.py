@@ -111,6 +111,20 @@ def test_queue_ecn_profile_is_a_per_port_default(tailcc: P4InfoIndex) -> None:
         "pmax_1024=256, use_deq_qdepth=0, drop_not_ect_enable=0, drop_threshold_pkts=0)"]
 
 
+def test_ipv6_routes_go_to_routing_v6(tailcc: P4InfoIndex) -> None:
+    intent = parse_intent_text(
+        "switches:\n  - name: s\n    address: 'x:1'\n    device_id: 1\n"
+        "    next_hops: [{name: h, port: 1, dst_mac: '00:00:00:00:00:01'}]\n"
+        "    routes: [{prefix: '2001:db8::/32', next_hop: h}, {prefix: 10.0.0.0/8, "
+        "next_hop: h}]\n")
+    texts = _texts(tailcc, compile_switch(intent, intent.switches[0], tailcc).entities)
+    assert ("TailccIngress.forwarding.routing_v6 vrf=0 ipv6_dst=2001:db8::/32 -> "
+            "TailccIngress.forwarding.set_nexthop(port=1, smac=00:00:00:00:00:00, "
+            "dmac=00:00:00:00:00:01)") in texts
+    assert any(t.startswith("TailccIngress.forwarding.routing_v4 vrf=0 ipv4_dst=10.0.0.0/8")
+               for t in texts)
+
+
 def test_plan_orders_members_groups_then_routes(tailcc: P4InfoIndex) -> None:
     intent = load_intent(ROOT / "controlplane/examples/two_leaf.yaml")
     state = compile_switch(intent, intent.switch("leaf1"), tailcc)

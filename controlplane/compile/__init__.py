@@ -24,7 +24,7 @@ __all__ = ["CompileError", "DesiredState", "QueueSetting", "compile_switch"]
 
 MANAGED_TABLES = (n.TRAFFIC_CLASS, n.ECN_PROFILE, n.FAST_CNP_POLICY, n.PORT_VRF,
                   n.VXLAN_TERMINATION, n.SEGMENT_ACL, n.SEGMENT_DEFAULT, n.MY_STATION,
-                  n.ROUTING_V4, n.ECMP)
+                  n.ROUTING_V4, n.ROUTING_V6, n.ECMP)
 
 
 class CompileError(Exception):

@@ -52,12 +52,14 @@ def forwarding_entries(switch: m.Switch, b: EntityBuilder) -> list:
         out.append(b.table_entity(n.ECMP, match={"group_id": group.id}, group_id=group.id))
     groups = {g.name: g.id for g in switch.ecmp_groups}
     for route in switch.routes:
-        match = {"vrf": route.vrf, "ipv4_dst": str(route.prefix)}
+        v6 = route.prefix.version == 6
+        match = {"vrf": route.vrf, "ipv6_dst" if v6 else "ipv4_dst": str(route.prefix)}
         if route.ecmp_group is not None:
             action, params = n.SET_ECMP_GROUP, {"group_id": groups[route.ecmp_group]}
         else:
             action, params = _hop_action(hops[route.next_hop or ""][1], tunnels)
-        out.append(b.table_entity(n.ROUTING_V4, match=match, action=action, params=params))
+        out.append(b.table_entity(n.ROUTING_V6 if v6 else n.ROUTING_V4, match=match,
+                                  action=action, params=params))
     return out
 
 

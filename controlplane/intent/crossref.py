@@ -172,7 +172,11 @@ def _check_switch(sw: m.Switch, path: str, schedulers: set[str], problems: Probl
             if member not in hops:
                 problems.add(f"{path}.ecmp_groups[{i}].members[{j}]",
                              f"unknown next hop {member!r}{_known(hops)}")
+    tunnel_hops = {h.name for h in sw.next_hops if h.tunnel is not None}
     for i, route in enumerate(sw.routes):
+        if route.prefix.version == 6 and route.next_hop in tunnel_hops:
+            problems.add(f"{path}.routes[{i}].next_hop", f"next hop {route.next_hop!r} is a "
+                         "VXLAN tunnel: tailcc tunnels carry IPv4 only")
         if route.next_hop is not None and route.next_hop not in hops:
             problems.add(f"{path}.routes[{i}].next_hop",
                          f"unknown next hop {route.next_hop!r}{_known(hops)}")

@@ -162,7 +162,7 @@ class EcmpGroup:
 @dataclass(frozen=True)
 class Route:
     vrf: int
-    prefix: ipaddress.IPv4Network
+    prefix: ipaddress.IPv4Network | ipaddress.IPv6Network
     next_hop: str | None = None
     ecmp_group: str | None = None
 

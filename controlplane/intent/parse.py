@@ -387,7 +387,7 @@ def parse_route(node: Node) -> m.Route | None:
     if not node.mapping(("vrf", "prefix", "next_hop", "ecmp_group")):
         return None
     vrf = _or(_opt(node, "vrf", Node.integer, 0, 4095), 0)
-    prefix = _req(node, "prefix", Node.ipv4_net)
+    prefix = _req(node, "prefix", Node.ip_net)
     nh = _opt(node, "next_hop", Node.name)
     group = _opt(node, "ecmp_group", Node.name)
     if node.has("next_hop") == node.has("ecmp_group"):

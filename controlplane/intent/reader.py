@@ -148,6 +148,21 @@ class Node:
                 self.error(f"{self.value!r} is not an IPv4 prefix (a.b.c.d/len)")
             return None
 
+    def ip_net(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+        """An IPv4 or IPv6 prefix (routes); host bits must be 0."""
+        text = str(self.value)
+        if ":" not in text:
+            return self.ipv4_net()
+        try:
+            return ipaddress.IPv6Network(text, strict=True)
+        except ValueError as exc:
+            if "host bits set" in str(exc):
+                self.error(f"{text} has host bits set (did you mean "
+                           f"{ipaddress.IPv6Network(text, strict=False)}?)")
+            else:
+                self.error(f"{self.value!r} is not an IPv6 prefix (addr/len)")
+            return None
+
     def address(self) -> str | None:
         """A gRPC target ``host:port``."""
         value = self.string()

@@ -98,6 +98,9 @@ MALFORMED = [
     (SWITCH + "    routes:\n      - {prefix: 10.0.0.0/8, next_hop: h1}\n"
      "      - {prefix: 10.0.0.0/8, next_hop: h1}\n",
      "switches[0].routes[1]: duplicate route 0 10.0.0.0/8"),
+    (SWITCH + "    routes:\n      - {prefix: '2001:db8::1/32', next_hop: h1}\n",
+     "switches[0].routes[0].prefix: 2001:db8::1/32 has host bits set (did you mean "
+     "2001:db8::/32?)"),
     (SWITCH + "    routes:\n      - {prefix: 10.0.0.0/8, next_hop: h1, ecmp_group: g}\n",
      "switches[0].routes[0]: a route needs exactly one of next_hop and ecmp_group"),
     ("schedulers:\n  - name: s\n    queues: {3: {mode: dwrr}}\n",
