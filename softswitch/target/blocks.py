@@ -487,21 +487,24 @@ class BlockLowerer(StmtLowerer):
         with buf.block():
             buf.emit("#GLOBALS#")
             argv: list[str] = []
-            outs: list[tuple[ast.Expr, Any]] = []
+            outs: list[tuple[ast.Expr, int]] = []
             cpi = iter(cp)
+            k = 0   # index among the action's out/inout parameters (its return tuple)
             for i, p in enumerate(adecl.params):
                 a = bound[i] if i < len(bound) else None
+                if p.direction in ("out", "inout"):
+                    k += 1
                 if not p.direction:
                     argv.append(next(cpi))
                 elif a is None:
                     argv.append(self.default_of(p.type_ref.resolved))
                 elif p.direction == "out":
                     argv.append(self.default_of(p.type_ref.resolved))
-                    outs.append((a, None))
+                    outs.append((a, k - 1))
                 else:
                     argv.append(self.value(a, fn))
                     if p.direction == "inout":
-                        outs.append((a, None))
+                        outs.append((a, k - 1))
             call = f"{fname}({', '.join(argv)})"
             if not outs:
                 buf.emit(call)
@@ -571,7 +574,7 @@ class BlockLowerer(StmtLowerer):
         if is_parser:
             can_exit = True
         return self.user_call(target, info.params, info.args, fn, False, can_exit, False,
-                              exc="_PErr" if is_parser else "_Exit")
+                              exc="_PErr" if is_parser else "_Exit", by_ref=True)
 
     def builtin(self, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         b = info.builtin

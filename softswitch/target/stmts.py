@@ -230,22 +230,34 @@ class StmtLowerer(ExprLowerer):
     def user_call(self, pyfunc: str, params: tuple[T.ParamInfo, ...],
                   args: tuple[Any, ...], fn: FnCtx, has_value: bool, can_exit: bool,
                   want_value: bool, extra_args: tuple[str, ...] = (),
-                  exc: str = "_Exit") -> str | None:
-        """Copy-in/copy-out call of a lowered callable returning (value?, outs…)."""
+                  exc: str = "_Exit", by_ref: bool = False) -> str | None:
+        """Copy-in/copy-out call of a lowered callable returning (value?, outs…).
+
+        ``by_ref``: the callee sees nothing but its parameters (a sub-parser,
+        sub-control or function), so ``inout`` aggregates that overlap no other
+        argument can be passed by reference: the result is the same as copying in
+        and out, without copying whole header structs on every apply.
+        """
         argv: list[str] = list(extra_args)
-        outs: list[tuple[ast.Expr, Any]] = []
-        for p, a in zip(params, args, strict=False):
+        outs: list[tuple[ast.Expr, int]] = []    # (argument, index in the callee's outs)
+        shared = self.shareable(params, args) if by_ref else set()
+        k = 0
+        for i, (p, a) in enumerate(zip(params, args, strict=False)):
             d = p.direction
+            if d in ("out", "inout"):
+                k += 1
             if d == "out":
                 argv.append(self.default_of(p.type))
                 if a is not None and not isinstance(a, ast.DontCareExpr):
-                    outs.append((a, p.type))
+                    outs.append((a, k - 1))
             elif a is None:
                 argv.append("None")
+            elif i in shared:
+                argv.append(self.expr(a, fn))
             elif d == "inout":
                 argv.append(self.value(a, fn))
                 if not isinstance(a, ast.DontCareExpr):
-                    outs.append((a, p.type))
+                    outs.append((a, k - 1))
             elif isinstance(a, ast.DontCareExpr):
                 argv.append(self.default_of(p.type))
             else:
@@ -253,7 +265,7 @@ class StmtLowerer(ExprLowerer):
         call = f"{pyfunc}({', '.join(argv)})"
         if not outs:
             # Nothing to copy out: an ExitSignal simply propagates.
-            return call
+            return f"{call}[0]" if has_value and k else call
         res = self.tmp("_r")
         buf = fn.buf
         if can_exit:
@@ -262,7 +274,7 @@ class StmtLowerer(ExprLowerer):
                 buf.emit(f"{res} = {call}")
             buf.emit(f"except {exc} as _e:")
             with buf.block():
-                self.copy_out("_e.values", outs, has_value, fn)
+                self.copy_out("_e.values", outs, False, fn)
                 buf.emit("raise")
         else:
             buf.emit(f"{res} = {call}")
@@ -271,11 +283,32 @@ class StmtLowerer(ExprLowerer):
             return f"{res}[0]"
         return None
 
-    def copy_out(self, res: str, outs: list[tuple[ast.Expr, Any]], has_value: bool,
+    def shareable(self, params: tuple[T.ParamInfo, ...], args: tuple[Any, ...]) -> set[int]:
+        """Indices of inout aggregate arguments that may be passed by reference:
+        l-values with a static path that no other argument's path overlaps (``in``
+        arguments keep their copies: the callee may treat them as locals)."""
+        paths: list[tuple[int, tuple[Any, ...] | None]] = []
+        for i, a in enumerate(args[:len(params)]):
+            if a is None or isinstance(a, ast.DontCareExpr):
+                continue
+            paths.append((i, _static_path(a)))
+        out: set[int] = set()
+        for i, path in paths:
+            p = params[i]
+            if p.direction != "inout" or path is None:
+                continue
+            if not isinstance(T.strip_newtype(p.type), T.StructLikeType | T.StackType):
+                continue
+            if all(j == i or (other is not None and not _overlap(path, other))
+                   for j, other in paths):
+                out.add(i)
+        return out
+
+    def copy_out(self, res: str, outs: list[tuple[ast.Expr, int]], has_value: bool,
                  fn: FnCtx) -> None:
         base = 1 if has_value else 0
-        for i, (a, _t) in enumerate(outs):
-            self.assign(a, f"{res}[{base + i}]", fn)
+        for a, idx in outs:
+            self.assign(a, f"{res}[{base + idx}]", fn)
 
     def action_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
         decl = info.decl
@@ -288,7 +321,9 @@ class StmtLowerer(ExprLowerer):
         name = self.callable_name(decl)
         rt = decl.return_type.resolved if decl.return_type is not None else None
         has_value = rt is not None and not isinstance(rt, T.VoidType)
-        return self.user_call(name, info.params, info.args, fn, has_value, False, want_value)
+        # A function sees only its parameters, so aggregates may go by reference.
+        return self.user_call(name, info.params, info.args, fn, has_value, False, want_value,
+                              by_ref=True)
 
 
 def const_int(e: ast.Expr | None) -> int | None:
@@ -303,3 +338,23 @@ def const_int(e: ast.Expr | None) -> int | None:
         return c
     v = getattr(c, "value", None)
     return v if isinstance(v, int) else None
+
+
+def _static_path(e: ast.Expr) -> tuple[Any, ...] | None:
+    """The access path of an l-value (root declaration, then fields / constant
+    indices), or None when it is not a plain l-value with a static path."""
+    if isinstance(e, ast.PathExpr):
+        return (id(e.decl),)
+    if isinstance(e, ast.Member):
+        base = _static_path(e.expr)
+        return None if base is None else base + (e.name,)
+    if isinstance(e, ast.Index):
+        base = _static_path(e.expr)
+        idx = const_int(e.index)
+        return None if base is None or idx is None else base + (idx,)
+    return None
+
+
+def _overlap(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]

@@ -92,6 +92,13 @@ class Layouts:
             c = self.cls(t)
             ns[c.__name__] = c
             return f"{c.__name__}()"
+        if isinstance(t, T.StackType):
+            elem = T.strip_newtype(t.element)
+            if isinstance(elem, T.StructLikeType):
+                c = self.cls(elem)
+                ns[c.__name__] = c
+                return f"Stack([{c.__name__}() for _ in range({t.size})])"
+            return f"Stack([{self.default_expr(elem, ns)} for _ in range({t.size})])"
         v = self.default_value(t)
         key = f"_dflt{id(t)}"
         ns[key] = v
