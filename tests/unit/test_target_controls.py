@@ -90,3 +90,44 @@ def test_exit_in_subcontrol_still_copies_out(tmp_path):
     (out,) = sw.inject(0, bytes([0, 0, 0, 195]))
     # by1: d = 196, trace 1; by10: d = 206 > 200 -> trace 0xEE, exit; a not updated
     assert out.data == bytes([0, 0, 0, 206])
+
+
+ALIAS = r"""
+#include <core.p4>
+#include <v1model.p4>
+header e_t { bit<8> a; bit<8> b; }
+struct H { e_t e; }
+struct M { }
+void two(out bit<8> first, out bit<8> second) { first = 1; second = 2; }
+control Sub(inout H whole, inout e_t part) {
+    apply {
+        part.a = 7;            // copy-in/copy-out: whole.e.a is still the old value here
+        whole.e.b = whole.e.a;
+    }                          // copy-out order: whole first, then part (a = 7 wins)
+}
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(h.e); transition accept; }
+}
+control V(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    Sub() sub;
+    apply {
+        sub.apply(h, h.e);
+        two(_, h.e.b);
+        h.e.b = h.e.b + h.e.a;
+        sm.egress_spec = 1;
+    }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out pk, in H h) { apply { pk.emit(h.e); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_overlapping_arguments_keep_copy_semantics(tmp_path):
+    p = tmp_path / "alias.p4"
+    p.write_text(ALIAS)
+    (out,) = Switch.from_file(p).inject(0, bytes([3, 0]))
+    # Sub: whole.e.b = 3 (old a), then part copied out: a = 7; two() writes b = 2
+    assert out.data == bytes([7, 2 + 7])
