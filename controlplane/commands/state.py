@@ -7,8 +7,10 @@ import argparse
 from p4.v1 import p4runtime_pb2
 
 from controlplane.commands.target import add_target_args, non_negative_int, open_session
+from controlplane.intent import load_intent
 from controlplane.p4rt import values
 from controlplane.p4rt.client import update
+from controlplane.p4rt.errors import P4RuntimeClientError
 
 PORT_QUEUE_SLOTS = 4096   # defines.p4: arrays indexed by port * 8 + queue
 
@@ -98,6 +100,22 @@ def cmd_registers(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """One switch, or with ``--intent`` and no ``--switch`` every switch of the intent
+    (an unreachable one is reported and the others are still shown)."""
+    if args.intent and not args.switch and not args.address:
+        failed = 0
+        for sw in load_intent(args.intent).switches:
+            try:
+                _show_one(argparse.Namespace(**{**vars(args), "switch": sw.name}))
+            except P4RuntimeClientError as exc:
+                print(f"{sw.name}: error: {exc}")
+                failed += 1
+        return 1 if failed else 0
+    _show_one(args)
+    return 0
+
+
+def _show_one(args: argparse.Namespace) -> None:
     with open_session(args, write=False) as s:
         arb = s.client.arbitration
         print(f"{s.target.name}: {s.target.address} device {s.target.device_id} "
@@ -121,4 +139,3 @@ def cmd_show(args: argparse.Namespace) -> int:
                 if pkts or nbytes:
                     print(f"  {c.preamble.name}{slot_name(idx, c.size)}: {pkts} pkts, "
                           f"{nbytes} B")
-    return 0
