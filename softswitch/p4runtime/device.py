@@ -12,15 +12,14 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from p4.config.v1 import p4info_pb2
-from p4.v1 import p4data_pb2, p4runtime_pb2
+from p4.v1 import p4runtime_pb2
 
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import bytestrings, errors, pipeline
+from softswitch.p4runtime import errors, pipeline
 from softswitch.p4runtime.arbitration import Arbiter, Connection
 from softswitch.p4runtime.digests import DigestSuppressor
 from softswitch.p4runtime.p4index import P4InfoIndex
@@ -256,31 +255,14 @@ class Device:
 
     # ------------------------------------------------------------------ digests
     def _send_digests(self, loaded: Loaded) -> None:
-        """Forward digests the switch produced (its ``drain_digests`` hook), one
-        DigestList each, without repeating data the controller has not acked yet."""
+        """Forward the digests the switch produced (its ``drain_digests`` hook)."""
         drain = getattr(loaded.switch, "drain_digests", None)
         if drain is None:
             return
-        configs = loaded.runtime.digest_configs
-        for name, values in drain():
-            info = next((d for d in loaded.runtime.index.all("digests")
-                         if d.preamble.name == name), None)
-            if info is None or info.preamble.id not in configs:
-                continue
-            did = info.preamble.id
-            timeout = configs[did].ack_timeout_ns
-            data = _digest_data(info, values)
-            key = data.SerializeToString()
-            now = time.time_ns()
-            if not loaded.digests.should_send(did, key, timeout, now):
-                continue
-            message = p4runtime_pb2.StreamMessageResponse()
-            digest = message.digest
-            digest.digest_id = did
-            digest.list_id = next(self._digest_list_ids)
-            digest.timestamp = now
-            digest.data.add().CopyFrom(data)
-            loaded.digests.sent(did, digest.list_id, [key], timeout, now)
+        drained = drain()
+        if not drained:
+            return
+        for message in loaded.digests.lists(loaded.runtime, drained, self._digest_list_ids):
             for conn in self.arbiter.primaries():
                 conn.send(message)
 
@@ -289,16 +271,6 @@ class Device:
             loaded = self.require_pipeline()
             loaded.runtime.index.get("digests", ack.digest_id)
             loaded.digests.ack(ack.digest_id, ack.list_id)
-
-
-def _digest_data(info: p4info_pb2.Digest, values: list[int]) -> p4data_pb2.P4Data:
-    data = p4data_pb2.P4Data()
-    if len(values) == 1 and info.type_spec.WhichOneof("type_spec") == "bitstring":
-        data.bitstring = bytestrings.encode(values[0])
-        return data
-    for value in values:
-        data.struct.members.add(bitstring=bytestrings.encode(value))
-    return data
 
 
 def _forwarding_state(runtime: PipelineRuntime) -> list[p4runtime_pb2.Entity]:
