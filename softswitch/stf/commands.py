@@ -17,6 +17,7 @@ STF forms (p4c's ``bmv2stf.py``; keywords case-insensitive)::
     table_set_default TABLE ACTION ARG…       table_modify TABLE ACTION HANDLE ARG…
     table_delete TABLE HANDLE                 table_clear TABLE
     table_dump TABLE                          table_num_entries TABLE       show_tables
+    table_info TABLE                          table_show_actions TABLE      show_actions
 
 Both::
 
@@ -102,6 +103,16 @@ class TableDump(Command):
 @dataclass(frozen=True)
 class ShowTables(Command):
     pass
+
+
+@dataclass(frozen=True)
+class ShowActions(Command):
+    table: str | None          # None: the actions of every table
+
+
+@dataclass(frozen=True)
+class TableInfoCmd(Command):
+    table: str
 
 
 @dataclass(frozen=True)
@@ -391,6 +402,11 @@ def _parse_show_tables(rest: str, loc: SourceLoc | None) -> Command:
     return ShowTables(loc)
 
 
+def _parse_show_actions(rest: str, loc: SourceLoc | None) -> Command:
+    _words(rest, 0, "show_actions", loc)
+    return ShowActions(loc, None)
+
+
 def _parse_num_entries(rest: str, loc: SourceLoc | None) -> Command:
     return TableDump(loc, _words(rest, 1, "table_num_entries TABLE", loc)[0], True)
 
@@ -408,6 +424,9 @@ _PARSERS: dict[str, Callable[[str, SourceLoc | None], Command]] = {
     "table_dump": _one_name(TableDump, "table_dump TABLE"),
     "table_num_entries": _parse_num_entries,
     "show_tables": _parse_show_tables,
+    "show_actions": _parse_show_actions,
+    "table_show_actions": _one_name(ShowActions, "table_show_actions TABLE"),
+    "table_info": _one_name(TableInfoCmd, "table_info TABLE"),
     "mirroring_add": _two_numbers(MirroringAdd, "mirroring_add SESSION PORT",
                                   ("mirror session", "port")),
     "mirroring_add_mc": _two_numbers(MirroringAddMc, "mirroring_add_mc SESSION MGRP",

@@ -31,11 +31,13 @@ from softswitch.stf.commands import (
     RegisterReset,
     RegisterWrite,
     RemoveAll,
+    ShowActions,
     ShowTables,
     TableAdd,
     TableClear,
     TableDelete,
     TableDump,
+    TableInfoCmd,
     TableModify,
     TableSetDefault,
     parse_command,
@@ -211,10 +213,21 @@ class CommandSession:
         return Outcome("\n".join(lines))
 
     def _do_ShowTables(self, cmd: ShowTables) -> Outcome:
-        lines = []
-        for t in sorted(self.control.tables(), key=lambda t: t.name):
-            keys = ", ".join(f"{k.name}({k.match_kind}, {k.width})" for k in t.keys)
-            lines.append(f"{t.name:30} [{keys}]")
+        tables = sorted(self.control.tables(), key=lambda t: t.name)
+        return Outcome("\n".join(_table_line(t) for t in tables))
+
+    def _do_ShowActions(self, cmd: ShowActions) -> Outcome:
+        if cmd.table is not None:
+            actions = list(self._table(cmd.table, cmd.loc).actions)
+        else:
+            actions = [a for t in self.control.tables() for a in t.actions]
+        unique = {a.name: a for a in actions}
+        return Outcome("\n".join(_action_line(unique[n]) for n in sorted(unique)))
+
+    def _do_TableInfoCmd(self, cmd: TableInfoCmd) -> Outcome:
+        table = self._table(cmd.table, cmd.loc)
+        lines = [_table_line(table), "*" * 80]
+        lines += [_action_line(a) for a in sorted(table.actions, key=lambda a: a.name)]
         return Outcome("\n".join(lines))
 
     # -- replication
@@ -292,6 +305,17 @@ class CommandSession:
             want = f"{cmd.count_type} {cmd.op} {cmd.value}"
         failure = None if ok else f"check_counter {cmd.name}({cmd.index}): expected {want}; {text}"
         return Outcome(text, failure)
+
+
+def _table_line(t: TableInfo) -> str:
+    """``simple_switch_CLI``'s one-line table description."""
+    keys = ",\t".join(f"{k.name}({k.match_kind}, {k.width})" for k in t.keys)
+    return f"{t.name:30} [{keys}]"
+
+
+def _action_line(a: ActionInfo) -> str:
+    params = ",\t".join(f"{name}({width})" for name, width in a.params)
+    return f"{a.name:30} [{params}]"
 
 
 def _format_key(k: KeyMatch) -> str:

@@ -237,3 +237,12 @@ def test_lpm_digit_inference_and_address_forms():
 def test_bad_values(line, message):
     with pytest.raises(P4Error, match=message):
         run(line)
+
+
+def test_information_commands():
+    assert "ingress.ipv4_lpm" in run("show_tables")[1].text
+    info = run("table_info ipv4_lpm")[1].text
+    assert "hdr.ipv4.dstAddr(lpm, 32)" in info and "ingress.set_nhop" in info
+    assert "dmac(48)" in run("table_show_actions ipv4_lpm")[1].text
+    every = run("show_actions")[1].text.splitlines()
+    assert len(every) == 5 and every[0].startswith("NoAction")
