@@ -37,26 +37,26 @@ class SchedulingBase(TailccTest):
 
 
 class UrgentOvertakesBulkTest(SchedulingBase):
-    """The bulk queue of a port drains at 20 packets/s; 30 elephants wait in it. A small
+    """The bulk queue of a port drains at 4 packets/s; 20 elephants wait in it. A small
     hot-KV packet sent after them leaves long before the bulk queue is empty, and the
     elephants keep their FIFO order."""
 
     def runTest(self) -> None:
-        self.set_queue_rate(20, EGRESS, 0)
-        for i in range(30):
+        self.set_queue_rate(4, EGRESS, 0)
+        for i in range(20):
             self.send(1, udp("10.0.2.9", 5000, dscp=0, size=1400, ident=i))
         time.sleep(0.2)
         sent_at = time.time()     # PTF stamps arrivals with time.time()
         self.send(1, roce("10.0.2.5", 0x123, 64, dscp=40))
-        got = self.collect(EGRESS, 31, timeout=20)
-        self.assertEqual(len(got), 31)
+        got = self.collect(EGRESS, 21, timeout=20)
+        self.assertEqual(len(got), 21)
         order = [dscp_of(frame) for _, frame in got]
         urgent = order.index(40)
-        self.assertLessEqual(urgent, 15, f"the urgent packet left {urgent + 1}th: {order}")
+        self.assertLessEqual(urgent, 10, f"the urgent packet left {urgent + 1}th: {order}")
         latency = got[urgent][0] - sent_at
-        self.assertLess(latency, 0.5, f"the urgent packet waited {latency:.3f} s")
+        self.assertLess(latency, 1.0, f"the urgent packet waited {latency:.3f} s")
         bulk_ids = [Ether(f)[IP].id for _, f in got if dscp_of(f) == 0]
-        self.assertEqual(bulk_ids, list(range(30)), "bulk packets were reordered")
+        self.assertEqual(bulk_ids, list(range(20)), "bulk packets were reordered")
 
 
 class StrictPriorityOrderTest(SchedulingBase):
@@ -83,13 +83,13 @@ class StrictPriorityOrderTest(SchedulingBase):
 
 class MiceElephantsTest(SchedulingBase):
     """Mixed traffic into a congested port: elephants (1400-byte storage/training
-    frames, queues 3 and 2, each queue drained at 40 packets/s) and mice (64-byte
+    frames, queues 3 and 2, each queue drained at 10 packets/s) and mice (64-byte
     hot-KV RoCE, queue 5, every sixth packet). Every mouse gets through faster than
     the median elephant, and the mice keep their order."""
 
     def runTest(self) -> None:
-        self.set_queue_rate(40, EGRESS, 3)
-        self.set_queue_rate(40, EGRESS, 2)
+        self.set_queue_rate(10, EGRESS, 3)
+        self.set_queue_rate(10, EGRESS, 2)
         sent: dict[tuple[str, int], float] = {}
         for i in range(60):
             if i % 6 == 5:
