@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 
 PARSER_STATE_LIMIT = 100_000
+REJECT_CODE = -1   # ParserError code of an explicit reject: parsing stops, no error set
 
 
 def _contains_exit(node: Any) -> bool:
@@ -259,9 +260,12 @@ class BlockLowerer(StmtLowerer):
 
     # ------------------------------------------------------------ parsers
     def state_name(self, st: Any) -> str:
-        if st is None or getattr(st, "name", None) in ("accept", "reject"):
+        name = getattr(st, "name", None)
+        if st is None or name == "reject":
+            return "s__reject"
+        if name == "accept":
             return "None"
-        return f"s_{st.name}"
+        return f"s_{name}"
 
     def parser_apply(self) -> None:
         buf = CodeBuf()
@@ -292,8 +296,16 @@ class BlockLowerer(StmtLowerer):
             if outs:
                 buf.emit(f"return ({', '.join(outs)},)")
         self.funcs.append(buf)
+        # reject ends parsing everywhere, also from inside a sub-parser (p4c inlines
+        # them); it sets no error code (BMv2 has no explicit reject: p4c warns).
+        rej = CodeBuf()
+        rej.emit("def s__reject():")
+        with rej.block():
+            rej.emit(f"raise _PErr({REJECT_CODE})")
+        self.funcs.append(rej)
         for st in self.decl.states:
-            self.state_fn(st)
+            if st.name not in ("accept", "reject"):
+                self.state_fn(st)
 
     def state_fn(self, st: ast.ParserState) -> None:
         buf = CodeBuf()
@@ -307,8 +319,8 @@ class BlockLowerer(StmtLowerer):
 
     def transition(self, tr: Any, fn: FnCtx) -> None:
         buf = fn.buf
-        if tr is None:
-            buf.emit("return None")
+        if tr is None:  # no transition statement: p4c implies reject
+            buf.emit("return s__reject")
             return
         if isinstance(tr, ast.PathExpr):
             buf.emit(f"return {self.state_name(tr.decl if tr.decl is not None else tr)}")

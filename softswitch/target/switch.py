@@ -22,6 +22,7 @@ from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.target.bits import BitWriter, PacketReader
+from softswitch.target.blocks import REJECT_CODE
 from softswitch.target.build import ProgramBuilder
 from softswitch.target.control import (
     ActionInfo,
@@ -165,7 +166,8 @@ class Switch:
         except ParserError as e:
             if e.values is not None:
                 hdr, meta, sm = e.values
-            sm.f_parser_error = e.code
+            if e.code != REJECT_CODE:
+                sm.f_parser_error = e.code
         return reader.bit_pos >> 3, hdr, meta, sm
 
     def _ingress(self, w: _Work, work: deque[_Work]) -> None:

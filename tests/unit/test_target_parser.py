@@ -102,3 +102,42 @@ def test_packet_too_short_keeps_the_bytes(tmp_path):
     # kind 1 selects "odd", whose a_t does not fit: PacketTooShort, the tag stays valid
     (out,) = sw.inject(0, bytes([0x10]))
     assert out.data == bytes([1, 1, 0x10, 2, 0]) + bytes([0x10])
+
+
+REJECTING = r"""
+#include <core.p4>
+#include <v1model.p4>
+header b_t { bit<8> v; }
+struct H { b_t first; b_t second; }
+struct M { }
+parser Sub(packet_in pk, inout H h) {
+    state start { pk.extract(h.first);
+                  transition select(h.first.v) { 0: reject; default: accept; } }
+}
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    Sub() sub;
+    state start { sub.apply(pk, h); transition next; }
+    state next { pk.extract(h.second); transition accept; }
+}
+control V(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply {
+        if (sm.parser_error == error.NoError) { sm.egress_spec = 1; }
+        if (h.second.isValid()) { h.first.v = h.first.v + 1; }
+    }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out pk, in H h) { apply { pk.emit(h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_reject_in_a_subparser_ends_parsing_without_error(tmp_path):
+    p = tmp_path / "reject.p4"
+    p.write_text(REJECTING)
+    sw = Switch.from_file(p)
+    (out,) = sw.inject(0, bytes([5, 6]))
+    assert (out.port, out.data) == (1, bytes([6, 6]))      # both headers extracted
+    (out,) = sw.inject(0, bytes([0, 6]))
+    assert (out.port, out.data) == (1, bytes([0, 6]))      # second not extracted
