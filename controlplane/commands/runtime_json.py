@@ -17,7 +17,7 @@ from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
-from controlplane.commands.target import UsageError, add_target_args, resolve_target
+from controlplane.commands.target import add_target_args, resolve_target
 from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
 from controlplane.p4rt.client import update
 from controlplane.p4rt.errors import P4RuntimeClientError
@@ -167,4 +167,4 @@ def _int(obj: Any, key: str, where: str) -> int:
     return int(obj[key])
 
 
-__all__ = ["RuntimeFileError", "UsageError", "build_updates", "cmd_load"]
+__all__ = ["RuntimeFileError", "build_updates", "cmd_load"]
