@@ -31,7 +31,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from softswitch.diagnostics import P4Error, SourceLoc
 from softswitch.frontend import ast
@@ -181,14 +181,38 @@ class Parser:
             body = self.balanced("[", "]")
             anno.body = self.slice_text(body)
             anno.structured = True
-            kv = self.parse_body_kv(body[1:-1])
-            if kv is not None:
-                anno.kv = kv
+            inner = body[1:-1]
+            if len(inner) >= 2 and inner[0].kind == "ID" and inner[1].kind == "=":
+                anno.kv = self.parse_structured(inner, kv=True)
             else:
-                anno.exprs = self.parse_body_exprs(body[1:-1])
-                if anno.exprs is None:
-                    raise P4Error("syntax error in structured annotation", body[0].loc)
+                anno.exprs = self.parse_structured(inner, kv=False)
         return anno
+
+    def parse_structured(self, toks: list[Token], kv: bool) -> Any:
+        """``@name[k = v, …]`` or ``@name[e, …]``: p4c parses these strictly, so an error
+        is reported at the offending token (no free-form fallback)."""
+        sub = self.sub_parser(toks)
+        if kv:
+            pairs: dict[str, ast.Expr] = {}
+            while not sub.at("EOF"):
+                key = sub.expect_name()
+                if key.text in pairs:
+                    raise duplicate(key.text, key.loc)
+                sub.expect("=")
+                pairs[key.text] = sub.parse_expr()
+                if not sub.accept(","):
+                    break
+            if not sub.at("EOF"):
+                raise sub.error("`,` or `]`")
+            return pairs
+        items: list[ast.Expr] = []
+        while not sub.at("EOF"):
+            items.append(sub.parse_expr())
+            if not sub.accept(","):
+                break
+        if not sub.at("EOF"):
+            raise sub.error("`,` or `]`")
+        return items
 
     def parse_known_body(self, anno: ast.Annotation, body: list[Token]) -> list[ast.Expr] | None:
         """Parse an unstructured body; the annotations p4c itself parses (its

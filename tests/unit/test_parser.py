@@ -329,6 +329,17 @@ def test_annotated_block_and_unstructured_annotations():
     assert noargs.body == "" and noargs.exprs is None
 
 
+def test_structured_annotations_are_parsed_strictly():
+    d = one("@empty[] @list[1, \"a\", true] const bit<8> K = 1;")
+    assert d.annotations[0].structured and d.annotations[0].exprs == []
+    assert [e.value for e in d.annotations[1].exprs] == [1, "a", True]
+    with pytest.raises(P4Error, match="unexpected integer `5`") as exc:
+        parse("@mix[key=4, 5]\nconst bit<8> K = 1;")
+    assert (exc.value.loc.line, exc.value.loc.col) == (1, 13)
+    with pytest.raises(P4Error, match="Duplicates declaration k"):
+        parse("@twice[k=1, k=2]\nconst bit<8> K = 1;")
+
+
 def test_pragma_annotation_runs_to_end_of_line():
     d = one("@pragma my_pragma 1 2\nconst bit<8> K = 1;")
     (a,) = d.annotations
