@@ -1470,14 +1470,13 @@ def parse_preprocessed(pre: Preprocessed) -> ast.Program:
     """Parse cpp output; a syntax error (or absurd nesting) raises P4Error."""
     tokens = tokenize(pre)
     parser = Parser(tokens, pre.text)
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
+    # Raised, never lowered again: restoring it would race with parses in other threads.
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
     try:
         return parser.parse_program()
     except RecursionError:
         raise P4Error("program nested too deeply to parse", parser.tok.loc) from None
-    finally:
-        sys.setrecursionlimit(old_limit)
 
 
 def parse_file(path: str | os.PathLike[str],
