@@ -36,7 +36,10 @@ import sys
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +143,7 @@ def _p4c_error_locations(stderr: Path | None) -> list[tuple[str, int]]:
     return found
 
 
-def _compile(prog: Program):
+def _compile(prog: Program) -> object:
     from softswitch.frontend.compiler import compile_program
 
     return compile_program(str(prog.path), (str(prog.path.parent),), None)
@@ -219,7 +222,7 @@ def check_stf(prog: Program) -> CheckResult:
                        detail={"report": result.report[:4000]})
 
 
-def _entities_by_id(message) -> dict:
+def _entities_by_id(message: object) -> dict:
     """P4Info as {(entity kind, id): dict}, so entity order does not matter."""
     from google.protobuf.json_format import MessageToDict
 
@@ -235,7 +238,7 @@ def _entities_by_id(message) -> dict:
     return flat
 
 
-def check_p4info(prog: Program, checked) -> CheckResult:
+def check_p4info(prog: Program, checked: object) -> CheckResult:
     from google.protobuf import text_format
     from p4.config.v1 import p4info_pb2
 
@@ -284,7 +287,7 @@ def _run_checks(prog: Program) -> list[CheckResult]:
     return results
 
 
-def _timed(fn, *args) -> CheckResult:
+def _timed(fn: Callable[..., CheckResult], *args: object) -> CheckResult:
     start = time.monotonic()
     result = fn(*args)
     result.seconds = time.monotonic() - start
@@ -302,7 +305,7 @@ def _silence() -> None:
     os.close(devnull)
 
 
-def _worker(prog: Program, conn) -> None:
+def _worker(prog: Program, conn: Connection) -> None:
     """Child process: run one program, send the results, exit without cleanup."""
     try:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
@@ -337,7 +340,7 @@ def _preload() -> None:
             pass
 
 
-def _context():
+def _context() -> multiprocessing.context.BaseContext:
     """``fork`` (cheap, warm) from a single-threaded parent; with other threads alive
     (a test session that ran gRPC servers, say) a fork could inherit a held lock, so
     workers then come from a clean ``forkserver`` with the same modules preloaded."""
@@ -351,8 +354,8 @@ def _context():
     return ctx
 
 
-def _collect(conn, proc, prog: Program, started: float, now: float, ready: list,
-             timeout: float) -> list[CheckResult] | None:
+def _collect(conn: Connection, proc: BaseProcess, prog: Program, started: float,
+             now: float, ready: list, timeout: float) -> list[CheckResult] | None:
     """A finished worker's results, a failure for a dead or overdue one, else None."""
     if conn in ready:
         try:
@@ -366,8 +369,11 @@ def _collect(conn, proc, prog: Program, started: float, now: float, ready: list,
     return None
 
 
+Progress = Callable[[int, int, list[CheckResult]], None]
+
+
 def run_corpus(programs: list[Program], jobs: int = 2, timeout: float = DEFAULT_TIMEOUT,
-               progress=None) -> list[CheckResult]:
+               progress: Progress | None = None) -> list[CheckResult]:
     """Run every program in a forked worker, ``jobs`` at a time."""
     ctx = _context()
     queue = list(reversed(programs))

@@ -314,13 +314,18 @@ def _parse_check_counter(rest: str, loc: SourceLoc | None) -> Command:
                         m.group("op") or "==", value)
 
 
-def _one_name(cls, usage: str):
+_Parser = Callable[[str, SourceLoc | None], "Command"]
+
+
+def _one_name(cls: type, usage: str) -> _Parser:
+    """A parser for ``KEYWORD NAME`` commands building ``cls(loc, NAME)``."""
     def parse(rest: str, loc: SourceLoc | None) -> Command:
         return cls(loc, _words(rest, 1, usage, loc)[0])
     return parse
 
 
-def _two_numbers(cls, usage: str, what: tuple[str, str]):
+def _two_numbers(cls: type, usage: str, what: tuple[str, str]) -> _Parser:
+    """A parser for ``KEYWORD N M`` commands building ``cls(loc, N, M)``."""
     def parse(rest: str, loc: SourceLoc | None) -> Command:
         a, b = _words(rest, 2, usage, loc)
         return cls(loc, _num(a, loc, what[0]), _num(b, loc, what[1]))
@@ -460,7 +465,7 @@ def parse_command(text: str, loc: SourceLoc | None = None) -> Command:
     return parser(rest.strip(), loc)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     """``CommandSession``/``Outcome`` live in :mod:`softswitch.stf.session` (which imports
     this module); importing them from here, as earlier code does, keeps working."""
     if name in ("CommandSession", "Outcome", "CLI_PRIORITY_BASE"):

@@ -21,7 +21,7 @@ Key names are first brought to P4Info spelling, accepting the BMv2-JSON and STF 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from softswitch.diagnostics import P4Error, SourceLoc
@@ -33,8 +33,8 @@ _STACK_INDEX = re.compile(r"\$([0-9]+)")
 _VALID_SUFFIXES = (".$valid$", "$valid$", ".valid")
 
 
-def resolve_name(kind: str, wanted: str, items: Iterable[T], name_of, loc: SourceLoc | None,
-                 scope: str = "") -> T:
+def resolve_name(kind: str, wanted: str, items: Iterable[T], name_of: Callable[[T], str],
+                 loc: SourceLoc | None, scope: str = "") -> T:
     """Find ``wanted`` among ``items`` by the rules of the module docstring."""
     pool = list(items)
     rules = (
