@@ -16,7 +16,7 @@ from softswitch.frontend import types as T
 from softswitch.frontend.calls import CallInfo
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import is_type_decl
-from softswitch.frontend.typecheck import SIZE_METHODS, base, describe, fail
+from softswitch.frontend.typecheck import SIZE_METHODS, Cascade, base, describe, fail
 from softswitch.frontend.unify import Bindings, compatible, contains_var, subst
 
 if TYPE_CHECKING:
@@ -301,6 +301,9 @@ def _method_call(ck: ExprChecker, e: ast.Call, tgt: ast.Member, ctx: Ctx) -> T.T
         raise fail(f"Cannot extract field {tgt.name} from {describe(obj)} which has type "
                    f"Type({ot_raw})", tgt)
     ot = base(ot_raw)
+    if isinstance(ot, T.DontCareType):
+        # The receiver's declaration already failed (and was reported): do not cascade.
+        raise Cascade(f"{describe(obj)}: object has no usable type", tgt.loc)
     if isinstance(ot, T.TableType) and tgt.name == "apply":
         return _table_apply(ck, e, ot, ctx)
     if isinstance(ot, T.BlockType) and tgt.name == "apply" and ot.kind != "package":

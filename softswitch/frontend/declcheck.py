@@ -18,7 +18,7 @@ from softswitch.frontend.callcheck import construct, param_infos
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope
 from softswitch.frontend.tablecheck import TableChecker
-from softswitch.frontend.typecheck import base, describe, fail
+from softswitch.frontend.typecheck import Cascade, base, describe, fail
 from softswitch.frontend.unify import compatible
 
 LOCAL_ONLY_IN_FUNCTIONS = (ast.InstanceDecl,)
@@ -39,6 +39,8 @@ class DeclChecker(TableChecker):
         try:
             fn()
         except P4Error as err:
+            if isinstance(err, Cascade) and self.sink.errors:
+                return
             for diag in err.diagnostics:
                 if diag.severity == "error":
                     self.sink.error(diag.message, diag.loc)
@@ -122,9 +124,9 @@ class DeclChecker(TableChecker):
         self.declare(ctx.scope, d)
 
     def _d_VarDecl(self, d: ast.VarDecl, ctx: Ctx) -> None:
-        t = self.resolve_type(d.type_ref, ctx)
         self._no_param_shadowing(d, ctx)
-        self.declare(ctx.scope, d)
+        self.declare(ctx.scope, d)  # first: a bad type must not make every use 'not found'
+        t = self.resolve_type(d.type_ref, ctx)
         b = base(t)
         if isinstance(b, T.IntType):
             raise fail(f"{d.name}: Cannot declare variables with type int", d)

@@ -26,6 +26,10 @@ COMPARE = ("<", "<=", ">", ">=")
 SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes")
 
 
+class Cascade(P4Error):
+    """An error that only follows from one already reported (not shown again)."""
+
+
 def fail(msg: str, node: ast.Node | None) -> P4Error:
     return P4Error(msg, node.loc if node is not None else None)
 
@@ -210,6 +214,8 @@ class ExprChecker:
             return self._stack_member(e, t, ctx)
         if isinstance(t, T.ExternType) or isinstance(t, (T.TableType, T.BlockType)):
             raise fail(f"{describe(e)}: method must be called", e)
+        if isinstance(t, T.DontCareType) and isinstance(e.expr, ast.PathExpr):
+            raise Cascade(f"{describe(e)}: value has no usable type", e.loc)
         raise fail(f"Cannot extract field {e.name} from {describe(e.expr)} which has type "
                    f"{obj_t}", e)
 

@@ -315,3 +315,111 @@ def test_default_initializers_with_dots():
     assert [str(d.type) for d in dots] == ["s_t", "s_t", "h_t"]
     with pytest.raises(P4Error):
         check("struct s_t { bit<8> x; }\n" + control("s_t s = { z = 1, ... };"))
+
+
+SECOND_PROGRAM = r"""
+#include <core.p4>
+#include <v1model.p4>
+header a_t { bit<8> x; }
+header b_t { bit<16> y; }
+header_union ab_t { a_t a; b_t b; }
+struct G<T> { T f; bit<8> g; }
+header H<T> { T v; }
+typedef bit<9> port_t;
+@p4runtime_translation("p4.org/psa/v1/PortId_t", 32)
+type bit<9> PortId_t;
+struct hdrs { a_t a; a_t[4] st; ab_t u; H<bit<16>> hh; }
+struct meta { G<bit<32>> g; tuple<bit<8>, bool> t; PortId_t p; bit<8> idx; }
+extern Virt<T> {
+  Virt();
+  abstract T run(in T x);
+  T call(in T x);
+}
+extern void myext<T>(in T a, @optional in bit<8> b);
+bit<8> twice(in bit<8> v) { return v + v; }
+void outs(out bit<8> o, inout bit<8> io) { o = io; io = io + 1; }
+parser SubP(packet_in pk, out a_t a) { state start { pk.extract(a); transition accept; } }
+parser P(packet_in pk, out hdrs h, inout meta m, inout standard_metadata_t s) {
+  SubP() sub;
+  state start {
+    sub.apply(pk, h.a);
+    transition select(pk.lookahead<a_t>().x, h.a.x) {
+      (1, _): stack; (2 &&& 3, 4 .. 5): un; default: accept; }
+  }
+  state stack {
+    pk.extract(h.st.next);
+    m.idx = (bit<8>)h.st.lastIndex;
+    transition select(h.st.last.x) { 0: accept; default: stack; }
+  }
+  state un { pk.extract(h.u.a); transition accept; }
+}
+control Sub(inout hdrs h, in bit<8> v) { apply { h.a.x = v; } }
+control I(inout hdrs h, inout meta m, inout standard_metadata_t s) {
+  Virt<bit<8>>() vv = { bit<8> run(in bit<8> x) { return x + 1; } };
+  direct_meter<bit<2>>(MeterType.bytes) dm;
+  register<bit<8>>(16) r4;
+  Sub() sub;
+  action set_p(PortId_t p) { m.p = p; s.egress_spec = (bit<9>)p; }
+  action meter_act() { bit<2> c; dm.read(c); }
+  action ret_early(inout bit<8> v) { if (v == 0) { return; } v = 1; }
+  table tp { key = { m.p : exact; h.a.isValid(): exact @name("valid"); }
+             actions = { set_p; meter_act; @defaultonly NoAction; }
+             meters = dm; default_action = NoAction(); size = 32w16; }
+  apply {
+    bit<8> o;
+    bit<8> io = 3;
+    outs(o, io);
+    ret_early(io);
+    sub.apply(h, twice(o));
+    Sub.apply(h, 8w1);
+    myext(h.a.x);
+    myext(h.a, 3);
+    m.t = { 1, true };
+    if (m.t[1]) { h.a.x = m.t[0]; }
+    m.g = { f = 1, g = 2 };
+    h.hh.v = (bit<16>)vv.call(h.a.x);
+    h.hh.setValid();
+    h.st[m.idx].x = 1;
+    h.st[2] = { 5 };
+    h.u.b.setValid();
+    if (h.u.a.isValid()) { h.u.a = {#}; }
+    h.st.pop_front(2);
+    r4.write(3, 8w1);
+    if (tp.apply().miss) { exit; }
+    if (s.parser_error == error.PacketTooShort) { mark_to_drop(s); }
+    for (bit<8> k in 0 .. 3) { h.a.x = h.a.x + k; }
+    h.a.x = h.a.isValid() ? 8w1 : 0;
+    h.a.x[3:0] = 0xF;
+    h.a.x = (bit<8>)(h.a.minSizeInBytes() + 1);
+    m.g.f = (bit<32>)(bit<1>)true;
+    bool bb = (bool)1w1;
+
+    log_msg("val {} {}", { h.a.x, m.idx });
+    assert(h.a.x > 0);
+  }
+}
+control V(inout hdrs h, inout meta m) { apply { } }
+control E(inout hdrs h, inout meta m, inout standard_metadata_t s) { apply { } }
+control D(packet_out pk, in hdrs h) { apply { pk.emit(h.a); pk.emit(h.st); pk.emit(h.u); } }
+V1Switch(P(), V(), I(), E(), V(), D()) main;
+"""
+
+
+def test_generics_unions_subblocks_and_abstract_methods_are_accepted():
+    prog = check_program(parse_text(SECOND_PROGRAM, "second.p4")).program
+    calls = [n for n in walk(prog) if isinstance(n, ast.Call) and n.loc is not None
+             and n.loc.file == "second.p4"]
+    kinds = {n.resolved.kind for n in calls}
+    assert {"control_apply", "parser_apply", "function", "action", "extern_method",
+            "extern_function", "builtin", "table_apply"} <= kinds
+    opt = [n for n in calls if n.resolved.kind == "extern_function"
+           and n.resolved.decl.name == "myext" and len(n.args) == 1][0]
+    assert opt.resolved.args[1] is None  # omitted @optional parameter
+    inst = [d for d in walk(prog) if isinstance(d, ast.InstanceDecl) and d.name == "vv"][0]
+    assert inst.instance_type.type_args == (T.BitsType(8),)
+
+
+def test_cascading_errors_are_reported_once():
+    with pytest.raises(P4Error) as info:
+        check(control("r.write(1, 8w1);", "register<bit<8>, bit<4>, bit<1>>(16) r;"))
+    assert len(info.value.diagnostics) == 1
