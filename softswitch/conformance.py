@@ -464,17 +464,20 @@ def compare_with_known(results: list[CheckResult],
     return Comparison(regressions, stale)
 
 
-def summary(results: list[CheckResult]) -> str:
-    """Pass rates per category (and how often a rejection's line agrees with p4c)."""
+def rates(results: list[CheckResult]) -> dict[str, tuple[int, int]]:
+    """{category: (passed, total)} for the categories that ran."""
     total, passed = Counter(), Counter()
     for r in results:
         total[r.category] += 1
         passed[r.category] += r.ok
+    return {cat: (passed[cat], total[cat]) for cat in CATEGORIES if total[cat]}
+
+
+def summary(results: list[CheckResult]) -> str:
+    """Pass rates per category (and how often a rejection's line agrees with p4c)."""
     lines = []
-    for cat in CATEGORIES:
-        if total[cat]:
-            pct = 100.0 * passed[cat] / total[cat]
-            lines.append(f"{cat:7} {passed[cat]:4}/{total[cat]:<4} ({pct:5.1f}%)")
+    for cat, (ok, total) in rates(results).items():
+        lines.append(f"{cat:7} {ok:4}/{total:<4} ({100.0 * ok / total:5.1f}%)")
     agree = [r for r in results if r.category == "reject" and r.ok]
     if agree:
         n = sum(bool(r.detail.get("line_agrees")) for r in agree)
@@ -523,8 +526,11 @@ def main(argv: list[str] | None = None) -> int:
     results = run_corpus(programs, args.jobs, args.timeout, progress)
     elapsed = time.monotonic() - start
     args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps({"corpus": str(corpus), "seconds": elapsed,
-                                        "results": [asdict(r) for r in results]}, indent=1))
+    args.results.write_text(json.dumps({
+        "corpus": str(corpus), "seconds": elapsed,
+        "rates": {cat: {"passed": ok, "total": total}
+                  for cat, (ok, total) in rates(results).items()},
+        "results": [asdict(r) for r in results]}, indent=1))
     print(summary(results))
     print(f"{len(programs)} programs in {elapsed:.1f} s; results in {args.results}")
     print("slowest: " + ", ".join(f"{r.category} {r.program} {r.seconds:.1f} s"
