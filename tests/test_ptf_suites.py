@@ -166,6 +166,28 @@ def test_runner_cleans_up_after_a_failing_run(tmp_path: Path):
 
 
 @NEEDS_ROOT
+def test_runner_without_netns_removes_its_veths(tmp_path: Path):
+    """--no-netns: the runner works in the namespace it is given and deletes the veth
+    pairs it created there (run here inside a scratch namespace of the test's own)."""
+    namespace = f"tailcc-ptf-t{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", namespace], check=True)
+    try:
+        subprocess.run(["ip", "netns", "exec", namespace, "ip", "link", "set", "lo", "up"],
+                       check=True)
+        res = subprocess.run(["ip", "netns", "exec", namespace, sys.executable,
+                              str(PTF_DIR / "run.py"), "--no-netns", "--ports", "1,2",
+                              "--keep", str(tmp_path), "--", "robustness_test.PfcCountedTest"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        assert "PASS robustness_test.PfcCountedTest" in (tmp_path / "results.txt").read_text()
+        links = subprocess.run(["ip", "netns", "exec", namespace, "ip", "-o", "link"],
+                               capture_output=True, text=True, check=True).stdout
+        assert "veth" not in links, links
+    finally:
+        subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
+
+
+@NEEDS_ROOT
 def test_runner_cleans_up_on_sigterm(tmp_path: Path):
     """SIGTERM in the middle of a run removes the namespace and stops the switch."""
     work, log = tmp_path / "work", tmp_path / "runner.log"
