@@ -147,7 +147,8 @@ def test_iface(port_index: int) -> str:
 
 
 def create_veths(ports: tuple[int, ...]) -> list[str]:
-    """One veth pair per port, up, IPv6 off, offloads off; returns what was created."""
+    """One veth pair per port, up, IPv6 off (no kernel chatter reaches the switch or
+    the test side); returns the switch-side names of the pairs created."""
     created: list[str] = []
     try:
         for i, _port in enumerate(ports):
