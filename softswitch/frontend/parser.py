@@ -164,6 +164,8 @@ class Parser:
         return annos
 
     def parse_annotation(self) -> ast.Annotation:
+        """``@name``, ``@name(…)`` (free-form tokens; parsed further when they form
+        expressions), ``@name[…]`` (structured) or ``@pragma name …``."""
         at = self.expect("@")
         name_tok = self.advance()
         if not (name_tok.kind == "ID" or name_tok.text.isidentifier()):
@@ -380,6 +382,8 @@ class Parser:
             raise self.error("`>`")
 
     def parse_base_type(self) -> ast.TypeRef:
+        """A type without ``[N]`` suffixes. Any identifier is accepted here: type
+        parameters may be used before they are declared (``extern T f<T>()``)."""
         t = self.tok
         k = t.kind
         loc = t.loc
@@ -485,6 +489,7 @@ class Parser:
         return None
 
     def parse_binary(self, min_prec: int) -> ast.Expr:
+        """Precedence climbing over :data:`_BINARY_PREC` (all left-associative)."""
         left = self.parse_unary()
         while True:
             op = self.binary_op()
@@ -499,6 +504,8 @@ class Parser:
             left = ast.Binary(name, left, right, loc=left.loc)
 
     def parse_unary(self) -> ast.Expr:
+        """Prefix operators and casts; a cast ``(T) e`` needs ``T`` to start like a
+        type (p4c only treats declared type names so), else ``(`` opens an expression."""
         t = self.tok
         if t.kind in ("!", "~", "-", "+"):
             self.advance()
@@ -510,6 +517,8 @@ class Parser:
         return self.parse_postfix(self.parse_primary())
 
     def parse_cast(self) -> ast.Expr:
+        """``(T) e``; backtracks when what follows cannot start an operand, so that a
+        parenthesized type-name expression is not mistaken for a cast."""
         lp = self.expect("(")
         to = self.parse_type()
         self.expect(")")
@@ -519,6 +528,8 @@ class Parser:
         return ast.Cast(to, self.parse_unary(), loc=lp.loc)
 
     def parse_primary(self) -> ast.Expr:
+        """Literals, names, parenthesized and brace expressions, ``error.X`` and
+        declared type names (which must be followed by ``.``, ``(`` or a ``{`` initializer)."""
         t = self.tok
         k = t.kind
         if k == "INT":
@@ -578,6 +589,7 @@ class Parser:
         return ast.TypeNameExpr(ref, loc=t.loc)
 
     def parse_brace_expr(self) -> ast.Expr:
+        """``{}``, ``{a, b}`` (list), ``{f = 1, …}`` (struct expression)."""
         lb = self.expect("{")
         if self.accept("}"):
             return ast.ListExpr([], loc=lb.loc)
@@ -607,6 +619,8 @@ class Parser:
         return ast.ListExpr(items, loc=lb.loc)
 
     def parse_postfix(self, e: ast.Expr) -> ast.Expr:
+        """Member access, indexing/slicing, calls and explicit type arguments
+        ``f<bit<8>>(x)`` — tried speculatively, since ``a < b`` may be a comparison."""
         while True:
             k = self.tok.kind
             if k == ".":
@@ -647,12 +661,14 @@ class Parser:
         return ast.Slice(e, hi, lo, loc=e.loc)
 
     def parse_call_type_args(self) -> list[ast.TypeRef]:
+        """Type arguments count only when a call follows (``f<T>(…)``)."""
         targs = self.parse_type_args()
         if not self.at("("):
             raise _Backtrack()
         return targs
 
     def parse_args(self) -> list[ast.Argument]:
+        """Call arguments: positional, named ``n = e``, or ``_``."""
         self.expect("(")
         args: list[ast.Argument] = []
         if self.accept(")"):
@@ -704,6 +720,8 @@ class Parser:
         return self.parse_simple_keyset()
 
     def parse_tuple_keyset(self) -> ast.Expr:
+        """``(k1, k2 &&& m, _)``; speculative because ``(a + b) &&& c`` is a plain
+        keyset starting with a parenthesis — it is a tuple only if ``:`` follows."""
         lp = self.expect("(")
         items = [self.parse_simple_keyset()]
         while self.accept(","):
@@ -840,6 +858,8 @@ class Parser:
         return ast.IfStmt(cond, then, otherwise, loc=t.loc)
 
     def parse_switch(self) -> ast.SwitchStmt:
+        """``switch (e) { label: {…} label: default: {…} }`` — a label without a body
+        falls through to the next one."""
         t = self.expect("switch")
         self.expect("(")
         expr = self.parse_expr()
@@ -876,6 +896,7 @@ class Parser:
             j += 1
 
     def parse_for(self) -> ast.Stmt:
+        """``for (init; cond; update) body`` or ``for (T x in collection) body``."""
         t = self.expect("for")
         self.expect("(")
         if self.is_for_in():
@@ -939,6 +960,8 @@ class Parser:
 
     def parse_instance_rest(self, type_ref: ast.TypeRef, annos: list[ast.Annotation],
                             start: Token, need_semi: bool = True) -> ast.InstanceDecl:
+        """After ``T`` in ``T(args) name [= { … }];``: constructor arguments, the
+        instance name, and an optional initializer implementing abstract methods."""
         args = self.parse_args()
         name = self.expect_name()
         self.declare_object(name.text)
@@ -1019,6 +1042,7 @@ class Parser:
         return cls(name.text, fields, tparams, annotations=annos, loc=kw.loc)
 
     def parse_members(self, with_values: bool) -> list[ast.EnumMember]:
+        """Members of an enum, ``error`` or ``match_kind`` list (trailing comma ok)."""
         self.expect("{")
         members: list[ast.EnumMember] = []
         while not self.at("}"):
@@ -1033,6 +1057,7 @@ class Parser:
         return members
 
     def parse_enum(self, annos: list[ast.Annotation]) -> ast.EnumDecl:
+        """``enum E {A, B}`` or a serializable ``enum bit<8> E {A = 1}``."""
         kw = self.expect("enum")
         underlying = None
         if not (self.at("ID") and self.peek().kind == "{"):
@@ -1117,6 +1142,8 @@ class Parser:
         return ast.ExternDecl(name.text, methods, tparams, annotations=annos, loc=kw.loc)
 
     def parse_method(self, extern_name: str) -> ast.MethodDecl:
+        """A method prototype inside ``extern E { … }``: the constructor (no return
+        type, named like the extern), or ``[abstract] R name<T>(params);``."""
         annos = self.parse_annotations()
         start = self.tok
         abstract = self.accept("abstract") is not None
@@ -1167,6 +1194,8 @@ class Parser:
         return ast.PackageTypeDecl(name.text, params, tparams, annotations=annos, loc=kw.loc)
 
     def parse_parser(self, annos: list[ast.Annotation]) -> ast.Decl:
+        """``parser P<T>(params);`` (a type) or a parser declaration with constructor
+        parameters, locals and states."""
         kw = self.expect("parser")
         name = self.expect_name()
         self.declare_type(name.text)
@@ -1214,6 +1243,7 @@ class Parser:
         return ast.ValueSetDecl(name.text, elem, size, annotations=annos, loc=kw.loc)
 
     def parse_state(self, annos: list[ast.Annotation]) -> ast.ParserState:
+        """``state s { statements transition …; }`` (no transition: p4c implies reject)."""
         kw = self.advance()
         name = self.expect_name()
         self.expect("{")
@@ -1231,6 +1261,7 @@ class Parser:
         return ast.ParserState(name.text, stmts, transition, annotations=annos, loc=kw.loc)
 
     def parse_transition(self) -> ast.Expr:
+        """``transition name;`` or ``transition select(keys) { keyset: state; … }``."""
         if not self.at("select"):
             target = self.parse_expr()
             self.expect(";")
@@ -1255,6 +1286,8 @@ class Parser:
         return ast.SelectExpr(keys, cases, loc=kw.loc)
 
     def parse_control(self, annos: list[ast.Annotation]) -> ast.Decl:
+        """``control C<T>(params);`` (a type) or a control declaration with its
+        locals and ``apply`` block."""
         kw = self.expect("control")
         name = self.expect_name()
         self.declare_type(name.text)
@@ -1308,6 +1341,8 @@ class Parser:
         return ast.TableDecl(name.text, props, annotations=annos, loc=kw.loc)
 
     def parse_table_property(self) -> ast.TableProperty:
+        """``key``, ``actions``, ``entries`` and ``default_action`` get their own
+        forms; any other property (``size``, ``implementation``, custom ones) is an expression."""
         annos = self.parse_annotations()
         start = self.tok
         is_const = self.accept("const") is not None
@@ -1330,6 +1365,7 @@ class Parser:
         return ast.TableProperty(name, value, is_const, annos, loc=start.loc)
 
     def parse_key_elements(self) -> list[ast.KeyElement]:
+        """``expr : match_kind [annotations];`` entries of a table key."""
         self.expect("{")
         keys: list[ast.KeyElement] = []
         while not self.accept("}"):
@@ -1342,6 +1378,8 @@ class Parser:
         return keys
 
     def action_ref(self, e: ast.Expr, annos: list[ast.Annotation]) -> ast.ActionRef:
+        """An action reference (``a``, ``.a``, ``a(1)``) from an already parsed
+        expression, so default actions and entries reuse the expression parser."""
         if isinstance(e, ast.Call) and not e.type_args:
             return ast.ActionRef(e.target, e.args, annos, loc=e.loc)
         if isinstance(e, (ast.PathExpr, ast.Member)):
@@ -1349,6 +1387,7 @@ class Parser:
         raise P4Error("syntax error, expected an action name or call", e.loc)
 
     def parse_action_list(self) -> list[ast.ActionRef]:
+        """``actions = { [annotations] a; b(1); }``; a repeated action is an error."""
         self.expect("{")
         refs: list[ast.ActionRef] = []
         while not self.accept("}"):
@@ -1363,6 +1402,7 @@ class Parser:
         return refs
 
     def parse_entries(self, is_const: bool) -> list[ast.TableEntry]:
+        """``[const] [priority = N :] keyset : action(args) [annotations];`` entries."""
         self.expect("{")
         entries: list[ast.TableEntry] = []
         while not self.accept("}"):
@@ -1407,6 +1447,8 @@ class Parser:
             or self.starts_type(1)
 
     def parse_single_declaration(self, annos: list[ast.Annotation]) -> ast.Node | None:
+        """Any top-level declaration but typedefs; ``T(…) name;`` is an
+        instantiation and ``T name(…) {…}`` a function."""
         t = self.tok
         k = t.kind
         if k == "const":
