@@ -1,0 +1,227 @@
+"""One P4 switch process per topology switch: softswitch or BMv2 ``simple_switch_grpc``.
+
+Users of P4 tooling run Mininet with one BMv2 process per switch, bound to that
+switch's interfaces. :class:`SwitchProcess` builds exactly ``simple_switch_grpc``'s
+command line (softswitch's ``run`` takes the same one), starts it in the root
+namespace with its output in the run directory, waits until its gRPC port answers
+(tailcc.p4 takes seconds to compile) and stops it by its own pid — never by name,
+since other switches may be running on the machine. :class:`P4Switch` is the Mininet
+``Switch`` that wraps it; the plain-namespace backend uses it directly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from topologies.schema import SwitchSpec
+
+KINDS = ("softswitch", "bmv2")
+
+
+class SwitchStartError(Exception):
+    """A switch could not be started (the message says which and why)."""
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """True if something already listens on ``host:port`` (a stale or foreign switch)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+def softswitch_command() -> list[str]:
+    """``softswitch`` from this interpreter's environment (the project venv)."""
+    script = Path(sys.executable).parent / "softswitch"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "softswitch"]
+
+
+def tool_command(name: str) -> list[str]:
+    """A console script of this project (``tailcc``) next to this interpreter."""
+    script = Path(sys.executable).parent / name
+    if script.exists():
+        return [str(script)]
+    module = {"tailcc": "controlplane.cli"}.get(name, name)
+    return [sys.executable, "-m", module]
+
+
+def bmv2_program(spec: SwitchSpec, run_dir: Path) -> Path:
+    """The BMv2 JSON for ``spec``: the program itself, or compiled with ``p4c``."""
+    if spec.program.suffix == ".json":
+        return spec.program
+    p4c = shutil.which("p4c") or shutil.which("p4c-bm2-ss")
+    if p4c is None:
+        raise SwitchStartError(f"{spec.name}: --switch bmv2 needs {spec.program.name} "
+                               "compiled to BMv2 JSON, and p4c is not installed (give "
+                               "the switch a .json program, or use --switch softswitch)")
+    out = run_dir / f"{spec.name}.json"
+    p4info = run_dir / f"{spec.name}.p4info.txtpb"
+    argv = [p4c, "--target", "bmv2", "--arch", "v1model", "-o", str(out),
+            "--p4runtime-files", str(p4info), str(spec.program)]
+    if Path(p4c).name == "p4c":
+        argv[argv.index("-o") + 1] = str(run_dir)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode != 0:
+        raise SwitchStartError(f"{spec.name}: p4c failed on {spec.program}:\n"
+                               f"{done.stdout}{done.stderr}".rstrip())
+    compiled = run_dir / f"{spec.program.stem}.json"
+    if compiled.exists() and compiled != out:
+        compiled.replace(out)
+    return out
+
+
+class SwitchProcess:
+    """The process of one switch, started in the root namespace on ``ports``."""
+
+    def __init__(self, spec: SwitchSpec, kind: str, run_dir: Path,
+                 ports: dict[int, str]) -> None:
+        if kind not in KINDS:
+            raise SwitchStartError(f"unknown switch kind {kind!r} (one of: "
+                                   f"{', '.join(KINDS)})")
+        self.spec = spec
+        self.kind = kind
+        self.run_dir = run_dir
+        self.ports = ports
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.output = run_dir / f"{spec.name}.out"
+
+    def argv(self) -> list[str]:
+        """``simple_switch_grpc``'s command line (softswitch: ``softswitch run`` + same)."""
+        spec = self.spec
+        if self.kind == "bmv2":
+            exe = shutil.which("simple_switch_grpc")
+            if exe is None:
+                raise SwitchStartError("--switch bmv2: simple_switch_grpc is not installed "
+                                       "(not on PATH); use --switch softswitch")
+            head = [exe, str(bmv2_program(spec, self.run_dir))]
+            log_file = str(self.run_dir / spec.name)          # BMv2 appends ".txt"
+        else:
+            head = [*softswitch_command(), "run", str(spec.program)]
+            log_file = str(self.run_dir / f"{spec.name}.log")
+        argv = list(head)
+        for port, intf in sorted(self.ports.items()):
+            argv += ["-i", f"{port}@{intf}"]
+        argv += ["--device-id", str(spec.device_id), "--thrift-port", str(spec.thrift_port),
+                 "--log-file", log_file, "--log-level", spec.log_level]
+        if spec.pcap:
+            argv += ["--pcap", str(self.run_dir / "pcap" / spec.name)]
+        argv += ["--", "--grpc-server-addr", f"127.0.0.1:{spec.grpc_port}",
+                 "--cpu-port", str(spec.cpu_port),
+                 "--priority-queues", str(spec.priority_queues)]
+        return argv
+
+    def start(self) -> None:
+        """Start the process (returns at once; :meth:`wait_ready` waits for gRPC)."""
+        if port_in_use(self.spec.grpc_port):
+            raise SwitchStartError(f"{self.spec.name}: gRPC port {self.spec.grpc_port} is "
+                                   "already in use (another switch running? change "
+                                   "grpc_port or stop it)")
+        argv = self.argv()
+        if self.spec.pcap:
+            (self.run_dir / "pcap" / self.spec.name).mkdir(parents=True, exist_ok=True)
+        with open(self.output, "wb") as out:
+            out.write((" ".join(argv) + "\n").encode())
+            out.flush()
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        (self.run_dir / f"{self.spec.name}.pid").write_text(f"{self.proc.pid}\n")
+
+    def wait_ready(self, deadline: float) -> None:
+        """Block until the gRPC port accepts connections, or raise with the log's tail."""
+        assert self.proc is not None
+        while True:
+            if self.proc.poll() is not None:
+                raise SwitchStartError(f"{self.spec.name}: {self.kind} exited with status "
+                                       f"{self.proc.returncode}:\n{self.tail()}")
+            if port_in_use(self.spec.grpc_port):
+                return
+            if time.monotonic() > deadline:
+                raise SwitchStartError(f"{self.spec.name}: gRPC port {self.spec.grpc_port} "
+                                       f"not up in time:\n{self.tail()}")
+            time.sleep(0.1)
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            text = self.output.read_text(errors="replace")
+        except OSError:
+            return "(no output)"
+        return "\n".join("    " + ln for ln in text.splitlines()[-lines:])
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM (the switch closes its sockets), SIGKILL after ``grace`` seconds."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait(5)
+        (self.run_dir / f"{self.spec.name}.pid").unlink(missing_ok=True)
+
+
+def host_offloads_off(run: object, intf: str) -> None:
+    """Checksum/segmentation offloads off, as p4lang/tutorials do: a software switch
+    forwards the partial checksums of offloaded TCP unchanged and the receiver drops
+    them. ``run`` executes an argv where the interface lives."""
+    if shutil.which("ethtool") is None:
+        return
+    run(["ethtool", "-K", intf, "tx", "off", "rx", "off", "sg", "off"])  # type: ignore
+
+
+def _mininet_switch_class() -> type:
+    from mininet.node import Switch
+
+    class P4Switch(Switch):
+        """A Mininet switch backed by one softswitch/simple_switch_grpc process."""
+
+        def __init__(self, name: str, spec: SwitchSpec | None = None, kind: str = "softswitch",
+                     run_dir: Path | None = None, **params: object) -> None:
+            params.setdefault("dpid", f"{(spec.device_id if spec else 0) + 1:016x}")
+            super().__init__(name, **params)
+            assert spec is not None and run_dir is not None
+            self.spec = spec
+            self.kind = kind
+            self.run_dir = run_dir
+            self.process: SwitchProcess | None = None
+
+        def start(self, controllers: list) -> None:
+            ports = {self.ports[intf]: intf.name for intf in self.intfList()
+                     if intf.name != "lo"}
+            for intf in ports.values():
+                self.cmd(f"sysctl -qw net.ipv6.conf.{intf}.disable_ipv6=1")
+                host_offloads_off(lambda argv: self.cmd(" ".join(argv)), intf)
+            self.process = SwitchProcess(self.spec, self.kind, self.run_dir, ports)
+            self.process.start()
+
+        def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's API
+            if self.process is not None:
+                self.process.stop()
+            super().stop(deleteIntfs)
+
+    return P4Switch
+
+
+def __getattr__(name: str) -> type:
+    """``P4Switch`` is built on first use, so this module imports without Mininet."""
+    if name == "P4Switch":
+        cls = _mininet_switch_class()
+        globals()["P4Switch"] = cls
+        return cls
+    raise AttributeError(name)

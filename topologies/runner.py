@@ -1,0 +1,642 @@
+"""Bring a topology up, program its switches, check it, and always tear it down.
+
+Two backends build the same network: Mininet (hosts in Mininet's namespaces, links via
+``TCLink``, one :class:`~topologies.p4switch.P4Switch` per switch) and plain network
+namespaces (``ip netns`` + veth pairs), which needs nothing but iproute2 and is what CI
+uses when Mininet is missing. In both, switch ports are root-namespace interfaces named
+like Mininet's (``s1-eth1``) and each switch is one process bound to them.
+
+After the switches answer on gRPC the runner programs them, in this order: the
+topology's ``intent`` through ``tailcc apply`` (addresses taken from the topology, so a
+test can move ports), each switch's ``runtime_json`` through ``tailcc load``
+(p4lang/tutorials files), each switch's ``cli_commands`` through ``softswitch cli`` or
+``simple_switch_CLI``. Every step that fails stops the run with its output; teardown
+runs in a ``finally`` and also removes what an earlier, killed run left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topologies.p4switch import (
+    SwitchProcess,
+    SwitchStartError,
+    host_offloads_off,
+    port_in_use,
+    softswitch_command,
+    tool_command,
+)
+from topologies.schema import PROJECT_ROOT, LinkSpec, Topology
+
+BACKENDS = ("mininet", "netns")
+NETNS_PREFIX = "tcc-"
+
+
+class RunnerError(Exception):
+    """The topology could not be brought up or programmed (message says where/why)."""
+
+
+@dataclass
+class PingResult:
+    src: str
+    dst: str
+    dst_ip: str
+    sent: int
+    received: int
+    rtt_min: float | None = None
+    rtt_avg: float | None = None
+    rtt_max: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.received == self.sent and self.sent > 0
+
+    def line(self) -> str:
+        rtt = (f"rtt min/avg/max {self.rtt_min:.3f}/{self.rtt_avg:.3f}/{self.rtt_max:.3f} ms"
+               if self.rtt_avg is not None else "no replies")
+        return f"{self.src} -> {self.dst} ({self.dst_ip}): {self.received}/{self.sent}, {rtt}"
+
+
+_RTT_RE = re.compile(r"= ([\d.]+)/([\d.]+)/([\d.]+)/")
+_COUNT_RE = re.compile(r"(\d+) packets transmitted, (\d+) received")
+
+
+def parse_ping(src: str, dst: str, dst_ip: str, output: str) -> PingResult:
+    """Counts and RTTs from iputils ``ping`` output (no replies: RTTs are None)."""
+    counts = _COUNT_RE.search(output)
+    sent, received = (int(counts.group(1)), int(counts.group(2))) if counts else (0, 0)
+    rtt = _RTT_RE.search(output)
+    if rtt:
+        return PingResult(src, dst, dst_ip, sent, received,
+                          *(float(rtt.group(i)) for i in (1, 2, 3)))
+    return PingResult(src, dst, dst_ip, sent, received)
+
+
+def default_backend() -> str:
+    """Mininet where Debian's mininet module imports (and mnexec exists), else netns."""
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError:
+        return "netns"
+    return "mininet" if shutil.which("mnexec") else "netns"
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30,
+                          check=False)
+    if check and done.returncode != 0:
+        raise RunnerError(f"ip {' '.join(args)}: {done.stderr.strip()}")
+    return done
+
+
+def link_exists(name: str) -> bool:
+    return _ip("link", "show", "dev", name, check=False).returncode == 0
+
+
+def netns_exists(name: str) -> bool:
+    return Path("/run/netns", name).exists()
+
+
+def kernel_has_netem() -> bool:
+    """Whether ``tc`` can attach netem (link ``delay``/``loss``): many VM kernels lack
+    sch_netem, and Mininet would only log an error and build the link without delay."""
+    ns = f"{NETNS_PREFIX}netem-probe"
+    _ip("netns", "add", ns, check=False)
+    try:
+        _ip("-n", ns, "link", "add", "p0", "type", "veth", "peer", "name", "p1", check=False)
+        done = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "p0",
+                               "root", "netem", "delay", "1ms"], capture_output=True,
+                              timeout=30, check=False)
+        return done.returncode == 0
+    finally:
+        _ip("netns", "del", ns, check=False)
+
+
+# ------------------------------------------------------------------------ backends
+class NetnsNetwork:
+    """Hosts as named network namespaces (``tcc-h1``), links as veth pairs."""
+
+    def __init__(self, topo: Topology, prefix: str = NETNS_PREFIX) -> None:
+        self.topo = topo
+        self.prefix = prefix
+        self.created_ns: list[str] = []
+        self.created_links: list[str] = []
+
+    def ns(self, host: str) -> str:
+        return f"{self.prefix}{host}"
+
+    def build(self) -> None:
+        for host in self.topo.hosts:
+            _ip("netns", "add", self.ns(host.name))
+            self.created_ns.append(self.ns(host.name))
+            self.host_run(host.name, ["ip", "link", "set", "lo", "up"])
+        for i, link in enumerate(self.topo.links):
+            self._link(i, link)
+
+    def _link(self, index: int, link: LinkSpec) -> None:
+        names = [self._intf_name(e.node, e.port) for e in (link.a, link.b)]
+        tmp = [f"tcc{index}{x}{int(time.time() * 1000) % 100000}" for x in "ab"]
+        _ip("link", "add", tmp[0], "type", "veth", "peer", "name", tmp[1])
+        self.created_links.append(tmp[0])
+        for end, name, t in zip((link.a, link.b), names, tmp, strict=True):
+            if end.port is None:          # host end: moved into the host's namespace
+                _ip("link", "set", t, "netns", self.ns(end.node), "name", name)
+                host = self.topo.host(end.node)
+                self.host_run(end.node, ["ip", "link", "set", name, "address", host.mac])
+            else:
+                _ip("link", "set", t, "name", name)
+                self.created_links.append(name)
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"],
+                               capture_output=True, check=False)
+                _ip("link", "set", name, "up")
+                host_offloads_off(_run_root, name)
+        self.created_links.remove(tmp[0])
+        for end, name in zip((link.a, link.b), names, strict=True):
+            self._shape(end.node if end.port is None else None, name, link)
+
+    def _intf_name(self, node: str, port: int | None) -> str:
+        return f"{node}-eth0" if port is None else self.topo.switch(node).intf(port)
+
+    def _shape(self, host: str | None, intf: str, link: LinkSpec) -> None:
+        """``tc`` as Mininet's TCLink does it: HTB for bw, netem below it for delay/loss."""
+        run = (lambda argv: self.host_run(host, argv)) if host else _run_root_checked
+        parent = ["root"]
+        if link.bw is not None:
+            run(["tc", "qdisc", "add", "dev", intf, "root", "handle", "5:0", "htb",
+                 "default", "1"])
+            run(["tc", "class", "add", "dev", intf, "parent", "5:0", "classid", "5:1",
+                 "htb", "rate", f"{link.bw}Mbit", "burst", "15k"])
+            parent = ["parent", "5:1"]
+        netem = []
+        if link.delay:
+            netem += ["delay", link.delay]
+        if link.loss:
+            netem += ["loss", f"{link.loss}%"]
+        if link.max_queue_size:
+            netem += ["limit", str(link.max_queue_size)]
+        if netem:
+            run(["tc", "qdisc", "add", "dev", intf, *parent, "handle", "10:", "netem", *netem])
+
+    def host_run(self, host: str, argv: list[str], timeout: float = 30,
+                 check: bool = True) -> tuple[int, str]:
+        done = subprocess.run(["ip", "netns", "exec", self.ns(host), *argv],
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        out = done.stdout + done.stderr
+        if check and done.returncode != 0:
+            raise RunnerError(f"{host}: {' '.join(argv)}: {out.strip()}")
+        return done.returncode, out
+
+    def add_switch_processes(self, make: Callable[[str, dict[int, str]], SwitchProcess]
+                             ) -> list[SwitchProcess]:
+        procs = []
+        for sw in self.topo.switches:
+            ports = {e.port: sw.intf(e.port) for lk in self.topo.links
+                     for e in (lk.a, lk.b) if e.node == sw.name and e.port is not None}
+            proc = make(sw.name, ports)
+            procs.append(proc)
+            proc.start()
+        return procs
+
+    def interactive(self) -> None:
+        print("netns backend: enter a host with", file=sys.stderr)
+        for host in self.topo.hosts:
+            print(f"    ip netns exec {self.ns(host.name)} bash", file=sys.stderr)
+        print("Ctrl-C tears the topology down.", file=sys.stderr, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+
+    def stop(self) -> None:
+        for ns in self.created_ns:
+            _ip("netns", "del", ns, check=False)
+        for name in self.created_links:
+            if link_exists(name):
+                _ip("link", "del", name, check=False)
+        self.created_ns.clear()
+        self.created_links.clear()
+
+
+def _run_root(argv: list[str]) -> None:
+    subprocess.run(argv, capture_output=True, timeout=30, check=False)
+
+
+def _run_root_checked(argv: list[str]) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    if done.returncode != 0:
+        raise RunnerError(f"{' '.join(argv)}: {done.stderr.strip()}")
+
+
+class MininetNetwork:
+    """The same network built by Mininet with one P4Switch per switch."""
+
+    def __init__(self, topo: Topology, kind: str, run_dir: Path) -> None:
+        from mininet.link import TCLink
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+
+        from topologies.p4switch import P4Switch
+
+        setLogLevel("warning")
+        self.topo = topo
+        self.net = Mininet(controller=None, link=TCLink, build=False, autoSetMacs=False,
+                           autoStaticArp=False, waitConnected=False)
+        self.started = False
+        for host in topo.hosts:
+            self.net.addHost(host.name, ip=str(host.ip), mac=host.mac)
+        for sw in topo.switches:
+            self.net.addSwitch(sw.name, cls=P4Switch, spec=sw, kind=kind, run_dir=run_dir)
+        for link in topo.links:
+            opts: dict[str, Any] = {}
+            if link.bw is not None:
+                opts["bw"] = link.bw
+            if link.delay:
+                opts["delay"] = link.delay
+            if link.loss:
+                opts["loss"] = link.loss
+            if link.max_queue_size:
+                opts["max_queue_size"] = link.max_queue_size
+            ends = []
+            for end in (link.a, link.b):
+                ends.append((end.node, 0 if end.port is None else end.port))
+            self.net.addLink(ends[0][0], ends[1][0], port1=ends[0][1], port2=ends[1][1],
+                             **opts)
+
+    def build(self) -> None:
+        self.net.build()
+        for host in self.topo.hosts:
+            self.host_run(host.name, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+                          check=False)
+
+    def add_switch_processes(self, make: Callable[[str, dict[int, str]], SwitchProcess]
+                             ) -> list[SwitchProcess]:
+        del make                        # P4Switch makes its own in start()
+        self.started = True
+        self.net.start()
+        return [sw.process for sw in self.net.switches]
+
+    def host_run(self, host: str, argv: list[str], timeout: float = 30,
+                 check: bool = True) -> tuple[int, str]:
+        node = self.net.get(host)
+        proc = node.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        text = out.decode(errors="replace")
+        if check and proc.returncode != 0:
+            raise RunnerError(f"{host}: {' '.join(argv)}: {text.strip()}")
+        return proc.returncode, text
+
+    def interactive(self) -> None:
+        from mininet.cli import CLI
+
+        CLI(self.net)
+
+    def stop(self) -> None:
+        self.net.stop()
+
+
+# -------------------------------------------------------------------------- runner
+class Runner:
+    """One run of a topology: ``with Runner(topo) as r: r.pingall()``."""
+
+    def __init__(self, topo: Topology, switch_kind: str = "softswitch",
+                 backend: str | None = None, run_dir: Path | None = None,
+                 start_timeout: float = 120.0, log: Callable[[str], None] | None = None
+                 ) -> None:
+        self.topo = topo
+        self.kind = switch_kind
+        self.backend = backend or default_backend()
+        if self.backend not in BACKENDS:
+            raise RunnerError(f"unknown backend {self.backend!r} (one of: "
+                              f"{', '.join(BACKENDS)})")
+        self.run_dir = (run_dir or PROJECT_ROOT / "out" / "topologies" / topo.name).resolve()
+        self.start_timeout = start_timeout
+        self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self.net: NetnsNetwork | MininetNetwork | None = None
+        self.processes: list[SwitchProcess] = []
+
+    # --- lifecycle -------------------------------------------------------------------
+    def __enter__(self) -> Runner:
+        self.up()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    def up(self) -> None:
+        """Build, start and program everything; on any failure tear down and raise."""
+        try:
+            self._up()
+        except BaseException:
+            self.down()
+            raise
+
+    def _up(self) -> None:
+        self._preflight()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        if self.backend == "mininet":
+            self.net = MininetNetwork(self.topo, self.kind, self.run_dir)
+        else:
+            self.net = NetnsNetwork(self.topo)
+        self.net.build()
+        self._configure_hosts()
+        self.processes = [p for p in self.net.add_switch_processes(self._make_process) if p]
+        deadline = time.monotonic() + self.start_timeout
+        try:
+            for proc in self.processes:
+                proc.wait_ready(deadline)
+        except SwitchStartError as exc:
+            raise RunnerError(str(exc)) from None
+        self.log(f"{self.topo.name}: {len(self.topo.switches)} {self.kind} switch(es), "
+                 f"{len(self.topo.hosts)} host(s) up on {self.backend} in "
+                 f"{time.monotonic() - t0:.1f} s (logs: {self.run_dir})")
+        self._program()
+
+    def _make_process(self, name: str, ports: dict[int, str]) -> SwitchProcess:
+        return SwitchProcess(self.topo.switch(name), self.kind, self.run_dir, ports)
+
+    def down(self) -> None:
+        """Stop switches, remove namespaces and links; idempotent, never raises."""
+        for proc in self.processes:
+            with contextlib.suppress(Exception):
+                proc.stop()
+        net, self.net = self.net, None
+        if net is not None:
+            with contextlib.suppress(Exception):
+                net.stop()
+        self.processes = []
+        cleanup(self.topo, self.run_dir, quiet=True)
+
+    # --- checks before creating anything ---------------------------------------------
+    def _preflight(self) -> None:
+        leftovers = leftovers_of(self.topo)
+        if leftovers:
+            raise RunnerError(f"{self.topo.name}: left over from an earlier run: "
+                              f"{', '.join(leftovers)} (run: python -m topologies "
+                              f"{self.topo.path} --clean)")
+        for i, sw in enumerate(self.topo.switches):
+            if port_in_use(sw.grpc_port):
+                raise RunnerError(f"switches[{i}] ({sw.name}): gRPC port {sw.grpc_port} is "
+                                  "already in use")
+        if self.backend == "mininet" and shutil.which("mnexec") is None:
+            raise RunnerError("backend mininet: mnexec not found (apt-get install mininet), "
+                              "or use --backend netns")
+        if shutil.which("ping") is None:
+            self.log("warning: ping is not installed (apt-get install iputils-ping)")
+        if any(lk.delay or lk.loss for lk in self.topo.links) and not kernel_has_netem():
+            raise RunnerError("links with delay/loss need the kernel's netem qdisc "
+                              "(sch_netem), which this kernel does not have: remove "
+                              "delay/loss or run on a kernel with netem")
+
+    # --- host set-up -----------------------------------------------------------------
+    def _configure_hosts(self) -> None:
+        assert self.net is not None
+        run = self.net.host_run
+        for host in self.topo.hosts:
+            intf = f"{host.name}-eth0"
+            if isinstance(self.net, NetnsNetwork):
+                run(host.name, ["ip", "addr", "add", str(host.ip), "dev", intf])
+                run(host.name, ["ip", "link", "set", intf, "up"])
+                run(host.name, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+                    check=False)
+            host_offloads_off(lambda argv, h=host.name: run(h, argv, check=False), intf)
+            if host.gateway is not None:
+                run(host.name, ["ip", "route", "replace", "default", "via",
+                                str(host.gateway), "dev", intf])
+                if host.gateway_mac:
+                    run(host.name, ["ip", "neigh", "replace", str(host.gateway), "lladdr",
+                                    host.gateway_mac, "dev", intf, "nud", "permanent"])
+            for command in host.commands:
+                code, out = run(host.name, ["sh", "-c", command], check=False)
+                if code != 0:
+                    raise RunnerError(f"{host.name}: command {command!r} failed "
+                                      f"({code}): {out.strip()}")
+
+    # --- programming -----------------------------------------------------------------
+    def _program(self) -> None:
+        if self.topo.intent is not None:
+            self._apply_intent()
+        for sw in self.topo.switches:
+            if sw.runtime_json is not None:
+                p4info = self._p4info(sw)
+                self._tool(sw.name, [*tool_command("tailcc"), "load", str(sw.runtime_json),
+                                     "--no-pipeline", "--p4info", str(p4info), "-a",
+                                     f"127.0.0.1:{sw.grpc_port}", "--device-id",
+                                     str(sw.device_id)], "load")
+            if sw.cli_commands is not None:
+                self._cli_commands(sw)
+
+    def _p4info(self, sw: Any) -> Path:
+        """The switch program's P4Info (same names on BMv2 and softswitch)."""
+        out = self.run_dir / f"{sw.name}.p4info.txtpb"
+        if not out.exists() or out.stat().st_mtime < sw.program.stat().st_mtime:
+            if sw.program.suffix != ".p4":
+                raise RunnerError(f"{sw.name}: runtime_json needs the P4 source of "
+                                  f"{sw.program.name} for its P4Info")
+            self._tool(sw.name, [*softswitch_command(), "compile", str(sw.program),
+                                 "--p4runtime-files", str(out)], "p4info")
+        return out
+
+    def _apply_intent(self) -> None:
+        assert self.topo.intent is not None
+        derived = self.run_dir / "intent.yaml"
+        derived.write_text(derive_intent(self.topo), encoding="utf-8")
+        programs = {sw.program for sw in self.topo.switches}
+        argv = [*tool_command("tailcc"), "apply", str(derived), "--quiet"]
+        if len(programs) == 1:
+            program = next(iter(programs))
+            argv += ["--pipeline", str(program)]
+        self._tool("intent", argv, "apply")
+
+    def _cli_commands(self, sw: Any) -> None:
+        assert sw.cli_commands is not None
+        if self.kind == "bmv2":
+            cli = shutil.which("simple_switch_CLI")
+            if cli is None:
+                raise RunnerError(f"{sw.name}: cli_commands need simple_switch_CLI "
+                                  "(not on PATH)")
+            argv = [cli, "--thrift-port", str(sw.thrift_port)]
+            with open(sw.cli_commands, encoding="utf-8") as f:
+                self._tool(sw.name, argv, "cli", stdin=f.read())
+            return
+        if not _wait_port(sw.thrift_port, 10.0):
+            raise RunnerError(f"{sw.name}: cli_commands: softswitch does not answer on its "
+                              f"runtime port {sw.thrift_port} (--thrift-port): this "
+                              "softswitch version may not serve the runtime channel; use "
+                              "runtime_json or an intent instead")
+        self._tool(sw.name, [*softswitch_command(), "cli", "--port", str(sw.thrift_port),
+                             str(sw.cli_commands)], "cli")
+
+    def _tool(self, who: str, argv: list[str], what: str, stdin: str | None = None) -> None:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300,
+                              input=stdin, cwd=PROJECT_ROOT, check=False)
+        with open(self.run_dir / f"{who}.{what}.log", "w", encoding="utf-8") as f:
+            f.write(" ".join(argv) + "\n" + done.stdout + done.stderr)
+        if done.returncode != 0:
+            raise RunnerError(f"{who}: {what} failed (exit {done.returncode}): "
+                              f"{(done.stdout + done.stderr).strip()}")
+        for line in done.stdout.strip().splitlines()[-8:]:
+            self.log(f"  {line}")
+
+    # --- checks ----------------------------------------------------------------------
+    def ping(self, src: str, dst: str, count: int = 3, interval: float = 0.2,
+             timeout: float = 2.0) -> PingResult:
+        assert self.net is not None
+        ip = str(self.topo.host(dst).ip.ip)
+        _, out = self.net.host_run(src, ["ping", "-n", "-q", "-c", str(count), "-i",
+                                         str(interval), "-W", str(timeout), ip],
+                                   timeout=count * (interval + timeout) + 10, check=False)
+        return parse_ping(src, dst, ip, out)
+
+    def pingall(self, count: int = 3) -> list[PingResult]:
+        """Every ordered host pair: like Mininet's ``pingall``, with RTTs."""
+        return [self.ping(a.name, b.name, count)
+                for a, b in itertools.permutations(self.topo.hosts, 2)]
+
+    def host_run(self, host: str, argv: list[str], timeout: float = 30) -> tuple[int, str]:
+        assert self.net is not None
+        return self.net.host_run(host, argv, timeout=timeout, check=False)
+
+    def interactive(self) -> None:
+        assert self.net is not None
+        self.net.interactive()
+
+
+def _wait_port(port: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if port_in_use(port):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def derive_intent(topo: Topology) -> str:
+    """The topology's intent with each switch's address/device id from the topology.
+
+    The topology is the one place ports are chosen (a test may move them); the
+    intent's ``base`` is made absolute because the derived copy lives elsewhere.
+    """
+    assert topo.intent is not None
+    data = yaml.safe_load(topo.intent.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise RunnerError(f"{topo.intent}: not a mapping (run tailcc validate on it)")
+    base = data.get("base")
+    if isinstance(base, str) and (topo.intent.parent / base).is_file():
+        data["base"] = str((topo.intent.parent / base).resolve())
+    names = {sw.name for sw in topo.switches}
+    for i, entry in enumerate(data.get("switches") or []):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if name not in names:
+            raise RunnerError(f"{topo.intent}: switches[{i}]: {name!r} is not a switch of "
+                              f"topology {topo.name} (switches: {', '.join(sorted(names))})")
+        sw = topo.switch(name)
+        entry["address"] = f"127.0.0.1:{sw.grpc_port}"
+        entry["device_id"] = sw.device_id
+        entry["cpu_port"] = sw.cpu_port
+        if "runtime_address" in entry:
+            entry["runtime_address"] = f"127.0.0.1:{sw.thrift_port}"
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+# ------------------------------------------------------------------------- cleanup
+def _mininet_host_pids(topo: Topology) -> list[int]:
+    """Shells Mininet left for this topology's hosts (``bash … mininet:h1``)."""
+    wanted = {f"mininet:{h.name}" for h in topo.hosts} | \
+             {f"mininet:{s.name}" for s in topo.switches}
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"bash") and any(
+                a.decode(errors="replace") in wanted for a in args):
+            pids.append(int(proc.name))
+    return pids
+
+
+def _switch_pids(run_dir: Path, topo: Topology) -> list[int]:
+    """Switch processes recorded in the run directory that are still this switch."""
+    pids = []
+    for sw in topo.switches:
+        pidfile = run_dir / f"{sw.name}.pid"
+        try:
+            pid = int(pidfile.read_text().strip())
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            pidfile.unlink(missing_ok=True)
+            continue
+        if f"127.0.0.1:{sw.grpc_port}".encode() in cmd:
+            pids.append(pid)
+        else:
+            pidfile.unlink(missing_ok=True)
+    return pids
+
+
+def leftovers_of(topo: Topology, run_dir: Path | None = None) -> list[str]:
+    """What of this topology exists now: interfaces, namespaces, processes."""
+    run_dir = run_dir or PROJECT_ROOT / "out" / "topologies" / topo.name
+    out = [i for i in topo.root_interfaces() if link_exists(i)]
+    out += [f"{h.name}-eth0" for h in topo.hosts if link_exists(f"{h.name}-eth0")]
+    out += [f"netns {NETNS_PREFIX}{h.name}" for h in topo.hosts
+            if netns_exists(f"{NETNS_PREFIX}{h.name}")]
+    out += [f"pid {p}" for p in _switch_pids(run_dir, topo) + _mininet_host_pids(topo)]
+    return out
+
+
+def cleanup(topo: Topology, run_dir: Path | None = None, quiet: bool = False) -> list[str]:
+    """``mn -c`` for one topology: only its own interfaces, namespaces and processes."""
+    run_dir = run_dir or PROJECT_ROOT / "out" / "topologies" / topo.name
+    removed = []
+    for pid in _switch_pids(run_dir, topo) + _mininet_host_pids(topo):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            removed.append(f"pid {pid}")
+    for sw in topo.switches:
+        (run_dir / f"{sw.name}.pid").unlink(missing_ok=True)
+    for host in topo.hosts:
+        ns = f"{NETNS_PREFIX}{host.name}"
+        if netns_exists(ns):
+            _ip("netns", "del", ns, check=False)
+            removed.append(f"netns {ns}")
+    for name in topo.root_interfaces() + [f"{h.name}-eth0" for h in topo.hosts]:
+        if link_exists(name):
+            _ip("link", "del", name, check=False)
+            removed.append(name)
+    if removed and not quiet:
+        print(f"{topo.name}: removed {', '.join(removed)}", file=sys.stderr)
+    return removed
+
+
+@contextlib.contextmanager
+def terminate_on_sigterm() -> Iterator[None]:
+    """SIGTERM/SIGHUP end the run through ``finally`` (teardown), like Ctrl-C does."""
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
