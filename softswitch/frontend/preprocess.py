@@ -20,8 +20,8 @@ from pathlib import Path
 
 from softswitch.diagnostics import P4Error, SourceLoc
 
-#: Our own architecture includes (``core.p4``, ``v1model.p4``) — searched before user dirs,
-#: as p4c puts its ``p4include`` directory on the command line.
+#: Our own architecture includes (``core.p4``, ``v1model.p4``), searched after the user's
+#: include directories, where p4c puts its own ``p4include`` directory.
 P4INCLUDE_DIR = Path(__file__).resolve().parent.parent / "p4include"
 
 #: A runaway ``#include`` recursion or a huge macro expansion must not hang a compile.
@@ -55,12 +55,13 @@ class Preprocessed:
 
 def _cpp_command(include_dirs: Sequence[str | os.PathLike[str]],
                  defines: Mapping[str, str | None] | None) -> list[str]:
-    """The cpp invocation p4c uses, with our include dir first."""
+    """The cpp invocation p4c uses: user ``-D``/``-I`` options, then the architecture
+    include directory (so, as with p4c, a user directory may override ``core.p4``)."""
     cmd = ["cpp", "-C", "-undef", "-nostdinc", "-x", "assembler-with-cpp"]
     for name, value in (defines or {}).items():
         cmd.append(f"-D{name}" if value is None else f"-D{name}={value}")
-    cmd.append(f"-I{P4INCLUDE_DIR}")
     cmd.extend(f"-I{d}" for d in include_dirs)
+    cmd.append(f"-I{P4INCLUDE_DIR}")
     return cmd
 
 

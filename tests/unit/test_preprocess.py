@@ -99,3 +99,9 @@ def test_bad_directive_is_a_located_error(tmp_path: Path):
 def test_missing_input_file(tmp_path: Path):
     with pytest.raises(P4Error, match="does not exist"):
         preprocess(tmp_path / "absent.p4")
+
+
+def test_user_include_dirs_come_before_ours_as_in_p4c(tmp_path: Path):
+    (tmp_path / "core.p4").write_text("const bit<8> MINE = 1;\n")
+    prog = parse_text("#include <core.p4>\n", include_dirs=[tmp_path])
+    assert [d.name for d in prog.decls] == ["MINE"]
