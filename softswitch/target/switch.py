@@ -56,6 +56,10 @@ class _Work:
     payload: bytes = b""
     length: int = 0
     queue: Any = None           # softswitch.tm Dequeued when a traffic manager queued it
+    # BMv2 keeps a unicast packet's registers from ingress to egress: a recirculate or
+    # truncate requested in ingress still takes effect after egress.
+    recirculate: int | None = None
+    truncate: int | None = None
 
 
 def _resolve(name: str, names: Sequence[str], what: str) -> str:
@@ -202,7 +206,8 @@ class Switch:
             return
         sm.f_instance_type = NORMAL
         work.append(_Work("egress", sm.f_egress_spec, hdr=hdr, meta=meta, sm=sm,
-                          payload=payload, length=length))
+                          payload=payload, length=length,
+                          recirculate=pkt.recirculate_field_list, truncate=pkt.truncate_len))
 
     def _run_control(self, role: str, *args: Any) -> Any:
         """Apply a top-level control; its copy-out values replace the arguments."""
@@ -260,7 +265,8 @@ class Switch:
             sm.f_enq_qdepth = min(q.packet.enq_qdepth, (1 << 19) - 1)
             sm.f_deq_qdepth = min(q.deq_qdepth, (1 << 19) - 1)
             sm.f_deq_timedelta = int(q.deq_timedelta_us) & 0xFFFFFFFF
-        pkt = PacketState(length=w.length)
+        pkt = PacketState(length=w.length, recirculate_field_list=w.recirculate,
+                          truncate_len=w.truncate)
         self.rt.pkt = pkt
         self.rt.payload = w.payload
         hdr, meta, sm = self._run_control("eg", hdr, meta, sm)

@@ -293,3 +293,17 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
     assert one(sw, bytes([0x85, 0, 0, 0]))[0] == 3
     assert one(sw, bytes([0x85, 16, 0, 0]))[0] == 4    # overlapping ranges: first listed
     assert one(sw, bytes([0x85, 25, 0, 0]))[0] == 5
+
+
+def test_truncate_and_recirculate_requested_in_ingress(tmp_path):
+    sw = load(tmp_path, """
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        if (h.h.a == 1) { truncate(2); }
+        if (h.h.a == 2) { h.h.a = 3; recirculate_preserving_field_list(0); }
+        if (sm.instance_type == 4) { h.h.b = 0x44; }
+    }
+}""")
+    assert one(sw, bytes([1, 2, 3, 4, 5])) == (1, bytes([1, 2]))
+    assert one(sw, bytes([2, 0, 0, 0])) == (1, bytes([3, 0x44, 0, 0]))
