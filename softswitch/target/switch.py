@@ -189,7 +189,9 @@ class Switch:
         hdr, meta = self._run_control("vr", hdr, meta)
         sm.f_checksum_error = pkt.checksum_error
         hdr, meta, sm = self._run_control("ig", hdr, meta, sm)
-        if pkt.clone_type == INGRESS_CLONE:
+        # BMv2 keeps one clone register: whatever CloneType was named, a clone
+        # requested during ingress is an ingress clone (and during egress an egress one).
+        if pkt.clone_type:
             self._ingress_clone(w, pkt, meta, work)
         if pkt.resubmit_field_list is not None:
             # BMv2 resets all metadata for the new pass: ingress_port too (it is only
@@ -270,7 +272,7 @@ class Switch:
         self.rt.pkt = pkt
         self.rt.payload = w.payload
         hdr, meta, sm = self._run_control("eg", hdr, meta, sm)
-        if pkt.clone_type == EGRESS_CLONE:
+        if pkt.clone_type:
             session = self.mirror.get(pkt.clone_session)
             if session is not None:
                 meta2, sm2 = self.meta_cls(), self.sm_cls()
