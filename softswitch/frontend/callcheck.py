@@ -314,8 +314,13 @@ def _method_call(ck: ExprChecker, e: ast.Call, tgt: ast.Member, ctx: Ctx) -> T.T
             "isValid", "setValid", "setInvalid"):
         if isinstance(ot, T.HeaderUnionType) and tgt.name != "isValid":
             raise fail(f"{describe(tgt)}: not defined on header unions", tgt)
+        if tgt.name != "isValid" and not ck.is_lvalue(obj):
+            raise fail(f"{describe(tgt)}: must be applied to a left-value", tgt)
         return _builtin(e, tgt, (), T.BoolType() if tgt.name == "isValid" else T.VoidType())
     if isinstance(ot, T.StackType) and tgt.name in ("push_front", "pop_front"):
+        if ctx.block == "parser":
+            raise fail(f"{describe(tgt)}: 'push_front' and 'pop_front' for stacks cannot be used "
+                       "in a parser", tgt)
         if len(e.args) != 1:
             raise fail(f"{describe(e)}: expected 1 argument", e)
         a = e.args[0].value

@@ -60,6 +60,22 @@ def describe(e: ast.Expr) -> str:
         return "{ " + ", ".join(describe(i) for i in e.items) + " }"
     if isinstance(e, ast.ThisExpr):
         return "this"
+    if isinstance(e, ast.TypeNameExpr):
+        ref = e.type_ref
+        return getattr(ref, "name", None) or ("error" if isinstance(ref, ast.ErrorTypeRef)
+                                              else str(ref.resolved or "type"))
+    if isinstance(e, ast.Cast):
+        return f"({e.type or 'cast'}){describe(e.expr)}"
+    if isinstance(e, ast.InvalidHeaderExpr):
+        return "{#}"
+    if isinstance(e, ast.DontCareExpr):
+        return "_"
+    if isinstance(e, ast.DefaultExpr):
+        return "default"
+    if isinstance(e, ast.Ternary):
+        return f"{describe(e.cond)} ? {describe(e.then)} : {describe(e.otherwise)}"
+    if isinstance(e, ast.StructExpr):
+        return "{ " + ", ".join(f"{n} = {describe(v)}" for n, v in e.fields) + " }"
     return type(e).__name__
 
 
@@ -245,6 +261,9 @@ class ExprChecker:
 
     def _stack_member(self, e: ast.Member, t: T.StackType, ctx: Ctx) -> T.Type:
         if e.name in ("next", "last"):
+            if ctx.block != "parser":
+                raise fail(f"{describe(e)}: 'last', and 'next' for stacks can only be used in a "
+                           "parser", e)
             return t.element
         if e.name == "lastIndex":
             if ctx.block != "parser":
