@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages the project and its tests need (cpp: P4 preprocessing as p4c does it).
-APT_PKGS := cpp python3-venv python3-pip iproute2
+APT_PKGS := cpp python3-venv python3-pip iproute2 mininet iputils-ping ethtool
 CONFORMANCE ?= $(abspath ../shared/conformance)
 
 .PHONY: setup demo test lint conformance bench clean
@@ -43,3 +43,11 @@ clean:
 .PHONY: ptf
 ptf: setup
 	$(PY) ptf_tests/run.py $(PTF_ARGS)
+
+# Mininet topologies (topologies/*.yaml), one softswitch per switch: up, ping every
+# host pair, down. TOPO=topologies/leaf_spine.yaml, TOPO_ARGS e.g. "--cli",
+# "--switch bmv2" or "--backend netns" (no Mininet: ip netns + veth pairs). Needs root.
+.PHONY: topo
+TOPO ?= topologies/single.yaml
+topo: setup
+	$(PY) -m topologies $(TOPO) $(TOPO_ARGS)

@@ -1,0 +1,206 @@
+"""topologies/: YAML topologies brought up with one softswitch process per switch.
+
+End to end, as a user runs them: Mininet (and the plain-namespace fallback) builds the
+hosts and links, softswitch runs the program on the switch's interfaces, the runner
+programs it (tailcc intent or tutorials runtime JSON), and ``ping`` between the hosts
+must succeed through the P4 pipeline. After every run — including a failed start —
+nothing of the topology may remain: no interface, namespace or process. Ports are
+moved to free ones so the tests never meet another switch on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from topologies import Runner, RunnerError, load_topology  # noqa: E402
+from topologies.runner import leftovers_of  # noqa: E402
+from topologies.schema import Topology, TopologyError  # noqa: E402
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None
+                                or shutil.which("ping") is None,
+                                reason="needs root, iproute2 and iputils-ping")
+
+
+def _mininet_missing() -> bool:
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError:
+        return True
+    return shutil.which("mnexec") is None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def on_free_ports(topo: Topology) -> Topology:
+    """The same topology with every switch's gRPC/thrift port moved to a free one."""
+    for sw in topo.switches:
+        sw.grpc_port, sw.thrift_port = free_port(), free_port()
+    return topo
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def run_and_ping(topo: Topology, backend: str, run_dir: Path) -> list:
+    """Up, ping every pair, down; returns the results and checks nothing is left."""
+    runner = Runner(topo, "softswitch", backend, run_dir, start_timeout=120,
+                    log=lambda msg: print(msg))
+    with runner:
+        pids = [p.proc.pid for p in runner.processes if p.proc is not None]
+        assert len(pids) == len(topo.switches)
+        results = runner.pingall(count=3)
+    for r in results:
+        print(f"[{backend}] {r.line()}")
+    assert not any(pid_alive(pid) for pid in pids), "a switch process survived teardown"
+    assert leftovers_of(topo, run_dir) == []
+    return results
+
+
+@needs_root
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(_mininet_missing(), reason="Debian's mininet is not installed")
+def test_single_tailcc_on_mininet_pings(tmp_path: Path):
+    """single.yaml as shipped: tailcc.p4 on softswitch, routes from the tailcc intent."""
+    topo = on_free_ports(load_topology(ROOT / "topologies" / "single.yaml"))
+    results = run_and_ping(topo, "mininet", tmp_path)
+    assert len(results) == 6
+    assert all(r.ok for r in results), [r.line() for r in results]
+    assert all(r.rtt_avg is not None and r.rtt_avg < 500 for r in results)
+    applied = (tmp_path / "intent.apply.log").read_text()
+    assert "s1: wrote" in applied
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_single_l3_basic_on_netns_pings(tmp_path: Path):
+    """The Mininet-free backend: l3_basic.p4 programmed from a tutorials runtime JSON."""
+    topo = on_free_ports(load_topology(ROOT / "topologies" / "single_l3.yaml"))
+    assert topo.switches[0].program.name == "l3_basic.p4"
+    results = run_and_ping(topo, "netns", tmp_path)
+    assert [r.ok for r in results] == [True, True], [r.line() for r in results]
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_no_route_means_no_reply(tmp_path: Path):
+    """Replies really come through the P4 tables: without entries nothing gets across."""
+    topo = on_free_ports(load_topology(ROOT / "topologies" / "single_l3.yaml"))
+    topo.switches[0].runtime_json = None
+    runner = Runner(topo, "softswitch", "netns", tmp_path, log=print)
+    with runner:
+        result = runner.ping("h1", "h2", count=2)
+    assert result.sent == 2 and result.received == 0
+    assert leftovers_of(topo, tmp_path) == []
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_failed_start_tears_down(tmp_path: Path):
+    """A switch that cannot start fails the run with its error, and leaves nothing."""
+    bad = tmp_path / "broken.p4"
+    bad.write_text("#include <core.p4>\ncontrol C() { apply { x = 1; } }\n")
+    topo = on_free_ports(load_topology(ROOT / "topologies" / "single_l3.yaml"))
+    topo.switches[0].program = bad
+    with pytest.raises(RunnerError) as err:
+        Runner(topo, "softswitch", "netns", tmp_path, start_timeout=60, log=print).up()
+    assert "s1: softswitch exited with status 1" in str(err.value)
+    assert "broken.p4:2" in str(err.value)
+    assert leftovers_of(topo, tmp_path) == []
+
+
+BAD_TOPOLOGIES = [
+    ("hosts: [\n  {name: h1\n", "bad.yaml:3: YAML syntax error"),
+    ("switches: [{name: s1, colour: red}]\nhosts: []\n",
+     "bad.yaml:1: switches[0].colour: unknown key"),
+    ("switches: [{name: s1, program: nowhere.p4}]\n",
+     "bad.yaml:1: switches[0].program: no such file 'nowhere.p4'"),
+    ("switches: [{name: s1}]\nhosts:\n  - {name: h1, ip: 10.0.0.1, mac: '00:00:00:00:00:01'}\n"
+     "links: [[h1, s1:1]]\n",
+     "bad.yaml:3: hosts[0].ip: '10.0.0.1' needs a prefix length"),
+    ("switches: [{name: s1}]\nhosts:\n"
+     "  - {name: h1, ip: 10.0.0.1/24, mac: '00:00:00:00:00:01'}\n"
+     "  - {name: h2, ip: 10.0.0.2/24, mac: '00:00:00:00:00:02'}\n"
+     "links:\n  - [h1, s1:1]\n  - [h2, s1:1]\n",
+     "bad.yaml:7: links[1]: s1:1 is already used by links[0]"),
+    ("switches: [{name: s1}]\nhosts:\n  - {name: h1, ip: 10.0.0.1/24, mac: 'zz'}\n"
+     "links:\n  - [h1, s9:1]\n",
+     "bad.yaml:5: links[0].ends[1]: unknown node 's9'"),
+    ("switches: [{name: s1, grpc_port: 70000}]\n",
+     "bad.yaml:1: switches[0].grpc_port: 70000 is not in 1..65535"),
+    ("switches: [{name: s1}]\nlinks:\n  - [s1:255, s1:2]\n",
+     "bad.yaml:3: links[0].ends[0]: port 255 is s1's CPU port"),
+    ("switches: [{name: averylongname}]\nlinks:\n  - [averylongname:1, averylongname:2]\n",
+     "exceed 15 characters"),
+    ("- just a list\n", "bad.yaml:1: expected a mapping, got a list"),
+]
+
+
+@pytest.mark.parametrize("text,message", BAD_TOPOLOGIES,
+                         ids=[f"bad{i}" for i in range(len(BAD_TOPOLOGIES))])
+def test_bad_yaml_is_a_clean_error(tmp_path: Path, text: str, message: str):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(TopologyError) as err:
+        load_topology(path)
+    assert message in str(err.value).replace(str(tmp_path) + "/", "")
+    done = subprocess.run([sys.executable, "-m", "topologies", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert message in done.stderr.replace(str(tmp_path) + "/", "")
+    assert "Traceback" not in done.stderr
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("switches: [{name: s1, cpu_port: 600, pcap: maybe}]\n"
+                    "hosts:\n  - {name: h1, ip: 10.0.0.1/24, mac: '00:00:00:00:00:01',"
+                    " gateway: 10.9.0.1}\n")
+    with pytest.raises(TopologyError) as err:
+        load_topology(path)
+    text = str(err.value)
+    assert "switches[0].cpu_port: 600 is not in 0..511" in text
+    assert "switches[0].pcap: expected true or false" in text
+    assert "hosts[0].gateway: gateway 10.9.0.1 is not in the host's subnet" in text
+    assert "hosts: host h1 has no link" in text
+
+
+def test_shipped_topologies_are_valid():
+    for name, hosts, switches, links in (("single", 3, 1, 3), ("leaf_spine", 4, 4, 8),
+                                         ("single_l3", 2, 1, 2)):
+        topo = load_topology(ROOT / "topologies" / f"{name}.yaml")
+        assert (len(topo.hosts), len(topo.switches), len(topo.links)) == \
+            (hosts, switches, links)
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "tailcc"), "validate",
+                           "topologies/leaf_spine_intent.yaml"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_cli_usage_errors(tmp_path: Path):
+    done = subprocess.run([sys.executable, "-m", "topologies", str(tmp_path / "none.yaml")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "none.yaml: cannot read: No such file or directory" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "topologies", "topologies/single.yaml",
+                           "--switch", "p4c"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "invalid choice: 'p4c'" in done.stderr
