@@ -415,6 +415,9 @@ class BlockLowerer(StmtLowerer):
             self.direct_meter_table[id(ti.meters.decl)] = tname
             state.meter_factory = self.pb.direct_meter_factory(ti.meters)
             self.pb.register_direct_meter(ti.meters, state)
+        if ti is not None and ti.implementation is not None and \
+                ti.implementation.type_name == "action_selector":
+            state.selector = self.pb.selector_hash(ti.implementation)
         if ti is not None and ti.counters is not None:
             state.has_direct_counter = True
             self.pb.register_direct_counter(ti.counters, state)
@@ -458,10 +461,40 @@ class BlockLowerer(StmtLowerer):
                 buf.emit("_e.bytes += _RT.pkt.length")
             if state.meter_factory is not None:
                 buf.emit(f"{tname}.color = _e.meter.execute(_RT.pkt.length)")
+            if state.selector is not None:
+                self.selector_pick(ti, state, fn)
             buf.emit("_a = _e.action")
             buf.emit("_a.fn(*_e.run_args)")
             buf.emit("return (True, _a)")
         self.funcs.append(buf)
+
+    def selector_pick(self, ti: E.TableInstance | None, state: TableState, fn: FnCtx) -> None:
+        """For a group entry, pick the member with the selector hash of the ``selector``
+        key fields (BMv2: member ``hash % group size``, hash cut to the output width)."""
+        assert state.selector is not None
+        algo, out_width = state.selector
+        buf = fn.buf
+        buf.emit("if _e.group is not None:")
+        with buf.block():
+            acc, total = "", 0
+            for k in (ti.keys if ti is not None else []):
+                if k.match_kind != "selector":
+                    continue
+                code = self.expr(k.expr, fn)
+                if isinstance(T.strip_newtype(k.expr.type), T.BoolType):
+                    code = f"int({code})"
+                w = k.width or _width(k.expr.type)
+                part = f"(({code}) & {(1 << w) - 1})"
+                acc = part if not acc else f"(({acc}) << {w}) | {part}"
+                total += w
+            pad = (-total) % 8
+            data = f"(({acc or '0'}) << {pad}).to_bytes({(total + pad) // 8}, 'big')"
+            h = self.const_obj(algo, "_sel")
+            buf.emit("_g = _e.group")
+            buf.emit(f"_m = _g[({h}({data}) & {(1 << out_width) - 1}) % len(_g)]")
+            buf.emit("_a = _m[0]")
+            buf.emit("_a.fn(*_m[2])")
+            buf.emit("return (True, _a)")
 
     def _table_defs(self, d: ast.TableDecl, ti: E.TableInstance | None,
                     state: TableState) -> None:

@@ -199,6 +199,16 @@ class ProgramBuilder:
     def register_direct_meter(self, ext: E.ExternInstance, state: TableState) -> None:
         self.direct_meters[ext.name or ext.local_name] = state
 
+    def selector_hash(self, ext: E.ExternInstance) -> tuple[Callable[[bytes], int], int]:
+        """(hash function, output width) of an ``action_selector`` instance."""
+        algo = _enum_arg(ext.args.get("algorithm"))
+        fn = hashes.ALGORITHMS.get(algo)
+        if fn is None:
+            raise P4Error(f"action selector '{ext.name or ext.local_name}': hash algorithm "
+                          f"'{algo}' is not supported", ext.loc)
+        width = _int_arg(ext, "outputWidth") or 32
+        return fn, width
+
     def direct_meter_factory(self, ext: E.ExternInstance) -> Callable[[], Meter]:
         by_packets = _enum_arg(ext.args.get("type")) == "packets"
         clock = self.clock

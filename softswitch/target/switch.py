@@ -321,6 +321,18 @@ class Switch:
                   priority: int | None = None) -> int:
         return self.pb.tables[self._table_name(table)].add(keys, action, args, priority)
 
+    def table_add_group(self, table: str, keys: list[KeyMatch],
+                        members: list[tuple[str, list[int]]],
+                        priority: int | None = None) -> int:
+        """An entry of an action-selector table pointing to a group: each packet runs
+        one member (action, args), picked by the selector's hash of the ``selector``
+        key fields. Beyond :class:`SwitchControl`; P4Runtime group entries use it."""
+        return self.pb.tables[self._table_name(table)].add_group(keys, members, priority)
+
+    def table_modify_group(self, table: str, handle: int,
+                           members: list[tuple[str, list[int]]]) -> None:
+        self.pb.tables[self._table_name(table)].modify_group(handle, members)
+
     def table_modify(self, table: str, handle: int, action: str, args: list[int]) -> None:
         self.pb.tables[self._table_name(table)].modify(handle, action, args)
 

@@ -62,6 +62,9 @@ class Entry:
     # Normalised match: per key (value, mask) or ("range", lo, hi)
     match: tuple[Any, ...] = ()
     run_args: list[Any] = field(default_factory=list)   # what the action body receives
+    # Action selector group: (action, control-plane args, runtime args) per member; one
+    # is picked per packet by the selector hash. None for a direct action.
+    group: list[tuple[ActionDef, list[int], list[Any]]] | None = None
     packets: int = 0
     bytes: int = 0
     meter: Any = None
@@ -89,6 +92,8 @@ class TableState:
     entries_const: bool = False
     has_direct_counter: bool = False
     meter_factory: Callable[[], Any] | None = None
+    # (hash function over bytes, output width) when the table has an action selector
+    selector: tuple[Callable[[bytes], int], int] | None = None
 
     def __post_init__(self) -> None:
         kinds = [k.kind for k in self.keys]
@@ -273,6 +278,40 @@ class TableState:
             entry.meter = self.meter_factory()
         return entry.handle
 
+    def _members(self, members: list[tuple[str, list[int]]]
+                 ) -> list[tuple[ActionDef, list[int], list[Any]]]:
+        if self.selector is None:
+            raise P4Error(f"table '{self.name}' has no action selector: its entries take "
+                          "one action")
+        out = []
+        for name, args in members:
+            action = self.resolve_action(name)
+            cp = self.check_args(action, args)
+            out.append((action, cp, action.runtime_args(cp)))
+        return out
+
+    def add_group(self, keys: list[KeyMatch], members: list[tuple[str, list[int]]],
+                  priority: int | None = None) -> int:
+        """An entry whose action is chosen per packet among ``members`` (action name,
+        args) by the action selector's hash, like a BMv2 action-selector group."""
+        group = self._members(members)
+        if not group:
+            raise P4Error(f"an action selector group of table '{self.name}' needs at "
+                          "least one member")
+        first = group[0]
+        handle = self.add(keys, first[0].name, list(first[1]), priority)
+        self.entries[handle].group = group
+        return handle
+
+    def modify_group(self, handle: int, members: list[tuple[str, list[int]]]) -> None:
+        entry = self._get(handle)
+        group = self._members(members)
+        if not group:
+            raise P4Error(f"an action selector group of table '{self.name}' needs at "
+                          "least one member")
+        entry.group = group
+        entry.action, entry.args, entry.run_args = group[0]
+
     def _match_id(self, match: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(m[:2] if m[0] != "r" else m for m in match)
 
@@ -323,6 +362,7 @@ class TableState:
         entry.args = self.check_args(action, args)
         entry.run_args = action.runtime_args(entry.args)
         entry.action = action
+        entry.group = None
 
     def clear(self) -> None:
         if self.entries_const:

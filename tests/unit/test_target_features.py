@@ -123,3 +123,32 @@ control D(packet_out pk, in H h) { apply { pk.emit(h); } }
 """)
     (out,) = sw.inject(0, b"\x01")
     assert out.port == 2 and out.data == b"\x01"
+
+
+def test_action_selector_group_picks_member_by_hash(tmp_path):
+    from softswitch.target import hashes
+    sw = load(tmp_path, """
+header e_t { bit<8> grp; bit<16> flow; bit<8> res; }
+struct H { e_t e; }
+struct M { }
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(h.e); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action_selector(HashAlgorithm.crc16, 32w64, 32w14) sel;
+    action nh(bit<8> v) { h.e.res = v; sm.egress_spec = 1; }
+    table ecmp {
+        key = { h.e.grp: exact; h.e.flow: selector; }
+        actions = { nh; NoAction; }
+        implementation = sel;
+    }
+    apply { ecmp.apply(); }
+}
+control D(packet_out pk, in H h) { apply { pk.emit(h); } }
+""")
+    members = [("nh", [10]), ("nh", [20]), ("nh", [30])]
+    sw.table_add_group("ecmp", [KeyMatch("", "exact", 1)], members)
+    for flow in range(40):
+        (out,) = sw.inject(0, bytes([1]) + flow.to_bytes(2, "big") + b"\x00")
+        h = hashes.crc16(flow.to_bytes(2, "big")) & ((1 << 14) - 1)
+        assert out.data[3] == [10, 20, 30][h % 3]
