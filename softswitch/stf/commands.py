@@ -1,8 +1,9 @@
 """The control command language shared by STF files and the runtime CLI channel.
 
-One parser turns a line into a typed command and one :class:`CommandSession` executes
-commands against any :class:`~softswitch.target.control.SwitchControl`, so an STF test
-and an operator typing ``simple_switch_CLI`` commands program the switch identically.
+One parser turns a line into a typed command, and one
+:class:`~softswitch.stf.session.CommandSession` executes commands against any
+:class:`~softswitch.target.control.SwitchControl`, so an STF test and an operator typing
+``simple_switch_CLI`` commands program the switch identically.
 
 STF forms (p4c's ``bmv2stf.py``; keywords case-insensitive)::
 
@@ -32,9 +33,9 @@ Both::
 Names resolve as :mod:`softswitch.stf.names` documents; values parse as
 :mod:`softswitch.stf.values` documents; :mod:`softswitch.stf.session` executes. A
 check without a condition (``check_counter c(3)``) requires the cell to be zero in
-packets and bytes. Meter
-rates (BMv2 units: per microsecond, committed then peak) need a switch that offers
-``meter_set_rates``/``meter_array_set_rates`` beyond the SwitchControl protocol.
+packets and bytes. Meter rates (BMv2 units: per microsecond, committed then peak) need
+a switch that offers ``meter_set_rates``/``meter_array_set_rates`` beyond the
+SwitchControl protocol. ``register_read`` needs an INDEX (SwitchControl has no sizes).
 """
 
 from __future__ import annotations
