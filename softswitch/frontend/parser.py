@@ -1209,12 +1209,16 @@ class Parser:
             self.expect("{")
             locals_: list[ast.Decl] = []
             states: list[ast.ParserState] = []
-            while not self.accept("}"):
+            while not self.at("}") or not states:
                 la = self.parse_annotations()
                 if self.at_word("state") and self.peek().kind == "ID":
                     states.append(self.parse_state(la))
+                elif states or self.at("}"):
+                    # p4c's grammar: locals first, then at least one state.
+                    raise self.error("`state`")
                 else:
                     locals_.append(self.parse_parser_local(la))
+            self.advance()
         check_unique(locals_)
         check_unique(states)
         return ast.ParserDecl(name.text, params, ctor, locals_, states, tparams,
@@ -1300,18 +1304,17 @@ class Parser:
             ctor = self.parse_params(declare=False) if self.at("(") else []
             self.expect("{")
             locals_: list[ast.Decl] = []
-            apply: ast.BlockStmt | None = None
-            while not self.at("}"):
+            while True:
                 la = self.parse_annotations()
                 if self.at_word("apply") and self.peek().kind == "{":
                     self.advance()
                     apply = self.parse_block(la)
                     break
+                if self.at("}"):
+                    raise self.error("an `apply` block")
                 locals_.append(self.parse_control_local(la))
             self.expect("}")
         check_unique(locals_)
-        if apply is None:
-            raise P4Error(f"syntax error, control {name.text} has no apply block", kw.loc)
         return ast.ControlDecl(name.text, params, ctor, locals_, apply, tparams,
                                annotations=annos, loc=kw.loc)
 
@@ -1334,10 +1337,13 @@ class Parser:
         name = self.expect_name()
         self.expect("{")
         props: list[ast.TableProperty] = []
-        while not self.accept("}"):
+        while not self.at("}") or not props:  # p4c: at least one property
+            if self.at("}"):
+                raise self.error("a table property")
             props.append(self.parse_table_property())
             if any(p.name == props[-1].name for p in props[:-1]):
                 raise duplicate(props[-1].name, props[-1].loc)
+        self.advance()
         return ast.TableDecl(name.text, props, annotations=annos, loc=kw.loc)
 
     def parse_table_property(self) -> ast.TableProperty:

@@ -524,6 +524,10 @@ def test_every_node_has_a_location():
     ("control c() { apply { h = { # }; } }", 1, 29, "unexpected character `#`"),
     ("const bit<32> x = bit;", 1, 19, "unexpected `bit`"),
     ("control c() { apply {", 1, 22, "end of file"),
+    ("control c() { bit<8> x; }", 1, 25, "expected an `apply` block"),
+    ("parser p() { bit<8> x; }", 1, 24, "expected `state`"),
+    ("parser p() { state s {} bit<8> x; }", 1, 25, "expected `state`"),
+    ("control c() { table t { } apply {} }", 1, 25, "unexpected `}`"),
     ("typedef bit<8> T; const T x = T + 1;", 1, 33, "after the type name"),
 ])
 def test_syntax_errors_are_located(src, line, col, fragment):
