@@ -131,7 +131,8 @@ def subst_params(params: tuple[T.ParamInfo, ...], m: Bindings) -> tuple[T.ParamI
     return sp(params, m)
 
 
-def choose_overload(cands: list, args: list[ast.Argument], where: ast.Node):  # noqa: ANN201
+def choose_overload(cands: list[ast.Decl], args: list[ast.Argument],
+                    where: ast.Node) -> ast.Decl:
     """Pick the declaration whose parameters can take these arguments (count and names)."""
     for d in cands:
         if _arity_fits(d.params, args):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.annotations import check_annotations
@@ -18,7 +17,7 @@ from softswitch.frontend.callcheck import construct, param_infos
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope
 from softswitch.frontend.tablecheck import TableChecker
-from softswitch.frontend.typecheck import Cascade, base, describe, fail
+from softswitch.frontend.typecheck import base, describe, fail
 from softswitch.frontend.unify import compatible
 
 LOCAL_ONLY_IN_FUNCTIONS = (ast.InstanceDecl,)
@@ -33,19 +32,6 @@ class DeclChecker(TableChecker):
         ctx = Ctx(self.top)
         for d in program.decls:
             self.guard(lambda d=d: self.top_decl(d, ctx))
-
-    def guard(self, fn: Callable[[], object]) -> None:
-        """Run one check; a user error is recorded and the walk continues."""
-        try:
-            fn()
-        except P4Error as err:
-            if isinstance(err, Cascade) and self.sink.errors:
-                return
-            for diag in err.diagnostics:
-                if diag.severity == "error":
-                    self.sink.error(diag.message, diag.loc)
-                else:
-                    self.sink.diagnostics.append(diag)
 
     def declare(self, scope: Scope, decl: ast.Decl) -> None:
         self.types.decl_scope[decl] = scope

@@ -27,9 +27,6 @@ class TableChecker(ExprChecker):
         super().__init__(sink)
         self.table_actions: dict[ast.Node, list[ast.ActionDecl]] = {}
 
-    def guard(self, fn):  # noqa: ANN001, ANN201 - implemented by DeclChecker
-        raise NotImplementedError
-
     def table(self, d: ast.TableDecl, ctx: Ctx) -> None:
         tctx = ctx.with_(table=d, block="table")
         seen: set[str] = set()

@@ -10,6 +10,7 @@ parameter, key, …). Statements and declarations are in :mod:`declcheck`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from softswitch.diagnostics import DiagnosticSink, P4Error
@@ -100,6 +101,19 @@ class ExprChecker:
         self.table_results: dict[ast.Node, T.StructType] = {}
 
     # ------------------------------------------------------------------ helpers
+    def guard(self, fn: Callable[[], object]) -> None:
+        """Run one check; a user error is recorded and the walk continues."""
+        try:
+            fn()
+        except P4Error as err:
+            if isinstance(err, Cascade) and self.sink.errors:
+                return
+            for diag in err.diagnostics:
+                if diag.severity == "error":
+                    self.sink.error(diag.message, diag.loc)
+                else:
+                    self.sink.diagnostics.append(diag)
+
     def const_int(self, e: ast.Expr, scope: Scope) -> int:
         """Evaluate a compile-time integer (widths, sizes, indexes)."""
         self.expr(e, Ctx(scope))
