@@ -204,3 +204,66 @@ def test_cli_usage_errors(tmp_path: Path):
                            "--switch", "p4c"], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2 and "invalid choice: 'p4c'" in done.stderr
+
+
+def _topology_file(tmp_path: Path, name: str) -> Path:
+    """single_l3.yaml on free ports under another name, written where the test owns it."""
+    text = (ROOT / "topologies" / "single_l3.yaml").read_text()
+    text = text.replace("name: single_l3", f"name: {name}")
+    text = text.replace("grpc_port: 9559", f"grpc_port: {free_port()}")
+    text = text.replace("thrift_port: 9090", f"thrift_port: {free_port()}")
+    text = text.replace("runtime_json: s1-runtime.json",
+                        f"runtime_json: {ROOT / 'topologies' / 's1-runtime.json'}")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def _start_cli(path: Path, run_dir: Path) -> subprocess.Popen:
+    """``python -m topologies FILE --cli`` on netns, returned once the topology is up."""
+    proc = subprocess.Popen([sys.executable, "-m", "topologies", str(path), "--backend",
+                             "netns", "--cli", "--run-dir", str(run_dir)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        if "Ctrl-C tears the topology down" in line:
+            return proc
+    proc.wait(30)
+    raise AssertionError("topology did not come up:\n" + "".join(lines))
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_sigterm_tears_down_and_clean_removes_a_killed_run(tmp_path: Path):
+    path = _topology_file(tmp_path, "tq_term")
+    topo = load_topology(path)
+    proc = _start_cli(path, tmp_path)
+    try:
+        assert leftovers_of(topo, tmp_path)          # the topology exists while it runs
+        proc.terminate()
+        assert proc.wait(60) == 0                    # --cli: a signal ends the session
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert leftovers_of(topo, tmp_path) == []
+
+    # A runner killed outright cannot tear down: --clean finds and removes its remains.
+    proc = _start_cli(path, tmp_path)
+    proc.kill()
+    proc.wait(30)
+    try:
+        left = leftovers_of(topo, tmp_path)
+        assert "netns tcc-h1" in left and any(x.startswith("pid ") for x in left)
+        done = subprocess.run([sys.executable, "-m", "topologies", str(path), "--backend",
+                               "netns", "--run-dir", str(tmp_path)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1 and "left over from an earlier run" in done.stderr
+    finally:
+        done = subprocess.run([sys.executable, "-m", "topologies", str(path), "--clean",
+                               "--run-dir", str(tmp_path)], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert leftovers_of(topo, tmp_path) == []

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import re
 import shutil
@@ -240,6 +241,20 @@ def _run_root_checked(argv: list[str]) -> None:
         raise RunnerError(f"{' '.join(argv)}: {done.stderr.strip()}")
 
 
+class _DropHtbQuantum(logging.Filter):
+    """tc's "quantum of class … is big" is advice, which Mininet logs as an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "quantum of class" not in record.getMessage()
+
+
+def _quiet_htb_quantum() -> None:
+    from mininet.log import lg
+
+    if not any(isinstance(f, _DropHtbQuantum) for f in lg.filters):
+        lg.addFilter(_DropHtbQuantum())
+
+
 class MininetNetwork:
     """The same network built by Mininet with one P4Switch per switch."""
 
@@ -251,6 +266,7 @@ class MininetNetwork:
         from topologies.p4switch import P4Switch
 
         setLogLevel("warning")
+        _quiet_htb_quantum()
         self.topo = topo
         self.net = Mininet(controller=None, link=TCLink, build=False, autoSetMacs=False,
                            autoStaticArp=False, waitConnected=False)
@@ -330,6 +346,7 @@ class Runner:
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.net: NetnsNetwork | MininetNetwork | None = None
         self.processes: list[SwitchProcess] = []
+        self._created = False       # past the pre-flight: what exists now is ours
 
     # --- lifecycle -------------------------------------------------------------------
     def __enter__(self) -> Runner:
@@ -349,6 +366,7 @@ class Runner:
 
     def _up(self) -> None:
         self._preflight()
+        self._created = True
         self.run_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
         if self.backend == "mininet":
@@ -382,7 +400,9 @@ class Runner:
             with contextlib.suppress(Exception):
                 net.stop()
         self.processes = []
-        cleanup(self.topo, self.run_dir, quiet=True)
+        if self._created:           # never remove what a refused start found in place
+            cleanup(self.topo, self.run_dir, quiet=True, mininet_shells=False)
+        self._created = False
 
     # --- checks before creating anything ---------------------------------------------
     def _preflight(self) -> None:
@@ -604,11 +624,18 @@ def leftovers_of(topo: Topology, run_dir: Path | None = None) -> list[str]:
     return out
 
 
-def cleanup(topo: Topology, run_dir: Path | None = None, quiet: bool = False) -> list[str]:
-    """``mn -c`` for one topology: only its own interfaces, namespaces and processes."""
+def cleanup(topo: Topology, run_dir: Path | None = None, quiet: bool = False,
+            mininet_shells: bool = True) -> list[str]:
+    """``mn -c`` for one topology: only its own interfaces, namespaces and processes.
+
+    Switch processes are found by the pid files of the run directory (and checked to
+    still be that switch); ``mininet_shells`` also ends Mininet host shells named after
+    this topology's nodes, which only a run killed before Mininet's own stop leaves.
+    """
     run_dir = run_dir or PROJECT_ROOT / "out" / "topologies" / topo.name
     removed = []
-    for pid in _switch_pids(run_dir, topo) + _mininet_host_pids(topo):
+    shells = _mininet_host_pids(topo) if mininet_shells else []
+    for pid in _switch_pids(run_dir, topo) + shells:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
             removed.append(f"pid {pid}")
