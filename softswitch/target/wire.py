@@ -218,19 +218,30 @@ class WireCodegen:
     def _header_emitter(self, t: T.HeaderType) -> Callable[[BitWriter, Any], None]:
         fields = leaves(t)
         lines = ["def emit(w, h):", "    if not h._v:", "        return"]
-        if any(k == "v" for _, _, k in fields):
-            for name, wd, kind in fields:
-                if kind == "v":
-                    lines.append(f"    w.write(h.{name}[1], h.{name}[0])")
-                else:
-                    lines.append(f"    w.write(int(h.{name}), {wd})")
-        else:
-            total = sum(wd for _, wd, _ in fields)
+        # Runs of fixed-width fields are appended as one integer; a varbit field
+        # appends its current (width, value).
+        run: list[tuple[str, int, str]] = []
+
+        def flush() -> None:
+            if not run:
+                return
+            total = sum(wd for _, wd, _ in run)
             expr = "0"
-            for name, wd, kind in fields:
+            for name, wd, kind in run:
                 src = f"int(h.{name})" if kind == "b" else f"h.{name}"
                 expr = f"(({expr}) << {wd}) | ({src} & {(1 << wd) - 1})"
-            lines += [f"    w.acc = (w.acc << {total}) | {expr}", f"    w.nbits += {total}"]
+            lines.extend([f"    w.acc = (w.acc << {total}) | {expr}",
+                          f"    w.nbits += {total}"])
+            run.clear()
+
+        for name, wd, kind in fields:
+            if kind == "v":
+                flush()
+                lines.extend([f"    w.acc = (w.acc << h.{name}[0]) | h.{name}[1]",
+                              f"    w.nbits += h.{name}[0]"])
+            else:
+                run.append((name, wd, kind))
+        flush()
         ns = self._ns()
         exec(compile("\n".join(lines), f"<emit {t.name}>", "exec"), ns)
         return ns["emit"]
