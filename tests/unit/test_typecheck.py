@@ -160,6 +160,23 @@ REJECTS = [
     ("parser P(packet_in p) { state start { transition s1; } state s1 { transition start; } }",
      "never reaches accept"),
     ("parser P(packet_in p) { state s1 { transition accept; } }", "no 'start' state"),
+    (control("hdr.stack.next.a = 1;"), "can only be used in a parser"),
+    ("parser P(packet_in p, out headers h) { state start { h.stack.push_front(1); "
+     "transition accept; } }", "cannot be used in a parser"),
+    ("control D(in headers h) { apply { h.h.setValid(); } }", "left-value"),
+    (control("hdr.h.s = hdr.h.s / 2;"), "signed values"),
+    (control("hdr.h.a = hdr.h.isValid() ? 1 : 2;"), "Width must be specified"),
+    (control("register<bit<8>>(4) r;"), "instances cannot be in"),
+    ("struct headers2 { bit<8> x; }\nconst bit<8> headers2 = 1;", "Duplicates declaration"),
+    ('@name(3) action a() {}', "@name: should contain a string"),
+    ('@name(".x") action a() {}\n@name(".x") action b() {}', "conflicting control plane name"),
+    ("enum bit<2> E { A = 7 }", "out of bounds"),
+    (control("", "action a() {} table t { key = { hdr.h.a : exact; } "
+                 "actions = { a; } const entries = { 1 : a(); 1 : a(); } }"),
+     "Duplicate entry keys"),
+    (control("", "action a() { switch (hdr.h.a) { 1: { } } }"), "not supported in actions"),
+    ("control D(packet_out p, in headers h) { apply { p.emit(h.h.a); } }",
+     "argument must be a header"),
 ]
 
 
