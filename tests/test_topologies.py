@@ -267,3 +267,32 @@ def test_sigterm_tears_down_and_clean_removes_a_killed_run(tmp_path: Path):
                               text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert leftovers_of(topo, tmp_path) == []
+
+
+@needs_root
+@pytest.mark.timeout(400)
+@pytest.mark.skipif(_mininet_missing(), reason="Debian's mininet is not installed")
+def test_leaf_spine_on_mininet_pings(tmp_path: Path):
+    """The 4-switch benchmark topology: leaf-spine-leaf paths cross three pipelines."""
+    topo = on_free_ports(load_topology(ROOT / "topologies" / "leaf_spine.yaml"))
+    results = run_and_ping(topo, "mininet", tmp_path)
+    assert len(results) == 12
+    assert all(r.ok for r in results), [r.line() for r in results]
+    applied = (tmp_path / "intent.apply.log").read_text()
+    for sw in ("leaf1", "leaf2", "spine1", "spine2"):
+        assert f"{sw}: wrote" in applied
+
+
+@needs_root
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(shutil.which("simple_switch_grpc") is not None,
+                    reason="BMv2 is installed: the missing-BMv2 message cannot be shown")
+def test_bmv2_missing_is_a_clean_error(tmp_path: Path):
+    path = _topology_file(tmp_path, "tq_bmv2")
+    done = subprocess.run([sys.executable, "-m", "topologies", str(path), "--switch", "bmv2",
+                           "--backend", "netns", "--run-dir", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=100)
+    assert done.returncode == 1
+    assert "simple_switch_grpc is not installed" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert leftovers_of(load_topology(path), tmp_path) == []

@@ -455,9 +455,8 @@ class Runner:
             self._apply_intent()
         for sw in self.topo.switches:
             if sw.runtime_json is not None:
-                p4info = self._p4info(sw)
                 self._tool(sw.name, [*tool_command("tailcc"), "load", str(sw.runtime_json),
-                                     "--no-pipeline", "--p4info", str(p4info), "-a",
+                                     *self._pipeline_args(sw), "-a",
                                      f"127.0.0.1:{sw.grpc_port}", "--device-id",
                                      str(sw.device_id)], "load")
             if sw.cli_commands is not None:
@@ -474,15 +473,34 @@ class Runner:
                                  "--p4runtime-files", str(out)], "p4info")
         return out
 
+    def _pipeline_args(self, sw: Any) -> list[str]:
+        """How ``tailcc load`` finds the P4Info: softswitch loaded the program from its
+        command line, so entries only; simple_switch_grpc started from a JSON has no
+        P4Info yet, so the pipeline (JSON + P4Info from p4c) is set first."""
+        if self.kind == "bmv2":
+            if sw.program.suffix == ".json":      # p4c's own output: build/basic.json
+                json_path = sw.program
+                p4info = sw.program.with_suffix(".p4info.txtpb")
+            else:
+                json_path = self.run_dir / f"{sw.name}.json"
+                p4info = self.run_dir / f"{sw.name}.p4info.txtpb"
+            if not (json_path.exists() and p4info.exists()):
+                raise RunnerError(f"{sw.name}: programming BMv2 needs the P4Info of its "
+                                  f"program ({p4info} not found): give the switch its .p4 "
+                                  "source, or put p4c's P4Info next to the JSON")
+            return ["--pipeline", str(json_path), "--p4info", str(p4info)]
+        return ["--no-pipeline", "--p4info", str(self._p4info(sw))]
+
     def _apply_intent(self) -> None:
         assert self.topo.intent is not None
         derived = self.run_dir / "intent.yaml"
         derived.write_text(derive_intent(self.topo), encoding="utf-8")
         programs = {sw.program for sw in self.topo.switches}
         argv = [*tool_command("tailcc"), "apply", str(derived), "--quiet"]
-        if len(programs) == 1:
-            program = next(iter(programs))
-            argv += ["--pipeline", str(program)]
+        if len(programs) == 1 and self.kind == "bmv2":
+            argv += self._pipeline_args(self.topo.switches[0])
+        elif len(programs) == 1:
+            argv += ["--pipeline", str(next(iter(programs)))]
         self._tool("intent", argv, "apply")
 
     def _cli_commands(self, sw: Any) -> None:
