@@ -21,12 +21,9 @@ STRING_ANNOTATIONS = ("name", "deprecated")
 def check_annotations(annos: list[ast.Annotation],
                       type_expr: Callable[[ast.Expr], T.Type]) -> None:
     """Raise on the first ill-formed annotation; ``type_expr`` types an expression."""
-    structured = {a.name for a in annos if a.structured}
-    seen: set[str] = set()
     for a in annos:
-        if a.name in seen and a.name in structured:
+        if a.structured and sum(1 for b in annos if b.name == a.name) > 1:
             raise P4Error(f"@{a.name}: duplicate name for structured annotation", a.loc)
-        seen.add(a.name)
         if a.name in STRING_ANNOTATIONS and not a.structured:
             _single_string(a, type_expr)
         if a.structured:

@@ -244,7 +244,8 @@ def _check_inferred(params: tuple[T.ParamInfo, ...], bound: list[ast.Expr | None
             continue
         got = m.get(p.type)
         if isinstance(got, T.StringType) and p.direction:
-            raise fail(f"{p.name}: a parameter with type string cannot have a direction", a)
+            raise fail(f"{p.name}: a parameter with type string cannot have a direction",
+                       p.decl or a)
         if isinstance(got, T.IntType):
             raise fail(f"{describe(a)}: could not infer a width", a)
         if isinstance(got, T.DontCareType):

@@ -42,6 +42,7 @@ class DeclChecker(TableChecker):
     # ------------------------------------------------------------------ top level
     def top_decl(self, d: ast.Node, ctx: Ctx) -> None:
         if isinstance(d, ast.ErrorDecl):
+            self.types.error_declared = True
             for m in d.members:
                 if m.name in self.error_members:
                     raise fail(f"{m.name}: Duplicates declaration {m.name}", m)

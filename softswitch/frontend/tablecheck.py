@@ -176,7 +176,7 @@ class TableChecker(ExprChecker):
     def entries(self, d: ast.TableDecl, p: ast.TableProperty, keys: list[ast.KeyElement],
                 refs: dict, ctx: Ctx) -> None:
         if not keys:
-            raise fail(f"Entries cannot be specified for a table with no key {d.name}", p)
+            raise fail(f"Entries cannot be specified for a table with no key {d.name}", d)
         kinds = {k.match_kind for k in keys}
         needs_priority = bool(kinds & {"ternary", "range", "optional"}) or \
             sum(1 for k in keys if k.match_kind == "lpm") > 1

@@ -31,7 +31,7 @@ class TypeResolver:
         self.in_progress: set[ast.Node] = set()
         self.decl_scope: dict[ast.Node, Scope] = {}
         self.block_params: Callable[[ast.Node], T.BlockType] | None = None
-        self.error_type = T.ErrorType()
+        self.error_declared = False  # set once an ``error {…}`` declaration was seen
 
     # ------------------------------------------------------------------ TypeRefs
     def resolve(self, ref: ast.TypeRef, scope: Scope) -> T.Type:
@@ -46,6 +46,8 @@ class TypeResolver:
             ast.ErrorTypeRef: T.ErrorType, ast.MatchKindTypeRef: T.MatchKindType,
             ast.DontCareTypeRef: T.DontCareType,
         }
+        if isinstance(ref, ast.ErrorTypeRef) and not self.error_declared:
+            raise P4Error("error: declaration not found", ref.loc)
         if type(ref) in simple:
             return simple[type(ref)]()
         if isinstance(ref, ast.BitTypeRef):
