@@ -8,10 +8,14 @@ packet being processed through :class:`PacketState`, because v1model externs suc
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 from softswitch.diagnostics import P4Error, SourceLoc
+
+MAX_DIGESTS = 65536
+MAX_LOGS = 4096
 
 
 class ExitSignal(Exception):
@@ -79,8 +83,10 @@ class Runtime:
         self.rng = random.Random(seed)
         self.pkt = PacketState()
         self.payload = b""
-        self.digests: list[tuple[int, str, tuple[Any, ...]]] = []
-        self.logs: list[str] = []
+        # Bounded, so a long-running switch whose digests nobody drains (or whose
+        # program logs every packet) does not grow without end: the oldest go first.
+        self.digests: deque[tuple[int, str, tuple[Any, ...]]] = deque(maxlen=MAX_DIGESTS)
+        self.logs: deque[str] = deque(maxlen=MAX_LOGS)
 
     def hash(self, algo: str, data: bytes) -> int:
         try:
