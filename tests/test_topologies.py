@@ -60,14 +60,19 @@ def pid_alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
-def run_and_ping(topo: Topology, backend: str, run_dir: Path) -> list:
-    """Up, ping every pair, down; returns the results and checks nothing is left."""
+def run_and_ping(topo: Topology, backend: str, run_dir: Path, tcp: list | None = None
+                 ) -> list:
+    """Up, ping every pair (and TCP first -> last host into ``tcp``), down; returns the
+    ping results and checks nothing is left."""
     runner = Runner(topo, "softswitch", backend, run_dir, start_timeout=120,
                     log=lambda msg: print(msg))
     with runner:
         pids = [p.proc.pid for p in runner.processes if p.proc is not None]
         assert len(pids) == len(topo.switches)
         results = runner.pingall(count=3)
+        if tcp is not None:
+            tcp.append(runner.tcp_throughput(topo.hosts[0].name, topo.hosts[-1].name, 2.0))
+            print(f"[{backend}] {tcp[-1].line()}")
     for r in results:
         print(f"[{backend}] {r.line()}")
     assert not any(pid_alive(pid) for pid in pids), "a switch process survived teardown"
@@ -95,8 +100,11 @@ def test_single_l3_basic_on_netns_pings(tmp_path: Path):
     """The Mininet-free backend: l3_basic.p4 programmed from a tutorials runtime JSON."""
     topo = on_free_ports(load_topology(ROOT / "topologies" / "single_l3.yaml"))
     assert topo.switches[0].program.name == "l3_basic.p4"
-    results = run_and_ping(topo, "netns", tmp_path)
+    tcp: list = []
+    results = run_and_ping(topo, "netns", tmp_path, tcp)
     assert [r.ok for r in results] == [True, True], [r.line() for r in results]
+    # TCP with offloads off: every byte sent arrives through the pipeline.
+    assert tcp[0].sent > 0 and tcp[0].received == tcp[0].sent
 
 
 @needs_root

@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cli", action="store_true",
                    help="open Mininet's CLI (netns: wait for Ctrl-C) instead of pinging")
     p.add_argument("--count", type=int, default=3, help="pings per host pair (3)")
+    p.add_argument("--tcp", type=float, default=0.0, metavar="SECONDS",
+                   help="after the pings, bulk TCP from the first host to the last one for "
+                        "SECONDS and print the receiver's Mb/s")
     p.add_argument("--run-dir", type=Path, default=None,
                    help="logs, pcaps and generated files (out/topologies/NAME)")
     p.add_argument("--timeout", type=float, default=120.0,
@@ -66,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         removed = cleanup(topo, args.run_dir)
         print(f"{topo.name}: {'nothing to clean' if not removed else 'clean'}")
         return 0
-    if args.count < 1:
-        print("python -m topologies: error: --count must be at least 1", file=sys.stderr)
+    if args.count < 1 or args.tcp < 0:
+        print("python -m topologies: error: --count must be at least 1 and --tcp not "
+              "negative", file=sys.stderr)
         return 2
     backend = args.backend or default_backend()
     runner = Runner(topo, args.switch, backend, args.run_dir, args.timeout)
@@ -81,7 +85,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(r.line(), flush=True)
             failed = [r for r in results if not r.ok]
             print(f"{topo.name}: {len(results) - len(failed)}/{len(results)} host pairs "
-                  f"reachable")
+                  f"reachable", flush=True)
+            if args.tcp > 0 and len(topo.hosts) >= 2 and not failed:
+                tcp = runner.tcp_throughput(topo.hosts[0].name, topo.hosts[-1].name,
+                                            args.tcp)
+                print(tcp.line())
+                if tcp.received != tcp.sent:
+                    return 1
             return 1 if failed else 0
     except (RunnerError, SwitchStartError) as exc:
         print(f"{topo.name}: error: {exc}", file=sys.stderr)

@@ -72,6 +72,47 @@ class PingResult:
         return f"{self.src} -> {self.dst} ({self.dst_ip}): {self.received}/{self.sent}, {rtt}"
 
 
+@dataclass
+class TcpResult:
+    src: str
+    dst: str
+    sent: int
+    received: int
+    seconds: float
+
+    @property
+    def mbps(self) -> float:
+        return self.received * 8 / self.seconds / 1e6 if self.seconds > 0 else 0.0
+
+    def line(self) -> str:
+        return (f"{self.src} -> {self.dst}: TCP {self.received} bytes in {self.seconds:.2f} s "
+                f"= {self.mbps:.1f} Mb/s (sent {self.sent})")
+
+
+# Receiver/sender run inside the hosts with this interpreter: one connection, counted.
+_TCP_SERVER = """
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(1); s.settimeout(60)
+print("listening", flush=True)
+c, _ = s.accept(); c.settimeout(60); n = 0
+while True:
+    b = c.recv(1 << 16)
+    if not b:
+        break
+    n += len(b)
+print(n, flush=True)
+"""
+_TCP_CLIENT = """
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+buf = bytes(1 << 16); n = 0; t0 = time.monotonic(); end = t0 + float(sys.argv[3])
+while time.monotonic() < end:
+    c.sendall(buf); n += len(buf)
+c.shutdown(socket.SHUT_WR); c.recv(1); c.close()
+print(n, time.monotonic() - t0, flush=True)
+"""
+
 _RTT_RE = re.compile(r"= ([\d.]+)/([\d.]+)/([\d.]+)/")
 _COUNT_RE = re.compile(r"(\d+) packets transmitted, (\d+) received")
 
@@ -201,6 +242,10 @@ class NetnsNetwork:
             raise RunnerError(f"{host}: {' '.join(argv)}: {out.strip()}")
         return done.returncode, out
 
+    def host_popen(self, host: str, argv: list[str]) -> subprocess.Popen[str]:
+        return subprocess.Popen(["ip", "netns", "exec", self.ns(host), *argv],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
     def add_switch_processes(self, make: Callable[[str, dict[int, str]], SwitchProcess]
                              ) -> list[SwitchProcess]:
         procs = []
@@ -317,6 +362,10 @@ class MininetNetwork:
         if check and proc.returncode != 0:
             raise RunnerError(f"{host}: {' '.join(argv)}: {text.strip()}")
         return proc.returncode, text
+
+    def host_popen(self, host: str, argv: list[str]) -> subprocess.Popen[str]:
+        return self.net.get(host).popen(argv, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
 
     def interactive(self) -> None:
         from mininet.cli import CLI
@@ -547,6 +596,31 @@ class Runner:
         """Every ordered host pair: like Mininet's ``pingall``, with RTTs."""
         return [self.ping(a.name, b.name, count)
                 for a, b in itertools.permutations(self.topo.hosts, 2)]
+
+    def tcp_throughput(self, src: str, dst: str, seconds: float = 3.0,
+                       port: int = 5001) -> TcpResult:
+        """Bulk TCP from ``src`` to ``dst`` for ``seconds`` (iperf is not on Debian by
+        default; Python is): what the receiver counted, so lost data cannot pass."""
+        assert self.net is not None
+        ip = str(self.topo.host(dst).ip.ip)
+        server = self.net.host_popen(dst, [sys.executable, "-c", _TCP_SERVER, ip, str(port)])
+        try:
+            assert server.stdout is not None
+            if server.stdout.readline().strip() != "listening":
+                raise RunnerError(f"{dst}: TCP receiver did not start")
+            code, out = self.net.host_run(src, [sys.executable, "-c", _TCP_CLIENT, ip,
+                                                str(port), str(seconds)],
+                                          timeout=seconds + 60, check=False)
+            if code != 0:
+                raise RunnerError(f"{src} -> {dst}: TCP sender failed: {out.strip()}")
+            received_text, _ = server.communicate(timeout=seconds + 30)
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait(10)
+        sent, elapsed = out.split()[:2]
+        received = int(received_text.split()[0]) if received_text.split() else 0
+        return TcpResult(src, dst, int(sent), received, float(elapsed))
 
     def host_run(self, host: str, argv: list[str], timeout: float = 30) -> tuple[int, str]:
         assert self.net is not None
