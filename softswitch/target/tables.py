@@ -15,6 +15,7 @@ Entries carry the per-entry direct counter (packets, bytes) and direct meter sta
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,13 +105,18 @@ class TableState:
             self.lpm_index = kinds.index("lpm")
         else:
             self.mode = "ternary"
+        # Without range keys, ternary entries are grouped by their masks: one dict
+        # probe per distinct mask combination instead of a scan over all entries.
+        self.masked = self.mode == "ternary" and "range" not in kinds
+        self._by_mask: dict[tuple[int, ...], dict[tuple[int, ...], list[Entry]]] = {}
         self.entries: dict[int, Entry] = {}
         self._next_handle = 0
         self._order = 0
         self._exact: dict[tuple[int, ...], Entry] = {}
         self._lpm: dict[int, dict[tuple[int, ...], Entry]] = {}
         self._lpm_lengths: list[int] = []
-        self._sorted: list[Entry] = []
+        self._sorted: list[Entry] = []          # ternary mode: best first
+        self._ternary_ids: dict[tuple[Any, ...], Entry] = {}
 
     # ------------------------------------------------------------------ lookups
     def lookup(self, key: tuple[int, ...]) -> Entry | None:
@@ -129,6 +135,13 @@ class TableState:
                 if e is not None:
                     return e
             return None
+        if self.masked:
+            best: Entry | None = None
+            for masks, groups in self._by_mask.items():
+                found = groups.get(tuple(k & m for k, m in zip(key, masks, strict=True)))
+                if found and (best is None or _rank(found[0]) < _rank(best)):
+                    best = found[0]
+            return best
         for e in self._sorted:
             for kv, m in zip(key, e.match, strict=True):
                 if m[0] == "r":
@@ -332,12 +345,17 @@ class TableState:
             bucket[key] = entry
             self._lpm_lengths = sorted((p for p, b in self._lpm.items() if b), reverse=True)
         else:
-            for e in self._sorted:
-                if e.priority == entry.priority and self._match_id(e.match) == mid:
-                    raise P4Error(f"duplicate entry in table '{self.name}' "
-                                  f"(same key and priority {entry.priority})")
-            self._sorted.append(entry)
-            self._sorted.sort(key=lambda e: (-e.priority, e.order))
+            ident = (entry.priority, mid)
+            if ident in self._ternary_ids:
+                raise P4Error(f"duplicate entry in table '{self.name}' "
+                              f"(same key and priority {entry.priority})")
+            self._ternary_ids[ident] = entry
+            bisect.insort(self._sorted, entry, key=_rank)
+            if self.masked:
+                masks = tuple(m[1] for m in entry.match)
+                vals = tuple(m[0] for m in entry.match)
+                group = self._by_mask.setdefault(masks, {}).setdefault(vals, [])
+                bisect.insort(group, entry, key=_rank)
         self.entries[entry.handle] = entry
 
     def delete(self, handle: int) -> None:
@@ -353,6 +371,16 @@ class TableState:
             self._lpm_lengths = sorted((p for p, b in self._lpm.items() if b), reverse=True)
         else:
             self._sorted.remove(entry)
+            del self._ternary_ids[(entry.priority, self._match_id(entry.match))]
+            if self.masked:
+                masks = tuple(m[1] for m in entry.match)
+                vals = tuple(m[0] for m in entry.match)
+                groups = self._by_mask[masks]
+                groups[vals].remove(entry)
+                if not groups[vals]:
+                    del groups[vals]
+                if not groups:
+                    del self._by_mask[masks]
 
     def modify(self, handle: int, action_name: str, args: list[int]) -> None:
         if self.entries_const:
@@ -391,6 +419,11 @@ class TableState:
         return [EntryView(e.handle, list(e.keys), e.action.name, list(e.args),
                           e.priority if self.mode == "ternary" else None, e.packets, e.bytes)
                 for e in sorted(self.entries.values(), key=lambda e: e.handle)]
+
+
+def _rank(e: Entry) -> tuple[int, int]:
+    """Sort key of ternary entries: higher priority first, then older first."""
+    return (-e.priority, e.order)
 
 
 def _mask_to_prefix(mask: int, width: int, key: str, table: str) -> int:

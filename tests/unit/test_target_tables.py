@@ -80,3 +80,31 @@ def test_modify_and_views():
     t.modify(h, "C.drop", [])
     (view,) = t.views()
     assert view.handle == h and view.action == "C.drop" and view.args == []
+
+
+def test_grouped_ternary_lookup_agrees_with_a_linear_scan():
+    import random
+    rng = random.Random(5)
+    t, _ = make(["ternary", "exact", "lpm"], size=1000)
+    assert t.masked
+    live = {}
+    for _ in range(400):
+        if live and rng.random() < 0.25:
+            h = rng.choice(list(live))
+            t.delete(h)
+            del live[h]
+            continue
+        keys = [KeyMatch("", "ternary", rng.randrange(256), mask=rng.choice([0, 0xF0, 0xFF])),
+                KeyMatch("", "exact", rng.randrange(4)),
+                KeyMatch("", "lpm", rng.randrange(256), prefix_len=rng.choice([0, 4, 8]))]
+        try:
+            h = t.add(keys, "set", [1], rng.randrange(10))
+        except P4Error:
+            continue
+        live[h] = t.entries[h]
+    for _ in range(500):
+        key = (rng.randrange(256), rng.randrange(4), rng.randrange(256))
+        matching = [e for e in live.values()
+                    if all(k & m[1] == m[0] for k, m in zip(key, e.match, strict=True))]
+        want = min(matching, key=lambda e: (-e.priority, e.order), default=None)
+        assert t.lookup(key) is want
