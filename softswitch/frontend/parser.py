@@ -1392,14 +1392,22 @@ class Parser:
             return ast.ActionRef(e, [], annos, loc=e.loc)
         raise P4Error("syntax error, expected an action name or call", e.loc)
 
+    def parse_action_ref(self, annos: list[ast.Annotation]) -> ast.ActionRef:
+        """``[.]name [(args)]`` in an actions list or an entry (p4c's ``actionRef``)."""
+        start = self.tok
+        top = self.accept(".") is not None
+        name = self.expect_name()
+        path = ast.PathExpr(name.text, top_level=top, loc=start.loc)
+        args = self.parse_args() if self.at("(") else []
+        return ast.ActionRef(path, args, annos, loc=start.loc)
+
     def parse_action_list(self) -> list[ast.ActionRef]:
         """``actions = { [annotations] a; b(1); }``; a repeated action is an error."""
         self.expect("{")
         refs: list[ast.ActionRef] = []
         while not self.accept("}"):
             annos = self.parse_annotations()
-            e = self.parse_expr()
-            ref = self.action_ref(e, annos)
+            ref = self.parse_action_ref(annos)
             name = getattr(ref.name, "name", None)
             if name is not None and any(getattr(r.name, "name", None) == name for r in refs):
                 raise duplicate(name, ref.loc)
@@ -1423,7 +1431,7 @@ class Parser:
                 self.expect(":")
             keys = self.parse_keyset()
             self.expect(":")
-            action = self.action_ref(self.parse_expr(), [])
+            action = self.parse_action_ref([])
             annos += self.parse_annotations()
             self.expect(";")
             entries.append(ast.TableEntry(keys, action, priority, annos, entry_const,
