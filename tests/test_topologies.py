@@ -304,3 +304,21 @@ def test_bmv2_missing_is_a_clean_error(tmp_path: Path):
     assert "simple_switch_grpc is not installed" in done.stderr
     assert "Traceback" not in done.stderr
     assert leftovers_of(load_topology(path), tmp_path) == []
+
+
+@needs_root
+@pytest.mark.timeout(120)
+def test_invalid_intent_is_reported_before_anything_is_built(tmp_path: Path):
+    intent = tmp_path / "intent.yaml"
+    intent.write_text("switches:\n  - name: s1\n    address: nope\n    device_id: 0\n")
+    text = (ROOT / "topologies" / "single.yaml").read_text()
+    text = text.replace("intent: single_intent.yaml", f"intent: {intent}")
+    text = text.replace("name: single", "name: tq_badintent")
+    path = tmp_path / "topo.yaml"
+    path.write_text(text)
+    topo = on_free_ports(load_topology(path))
+    with pytest.raises(RunnerError) as err:
+        Runner(topo, "softswitch", "netns", tmp_path, log=print).up()
+    assert f"{intent}:3: switches[0].address: 'nope' is not host:port" in str(err.value)
+    assert leftovers_of(topo, tmp_path) == []
+    assert not (tmp_path / "s1.out").exists()         # no switch was started

@@ -469,6 +469,12 @@ class Runner:
                               "or use --backend netns")
         if shutil.which("ping") is None:
             self.log("warning: ping is not installed (apt-get install iputils-ping)")
+        if self.topo.intent is not None:      # the user's file and lines, before set-up
+            done = subprocess.run([*tool_command("tailcc"), "validate", str(self.topo.intent)],
+                                  capture_output=True, text=True, timeout=120, check=False)
+            if done.returncode != 0:
+                raise RunnerError(f"intent {self.topo.intent} is invalid:\n"
+                                  f"{(done.stdout + done.stderr).strip()}")
         if any(lk.delay or lk.loss for lk in self.topo.links) and not kernel_has_netem():
             raise RunnerError("links with delay/loss need the kernel's netem qdisc "
                               "(sch_netem), which this kernel does not have: remove "
@@ -647,8 +653,11 @@ def derive_intent(topo: Topology) -> str:
     intent's ``base`` is made absolute because the derived copy lives elsewhere.
     """
     assert topo.intent is not None
-    data = yaml.safe_load(topo.intent.read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
+    try:
+        data = yaml.safe_load(topo.intent.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise RunnerError(f"{topo.intent}: cannot read the intent: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("switches") or [], list):
         raise RunnerError(f"{topo.intent}: not a mapping (run tailcc validate on it)")
     base = data.get("base")
     if isinstance(base, str) and (topo.intent.parent / base).is_file():
