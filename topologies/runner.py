@@ -566,8 +566,10 @@ class Runner:
                 raise RunnerError(f"{sw.name}: cli_commands need simple_switch_CLI "
                                   "(not on PATH)")
             argv = [cli, "--thrift-port", str(sw.thrift_port)]
-            with open(sw.cli_commands, encoding="utf-8") as f:
-                self._tool(sw.name, argv, "cli", stdin=f.read())
+            lines = sw.cli_commands.read_text(encoding="utf-8").splitlines()
+            # simple_switch_CLI has no comments; softswitch cli skips them.
+            commands = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+            self._tool(sw.name, argv, "cli", stdin="\n".join(commands) + "\n")
             return
         if not _wait_port(sw.thrift_port, 10.0):
             raise RunnerError(f"{sw.name}: cli_commands: softswitch does not answer on its "
