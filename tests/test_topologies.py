@@ -339,3 +339,22 @@ def test_cli_commands_file(tmp_path: Path):
             pytest.xfail("softswitch run does not serve --thrift-port yet")
         raise
     assert [r.ok for r in results] == [True, True], [r.line() for r in results]
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_link_delay_needs_netem(tmp_path: Path):
+    """A 5 ms link delays pings where the kernel has netem; elsewhere a clear refusal
+    (Mininet alone would log an error and build the link without the delay)."""
+    from topologies.runner import kernel_has_netem
+
+    topo = on_free_ports(load_topology(ROOT / "topologies" / "single_l3.yaml"))
+    topo.links[0].delay = "5ms"
+    if not kernel_has_netem():
+        with pytest.raises(RunnerError) as err:
+            Runner(topo, "softswitch", "netns", tmp_path, log=print).up()
+        assert "need the kernel's netem qdisc (sch_netem)" in str(err.value)
+        assert leftovers_of(topo, tmp_path) == []
+        return
+    results = run_and_ping(topo, "netns", tmp_path)
+    assert all(r.ok and r.rtt_min is not None and r.rtt_min >= 10.0 for r in results)

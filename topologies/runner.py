@@ -246,16 +246,16 @@ class NetnsNetwork:
         return subprocess.Popen(["ip", "netns", "exec", self.ns(host), *argv],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
-    def add_switch_processes(self, make: Callable[[str, dict[int, str]], SwitchProcess]
-                             ) -> list[SwitchProcess]:
-        procs = []
+    def add_switch_processes(self, make: Callable[[str, dict[int, str]], SwitchProcess],
+                             procs: list[SwitchProcess]) -> None:
+        """Start one process per switch, each listed in ``procs`` before it starts so a
+        failure of a later one still stops the earlier ones."""
         for sw in self.topo.switches:
             ports = {e.port: sw.intf(e.port) for lk in self.topo.links
                      for e in (lk.a, lk.b) if e.node == sw.name and e.port is not None}
             proc = make(sw.name, ports)
             procs.append(proc)
             proc.start()
-        return procs
 
     def interactive(self) -> None:
         print("netns backend: enter a host with", file=sys.stderr)
@@ -342,12 +342,13 @@ class MininetNetwork:
             self.host_run(host.name, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
                           check=False)
 
-    def add_switch_processes(self, make: Callable[[str, dict[int, str]], SwitchProcess]
-                             ) -> list[SwitchProcess]:
+    def add_switch_processes(self, make: Callable[[str, dict[int, str]], SwitchProcess],
+                             procs: list[SwitchProcess]) -> None:
+        """Mininet starts the switches (P4Switch.start); its stop() stops them."""
         del make                        # P4Switch makes its own in start()
         self.started = True
         self.net.start()
-        return [sw.process for sw in self.net.switches]
+        procs.extend(sw.process for sw in self.net.switches if sw.process is not None)
 
     def host_run(self, host: str, argv: list[str], timeout: float = 30,
                  check: bool = True) -> tuple[int, str]:
@@ -424,7 +425,7 @@ class Runner:
             self.net = NetnsNetwork(self.topo)
         self.net.build()
         self._configure_hosts()
-        self.processes = [p for p in self.net.add_switch_processes(self._make_process) if p]
+        self.net.add_switch_processes(self._make_process, self.processes)
         deadline = time.monotonic() + self.start_timeout
         try:
             for proc in self.processes:
@@ -475,10 +476,11 @@ class Runner:
             if done.returncode != 0:
                 raise RunnerError(f"intent {self.topo.intent} is invalid:\n"
                                   f"{(done.stdout + done.stderr).strip()}")
-        if any(lk.delay or lk.loss for lk in self.topo.links) and not kernel_has_netem():
-            raise RunnerError("links with delay/loss need the kernel's netem qdisc "
-                              "(sch_netem), which this kernel does not have: remove "
-                              "delay/loss or run on a kernel with netem")
+        if any(lk.delay or lk.loss or lk.max_queue_size for lk in self.topo.links) \
+                and not kernel_has_netem():
+            raise RunnerError("links with delay/loss/max_queue_size need the kernel's netem "
+                              "qdisc (sch_netem), which this kernel does not have: remove "
+                              "them or run on a kernel with netem")
 
     # --- host set-up -----------------------------------------------------------------
     def _configure_hosts(self) -> None:
