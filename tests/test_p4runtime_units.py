@@ -11,6 +11,7 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import bytestrings, errors, matches, pipeline
 from softswitch.p4runtime.errors import P4RuntimeError
 from softswitch.p4runtime.p4index import P4InfoIndex
@@ -181,3 +182,11 @@ def test_write_failure_status_has_one_error_per_update():
     err = p4runtime_pb2.Error()
     status.details[1].Unpack(err)
     assert err.canonical_code == code_pb2.NOT_FOUND and err.message == "gone"
+
+
+def test_source_with_own_includes_gets_a_hint():
+    def compiler(path, defines):
+        raise P4Error("defs.p4: No such file or directory")
+    art = pipeline.Artifact('#include "defs.p4"\n')
+    with pytest.raises(P4RuntimeError, match="send a softswitch artifact"):
+        pipeline.build(art, compiler=compiler)

@@ -148,6 +148,12 @@ def build(artifact: Artifact, compiler: Compiler = compile_file) -> Compiled:
             return compiler(main, artifact.defines)
         except P4Error as exc:
             text = str(exc).replace(tmp + os.sep, "")
+            missing = [rel for rel in _INCLUDE.findall(artifact.source)
+                       if rel not in artifact.files]
+            if missing and not artifact.files:
+                text += ("\nnote: plain P4 source cannot bring its own #include files "
+                         f"({', '.join(missing)}); send a softswitch artifact instead "
+                         "(softswitch.p4runtime.pipeline.make_artifact)")
             raise errors.invalid(f"the P4 program does not compile:\n{text}") from None
 
 
