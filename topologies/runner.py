@@ -456,11 +456,14 @@ class Runner:
 
     # --- checks before creating anything ---------------------------------------------
     def _preflight(self) -> None:
-        leftovers = leftovers_of(self.topo)
+        leftovers = leftovers_of(self.topo, self.run_dir)
         if leftovers:
+            default_dir = PROJECT_ROOT / "out" / "topologies" / self.topo.name
+            where = "" if self.run_dir == default_dir.resolve() else \
+                f" --run-dir {self.run_dir}"
             raise RunnerError(f"{self.topo.name}: left over from an earlier run: "
                               f"{', '.join(leftovers)} (run: python -m topologies "
-                              f"{self.topo.path} --clean)")
+                              f"{self.topo.path} --clean{where})")
         for i, sw in enumerate(self.topo.switches):
             if port_in_use(sw.grpc_port):
                 raise RunnerError(f"switches[{i}] ({sw.name}): gRPC port {sw.grpc_port} is "
