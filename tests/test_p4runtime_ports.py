@@ -104,3 +104,33 @@ def test_transmit_to_unknown_port_is_dropped(veth):
 def test_missing_interface_is_a_user_error():
     with pytest.raises(P4Error, match="does not exist"):
         DataPlane({1: "nosuchif0"})
+
+
+def test_a_failing_delivery_does_not_stop_the_loop(veth):
+    a, b = veth
+    plane = DataPlane({1: a})
+    seen: list[bytes] = []
+
+    def deliver(port: int, frame: bytes) -> None:
+        if not _ours(frame):
+            return
+        seen.append(frame)
+        if len(seen) == 1:
+            raise RuntimeError("pipeline bug")
+
+    thread = threading.Thread(target=plane.run, args=(deliver,), daemon=True)
+    thread.start()
+    peer = RawPort(b)
+    try:
+        for payload in (b"one", b"two"):
+            peer.send(_frame(payload))
+            time.sleep(0.1)
+        deadline = time.monotonic() + 2
+        while len(seen) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(seen) == 2 and thread.is_alive()
+    finally:
+        peer.close()
+        plane.stop()
+        thread.join(2)
+        plane.close()

@@ -84,7 +84,11 @@ class DataPlane:
             self.received += 1
             if port.pcap_in is not None:
                 port.pcap_in.write(frame)
-            deliver(port.number, frame)
+            try:
+                deliver(port.number, frame)
+            except Exception as exc:  # noqa: BLE001 - one bad frame must not stop the ports
+                log.error("port %d: frame dropped, internal error: %s: %s", port.number,
+                          type(exc).__name__, exc)
 
     def stop(self) -> None:
         self._stopping = True
