@@ -161,23 +161,27 @@ class CnpUnresolvedTest(FastCnpBase):
 
 class CnpBurstRateLimitTest(FastCnpBase):
     """Under a burst from two flows, each flow gets one CNP per interval (3 s here):
-    exactly one CNP per flow, out of that flow's own ingress port; after the interval
-    the next packet gets a new one."""
+    exactly one CNP per flow, out of that flow's own ingress port; a third, unresolved
+    flow in the same burst gets none; after the interval the next packet gets a new
+    one."""
 
     threshold = 0
     min_interval = 3_000_000      # µs
 
     def runTest(self) -> None:
+        unresolved = roce("10.0.2.5", 0x999, 256, sport=49999)
         for _ in range(15):
             self.send(1, self.flow_a())
             self.send(3, self.flow_b())
-        data = self.collect(EGRESS, 30, timeout=10)
+            self.send(1, unresolved)
+        data = self.collect(EGRESS, 45, timeout=10)
         cnps_a = self.collect(1, 2, timeout=1, accept=is_cnp)
         cnps_b = self.collect(3, 2, timeout=0.5, accept=is_cnp)
-        self.assertEqual(len(data), 30, "every data packet is forwarded")
+        self.assertEqual(len(data), 45, "every data packet is forwarded")
         span = data[-1][0] - data[0][0]
         self.assertLess(span, 3.0, "the switch took longer than one interval for the burst")
-        self.assertEqual(len(cnps_a), 1, "flow A: one CNP for the burst")
+        self.assertEqual(len(cnps_a), 1, "port 1: one CNP for flow A, none for the "
+                                         "unresolved flow")
         self.assertEqual(len(cnps_b), 1, "flow B: one CNP for the burst")
         self.assertEqual(cnps_a[0][1],
                          bytes(cnp_packet(HOST1_MAC, "10.0.2.5", "10.0.1.1", 49999, 0x456)))
@@ -185,6 +189,7 @@ class CnpBurstRateLimitTest(FastCnpBase):
                          bytes(cnp_packet(HOST3_MAC, "10.0.2.5", "10.0.1.2", 50001, 0x789)))
         self.assertEqual(self.packets("fast_cnp_counter", SENT), 2)
         self.assertEqual(self.packets("fast_cnp_counter", RATE_LIMITED), 28)
+        self.assertEqual(self.packets("fast_cnp_counter", UNRESOLVED), 15)
 
         time.sleep(max(0.0, cnps_a[0][0] + 3.3 - time.time()))
         self.send(1, self.flow_a())
