@@ -48,6 +48,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 results = self.device.require_pipeline().runtime.write(request)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
+        except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
+            _internal(context, exc)
         if any(r is not None for r in results):
             errors.abort_with_details(context, errors.write_failure_status(results))
         return p4runtime_pb2.WriteResponse()
@@ -61,6 +63,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     list(request.entities))
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
+        except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
+            _internal(context, exc)
         # Responses are assembled from encoded entities (the serializer passes bytes
         # through) and split so that none nears gRPC's 4 MiB default message limit.
         for start in range(0, max(len(entities), 1), 1000):
@@ -76,6 +80,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.device.set_pipeline(request)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
+        except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
+            _internal(context, exc)
         log.info("pipeline config set (action %s)", request.action)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
@@ -87,6 +93,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             config = self.device.get_pipeline(request.response_type)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
+        except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
+            _internal(context, exc)
         return p4runtime_pb2.GetForwardingPipelineConfigResponse(config=config)
 
     # ------------------------------------------------------------------ StreamChannel
@@ -131,12 +139,19 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             return
         except grpc.RpcError:
             pass   # the client went away
+        except Exception as exc:  # noqa: BLE001 - a softswitch bug ends this stream only
+            log.error("internal error on a stream: %s: %s", type(exc).__name__, exc)
+            outbox.put(errors.internal(f"internal error: {type(exc).__name__}: {exc}"))
+            return
         outbox.put(_CLOSE)
 
     def _packet_out(self, conn: Connection, packet: p4runtime_pb2.PacketOut) -> None:
         try:
             self.device.packet_out(conn, packet)
-        except errors.P4RuntimeError as exc:
+        except Exception as exc:  # noqa: BLE001 - reported on the stream, which goes on
+            if not isinstance(exc, errors.P4RuntimeError):
+                log.error("internal error on PacketOut: %s: %s", type(exc).__name__, exc)
+                exc = errors.internal(f"internal error: {type(exc).__name__}: {exc}")
             error = _stream_error(exc)
             error.error.packet_out.packet_out.CopyFrom(packet)
             conn.send(error)
@@ -148,6 +163,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             error = _stream_error(exc)
             error.error.digest_list_ack.digest_list_ack.CopyFrom(ack)
             conn.send(error)
+
+
+def _internal(context: grpc.ServicerContext, exc: Exception) -> None:
+    """End an RPC that hit a softswitch bug with INTERNAL (logged in one line)."""
+    log.error("internal error: %s: %s", type(exc).__name__, exc)
+    context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
 
 
 def _stream_error(exc: errors.P4RuntimeError) -> p4runtime_pb2.StreamMessageResponse:
