@@ -107,6 +107,21 @@ class CnpBytesTest(FastCnpBase):
         self.assertEqual(self.packets("fast_cnp_built_counter", 0), 1)
 
 
+class CnpKeepCeTest(FastCnpBase):
+    """keep_ce 1 (the default profile's choice): the sender gets its CNP and the data
+    packet is still marked CE, so the receiver's own DCQCN logic keeps working."""
+
+    keep_ce = 1
+
+    def runTest(self) -> None:
+        self.congest()
+        self.send(1, self.flow_a())
+        self.expect(self.flow_a_out(CE), EGRESS)
+        self.expect(cnp_packet(HOST1_MAC, "10.0.2.5", "10.0.1.1", 49999, 0x456), 1)
+        self.expect_nothing()
+        self.assertEqual(self.packets("ecn_mark_counter", SLOT), 1)
+
+
 class CnpVlanTest(FastCnpBase):
     """An 802.1Q-tagged RDMA WRITE from port 3: a 78-byte tagged CNP goes back out of
     port 3 (not port 1), to the second sender's QP."""
