@@ -609,9 +609,15 @@ def test_digests_flow_once_configured_and_acks(rig):
         rig.stream.next(timeout=0.3)
     ack = p4runtime_pb2.DigestListAck(digest_id=did, list_id=msg.digest.list_id)
     rig.stream.send(p4runtime_pb2.StreamMessageRequest(digest_ack=ack))
-    time.sleep(0.2)
-    rig.device.receive(3, frame(0x02, etype=0x7777))     # acked: sent again
-    assert rig.stream.next().digest.list_id > msg.digest.list_id
+    again = None                                          # acked: sent again (the ack
+    deadline = time.monotonic() + 5                       # is handled asynchronously)
+    while again is None and time.monotonic() < deadline:
+        rig.device.receive(3, frame(0x02, etype=0x7777))
+        try:
+            again = rig.stream.next(timeout=0.2)
+        except queue.Empty:
+            continue
+    assert again is not None and again.digest.list_id > msg.digest.list_id
     rig.write(upd(Update.DELETE, digest_entry=config))
     rig.device.receive(3, frame(0x02, etype=0x7777))
     with pytest.raises(queue.Empty):
