@@ -67,7 +67,7 @@ def _start(args: list[str]) -> subprocess.Popen:
 
 def _wait_ready(addr: str, proc: subprocess.Popen) -> grpc.Channel:
     channel = grpc.insecure_channel(addr)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         try:
