@@ -358,3 +358,49 @@ def test_link_delay_needs_netem(tmp_path: Path):
         return
     results = run_and_ping(topo, "netns", tmp_path)
     assert all(r.ok and r.rtt_min is not None and r.rtt_min >= 10.0 for r in results)
+
+
+@needs_root
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(_mininet_missing(), reason="Debian's mininet is not installed")
+def test_p4switch_in_a_users_own_mininet_script(tmp_path: Path):
+    """P4Switch as a drop-in for tutorials' P4RuntimeSwitch: start() returns once gRPC
+    answers, the script programs the switch, Mininet's own ping gets through."""
+    from mininet.net import Mininet
+
+    from topologies.p4switch import P4Switch
+
+    port = free_port()
+    net = Mininet(controller=None, build=False, autoSetMacs=False)
+    switch_pid = None
+    try:
+        h1 = net.addHost("h1", ip="10.0.1.1/24", mac="08:00:00:00:01:11",
+                         defaultRoute="via 10.0.1.10")
+        h2 = net.addHost("h2", ip="10.0.2.2/24", mac="08:00:00:00:02:22",
+                         defaultRoute="via 10.0.2.20")
+        s1 = net.addSwitch("s1", cls=P4Switch, program="p4src/samples/l3_basic.p4",
+                           grpc_port=port, thrift_port=free_port(), run_dir=tmp_path)
+        net.addLink(h1, s1, port2=1)
+        net.addLink(h2, s1, port2=2)
+        net.build()
+        net.start()
+        switch_pid = s1.process.proc.pid
+        h1.cmd("ip neigh replace 10.0.1.10 lladdr 08:00:00:00:01:00 dev h1-eth0")
+        h2.cmd("ip neigh replace 10.0.2.20 lladdr 08:00:00:00:02:00 dev h2-eth0")
+        p4info = tmp_path / "l3.p4info.txtpb"
+        subprocess.run([str(ROOT / ".venv/bin/softswitch"), "compile",
+                        "p4src/samples/l3_basic.p4", "--p4runtime-files", str(p4info)],
+                       cwd=ROOT, check=True, timeout=120)
+        done = subprocess.run([str(ROOT / ".venv/bin/tailcc"), "load",
+                               "topologies/s1-runtime.json", "--no-pipeline", "--p4info",
+                               str(p4info), "-a", f"127.0.0.1:{port}", "--device-id", "0"],
+                              cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        out = h1.cmd("ping -n -c 3 -i 0.2 -W 2 10.0.2.2")
+        print(out)
+        assert " 0% packet loss" in out
+    finally:
+        net.stop()
+    assert switch_pid is not None and not pid_alive(switch_pid)
+    assert not any(Path("/sys/class/net", n).exists() for n in ("s1-eth1", "s1-eth2"))

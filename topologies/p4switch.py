@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from topologies.schema import SwitchSpec
+from topologies.schema import DEFAULT_PROGRAM, PROJECT_ROOT, SwitchSpec
 
 KINDS = ("softswitch", "bmv2")
 
@@ -189,16 +189,40 @@ def _mininet_switch_class() -> type:
     from mininet.node import Switch
 
     class P4Switch(Switch):
-        """A Mininet switch backed by one softswitch/simple_switch_grpc process."""
+        """A Mininet switch backed by one softswitch/simple_switch_grpc process.
+
+        The runner passes a validated ``spec``; a user's own Mininet script passes the
+        options p4lang/tutorials' ``P4RuntimeSwitch`` takes instead::
+
+            net.addSwitch("s1", cls=P4Switch, program="p4src/samples/l3_basic.p4",
+                          grpc_port=50051, device_id=0)
+
+        and ``start`` then waits until the switch answers on gRPC (``wait``), so the
+        script can program it as soon as ``net.start()`` returns.
+        """
 
         def __init__(self, name: str, spec: SwitchSpec | None = None, kind: str = "softswitch",
-                     run_dir: Path | None = None, **params: object) -> None:
-            params.setdefault("dpid", f"{(spec.device_id if spec else 0) + 1:016x}")
+                     run_dir: Path | None = None, program: str | Path | None = None,
+                     grpc_port: int = 9559, thrift_port: int = 9090, device_id: int = 0,
+                     cpu_port: int = 255, priority_queues: int = 8, pcap: bool = False,
+                     log_level: str = "info", wait: bool | None = None,
+                     start_timeout: float = 120.0, **params: object) -> None:
+            if spec is None:
+                path = Path(program) if program is not None else PROJECT_ROOT / DEFAULT_PROGRAM
+                if not path.is_absolute() and not path.exists():
+                    path = PROJECT_ROOT / path
+                spec = SwitchSpec(name=name, program=path.resolve(), grpc_port=grpc_port,
+                                  thrift_port=thrift_port, device_id=device_id,
+                                  cpu_port=cpu_port, priority_queues=priority_queues,
+                                  pcap=pcap, log_level=log_level)
+                wait = True if wait is None else wait
+            params.setdefault("dpid", f"{spec.device_id + 1:016x}")
             super().__init__(name, **params)
-            assert spec is not None and run_dir is not None
             self.spec = spec
             self.kind = kind
-            self.run_dir = run_dir
+            self.run_dir = Path(run_dir or PROJECT_ROOT / "out" / "mininet").resolve()
+            self.wait = bool(wait)
+            self.start_timeout = start_timeout
             self.process: SwitchProcess | None = None
 
         def start(self, controllers: list) -> None:
@@ -207,8 +231,11 @@ def _mininet_switch_class() -> type:
             for intf in ports.values():
                 self.cmd(f"sysctl -qw net.ipv6.conf.{intf}.disable_ipv6=1")
                 host_offloads_off(lambda argv: self.cmd(" ".join(argv)), intf)
+            self.run_dir.mkdir(parents=True, exist_ok=True)
             self.process = SwitchProcess(self.spec, self.kind, self.run_dir, ports)
             self.process.start()
+            if self.wait:
+                self.process.wait_ready(time.monotonic() + self.start_timeout)
 
         def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's API
             if self.process is not None:
