@@ -97,7 +97,8 @@ def _run_cpp(cmd: list[str], stdin_text: str | None, file_for_errors: str,
 
 
 def build_line_map(output: str, stdin_name: str | None = None) -> Preprocessed:
-    """Blank cpp's line markers and record each remaining line's origin."""
+    """Blank cpp's line markers (and other ``#`` lines, as p4c's lexer ignores them) and
+    record each line's origin."""
     out_lines = output.split("\n")
     origins: list[tuple[str, int]] = []
     cur_file, cur_line = "<input>", 1
@@ -111,6 +112,9 @@ def build_line_map(output: str, stdin_name: str | None = None) -> Preprocessed:
             out_lines[i] = ""
             origins.append((cur_file, cur_line))
             continue
+        if text.lstrip(" \t").startswith("#"):
+            # Other `#` lines pass through cpp in assembler mode; p4c's lexer skips them.
+            out_lines[i] = ""
         origins.append((cur_file, cur_line))
         cur_line += 1
     return Preprocessed("\n".join(out_lines), origins)

@@ -105,3 +105,10 @@ def test_user_include_dirs_come_before_ours_as_in_p4c(tmp_path: Path):
     (tmp_path / "core.p4").write_text("const bit<8> MINE = 1;\n")
     prog = parse_text("#include <core.p4>\n", include_dirs=[tmp_path])
     assert [d.name for d in prog.decls] == ["MINE"]
+
+
+def test_hash_lines_cpp_passes_through_are_ignored_like_p4c():
+    prog = parse_text("# an assembler-style comment line\n#pragma whatever\n"
+                      "const bit<8> K = 1;\n")
+    (k,) = prog.decls
+    assert k.name == "K" and k.loc.line == 3
