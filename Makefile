@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages the project and its tests need (cpp: P4 preprocessing as p4c does it).
-APT_PKGS := cpp python3-venv python3-pip iproute2 mininet iputils-ping ethtool
+APT_PKGS := cpp python3-venv python3-pip iproute2 mininet iputils-ping ethtool procps
 CONFORMANCE ?= $(abspath ../shared/conformance)
 
 .PHONY: setup demo test lint conformance bench clean
