@@ -26,7 +26,7 @@ demo: setup
 	$(PY) bench/tail_latency.py --duration-us 2000 --plot out/tail_latency.png
 
 test: setup
-	$(VENV)/bin/ruff check softswitch controlplane tests bench
+	$(VENV)/bin/ruff check softswitch controlplane tests bench topologies ptf_tests
 	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m pytest -q -p no:cacheprovider tests
 
 conformance: setup
