@@ -22,6 +22,23 @@ from softswitch.frontend.typecheck import ExprChecker, base, describe, fail
 KEY_TYPES = (T.BitsType, T.BoolType, T.EnumType, T.ErrorType, T.IntType)
 
 
+def same_expression(a: ast.Expr, b: ast.Expr) -> bool:
+    """Whether two (typed) expressions denote the same value, like p4c's SameExpression:
+    equal constants, or the same syntax over the same declarations."""
+    if a.const is not ast.NOT_CONST and b.const is not ast.NOT_CONST:
+        return a.const == b.const
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, ast.PathExpr):
+        return a.decl is b.decl  # type: ignore[attr-defined]
+    if isinstance(a, ast.Member):
+        return a.name == b.name and same_expression(a.expr, b.expr)  # type: ignore[attr-defined]
+    if isinstance(a, ast.StructExpr):
+        return [n for n, _ in a.fields] == [n for n, _ in b.fields] and all(  # type: ignore[attr-defined]
+            same_expression(x, y) for (_, x), (_, y) in zip(a.fields, b.fields, strict=True))  # type: ignore[attr-defined]
+    return describe(a) == describe(b)
+
+
 class TableChecker(ExprChecker):
     def __init__(self, sink: DiagnosticSink) -> None:
         super().__init__(sink)
@@ -143,12 +160,7 @@ class TableChecker(ExprChecker):
         self._bind_ref(ref, decl, params, len(params), ctx)
         listed = refs[decl]
         for got, want in zip(ref.args, listed.args, strict=False):
-            gv, wv = got.value.const, want.value.const
-            if isinstance(want.value, ast.PathExpr) and isinstance(got.value, ast.PathExpr):
-                if want.value.decl is not got.value.decl:
-                    raise fail(f"{describe(got.value)}: argument does not match declaration in "
-                               f"actions list: {describe(want.value)}", got)
-            elif gv is not ast.NOT_CONST and wv is not ast.NOT_CONST and gv != wv:
+            if not same_expression(got.value, want.value):
                 raise fail(f"{describe(got.value)}: argument does not match declaration in "
                            f"actions list: {describe(want.value)}", got)
         return decl
