@@ -273,22 +273,21 @@ class Parser:
         return anno
 
     def balanced(self, open_kind: str, close_kind: str) -> list[Token]:
-        """Tokens from ``open_kind`` through its matching ``close_kind`` (inclusive)."""
+        """Tokens from ``open_kind`` through its matching ``close_kind`` (inclusive).
+        Only that bracket pair nests: p4c's annotation bodies are free token lists where
+        ``[``, ``{`` … need not balance, only the parentheses do."""
         start = self.i
-        pairs = {"(": ")", "[": "]", "{": "}"}
-        stack: list[str] = []
+        depth = 0
         while True:
             t = self.tok
             if t.kind == "EOF":
-                raise self.error(f"`{stack[-1] if stack else close_kind}`")
+                raise self.error(f"`{close_kind}`")
             self.advance()
-            if t.kind in pairs:
-                stack.append(pairs[t.kind])
-            elif t.kind in (")", "]", "}"):
-                if not stack or stack[-1] != t.kind:
-                    raise self.error(f"`{stack[-1] if stack else close_kind}`", t)
-                stack.pop()
-                if not stack:
+            if t.kind == open_kind:
+                depth += 1
+            elif t.kind == close_kind:
+                depth -= 1
+                if depth == 0:
                     return self.toks[start:self.i]
 
     def slice_text(self, toks: list[Token]) -> str:

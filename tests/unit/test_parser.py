@@ -349,6 +349,8 @@ def test_pragma_annotation_runs_to_end_of_line():
 def test_free_form_annotation_accepts_any_token():
     d = one("@scrabble(what's 6 x 9 ? $ 42)\nconst bit<8> K = 1;")
     assert d.annotations[0].body == "what's 6 x 9 ? $ 42"
+    d = one("@odd(a[ (b } c) ]) const bit<8> K = 1;")  # only parentheses must balance
+    assert d.annotations[0].body == "a[ (b } c) ]"
 
 
 def test_p4runtime_translation_body_like_p4c():
