@@ -565,3 +565,22 @@ def test_deep_nesting_is_a_clean_error_or_parses():
     assert c.value.value == 1
     with pytest.raises(P4Error, match="nested too deeply"):
         parse("const bit<8> x = " + "(" * 20000 + "1" + ")" * 20000 + ";")
+
+
+def test_truncated_inline_program_raises_only_p4error():
+    # Corpus-independent twin of the corpus robustness test: every prefix of a program
+    # either parses or fails with a located P4Error (never a Python exception).
+    from softswitch.frontend.parser import parse_preprocessed
+    from softswitch.frontend.preprocess import Preprocessed, preprocess_text
+
+    pre = preprocess_text(PRELUDE + """
+    control c(inout h_t h)(bit<8> k) {
+        action a(bit<8> v) { h.f = v + (bit<8>) k; }
+        table t { key = { h.f : exact; } actions = { a; } const entries = { 1 : a(2); } }
+        apply { switch (t.apply().action_run) { a: {} default: { h.g[7:0] = 8w1; } } }
+    }""", filename="t.p4")
+    for cut in range(0, len(pre.text), 7):
+        try:
+            parse_preprocessed(Preprocessed(pre.text[:cut], pre.lines))
+        except P4Error as exc:
+            assert exc.loc is not None
