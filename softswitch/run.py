@@ -9,8 +9,12 @@ start BMv2 start softswitch unchanged::
 
 It serves P4Runtime (default 127.0.0.1:9559), moves frames between the interfaces
 and the pipeline, and runs until SIGINT/SIGTERM, then closes its sockets and exits 0.
-Options BMv2 has but softswitch does not need (``--nanolog``, ``--thrift-port`` …)
-are accepted so existing command lines keep working.
+Packets from the ports wait between ingress and egress in the traffic manager's
+``--priority-queues N`` strict-priority queues (BMv2 semantics; rates, depths and
+softswitch's DWRR/PFC extensions set over the runtime channel). ``--thrift-port P``
+serves that runtime channel — the ``simple_switch_CLI`` command language, spoken by
+``softswitch cli --port P`` — where BMv2 serves Thrift. Options BMv2 has but softswitch
+does not need (``--nanolog`` …) are accepted so existing command lines keep working.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.idle import Sweeper
 from softswitch.p4runtime.server import ServerError, serve
 from softswitch.ports.dataplane import DataPlane
+from softswitch.ports.egress_scheduler import EgressScheduler
+from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer
+from softswitch.tm import TrafficManager
 
 DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
 DEFAULT_DROP_PORT = 511
@@ -83,7 +90,8 @@ def _switch_parser() -> _Parser:
     p.add_argument("--log-file", metavar="PATH", help="log to PATH")
     p.add_argument("--device-id", type=int, default=0, metavar="N")
     p.add_argument("--thrift-port", type=int, metavar="P",
-                   help="accepted for compatibility; softswitch serves no Thrift API")
+                   help="serve the runtime channel (simple_switch_CLI commands, queue "
+                        "settings) on 127.0.0.1:P for 'softswitch cli --port P'")
     p.add_argument("--nanolog", metavar="ADDR", help="accepted for compatibility (ignored)")
     p.add_argument("--notifications-addr", metavar="ADDR",
                    help="accepted for compatibility (ignored)")
@@ -224,9 +232,14 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     for port, iface in sorted(opts.interfaces.items()):
         log.info("Adding interface %s as port %d", iface, port)
     device.transmit = plane.transmit
+    tm = TrafficManager(num_queues=opts.priority_queues)
+    scheduler = EgressScheduler(device, tm)
+    channel = _start_runtime_channel(opts, device, tm)
     try:
         server, _ = serve(device, opts.grpc_addr)
     except ServerError as exc:
+        if channel is not None:
+            channel.stop()
         raise P4Error(str(exc)) from None
     print(f"softswitch: P4Runtime server listening on {opts.grpc_addr} "
           f"(device id {opts.device_id})", file=sys.stderr, flush=True)
@@ -239,13 +252,36 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     sweeper = Sweeper(device)
     sweeper.start()
+    scheduler.start()
     try:
         if not stop.is_set():
-            plane.run(device.receive)
+            plane.run(scheduler.deliver)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sweeper.stop()
+        scheduler.stop()
+        if channel is not None:
+            channel.stop()
         server.stop(grace=0.5).wait()
     log.info("stopped: %d frames in, %d frames out", plane.received, plane.sent)
     return 0
+
+
+def _start_runtime_channel(opts: RunOptions, device: Device,
+                           tm: TrafficManager) -> RuntimeChannelServer | None:
+    """The simple_switch_CLI-style channel on --thrift-port, if asked for."""
+    if opts.thrift_port is None:
+        return None
+
+    def current_switch() -> object | None:
+        return device.current.switch if device.current is not None else None
+
+    channel = RuntimeChannel(current_switch, tm, lock=device.lock)  # type: ignore[arg-type]
+    try:
+        server = RuntimeChannelServer(channel, "127.0.0.1", opts.thrift_port).start()
+    except OSError as exc:
+        raise P4Error(f"--thrift-port {opts.thrift_port}: cannot listen: {exc.strerror}") from None
+    print(f"softswitch: runtime channel listening on 127.0.0.1:{opts.thrift_port}",
+          file=sys.stderr, flush=True)
+    return server

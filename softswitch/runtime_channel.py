@@ -45,9 +45,12 @@ def _ints(words: list[str], usage: str, least: int, most: int) -> list[int]:
 class RuntimeChannel:
     """Executes one command line against a switch and its traffic manager."""
 
-    def __init__(self, control: SwitchControl, tm: TrafficManager | None,
-                 lock: Any = None) -> None:
-        self.session = CommandSession(control)
+    def __init__(self, control: SwitchControl | Callable[[], SwitchControl | None],
+                 tm: TrafficManager | None, lock: Any = None) -> None:
+        # A callable gives the switch of the moment: a running switch may be handed a new
+        # pipeline over P4Runtime, and commands must go to the one that is loaded now.
+        self._control_of = control if callable(control) else (lambda: control)
+        self._session: CommandSession | None = None
         self.tm = tm
         self.lock = lock if lock is not None else nullcontext()
         self._tm_commands: dict[str, Callable[[list[str]], str]] = {
@@ -71,12 +74,20 @@ class RuntimeChannel:
                 handler = self._tm_commands.get(keyword.lower())
                 if handler is not None:
                     return True, handler(words)
-                outcome = self.session.run_line(text)
+                outcome = self._current_session().run_line(text)
         except (P4Error, ValueError) as err:
             return False, f"Error: {getattr(err, 'message', err)}"
         if outcome.failure:
             return False, outcome.failure
         return True, outcome.text
+
+    def _current_session(self) -> CommandSession:
+        control = self._control_of()
+        if control is None:
+            raise P4Error("no pipeline is loaded")
+        if self._session is None or self._session.control is not control:
+            self._session = CommandSession(control)
+        return self._session
 
     # --- traffic manager --------------------------------------------------------------
     def _require_tm(self) -> TrafficManager:

@@ -100,6 +100,20 @@ class TrafficManager:
                     break
         return out
 
+    def flush(self) -> int:
+        """Drop every queued packet (a new pipeline cannot run the old one's packets);
+        configuration (rates, depths, weights, PFC) stays. Returns how many were dropped."""
+        dropped = 0
+        for ep in self.ports.values():
+            for q in ep.queues:
+                dropped += len(q.packets)
+                q.packets.clear()
+                q.bytes = 0
+                q.deficit = 0
+        self._ingress_of.clear()
+        self.pfc.held.clear()
+        return dropped
+
     def depth(self, port: int, priority: int | None = None) -> int:
         ep = self.ports.get(port)
         return ep.depth(priority) if ep is not None else 0

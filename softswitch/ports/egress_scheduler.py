@@ -1,0 +1,105 @@
+"""Real-time queueing for ``softswitch run``: the traffic manager on the wall clock.
+
+Frames from the ports go through ingress at once; the packets ingress sends out wait in
+the traffic manager's queues (``--priority-queues N``, 64 packets each, rates and depths
+set over the runtime channel) and leave when the scheduler lets them, from the port
+loop's thread when they may leave at once and from this module's thread when a rate
+limit or link rate holds them. Everything touching the switch runs under the device's
+lock. Packets a controller injects with PacketOut skip the queues, as they reach the
+switch through the CPU port rather than a front-panel port.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from softswitch.diagnostics import P4Error
+from softswitch.target.queueing import QueuedSwitch
+from softswitch.tm import TrafficManager
+
+log = logging.getLogger("softswitch.tm")
+IDLE_WAIT_S = 0.5
+
+
+class EgressScheduler:
+    """Feeds arriving frames through a :class:`QueuedSwitch` and drains it on time."""
+
+    def __init__(self, device: Any, tm: TrafficManager) -> None:
+        self.device = device
+        self.tm = tm
+        self._origin = time.monotonic()
+        self._queued: QueuedSwitch | None = None
+        self._wake = threading.Condition(device.lock)
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name="egress-scheduler",
+                                         daemon=True)
+
+    def now_us(self) -> float:
+        """Microseconds since the switch started (BMv2's timestamp origin)."""
+        return (time.monotonic() - self._origin) * 1e6
+
+    # --- port loop side ---------------------------------------------------------------
+    def deliver(self, port: int, frame: bytes) -> None:
+        """A frame arrived on a front-panel port (the DataPlane's callback)."""
+        with self.device.lock:
+            loaded = self.device.current
+            if loaded is None:
+                return
+            queued = self._queued_for(loaded.switch)
+            now = self.now_us()
+            try:
+                queued.receive(port, frame, now)
+            except P4Error as exc:
+                log.warning("port %d: packet dropped: %s", port, exc.message)
+                return
+            self._transmit(loaded, now)
+            self._wake.notify()
+
+    def _queued_for(self, switch: Any) -> QueuedSwitch:
+        """The queued view of the current pipeline; a new pipeline starts with empty
+        queues (the old one's packets cannot run through the new program)."""
+        if self._queued is None or self._queued.switch is not switch:
+            self.tm.flush()
+            self._queued = QueuedSwitch(switch, self.tm)
+        return self._queued
+
+    def _transmit(self, loaded: Any, now: float) -> None:
+        assert self._queued is not None
+        try:
+            outs = self._queued.transmit_ready(now)
+        except P4Error as exc:
+            log.warning("egress: packet dropped: %s", exc.message)
+            return
+        if outs:
+            self.device._dispatch(loaded, [packet for packet, _ in outs])
+
+    # --- scheduler thread ---------------------------------------------------------------
+    def start(self) -> EgressScheduler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self._wake:
+            self._stopping = True
+            self._wake.notify()
+        self._thread.join(timeout=2)
+
+    def _loop(self) -> None:
+        with self._wake:
+            while not self._stopping:
+                loaded = self.device.current
+                if loaded is not None and self._queued is not None \
+                        and self._queued.switch is loaded.switch:
+                    now = self.now_us()
+                    try:
+                        self._transmit(loaded, now)
+                    except Exception as exc:  # noqa: BLE001 - the scheduler must keep running
+                        log.error("egress scheduler: %s: %s", type(exc).__name__, exc)
+                    nxt = self.tm.next_event_us(self.now_us())
+                    wait = IDLE_WAIT_S if nxt is None else max(0.0, (nxt - self.now_us()) / 1e6)
+                else:
+                    wait = IDLE_WAIT_S
+                self._wake.wait(timeout=min(wait, IDLE_WAIT_S))
