@@ -331,13 +331,7 @@ def test_cli_commands_file(tmp_path: Path):
     topo = on_free_ports(load_topology(ROOT / "topologies" / "single_l3.yaml"))
     topo.switches[0].runtime_json = None
     topo.switches[0].cli_commands = ROOT / "topologies" / "s1-commands.txt"
-    try:
-        results = run_and_ping(topo, "netns", tmp_path)
-    except RunnerError as exc:
-        assert leftovers_of(topo, tmp_path) == []
-        if "does not answer on its runtime port" in str(exc):
-            pytest.xfail("softswitch run does not serve --thrift-port yet")
-        raise
+    results = run_and_ping(topo, "netns", tmp_path)
     assert [r.ok for r in results] == [True, True], [r.line() for r in results]
 
 
