@@ -1266,9 +1266,9 @@ class Parser:
     def parse_transition(self) -> ast.Expr:
         """``transition name;`` or ``transition select(keys) { keyset: state; … }``."""
         if not self.at("select"):
-            target = self.parse_expr()
+            name = self.expect("ID", "a state name or `select`")
             self.expect(";")
-            return target
+            return ast.PathExpr(name.text, loc=name.loc)
         kw = self.advance()
         self.expect("(")
         keys: list[ast.Expr] = []
