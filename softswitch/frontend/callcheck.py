@@ -17,6 +17,7 @@ from softswitch.frontend.calls import CallInfo
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import is_type_decl
 from softswitch.frontend.typecheck import SIZE_METHODS, Cascade, base, describe, fail
+from softswitch.frontend.typeresolve import check_type_args
 from softswitch.frontend.unify import Bindings, compatible, contains_var, subst
 
 if TYPE_CHECKING:
@@ -598,6 +599,7 @@ def _construct_extern(ck: ExprChecker, e: ast.Node, decl: ast.ExternDecl,
         raise fail(f"{decl.name}: Type {decl.name} has {len(tvars)} type parameter(s), but it "
                    f"is specialized with {len(type_refs)}", e)
     m = explicit_type_args(ck, e, tvars, type_refs, ctx)
+    check_type_args(decl, [m[v] for v in tvars if v in m], type_refs, allow_blocks=True)
     if preset is not None:
         m, _ = extern_bindings(ck, preset)
     variables = {v for v in tvars if v not in m}

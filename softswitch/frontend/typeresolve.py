@@ -106,13 +106,7 @@ class TypeResolver:
         if decl is None:
             raise P4Error(f"{ref.name}: declaration not found", ref.loc)
         args = [self.resolve(a, scope) for a in ref.type_args]
-        for a, ar in zip(args, ref.type_args, strict=True):
-            if _mentions_decl(a, decl):
-                raise P4Error(f"{ref.name}: contains self '{ref.name}' as type argument",
-                              ar.loc)
-            if isinstance(a, (T.BlockType, T.TableType)):
-                kind = a.kind if isinstance(a, T.BlockType) else "table"
-                raise P4Error(f"{a}: Cannot use {kind} {a} as a type parameter", ar.loc)
+        check_type_args(decl, args, ref.type_args, allow_blocks=False)
         if not args and isinstance(decl, (ast.StructDecl, ast.HeaderDecl, ast.HeaderUnionDecl)) \
                 and decl.type_params:
             raise P4Error(f"{ref.name}: generic type needs type arguments", ref.loc)
@@ -300,16 +294,37 @@ def check_field_type(kind: str, owner: str, f: ast.FieldDecl, ft: T.Type) -> Non
         raise P4Error(f"Field '{f.name}' of '{kind} {owner}' cannot have type '{ft}'", f.loc)
 
 
-def _mentions_decl(t: T.Type, decl: ast.Node) -> bool:
-    """Whether a type argument contains the generic type being specialized."""
+def check_type_args(decl: ast.Node, args: list[T.Type], refs: list[ast.TypeRef],
+                    allow_blocks: bool) -> None:
+    """Type arguments may not contain the type they specialize; parser/control types
+    are only allowed where an instance's type is inferred from them."""
+    name = getattr(decl, "name", "?")
+    for a, ar in zip(args, refs, strict=False):
+        if _mentions_decl(a, decl):
+            raise P4Error(f"{name}: contains self '{name}' as type argument", ar.loc)
+        if not allow_blocks and isinstance(a, (T.BlockType, T.TableType)):
+            kind = a.kind if isinstance(a, T.BlockType) else "table"
+            raise P4Error(f"{a}: Cannot use {kind} {a} as a type parameter", ar.loc)
+
+
+def _mentions_decl(t: T.Type, decl: ast.Node, seen: set[int] | None = None) -> bool:
+    """Whether a type argument contains the generic type being specialized (also through
+    the parameters of a parser/control type, as p4c checks)."""
+    seen = set() if seen is None else seen
+    if id(t) in seen:
+        return False
+    seen.add(id(t))
     if getattr(t, "decl", None) is decl:
         return True
     if isinstance(t, T.StackType):
-        return _mentions_decl(t.element, decl)
+        return _mentions_decl(t.element, decl, seen)
     if isinstance(t, (T.TupleType, T.ListType)):
-        return any(_mentions_decl(x, decl) for x in t.elements)
+        return any(_mentions_decl(x, decl, seen) for x in t.elements)
+    if isinstance(t, T.BlockType) and any(_mentions_decl(p.type, decl, seen)
+                                          for p in t.params + t.ctor_params):
+        return True
     if isinstance(t, (T.StructLikeType, T.ExternType, T.BlockType)):
-        return any(_mentions_decl(x, decl) for x in t.type_args)
+        return any(_mentions_decl(x, decl, seen) for x in t.type_args)
     return False
 
 
