@@ -59,6 +59,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     _require_main(checked, args.program)
     for warning in getattr(checked, "warnings", []):
         print(warning, file=sys.stderr)
+    if args.output:
+        _write_artifact(args)
     if args.p4runtime_files:
         from softswitch import p4info
 
@@ -67,6 +69,25 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             _ensure_parent(path)
             p4info.write(info, path)
     return EXIT_OK
+
+
+def _write_artifact(args: argparse.Namespace) -> None:
+    """``-o``: the device config to push with SetForwardingPipelineConfig (or to give
+    ``softswitch run``): the program with its local includes and defines, as JSON. Like
+    p4c, ``-o DIR`` writes ``DIR/<program>.json`` and ``-o FILE.json`` writes FILE.json."""
+    from softswitch.p4runtime.pipeline import make_artifact
+
+    out = args.output
+    if not out.endswith(".json"):
+        stem = os.path.splitext(os.path.basename(args.program))[0]
+        out = os.path.join(out, stem + ".json")
+    _ensure_parent(out)
+    data = make_artifact(args.program, _parse_defines(args.defines)).to_bytes()
+    try:
+        with open(out, "wb") as f:
+            f.write(data)
+    except OSError as err:
+        raise P4Error(f"-o {args.output}: cannot write {out}: {err.strerror}") from None
 
 
 def _require_main(checked: object, program: str) -> None:
@@ -129,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--target", default="bmv2", help="target (bmv2)")
     c.add_argument("--arch", default="v1model", help="architecture (v1model)")
     c.add_argument("--std", default="p4-16", choices=["p4-16", "p4_16"], help="language")
+    c.add_argument("-o", dest="output", metavar="DIR|FILE.json",
+                   help="write the device config (softswitch's JSON artifact, pushed with "
+                        "SetForwardingPipelineConfig or run by 'softswitch run')")
     c.add_argument("--p4runtime-files", metavar="FILES",
                    help="comma-separated P4Info outputs; format by extension "
                         "(.txt/.txtpb text, .bin binary, .json JSON)")

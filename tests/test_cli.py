@@ -36,6 +36,16 @@ def test_compile_sample_and_write_p4info(tmp_path):
     assert 'name: "L3Ingress.ipv4_lpm"' in out.read_text()
 
 
+def test_compile_writes_a_device_config_that_run_accepts(tmp_path):
+    proc = softswitch("compile", str(SAMPLE), "-o", str(tmp_path / "build"))
+    assert proc.returncode == 0, proc.stderr
+    artifact = tmp_path / "build" / "l3_basic.json"
+    from softswitch.p4runtime.pipeline import build, parse_device_config
+
+    compiled = build(parse_device_config(artifact.read_bytes()))
+    assert any(t.preamble.name == "L3Ingress.ipv4_lpm" for t in compiled.p4info.tables)
+
+
 def test_stf_sample_passes():
     proc = softswitch("stf", str(SAMPLE), str(SAMPLE.with_suffix(".stf")))
     assert proc.returncode == 0, proc.stdout + proc.stderr
