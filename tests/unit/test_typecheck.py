@@ -440,3 +440,11 @@ def test_cascading_errors_are_reported_once():
     with pytest.raises(P4Error) as info:
         check(control("r.write(1, 8w1);", "register<bit<8>, bit<4>, bit<1>>(16) r;"))
     assert len(info.value.diagnostics) == 1
+
+
+def test_default_parameter_values_fill_omitted_arguments():
+    prog = check("bit<8> f(in bit<8> a, in bit<8> b = 5) { return a + b; }\n"
+                 + control("hdr.h.a = f(1); hdr.h.a = f(b = 2, a = 3);"))
+    calls = [n.resolved for n in user_nodes(prog, ast.Call) if n.resolved.kind == "function"]
+    assert [[a.const for a in c.args] for c in calls] == [[1, 5], [3, 2]]
+    assert all(a.type == T.BitsType(8) for c in calls for a in c.args)
