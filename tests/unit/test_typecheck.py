@@ -448,3 +448,97 @@ def test_default_parameter_values_fill_omitted_arguments():
     calls = [n.resolved for n in user_nodes(prog, ast.Call) if n.resolved.kind == "function"]
     assert [[a.const for a in c.args] for c in calls] == [[1, 5], [3, 2]]
     assert all(a.type == T.BitsType(8) for c in calls for a in c.args)
+
+
+THIRD_PROGRAM = r"""
+#include <core.p4>
+#include <v1model.p4>
+enum bit<8> E { A = 1, B = 2 }
+enum Mode { M1, M2 }
+header h_t { bit<8> a; bit<16> b; E e; }
+header v_t { bit<8> len; varbit<64> opt; }
+header_union u_t { h_t h; v_t v; }
+struct inner_t { h_t[3] s; }
+struct hdrs { h_t h; v_t v; inner_t in1; u_t[2] us; }
+struct meta { bit<8> i; Mode mode; bit<16> csum; }
+const bit<32> C = 1 << 20;
+T id<T>(in T x) { return x; }
+tuple<bit<8>, bit<16>> pair(in h_t h) { return { h.a, h.b }; }
+parser P(packet_in pk, out hdrs h, inout meta m, inout standard_metadata_t s) {
+  bit<8> cnt = 0;
+  state start {
+    pk.extract<h_t>(h.h);
+    verify(h.h.a != 0, error.NoMatch);
+    cnt = cnt + 1;
+    if (h.h.a == 3) { m.i = 1; } else { m.i = 2; }
+    transition select(h.h.a[3:0], h.h.e) {
+      (4w1, E.A): opt;
+      (_, E.B): stk;
+      default: accept;
+    }
+  }
+  state opt { pk.extract(h.v, (bit<32>)h.v.len * 8); transition accept; }
+  state stk {
+    pk.extract(h.in1.s.next);
+    transition select(h.in1.s.last.a) { 0: accept; default: stk; }
+  }
+}
+control I(inout hdrs h, inout meta m, inout standard_metadata_t s) {
+  Checksum16() ck;
+  direct_counter(CounterType.packets_and_bytes) dc;
+  action a1(bit<8> v) { h.h.a = v; dc.count(); }
+  action a2() { exit; }
+  action a3(E e) { h.h.e = e; }
+  action resub() { resubmit_preserving_field_list(0); s.mcast_grp = 1; }
+  table t1 {
+    key = { h.h.a & 0xF0 : ternary @name("a_hi"); h.h.b : range; m.mode : exact; }
+    actions = { a1; a2; a3; resub; }
+    const entries = {
+      (0x10 &&& 0xF0, 1 .. 100, Mode.M1) : a1(1);
+      (_, _, Mode.M2) : a3(E.B);
+      (default, 5, Mode.M1) : a2() ;
+    }
+    counters = dc;
+    support_timeout = true;
+    size = 64;
+  }
+  table t2 { key = { h.h.b : lpm; } actions = { a1; } implementation = action_profile(32w128); }
+  apply {
+    h.h.a = id(h.h.a);
+    h.h.b = id<bit<16>>(7);
+    tuple<bit<8>, bit<16>> t = pair(h.h);
+    hash(m.csum, HashAlgorithm.crc16, 16w0, t, 32w65535);
+    m.csum = ck.get({ h.h.a, h.h.b });
+    switch (h.h.e) { E.A: { h.h.a = 1; } E.B: { } default: { } }
+    switch (m.mode) { Mode.M1: { } Mode.M2: { } }
+    bit<8> x = h.in1.s[m.i].a;
+    int<8> sv = -8;
+    sv = sv >> 1;
+    bit<32> sh = 32w1 << h.h.a;
+    h.h.b = (bit<16>)h.h.a << 8;
+    h.h.a = (bit<8>)(h.h.b >> 8);
+    if (h.us[0].h.isValid() && !h.us[1].isValid()) { h.us[1].v.setValid(); }
+    h.h.a = h.h.isValid() ? x : 8w0;
+    t1.apply();
+    t2.apply();
+    if (C > 5) { s.egress_spec = (bit<9>)(bit<32>)C; }
+  }
+}
+control V(inout hdrs h, inout meta m) { apply { } }
+control E2(inout hdrs h, inout meta m, inout standard_metadata_t s) { apply { } }
+control D(packet_out pk, in hdrs h) { apply { pk.emit(h); } }
+V1Switch(P(), V(), I(), E2(), V(), D()) main;
+"""
+
+
+def test_generic_functions_ranges_unions_stacks_and_entries_are_typed():
+    prog = check_program(parse_text(THIRD_PROGRAM, "third.p4")).program
+    ident = [n.resolved for n in walk(prog) if isinstance(n, ast.Call)
+             and isinstance(n.resolved, CallInfo) and n.resolved.kind == "function"
+             and n.resolved.decl.name == "id"]
+    assert sorted(str(c.result) for c in ident) == ["bit<16>", "bit<8>"]
+    entries = [n for n in walk(prog) if isinstance(n, ast.TableEntry)]
+    masks = [i for e in entries for i in e.keys.items
+             if isinstance(i, ast.Binary) and i.op in ("&&&", "..")]
+    assert {str(m.type) for m in masks} == {"bit<8>", "bit<16>"}
+    assert all(str(m.left.type) == str(m.type) for m in masks)
