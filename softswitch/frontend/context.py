@@ -25,7 +25,6 @@ class Ctx:
     func: Any = None             # enclosing action/function declaration
     table: Any = None            # enclosing TableDecl while checking its properties
     this_type: T.Type | None = None  # extern type inside an instance initializer
-    const_only: bool = False     # only compile-time constants allowed (e.g. widths)
 
     def child(self, kind: str = "block", **changes: Any) -> Ctx:
         """A nested context with a fresh scope (and any field changed)."""

@@ -20,8 +20,6 @@ from softswitch.frontend.tablecheck import TableChecker
 from softswitch.frontend.typecheck import base, describe, fail
 from softswitch.frontend.unify import compatible
 
-LOCAL_ONLY_IN_FUNCTIONS = (ast.InstanceDecl,)
-
 
 class DeclChecker(TableChecker):
     """Checks declarations and statements (see module docstring)."""
