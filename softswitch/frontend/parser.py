@@ -1471,6 +1471,8 @@ class Parser:
         if k == "enum":
             return self.parse_enum(annos)
         if k in ("error", "match_kind") and self.peek().kind == "{":
+            if annos:  # p4c's grammar has no annotations on these
+                raise self.error("a declaration that takes annotations")
             self.advance()
             members = self.parse_members(False)
             cls = ast.ErrorDecl if k == "error" else ast.MatchKindDecl

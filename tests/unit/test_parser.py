@@ -530,6 +530,7 @@ def test_every_node_has_a_location():
     ("parser p() { bit<8> x; }", 1, 24, "expected `state`"),
     ("parser p() { state s {} bit<8> x; }", 1, 25, "expected `state`"),
     ("control c() { table t { } apply {} }", 1, 25, "unexpected `}`"),
+    ("@a error { E1 }", 1, 4, "unexpected `error`"),
     ("control c() { table t { actions = { x.y; } } apply {} }", 1, 38, "unexpected `.`"),
     ("typedef bit<8> T; const T x = T + 1;", 1, 33, "after the type name"),
 ])
