@@ -641,8 +641,6 @@ def test_idle_timeout_only_where_supported(rig):
 
 
 def test_idle_timeout_notification(rig):
-    if not hasattr(rig.device.current.switch, "entry_idle_us"):
-        pytest.skip("the switch does not report entry idle times (entry_idle_us)")
     te = fwd_entry(rig, b"\x71", 1)
     te.idle_timeout_ns = 20_000_000
     rig.write(upd(Update.INSERT, table_entry=te))
@@ -667,7 +665,8 @@ def test_replication_modify_and_delete(rig):
     group.replicas.add(egress_port=1, instance=1)
     pre = p4runtime_pb2.PacketReplicationEngineEntry(multicast_group_entry=group)
     rig.write(upd(Update.INSERT, packet_replication_engine_entry=pre))
-    group.replicas.add(egress_port=2, instance=1)
+    # (the constructor copied ``group``: change the copy the request carries)
+    pre.multicast_group_entry.replicas.add(egress_port=2, instance=1)
     switch = rig.device.current.switch
     can = all(hasattr(switch, m) for m in ("mc_node_dissociate", "mc_node_destroy",
                                              "mc_mgrp_destroy", "mirroring_delete"))
@@ -689,3 +688,42 @@ def test_replication_modify_and_delete(rig):
     rig.write(upd(Update.DELETE, packet_replication_engine_entry=pre))
     assert rig.read(p4runtime_pb2.Entity(
         packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry())) == []
+
+
+def test_replication_rollback(rig):
+    """A ROLLBACK_ON_ERROR batch that changes a group and a clone session, then fails,
+    leaves both as they were, in the server and in the switch."""
+    group = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=8)
+    group.replicas.add(egress_port=1, instance=1)
+    session = p4runtime_pb2.CloneSessionEntry(session_id=9)
+    session.replicas.add(egress_port=4, instance=0)
+    pre_g = p4runtime_pb2.PacketReplicationEngineEntry(multicast_group_entry=group)
+    pre_s = p4runtime_pb2.PacketReplicationEngineEntry(clone_session_entry=session)
+    rig.write(upd(Update.INSERT, packet_replication_engine_entry=pre_g),
+              upd(Update.INSERT, packet_replication_engine_entry=pre_s))
+    new_g = p4runtime_pb2.PacketReplicationEngineEntry()
+    new_g.CopyFrom(pre_g)
+    new_g.multicast_group_entry.replicas.add(egress_port=2, instance=2)
+    new_s = p4runtime_pb2.PacketReplicationEngineEntry()
+    new_s.CopyFrom(pre_s)
+    new_s.clone_session_entry.replicas.add(egress_port=5, instance=1)
+    missing = p4runtime_pb2.PacketReplicationEngineEntry(
+        multicast_group_entry=p4runtime_pb2.MulticastGroupEntry(multicast_group_id=77))
+    details = rig.write_error(
+        upd(Update.MODIFY, packet_replication_engine_entry=new_g),
+        upd(Update.MODIFY, packet_replication_engine_entry=new_s),
+        upd(Update.DELETE, packet_replication_engine_entry=pre_g),
+        upd(Update.DELETE, packet_replication_engine_entry=missing),
+        atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+    assert [d.canonical_code for d in details] == [code_pb2.ABORTED] * 3 + [
+        code_pb2.NOT_FOUND]
+    got = rig.read(p4runtime_pb2.Entity(
+        packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry()))
+    assert [e.packet_replication_engine_entry for e in got] == [pre_g, pre_s]
+    te = fwd_entry(rig, b"\x53", 0, action="I.mcast")
+    te.action.action.params.add(param_id=1, value=b"\x08")
+    rig.write(upd(Update.INSERT, table_entry=te))
+    rig.device.receive(9, frame(0x53))
+    assert sorted(p for p, _ in rig.sent) == [1]
+    switch = rig.device.current.switch
+    assert switch.mirror[9] == ("port", 4)

@@ -6,9 +6,10 @@ one port or, for several replicas, to a multicast group. The server keeps each g
 and session as written (Read returns them unchanged) together with the switch
 objects that implement it, so MODIFY and DELETE can take them apart again.
 
-Creating needs ``SwitchControl``'s ``mc_*``/``mirroring_*`` methods; taking apart needs
-the switch's ``mc_node_dissociate``/``mc_node_destroy``/``mc_mgrp_destroy``/
-``mirroring_delete`` (BMv2 runtime-CLI names) and is UNIMPLEMENTED without them.
+Creating needs ``SwitchControl``'s ``mc_*``/``mirroring_*`` methods; taking apart (MODIFY,
+DELETE, and undoing a failed ROLLBACK_ON_ERROR batch) uses its ``mc_node_dissociate``/
+``mc_node_destroy``/``mc_mgrp_destroy``/``mirroring_delete`` (BMv2 runtime-CLI names).
+A switch object without them (an older SwitchControl) gets UNIMPLEMENTED instead.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class Replication:
     def write(self, kind: int, entry: p4runtime_pb2.PacketReplicationEngineEntry,
               log: UndoLog) -> None:
         if log.atomic and not self._undoable():
+            # Only a SwitchControl predating the take-apart methods lands here.
             raise errors.unimplemented("this switch cannot take replication entries apart, "
                                        "so they cannot be part of a ROLLBACK_ON_ERROR "
                                        "batch: send them with CONTINUE_ON_ERROR")

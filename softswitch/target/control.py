@@ -111,6 +111,26 @@ class SwitchControl(Protocol):
     def mc_mgrp_create(self, mgrp: int) -> None: ...
     def mc_node_create(self, rid: int, ports: list[int]) -> int: ...
     def mc_node_associate(self, mgrp: int, node: int) -> None: ...
+    def mc_node_dissociate(self, mgrp: int, node: int) -> None:
+        """Take a node out of a group (BMv2 ``mc_node_dissociate``)."""
+        ...
+
+    def mc_node_destroy(self, node: int) -> None:
+        """Delete a node (leaving any group that holds it)."""
+        ...
+
+    def mc_mgrp_destroy(self, mgrp: int) -> None:
+        """Delete a group; its nodes survive, dissociated."""
+        ...
+
+    def mirroring_delete(self, session: int) -> None:
+        """Remove a clone session; clones to it are then dropped."""
+        ...
+
+    def entry_idle_us(self, table: str, handle: int) -> int:
+        """µs (switch clock) since the entry was last hit or, never hit, inserted;
+        P4Runtime idle timeouts and ``time_since_last_hit`` read it."""
+        ...
 
     # --- stateful externs ---------------------------------------------------------------
     def counter_read(self, name: str, index: int) -> tuple[int, int]:

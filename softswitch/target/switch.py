@@ -96,6 +96,8 @@ class Switch:
         self._next_node = 0
         self.digests = self.rt.digests
         self.logs = self.rt.logs
+        for state in pb.tables.values():
+            state.clock = self.clock
 
     # ------------------------------------------------------------ loading
     @classmethod
@@ -348,6 +350,11 @@ class Switch:
     def table_entries(self, table: str) -> list[EntryView]:
         return self.pb.tables[self._table_name(table)].views()
 
+    def entry_idle_us(self, table: str, handle: int) -> int:
+        """µs on the switch clock since the entry last matched a packet (or, never
+        matched, was inserted): P4Runtime idle timeouts and ``time_since_last_hit``."""
+        return self.pb.tables[self._table_name(table)].idle_us(handle)
+
     # ------------------------------------------------------------ replication
     def mirroring_add(self, session: int, port: int, class_of_service: int = 0) -> None:
         self.mirror[session] = ("port", port)
@@ -373,7 +380,43 @@ class Switch:
             raise P4Error(f"no multicast group {mgrp}")
         if node not in self.mc_nodes:
             raise P4Error(f"no multicast node with handle {node}")
+        if node in self.mc_groups[mgrp]:
+            raise P4Error(f"multicast node {node} is already in group {mgrp}")
         self.mc_groups[mgrp].append(node)
+
+    # BMv2 runtime-CLI names; the P4Runtime server takes groups and sessions apart with
+    # them on MODIFY/DELETE and to roll a failed batch back.
+    def mc_node_dissociate(self, mgrp: int, node: int) -> None:
+        """Take a replication node out of a multicast group (the node survives)."""
+        nodes = self.mc_groups.get(mgrp)
+        if nodes is None:
+            raise P4Error(f"no multicast group {mgrp}")
+        if node not in nodes:
+            raise P4Error(f"multicast node {node} is not in group {mgrp}")
+        nodes.remove(node)
+
+    def mc_node_destroy(self, node: int) -> None:
+        """Delete a replication node; like BMv2 it also leaves any group holding it,
+        so no group is left pointing to a node that no longer exists."""
+        if node not in self.mc_nodes:
+            raise P4Error(f"no multicast node with handle {node}")
+        del self.mc_nodes[node]
+        for nodes in self.mc_groups.values():
+            if node in nodes:
+                nodes.remove(node)
+
+    def mc_mgrp_destroy(self, mgrp: int) -> None:
+        """Delete a multicast group; its nodes are dissociated, not destroyed (BMv2)."""
+        if mgrp not in self.mc_groups:
+            raise P4Error(f"no multicast group {mgrp}")
+        del self.mc_groups[mgrp]
+
+    def mirroring_delete(self, session: int) -> None:
+        """Remove a clone session: later clones to it are dropped, as for an unknown one."""
+        if session not in self.mirror:
+            raise P4Error(f"no clone session {session}")
+        del self.mirror[session]
+        self.mirror_cos.pop(session, None)
 
     # ------------------------------------------------------------ stateful externs
     def counter_read(self, name: str, index: int) -> tuple[int, int]:

@@ -69,6 +69,7 @@ class Entry:
     packets: int = 0
     bytes: int = 0
     meter: Any = None
+    last_hit: int = 0             # switch clock (µs) of the last hit, or of the insert
 
 
 @dataclass
@@ -95,6 +96,9 @@ class TableState:
     meter_factory: Callable[[], Any] | None = None
     # (hash function over bytes, output width) when the table has an action selector
     selector: tuple[Callable[[bytes], int], int] | None = None
+    # The switch clock (``externs.Clock``), set by the Switch: entries remember when
+    # they were last hit, for P4Runtime idle timeouts.
+    clock: Any = None
 
     def __post_init__(self) -> None:
         kinds = [k.kind for k in self.keys]
@@ -120,7 +124,14 @@ class TableState:
 
     # ------------------------------------------------------------------ lookups
     def lookup(self, key: tuple[int, ...]) -> Entry | None:
-        """The matching entry for the key values, or None (miss)."""
+        """The matching entry for the key values, or None (miss); a hit is stamped
+        with the switch clock so idle entries can be found."""
+        e = self._find(key)
+        if e is not None and self.clock is not None:
+            e.last_hit = self.clock.now_us()
+        return e
+
+    def _find(self, key: tuple[int, ...]) -> Entry | None:
         mode = self.mode
         if mode == "exact":
             return self._exact.get(key)
@@ -284,6 +295,8 @@ class TableState:
             prio = match[self.lpm_index][2]
         entry = Entry(self._next_handle, ordered, action, args, prio, self._order, match,
                       action.runtime_args(args))
+        if self.clock is not None:
+            entry.last_hit = self.clock.now_us()
         self._insert(entry)
         self._next_handle += 1
         self._order += 1
@@ -408,6 +421,13 @@ class TableState:
         self.default_cp_args = self.check_args(action, args)
         self.default_args = action.runtime_args(self.default_cp_args)
         self.default_action = action
+
+    def idle_us(self, handle: int) -> int:
+        """µs since the entry was last hit (or inserted, if never hit)."""
+        entry = self._get(handle)
+        if self.clock is None:
+            return 0
+        return max(0, self.clock.now_us() - entry.last_hit)
 
     def _get(self, handle: int) -> Entry:
         e = self.entries.get(handle)

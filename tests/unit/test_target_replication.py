@@ -1,0 +1,108 @@
+"""Taking the replication engine apart again: multicast nodes and groups, clone
+sessions (BMv2's ``mc_node_dissociate``/``mc_node_destroy``/``mc_mgrp_destroy``/
+``mirroring_delete``), and the entry idle times P4Runtime idle timeouts read."""
+
+from __future__ import annotations
+
+import pytest
+
+from softswitch.diagnostics import P4Error
+from softswitch.target.control import KeyMatch
+from softswitch.target.switch import Switch
+
+PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> op; bit<8> arg; }
+struct H { h_t h; }
+struct M { bit<8> x; }
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(h.h); transition accept; }
+}
+control V(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    table t { key = { h.h.arg : exact; } actions = { fwd; NoAction; } }
+    apply {
+        if (h.h.op == 1) { sm.mcast_grp = (bit<16>) h.h.arg; }
+        else if (h.h.op == 2) { clone(CloneType.I2E, (bit<32>) h.h.arg); sm.egress_spec = 9; }
+        else { t.apply(); }
+    }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out pk, in H h) { apply { pk.emit(h.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+@pytest.fixture
+def sw(tmp_path) -> Switch:
+    p = tmp_path / "repl.p4"
+    p.write_text(PROGRAM)
+    return Switch.from_file(p)
+
+
+def ports(sw: Switch, op: int, arg: int) -> list[int]:
+    return sorted(o.port for o in sw.inject(0, bytes([op, arg])))
+
+
+def test_multicast_dissociate_destroy(sw):
+    sw.mc_mgrp_create(5)
+    a = sw.mc_node_create(1, [1, 2])
+    b = sw.mc_node_create(2, [3])
+    sw.mc_node_associate(5, a)
+    sw.mc_node_associate(5, b)
+    assert ports(sw, 1, 5) == [1, 2, 3]
+    sw.mc_node_dissociate(5, a)
+    assert ports(sw, 1, 5) == [3]
+    with pytest.raises(P4Error, match="not in group"):
+        sw.mc_node_dissociate(5, a)
+    sw.mc_node_associate(5, a)                 # a dissociated node can come back
+    assert ports(sw, 1, 5) == [1, 2, 3]
+    sw.mc_node_destroy(b)                      # destroying leaves the group too
+    assert ports(sw, 1, 5) == [1, 2]
+    with pytest.raises(P4Error, match="no multicast node"):
+        sw.mc_node_destroy(b)
+    sw.mc_mgrp_destroy(5)
+    assert ports(sw, 1, 5) == []
+    with pytest.raises(P4Error, match="no multicast group"):
+        sw.mc_mgrp_destroy(5)
+    with pytest.raises(P4Error, match="no multicast group"):
+        sw.mc_node_dissociate(5, a)
+    sw.mc_mgrp_create(5)                       # the id is free again, the node survived
+    sw.mc_node_associate(5, a)
+    assert ports(sw, 1, 5) == [1, 2]
+    with pytest.raises(P4Error, match="already in group"):
+        sw.mc_node_associate(5, a)
+
+
+def test_mirroring_delete(sw):
+    sw.mirroring_add(7, 4)
+    assert ports(sw, 2, 7) == [4, 9]
+    sw.mirroring_delete(7)
+    assert ports(sw, 2, 7) == [9]              # an unknown session clones nothing
+    with pytest.raises(P4Error, match="no clone session"):
+        sw.mirroring_delete(7)
+    sw.mc_mgrp_create(100)
+    sw.mc_node_associate(100, sw.mc_node_create(0, [5, 6]))
+    sw.mirroring_add_mc(7, 100, class_of_service=3)
+    assert ports(sw, 2, 7) == [5, 6, 9]
+    sw.mirroring_delete(7)
+    assert 7 not in sw.mirror_cos
+    assert ports(sw, 2, 7) == [9]
+
+
+def test_entry_idle_us_follows_hits(sw):
+    sw.clock.freeze(1_000)
+    h = sw.table_add("t", [KeyMatch("h.h.arg", "exact", 3)], "fwd", [2])
+    miss = sw.table_add("t", [KeyMatch("h.h.arg", "exact", 4)], "fwd", [2])
+    sw.clock.advance(250)
+    assert sw.entry_idle_us("t", h) == 250
+    assert ports(sw, 0, 3) == [2]              # a hit resets the idle time
+    assert sw.entry_idle_us("t", h) == 0
+    sw.clock.advance(40)
+    assert sw.entry_idle_us("t", h) == 40
+    assert sw.entry_idle_us("t", miss) == 290  # never hit: time since the insert
+    with pytest.raises(P4Error, match="no entry with handle"):
+        sw.entry_idle_us("t", 99)
