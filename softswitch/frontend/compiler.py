@@ -6,6 +6,13 @@ applies the checks that make p4c reject programs. Errors are collected and raise
 together as :class:`P4Errors`; on success the returned :class:`CheckedProgram` holds the
 annotated AST.
 
+The passes, by module: ``scopes`` (symbol tables), ``typeresolve`` (types as written →
+semantic types, declaration rules), ``typecheck`` (expressions, literal inference,
+implicit conversions), ``callcheck`` (calls, overloads, type-argument inference,
+constructors), ``tablecheck`` (tables), ``declcheck`` (declarations, statements,
+parsers, controls), ``annotations``, ``consteval`` (constant folding), ``checks``
+(whole-program checks after typing: recursion, parser reachability, global names).
+
 Annotations the later passes can rely on:
 
 * ``PathExpr.decl`` — the declaration a name refers to (``VarDecl``, ``Param``,
