@@ -39,13 +39,23 @@ control TailccVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
 
 control TailccComputeChecksum(inout headers_t hdr, inout local_metadata_t meta) {
     apply {
-        update_checksum(hdr.ipv4.isValid(),
+        /* A packet whose IPv4 header failed its checks (bad checksum, version or
+         * IHL) and is forwarded or punted by parser_error_policy leaves with the
+         * header it came with: recomputing would launder the corruption and hand
+         * the controller a frame that is not the one that arrived. */
+        bool ipv4_trusted = meta.parser_error_code != PERR_CHECKSUM
+                            && meta.parser_error_code != PERR_IPV4_VERSION
+                            && meta.parser_error_code != PERR_IPV4_IHL;
+        update_checksum(hdr.ipv4.isValid() && ipv4_trusted,
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
               hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
               hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
               hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
             hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
-        update_checksum(hdr.inner_ipv4.isValid(),
+        update_checksum(hdr.inner_ipv4.isValid()
+                            && meta.parser_error_code != PERR_CHECKSUM
+                            && meta.parser_error_code != PERR_IPV4_VERSION
+                            && meta.parser_error_code != PERR_IPV4_IHL,
             { hdr.inner_ipv4.version, hdr.inner_ipv4.ihl, hdr.inner_ipv4.dscp,
               hdr.inner_ipv4.ecn, hdr.inner_ipv4.total_len,
               hdr.inner_ipv4.identification, hdr.inner_ipv4.flags,
