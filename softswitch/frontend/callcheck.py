@@ -106,6 +106,8 @@ def _function_call(ck: ExprChecker, e: ast.Call, tgt: ast.PathExpr, cands: list[
     args = bind_and_check(ck, e, params, m, variables, ctx)
     ret = subst(decl.return_type.resolved or T.VoidType(), m)  # type: ignore[attr-defined]
     kind = "function" if isinstance(decl, ast.FunctionDecl) else "extern_function"
+    if kind == "extern_function":
+        _no_struct_results(params, args, nested_only=True)
     if decl.name == "verify" and kind == "extern_function" and ctx.block != "parser":
         raise fail(f"{describe(e)}: may only be invoked in parsers", e)
     tgt.type = T.FunctionType(kind, subst_params(params, m), ret, decl=decl)
@@ -114,6 +116,22 @@ def _function_call(ck: ExprChecker, e: ast.Call, tgt: ast.PathExpr, cands: list[
     if decl.name == "static_assert" and kind == "extern_function":
         _static_assert(e, args)
     return ret
+
+
+def _no_struct_results(params: tuple[T.ParamInfo, ...], args: list[ast.Expr | None],
+                       nested_only: bool) -> None:
+    """Like p4c for BMv2: extern methods cannot write results into structs, and extern
+    functions not into structs that nest headers or structs."""
+    for p, a in zip(params, args, strict=True):
+        t = base(a.type) if a is not None else None
+        if a is None or p.direction not in ("out", "inout") or not isinstance(t, T.StructType):
+            continue
+        if nested_only and not any(isinstance(base(f.type), T.StructLikeType)
+                                   for f in t.fields):
+            continue
+        what = "extern functions with 'out' nested struct argument" if nested_only else \
+            "writing to a structure"
+        raise fail(f"{describe(a)}: {what} is not supported on this target", a)
 
 
 def _static_assert(e: ast.Call, args: list[ast.Expr | None]) -> None:
@@ -471,6 +489,7 @@ def _extern_method(ck: ExprChecker, e: ast.Call, tgt: ast.Member, ot: T.ExternTy
     ret = subst(md.return_type.resolved or T.VoidType(), m)  # type: ignore[union-attr]
     if isinstance(ret, T.TypeVar) and ret in variables and ret not in m:
         raise fail(f"{describe(e)}: could not infer a type for variable {ret.name}", e)
+    _no_struct_results(params, args, nested_only=False)
     if md.name == "lookahead" and isinstance(ret, T.VoidType):
         raise fail("void: illegal type argument for 'lookahead'", e)
     kind = "abstract_method" if md.abstract else "extern_method"

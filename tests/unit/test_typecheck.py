@@ -177,6 +177,8 @@ REJECTS = [
     (control("", "action a() { switch (hdr.h.a) { 1: { } } }"), "not supported in actions"),
     ("control D(packet_out p, in headers h) { apply { p.emit(h.h.a); } }",
      "argument must be a header"),
+    (control("r.read(m, 1);").replace("apply {", "register<meta_t>(4) r; apply {"),
+     "writing to a structure"),
 ]
 
 
