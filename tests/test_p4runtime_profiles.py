@@ -152,8 +152,10 @@ def test_selector_groups(rig):
     te = p4runtime_pb2.TableEntry(table_id=rig.ids["I.t_sel"])
     te.match.add(field_id=1).exact.value = b"\x01"
     te.action.action_profile_group_id = 10
-    assert rig.write_error(upd(Update.INSERT, table_entry=te))[0].canonical_code == \
-        code_pb2.UNIMPLEMENTED
+    rig.write(upd(Update.INSERT, table_entry=te))      # (behaviour: test_p4runtime_selector)
+    assert rig.write_error(upd(Update.DELETE, action_profile_group=group))[0] \
+        .canonical_code == code_pb2.FAILED_PRECONDITION     # an entry points to it
+    rig.write(upd(Update.DELETE, table_entry=te))
     rig.write(upd(Update.DELETE, action_profile_group=group))
     rig.write(upd(Update.DELETE, action_profile_member=member(rig, 1, 1, sel)))
     noselector = p4runtime_pb2.ActionProfileGroup(action_profile_id=rig.ids["I.ap"], group_id=1)

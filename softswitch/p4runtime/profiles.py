@@ -7,9 +7,13 @@ so the server keeps the members and, when a member changes, rewrites every entry
 that uses it (within the same undo log, so a batch stays all-or-nothing).
 
 Groups of an ``action_selector`` are kept and validated (members exist, weights,
-``max_group_size``), but entries pointing to a group need the switch to hash the
-selector fields per packet, which it does not do: such entries are UNIMPLEMENTED,
-as are one-shot action sets.
+``max_group_size``). An entry pointing to a group becomes a switch group entry
+(``table_add_group``): the switch picks one member per packet, ``hash % n`` over the
+group's member list as BMv2 does. That list is built the way PI builds a BMv2 group:
+each member holds target member handles (the lowest free one per profile when it is
+created, one more per unit of weight above 1), and BMv2 keeps a group's handles
+sorted, so the n-th member is the n-th smallest handle. Group and member MODIFYs
+rewrite every entry using them, in the same undo log.
 """
 
 from __future__ import annotations
@@ -35,6 +39,15 @@ class Member:
     call: actions.ActionCall
     users: dict[int, tuple[str, object]] = field(default_factory=dict)  # id → (table, rec)
     groups: set[int] = field(default_factory=set)
+    handles: list[int] = field(default_factory=list)   # BMv2 member handles (see above)
+
+
+@dataclass(eq=False)
+class Group:
+    """A selector group as written, and the table entries pointing to it."""
+
+    msg: p4runtime_pb2.ActionProfileGroup
+    users: dict[int, tuple[str, object]] = field(default_factory=dict)  # id → (table, rec)
 
 
 class ActionProfiles:
@@ -44,7 +57,8 @@ class ActionProfiles:
         self.switch = switch
         self.index = index
         self._members: dict[tuple[int, int], Member] = {}
-        self._groups: dict[tuple[int, int], p4runtime_pb2.ActionProfileGroup] = {}
+        self._groups: dict[tuple[int, int], Group] = {}
+        self._handles: dict[int, set[int]] = {}     # profile id → member handles in use
 
     def _profile(self, profile_id: int) -> p4info_pb2.ActionProfile:
         return self.index.get("action_profiles", profile_id)
@@ -66,8 +80,10 @@ class ActionProfiles:
             if profile.size and sum(1 for k in self._members if k[0] == key[0]) >= profile.size:
                 raise errors.resource_exhausted(f"action profile '{name}' is full")
             call = self._call_for(profile, msg)
-            self._members[key] = Member(key[0], key[1], call)
+            new = Member(key[0], key[1], call)
+            self._members[key] = new
             log.push(lambda: self._members.pop(key, None))
+            self._grow(new, 1, log)
             return
         if member is None:
             raise errors.not_found(f"action profile '{name}' has no member {msg.member_id}")
@@ -80,6 +96,9 @@ class ActionProfiles:
                     f"{len(member.users)} table entries and {len(member.groups)} groups")
             del self._members[key]
             log.push(lambda: self._members.__setitem__(key, member))
+            used = self._handles.setdefault(key[0], set())
+            used.difference_update(member.handles)
+            log.push(lambda: used.update(member.handles))
         else:
             raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
 
@@ -106,6 +125,24 @@ class ActionProfiles:
             log.push(lambda r=record: setattr(r, "call", old))
         member.call = call
         log.push(lambda: setattr(member, "call", old))
+        for gid in sorted(member.groups):
+            self._refresh_users(self._groups[(member.profile_id, gid)], log)
+
+    def _grow(self, member: Member, count: int, log: UndoLog) -> None:
+        """Give a member at least ``count`` target handles, each the lowest free one of
+        its profile (BMv2's handle allocator), as PI does for weights above 1."""
+        used = self._handles.setdefault(member.profile_id, set())
+        while len(member.handles) < count:
+            handle = 0
+            while handle in used:
+                handle += 1
+            used.add(handle)
+            member.handles.append(handle)
+
+            def release(h: int = handle) -> None:
+                used.discard(h)
+                member.handles.remove(h)
+            log.push(release)
 
     def member_call(self, table: TableIndex, member_id: int) -> Member:
         """The member a table entry points to (INVALID_ARGUMENT if there is none)."""
@@ -145,28 +182,73 @@ class ActionProfiles:
             raise errors.not_found(f"'{name}' has no group {msg.group_id}")
         if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
             raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
-        if kind != Update.DELETE:
-            self._check_group(profile, msg)
-        if existing is not None:
-            self._link(existing, key, add=False)
-            log.push(lambda: self._link(existing, key, add=True))
         if kind == Update.DELETE:
+            assert existing is not None
+            if existing.users:
+                raise errors.failed_precondition(
+                    f"group {msg.group_id} of '{name}' is still used by "
+                    f"{len(existing.users)} table entries")
+            self._link(existing.msg, key, add=False)
+            log.push(lambda: self._link(existing.msg, key, add=True))
             del self._groups[key]
             log.push(lambda: self._groups.__setitem__(key, existing))
             return
+        self._check_group(profile, msg)
         stored = p4runtime_pb2.ActionProfileGroup()
         stored.CopyFrom(msg)
-        self._groups[key] = stored
+        if existing is None:
+            group = Group(stored)
+            self._groups[key] = group
+            log.push(lambda: self._groups.pop(key, None))
+            self._link(stored, key, add=True)
+            log.push(lambda: self._link(stored, key, add=False))
+            return
+        old = existing.msg
+        self._link(old, key, add=False)
+        log.push(lambda: self._link(old, key, add=True))
+        existing.msg = stored
+        log.push(lambda: setattr(existing, "msg", old))
         self._link(stored, key, add=True)
         log.push(lambda: self._link(stored, key, add=False))
-        log.push(lambda: self._restore_group(key, existing))
+        self._refresh_users(existing, log)
 
-    def _restore_group(self, key: tuple[int, int],
-                       previous: p4runtime_pb2.ActionProfileGroup | None) -> None:
-        if previous is None:
-            self._groups.pop(key, None)
-        else:
-            self._groups[key] = previous
+    def group_members(self, group: Group, log: UndoLog) -> list[tuple[str, list[int]]]:
+        """What the switch runs for a group: one (action, args) per target member
+        handle of its members (weight handles each), in BMv2's handle order."""
+        pid = group.msg.action_profile_id
+        slots: list[tuple[int, Member]] = []
+        for m in group.msg.members:
+            member = self._members[(pid, m.member_id)]
+            weight = max(m.weight, 1)
+            self._grow(member, weight, log)
+            slots.extend((h, member) for h in member.handles[:weight])
+        slots.sort(key=lambda slot: slot[0])
+        return [(member.call.name, list(member.call.args)) for _, member in slots]
+
+    def group_for(self, table: TableIndex, group_id: int) -> Group:
+        """The group a table entry points to (INVALID_ARGUMENT if there is none)."""
+        group = self._groups.get((table.info.implementation_id, group_id))
+        if group is None:
+            raise errors.invalid(f"table '{table.info.preamble.name}': action profile "
+                                 f"group {group_id} does not exist")
+        return group
+
+    def _refresh_users(self, group: Group, log: UndoLog) -> None:
+        """Give every entry pointing to ``group`` the group's current member list."""
+        if not group.users:
+            return
+        members = self.group_members(group, log)
+        for table_name, record in group.users.values():
+            old = record.members  # type: ignore[attr-defined]
+            self.switch.table_modify_group(table_name, record.handle,  # type: ignore[attr-defined]
+                                           members)
+            record.members = members  # type: ignore[attr-defined]
+
+            def undo(t: str = table_name, r: object = record,
+                     o: list[tuple[str, list[int]]] = old) -> None:
+                self.switch.table_modify_group(t, r.handle, o)  # type: ignore[attr-defined]
+                r.members = o  # type: ignore[attr-defined]
+            log.push(undo)
 
     def _check_group(self, profile: p4info_pb2.ActionProfile,
                      msg: p4runtime_pb2.ActionProfileGroup) -> None:
@@ -175,9 +257,10 @@ class ActionProfiles:
         if profile.max_group_size and msg.max_size > profile.max_group_size:
             raise errors.invalid(f"group max_size {msg.max_size} exceeds the profile's "
                                  f"max_group_size {profile.max_group_size}")
-        if max_size and len(msg.members) > max_size:
+        total = sum(max(m.weight, 1) for m in msg.members)   # weight 0: unset, as 1
+        if max_size and total > max_size:
             raise errors.resource_exhausted(f"group {msg.group_id} of '{name}' holds at most "
-                                            f"{max_size} members")
+                                            f"{max_size} members (sum of weights: {total})")
         seen: set[int] = set()
         for m in msg.members:
             if m.member_id in seen:
@@ -206,5 +289,5 @@ class ActionProfiles:
             if req.group_id and gid != req.group_id:
                 continue
             out = p4runtime_pb2.Entity()
-            out.action_profile_group.CopyFrom(group)
+            out.action_profile_group.CopyFrom(group.msg)
             yield out

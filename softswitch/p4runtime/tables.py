@@ -19,7 +19,7 @@ from p4.v1 import p4runtime_pb2
 from softswitch.p4runtime import actions, errors, matches, wire
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
-from softswitch.p4runtime.profiles import ActionProfiles, Member
+from softswitch.p4runtime.profiles import ActionProfiles, Group, Member
 from softswitch.p4runtime.undo import UndoLog
 from softswitch.target.control import EntryView, KeyMatch, SwitchControl
 
@@ -35,12 +35,26 @@ class Record:
     handle: int
     entry: TableEntry
     switch_keys: list[KeyMatch]
-    call: actions.ActionCall
+    call: actions.ActionCall | None  # the action; None for a group or one-shot entry
     from_program: bool = False
     key: matches.MatchKey = ((), 0)
     wire: bytes | None = None      # the serialized Entity, cached for Read
     idle_notified: bool = False    # an idle-timeout notification went out (see idle.py)
     member: Member | None = None   # the action profile member the entry points to
+    group: Group | None = None     # the selector group the entry points to
+    oneshot: list[actions.ActionCall] | None = None   # a one-shot action set's actions
+    # What the switch picks from per packet (group and one-shot entries), else None
+    members: list[tuple[str, list[int]]] | None = None
+
+
+@dataclass
+class _Binding:
+    """What an entry's ``action`` field resolves to (exactly one of the kinds)."""
+
+    call: actions.ActionCall | None = None
+    member: Member | None = None
+    group: Group | None = None
+    oneshot: list[tuple[actions.ActionCall, int]] | None = None   # (action, weight)
 
 
 class TableEntries:
@@ -108,39 +122,95 @@ class TableEntries:
                                    "with this match key and priority")
         return record
 
-    def _action_of(self, table: TableIndex,
-                   entry: TableEntry) -> tuple[actions.ActionCall, Member | None]:
+    def _action_of(self, table: TableIndex, entry: TableEntry) -> _Binding:
         which = entry.action.WhichOneof("type")
         name = table.info.preamble.name
         if which is None:
             raise errors.invalid(f"entry for table '{name}' has no action")
-        if which != "action":
-            if not table.info.implementation_id:
-                raise errors.invalid(f"table '{name}' has no action profile: entries take "
-                                     "a direct action")
-            if which == "action_profile_member_id":
-                member = self.profiles.member_call(table, entry.action.action_profile_member_id)
-                return member.call, member
-            raise errors.unimplemented(f"table '{name}': entries pointing to action selector "
-                                       "groups or one-shot action sets need per-packet "
-                                       "selection, which softswitch's target lacks")
-        if table.info.implementation_id:
-            raise errors.invalid(f"table '{name}' uses an action profile: entries take a "
-                                 "member or group id")
-        return actions.parse(self.index, entry.action.action, table), None
+        if which == "action":
+            if table.info.implementation_id:
+                raise errors.invalid(f"table '{name}' uses an action profile: entries take "
+                                     "a member or group id")
+            return _Binding(call=actions.parse(self.index, entry.action.action, table))
+        if not table.info.implementation_id:
+            raise errors.invalid(f"table '{name}' has no action profile: entries take "
+                                 "a direct action")
+        if which == "action_profile_member_id":
+            member = self.profiles.member_call(table, entry.action.action_profile_member_id)
+            return _Binding(call=member.call, member=member)
+        profile = self.index.get("action_profiles", table.info.implementation_id)
+        if not profile.with_selector:
+            raise errors.invalid(f"table '{name}' uses action profile "
+                                 f"'{profile.preamble.name}', which has no selector: "
+                                 "entries take a member id")
+        if which == "action_profile_group_id":
+            return _Binding(group=self.profiles.group_for(
+                table, entry.action.action_profile_group_id))
+        return _Binding(oneshot=self._oneshot(table, profile, entry))
+
+    def _oneshot(self, table: TableIndex, profile: p4info_pb2.ActionProfile,
+                 entry: TableEntry) -> list[tuple[actions.ActionCall, int]]:
+        """The validated (action, weight) list of a one-shot action set."""
+        name = table.info.preamble.name
+        items = entry.action.action_profile_action_set.action_profile_actions
+        if not items:
+            raise errors.invalid(f"table '{name}': a one-shot action set needs at least "
+                                 "one action")
+        out = []
+        for item in items:
+            if item.weight <= 0:
+                raise errors.invalid(f"table '{name}': one-shot action weights must be "
+                                     f"positive, got {item.weight}")
+            out.append((actions.parse(self.index, item.action, table), item.weight))
+        total = sum(w for _, w in out)
+        if profile.max_group_size and total > profile.max_group_size:
+            raise errors.resource_exhausted(
+                f"table '{name}': the one-shot action set's weights sum to {total}, more "
+                f"than the selector's max_group_size {profile.max_group_size}")
+        return out
+
+    def _switch_members(self, binding: _Binding,
+                        log: UndoLog) -> list[tuple[str, list[int]]] | None:
+        """The member list a group or one-shot entry gives the switch, else None."""
+        if binding.group is not None:
+            return self.profiles.group_members(binding.group, log)
+        if binding.oneshot is not None:
+            return [(call.name, list(call.args))
+                    for call, weight in binding.oneshot for _ in range(weight)]
+        return None
+
+    def _switch_add(self, name: str, record: Record) -> int:
+        """Install a record's entry in the switch; returns the new handle."""
+        prio = record.entry.priority or None
+        if record.members is not None:
+            return self.switch.table_add_group(name, record.switch_keys, record.members,
+                                               prio)
+        assert record.call is not None
+        return self.switch.table_add(name, record.switch_keys, record.call.name,
+                                     record.call.args, prio)
+
+    def _switch_set(self, name: str, handle: int, call: actions.ActionCall | None,
+                    members: list[tuple[str, list[int]]] | None) -> None:
+        """Point an installed entry to an action, or to a member list."""
+        if members is not None:
+            self.switch.table_modify_group(name, handle, members)
+        else:
+            assert call is not None
+            self.switch.table_modify(name, handle, call.name, call.args)
 
     @staticmethod
-    def _use(member: Member | None, table_name: str, record: Record, log: UndoLog,
+    def _use(owner: Member | Group | None, table_name: str, record: Record, log: UndoLog,
              add: bool) -> None:
-        """Track which entries use a member (member MODIFY rewrites them)."""
-        if member is None:
+        """Track which entries use a member or group (their MODIFY rewrites them)."""
+        if owner is None:
             return
+        users = owner.users
         if add:
-            member.users[id(record)] = (table_name, record)
-            log.push(lambda: member.users.pop(id(record), None))
+            users[id(record)] = (table_name, record)
+            log.push(lambda: users.pop(id(record), None))
         else:
-            member.users.pop(id(record), None)
-            log.push(lambda: member.users.__setitem__(id(record), (table_name, record)))
+            users.pop(id(record), None)
+            log.push(lambda: users.__setitem__(id(record), (table_name, record)))
 
     def _check_extras(self, table: TableIndex, entry: TableEntry) -> None:
         name = table.info.preamble.name
@@ -162,24 +232,26 @@ class TableEntries:
         if parsed.key in records:
             raise errors.already_exists(f"table '{name}' already has an entry with this "
                                         "match key and priority")
-        call, member = self._action_of(table, entry)
+        binding = self._action_of(table, entry)
         self._check_extras(table, entry)
         if table.info.size and len(records) >= table.info.size:
             raise errors.resource_exhausted(f"table '{name}' is full "
                                             f"({table.info.size} entries)")
         counter = _counter_data(entry)
+        members = self._switch_members(binding, log)
         stored = _clean(entry)
-        handle = self.switch.table_add(name, parsed.switch_keys, call.name, call.args,
-                                       entry.priority or None)
-        record = Record(handle, stored, parsed.switch_keys, call, key=parsed.key,
-                        member=member)
+        record = Record(-1, stored, parsed.switch_keys, binding.call, key=parsed.key,
+                        member=binding.member, group=binding.group,
+                        oneshot=_calls(binding.oneshot), members=members)
+        record.handle = self._switch_add(name, record)
         records[parsed.key] = record
 
         def undo_insert() -> None:
             self.switch.table_delete(name, record.handle)
             records.pop(parsed.key, None)
         log.push(undo_insert)
-        self._use(member, name, record, log, add=True)
+        self._use(binding.member, name, record, log, add=True)
+        self._use(binding.group, name, record, log, add=True)
         self._apply_direct(table, record, counter, stored, log)
 
     def _apply_direct(self, table: TableIndex, record: Record,
@@ -197,27 +269,35 @@ class TableEntries:
     def _modify(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
                 record: Record, log: UndoLog) -> None:
         name = table.info.preamble.name
-        call, member = self._action_of(table, entry)
+        binding = self._action_of(table, entry)
         self._check_extras(table, entry)
-        old_call, old_entry, old_member = record.call, record.entry, record.member
+        old = (record.call, record.entry, record.member, record.group, record.oneshot,
+               record.members)
         new_meter = entry.HasField("meter_config")
         counter = _counter_data(entry)
-        self.switch.table_modify(name, record.handle, call.name, call.args)
-        record.call = call
+        members = self._switch_members(binding, log)
+        self._switch_set(name, record.handle, binding.call, members)
+        record.call, record.members = binding.call, members
+        record.oneshot = _calls(binding.oneshot)
         record.entry = _clean(entry)
         record.wire = None
-        if not new_meter and old_entry.HasField("meter_config"):
-            record.entry.meter_config.CopyFrom(old_entry.meter_config)
+        if not new_meter and old[1].HasField("meter_config"):
+            record.entry.meter_config.CopyFrom(old[1].meter_config)
 
         def undo_modify() -> None:
-            self.switch.table_modify(name, record.handle, old_call.name, old_call.args)
-            record.call, record.entry, record.wire = old_call, old_entry, None
-            record.member = old_member
+            self._switch_set(name, record.handle, old[0], old[5])
+            (record.call, record.entry, record.member, record.group, record.oneshot,
+             record.members) = old
+            record.wire = None
         log.push(undo_modify)
-        if member is not old_member:
-            self._use(old_member, name, record, log, add=False)
-            self._use(member, name, record, log, add=True)
-            record.member = member
+        if binding.member is not old[2]:
+            self._use(old[2], name, record, log, add=False)
+            self._use(binding.member, name, record, log, add=True)
+            record.member = binding.member
+        if binding.group is not old[3]:
+            self._use(old[3], name, record, log, add=False)
+            self._use(binding.group, name, record, log, add=True)
+            record.group = binding.group
         if new_meter or counter is not None:
             self._apply_direct(table, record, counter,
                                record.entry if new_meter else TableEntry(), log)
@@ -232,11 +312,10 @@ class TableEntries:
         self.switch.table_delete(name, record.handle)
         del self._records[tid][record.key]
         self._use(record.member, name, record, log, add=False)
+        self._use(record.group, name, record, log, add=False)
 
         def undo_delete() -> None:
-            prio = record.entry.priority or None
-            record.handle = self.switch.table_add(name, record.switch_keys, record.call.name,
-                                                  record.call.args, prio)
+            record.handle = self._switch_add(name, record)
             self._records[tid][record.key] = record
             if counters is not None and table.direct_counter is not None:
                 self.switch.counter_write(table.direct_counter.preamble.name,
@@ -365,18 +444,23 @@ class TableEntries:
         originals = list(entry.match)
         fields = matches.canonical_fields(table, record.key, originals)
         direct = entry.action.WhichOneof("type") == "action"
-        action = record.call.canonical() if direct else None
-        if fields is originals and (not direct or action is entry.action.action):
+        action = record.call.canonical() if direct and record.call is not None else None
+        if fields is originals and record.oneshot is None and (
+                not direct or action is entry.action.action):
             return entry
         out = TableEntry(table_id=entry.table_id, priority=entry.priority,
                          controller_metadata=entry.controller_metadata,
                          idle_timeout_ns=entry.idle_timeout_ns, metadata=entry.metadata,
                          is_const=entry.is_const)
         out.match.extend(fields)
-        if action is None:
-            out.action.CopyFrom(entry.action)
-        else:
+        if action is not None:
             out.action.action.CopyFrom(action)
+        else:
+            out.action.CopyFrom(entry.action)
+        if record.oneshot is not None:      # each action of the set in canonical form
+            items = out.action.action_profile_action_set.action_profile_actions
+            for item, call in zip(items, record.oneshot, strict=True):
+                item.action.CopyFrom(call.canonical())
         if entry.HasField("meter_config"):
             out.meter_config.CopyFrom(entry.meter_config)
         return out
@@ -404,6 +488,11 @@ class TableEntries:
                for tid, records in self._records.items() for r in records.values()
                if not r.from_program]
         return out + list(self._defaults.values())
+
+
+def _calls(oneshot: list[tuple[actions.ActionCall, int]] | None
+           ) -> list[actions.ActionCall] | None:
+    return None if oneshot is None else [call for call, _ in oneshot]
 
 
 def _counter_data(entry: TableEntry) -> tuple[int, int] | None:

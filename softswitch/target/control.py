@@ -95,6 +95,21 @@ class SwitchControl(Protocol):
         and STF convention). Duplicate key → P4Error."""
         ...
 
+    def table_add_group(self, table: str, keys: list[KeyMatch],
+                        members: list[tuple[str, list[int]]],
+                        priority: int | None = None) -> int:
+        """Insert an entry of an action-selector table that runs, per packet, one of
+        ``members`` (action, args): the ``hash % len(members)``-th, the hash being the
+        selector's algorithm over the ``selector`` key fields (BMv2). An empty list
+        makes hits run no action. Returns the handle."""
+        ...
+
+    def table_modify_group(self, table: str, handle: int,
+                           members: list[tuple[str, list[int]]]) -> None:
+        """Give an entry a new member list (also turns a one-action entry into a
+        group entry; :meth:`table_modify` turns it back)."""
+        ...
+
     def table_modify(self, table: str, handle: int, action: str, args: list[int]) -> None: ...
     def table_delete(self, table: str, handle: int) -> None: ...
     def table_clear(self, table: str) -> None: ...

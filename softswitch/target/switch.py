@@ -328,7 +328,8 @@ class Switch:
                         priority: int | None = None) -> int:
         """An entry of an action-selector table pointing to a group: each packet runs
         one member (action, args), picked by the selector's hash of the ``selector``
-        key fields. Beyond :class:`SwitchControl`; P4Runtime group entries use it."""
+        key fields (BMv2 order: member ``hash % len(members)``). P4Runtime group and
+        one-shot entries use it."""
         return self.pb.tables[self._table_name(table)].add_group(keys, members, priority)
 
     def table_modify_group(self, table: str, handle: int,

@@ -94,8 +94,6 @@ class TableState:
     entries_const: bool = False
     has_direct_counter: bool = False
     meter_factory: Callable[[], Any] | None = None
-    # (hash function over bytes, output width) when the table has an action selector
-    selector: tuple[Callable[[bytes], int], int] | None = None
     # The switch clock (``externs.Clock``), set by the Switch: entries remember when
     # they were last hit, for P4Runtime idle timeouts.
     clock: Any = None
@@ -112,6 +110,7 @@ class TableState:
         # Without range keys, ternary entries are grouped by their masks: one dict
         # probe per distinct mask combination instead of a scan over all entries.
         self.masked = self.mode == "ternary" and "range" not in kinds
+        self._selector: tuple[Callable[[bytes], int], int] | None = None
         self._by_mask: dict[tuple[int, ...], dict[tuple[int, ...], list[Entry]]] = {}
         self.entries: dict[int, Entry] = {}
         self._next_handle = 0
@@ -121,6 +120,19 @@ class TableState:
         self._lpm_lengths: list[int] = []
         self._sorted: list[Entry] = []          # ternary mode: best first
         self._ternary_ids: dict[tuple[Any, ...], Entry] = {}
+
+    @property
+    def selector(self) -> tuple[Callable[[bytes], int], int] | None:
+        """(hash function over bytes, width the hash is cut to) of the table's action
+        selector, or None."""
+        return self._selector
+
+    @selector.setter
+    def selector(self, value: tuple[Callable[[bytes], int], int] | None) -> None:
+        # BMv2 never sees action_selector's outputWidth (p4c's JSON gives a selector
+        # only "algo" and "input"): the member is ``full hash % members``. So the
+        # width is widened to 64 bits (BMv2's hash_t), which every algorithm fits.
+        self._selector = None if value is None else (value[0], 64)
 
     # ------------------------------------------------------------------ lookups
     def lookup(self, key: tuple[int, ...]) -> Entry | None:
@@ -312,31 +324,39 @@ class TableState:
         out = []
         for name, args in members:
             action = self.resolve_action(name)
+            if action.default_only:
+                raise P4Error(f"action '{action.name}' can only be the default action "
+                              f"of table '{self.name}'")
             cp = self.check_args(action, args)
             out.append((action, cp, action.runtime_args(cp)))
-        return out
+        # BMv2: a hit on an empty group is a hit that runs no action ("Lookup ...
+        # yielded empty group"); one no-op member gives exactly that.
+        return out or [(EMPTY_GROUP_ACTION, [], [])]
 
     def add_group(self, keys: list[KeyMatch], members: list[tuple[str, list[int]]],
                   priority: int | None = None) -> int:
         """An entry whose action is chosen per packet among ``members`` (action name,
         args) by the action selector's hash, like a BMv2 action-selector group."""
         group = self._members(members)
-        if not group:
-            raise P4Error(f"an action selector group of table '{self.name}' needs at "
-                          "least one member")
         first = group[0]
+        if first[0] is EMPTY_GROUP_ACTION:    # any action will do: the group replaces it
+            first = next(((a, [0] * len(a.params), []) for a in self.actions.values()
+                          if not a.default_only), first)
         handle = self.add(keys, first[0].name, list(first[1]), priority)
-        self.entries[handle].group = group
+        self._set_group(self.entries[handle], group)
         return handle
 
-    def modify_group(self, handle: int, members: list[tuple[str, list[int]]]) -> None:
-        entry = self._get(handle)
-        group = self._members(members)
-        if not group:
-            raise P4Error(f"an action selector group of table '{self.name}' needs at "
-                          "least one member")
+    @staticmethod
+    def _set_group(entry: Entry, group: list[tuple[ActionDef, list[int], list[Any]]]
+                   ) -> None:
         entry.group = group
         entry.action, entry.args, entry.run_args = group[0]
+
+    def modify_group(self, handle: int, members: list[tuple[str, list[int]]]) -> None:
+        if self.entries_const:
+            raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
+        entry = self._get(handle)
+        self._set_group(entry, self._members(members))
 
     def _match_id(self, match: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(m[:2] if m[0] != "r" else m for m in match)
@@ -439,6 +459,10 @@ class TableState:
         return [EntryView(e.handle, list(e.keys), e.action.name, list(e.args),
                           e.priority if self.mode == "ternary" else None, e.packets, e.bytes)
                 for e in sorted(self.entries.values(), key=lambda e: e.handle)]
+
+
+#: The one "member" of an empty selector group: runs nothing (see ``_members``).
+EMPTY_GROUP_ACTION = ActionDef("", (), lambda *args: None)
 
 
 def _rank(e: Entry) -> tuple[int, int]:

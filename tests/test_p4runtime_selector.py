@@ -1,0 +1,339 @@
+"""Action selector groups end to end over P4Runtime: table entries pointing to a group
+or carrying a one-shot action set, per-packet member choice as BMv2 makes it (the
+selector's hash of the ``selector`` fields, ``hash % members`` over the members in
+target-handle order; ``outputWidth`` plays no part), MODIFY/DELETE/READ, rollback,
+and tailcc's ECMP table."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from test_p4runtime_entities import Rig, upd
+
+from softswitch.p4runtime import pipeline
+from softswitch.target import hashes
+
+Update = p4runtime_pb2.Update
+ROLLBACK = p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR
+ROOT = Path(__file__).resolve().parent.parent
+TAILCC = ROOT / "p4src" / "tailcc.p4"
+
+# dst picks the entry; (src, sport, dport) is the flow the selector hashes. crc16 with
+# outputWidth 14 checks that the width is ignored, as BMv2 ignores it.
+PROGRAM = textwrap.dedent("""\
+    #include <core.p4>
+    #include <v1model.p4>
+    header flow_t { bit<8> dst; bit<32> src; bit<16> sport; bit<16> dport; bit<8> mark; }
+    struct headers_t { flow_t f; }
+    struct meta_t { }
+    parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
+             inout standard_metadata_t sm) {
+        state start { pkt.extract(hdr.f); transition accept; }
+    }
+    control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+    control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+        action fwd(bit<9> port) { sm.egress_spec = port; }
+        action tag(bit<9> port, bit<8> mark) { sm.egress_spec = port; hdr.f.mark = mark; }
+        action drop() { mark_to_drop(sm); }
+        action_selector(HashAlgorithm.crc16, 32w128, 32w14) sel;
+        table lb {
+            key = { hdr.f.dst : exact; hdr.f.src : selector; hdr.f.sport : selector;
+                    hdr.f.dport : selector; }
+            actions = { fwd; tag; @defaultonly drop; }
+            const default_action = drop();
+            implementation = sel;
+        }
+        apply { lb.apply(); }
+    }
+    control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+        apply { }
+    }
+    control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+    control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.f); } }
+    V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+    """)
+
+
+@pytest.fixture()
+def rig(tmp_path):
+    path = tmp_path / "sel.p4"
+    path.write_text(PROGRAM)
+    info = pipeline.compile_file(str(path), {}).p4info
+    r = Rig(info)
+    r.ids.update({o.preamble.name: o.preamble.id for o in info.action_profiles})
+    r.set_pipeline(source=PROGRAM)
+    yield r
+    r.close()
+
+
+def member(rig, mid: int, port: int, mark: int | None = None
+           ) -> p4runtime_pb2.ActionProfileMember:
+    m = p4runtime_pb2.ActionProfileMember(action_profile_id=rig.ids["I.sel"], member_id=mid)
+    m.action.CopyFrom(action(rig, port, mark))
+    return m
+
+
+def action(rig, port: int, mark: int | None = None) -> p4runtime_pb2.Action:
+    a = p4runtime_pb2.Action(action_id=rig.ids["I.fwd" if mark is None else "I.tag"])
+    a.params.add(param_id=1, value=port.to_bytes(2, "big"))
+    if mark is not None:
+        a.params.add(param_id=2, value=bytes([mark]))
+    return a
+
+
+def group(rig, gid: int, members: dict[int, int]) -> p4runtime_pb2.ActionProfileGroup:
+    """A group of ``{member id: weight}``."""
+    g = p4runtime_pb2.ActionProfileGroup(action_profile_id=rig.ids["I.sel"], group_id=gid)
+    for mid, weight in members.items():
+        g.members.add(member_id=mid, weight=weight)
+    return g
+
+
+def entry(rig, dst: int, gid: int | None = None) -> p4runtime_pb2.TableEntry:
+    te = p4runtime_pb2.TableEntry(table_id=rig.ids["I.lb"])
+    te.match.add(field_id=1).exact.value = bytes([dst])
+    if gid is not None:
+        te.action.action_profile_group_id = gid
+    return te
+
+
+def flow_bytes(n: int) -> bytes:
+    """The selector fields (src, sport, dport) of flow ``n``."""
+    return (0x0A000000 + n).to_bytes(4, "big") + (1000 + n).to_bytes(2, "big") + \
+        (4791).to_bytes(2, "big")
+
+
+def send(rig, dst: int, n: int) -> tuple[int, int] | None:
+    """(egress port, mark) of flow ``n`` to ``dst``; None when dropped."""
+    rig.sent.clear()
+    rig.device.receive(1, bytes([dst]) + flow_bytes(n) + b"\x00")
+    if not rig.sent:
+        return None
+    ((port, data),) = rig.sent
+    return port, data[-1]
+
+
+def expected(n: int, slots: list[int]) -> int:
+    """BMv2's choice: the full crc16 of the selector fields, modulo the member count."""
+    return slots[hashes.crc16(flow_bytes(n)) % len(slots)]
+
+
+FLOWS = range(64)
+
+
+def test_group_entry_spreads_flows_exactly_as_bmv2(rig):
+    # members created 30, 10, 20: BMv2 member handles 0, 1, 2, and a group is kept in
+    # handle order, so the n-th member is 30, 10, 20 (not member-id order)
+    for mid, port in ((30, 3), (10, 1), (20, 2)):
+        rig.write(upd(Update.INSERT, action_profile_member=member(rig, mid, port)))
+    rig.write(upd(Update.INSERT, action_profile_group=group(rig, 7, {10: 1, 20: 1, 30: 1})))
+    rig.write(upd(Update.INSERT, table_entry=entry(rig, 5, 7)))
+    ports = [send(rig, 5, n) for n in FLOWS]
+    assert [p for p, _ in ports] == [expected(n, [3, 1, 2]) for n in FLOWS]
+    assert {p for p, _ in ports} == {1, 2, 3}                 # spread over all members
+    assert [send(rig, 5, n) for n in FLOWS] == ports          # a flow keeps its member
+    assert send(rig, 6, 0) is None                            # miss: default drop
+    (got,) = rig.read(p4runtime_pb2.Entity(table_entry=entry(rig, 5)))
+    assert got.table_entry.action.action_profile_group_id == 7
+
+
+def test_weights_repeat_members_in_handle_order(rig):
+    rig.write(upd(Update.INSERT, action_profile_member=member(rig, 1, 1)),
+              upd(Update.INSERT, action_profile_member=member(rig, 2, 2)))
+    # weight 3: member 1 gets two more handles (2, 3) after member 2's (1)
+    rig.write(upd(Update.INSERT, action_profile_group=group(rig, 1, {1: 3, 2: 1})))
+    rig.write(upd(Update.INSERT, table_entry=entry(rig, 5, 1)))
+    ports = [send(rig, 5, n)[0] for n in FLOWS]
+    assert ports == [expected(n, [1, 2, 1, 1]) for n in FLOWS]
+    assert set(ports) == {1, 2}
+
+
+def test_group_and_member_changes_reach_entries_and_roll_back(rig):
+    for mid in (1, 2, 3):
+        rig.write(upd(Update.INSERT, action_profile_member=member(rig, mid, mid)))
+    rig.write(upd(Update.INSERT, action_profile_group=group(rig, 4, {1: 1, 2: 1, 3: 1})))
+    rig.write(upd(Update.INSERT, table_entry=entry(rig, 5, 4)),
+              upd(Update.INSERT, table_entry=entry(rig, 6, 4)))
+    before = [send(rig, 5, n) for n in FLOWS]
+    # a failing batch: group shrunk, member 1 retargeted, then a bad update
+    details = rig.write_error(
+        upd(Update.MODIFY, action_profile_group=group(rig, 4, {2: 1, 3: 1})),
+        upd(Update.MODIFY, action_profile_member=member(rig, 2, 9, mark=0x77)),
+        upd(Update.DELETE, table_entry=entry(rig, 5, 4)),
+        upd(Update.INSERT, table_entry=entry(rig, 9, 99)),          # no group 99
+        atomicity=ROLLBACK)
+    assert [d.canonical_code for d in details] == [code_pb2.ABORTED] * 3 + [
+        code_pb2.INVALID_ARGUMENT]
+    assert [send(rig, 5, n) for n in FLOWS] == before
+    # the same changes for real: both entries follow the group, then the member
+    rig.write(upd(Update.MODIFY, action_profile_group=group(rig, 4, {2: 1, 3: 1})))
+    for dst in (5, 6):
+        assert [send(rig, dst, n)[0] for n in FLOWS] == [expected(n, [2, 3]) for n in FLOWS]
+    rig.write(upd(Update.MODIFY, action_profile_member=member(rig, 2, 9, mark=0x77)))
+    got = [send(rig, 6, n) for n in FLOWS]
+    assert got == [(9, 0x77) if expected(n, [2, 3]) == 2 else (3, 0) for n in FLOWS]
+    # an entry can move from a group to a member and back
+    member_entry = entry(rig, 5)
+    member_entry.action.action_profile_member_id = 1
+    rig.write(upd(Update.MODIFY, table_entry=member_entry))
+    assert {send(rig, 5, n)[0] for n in FLOWS} == {1}
+    rig.write(upd(Update.MODIFY, table_entry=entry(rig, 5, 4)))
+    assert {send(rig, 5, n)[0] for n in FLOWS} == {3, 9}
+    # groups in use cannot go; entries first
+    assert rig.write_error(upd(Update.DELETE, action_profile_group=group(rig, 4, {})))[0] \
+        .canonical_code == code_pb2.FAILED_PRECONDITION
+    rig.write(upd(Update.DELETE, table_entry=entry(rig, 5)),
+              upd(Update.DELETE, table_entry=entry(rig, 6)))
+    assert send(rig, 5, 0) is None
+    rig.write(upd(Update.DELETE, action_profile_group=group(rig, 4, {})))
+
+
+def test_deleted_group_entry_comes_back_on_rollback(rig):
+    for mid in (1, 2):
+        rig.write(upd(Update.INSERT, action_profile_member=member(rig, mid, mid)))
+    rig.write(upd(Update.INSERT, action_profile_group=group(rig, 4, {1: 1, 2: 1})))
+    rig.write(upd(Update.INSERT, table_entry=entry(rig, 5, 4)))
+    before = [send(rig, 5, n) for n in FLOWS]
+    rig.write_error(upd(Update.DELETE, table_entry=entry(rig, 5)),
+                    upd(Update.DELETE, table_entry=entry(rig, 5)),      # now missing
+                    atomicity=ROLLBACK)
+    assert [send(rig, 5, n) for n in FLOWS] == before
+    (got,) = rig.read(p4runtime_pb2.Entity(table_entry=entry(rig, 5)))
+    assert got.table_entry.action.action_profile_group_id == 4
+
+
+def test_empty_group_hits_and_runs_nothing(rig):
+    """BMv2: a hit on an empty group runs no action (not the default drop)."""
+    rig.write(upd(Update.INSERT, action_profile_group=group(rig, 2, {})))
+    rig.write(upd(Update.INSERT, table_entry=entry(rig, 5, 2)))
+    assert send(rig, 5, 1) == (0, 0)
+    rig.write(upd(Update.INSERT, action_profile_member=member(rig, 1, 4)))
+    rig.write(upd(Update.MODIFY, action_profile_group=group(rig, 2, {1: 1})))
+    assert send(rig, 5, 1) == (4, 0)
+
+
+def test_one_shot_action_sets(rig):
+    te = entry(rig, 5)
+    items = te.action.action_profile_action_set.action_profile_actions
+    items.add(weight=1).action.CopyFrom(action(rig, 1))
+    a2 = action(rig, 2, mark=0x42)                 # port as b"\0\2": read canonical
+    items.add(weight=2).action.CopyFrom(a2)
+    rig.write(upd(Update.INSERT, table_entry=te))
+    got = [send(rig, 5, n) for n in FLOWS]
+    slots = [(1, 0), (2, 0x42), (2, 0x42)]         # weights repeat in the given order
+    assert got == [slots[hashes.crc16(flow_bytes(n)) % 3] for n in FLOWS]
+    (read,) = rig.read(p4runtime_pb2.Entity(table_entry=entry(rig, 5)))
+    acts = read.table_entry.action.action_profile_action_set.action_profile_actions
+    assert [a.weight for a in acts] == [1, 2]
+    assert acts[1].action.params[0].value == b"\x02"
+    bad = entry(rig, 6)
+    bad.action.action_profile_action_set.action_profile_actions.add(
+        weight=0).action.CopyFrom(action(rig, 1))
+    assert rig.write_error(upd(Update.INSERT, table_entry=bad))[0].canonical_code == \
+        code_pb2.INVALID_ARGUMENT
+    empty = entry(rig, 6)
+    empty.action.action_profile_action_set.SetInParent()
+    assert rig.write_error(upd(Update.INSERT, table_entry=empty))[0].canonical_code == \
+        code_pb2.INVALID_ARGUMENT
+    rig.write(upd(Update.DELETE, table_entry=entry(rig, 5)))
+    assert send(rig, 5, 0) is None
+
+
+# ---------------------------------------------------------------------- tailcc's ECMP
+def _ids(info) -> dict[str, int]:
+    return {o.preamble.name: o.preamble.id
+            for kind in ("tables", "actions", "action_profiles")
+            for o in getattr(info, kind)}
+
+
+def _field(info, table: str, name: str) -> int:
+    (t,) = [t for t in info.tables if t.preamble.name == table]
+    return next(f.id for f in t.match_fields if f.name == name)
+
+
+def _param_action(info, name: str, values: dict[str, int]) -> p4runtime_pb2.Action:
+    (a,) = [a for a in info.actions if a.preamble.name == name]
+    out = p4runtime_pb2.Action(action_id=a.preamble.id)
+    for p in a.params:
+        out.params.add(param_id=p.id, value=values[p.name].to_bytes((p.bitwidth + 7) // 8,
+                                                                    "big"))
+    return out
+
+
+def test_tailcc_ecmp_group(tmp_path):
+    compiled = pipeline.compile_file(str(TAILCC), {})
+    info = compiled.p4info
+    rig = Rig(info)
+    try:
+        rig.set_pipeline(source=pipeline.make_artifact(str(TAILCC)).to_bytes().decode(),
+                         p4info=info)
+        ids = _ids(info)
+        fwd = "TailccIngress.forwarding."
+        station = p4runtime_pb2.TableEntry(table_id=ids[fwd + "my_station"])
+        station.match.add(field_id=_field(info, fwd + "my_station", "eth_dst")).exact.value \
+            = bytes.fromhex("00000000aa01")
+        station.action.action.action_id = ids[fwd + "set_router_mac"]
+        route = p4runtime_pb2.TableEntry(table_id=ids[fwd + "routing_v4"])
+        route.match.add(field_id=_field(info, fwd + "routing_v4", "vrf")).exact.value = b"\x00"
+        lpm = route.match.add(field_id=_field(info, fwd + "routing_v4", "ipv4_dst")).lpm
+        lpm.value, lpm.prefix_len = bytes([10, 0, 0, 0]), 8
+        route.action.action.CopyFrom(_param_action(info, fwd + "set_ecmp_group",
+                                                   {"group_id": 7}))
+        updates = [upd(Update.INSERT, table_entry=station),
+                   upd(Update.INSERT, table_entry=route)]
+        profile = ids[fwd + "ecmp_selector"]
+        ports = [1, 2, 3, 4]
+        for port in ports:
+            m = p4runtime_pb2.ActionProfileMember(action_profile_id=profile, member_id=port)
+            m.action.CopyFrom(_param_action(info, fwd + "set_nexthop", {
+                "port": port, "smac": 0xAA01, "dmac": 0x0100 + port}))
+            updates.append(upd(Update.INSERT, action_profile_member=m))
+        g = p4runtime_pb2.ActionProfileGroup(action_profile_id=profile, group_id=70)
+        for port in ports:
+            g.members.add(member_id=port, weight=1)
+        updates.append(upd(Update.INSERT, action_profile_group=g))
+        ecmp = p4runtime_pb2.TableEntry(table_id=ids[fwd + "ecmp"])
+        ecmp.match.add(field_id=_field(info, fwd + "ecmp", "group_id")).exact.value = b"\x07"
+        ecmp.action.action_profile_group_id = 70
+        updates.append(upd(Update.INSERT, table_entry=ecmp))
+        rig.write(*updates)
+
+        def route_flow(sport: int, dst: str = "10.1.2.3") -> int:
+            pkt = Ether(dst="00:00:00:00:aa:01", src="00:00:00:00:01:01") / \
+                IP(src="10.0.1.1", dst=dst, ttl=64) / UDP(sport=sport, dport=4791) / \
+                (b"\x11" * 40)
+            rig.sent.clear()
+            rig.device.receive(9, bytes(pkt))
+            ((port, data),) = rig.sent
+            assert data[:6] == (0x0100 + port).to_bytes(6, "big")   # that member's MAC
+            return port
+
+        def bmv2_choice(sport: int, dst: str = "10.1.2.3") -> int:
+            five = bytes([10, 0, 1, 1]) + bytes(int(x) for x in dst.split(".")) + \
+                bytes([17]) + sport.to_bytes(2, "big") + (4791).to_bytes(2, "big")
+            flow_hash = hashes.crc32(five)
+            return ports[hashes.crc16(flow_hash.to_bytes(4, "big")) % len(ports)]
+
+        sports = range(49152, 49152 + 48)
+        chosen = [route_flow(s) for s in sports]
+        assert chosen == [bmv2_choice(s) for s in sports]
+        assert set(chosen) == set(ports)
+        assert [route_flow(s) for s in sports] == chosen
+        # next hop 4 withdrawn from the group: its flows move, the others stay put
+        g.ClearField("members")
+        for port in ports[:3]:
+            g.members.add(member_id=port, weight=1)
+        rig.write(upd(Update.MODIFY, action_profile_group=g))
+        after = [route_flow(s) for s in sports]
+        assert 4 not in after and set(after) == {1, 2, 3}
+        assert after == [ports[:3][hashes.crc16(hashes.crc32(
+            bytes([10, 0, 1, 1, 10, 1, 2, 3, 17]) + s.to_bytes(2, "big") +
+            (4791).to_bytes(2, "big")).to_bytes(4, "big")) % 3] for s in sports]
+    finally:
+        rig.close()
