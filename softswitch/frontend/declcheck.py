@@ -14,6 +14,7 @@ from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.annotations import check_annotations
 from softswitch.frontend.callcheck import construct, param_infos
+from softswitch.frontend.checks import walk
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope
 from softswitch.frontend.tablecheck import TableChecker
@@ -77,6 +78,24 @@ class DeclChecker(TableChecker):
         self.types.generic_base(d)
         for f in getattr(d, "fields", []):
             self._match_annotation(f)
+        if isinstance(d, ast.HeaderDecl):
+            self._length_annotations(d)
+
+    def _length_annotations(self, d: ast.HeaderDecl) -> None:
+        """``@length(expr)`` on a varbit field may only use earlier fixed-width fields."""
+        earlier: dict[str, T.Type] = {}
+        for f in d.fields:
+            a = f.annotation("length")
+            for e in (a.exprs or []) if a is not None else []:
+                for n in walk(e):
+                    if not isinstance(n, ast.PathExpr):
+                        continue
+                    if n.name not in earlier:
+                        raise fail(f"{n.name}: declaration not found", n)
+                    if not isinstance(base(earlier[n.name]), T.BitsType):
+                        raise fail(f"{n.name}: @length expression must be a bit<> value, not "
+                                   f"{earlier[n.name]}", n)
+            earlier[f.name] = f.type_ref.resolved or T.DontCareType()
 
     def _match_annotation(self, f: ast.FieldDecl) -> None:
         """``@match(kind)`` on a (value-set) struct field must name a match kind."""
