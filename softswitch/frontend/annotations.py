@@ -21,8 +21,9 @@ STRING_ANNOTATIONS = ("name", "deprecated")
 def check_annotations(annos: list[ast.Annotation],
                       type_expr: Callable[[ast.Expr], T.Type]) -> None:
     """Raise on the first ill-formed annotation; ``type_expr`` types an expression."""
-    for a in annos:
-        if a.structured and sum(1 for b in annos if b.name == a.name) > 1:
+    for i, a in enumerate(annos):
+        earlier = [b for b in annos[:i] if b.name == a.name]
+        if earlier and (a.structured or any(b.structured for b in earlier)):
             raise P4Error(f"@{a.name}: duplicate name for structured annotation", a.loc)
         if a.name in STRING_ANNOTATIONS and not a.structured:
             _single_string(a, type_expr)

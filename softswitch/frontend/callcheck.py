@@ -512,8 +512,10 @@ def _check_packet_method(e: ast.Call, extern: str, md: ast.MethodDecl,
         varbits = [f.name for f in t.fields if isinstance(base(f.type), T.VarbitType)] \
             if isinstance(t, T.HeaderType) else []
         if len(varbits) > 1:
+            second = next((f for f in getattr(t.decl, "fields", []) if f.name == varbits[1]),
+                          args[0])
             raise fail(f"{varbits[0]} and {varbits[1]}: multiple varbit fields in a header",
-                       args[0])
+                       second)
         if len(args) == 1 and varbits:
             raise fail(f"{describe(args[0])}: argument cannot contain varbit fields", args[0])
         if len(args) == 2 and isinstance(t, T.HeaderType) and not varbits:

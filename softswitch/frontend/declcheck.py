@@ -92,9 +92,6 @@ class DeclChecker(TableChecker):
                         continue
                     if n.name not in earlier:
                         raise fail(f"{n.name}: declaration not found", n)
-                    if not isinstance(base(earlier[n.name]), T.BitsType):
-                        raise fail(f"{n.name}: @length expression must be a bit<> value, not "
-                                   f"{earlier[n.name]}", n)
             earlier[f.name] = f.type_ref.resolved or T.DontCareType()
 
     def _match_annotation(self, f: ast.FieldDecl) -> None:
@@ -220,6 +217,10 @@ class DeclChecker(TableChecker):
         if isinstance(d, (ast.ParserDecl, ast.ControlDecl)):
             self.params(d.ctor_params, ctx, Scope(scope, "ctor"), "block_ctor")
             ctor = param_infos(d.ctor_params)
+            other = {"parser": "control", "control": "parser"}[kind]
+            for p in ctor:
+                if isinstance(p.type, T.BlockType) and p.type.kind == other:
+                    raise fail(f"{p.name}: instantiation of {other} in {kind}", p.decl)
         tv = tuple(self.types.typevar(p) for p in d.type_params)  # type: ignore[attr-defined]
         return T.BlockType(kind, d.name, param_infos(d.params), ctor, d, tv)  # type: ignore[attr-defined]
 

@@ -193,6 +193,9 @@ class TableChecker(ExprChecker):
         needs_priority = bool(kinds & {"ternary", "range", "optional"}) or \
             sum(1 for k in keys if k.match_kind == "lpm") > 1
         prioritized = [e for e in p.value if e.priority is not None]
+        if prioritized and not needs_priority:
+            raise fail(f"Key {d.name} match type does not require priorities, but some are "
+                       "specified", prioritized[0].priority)
         if prioritized and len(prioritized) != len(p.value):
             first = next(e for e in p.value if e.priority is None)
             raise fail("Entry entry must have a priority (others in the table have one)", first)

@@ -332,6 +332,8 @@ def _fixed_width_struct(t: T.StructType) -> bool:
     """A struct of fixed-width scalars (allowed inside headers since P4_16 1.2.2)."""
     for f in t.fields:
         b = T.strip_newtype(f.type)
+        if isinstance(b, T.StackType):
+            b = T.strip_newtype(b.element)
         if isinstance(b, T.StructType):
             if not _fixed_width_struct(b):
                 return False
