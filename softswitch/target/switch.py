@@ -22,7 +22,7 @@ from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.target.bits import BitWriter, PacketReader
-from softswitch.target.blocks import REJECT_CODE
+from softswitch.target.blocks import REJECT_CODE, match_keys
 from softswitch.target.build import ProgramBuilder
 from softswitch.target.control import (
     ActionInfo,
@@ -121,6 +121,7 @@ class Switch:
                 raise P4Error(f"V1Switch argument '{role}' is not a parser/control instance",
                               elab.main.loc if elab.main else None)
             roles[role] = pb.compile_block(blk)
+        _error_key_widths(pb)
         pb.finish()
         types = cls._pipeline_types(elab, pb)
         return cls(pb, roles, types)
@@ -528,6 +529,24 @@ class Switch:
                 values.append(km.value)
                 masks.append(mask)
             vs.add(values, masks)
+
+
+# ---------------------------------------------------------------- table keys
+#: Width of ``error`` values in BMv2 (p4c's BMv2 back end lays ``error`` fields out as
+#: 32 bits, and ``standard_metadata.parser_error`` is bit<32> there).
+ERROR_WIDTH = 32
+
+
+def _error_key_widths(pb: ProgramBuilder) -> None:
+    """Give ``error``-typed table keys BMv2's error width, so the control plane (STF,
+    runtime CLI) can match any error code. Before ``pb.finish()``: const entries are
+    installed there. P4Info keeps bitwidth 0 for them, as p4c's P4Info does (it treats
+    ``error`` keys like strings)."""
+    for name, state in pb.tables.items():
+        keys = match_keys(pb.table_infos.get(name))
+        for spec, key in zip(state.keys, keys, strict=False):
+            if isinstance(T.strip_newtype(getattr(key.expr, "type", None)), T.ErrorType):
+                spec.width = ERROR_WIDTH
 
 
 # ---------------------------------------------------------------- field lists

@@ -106,3 +106,66 @@ def test_entry_idle_us_follows_hits(sw):
     assert sw.entry_idle_us("t", miss) == 290  # never hit: time since the insert
     with pytest.raises(P4Error, match="no entry with handle"):
         sw.entry_idle_us("t", 99)
+
+
+ERROR_KEY_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> op; bit<8> res; }
+struct H { h_t h; }
+struct M { error err; }
+parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(h.h); transition accept; }
+}
+control V(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action set(bit<8> v) { h.h.res = v; }
+    table by_error {
+        key = { m.err : exact; }
+        actions = { set; }
+        default_action = set(0);
+        const entries = { error.PacketTooShort : set(7); }
+    }
+    action mark(bit<8> v) { h.h.op = v; }
+    table dyn {
+        key = { m.err : exact; }
+        actions = { mark; NoAction; }
+        default_action = NoAction();
+    }
+    apply {
+        m.err = h.h.op == 1 ? error.PacketTooShort : error.HeaderTooShort;
+        by_error.apply();
+        dyn.apply();
+        sm.egress_spec = 1;
+    }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out pk, in H h) { apply { pk.emit(h.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_error_keys_are_bmv2_wide(tmp_path):
+    """``error`` keys are 32 bits wide in the target, as in BMv2 (so any error code
+    can be matched), while P4Info says bitwidth 0 for them, as p4c does."""
+    from softswitch import p4info
+    from softswitch.frontend.compiler import compile_program
+
+    p = tmp_path / "errkey.p4"
+    p.write_text(ERROR_KEY_PROGRAM)
+    checked = compile_program(str(p))
+    sw = Switch.from_program(checked)
+    (key,) = sw.table_info("by_error").keys
+    assert key.width == 32
+    (out,) = sw.inject(0, bytes([1, 0]))
+    assert out.data == bytes([1, 7])                  # the const entry (code > 0)
+    codes = {name: code for code, name in enumerate(
+        ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort"])}
+    assert codes["PacketTooShort"] == 1
+    sw.table_add("dyn", [KeyMatch("m.err", "exact", codes["HeaderTooShort"])], "mark", [9])
+    (out,) = sw.inject(0, bytes([2, 0]))
+    assert out.data == bytes([9, 0])
+    (table,) = [t for t in p4info.generate(checked).tables
+                if t.preamble.name.endswith("by_error")]
+    assert table.match_fields[0].bitwidth == 0
