@@ -146,12 +146,18 @@ def test_group_entry_spreads_flows_exactly_as_bmv2(rig):
 def test_weights_repeat_members_in_handle_order(rig):
     rig.write(upd(Update.INSERT, action_profile_member=member(rig, 1, 1)),
               upd(Update.INSERT, action_profile_member=member(rig, 2, 2)))
-    # weight 3: member 1 gets two more handles (2, 3) after member 2's (1)
+    # weight 3: member 1 gets two more handles (2, 3) after member 2's (1), when the
+    # group is written (as PI does), so member 3, created next, gets handle 4
     rig.write(upd(Update.INSERT, action_profile_group=group(rig, 1, {1: 3, 2: 1})))
+    rig.write(upd(Update.INSERT, action_profile_member=member(rig, 3, 3)))
     rig.write(upd(Update.INSERT, table_entry=entry(rig, 5, 1)))
     ports = [send(rig, 5, n)[0] for n in FLOWS]
     assert ports == [expected(n, [1, 2, 1, 1]) for n in FLOWS]
     assert set(ports) == {1, 2}
+    rig.write(upd(Update.MODIFY, action_profile_group=group(rig, 1, {1: 3, 2: 1, 3: 1})))
+    ports = [send(rig, 5, n)[0] for n in FLOWS]
+    assert ports == [expected(n, [1, 2, 1, 1, 3]) for n in FLOWS]
+    assert set(ports) == {1, 2, 3}
 
 
 def test_group_and_member_changes_reach_entries_and_roll_back(rig):

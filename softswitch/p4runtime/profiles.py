@@ -11,8 +11,9 @@ Groups of an ``action_selector`` are kept and validated (members exist, weights,
 (``table_add_group``): the switch picks one member per packet, ``hash % n`` over the
 group's member list as BMv2 does. That list is built the way PI builds a BMv2 group:
 each member holds target member handles (the lowest free one per profile when it is
-created, one more per unit of weight above 1), and BMv2 keeps a group's handles
-sorted, so the n-th member is the n-th smallest handle. Group and member MODIFYs
+created, one more per unit of weight above 1 when a group first needs it; unlike PI
+they are kept until the member goes), and BMv2 keeps a group's handles sorted, so
+the n-th member is the n-th smallest handle. Group and member MODIFYs
 rewrite every entry using them, in the same undo log.
 """
 
@@ -202,6 +203,7 @@ class ActionProfiles:
             log.push(lambda: self._groups.pop(key, None))
             self._link(stored, key, add=True)
             log.push(lambda: self._link(stored, key, add=False))
+            self.group_members(group, log)   # weight handles now, when PI makes them
             return
         old = existing.msg
         self._link(old, key, add=False)
@@ -210,6 +212,7 @@ class ActionProfiles:
         log.push(lambda: setattr(existing, "msg", old))
         self._link(stored, key, add=True)
         log.push(lambda: self._link(stored, key, add=False))
+        self.group_members(existing, log)
         self._refresh_users(existing, log)
 
     def group_members(self, group: Group, log: UndoLog) -> list[tuple[str, list[int]]]:
