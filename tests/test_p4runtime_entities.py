@@ -657,6 +657,26 @@ def test_idle_timeout_notification(rig):
     assert idle.sweep(rig.device) == 1
 
 
+def test_time_since_last_hit(rig):
+    te = fwd_entry(rig, b"\x72", 1)
+    te.idle_timeout_ns = 10_000_000_000
+    rig.write(upd(Update.INSERT, table_entry=te))
+    time.sleep(0.06)
+    req = fwd_entry(rig, b"\x72", 0)
+    req.ClearField("action")
+    req.time_since_last_hit.SetInParent()
+
+    def elapsed_ns() -> int:
+        (got,) = rig.read(p4runtime_pb2.Entity(table_entry=req))
+        return got.table_entry.time_since_last_hit.elapsed_ns
+
+    assert elapsed_ns() >= 50_000_000             # since the insert: never hit
+    rig.device.receive(1, frame(0x72))
+    assert elapsed_ns() < 50_000_000              # the hit restarted it
+    (plain,) = rig.read(p4runtime_pb2.Entity(table_entry=fwd_entry(rig, b"\x72", 0)))
+    assert not plain.table_entry.HasField("time_since_last_hit")
+
+
 def test_replication_modify_and_delete(rig):
     """MODIFY/DELETE of groups and sessions take switch objects apart: done when the
     switch can (BMv2's mc_*_destroy / mirroring_delete), UNIMPLEMENTED and untouched
