@@ -4,12 +4,16 @@ Starts ``softswitch run --no-p4`` as its own process (as users run it), loads
 ``p4src/samples/l3_basic.p4`` (with a table large enough) through
 SetForwardingPipelineConfig, becomes primary, inserts N LPM routes in batches of B
 updates, reads them all back twice (the first read builds the canonical encodings the
-server caches), modifies and deletes them, and prints entries per second per phase.
+server caches), modifies and deletes them, and prints entries per second per phase —
+for batches of 1, 100 and 1000 by default. The baseline, measured in the same run
+against the same server, is the rate of no-op RPCs (``Capabilities``): what one gRPC
+round trip costs here, so "ratio" tells how much of a write is gRPC and how much is
+the switch.
 Controllers push routes in bulk at start-up, so this decides how long a topology
 takes to come up. Values are sent padded to full width, as p4runtime-shell 0.0.4
 does, so the server's canonicalization is part of the figure.
 
-    python bench/p4runtime_write.py [--entries N] [--batch B]
+    python bench/p4runtime_write.py [--entries N] [--batch B ...]
 """
 
 from __future__ import annotations
@@ -90,11 +94,13 @@ def _timed(phase: str, results: dict[str, tuple[float, float]], pid: int,
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--entries", type=int, default=10000)
-    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--entries", type=int, default=3000)
+    ap.add_argument("--batch", type=int, nargs="+", default=[1, 100, 1000])
     args = ap.parse_args(argv)
     if not 1 <= args.entries <= 1 << 16:
         ap.error("--entries must be 1..65536 (the routes are distinct /24s in 10/8)")
+    if any(b < 1 for b in args.batch):
+        ap.error("--batch sizes must be >= 1")
 
     source = PROGRAM.read_text().replace("size = 1024;", f"size = {args.entries};")
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,9 +129,6 @@ def main(argv: list[str]) -> int:
         table, action = ids["L3Ingress.ipv4_lpm"], ids["L3Ingress.set_next_hop"]
         entries = [_route(table, action, i, 1 + i % 8) for i in range(args.entries)]
         changed = [_route(table, action, i, 9) for i in range(args.entries)]
-        inserts = _batches(p4runtime_pb2.Update.INSERT, entries, args.batch)
-        modifies = _batches(p4runtime_pb2.Update.MODIFY, changed, args.batch)
-        deletes = _batches(p4runtime_pb2.Update.DELETE, entries, args.batch)
         read = p4runtime_pb2.ReadRequest(device_id=0)
         read.entities.add().table_entry.table_id = table
 
@@ -133,26 +136,44 @@ def main(argv: list[str]) -> int:
             got = sum(len(r.entities) for r in stub.Read(read))
             assert got == args.entries, got
 
-        results: dict[str, tuple[float, float]] = {}
-        pid = server.pid
-        _timed("insert", results, pid, lambda: [stub.Write(w) for w in inserts])
-        _timed("read", results, pid, read_all)
-        _timed("re-read", results, pid, read_all)
-        _timed("modify", results, pid, lambda: [stub.Write(w) for w in modifies])
-        _timed("delete", results, pid, lambda: [stub.Write(w) for w in deletes])
+        noop_rate = _noop_rpc_rate(stub)
+        all_results: dict[int, dict[str, tuple[float, float]]] = {}
+        for batch in args.batch:
+            inserts = _batches(p4runtime_pb2.Update.INSERT, entries, batch)
+            modifies = _batches(p4runtime_pb2.Update.MODIFY, changed, batch)
+            deletes = _batches(p4runtime_pb2.Update.DELETE, entries, batch)
+            results: dict[str, tuple[float, float]] = {}
+            pid = server.pid
+            _timed("insert", results, pid, lambda ws=inserts: [stub.Write(w) for w in ws])
+            _timed("read", results, pid, read_all)
+            _timed("re-read", results, pid, read_all)
+            _timed("modify", results, pid, lambda ws=modifies: [stub.Write(w) for w in ws])
+            _timed("delete", results, pid, lambda ws=deletes: [stub.Write(w) for w in ws])
+            all_results[batch] = results
     finally:
         stream.close()
         channel.close()
         server.terminate()
         server.wait(10)
 
-    print(f"softswitch run, P4Runtime: {args.entries} LPM entries, batches of {args.batch}, "
-          f"{os.cpu_count()} CPUs")
-    print(f"  {'phase':8s} {'wall s':>8s} {'entries/s':>10s} {'server CPU µs/entry':>20s}")
-    for phase, (secs, cpu) in results.items():
-        print(f"  {phase:8s} {secs:8.3f} {args.entries / secs:10.0f} "
-              f"{cpu * 1e6 / args.entries:20.0f}")
+    print(f"softswitch run, P4Runtime: {args.entries} LPM entries, {os.cpu_count()} CPUs")
+    print(f"  baseline: {noop_rate:.0f} no-op RPCs/s (Capabilities round trips)")
+    print(f"  {'batch':>5s} {'phase':8s} {'wall s':>8s} {'entries/s':>10s} "
+          f"{'ratio':>7s} {'server CPU µs/entry':>20s}")
+    for batch, results in all_results.items():
+        for phase, (secs, cpu) in results.items():
+            rate = args.entries / secs
+            print(f"  {batch:>5d} {phase:8s} {secs:8.3f} {rate:10.0f} {rate / noop_rate:7.2f} "
+                  f"{cpu * 1e6 / args.entries:20.0f}")
     return 0
+
+
+def _noop_rpc_rate(stub: p4runtime_pb2_grpc.P4RuntimeStub, count: int = 300) -> float:
+    """Round trips per second of the cheapest RPC, against the same server."""
+    t0 = time.perf_counter()
+    for _ in range(count):
+        stub.Capabilities(p4runtime_pb2.CapabilitiesRequest())
+    return count / (time.perf_counter() - t0)
 
 
 if __name__ == "__main__":
