@@ -168,7 +168,7 @@ class CnpUnresolvedTest(FastCnpBase):
         self.expect_nothing()
         self.assertEqual(self.packets("fast_cnp_counter", UNRESOLVED), 1)
         self.assertEqual(self.packets("fast_cnp_counter", SENT), 0)
-        message = self.client.digests.get(timeout=3)
+        message = self.client.digests.get(timeout=10)
         self.assertEqual(message.digest_id, digest.preamble.id)
         members = [decode(m.bitstring) for m in message.data[0].struct.members]
         self.assertEqual(members, [0x0A000101, 0x0A000205, 0x999])

@@ -230,7 +230,10 @@ def ptf_command(opts: Options, p4info: Path, config: Path, work: Path) -> list[s
     ifaces = [x for i, port in enumerate(opts.ports) for x in ("-i", f"{port}@{test_iface(i)}")]
     return [venv_bin("ptf"), "--test-dir", str(HERE), *ifaces,
             "--test-params", ";".join(f"{k}='{v}'" for k, v in params.items()),
-            "--log-dir", str(work / "ptf-logs"), *opts.ptf_args]
+            "--log-dir", str(work / "ptf-logs"),
+            # a positive check returns as soon as its packet arrives, so a generous limit
+            # costs nothing on a healthy switch and spares a busy 2-core machine
+            "--default-timeout", "10", "--test-case-timeout", "300", *opts.ptf_args]
 
 
 VERDICT = re.compile(r"^(?P<name>[\w.]+) \.\.\. (?P<verdict>ok|FAIL|ERROR|skipped(?: .*)?)$")

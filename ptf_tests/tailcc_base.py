@@ -175,7 +175,7 @@ class TailccTest(BaseTest):
     def packets(self, name: str, index: int) -> int:
         return self.counter(name, index)[0]
 
-    def wait_counter(self, name: str, index: int, expected: int, timeout: float = 3.0) -> int:
+    def wait_counter(self, name: str, index: int, expected: int, timeout: float = 10.0) -> int:
         """Poll a packet counter until it reaches ``expected`` (drops leave no frame to
         wait for, so the test waits for the switch's own account instead)."""
         deadline = time.monotonic() + timeout
@@ -234,7 +234,7 @@ class TailccTest(BaseTest):
                 got.append((result.time, bytes(result.packet)))
         return got
 
-    def packet_in(self, timeout: float = 3.0) -> p4runtime_pb2.PacketIn:
+    def packet_in(self, timeout: float = 10.0) -> p4runtime_pb2.PacketIn:
         try:
             return self.client.packet_ins.get(timeout=timeout)
         except queue.Empty:

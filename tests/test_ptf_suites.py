@@ -199,7 +199,7 @@ def test_runner_cleans_up_on_sigterm(tmp_path: Path):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (work / "switch.out").exists():
             time.sleep(0.2)
-        assert (work / "switch.out").exists(), "the runner never started the switch"
+        assert (work / "switch.out").exists(), f"no switch started:\n{log.read_text()[-3000:]}"
         namespace = _own_namespace(log.read_text())
         assert namespace in _namespaces()
         time.sleep(2)
@@ -209,8 +209,9 @@ def test_runner_cleans_up_on_sigterm(tmp_path: Path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode != 0
-    assert namespace not in _namespaces()
+    output = log.read_text()[-3000:]
+    assert proc.returncode != 0, output
+    assert namespace not in _namespaces(), output
     pids = subprocess.run(["pgrep", "-f", "--", f"--pcap {work}/pcap"], capture_output=True,
                           text=True).stdout.split()
     assert not pids, f"switch processes left running: {pids}"
