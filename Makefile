@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 # traffic, training-era vs tailcc configuration, per-class P50/P99/P999 and a plot.
 demo: setup
 	$(VENV)/bin/softswitch compile p4src/tailcc.p4 --p4runtime-files out/tailcc.p4info.txtpb
-	$(PY) bench/tail_latency.py --duration-us 2000 --plot out/tail_latency.png
+	$(PY) bench/tail_latency.py --duration-us 20000 --plot out/tail_latency.png
 
 test: setup
 	$(VENV)/bin/ruff check softswitch controlplane tests bench topologies ptf_tests

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from softswitch.stf.commands import CommandSession
+from softswitch.runtime_channel import RuntimeChannel
 from softswitch.target.queueing import QueuedSwitch
 from softswitch.target.switch import Switch
 from softswitch.tm import TrafficManager
@@ -75,10 +75,16 @@ def tailcc(num_hosts: int) -> list[str]:
         lines.append(f"add traffic_class {prio} is_roce:1&&&1 bth_dst_qp:{_qp_range(spec.qp_base)} "
                      f"set_class(tc:{tc}, queue:{queue}, ecn_profile:{profile})")
     lines += [
-        _ecn(5, 1, kmin=2, kmax=8, pmax_1024=512),      # inference: mark early, tiny buffer
+        # Mark where the queue builds, not the innocent: the strict-priority inference
+        # queue only marks a real KV incast (a mark there cuts the very flows tailcc
+        # protects); MoE and bulk get RED early and Fast CNPs.
+        _ecn(5, 1, kmin=32, kmax=64, pmax_1024=100),
         _ecn(4, 2, kmin=10, kmax=50, pmax_1024=200),
-        _ecn(2, 3, kmin=20, kmax=100, pmax_1024=200),   # bulk: high thresholds
+        _ecn(2, 3, kmin=5, kmax=40, pmax_1024=200),
     ]
+    # hot KV-cache and scheduling signals (queue 5) strict; MoE and bulk share the rest
+    # 3:1 by DWRR (a softswitch extension; BMv2 has strict priority only)
+    lines += [f"set_queue_weight 3 {RECEIVER_PORT} 4", f"set_queue_weight 1 {RECEIVER_PORT} 2"]
     for tc in (5, 2):  # Fast CNP for the elephants that build the queue
         lines.append(f"add fast_cnp_policy 10 traffic_class:{tc}&&&0xf enable_fast_cnp("
                      f"qdepth_threshold:20, min_interval:50, cnp_dscp:48, keep_ce:0)")
@@ -109,9 +115,11 @@ class LabSwitch:
         tm.set_queue_depth(QUEUE_CAPACITY)
         for port in range(num_hosts + 1):
             tm.set_queue_depth(QUEUE_CAPACITY, port=port)
-        session = CommandSession(switch)
+        channel = RuntimeChannel(switch, tm)  # tables and queues: one command language
         for line in commands:
-            session.run_line(line)
+            ok, output = channel.execute(line)
+            if not ok:
+                raise ValueError(f"lab configuration: {line!r}: {output}")
         for port in range(num_hosts + 1):
             switch.mirroring_add(CNP_SESSION_BASE + port, port, class_of_service=CNP_QUEUE)
         return cls(QueuedSwitch(switch, tm))
