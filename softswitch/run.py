@@ -233,7 +233,7 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
         log.info("Adding interface %s as port %d", iface, port)
     device.transmit = plane.transmit
     tm = TrafficManager(num_queues=opts.priority_queues)
-    scheduler = EgressScheduler(device, tm)
+    scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port))
     channel = _start_runtime_channel(opts, device, tm)
     try:
         server, _ = serve(device, opts.grpc_addr)
@@ -285,3 +285,13 @@ def _start_runtime_channel(opts: RunOptions, device: Device,
     print(f"softswitch: runtime channel listening on 127.0.0.1:{opts.thrift_port}",
           file=sys.stderr, flush=True)
     return server
+
+
+def _interface_mac(interfaces: dict[int, str], port: int) -> bytes:
+    """The MAC address of a port's interface: the source of the PFC frames it sends."""
+    iface = interfaces.get(port)
+    try:
+        with open(f"/sys/class/net/{iface}/address", encoding="ascii") as f:
+            return bytes.fromhex(f.read().strip().replace(":", ""))
+    except (OSError, ValueError, TypeError):
+        return bytes(6)

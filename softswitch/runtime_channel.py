@@ -10,7 +10,7 @@ Traffic-manager commands handled here (BMv2 syntax, then softswitch extensions):
 ``set_queue_rate PPS [PORT [PRIORITY]]``, ``set_queue_depth PACKETS [PORT [PRIORITY]]``,
 ``set_queue_weight WEIGHT PORT [PRIORITY]`` (DWRR), ``set_link_rate BITS_PER_S PORT``,
 ``set_pfc INGRESS_PORT PRIORITY XOFF XON`` / ``clear_pfc INGRESS_PORT PRIORITY``,
-``show_queues PORT``. Wire format: one JSON object per line each way —
+``show_queues PORT``, ``show_pfc``. Wire format: one JSON object per line each way —
 ``{"cmd": "..."}`` → ``{"ok": true|false, "output": "..."}``.
 """
 
@@ -61,6 +61,7 @@ class RuntimeChannel:
             "set_pfc": self._set_pfc,
             "clear_pfc": self._clear_pfc,
             "show_queues": self._show_queues,
+            "show_pfc": self._show_pfc,
         }
 
     def execute(self, line: str) -> tuple[bool, str]:
@@ -138,6 +139,22 @@ class RuntimeChannel:
             lines.append(f"  queue {prio}: depth {ep.depth(prio)}/{cfg.capacity_pkts} "
                          f"rate {cfg.rate_pps or 'unlimited'} pps weight {cfg.weight} "
                          f"enqueued {st.enqueued} dropped {st.dropped}")
+        return "\n".join(lines)
+
+
+    def _show_pfc(self, words: list[str]) -> str:
+        _ints(words, "show_pfc", 0, 0)
+        tm = self._require_tm()
+        keys = sorted(set(tm.pfc.thresholds) | set(tm.pfc.pauses_sent) | set(tm.pfc_received))
+        lines = ["port prio  xoff  xon  held  paused  xoff_sent  pfc_received"]
+        for port, prio in keys:
+            th = tm.pfc.thresholds.get((port, prio))
+            lines.append(
+                f"{port:>4} {prio:>4} {th.xoff if th else '-':>5} {th.xon if th else '-':>4} "
+                f"{tm.pfc.held.get((port, prio), 0):>5} "
+                f"{'yes' if (port, prio) in tm.pfc.paused else 'no':>7} "
+                f"{tm.pfc.pauses_sent.get((port, prio), 0):>10} "
+                f"{tm.pfc_received.get((port, prio), 0):>13}")
         return "\n".join(lines)
 
 

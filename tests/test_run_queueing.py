@@ -130,3 +130,87 @@ def test_urgent_frame_overtakes_rate_limited_bulk(veths, tmp_path):
             if proc.poll() is None:
                 proc.kill()
     assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def _start_switch(prog: Path, veths, cli_port: int, grpc_port: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "softswitch", "run", str(prog), "-i", f"0@{veths[0][0]}",
+         "-i", f"1@{veths[1][0]}", "--thrift-port", str(cli_port), "--",
+         "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--priority-queues", "8"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _cli(cli_port: int, *commands: str) -> subprocess.CompletedProcess:
+    args = [sys.executable, "-m", "softswitch", "cli", "--port", str(cli_port)]
+    for c in commands:
+        args += ["-c", c]
+    return subprocess.run(args, capture_output=True, text=True, timeout=30)
+
+
+def _pfc_frames(port: RawPort, seconds: float) -> list[dict[int, int]]:
+    from softswitch.tm.pfc import parse_pfc_frame
+
+    seen, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = port.receive()
+        if got is None:
+            time.sleep(0.002)
+            continue
+        pause = parse_pfc_frame(got)
+        if pause is not None:
+            seen.append(pause)
+    return seen
+
+
+def test_pfc_pauses_the_upstream_and_honours_received_pauses(veths, tmp_path):
+    from softswitch.tm.pfc import build_pfc_frame
+
+    prog = tmp_path / "prio.p4"
+    prog.write_text(PROGRAM)
+    grpc_port, cli_port = free_port(), free_port()
+    proc = _start_switch(prog, veths, cli_port, grpc_port)
+    try:
+        wait_for_port(cli_port, proc)
+        # port 1 drains 20 frames/s; XOFF for priority 0 of ingress port 0 at 3 held
+        res = _cli(cli_port, "set_queue_rate 20 1", "set_pfc 0 0 3 1")
+        assert res.returncode == 0, res.stderr
+        up, down = RawPort(veths[0][1]), RawPort(veths[1][1])
+        for seq in range(4):
+            assert up.send(frame(0, seq))
+        frames = _pfc_frames(up, 1.5)
+        assert {0: 0xFFFF} in frames, frames                     # XOFF to the upstream
+        assert frames.index({0: 0xFFFF}) < len(frames) and {0: 0} in frames, frames  # XON
+        shown = _cli(cli_port, "show_pfc")
+        assert shown.returncode == 0 and "0    0     3    1" in shown.stdout, shown.stdout
+
+        # a pause received from the downstream neighbour holds queue 7 of port 1; on a
+        # 10 Mb/s link the maximum quanta last 3.4 s
+        res = _cli(cli_port, "set_queue_rate 0 1", "set_link_rate 10000000 1")
+        assert res.returncode == 0, res.stderr
+        assert down.send(build_pfc_frame(bytes(6), {7: 0xFFFF}))
+        time.sleep(0.1)
+        assert up.send(frame(7, 50))
+        held = [f for f in _drain_eth(down, 0.3) if f[11] == 7]
+        assert held == [], "a paused priority was sent"
+        assert down.send(build_pfc_frame(bytes(6), {7: 0}))       # XON releases it
+        released = [f for f in _drain_eth(down, 1.0) if f[11] == 7]
+        assert len(released) == 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def _drain_eth(port: RawPort, seconds: float) -> list[bytes]:
+    out, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = port.receive()
+        if got is None:
+            time.sleep(0.002)
+        elif got[12:14] == ETHERTYPE.to_bytes(2, "big"):
+            out.append(got)
+    return out

@@ -7,6 +7,13 @@ loop's thread when they may leave at once and from this module's thread when a r
 limit or link rate holds them. Everything touching the switch runs under the device's
 lock. Packets a controller injects with PacketOut skip the queues, as they reach the
 switch through the CPU port rather than a front-panel port.
+
+PFC (a softswitch extension, thresholds set with the runtime channel's ``set_pfc``):
+when the packets held from an ingress port and priority reach XOFF, an 802.1Qbb frame
+pausing that priority (maximum quanta) goes out of that port, and one with quanta 0 when
+they drain to XON. A PFC frame arriving on a port pauses that port's egress queue of
+each priority it names for its quanta; the frame still goes through the P4 pipeline,
+so a program can count it (tailcc does).
 """
 
 from __future__ import annotations
@@ -14,11 +21,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from softswitch.diagnostics import P4Error
 from softswitch.target.queueing import QueuedSwitch
 from softswitch.tm import TrafficManager
+from softswitch.tm.pfc import MAX_PAUSE_QUANTA, build_pfc_frame, parse_pfc_frame
 
 log = logging.getLogger("softswitch.tm")
 IDLE_WAIT_S = 0.5
@@ -27,9 +36,11 @@ IDLE_WAIT_S = 0.5
 class EgressScheduler:
     """Feeds arriving frames through a :class:`QueuedSwitch` and drains it on time."""
 
-    def __init__(self, device: Any, tm: TrafficManager) -> None:
+    def __init__(self, device: Any, tm: TrafficManager,
+                 port_mac: Callable[[int], bytes] = lambda port: bytes(6)) -> None:
         self.device = device
         self.tm = tm
+        self.port_mac = port_mac
         self._origin = time.monotonic()
         self._queued: QueuedSwitch | None = None
         self._wake = threading.Condition(device.lock)
@@ -50,6 +61,7 @@ class EgressScheduler:
                 return
             queued = self._queued_for(loaded.switch)
             now = self.now_us()
+            self._apply_pause(port, frame, now)
             try:
                 queued.receive(port, frame, now)
             except P4Error as exc:
@@ -75,6 +87,27 @@ class EgressScheduler:
             return
         if outs:
             self.device._dispatch(loaded, [packet for packet, _ in outs])
+        self._send_pfc()
+
+    # --- PFC ------------------------------------------------------------------------------
+    def _apply_pause(self, port: int, frame: bytes, now: float) -> None:
+        """A PFC frame from the neighbour on ``port`` pauses our queues towards it."""
+        pause = parse_pfc_frame(frame)
+        if not pause:
+            return
+        egress = self.tm.port(port)
+        for priority, quanta in pause.items():
+            if priority < self.tm.num_queues:
+                egress.pause(priority, quanta, now)
+                key = (port, priority)
+                self.tm.pfc_received[key] = self.tm.pfc_received.get(key, 0) + 1
+
+    def _send_pfc(self) -> None:
+        """XOFF/XON frames for the thresholds crossed since the last call."""
+        for ev in self.tm.pfc.take_events():
+            quanta = MAX_PAUSE_QUANTA if ev.pause else 0
+            self.device.transmit(ev.port, build_pfc_frame(self.port_mac(ev.port),
+                                                          {ev.priority: quanta}))
 
     # --- scheduler thread ---------------------------------------------------------------
     def start(self) -> EgressScheduler:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from softswitch.tm.pfc import PfcMonitor, PfcThresholds
+from softswitch.tm.pfc import PfcEvent, PfcMonitor, PfcThresholds
 from softswitch.tm.scheduler import Dequeued, EgressPort, QueuedPacket
 
 
@@ -25,6 +25,7 @@ class TrafficManager:
         self.default_link_rate_bps = link_rate_bps
         self.ports: dict[int, EgressPort] = {}
         self.pfc = PfcMonitor()
+        self.pfc_received: dict[tuple[int, int], int] = {}  # (port, priority) -> frames
         self._ingress_of: dict[int, int] = {}  # id(QueuedPacket) -> ingress port
 
     def port(self, port: int) -> EgressPort:
@@ -112,6 +113,9 @@ class TrafficManager:
                 q.deficit = 0
         self._ingress_of.clear()
         self.pfc.held.clear()
+        for port, prio in sorted(self.pfc.paused):  # the neighbours must not stay paused
+            self.pfc.events.append(PfcEvent(port, prio, False, 0.0))
+        self.pfc.paused.clear()
         return dropped
 
     def depth(self, port: int, priority: int | None = None) -> int:
