@@ -40,10 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
     """Commands added in later slices register here."""
-    from controlplane.commands import observe, runtime_json
+    from controlplane.commands import interactive, observe, runtime_json
 
     runtime_json.add_parsers(sub)
     observe.add_parsers(sub)
+    interactive.add_parsers(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
