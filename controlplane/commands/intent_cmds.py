@@ -8,7 +8,11 @@ import time
 
 from controlplane.commands.target import UsageError, non_negative_int, positive_float
 from controlplane.intent import Intent, IntentError, load_intent
-from controlplane.reconcile import Pipeline, load_pipeline, reconcile_all
+from controlplane.intent import model as m
+from controlplane.p4rt import Client
+from controlplane.p4rt.errors import P4RuntimeClientError
+from controlplane.reconcile import Pipeline, SwitchResult, load_pipeline, reconcile_all
+from controlplane.reconcile.learning import QpLearner
 from controlplane.reconcile.report import plan_lines, queue_lines, summary_line
 
 
@@ -76,10 +80,14 @@ def _check_switch_names(args: argparse.Namespace, intent: Intent) -> None:
 
 
 def _apply_once(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | None,
-                quiet_in_sync: bool) -> int:
+                quiet_in_sync: bool, learning: Learning | None = None) -> int:
     """One reconcile of every chosen switch; the number of switches that failed."""
+    clients = learning.sessions(intent, args.switch) if learning else None
     results = reconcile_all(intent, pipeline, args.switch, dry_run=args.dry_run,
-                            timeout=args.timeout)
+                            timeout=args.timeout, clients=clients)
+    if learning:
+        for line in learning.after_round(results):
+            print(line, flush=True)
     for result in results:
         changed = bool(result.plan) or result.error is not None
         if quiet_in_sync and not changed:
@@ -99,13 +107,18 @@ def _apply_loop(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
     edits reach the switches and drift (a hand-made change, a restarted switch) is
     undone. An intent that turns invalid is reported and the last valid one is kept."""
     rounds = 0
+    learning = None if args.dry_run else Learning(args.timeout)
     try:
         while True:
-            _apply_once(args, intent, pipeline, quiet_in_sync=rounds > 0)
+            _apply_once(args, intent, pipeline, quiet_in_sync=rounds > 0, learning=learning)
             rounds += 1
             if args.rounds and rounds >= args.rounds:
                 return 0
-            time.sleep(args.every)
+            if learning:
+                for line in learning.wait(args.every):
+                    print(line, flush=True)
+            else:
+                time.sleep(args.every)
             try:
                 intent = load_intent(args.intent)
                 _check_switch_names(args, intent)
@@ -115,3 +128,96 @@ def _apply_loop(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
                 print(str(exc), file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         return 0
+    finally:
+        if learning:
+            learning.close()
+
+
+class Learning:
+    """Controller mode's Fast CNP QP learning (``fast_cnp.learning``): one long-lived
+    primary session per learning switch — digests only reach a connected primary — that
+    reconcile rounds reuse (a second session with the same election id would be
+    refused). A session that fails is dropped and opened again next round, and a
+    reloaded pipeline restarts the learner (the switch forgot digests and flows)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.clients: dict[str, Client] = {}
+        self.learners: dict[str, QpLearner] = {}
+        self._switches: dict[str, m.Switch] = {}
+
+    def sessions(self, intent: Intent, chosen: list[str] | None) -> dict[str, Client]:
+        wanted = {s.name: s for s in intent.switches
+                  if intent.fast_cnp.enabled and intent.fast_cnp.learning
+                  and (not chosen or s.name in chosen)}
+        for name in list(self.clients):
+            sw = self._switches.get(name)
+            if name not in wanted or (sw and (sw.address, sw.device_id, sw.election_id)
+                                      != (wanted[name].address, wanted[name].device_id,
+                                          wanted[name].election_id)):
+                self._drop(name)
+        self._switches = wanted
+        for name, sw in wanted.items():
+            if name in self.clients:
+                continue
+            client = Client(sw.address, sw.device_id, election_id=sw.election_id,
+                            timeout=self.timeout)
+            try:
+                client.connect(require_primary=True)
+            except P4RuntimeClientError:
+                client.close()       # reconcile connects itself and reports why
+                continue
+            self.clients[name] = client
+        return dict(self.clients)
+
+    def after_round(self, results: list[SwitchResult]) -> list[str]:
+        lines = []
+        for r in results:
+            if r.switch not in self.clients:
+                continue
+            if r.error is not None:
+                self._drop(r.switch)
+                continue
+            learner = self.learners.get(r.switch)
+            try:
+                if learner is None or r.pipeline_loaded:
+                    assert r.index is not None
+                    learner = QpLearner(r.switch, self.clients[r.switch], r.index)
+                    learner.start()
+                    self.learners[r.switch] = learner
+                elif r.plan:
+                    learner.refresh()
+            except Exception as exc:  # noqa: BLE001 - learning must not stop the controller
+                lines.append(f"{r.switch}: qp-learn: {exc}")
+                self._drop(r.switch)
+        return lines
+
+    def wait(self, seconds: float) -> list[str]:
+        """Handle digests until ``seconds`` have passed."""
+        deadline = time.monotonic() + seconds
+        lines: list[str] = []
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return lines
+            if not self.learners:
+                time.sleep(remaining)
+                continue
+            for name, learner in list(self.learners.items()):
+                try:
+                    lines += learner.poll(min(0.02, remaining))
+                except Exception as exc:  # noqa: BLE001 - see after_round
+                    lines.append(f"{name}: qp-learn: {exc}")
+                    self._drop(name)
+            if lines:
+                return lines + self.wait(deadline - time.monotonic())
+
+    def _drop(self, name: str) -> None:
+        self.learners.pop(name, None)
+        client = self.clients.pop(name, None)
+        if client is not None:
+            client.close()
+
+    def close(self) -> None:
+        for name in list(self.clients):
+            self._drop(name)

@@ -152,6 +152,10 @@ class Client:
             req.packet.metadata.add(metadata_id=mid, value=value)
         self._requests.put(req)
 
+    def send_stream(self, request: p4runtime_pb2.StreamMessageRequest) -> None:
+        """Queue any stream message (e.g. a DigestListAck) behind earlier ones."""
+        self._requests.put(request)
+
     def close(self) -> None:
         """End the stream (the server drops our role) and the channel."""
         self._requests.put(_STOP)

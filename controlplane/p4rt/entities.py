@@ -232,6 +232,7 @@ def to_entity(message: Any) -> p4runtime_pb2.Entity:
         p4runtime_pb2.ActionProfileMember: "action_profile_member",
         p4runtime_pb2.ActionProfileGroup: "action_profile_group",
         p4runtime_pb2.PacketReplicationEngineEntry: "packet_replication_engine_entry",
+        p4runtime_pb2.DigestEntry: "digest_entry",
     }.get(type(message))
     if field_name is None:
         if isinstance(message, p4runtime_pb2.Entity):

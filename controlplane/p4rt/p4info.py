@@ -120,6 +120,9 @@ class P4InfoIndex:
     def action_profile(self, name: str) -> p4info_pb2.ActionProfile:
         return self._kinds["action_profiles"].get(name)
 
+    def digest(self, name: str) -> p4info_pb2.Digest:
+        return self._kinds["digests"].get(name)
+
     def by_id(self, attr: str, obj_id: int) -> Any:
         try:
             return self._kinds[attr].by_id[obj_id]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from controlplane.intent import model as m
+from controlplane.p4rt import Client
 from controlplane.reconcile.diff import Change, Plan, diff
 from controlplane.reconcile.switch import Pipeline, SwitchResult, load_pipeline, reconcile_switch
 
@@ -17,13 +18,15 @@ __all__ = ["Change", "Pipeline", "Plan", "SwitchResult", "diff", "load_pipeline"
 
 
 def reconcile_all(intent: m.Intent, pipeline: Pipeline | None, switches: list[str] | None = None,
-                  dry_run: bool = False, timeout: float = 10.0, workers: int = 16
-                  ) -> list[SwitchResult]:
-    """Reconcile the named switches (all by default) in parallel; results in intent order."""
+                  dry_run: bool = False, timeout: float = 10.0, workers: int = 16,
+                  clients: dict[str, Client] | None = None) -> list[SwitchResult]:
+    """Reconcile the named switches (all by default) in parallel; results in intent order.
+    ``clients``: open primary sessions by switch name to reuse (controller mode)."""
     chosen = [s for s in intent.switches if not switches or s.name in switches]
     if not chosen:
         return []
     with ThreadPoolExecutor(max_workers=min(workers, len(chosen))) as pool:
-        futures = [pool.submit(reconcile_switch, intent, s, pipeline, dry_run, timeout)
+        futures = [pool.submit(reconcile_switch, intent, s, pipeline, dry_run, timeout,
+                               client=(clients or {}).get(s.name))
                    for s in chosen]
         return [f.result() for f in futures]

@@ -99,15 +99,19 @@ def _signature(p4info: p4info_pb2.P4Info) -> bytes:
 
 def reconcile_switch(intent: m.Intent, switch: m.Switch, pipeline: Pipeline | None,
                      dry_run: bool = False, timeout: float = 10.0,
-                     batch_size: int = 500) -> SwitchResult:
+                     batch_size: int = 500, client: Client | None = None) -> SwitchResult:
     """One switch end to end; every failure becomes ``result.error``, never an exception,
-    so one broken switch cannot stop the others."""
+    so one broken switch cannot stop the others. ``client``: an already connected
+    primary session to use (and leave open), as controller mode keeps for learning."""
     result = SwitchResult(switch.name)
     start = time.monotonic()
-    client = Client(switch.address, switch.device_id, election_id=switch.election_id,
-                    timeout=timeout)
+    own = client is None
+    if client is None:
+        client = Client(switch.address, switch.device_id, election_id=switch.election_id,
+                        timeout=timeout)
     try:
-        client.connect(require_primary=not dry_run)
+        if own:
+            client.connect(require_primary=not dry_run)
         if dry_run:
             index, fresh = _planned_pipeline(client, pipeline)
             if fresh:
@@ -128,7 +132,8 @@ def reconcile_switch(intent: m.Intent, switch: m.Switch, pipeline: Pipeline | No
     except Exception as exc:   # noqa: BLE001 - reported per switch, see docstring
         result.error = str(exc) or type(exc).__name__
     finally:
-        client.close()
+        if own:
+            client.close()
         result.seconds = time.monotonic() - start
     return result
 
