@@ -9,6 +9,14 @@ after another. Controllers push intent to a whole fabric at start-up and after e
 change, so these decide how fast a change reaches the network.
 
     python bench/tailcc_apply.py [--switches N] [--routes R]
+    python bench/tailcc_apply.py --default-intent
+
+``--default-intent``: the issue's figure — ``tailcc apply`` of the shipped default
+profile (``base: default``, Fast CNP on) on 4 switches that already run
+``p4src/tailcc.p4`` (started with the program, as a deployed fabric is, so no
+pipeline push), first apply and re-apply, both as the ``tailcc`` command (a fresh
+process: interpreter, imports, YAML) and in-process, beside a baseline measured in the
+same run: one wildcard Read of every table on the 4 switches (concurrently).
 """
 
 from __future__ import annotations
@@ -86,11 +94,133 @@ def _apply(intent, pipeline, label: str, table: list, sequential: bool = False) 
     table.append((label, written, seconds, rate))
 
 
+def _start_with_program(addr: str, device_id: int) -> subprocess.Popen:
+    """``softswitch run p4src/tailcc.p4``: the switch compiles and runs the program."""
+    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", str(PROGRAM),
+                             "--device-id", str(device_id), "--", "--grpc-server-addr",
+                             addr], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    channel = grpc.insecure_channel(addr)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=120)
+    finally:
+        channel.close()
+    from controlplane.p4rt import Client
+    client = Client(addr, device_id, election_id=1)
+    deadline = time.monotonic() + 120
+    try:
+        client.connect(require_primary=False)
+        while client.get_p4info() is None:     # the program is still compiling
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{addr}: tailcc.p4 never came up")
+            time.sleep(0.2)
+    finally:
+        client.close()
+    return proc
+
+
+def _default_intent_text(addresses: list[str]) -> str:
+    lines = ["base: default", "fast_cnp: {enabled: true}", "switches:"]
+    for i, addr in enumerate(addresses, start=1):
+        lines += [f"  - name: leaf{i}", f"    address: {addr}", f"    device_id: {i}",
+                  "    ports: [1, 2, 3, 4]"]
+    return "\n".join(lines) + "\n"
+
+
+def _read_all(addresses: list[str]) -> tuple[float, int]:
+    """Baseline: one wildcard Read of every table entry on every switch, concurrently
+    (connect, arbitrate as backup, Read, close: what the cheapest apply must do)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from p4.v1 import p4runtime_pb2
+
+    from controlplane.p4rt import Client
+
+    def one(i_addr: tuple[int, str]) -> int:
+        client = Client(i_addr[1], i_addr[0], election_id=1)
+        try:
+            client.connect(require_primary=False)
+            return len(list(client.read([p4runtime_pb2.TableEntry()])))
+        finally:
+            client.close()
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(len(addresses)) as pool:
+        n = sum(pool.map(one, enumerate(addresses, start=1)))
+    return time.perf_counter() - t0, n
+
+
+def _cli_apply(path: Path) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "controlplane.cli", "apply", str(path), "-q"],
+                         capture_output=True, text=True, cwd=ROOT)
+    seconds = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise SystemExit(f"tailcc apply failed: {out.stdout}{out.stderr}")
+    return seconds, out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
+
+
+def default_intent(repeat: int) -> int:
+    """The issue's benchmark (see the module docstring)."""
+    addrs = [f"127.0.0.1:{_free_port()}" for _ in range(4)]
+    procs: list[subprocess.Popen] = []
+    rows: list[tuple[str, float]] = []
+    try:
+        t0 = time.perf_counter()
+        procs = [_start_with_program(a, i) for i, a in enumerate(addrs, start=1)]
+        t_start = time.perf_counter() - t0
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "default.yaml"
+            path.write_text(_default_intent_text(addrs))
+            base = [_read_all(addrs) for _ in range(repeat)]
+            rows.append((f"baseline: Read all tables, 4 switches ({base[0][1]} entries)",
+                         min(b[0] for b in base)))
+            first, line = _cli_apply(path)
+            rows.append(("tailcc apply (command), first apply", first))
+            again = min(_cli_apply(path)[0] for _ in range(repeat))
+            rows.append(("tailcc apply (command), re-apply", again))
+            base = [_read_all(addrs) for _ in range(repeat)]
+            rows.append((f"baseline: Read all tables, 4 switches ({base[0][1]} entries)",
+                         min(b[0] for b in base)))
+            intent = load_intent(path)
+            times = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                results = reconcile_all(intent, None)
+                times.append(time.perf_counter() - t0)
+                if any(r.error or r.plan for r in results):
+                    raise SystemExit(f"re-apply not in sync: {results}")
+            rows.append(("reconcile_all in-process, re-apply", min(times)))
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "import controlplane.cli"], cwd=ROOT,
+                           check=True)
+            rows.append(("python -c 'import controlplane.cli' (startup)",
+                         time.perf_counter() - t0))
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait()
+    print(f"tailcc apply of the default intent on 4 switches running tailcc.p4 "
+          f"(started in {t_start:.1f} s); first apply wrote: {line}")
+    print(f"{'measurement':<58} {'seconds':>8}")
+    for label, seconds in rows:
+        print(f"{label:<58} {seconds:>8.3f}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--switches", type=int, default=2, help="softswitch processes (2)")
     ap.add_argument("--routes", type=int, default=500, help="routes per switch (500)")
+    ap.add_argument("--default-intent", action="store_true",
+                    help="the default profile on 4 switches already running tailcc.p4")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="--default-intent: re-apply/baseline repetitions, best taken (3)")
     args = ap.parse_args(argv)
+    if args.default_intent:
+        if args.repeat < 1:
+            ap.error("--repeat must be >= 1")
+        return default_intent(args.repeat)
     if not 1 <= args.switches <= 16 or not 1 <= args.routes <= 16000:
         ap.error("--switches must be 1..16 and --routes 1..16000")
     addrs = [f"127.0.0.1:{_free_port()}" for _ in range(args.switches)]
