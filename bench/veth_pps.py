@@ -19,10 +19,10 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 from softswitch.ports.afpacket import RawPort
+from softswitch.ports.veth import veth_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUTER_MAC = "02:00:00:00:ff:01"
@@ -41,28 +41,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-class Veths:
-    """Veth pairs that exist for the duration of a ``with`` block."""
-
-    def __init__(self, count: int) -> None:
-        tag = uuid.uuid4().hex[:5]
-        self.pairs = [(f"bs{i}{tag}", f"bh{i}{tag}") for i in range(count)]
-
-    def __enter__(self) -> Veths:
-        for sw, host in self.pairs:
-            subprocess.run(["ip", "link", "add", sw, "type", "veth", "peer", "name", host],
-                           check=True)
-            for name in (sw, host):
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"],
-                               capture_output=True)
-                subprocess.run(["ip", "link", "set", name, "up"], check=True)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sw, _ in self.pairs:
-            subprocess.run(["ip", "link", "del", sw], capture_output=True)
 
 
 def _pump(tx: RawPort, rx: RawPort, frames: list[bytes], window: int = 64,
@@ -91,8 +69,8 @@ def _pump(tx: RawPort, rx: RawPort, frames: list[bytes], window: int = 64,
 
 
 def baseline(frames: list[bytes]) -> tuple[int, float]:
-    with Veths(1) as v:
-        sw, host = v.pairs[0]
+    with veth_pairs(1, "b") as pairs:
+        sw, host = pairs[0]
         tx, rx = RawPort(host), RawPort(sw)
         try:
             return _pump(tx, rx, frames)
@@ -102,8 +80,8 @@ def baseline(frames: list[bytes]) -> tuple[int, float]:
 
 
 def through_switch(program: Path, routes: list[str], frames: list[bytes]) -> tuple[int, float]:
-    with Veths(2) as v:
-        (sw1, h1), (sw2, h2) = v.pairs
+    with veth_pairs(2, "b") as pairs:
+        (sw1, h1), (sw2, h2) = pairs
         cli_port = _free_port()
         proc = subprocess.Popen(
             [sys.executable, "-m", "softswitch", "run", str(program), "-i", f"1@{sw1}",

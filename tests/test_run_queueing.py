@@ -9,12 +9,12 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from softswitch.ports.afpacket import RawPort
+from softswitch.ports.veth import veth_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
@@ -65,18 +65,8 @@ def frame(prio: int, seq: int) -> bytes:
 
 @pytest.fixture()
 def veths():
-    tag = uuid.uuid4().hex[:5]
-    pairs = [(f"qs0{tag}", f"qh0{tag}"), (f"qs1{tag}", f"qh1{tag}")]
-    for sw, host in pairs:
-        subprocess.run(["ip", "link", "add", sw, "type", "veth", "peer", "name", host],
-                       check=True)
-        for name in (sw, host):
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"],
-                           capture_output=True)
-            subprocess.run(["ip", "link", "set", name, "up"], check=True)
-    yield pairs
-    for sw, _ in pairs:
-        subprocess.run(["ip", "link", "del", sw], capture_output=True)
+    with veth_pairs(2, "q") as pairs:
+        yield pairs
 
 
 def test_urgent_frame_overtakes_rate_limited_bulk(veths, tmp_path):
