@@ -28,6 +28,7 @@ switches:
   - name: leaf
     address: {address}
     device_id: 1
+    election_id: 10
     router_mac: "00:aa:00:00:00:01"
     ports: [{{port: 1, tenant: t}}, {{port: 2}}]
     next_hops:
@@ -68,12 +69,16 @@ def _start_switch(addr: str) -> subprocess.Popen:
 def _holdings(addr: str, intent_path: Path) -> tuple[collections.Counter, dict, dict]:
     """(how often each key is on the switch, switch entity by key, wanted by key)."""
     intent = load_intent(intent_path)
-    with Client(addr, 1, election_id=2) as c:
+    c = Client(addr, 1, election_id=2)
+    c.connect(require_primary=False)     # a backup: must not take over the controller
+    try:
         p4info = c.get_p4info()
         if p4info is None:
             return collections.Counter(), {}, {"pipeline": None}
         desired = compile_switch(intent, intent.switches[0], P4InfoIndex(p4info))
         current = read_current(c, None, desired)   # type: ignore[arg-type]
+    finally:
+        c.close()
     seen = collections.Counter(entry_key(e) for e in current)
     have = {entry_key(e): e for e in current}
     want = {entry_key(e): e for e in desired.entities + desired.defaults}

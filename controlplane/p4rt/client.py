@@ -164,7 +164,12 @@ class Client:
         if self._reader is not None:
             self._reader.join(timeout=2)
         if self._channel is not None:
-            self._channel.close()
+            # grpc's Channel.close() waits for its polling thread's next wake-up (about
+            # 0.2 s after a streaming call): the session is over once the stream is
+            # cancelled, so nobody needs to wait for that. Closing in the background
+            # takes 0.2 s off every command and every reconcile round.
+            threading.Thread(target=self._channel.close, daemon=True,
+                             name=f"p4rt-close-{self.address}").start()
         self._stream = self._reader = self._channel = self._stub = None
 
     def reconnect(self, retries: int = 5, backoff: float = 0.5) -> Arbitration:
