@@ -138,7 +138,7 @@ def _cnps(sent: list[tuple[int, bytes]], port: int) -> list[int]:
     return out
 
 
-def test_unresolved_flows_are_learned_and_then_get_cnps(lab) -> None:
+def test_unresolved_flows_are_learned_and_then_get_cnps(lab, capsys) -> None:
     device, sent, address = lab
     assert _wait(lambda: ("10.0.2.2", "10.0.1.1", 0x17) in _flows(address)), \
         "the controller never applied the intent"
@@ -168,6 +168,15 @@ def test_unresolved_flows_are_learned_and_then_get_cnps(lab) -> None:
     _congest(address, 2)
     device.receive(1, _roce("10.0.1.3", "10.0.2.4", 0x300))
     assert _cnps(sent, 1) == [0x200]
+
+    # 3. Two unresolved QPs from one host to another and one back: which is its peer
+    # cannot be proved, so nothing is installed and the operator is told.
+    for qp in (0x400, 0x401):
+        _congest(address, 2)
+        device.receive(1, _roce("10.0.1.5", "10.0.2.6", qp))
+    _congest(address, 1)
+    device.receive(2, _roce("10.0.2.6", "10.0.1.5", 0x500))
+    assert _wait(lambda: "ambiguous" in capsys.readouterr().out, 10)
 
     # Later rounds keep the learned entries (cnp_flow is additive while learning).
     time.sleep(1.0)
