@@ -14,6 +14,7 @@ from controlplane.p4rt.errors import P4RuntimeClientError
 from controlplane.reconcile import Pipeline, SwitchResult, load_pipeline, reconcile_all
 from controlplane.reconcile.learning import QpLearner
 from controlplane.reconcile.report import plan_lines, queue_lines, summary_line
+from controlplane.terminal import Progress
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -83,8 +84,12 @@ def _apply_once(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
                 quiet_in_sync: bool, learning: Learning | None = None) -> int:
     """One reconcile of every chosen switch; the number of switches that failed."""
     clients = learning.sessions(intent, args.switch) if learning else None
+    count = len([s for s in intent.switches if not args.switch or s.name in args.switch])
+    progress = Progress(count, "reconciled")
     results = reconcile_all(intent, pipeline, args.switch, dry_run=args.dry_run,
-                            timeout=args.timeout, clients=clients)
+                            timeout=args.timeout, clients=clients,
+                            on_done=lambda r: progress.step(r.switch))
+    progress.finish()
     if learning:
         for line in learning.after_round(results):
             print(line, flush=True)

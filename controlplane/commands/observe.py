@@ -23,6 +23,7 @@ from controlplane.telemetry.snapshot import (
     delta,
     take_snapshot,
 )
+from controlplane.terminal import paint
 
 EXIT_FINDINGS = 3
 
@@ -147,9 +148,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     elif not args.latency:
         raise UsageError("give a switch (--intent/--switch or --address) and/or --latency")
     for f in findings:
-        print(f"{f.check}: {f.message}")
+        print(f"{paint(f.check, 'red')}: {f.message}")
     if not findings:
-        print("healthy: no sustained ECN marking, no PFC pauses, no tail oscillation")
+        print(paint("healthy", "green")
+              + ": no sustained ECN marking, no PFC pauses, no tail oscillation")
     return EXIT_FINDINGS if findings else 0
 
 

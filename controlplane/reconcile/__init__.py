@@ -6,7 +6,8 @@ counts, error), so one unreachable or failing switch never blocks the others.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from controlplane.intent import model as m
 from controlplane.p4rt import Client
@@ -19,9 +20,11 @@ __all__ = ["Change", "Pipeline", "Plan", "SwitchResult", "diff", "load_pipeline"
 
 def reconcile_all(intent: m.Intent, pipeline: Pipeline | None, switches: list[str] | None = None,
                   dry_run: bool = False, timeout: float = 10.0, workers: int = 16,
-                  clients: dict[str, Client] | None = None) -> list[SwitchResult]:
+                  clients: dict[str, Client] | None = None,
+                  on_done: Callable[[SwitchResult], None] | None = None) -> list[SwitchResult]:
     """Reconcile the named switches (all by default) in parallel; results in intent order.
-    ``clients``: open primary sessions by switch name to reuse (controller mode)."""
+    ``clients``: open primary sessions by switch name to reuse (controller mode);
+    ``on_done``: called as each switch finishes (progress for a person watching)."""
     chosen = [s for s in intent.switches if not switches or s.name in switches]
     if not chosen:
         return []
@@ -29,4 +32,7 @@ def reconcile_all(intent: m.Intent, pipeline: Pipeline | None, switches: list[st
         futures = [pool.submit(reconcile_switch, intent, s, pipeline, dry_run, timeout,
                                client=(clients or {}).get(s.name))
                    for s in chosen]
+        if on_done is not None:
+            for done in as_completed(futures):
+                on_done(done.result())
         return [f.result() for f in futures]

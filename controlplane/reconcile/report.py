@@ -6,15 +6,18 @@ from controlplane.p4rt.describe import entity_text
 from controlplane.p4rt.p4info import P4InfoIndex
 from controlplane.reconcile.diff import Change
 from controlplane.reconcile.switch import SwitchResult
+from controlplane.terminal import paint
 
 SIGN = {"INSERT": "+", "DELETE": "-", "MODIFY": "~"}
+COLOUR = {"INSERT": "green", "DELETE": "red", "MODIFY": "yellow"}
 
 
 def change_lines(index: P4InfoIndex, change: Change) -> list[str]:
     text = entity_text(index, change.entity)
+    line = paint(f"{SIGN[change.kind]} {text}", COLOUR[change.kind])
     if change.kind == "MODIFY" and change.old is not None:
-        return [f"~ {text}", f"    (was {entity_text(index, change.old)})"]
-    return [f"{SIGN[change.kind]} {text}"]
+        return [line, paint(f"    (was {entity_text(index, change.old)})", "dim")]
+    return [line]
 
 
 def plan_lines(result: SwitchResult) -> list[str]:
@@ -28,16 +31,17 @@ def plan_lines(result: SwitchResult) -> list[str]:
 
 def summary_line(result: SwitchResult, dry_run: bool) -> str:
     if result.error is not None:
-        return f"{result.switch}: FAILED: {result.error}"
+        return f"{result.switch}: {paint('FAILED', 'red')}: {result.error}"
     counts = result.plan.counts() if result.plan else {"INSERT": 0, "MODIFY": 0, "DELETE": 0}
     total = sum(counts.values())
     verb = "would write" if dry_run else "wrote"
     parts = [f"{result.switch}: "]
     if total == 0:
-        parts.append("in sync, nothing to write")
+        parts.append(paint("in sync, nothing to write", "green"))
     else:
-        parts.append(f"{verb} {total} ({counts['INSERT']} insert, {counts['MODIFY']} modify, "
-                     f"{counts['DELETE']} delete)")
+        parts.append(paint(f"{verb} {total}", "yellow")
+                     + f" ({counts['INSERT']} insert, {counts['MODIFY']} modify, "
+                       f"{counts['DELETE']} delete)")
     if result.pipeline_loaded:
         parts.append("; pipeline loaded")
     if result.tm_commands:
