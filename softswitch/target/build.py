@@ -23,6 +23,7 @@ from softswitch.target.control import KeyMatch
 from softswitch.target.externs import Clock, CounterArray, Meter, MeterArray, RegisterArray
 from softswitch.target.lower import LowerEnv
 from softswitch.target.runtime import ExitSignal, ParserError, Runtime, shl, shl_signed
+from softswitch.target.stmts import const_int
 from softswitch.target.tables import TableState
 from softswitch.target.values import Layouts, Stack, copy_value
 from softswitch.target.wire import WireCodegen
@@ -366,7 +367,7 @@ class TableInit:
     def entries(self, prop: ast.TableProperty) -> None:
         entries: list[ast.TableEntry] = prop.value or []
         largest_wins = self._prop_const("largest_priority_wins", True)
-        prios = entry_priorities([const_of(e.priority) for e in entries], bool(largest_wins),
+        prios = entry_priorities([const_int(e.priority) for e in entries], bool(largest_wins),
                                  int(self._prop_const("priority_delta", 1)))
         for ent, prio in zip(entries, prios, strict=True):
             keys = self.entry_keys(ent)
@@ -428,20 +429,6 @@ def entry_priorities(explicit: list[int | None], largest_wins: bool, delta: int)
     return out
 
 
-def const_of(e: ast.Expr | None) -> int | None:
-    if e is None:
-        return None
-    c = e.const
-    if c is NOT_CONST:
-        return None
-    if isinstance(c, bool):
-        return int(c)
-    if isinstance(c, int):
-        return c
-    v = getattr(c, "value", None)
-    return v if isinstance(v, int) else None
-
-
 def key_match(kind: str, width: int, e: ast.Expr) -> KeyMatch:
     """A :class:`KeyMatch` for one keyset expression of a program-text entry."""
     full = (1 << width) - 1
@@ -473,7 +460,7 @@ def key_match(kind: str, width: int, e: ast.Expr) -> KeyMatch:
 
 
 def _cv(e: ast.Expr, full: int) -> int:
-    c = const_of(e)
+    c = const_int(e)
     if c is None:
         raise P4Error("table entry keys must be compile-time constants", e.loc)
     return c & full
