@@ -458,13 +458,7 @@ class DeclChecker(TableChecker):
             item.type = kt
             return
         if isinstance(item, ast.Binary) and item.op in ("&&&", ".."):
-            for side in (item.left, item.right):
-                self.expr(side, ctx)
-                if not self.coerce(side, kt, ctx, quiet=True, keyset=True):
-                    raise fail(f"{describe(item)}: Cannot operate on values with different "
-                               f"types {kt} and {side.type}", item)
-                _need_const(side)
-            item.type = kt
+            self.mask_or_range(item, kt, ctx, _need_const)
             return
         t = self.expr(item, ctx)
         if isinstance(t, T.ValueSetType):

@@ -1192,6 +1192,19 @@ class Parser:
         self.expect(";")
         return ast.PackageTypeDecl(name.text, params, tparams, annotations=annos, loc=kw.loc)
 
+    def _block_signature(self) -> tuple[list[ast.TypeParam], list[ast.Param],
+                                        list[ast.Param] | None]:
+        """After ``parser P`` / ``control C`` (inside the block's scope): type parameters,
+        apply parameters, then either ``;`` — a type declaration, constructor parameters
+        None — or optional constructor parameters and the ``{`` that opens the body."""
+        tparams = self.parse_type_params()
+        params = self.parse_params()
+        if self.accept(";"):
+            return tparams, params, None
+        ctor = self.parse_params(declare=False) if self.at("(") else []
+        self.expect("{")
+        return tparams, params, ctor
+
     def parse_parser(self, annos: list[ast.Annotation]) -> ast.Decl:
         """``parser P<T>(params);`` (a type) or a parser declaration with constructor
         parameters, locals and states."""
@@ -1199,13 +1212,10 @@ class Parser:
         name = self.expect_name()
         self.declare_type(name.text)
         with self.scope():
-            tparams = self.parse_type_params()
-            params = self.parse_params()
-            if self.accept(";"):
+            tparams, params, ctor = self._block_signature()
+            if ctor is None:
                 return ast.ParserTypeDecl(name.text, params, tparams, annotations=annos,
                                           loc=kw.loc)
-            ctor = self.parse_params(declare=False) if self.at("(") else []
-            self.expect("{")
             locals_: list[ast.Decl] = []
             states: list[ast.ParserState] = []
             while not self.at("}") or not states:
@@ -1295,13 +1305,10 @@ class Parser:
         name = self.expect_name()
         self.declare_type(name.text)
         with self.scope():
-            tparams = self.parse_type_params()
-            params = self.parse_params()
-            if self.accept(";"):
+            tparams, params, ctor = self._block_signature()
+            if ctor is None:
                 return ast.ControlTypeDecl(name.text, params, tparams, annotations=annos,
                                            loc=kw.loc)
-            ctor = self.parse_params(declare=False) if self.at("(") else []
-            self.expect("{")
             locals_: list[ast.Decl] = []
             while True:
                 la = self.parse_annotations()

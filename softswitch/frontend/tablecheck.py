@@ -11,6 +11,8 @@ supplies the value).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from softswitch.diagnostics import DiagnosticSink
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
@@ -257,21 +259,26 @@ class TableChecker(ExprChecker):
         listed = refs.get(decl)
         return listed is not None and any(a.name == name for a in listed.annotations)
 
+    def mask_or_range(self, item: ast.Binary, kt: T.Type, ctx: Ctx,
+                      require_const: Callable[[ast.Expr], None]) -> None:
+        """``v &&& m`` / ``lo .. hi`` in a select keyset or a table entry: both sides take
+        the key's type and must be constants (``require_const`` words that error the way
+        p4c does in each context)."""
+        for side in (item.left, item.right):
+            self.expr(side, ctx)
+            if not self.coerce(side, kt, ctx, quiet=True, keyset=True):
+                raise fail(f"{describe(item)}: Cannot operate on values with different "
+                           f"types {kt} and {side.type}", item)
+            require_const(side)
+        item.type = kt
+
     def entry_key(self, item: ast.Expr, k: ast.KeyElement, ctx: Ctx) -> None:
         kt = k.expr.type or T.DontCareType()
         if isinstance(item, (ast.DefaultExpr, ast.DontCareExpr, ast.DotsExpr)):
             item.type = kt
             return
         if isinstance(item, ast.Binary) and item.op in ("&&&", ".."):
-            for side in (item.left, item.right):
-                self.expr(side, ctx)
-                if not self.coerce(side, kt, ctx, quiet=True, keyset=True):
-                    raise fail(f"{describe(item)}: Cannot operate on values with different "
-                               f"types {kt} and {side.type}", item)
-                if side.const is ast.NOT_CONST:
-                    raise fail(f"{describe(side)}: Range boundaries must be a compile-time "
-                               "constants.", side)
-            item.type = kt
+            self.mask_or_range(item, kt, ctx, _constant_bound)
             if item.op == "&&&" and k.match_kind == "lpm":
                 mask = item.right.const
                 w = T.bit_width(kt) or 0
@@ -286,3 +293,9 @@ class TableChecker(ExprChecker):
         if item.const is ast.NOT_CONST:
             raise fail(f"{describe(item)}: table entry keys must be compile-time constants",
                        item)
+
+
+def _constant_bound(side: ast.Expr) -> None:
+    if side.const is ast.NOT_CONST:
+        raise fail(f"{describe(side)}: Range boundaries must be a compile-time constants.",
+                   side)
