@@ -9,8 +9,9 @@
  *           (VRF) -> VXLAN termination + RFC 6040 -> lookup view ->
  *           semantic classification -> micro-segmentation -> forwarding ->
  *           Fast CNP decision
- * Egress:   Fast CNP builder (clones) | queue telemetry -> VXLAN encap ->
- *           per-class ECN marking -> INT hop record -> packet-in
+ *           (a recirculated Fast CNP skips all of it: out to the sender)
+ * Egress:   Fast CNP builder (clones, recirculated) | queue telemetry ->
+ *           VXLAN encap -> per-class ECN marking -> INT hop record -> packet-in
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -51,12 +52,16 @@ control TailccIngress(inout headers_t hdr,
     Segmentation()      segmentation;
     Forwarding()        forwarding;
     FastCnpDecision()   fast_cnp;
+    FastCnpRelease()    fast_cnp_release;
 
     apply {
         /* Nothing leaves unless a stage below picks a port. */
         mark_to_drop(standard_metadata);
 
         packet_io.apply(hdr, meta, standard_metadata);
+        if (meta.bypass == 1w0) {
+            fast_cnp_release.apply(hdr, meta, standard_metadata);
+        }
         if (meta.bypass == 1w0) {
             parser_errors.apply(hdr, meta, standard_metadata);
         }
@@ -106,6 +111,9 @@ control TailccEgress(inout headers_t hdr,
             } else {
                 mark_to_drop(standard_metadata);
             }
+        } else if (meta.cnp_release == 1w1) {
+            /* A built CNP on its way to the sender (second pass). */
+            cnp_builder.apply(hdr, meta, standard_metadata);
         } else {
             vxlan_encap.apply(hdr, meta, standard_metadata);
             ecn_marking.apply(hdr, meta, standard_metadata);

@@ -5,6 +5,11 @@ byte-exact tests write that register over P4Runtime (as the STF suite does), the
 burst tests use a ``qdepth_threshold`` of 0 so that every packet of the class asks for
 a CNP and only the per-flow rate limit decides. Expected CNPs are scapy's ``cnp()``
 (BTH opcode 0x81, BECN, P_Key 0xffff, 16 reserved bytes) with scapy's ICRC.
+
+The CNP leaves by the sender's port in the CNP queue on both targets: the clone goes to
+the recirculation port, is built into a CNP there and recirculated (BMv2 gives clones
+priority 0, so a clone sent straight to the sender's port would queue behind its bulk).
+``CnpOvertakesBulkTest`` checks exactly that against a real backlog.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from scapy.packet import Raw
 from tailcc_base import TailccTest
 from tailcc_packets import (
     CE,
-    CNP_SESSION_BASE,
+    CNP_RECIRCULATION_PORT,
+    CNP_SESSION,
     ECT0,
     HOST1_MAC,
     HOST3_MAC,
@@ -28,6 +34,7 @@ from tailcc_packets import (
     ROUTER_MAC,
     cnp_packet,
     roce,
+    udp,
 )
 
 from controlplane.p4rt.values import decode
@@ -60,16 +67,17 @@ class FastCnpBase(TailccTest):
         self.ecn_profile(EGRESS, HOT_KV_QUEUE, 1, kmin=0, kmax=0)
         self.insert("fast_cnp_policy", {"traffic_class": "8&&&0xf"}, "enable_fast_cnp",
                     {"qdepth_threshold": self.threshold, "min_interval": self.min_interval,
-                     "cnp_dscp": 48, "keep_ce": self.keep_ce}, priority=10)
+                     "cnp_dscp": 48, "cnp_priority": CNP_QUEUE, "keep_ce": self.keep_ce},
+                    priority=10)
         self.insert("cnp_flow", {"ipv4_src": "10.0.1.1", "ipv4_dst": "10.0.2.5",
                                  "dst_qp": 0x123}, "set_sender_qp",
                     {"sender_qp": 0x456, "flow_index": 7})
         self.insert("cnp_flow", {"ipv4_src": "10.0.1.2", "ipv4_dst": "10.0.2.5",
                                  "dst_qp": 0x124}, "set_sender_qp",
                     {"sender_qp": 0x789, "flow_index": 8})
-        # session CNP_SESSION_BASE + P sends back out of port P, in the CNP queue
-        for port in (1, 3):
-            self.clone_session(CNP_SESSION_BASE + port, port, class_of_service=CNP_QUEUE)
+        # the one CNP session: to the recirculation port, then out of the data's
+        # ingress port in CNP_QUEUE (no class_of_service: BMv2 refuses it)
+        self.clone_session(CNP_SESSION, CNP_RECIRCULATION_PORT)
 
     def congest(self, depth: int = 20) -> None:
         self.register_write("queue_depth", SLOT, depth)
@@ -297,3 +305,38 @@ class CnpRealCongestionTest(FastCnpBase):
                                 "the CNP came only after the queue had drained")
         self.assertEqual(self.packets("fast_cnp_counter", SENT), 1)
         self.assertGreaterEqual(self.register_read("queue_depth_watermark", SLOT), 5)
+
+
+class CnpOvertakesBulkTest(FastCnpBase):
+    """The sender's own port is congested the other way: its best-effort queue drains
+    at 3 packets/s behind 20 bulk packets. The CNP for the sender still leaves at once,
+    in the CNP queue, ahead of that backlog (on BMv2 too, where clones get priority 0:
+    the recirculated second pass sets the CNP queue)."""
+
+    def runTest(self) -> None:
+        self.route("10.0.1.0/24", 1, ROUTER_MAC, HOST1_MAC)
+        self.set_queue_rate(3, 1, 0)          # before the backlog: BMv2 rates apply at enqueue
+        backlog = 20
+        for i in range(backlog):
+            self.send(3, udp("10.0.1.1", 5000, src="10.0.2.9", size=1000, ident=i,
+                             smac=HOST3_MAC))
+        time.sleep(0.3)                       # the backlog is queued (one or two have left)
+        self.congest()
+        sent_at = time.time()                 # PTF stamps arrivals with time.time()
+        self.send(1, self.flow_a())
+        self.expect(self.flow_a_out(ECT0), EGRESS)
+        frames = self.collect(1, backlog + 1, timeout=2)
+        cnps = [(t, f) for t, f in frames if is_cnp(f)]
+        self.assertEqual(len(cnps), 1, f"one CNP on port 1 among {len(frames)} frames")
+        when, cnp = cnps[0]
+        self.assertEqual(cnp, bytes(cnp_packet(HOST1_MAC, "10.0.2.5", "10.0.1.1", 49999,
+                                               0x456)))
+        self.assertLess(when - sent_at, 1.0, f"the CNP took {when - sent_at:.3f} s")
+        bulk_before = sum(1 for t, f in frames if not is_cnp(f) and t <= when)
+        self.assertLessEqual(bulk_before, 5, f"{bulk_before} bulk packets left before the "
+                                             "CNP: it waited in the best-effort queue")
+        self.set_queue_rate(10_000, 1, 0)
+        bulk_seen = sum(1 for _, f in frames if not is_cnp(f))
+        rest = self.collect(1, backlog - bulk_seen, timeout=10)
+        self.assertEqual(bulk_seen + len(rest), backlog, "every bulk packet is delivered")
+        self.assertEqual(self.packets("fast_cnp_built_counter", 0), 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 
 from scapy.layers.inet import IP, UDP
@@ -73,24 +74,23 @@ class RouteUpdateTest(TailccTest):
 
 
 class EcmpTest(TailccTest):
-    """An ECMP group (action selector over the flow hash): every flow sticks to one
-    member, and many flows use every member."""
+    """An ECMP group of three next hops (ecmp_group: member count; ecmp_member: one
+    next hop per member index): every flow sticks to one member, the member is the
+    flow hash (CRC-32 of the outer 5-tuple) mod the count on every target, and many
+    flows use every member."""
 
     def runTest(self) -> None:
         self.router(ROUTER_MAC)
-        members = {1: (2, NH2_MAC), 2: (3, NH3_MAC), 3: (4, NH4_MAC)}
-        self.write_or_skip("INSERT", [self.b.profile_member(
-            "ecmp_selector", mid, "set_nexthop",
-            {"port": port, "smac": ROUTER_MAC, "dmac": mac})
-            for mid, (port, mac) in members.items()], "action selectors (ECMP)")
-        self.write_or_skip("INSERT", [self.b.profile_group(
-            "ecmp_selector", 7, list(members), max_size=16)], "action selector groups")
-        self.write_or_skip("INSERT", [self.b.table_entry("ecmp", {"group_id": 7}, group_id=7)],
-                           "table entries pointing at selector groups (ECMP)")
+        members = [(2, NH2_MAC), (3, NH3_MAC), (4, NH4_MAC)]
+        self.insert("ecmp_group", {"group_id": 7}, "set_ecmp_members",
+                    {"count": len(members)})
+        for index, (port, mac) in enumerate(members):
+            self.insert("ecmp_member", {"group_id": 7, "member": index}, "set_nexthop",
+                        {"port": port, "smac": ROUTER_MAC, "dmac": mac})
         self.insert("routing_v4", {"vrf": 0, "ipv4_dst": "10.7.0.0/16"}, "set_ecmp_group",
                     {"group_id": 7})
 
-        by_port = {port: mac for port, mac in members.values()}
+        by_port = dict(members)
         used: Counter[int] = Counter()
         for flow in range(24):
             sport = 20000 + 37 * flow
@@ -106,7 +106,12 @@ class EcmpTest(TailccTest):
                 self.assertEqual(frame[0:6], bytes.fromhex(by_port[port].replace(":", "")))
                 ports_seen.add(port)
             self.assertEqual(len(ports_seen), 1, f"flow {flow} was split over {ports_seen}")
-            used[ports_seen.pop()] += 1
+            port = ports_seen.pop()
+            five = (bytes([10, 0, 1, 1, 10, 7, 1, 1, 17]) + sport.to_bytes(2, "big")
+                    + (4791 + 1).to_bytes(2, "big"))
+            self.assertEqual(port, members[zlib.crc32(five) % len(members)][0],
+                             f"flow {flow}: member is not the flow hash mod the count")
+            used[port] += 1
         self.assertEqual(set(used), set(by_port), f"members used: {dict(used)}")
         self.expect_nothing()
 

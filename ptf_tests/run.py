@@ -182,6 +182,7 @@ def switch_command(opts: Options, work: Path) -> list[str]:
             str(CPU_PORT), "--priority-queues", "8"]
     if opts.target == "bmv2":
         return ["simple_switch_grpc", "--no-p4", *ifaces, "--log-file", str(work / "bmv2"),
+                "--log-flush",
                 "--thrift-port", str(RUNTIME_PORT), *tail]
     prefix = shlex.split(opts.switch_cmd) if opts.switch_cmd else [venv_bin("softswitch"), "run"]
     return [*prefix, "--no-p4", *ifaces, "--pcap", str(work / "pcap"),
@@ -191,6 +192,10 @@ def switch_command(opts: Options, work: Path) -> list[str]:
 def runtime_cli(opts: Options) -> str:
     """The command the tests pipe simple_switch_CLI commands into (queue rates)."""
     if opts.target == "bmv2":
+        from softswitch.reference_tools import find
+        tools = find()
+        if tools is not None:
+            return shlex.join(tools.cli_command(RUNTIME_PORT))
         return f"simple_switch_CLI --thrift-port {RUNTIME_PORT}"
     return f"{venv_bin('softswitch')} cli --port {RUNTIME_PORT}"
 

@@ -19,6 +19,7 @@ no queue rates, so the queueing suites set them through it, as BMv2 users do.
 from __future__ import annotations
 
 import queue
+import re
 import shlex
 import subprocess
 import time
@@ -77,6 +78,8 @@ class TailccTest(BaseTest):
                              election_id=ELECTION_ID, timeout=20)
         self.client.connect(retries=5)
         self.client.set_pipeline(info, config)
+        if self.target == "bmv2":
+            self.clear_bmv2_replication()
         # Frames that reached the test ports before the new pipeline (or from the last
         # test) must not be taken for this test's output.
         time.sleep(0.1)
@@ -100,6 +103,32 @@ class TailccTest(BaseTest):
             raise AssertionError(f"runtime commands {list(commands)} failed "
                                  f"({proc.returncode}): {proc.stdout}{proc.stderr}")
         return proc.stdout
+
+    def clear_bmv2_replication(self) -> None:
+        """Empty BMv2's replication engine, which SetForwardingPipelineConfig does not.
+
+        simple_switch_grpc 1.15.5 (PI) forgets its clone sessions and multicast groups on
+        a new pipeline but leaves their nodes in BMv2's PRE: the next test's clone
+        session with the same id then gets a second replica, and every clone is sent
+        twice. Measured with ``mc_dump`` after a pipeline push; see ptf_tests/README.md.
+        """
+        dump = self.runtime("mc_dump")
+        commands: list[str] = []
+        group: int | None = None
+        groups: list[int] = []
+        for line in dump.splitlines():
+            found = re.search(r"mgrp\((\d+)\)", line)
+            if found:
+                group = int(found.group(1))
+                groups.append(group)
+                continue
+            node = re.search(r"L1h=(\d+)", line)
+            if node and group is not None:
+                commands += [f"mc_node_dissociate {group} {node.group(1)}",
+                             f"mc_node_destroy {node.group(1)}"]
+        commands += [f"mc_mgrp_destroy {g}" for g in groups]
+        if commands:
+            self.runtime(*commands)
 
     def set_queue_rate(self, pps: int, port: int, priority: int | None = None) -> None:
         """BMv2 ``set_queue_rate`` (packets/s) of one port's queue (or all its queues)."""
@@ -158,12 +187,27 @@ class TailccTest(BaseTest):
             session, [port], class_of_service=class_of_service))])
 
     def register_write(self, name: str, index: int, value: int) -> None:
+        """One register cell: over P4Runtime, or on BMv2, whose P4Runtime server (PI)
+        answers register reads and writes UNIMPLEMENTED, with simple_switch_CLI."""
+        if self.target == "bmv2":
+            self.runtime(f"register_write {self._register_name(name)} {index} {value}")
+            return
         self.client.write([update("MODIFY", self.b.register_write(name, index, value))])
 
     def register_read(self, name: str, index: int) -> int:
+        if self.target == "bmv2":
+            out = self.runtime(f"register_read {self._register_name(name)} {index}")
+            match = re.search(r"\]\s*=\s*(\d+)", out)
+            if match is None:
+                raise AssertionError(f"register_read {name}[{index}]: no value in {out!r}")
+            return int(match.group(1))
         for entity in self.client.read([self.b.register_entry(name, index)]):
             return decode(entity.register_entry.data.bitstring)
         raise AssertionError(f"register {name}[{index}] was not returned by Read")
+
+    def _register_name(self, name: str) -> str:
+        """The P4Info (= BMv2 JSON) name of a register given by a unique suffix."""
+        return self.index.register(name).preamble.name
 
     def counter(self, name: str, index: int) -> tuple[int, int]:
         """(packets, bytes) of one counter cell, read over P4Runtime."""

@@ -35,7 +35,10 @@ RFC6040: dict[int, dict[int, int | None]] = {
     CE: {NOT_ECT: CE, ECT0: CE, ECT1: CE, CE: CE},
 }
 INT_UDP_PORT = 6765
-CNP_SESSION_BASE = 1024
+# Fast CNP: the clone session (defines.p4 TAILCC_CNP_SESSION) and the port it points at
+# (the intent's fast_cnp.recirculation_port), where the CNP is built and recirculated.
+CNP_SESSION = 1024
+CNP_RECIRCULATION_PORT = 510
 
 
 def vxlan(vni: int) -> VXLAN:

@@ -60,11 +60,13 @@ def test_default_profile_compiles_to_the_documented_entries(tailcc: P4InfoIndex)
     assert any("ecn_profile=1&&&0xf" in t and "kmin_pkts=2, kmax_pkts=8, pmax_1024=512" in t
                for t in ecn)
     assert any("drop_not_ect_enable=1, drop_threshold_pkts=48" in t for t in ecn)
-    # Fast CNP: one policy per lossless class, one clone session per port (base 1024)
+    # Fast CNP: one policy per lossless class, one clone session to the recirculation port
     policies = [t for t in texts if "fast_cnp_policy" in t]
     assert sorted(int(t.split("traffic_class=")[1].split("&")[0]) for t in policies) == \
         [4, 5, 6, 8]
-    assert "clone session 1027 -> [3] cos=6" in texts
+    assert "clone session 1024 -> [510] cos=0" in texts
+    assert sum(t.startswith("clone session") for t in texts) == 1
+    assert all("cnp_priority=6" in t for t in policies)
     # tenant: VXLAN termination lands in the tenant's VRF, default deny, /24 rule
     assert ("TailccIngress.vxlan_decap.vxlan_termination outer_ipv4_dst=192.0.2.1 vni=5000 "
             "-> TailccIngress.vxlan_decap.terminate_vxlan(vrf=1)") in texts
@@ -125,14 +127,24 @@ def test_ipv6_routes_go_to_routing_v6(tailcc: P4InfoIndex) -> None:
                for t in texts)
 
 
-def test_plan_orders_members_groups_then_routes(tailcc: P4InfoIndex) -> None:
+def test_plan_writes_ecmp_groups_before_the_routes_using_them(tailcc: P4InfoIndex) -> None:
+    """ECMP is two exact tables (group -> member count, (group, index) -> next hop):
+    a group's entries go in before any route that points at it, so no packet meets a
+    route whose group is still empty."""
     intent = load_intent(ROOT / "controlplane/examples/two_leaf.yaml")
     state = compile_switch(intent, intent.switch("leaf1"), tailcc)
     plan = diff(state, [])
-    kinds = [c.entity.WhichOneof("entity") for c in plan.changes]
-    first_group = kinds.index("action_profile_group")
-    assert max(i for i, k in enumerate(kinds) if k == "action_profile_member") < first_group
-    assert min(i for i, k in enumerate(kinds) if k == "table_entry") > first_group
+    texts = _texts(tailcc, [c.entity for c in plan.changes])
+    groups = [i for i, t in enumerate(texts) if "forwarding.ecmp_group " in t]
+    members = [i for i, t in enumerate(texts) if "forwarding.ecmp_member " in t]
+    users = [i for i, t in enumerate(texts) if "set_ecmp_group(" in t]
+    assert groups and members and users
+    assert max(groups + members) < min(users)
+    group = texts[groups[0]]
+    count = int(group.split("count=")[1].rstrip(")"))
+    gid = group.split("group_id=")[1].split()[0]
+    assert sum(f"group_id={gid} " in texts[i] for i in members) == count
+    assert all("action_profile" not in t for t in texts)
     assert [c.kind for c in plan.changes].count("MODIFY") == 2     # the two defaults
     # the same state read back: nothing to write
     assert not diff(state, state.entities + state.defaults)

@@ -1,19 +1,15 @@
 """Action selector groups end to end over P4Runtime: table entries pointing to a group
 or carrying a one-shot action set, per-packet member choice as BMv2 makes it (the
 selector's hash of the ``selector`` fields, ``hash % members`` over the members in
-target-handle order; ``outputWidth`` plays no part), MODIFY/DELETE/READ, rollback,
-and tailcc's ECMP table."""
+target-handle order; ``outputWidth`` plays no part), MODIFY/DELETE/READ, rollback."""
 
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
 from test_p4runtime_entities import Rig, upd
 
 from softswitch.p4runtime import pipeline
@@ -21,8 +17,6 @@ from softswitch.target import hashes
 
 Update = p4runtime_pb2.Update
 ROLLBACK = p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR
-ROOT = Path(__file__).resolve().parent.parent
-TAILCC = ROOT / "p4src" / "tailcc.p4"
 
 # dst picks the entry; (src, sport, dport) is the flow the selector hashes. crc16 with
 # outputWidth 14 checks that the width is ignored, as BMv2 ignores it.
@@ -252,94 +246,3 @@ def test_one_shot_action_sets(rig):
 
 
 # ---------------------------------------------------------------------- tailcc's ECMP
-def _ids(info) -> dict[str, int]:
-    return {o.preamble.name: o.preamble.id
-            for kind in ("tables", "actions", "action_profiles")
-            for o in getattr(info, kind)}
-
-
-def _field(info, table: str, name: str) -> int:
-    (t,) = [t for t in info.tables if t.preamble.name == table]
-    return next(f.id for f in t.match_fields if f.name == name)
-
-
-def _param_action(info, name: str, values: dict[str, int]) -> p4runtime_pb2.Action:
-    (a,) = [a for a in info.actions if a.preamble.name == name]
-    out = p4runtime_pb2.Action(action_id=a.preamble.id)
-    for p in a.params:
-        out.params.add(param_id=p.id, value=values[p.name].to_bytes((p.bitwidth + 7) // 8,
-                                                                    "big"))
-    return out
-
-
-def test_tailcc_ecmp_group(tmp_path):
-    compiled = pipeline.compile_file(str(TAILCC), {})
-    info = compiled.p4info
-    rig = Rig(info)
-    try:
-        rig.set_pipeline(source=pipeline.make_artifact(str(TAILCC)).to_bytes().decode(),
-                         p4info=info)
-        ids = _ids(info)
-        fwd = "TailccIngress.forwarding."
-        station = p4runtime_pb2.TableEntry(table_id=ids[fwd + "my_station"])
-        station.match.add(field_id=_field(info, fwd + "my_station", "eth_dst")).exact.value \
-            = bytes.fromhex("00000000aa01")
-        station.action.action.action_id = ids[fwd + "set_router_mac"]
-        route = p4runtime_pb2.TableEntry(table_id=ids[fwd + "routing_v4"])
-        route.match.add(field_id=_field(info, fwd + "routing_v4", "vrf")).exact.value = b"\x00"
-        lpm = route.match.add(field_id=_field(info, fwd + "routing_v4", "ipv4_dst")).lpm
-        lpm.value, lpm.prefix_len = bytes([10, 0, 0, 0]), 8
-        route.action.action.CopyFrom(_param_action(info, fwd + "set_ecmp_group",
-                                                   {"group_id": 7}))
-        updates = [upd(Update.INSERT, table_entry=station),
-                   upd(Update.INSERT, table_entry=route)]
-        profile = ids[fwd + "ecmp_selector"]
-        ports = [1, 2, 3, 4]
-        for port in ports:
-            m = p4runtime_pb2.ActionProfileMember(action_profile_id=profile, member_id=port)
-            m.action.CopyFrom(_param_action(info, fwd + "set_nexthop", {
-                "port": port, "smac": 0xAA01, "dmac": 0x0100 + port}))
-            updates.append(upd(Update.INSERT, action_profile_member=m))
-        g = p4runtime_pb2.ActionProfileGroup(action_profile_id=profile, group_id=70)
-        for port in ports:
-            g.members.add(member_id=port, weight=1)
-        updates.append(upd(Update.INSERT, action_profile_group=g))
-        ecmp = p4runtime_pb2.TableEntry(table_id=ids[fwd + "ecmp"])
-        ecmp.match.add(field_id=_field(info, fwd + "ecmp", "group_id")).exact.value = b"\x07"
-        ecmp.action.action_profile_group_id = 70
-        updates.append(upd(Update.INSERT, table_entry=ecmp))
-        rig.write(*updates)
-
-        def route_flow(sport: int, dst: str = "10.1.2.3") -> int:
-            pkt = Ether(dst="00:00:00:00:aa:01", src="00:00:00:00:01:01") / \
-                IP(src="10.0.1.1", dst=dst, ttl=64) / UDP(sport=sport, dport=4791) / \
-                (b"\x11" * 40)
-            rig.sent.clear()
-            rig.device.receive(9, bytes(pkt))
-            ((port, data),) = rig.sent
-            assert data[:6] == (0x0100 + port).to_bytes(6, "big")   # that member's MAC
-            return port
-
-        def bmv2_choice(sport: int, dst: str = "10.1.2.3") -> int:
-            five = bytes([10, 0, 1, 1]) + bytes(int(x) for x in dst.split(".")) + \
-                bytes([17]) + sport.to_bytes(2, "big") + (4791).to_bytes(2, "big")
-            flow_hash = hashes.crc32(five)
-            return ports[hashes.crc16(flow_hash.to_bytes(4, "big")) % len(ports)]
-
-        sports = range(49152, 49152 + 48)
-        chosen = [route_flow(s) for s in sports]
-        assert chosen == [bmv2_choice(s) for s in sports]
-        assert set(chosen) == set(ports)
-        assert [route_flow(s) for s in sports] == chosen
-        # next hop 4 withdrawn from the group: its flows move, the others stay put
-        g.ClearField("members")
-        for port in ports[:3]:
-            g.members.add(member_id=port, weight=1)
-        rig.write(upd(Update.MODIFY, action_profile_group=g))
-        after = [route_flow(s) for s in sports]
-        assert 4 not in after and set(after) == {1, 2, 3}
-        assert after == [ports[:3][hashes.crc16(hashes.crc32(
-            bytes([10, 0, 1, 1, 10, 1, 2, 3, 17]) + s.to_bytes(2, "big") +
-            (4791).to_bytes(2, "big")).to_bytes(4, "big")) % 3] for s in sports]
-    finally:
-        rig.close()

@@ -34,8 +34,8 @@ def test_tailcc_p4info_names(tmp_path: Path):
     assert res.returncode == 0, res.stdout + res.stderr
     text = out.read_text()
     for name in ("TailccIngress.classify.traffic_class", "TailccIngress.forwarding.routing_v4",
-                 "TailccIngress.forwarding.routing_v6", "TailccIngress.forwarding.ecmp",
-                 "TailccIngress.forwarding.ecmp_selector", "TailccIngress.forwarding.l2_exact",
+                 "TailccIngress.forwarding.routing_v6", "TailccIngress.forwarding.ecmp_group",
+                 "TailccIngress.forwarding.ecmp_member", "TailccIngress.forwarding.l2_exact",
                  "TailccIngress.segmentation.segment_acl",
                  "TailccIngress.segmentation.segment_default",
                  "TailccIngress.vxlan_decap.vxlan_termination",

@@ -27,7 +27,8 @@ from taillab.sim import (
 from taillab.workload import BULK, HOT_KV, MOE, SCHED_SIGNAL
 
 TAILCC_P4 = Path(__file__).resolve().parents[2] / "p4src" / "tailcc.p4"
-CNP_SESSION_BASE = 1024
+CNP_SESSION = 1024               # defines.p4 TAILCC_CNP_SESSION
+CNP_RECIRCULATION_PORT = 510     # the intent's fast_cnp.recirculation_port
 CNP_QUEUE = 6
 QUEUE_CAPACITY = 2000   # deep, lossless-like buffers: the lab measures delay, not loss
 
@@ -87,7 +88,8 @@ def tailcc(num_hosts: int) -> list[str]:
     lines += [f"set_queue_weight 3 {RECEIVER_PORT} 4", f"set_queue_weight 1 {RECEIVER_PORT} 2"]
     for tc in (5, 2):  # Fast CNP for the elephants that build the queue
         lines.append(f"add fast_cnp_policy 10 traffic_class:{tc}&&&0xf enable_fast_cnp("
-                     f"qdepth_threshold:20, min_interval:50, cnp_dscp:48, keep_ce:0)")
+                     f"qdepth_threshold:20, min_interval:50, cnp_dscp:48, "
+                     f"cnp_priority:{CNP_QUEUE}, keep_ce:0)")
     flow = 0
     for port in range(1, num_hosts + 1):
         for spec in (MOE, BULK):
@@ -120,8 +122,9 @@ class LabSwitch:
             ok, output = channel.execute(line)
             if not ok:
                 raise ValueError(f"lab configuration: {line!r}: {output}")
-        for port in range(num_hosts + 1):
-            switch.mirroring_add(CNP_SESSION_BASE + port, port, class_of_service=CNP_QUEUE)
+        # Fast CNPs: cloned to the recirculation port, built there, recirculated and
+        # sent to the sender's port in CNP_QUEUE (as on BMv2: no class_of_service)
+        switch.mirroring_add(CNP_SESSION, CNP_RECIRCULATION_PORT)
         return cls(QueuedSwitch(switch, tm))
 
     def receive(self, port: int, data: bytes, now_us: float) -> None:

@@ -24,7 +24,7 @@ __all__ = ["CompileError", "DesiredState", "QueueSetting", "compile_switch"]
 
 MANAGED_TABLES = (n.TRAFFIC_CLASS, n.ECN_PROFILE, n.FAST_CNP_POLICY, n.PORT_VRF,
                   n.VXLAN_TERMINATION, n.SEGMENT_ACL, n.SEGMENT_DEFAULT, n.MY_STATION,
-                  n.ROUTING_V4, n.ROUTING_V6, n.ECMP)
+                  n.ROUTING_V4, n.ROUTING_V6, n.ECMP_GROUP, n.ECMP_MEMBER)
 
 
 class CompileError(Exception):
@@ -54,8 +54,7 @@ def _compile(intent: m.Intent, switch: m.Switch, index: P4InfoIndex,
         state.additive_tables.add(cnp_flow)   # learned flows are not ours to delete
     else:
         state.managed_tables.add(cnp_flow)
-    state.managed_profiles = {index.action_profile(n.ECMP_SELECTOR).preamble.id}
-    state.managed_clone_sessions = range(n.CNP_SESSION_BASE, n.CNP_SESSION_BASE + n.MAX_PORTS)
+    state.managed_clone_sessions = range(n.CNP_SESSION, n.CNP_SESSION + 1)
     state.queue_settings = queue_settings(intent, switch)
     state.link_rates = {p.number: round(p.speed_gbps * 1e9) for p in switch.ports
                         if p.speed_gbps is not None}

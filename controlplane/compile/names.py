@@ -31,13 +31,13 @@ ROUTING_V6 = "forwarding.routing_v6"
 SET_NEXTHOP = "set_nexthop"
 SET_NEXTHOP_VXLAN = "set_nexthop_vxlan"
 SET_ECMP_GROUP = "set_ecmp_group"
-ECMP = "forwarding.ecmp"
-ECMP_SELECTOR = "forwarding.ecmp_selector"
+ECMP_GROUP = "forwarding.ecmp_group"
+SET_ECMP_MEMBERS = "set_ecmp_members"
+ECMP_MEMBER = "forwarding.ecmp_member"
 
 INT_CONFIG = "int_hop.int_config"
 SET_SWITCH_ID = "set_switch_id"
 
-# defines.p4: Fast CNP clones go to mirror session CNP_SESSION_BASE + ingress port.
-CNP_SESSION_BASE = 1024
-MAX_PORTS = 512
+# defines.p4: Fast CNP clones go to mirror session TAILCC_CNP_SESSION.
+CNP_SESSION = 1024
 CNP_FLOWS = 8192

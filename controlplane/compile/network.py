@@ -35,21 +35,21 @@ def tenant_entries(intent: m.Intent, switch: m.Switch, b: EntityBuilder) -> list
 
 
 def forwarding_entries(switch: m.Switch, b: EntityBuilder) -> list:
-    """my_station, ECMP members/groups (members before groups before routes)."""
+    """my_station, ECMP groups (member count) and members (one next hop per index:
+    a next hop listed twice gets twice the flows), routes."""
     out = [b.table_entity(n.MY_STATION, match={"eth_dst": switch.router_mac},
                          action=n.SET_ROUTER_MAC)]
-    hops = {h.name: (i + 1, h) for i, h in enumerate(switch.next_hops)}
+    hops = {h.name: h for h in switch.next_hops}
     tunnels = {t.name: t for t in switch.tunnels}
-    used = sorted({member for g in switch.ecmp_groups for member in g.members},
-                  key=lambda name: hops[name][0])
-    for name in used:
-        member_id, hop = hops[name]
-        action, params = _hop_action(hop, tunnels)
-        out.append(b.profile_member(n.ECMP_SELECTOR, member_id, action, params))
     for group in switch.ecmp_groups:
-        out.append(b.profile_group(n.ECMP_SELECTOR, group.id,
-                                   [hops[x][0] for x in group.members]))
-        out.append(b.table_entity(n.ECMP, match={"group_id": group.id}, group_id=group.id))
+        out.append(b.table_entity(n.ECMP_GROUP, match={"group_id": group.id},
+                                  action=n.SET_ECMP_MEMBERS,
+                                  params={"count": len(group.members)}))
+        for index, name in enumerate(group.members):
+            action, params = _hop_action(hops[name], tunnels)
+            out.append(b.table_entity(n.ECMP_MEMBER,
+                                      match={"group_id": group.id, "member": index},
+                                      action=action, params=params))
     groups = {g.name: g.id for g in switch.ecmp_groups}
     for route in switch.routes:
         v6 = route.prefix.version == 6
@@ -57,7 +57,7 @@ def forwarding_entries(switch: m.Switch, b: EntityBuilder) -> list:
         if route.ecmp_group is not None:
             action, params = n.SET_ECMP_GROUP, {"group_id": groups[route.ecmp_group]}
         else:
-            action, params = _hop_action(hops[route.next_hop or ""][1], tunnels)
+            action, params = _hop_action(hops[route.next_hop or ""], tunnels)
         out.append(b.table_entity(n.ROUTING_V6 if v6 else n.ROUTING_V4, match=match,
                                   action=action, params=params))
     return out

@@ -101,13 +101,15 @@ def ecn_entries(intent: m.Intent, switch: m.Switch, b: EntityBuilder) -> list:
 
 
 def fast_cnp_entries(intent: m.Intent, switch: m.Switch, b: EntityBuilder) -> list:
-    """Policy per covered class, the controller's QP map, one clone session per port."""
+    """Policy per covered class, the controller's QP map, and the one clone session:
+    to the recirculation port, where egress turns the clone into a CNP and recirculates
+    it to leave by the sender's port in the CNP queue (the policy's ``cnp_priority``)."""
     cnp = intent.fast_cnp
     if not cnp.enabled:
         return []
     out = []
     params = {"qdepth_threshold": cnp.queue_threshold, "min_interval": cnp.min_interval_us,
-              "cnp_dscp": cnp.dscp, "keep_ce": int(cnp.keep_ce)}
+              "cnp_dscp": cnp.dscp, "cnp_priority": cnp.queue, "keep_ce": int(cnp.keep_ce)}
     for tc in intent.fast_cnp_classes():
         out.append(b.table_entity(n.FAST_CNP_POLICY, match={"traffic_class": f"{tc.id}&&&0xf"},
                                  action=n.ENABLE_FAST_CNP, params=params,
@@ -118,7 +120,5 @@ def fast_cnp_entries(intent: m.Intent, switch: m.Switch, b: EntityBuilder) -> li
                                                     "dst_qp": flow.dst_qp},
                                  action=n.SET_SENDER_QP,
                                  params={"sender_qp": flow.sender_qp, "flow_index": index}))
-    for port in switch.ports:
-        out.append(b.clone_session(n.CNP_SESSION_BASE + port.number, [port.number],
-                                   class_of_service=cnp.queue))
+    out.append(b.clone_session(n.CNP_SESSION, [cnp.recirculation_port]))
     return out

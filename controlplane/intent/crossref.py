@@ -201,3 +201,15 @@ def _check_fast_cnp(intent: m.Intent, problems: Problems) -> None:
             problems.add(f"fast_cnp.classes[{i}]", f"unknown class {name!r}{_known(names)}")
     _unique(problems, "fast_cnp.qp_map", intent.fast_cnp.qp_map,
             lambda e: (str(e.src_ip), str(e.dst_ip), e.dst_qp), "flow (src dst dst_qp)")
+    if not intent.fast_cnp.enabled:
+        return
+    port = intent.fast_cnp.recirculation_port
+    for i, switch in enumerate(intent.switches):
+        if port == switch.cpu_port:
+            problems.add("fast_cnp.recirculation_port",
+                         f"{port} is switch {switch.name!r}'s CPU port (switches[{i}]): CNPs "
+                         "would reach the controller; pick a port number no link uses")
+        elif any(p.number == port for p in switch.ports):
+            problems.add("fast_cnp.recirculation_port",
+                         f"{port} is a port of switch {switch.name!r} (switches[{i}]): its "
+                         "traffic would delay CNPs; pick a port number no link uses")

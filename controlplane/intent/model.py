@@ -102,6 +102,10 @@ class FastCnp:
     queue: int = 6
     min_interval_us: int = 50
     queue_threshold: int = 8     # depth (packets) at which a CNP is sent
+    # The port the CNP's clone session points at: an otherwise unused port number. The
+    # clone is built into a CNP there and recirculated to leave by the sender's port in
+    # ``queue`` (BMv2 gives clones priority 0, so a direct clone would wait behind bulk).
+    recirculation_port: int = 510
     keep_ce: bool = True
     learning: bool = True
     classes: tuple[str, ...] | None = None   # None: every lossless class

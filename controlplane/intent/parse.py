@@ -218,7 +218,7 @@ def parse_queue(node: Node, queue: int) -> m.QueueSched | None:
 # --- Fast CNP ------------------------------------------------------------------------------
 def parse_fast_cnp(node: Node) -> m.FastCnp:
     keys = ("enabled", "dscp", "queue", "min_interval_us", "queue_threshold", "keep_ce",
-            "learning", "classes", "qp_map")
+            "learning", "classes", "qp_map", "recirculation_port")
     if not node.mapping(keys):
         return m.FastCnp()
     d = m.FastCnp()
@@ -231,6 +231,8 @@ def parse_fast_cnp(node: Node) -> m.FastCnp:
         queue_threshold=_or(_opt(node, "queue_threshold", Node.integer, 1, 2**19 - 1),
                             d.queue_threshold),
         keep_ce=_or(_opt(node, "keep_ce", Node.boolean), d.keep_ce),
+        recirculation_port=_or(_opt(node, "recirculation_port", Node.integer, 0, 510),
+                               d.recirculation_port),
         learning=_or(_opt(node, "learning", Node.boolean), d.learning),
         classes=_names(node.get("classes", None)),
         qp_map=_each(node.get("qp_map", []), parse_qp_entry),

@@ -17,10 +17,10 @@
 #define CPU_PORT 255
 #endif
 
-/* BMv2 PktInstanceType values (targets/simple_switch/simple_switch.h). */
-const bit<32> INSTANCE_TYPE_NORMAL        = 0;
+/* BMv2 PktInstanceType of an ingress-to-egress clone
+ * (targets/simple_switch/simple_switch.h: NORMAL 0, INGRESS_CLONE 1,
+ * EGRESS_CLONE 2, RECIRC 4). */
 const bit<32> INSTANCE_TYPE_INGRESS_CLONE = 1;
-const bit<32> INSTANCE_TYPE_EGRESS_CLONE  = 2;
 
 /* Register/counter arrays indexed by (port, queue) use port * 8 + queue:
  * 9-bit ports times 3-bit priorities. */
@@ -41,7 +41,7 @@ const bit<32> INSTANCE_TYPE_EGRESS_CLONE  = 2;
 #define NUM_TRAFFIC_CLASSES 16
 #define NUM_PARSER_ERROR_CODES 16
 #define ECMP_GROUP_TABLE_SIZE 1024
-#define ECMP_SELECTOR_SIZE 4096
+#define ECMP_MEMBER_TABLE_SIZE 4096
 
 /* ---- EtherTypes, IP protocols, well-known ports --------------------------- */
 const bit<16> ETHERTYPE_IPV4        = 0x0800;
@@ -91,15 +91,18 @@ const bit<16> CNP_UDP_LEN        = 40;
 const bit<32> CNP_FRAME_LEN      = 74;
 const bit<32> VLAN_TAG_LEN       = 4;
 
-/* Fast CNP clone: one mirror session per port, id = base + port, each
- * configured by the controller to egress on that port (and, on softswitch,
- * with class_of_service = the CNP queue). */
-#ifndef TAILCC_CNP_SESSION_BASE
-#define TAILCC_CNP_SESSION_BASE 1024
+/* Fast CNP clone: one mirror session, which the controller points at the
+ * "recirculation port", a port number no link uses (intent default 510).
+ * There egress builds the CNP and recirculates it; its second pass leaves by
+ * the sender's port in the CNP queue (fast_cnp.p4 says why). */
+#ifndef TAILCC_CNP_SESSION
+#define TAILCC_CNP_SESSION 1024
 #endif
-const bit<32> CNP_SESSION_BASE = TAILCC_CNP_SESSION_BASE;
-/* @field_list index of the metadata a Fast CNP clone carries to egress. */
-const bit<8> FL_FAST_CNP = 1;
+const bit<32> CNP_SESSION = TAILCC_CNP_SESSION;
+/* @field_list indices: what a Fast CNP clone carries to egress, and what the
+ * recirculated CNP keeps for its second pass. */
+const bit<8> FL_FAST_CNP    = 1;
+const bit<8> FL_CNP_RELEASE = 2;
 
 /* digest() receiver id of qp_learn_digest_t (P4Runtime reads it by type). */
 const bit<32> DIGEST_QP_LEARN = 1;
@@ -115,19 +118,15 @@ const bit<16> VXLAN_ENCAP_UDP_BYTES = 30;   /* UDP 8 + VXLAN 8 + inner Ethernet 
 #define MAX_INT_HOPS 8
 const bit<16> INT_HOP_BYTES = 16;
 
-/* ---- Traffic classes (semantic classes; queue map lives in table entries) - */
+/* ---- Traffic classes ------------------------------------------------------ */
+/* A class id is whatever the controller's intent gives it (traffic_class
+ * entries set it; counters and fast_cnp_policy key on it).  The default
+ * profile (controlplane/profiles/default.yaml) numbers them: 0 best effort,
+ * 1 front-end API, 2 training bulk, 3 cold KV migration, 4 storage, 5 MoE
+ * all-to-all, 6 TP/PP compute, 7 scheduling signals, 8 hot KV-cache, 9 CNP,
+ * 10 cluster control.  Only "no class yet" is fixed here. */
 typedef bit<4> TrafficClass_t;
-const TrafficClass_t TC_BEST_EFFORT   = 0;   /* default */
-const TrafficClass_t TC_FRONTEND_API  = 1;
-const TrafficClass_t TC_TRAINING_BULK = 2;
-const TrafficClass_t TC_COLD_KV       = 3;   /* cold KV-cache migration */
-const TrafficClass_t TC_STORAGE       = 4;   /* storage / weight loading */
-const TrafficClass_t TC_MOE_A2A       = 5;   /* MoE dispatch/combine all-to-all */
-const TrafficClass_t TC_TP_PP         = 6;   /* tensor/pipeline-parallel compute */
-const TrafficClass_t TC_SCHED_SIGNAL  = 7;   /* scheduler signals, a few hundred bytes */
-const TrafficClass_t TC_HOT_KV        = 8;   /* prefill -> decode KV-cache blocks */
-const TrafficClass_t TC_CNP           = 9;
-const TrafficClass_t TC_CONTROL       = 10;  /* cluster control, heartbeats */
+const TrafficClass_t TC_BEST_EFFORT   = 0;
 
 /* ---- Parser-error codes (counter index and policy-table key) ------------- */
 typedef bit<4> ParserErrorCode_t;
@@ -146,7 +145,7 @@ const ParserErrorCode_t PERR_OTHER           = 15;
 const bit<32> CNP_STAT_SENT         = 0;
 const bit<32> CNP_STAT_UNRESOLVED   = 1;   /* no (src, dst, dst QP) -> sender QP entry */
 const bit<32> CNP_STAT_RATE_LIMITED = 2;
-const bit<32> CNP_STAT_BUILT        = 3;   /* clones turned into CNPs in egress */
+/* (CNPs built in egress: FastCnpBuilder's fast_cnp_built_counter.) */
 #define CNP_STAT_SLOTS 4
 
 /* ---- Drop-reason counter indices ----------------------------------------- */
@@ -156,7 +155,8 @@ const bit<32> DROP_RFC6040        = 2;   /* outer CE + inner Not-ECT */
 const bit<32> DROP_SEGMENT_DENY   = 3;
 const bit<32> DROP_TTL_EXPIRED    = 4;
 const bit<32> DROP_NO_ROUTE       = 5;
-const bit<32> DROP_NOT_ECT_QUEUE  = 6;   /* Not-ECT above the profile's drop threshold */
+/* (Not-ECT packets dropped above an ECN profile's threshold are counted in
+ * egress, per (port, queue): ecn_marking.p4's ecn_drop_counter.) */
 #define DROP_REASON_SLOTS 8
 
 /* ---- Type aliases --------------------------------------------------------- */

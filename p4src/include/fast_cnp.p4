@@ -13,19 +13,31 @@
  * CNP per min_interval microseconds (default intent 50 us, like a DCQCN
  * notification point), kept in cnp_last_sent.
  *
- * Sending: an ingress-to-egress clone to mirror session
- * CNP_SESSION_BASE + ingress_port, which the controller points at that port
- * (the sender is behind the port the data came in on).  On softswitch the
- * session's class_of_service puts the clone in the CNP queue.  BMv2
- * simple_switch resets a clone's priority to 0: BMv2 users get the CNP in
- * queue 0 (see docs/PIPELINE.md).  Only the fields with @field_list(1)
- * (cnp_clone, cnp_sender_qp, cnp_dscp) reach egress with the clone.
+ * Sending, in two passes, so that the CNP leaves in the CNP queue on BMv2
+ * too.  BMv2 gives every clone priority 0 (and refuses a clone session's
+ * class_of_service), so a clone sent straight to the sender's port would
+ * wait behind that port's best-effort backlog -- exactly the delay Fast CNP
+ * exists to avoid.  Instead:
+ *  1. ingress clones the data packet (I2E) to mirror session CNP_SESSION,
+ *     which the controller points at the "recirculation port": a port
+ *     number no link uses, so its queue is always empty.  The clone carries
+ *     FL_FAST_CNP: sender QP, DSCP, the data's ingress port and the CNP
+ *     priority;
+ *  2. egress (FastCnpBuilder) rewrites the clone into a CNP and
+ *     recirculates it, keeping FL_CNP_RELEASE (port, priority, release flag);
+ *  3. on its second ingress pass FastCnpRelease sends it to the sender's
+ *     port with standard_metadata.priority = the CNP queue, skipping every
+ *     other stage; egress cuts the old payload (truncate) and nothing else.
+ * Both targets run exactly this; softswitch also honours class_of_service
+ * on clone sessions, but the program does not rely on it.
  *
- * Building (egress, FastCnpBuilder): the clone holds the original data
- * packet's headers; they are rewritten in place into a CNP: Ethernet and
- * IPv4 addresses swapped, DSCP from intent, ECN Not-ECT, UDP dst 4791,
- * BTH opcode 0x81, P_Key 0xffff, BECN 1, DestQP = sender QP, PSN 0, 16
- * reserved zero bytes, then the ICRC; truncate() cuts the old payload.
+ * Building (egress): the clone holds the original data packet's headers;
+ * they are rewritten in place into a CNP: Ethernet and IPv4 addresses
+ * swapped, DSCP from intent, ECN Not-ECT, UDP dst 4791, BTH opcode 0x81,
+ * P_Key 0xffff, BECN 1, DestQP = sender QP, PSN 0, 16 reserved zero bytes,
+ * then the ICRC.  BMv2 drops a truncate() at recirculation (the recirculated
+ * packet is the whole deparsed packet), so the cut happens on the second
+ * pass, where it is applied when the packet leaves.
  *
  * ICRC: CRC-32 (IEEE 802.3, the one BMv2 calls crc32) over the RoCEv2
  * pseudo-packet -- 8 bytes of 0xff standing for the InfiniBand LRH, the
@@ -49,11 +61,12 @@ control FastCnpDecision(inout headers_t hdr,
     register<bit<48>>(TAILCC_CNP_FLOWS) cnp_last_sent;
 
     action enable_fast_cnp(QDepth_t qdepth_threshold, bit<48> min_interval,
-                           bit<6> cnp_dscp, bit<1> keep_ce) {
+                           bit<6> cnp_dscp, bit<3> cnp_priority, bit<1> keep_ce) {
         meta.cnp_enabled = 1w1;
         meta.cnp_qdepth_threshold = qdepth_threshold;
         meta.cnp_interval = min_interval;
         meta.cnp_dscp = cnp_dscp;
+        meta.cnp_priority = cnp_priority;
         meta.cnp_keep_ce = keep_ce;
     }
 
@@ -118,9 +131,9 @@ control FastCnpDecision(inout headers_t hdr,
                     if (last == 48w0 || now - last >= meta.cnp_interval) {
                         cnp_last_sent.write(meta.cnp_flow_index, now);
                         meta.cnp_clone = 1w1;
-                        clone_preserving_field_list(CloneType.I2E,
-                            CNP_SESSION_BASE + (bit<32>)standard_metadata.ingress_port,
-                            FL_FAST_CNP);
+                        meta.cnp_port = standard_metadata.ingress_port;
+                        clone_preserving_field_list(CloneType.I2E, CNP_SESSION,
+                                                    FL_FAST_CNP);
                         fast_cnp_counter.count(CNP_STAT_SENT);
                         /* The sender has been told; intent decides whether
                          * the receiver should also see CE (and send its own
@@ -137,13 +150,29 @@ control FastCnpDecision(inout headers_t hdr,
     }
 }
 
+/* Second pass (ingress): a CNP built in egress and recirculated leaves by
+ * the sender's port in the CNP queue; every other stage is skipped. */
+control FastCnpRelease(inout headers_t hdr,
+                       inout local_metadata_t meta,
+                       inout standard_metadata_t standard_metadata) {
+    apply {
+        if (meta.cnp_release == 1w1) {
+            standard_metadata.egress_spec = meta.cnp_port;
+            standard_metadata.priority = meta.cnp_priority;
+            meta.bypass = 1w1;
+        }
+    }
+}
+
+/* Egress: the clone (first pass) becomes a CNP and is recirculated; the
+ * released CNP (second pass) loses the data packet's old payload. */
 control FastCnpBuilder(inout headers_t hdr,
                        inout local_metadata_t meta,
                        inout standard_metadata_t standard_metadata) {
 
     counter(1, CounterType.packets) fast_cnp_built_counter;
 
-    apply {
+    action build() {
         fast_cnp_built_counter.count(32w0);
 
         /* Back to where the data came from. */
@@ -210,11 +239,20 @@ control FastCnpBuilder(inout headers_t hdr,
              64w4294967296);
         hdr.cnp_body.icrc = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
 
-        /* Cut the data packet's payload (and its old ICRC). */
-        if (hdr.vlan.isValid()) {
-            truncate(CNP_FRAME_LEN + VLAN_TAG_LEN);
+        meta.cnp_release = 1w1;
+        recirculate_preserving_field_list(FL_CNP_RELEASE);
+    }
+
+    apply {
+        if (meta.cnp_release == 1w1) {
+            /* Cut the data packet's payload (and its old ICRC). */
+            if (hdr.vlan.isValid()) {
+                truncate(CNP_FRAME_LEN + VLAN_TAG_LEN);
+            } else {
+                truncate(CNP_FRAME_LEN);
+            }
         } else {
-            truncate(CNP_FRAME_LEN);
+            build();
         }
     }
 }

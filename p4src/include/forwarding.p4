@@ -4,15 +4,22 @@
  *   my_station hit (frame addressed to the router MAC)
  *     -> routing_v4 / routing_v6: LPM per VRF
  *          -> set_nexthop / set_nexthop_vxlan      (one next hop)
- *          -> set_ecmp_group -> ecmp (action selector over the flow hash)
+ *          -> set_ecmp_group -> ecmp_group (member count) -> member index =
+ *             flow hash mod count -> ecmp_member (one next hop per member)
  *          -> punt_to_cpu / drop
  *   not routed (no router MAC, or no route)
  *     -> l2_exact on the destination MAC, else drop
  *
  * Routed packets get TTL / hop limit decremented; a packet that arrives with
  * TTL <= 1 is dropped and counted instead (no ICMP generation in the data
- * plane).  The ECMP selector hashes meta.flow_hash, which covers the outer
- * 5-tuple including the RoCEv2 UDP source port (lookup.p4).
+ * plane).  ECMP picks a member by meta.flow_hash, which covers the outer
+ * 5-tuple including the RoCEv2 UDP source port (lookup.p4), so one flow (one
+ * RoCE QP) stays on one path.
+ *
+ * ECMP is two exact tables rather than a v1model action_selector: p4c's BMv2
+ * back end warns on every table with an action profile, and plain tables are
+ * written the same way on every target.  A member listed k times in a group
+ * gets k/count of the flows (weighted ECMP by replication).
  */
 #ifndef _TAILCC_FORWARDING_
 #define _TAILCC_FORWARDING_
@@ -22,8 +29,6 @@
 control Forwarding(inout headers_t hdr,
                    inout local_metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
-
-    action_selector(HashAlgorithm.crc16, ECMP_SELECTOR_SIZE, 32w16) ecmp_selector;
 
     /* ---- router MAC ---- */
     action set_router_mac() {
@@ -112,22 +117,36 @@ control Forwarding(inout headers_t hdr,
         size = TAILCC_ROUTE_SIZE;
     }
 
-    /* Members are next hops; a group's member is picked by the hash. */
-    table ecmp {
+    /* ---- ECMP: group -> member count; (group, member index) -> next hop ---- */
+    action set_ecmp_members(bit<16> count) {
+        meta.ecmp_count = count;
+    }
+
+    table ecmp_group {
         key = {
-            meta.ecmp_group : exact    @name("group_id");
-            meta.flow_hash  : selector @name("flow_hash");
+            meta.ecmp_group : exact @name("group_id");
+        }
+        actions = {
+            set_ecmp_members;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = ECMP_GROUP_TABLE_SIZE;
+    }
+
+    table ecmp_member {
+        key = {
+            meta.ecmp_group  : exact @name("group_id");
+            meta.ecmp_member : exact @name("member");
         }
         actions = {
             set_nexthop;
             set_nexthop_vxlan;
             NoAction;
         }
-        const default_action = NoAction();
-        implementation = ecmp_selector;
-        size = ECMP_GROUP_TABLE_SIZE;
+        default_action = NoAction();
+        size = ECMP_MEMBER_TABLE_SIZE;
     }
-
     /* ---- L2 fallback ---- */
     action l2_forward(PortId_t port) {
         standard_metadata.egress_spec = port;
@@ -154,7 +173,12 @@ control Forwarding(inout headers_t hdr,
                 routing_v6.apply();
             }
             if (meta.use_ecmp == 1w1) {
-                ecmp.apply();
+                ecmp_group.apply();
+                if (meta.ecmp_count != 16w0) {
+                    hash(meta.ecmp_member, HashAlgorithm.identity, 16w0,
+                         { meta.flow_hash }, (bit<32>)meta.ecmp_count);
+                    ecmp_member.apply();
+                }
             }
         }
 

@@ -244,6 +244,8 @@ struct local_metadata_t {
     bit<1>     segment_deny;
     bit<16>    ecmp_group;
     bit<1>     use_ecmp;
+    bit<16>    ecmp_count;     /* members of the group (ecmp_group) */
+    bit<16>    ecmp_member;    /* flow hash mod ecmp_count */
     bit<32>    flow_hash;      /* 5-tuple hash incl. the RoCE UDP source port */
 
     /* classification */
@@ -264,13 +266,20 @@ struct local_metadata_t {
     /* ECN marking */
     bit<1>     suppress_mark;   /* a Fast CNP went out and intent says "clear CE" */
 
-    /* Fast CNP: the fields a CNP clone carries into egress. */
-    @field_list(1)   /* == FL_FAST_CNP */
+    /* Fast CNP: the fields a CNP clone carries into egress (1 == FL_FAST_CNP),
+     * and those its recirculated pass keeps (2 == FL_CNP_RELEASE). */
+    @field_list(1)
     bit<1>     cnp_clone;
-    @field_list(1)   /* == FL_FAST_CNP */
+    @field_list(1)
     Qpn_t      cnp_sender_qp;
-    @field_list(1)   /* == FL_FAST_CNP */
+    @field_list(1)
     bit<6>     cnp_dscp;
+    @field_list(1, 2)
+    PortId_t   cnp_port;        /* the data's ingress port: the sender is behind it */
+    @field_list(1, 2)
+    bit<3>     cnp_priority;    /* the queue the CNP leaves by */
+    @field_list(2)
+    bit<1>     cnp_release;     /* this pass carries a built CNP to cnp_port */
 
     /* Fast CNP ingress scratch */
     bit<1>     cnp_flow_hit;

@@ -290,12 +290,14 @@ class Switch:
         writer = BitWriter()
         self._run_control("dep", writer, hdr)
         data = writer.to_bytes() + w.payload
-        if pkt.truncate_len is not None:
-            data = data[:pkt.truncate_len]
         if pkt.recirculate_field_list is not None:
+            # BMv2 recirculates the whole deparsed packet: a truncate() takes effect
+            # only when a packet leaves by a port (Packet::get_data_size at transmit).
             work.append(_Work("ingress", 0, data, RECIRC,
                               self._preserve(meta, pkt.recirculate_field_list)))
             return
+        if pkt.truncate_len is not None:
+            data = data[:pkt.truncate_len]
         out.append(PacketOut(w.port, data))
 
     def _preserve(self, meta: Any, index: int) -> dict[str, Any]:

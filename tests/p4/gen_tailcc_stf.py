@@ -369,13 +369,15 @@ def fast_cnp_stf() -> list[str]:
         # keep_ce 0: once the sender has its CNP the data packet is not marked as well;
         # a huge interval makes the rate limit deterministic in the test
         "add fast_cnp_policy 10 traffic_class:8&&&0xf "
-        "enable_fast_cnp(qdepth_threshold:10, min_interval:1000000000, cnp_dscp:48, keep_ce:0)",
+        "enable_fast_cnp(qdepth_threshold:10, min_interval:1000000000, cnp_dscp:48, "
+        "cnp_priority:6, keep_ce:0)",
         "add cnp_flow ipv4_src:10.0.1.1 ipv4_dst:10.0.2.5 dst_qp:0x123 "
         "set_sender_qp(sender_qp:0x456, flow_index:7)",
         "add cnp_flow ipv4_src:10.0.1.2 ipv4_dst:10.0.2.5 dst_qp:0x124 "
         "set_sender_qp(sender_qp:0x789, flow_index:8)",
-        # session CNP_SESSION_BASE (1024) + ingress port P sends back out of port P
-        "mirroring_add 1025 1",
+        # session CNP_SESSION (1024) goes to the recirculation port (510): the CNP is
+        # built there and recirculated out of the data's ingress port
+        "mirroring_add 1024 510",
         "",
     ]
 
@@ -411,7 +413,6 @@ def fast_cnp_stf() -> list[str]:
 
     lines.append("# 5. VLAN-tagged flow from port 3: a 78-byte tagged CNP goes back out of "
                  "port 3")
-    lines.append("mirroring_add 1027 3")
     lines.append("register_write queue_depth 21 20")
     tagged_in = (Ether(src="00:00:00:00:01:02", dst=ROUTER_MAC) / Dot1Q(vlan=10)
                  / IP(src="10.0.1.2", dst="10.0.2.5", tos=(26 << 2) | 2, ttl=64, id=1,
