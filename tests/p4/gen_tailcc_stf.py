@@ -21,7 +21,12 @@ grammar takes, with the same meaning in both:
   ``10000 - PRIO`` to ``simple_switch_CLI``, where a lower value wins);
 * control commands come before the packets: BMv2 reads its pcap inputs only once every
   input port has a packet queued or is closed, so on BMv2 a command written after a
-  packet may take effect before that packet is processed.
+  packet may take effect before that packet is processed;
+* the switch runs with ``--priority-queues 8`` (as tailcc is deployed), and BMv2 may
+  hold a burst of packets in its strict-priority queues at once, so the packets that
+  leave by one port are written in non-increasing queue order (7 first): then strict
+  priority and arrival order agree, and softswitch (which sends each packet before it
+  takes the next) and BMv2 see the same order.
 
 Range keys (``LOW..HIGH``) have no syntax in that driver at all: see
 tests/test_tailcc_stf.py for what that means for the files that program ``traffic_class``.
@@ -185,28 +190,8 @@ def classify_stf() -> list[str]:
         "set_class_and_dscp(tc:4, queue:3, ecn_profile:2, dscp:24)",
         "",
     ]
-    # 1. small RoCE to QP 0x123: hot KV, DSCP untouched
-    lines.append("# small RoCE SEND to QP 0x123 -> hot KV (class 8)")
-    lines.append(packet(1, roce("10.0.2.5", 0x123, 64)))
-    lines.append(expect(2, roce("10.0.2.5", 0x123, 64, ttl=63, smac=ROUTER_MAC, dmac=NH2_MAC)))
-    # 2. big RoCE to the same QP: storage, DSCP 26 -> 24
-    lines.append("# 1200-byte RoCE SEND to QP 0x123 -> storage (class 4), DSCP 24")
-    lines.append(packet(1, roce("10.0.2.5", 0x123, 1200)))
-    lines.append(expect(2, roce("10.0.2.5", 0x123, 1200, ttl=63, dscp=24,
-                                smac=ROUTER_MAC, dmac=NH2_MAC)))
-    # 3. scheduler signal
-    lines.append("# UDP to port 9000 -> scheduling signal (class 7), DSCP 46")
-    lines.append(packet(1, udp("10.0.2.9", 9000)))
-    lines.append(expect(2, udp("10.0.2.9", 9000, ttl=63, dscp=46, smac=ROUTER_MAC, dmac=NH2_MAC)))
-    # 4. control by DSCP
-    lines.append("# DSCP 56 heartbeat -> control (class 10)")
-    lines.append(packet(1, udp("10.0.2.9", 7000, dscp=56)))
-    lines.append(expect(2, udp("10.0.2.9", 7000, dscp=56, ttl=63, smac=ROUTER_MAC, dmac=NH2_MAC)))
-    # 5. TCP API call: best effort
-    lines.append("# TCP to port 80 -> best effort (class 0)")
-    lines.append(packet(1, tcp("10.0.2.9", 80)))
-    lines.append(expect(2, tcp("10.0.2.9", 80, ttl=63, smac=ROUTER_MAC, dmac=NH2_MAC)))
-    # 6. transit VXLAN (not terminated here): VNI 300, inner DSCP 34 -> MoE
+    # The packets leave in the order BMv2's strict-priority queues would send them even
+    # if they all waited at once (queue 7, 5, 5, 4, 3, 0): see the module docstring.
     def transit(outer_dscp: int, ttl: int, smac: str, dmac: str):
         return (Ether(src=smac, dst=dmac)
                 / IP(src="192.168.5.5", dst="10.0.2.77", tos=outer_dscp << 2, ttl=ttl, id=11)
@@ -215,9 +200,31 @@ def classify_stf() -> list[str]:
                 / Ether(src="00:00:00:00:0a:0a", dst="00:00:00:00:0b:0b")
                 / IP(src="172.16.1.1", dst="172.16.2.2", tos=(34 << 2) | 2, id=12)
                 / UDP(sport=1111, dport=2222) / Raw(b"\x66" * 32))
+    # control by DSCP (queue 7)
+    lines.append("# DSCP 56 heartbeat -> control (class 10)")
+    lines.append(packet(1, udp("10.0.2.9", 7000, dscp=56)))
+    lines.append(expect(2, udp("10.0.2.9", 7000, dscp=56, ttl=63, smac=ROUTER_MAC, dmac=NH2_MAC)))
+    # small RoCE to QP 0x123: hot KV, DSCP untouched (queue 5)
+    lines.append("# small RoCE SEND to QP 0x123 -> hot KV (class 8)")
+    lines.append(packet(1, roce("10.0.2.5", 0x123, 64)))
+    lines.append(expect(2, roce("10.0.2.5", 0x123, 64, ttl=63, smac=ROUTER_MAC, dmac=NH2_MAC)))
+    # scheduler signal (queue 5)
+    lines.append("# UDP to port 9000 -> scheduling signal (class 7), DSCP 46")
+    lines.append(packet(1, udp("10.0.2.9", 9000)))
+    lines.append(expect(2, udp("10.0.2.9", 9000, ttl=63, dscp=46, smac=ROUTER_MAC, dmac=NH2_MAC)))
+    # transit VXLAN (not terminated here): VNI 300, inner DSCP 34 -> MoE (queue 4)
     lines.append("# transit VXLAN, VNI 300, inner DSCP 34 -> MoE (class 5), outer DSCP 34")
     lines.append(packet(1, transit(0, 64, HOST1_MAC, ROUTER_MAC)))
     lines.append(expect(2, transit(34, 63, ROUTER_MAC, NH2_MAC)))
+    # big RoCE to the same QP: storage, DSCP 26 -> 24 (queue 3)
+    lines.append("# 1200-byte RoCE SEND to QP 0x123 -> storage (class 4), DSCP 24")
+    lines.append(packet(1, roce("10.0.2.5", 0x123, 1200)))
+    lines.append(expect(2, roce("10.0.2.5", 0x123, 1200, ttl=63, dscp=24,
+                                smac=ROUTER_MAC, dmac=NH2_MAC)))
+    # TCP API call: best effort (queue 0)
+    lines.append("# TCP to port 80 -> best effort (class 0)")
+    lines.append(packet(1, tcp("10.0.2.9", 80)))
+    lines.append(expect(2, tcp("10.0.2.9", 80, ttl=63, smac=ROUTER_MAC, dmac=NH2_MAC)))
     lines += [
         "",
         "check_counter class_counter(5) packets == 1",
