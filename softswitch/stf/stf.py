@@ -161,20 +161,33 @@ def run_commands(control: SwitchControl, commands: list[StfCommand]) -> StfResul
     ports = check_outputs(run.expected, run.received, run.observed)
     ignored = {p: len(pkts) for p, pkts in run.received.items() if p not in run.observed}
     report = format_report(ports, ignored)
+    dropped = getattr(control, "priority_drops", 0)
+    if dropped:
+        queues = getattr(control, "priority_queues", None)
+        note = (f"{dropped} packet(s) dropped: standard_metadata.priority names no queue of "
+                f"the switch's {queues} per port (BMv2: 'Priority out of range'; give the "
+                "switch more with --priority-queues N)")
+        run.log.append(note)
+        report = f"{report}\n{note}" if report else note
     if run.failures:
         report = "\n".join([report, *run.failures]) if report else "\n".join(run.failures)
     ok = all(p.ok for p in ports) and not run.failures
     return StfResult(ok, report, ports, run.failures, run.log)
 
 
-def run_stf(program_path: str, stf_path: str, include_dirs=(), defines=None) -> StfResult:
+def run_stf(program_path: str, stf_path: str, include_dirs=(), defines=None,
+            priority_queues: int = 1) -> StfResult:
     """Compile ``program_path``, load it into a switch and run the STF test on it.
 
     The STF file is parsed first, so a malformed test is reported (``P4Error`` naming
-    ``file:line``) before any compilation work.
+    ``file:line``) before any compilation work. ``priority_queues`` is simple_switch's
+    ``--priority-queues``: p4c's STF driver starts simple_switch without it, so by default
+    there is one queue per port and a packet whose ``standard_metadata.priority`` is not
+    0 is dropped, as on BMv2.
     """
     commands = parse_stf_file(stf_path)
     from softswitch.target.switch import Switch  # the target loads lazily: it is heavy
 
     switch = Switch.from_file(program_path, tuple(include_dirs or ()), defines)
+    switch.priority_queues = priority_queues
     return run_commands(switch, commands)
