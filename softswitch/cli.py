@@ -115,6 +115,8 @@ def _cmd_stf(args: argparse.Namespace) -> int:
         raise P4Error(f"--priority-queues must be 1..8, not {args.priority_queues}")
     result = run_stf(args.program, args.stf, args.include_dirs, _parse_defines(args.defines),
                      priority_queues=args.priority_queues)
+    for note in getattr(result, "warnings", ()):
+        print(note, file=sys.stderr)
     report = getattr(result, "report", "")
     if report:
         print(report)
