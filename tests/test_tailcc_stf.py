@@ -64,11 +64,15 @@ def _program_of(stf: Path) -> tuple[Path, int]:
 
 
 @cache
-def _range_tables(program: Path) -> frozenset[str]:
-    """The tables of ``program`` with a range key (p4c's STF driver cannot program them)."""
+def _tables(program: Path) -> tuple:
     from softswitch.target.switch import Switch
 
-    return frozenset(t.name for t in Switch.from_file(program).tables()
+    return tuple(Switch.from_file(program).tables())
+
+
+def _range_tables(program: Path) -> frozenset[str]:
+    """The tables of ``program`` with a range key (p4c's STF driver cannot program them)."""
+    return frozenset(t.name for t in _tables(program)
                      if any(k.match_kind == "range" for k in t.keys))
 
 
@@ -104,6 +108,32 @@ def test_tailcc_p4info_names(tmp_path: Path):
                  "queue_depth", "queue_depth_watermark", "qp_learn_digest_t",
                  "packet_in", "packet_out"):
         assert f'name: "{name}"' in text, name
+
+
+@pytest.mark.parametrize("stf", ALL_STFS, ids=[_id(p) for p in ALL_STFS])
+def test_ternary_and_lpm_literals_spell_the_whole_key(stf: Path):
+    """In p4c's driver (and so in softswitch) the mask of ``0x0a**`` covers the digits
+    written, so a ternary literal shorter than its key leaves the key's high bits
+    unmatched, and an LPM literal's prefix length counts its digits: every such literal
+    of the project's files spells exactly the key's width (catches a key whose width
+    changed in p4src/ while gen_tailcc_stf.py's W_* did not)."""
+    from softswitch.stf import names
+    from softswitch.stf.commands import TableAdd
+    from softswitch.stf.stf import parse_stf_file
+
+    program, _ = _program_of(stf)
+    bits = {"x": 4, "b": 1}
+    for cmd in parse_stf_file(stf):
+        if not isinstance(cmd, TableAdd):
+            continue
+        table = names.resolve_table(list(_tables(program)), cmd.table, cmd.loc)
+        for name, text in cmd.keys:
+            key = names.resolve_key(table, name, cmd.loc)
+            if key.match_kind in ("ternary", "lpm"):
+                spelled = (len(text) - 2) * bits[text[1]]
+                assert spelled == key.width, (
+                    f"{cmd.loc}: {name}:{text} spells {spelled} bits of the "
+                    f"{key.width}-bit key {key.name}")
 
 
 def test_stf_files_are_generated_and_current():
