@@ -77,6 +77,11 @@ CASES = {
               "packet 0 05 00\nexpect 2 05 22 $\n"
               "packet 0 07 00\nexpect 1\n"
               "packet 0 06 00 ff ff\nexpect 1 06 11\n", 1, True),
+    # equal priorities: the entry added first wins on both (BMv2: the lower handle),
+    # even over a more specific one added later
+    "equal_priority_first_added_wins": ("add tern 5 a:0x0* fwd(port:1, tag:0x11)\n"
+                                        "add tern 5 a:0x05 fwd(port:2, tag:0x22)\n"
+                                        "packet 0 05 00\nexpect 1 05 11 $\n", 1, True),
     # p4c's lexer reads 'all' as a name: the driver rejects the file
     "remove_all_is_not_stf": ("add tern 1 a:0x0* fwd(port:1, tag:0x11)\nremove all\n"
                               "packet 0 05 00\n", 1, None),
