@@ -111,7 +111,12 @@ def _ensure_parent(path: str) -> None:
 def _cmd_stf(args: argparse.Namespace) -> int:
     from softswitch.stf import run_stf
 
-    result = run_stf(args.program, args.stf, args.include_dirs, _parse_defines(args.defines))
+    if not 1 <= args.priority_queues <= 8:
+        raise P4Error(f"--priority-queues must be 1..8, not {args.priority_queues}")
+    result = run_stf(args.program, args.stf, args.include_dirs, _parse_defines(args.defines),
+                     priority_queues=args.priority_queues)
+    for note in getattr(result, "warnings", ()):
+        print(note, file=sys.stderr)
     report = getattr(result, "report", "")
     if report:
         print(report)
@@ -161,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("stf", help="run an STF packet test against a program")
     _add_program_args(s)
     s.add_argument("stf", help="STF test file")
+    s.add_argument("--priority-queues", type=int, default=1, metavar="N",
+                   help="queues per egress port, as simple_switch's option (default 1, as "
+                        "p4c's STF driver starts it): a packet whose standard_metadata."
+                        "priority is >= N is dropped")
     s.set_defaults(func=_cmd_stf)
     r = sub.add_parser("cli", help="runtime commands to a running switch "
                                    "(simple_switch_CLI language: table_*, mirroring_*, mc_*, "

@@ -87,7 +87,7 @@ def test_cnp_matches_stf_and_scapy_cnp():
     data_in = tp.roce("10.0.2.5", 0x123, 256, sport=49999)
     assert lines[0] == ("packet", 1, bytes(data_in))
     tagged = scenario("fast_cnp.stf", "5. VLAN-tagged flow")
-    vlan_cnp = tp.cnp_packet(tp.HOST3_MAC, "10.0.2.5", "10.0.1.2", 50001, 0x789, vlan=10)
+    vlan_cnp = tp.cnp_packet(tp.HOST3_MAC, "10.0.7.5", "10.0.1.2", 50001, 0x789, vlan=10)
     assert ("expect", 3, bytes(vlan_cnp)) in tagged and len(bytes(vlan_cnp)) == 78
 
 

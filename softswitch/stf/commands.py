@@ -23,6 +23,7 @@ STF forms (p4c's ``bmv2stf.py``; keywords case-insensitive)::
 Both::
 
     mirroring_add SESSION PORT                mirroring_add_mc SESSION MGRP
+    mirroring_delete SESSION
     mc_mgrp_create MGRP                       mc_node_create RID PORT…
     mc_node_associate MGRP NODE
     counter_read NAME INDEX                   counter_write NAME INDEX PACKETS BYTES
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from softswitch.diagnostics import P4Error, SourceLoc
 from softswitch.stf.values import parse_int
@@ -51,6 +52,9 @@ from softswitch.stf.values import parse_int
 @dataclass(frozen=True)
 class Command:
     loc: SourceLoc | None
+    # the keyword it was written with (lower case): "add" and "table_add" both make a
+    # TableAdd, but only the first is STF that p4c's driver reads (softswitch.stf.compat)
+    keyword: str = field(default="", compare=False, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,11 @@ class MirroringAdd(Command):
 class MirroringAddMc(Command):
     session: int
     mgrp: int
+
+
+@dataclass(frozen=True)
+class MirroringDelete(Command):
+    session: int
 
 
 @dataclass(frozen=True)
@@ -333,6 +342,11 @@ def _two_numbers(cls: type, usage: str, what: tuple[str, str]) -> _Parser:
     return parse
 
 
+def _parse_mirroring_delete(rest: str, loc: SourceLoc | None) -> Command:
+    return MirroringDelete(loc, _num(_words(rest, 1, "mirroring_delete SESSION", loc)[0], loc,
+                                     "mirror session"))
+
+
 def _parse_mgrp_create(rest: str, loc: SourceLoc | None) -> Command:
     return McMgrpCreate(loc, _num(_words(rest, 1, "mc_mgrp_create MGRP", loc)[0], loc,
                                   "multicast group"))
@@ -437,6 +451,7 @@ _PARSERS: dict[str, Callable[[str, SourceLoc | None], Command]] = {
                                   ("mirror session", "port")),
     "mirroring_add_mc": _two_numbers(MirroringAddMc, "mirroring_add_mc SESSION MGRP",
                                      ("mirror session", "multicast group")),
+    "mirroring_delete": _parse_mirroring_delete,
     "mc_mgrp_create": _parse_mgrp_create,
     "mc_node_create": _parse_node_create,
     "mc_node_associate": _two_numbers(McNodeAssociate, "mc_node_associate MGRP NODE",
@@ -463,7 +478,7 @@ def parse_command(text: str, loc: SourceLoc | None = None) -> Command:
     parser = _PARSERS.get(keyword.lower())
     if parser is None:
         raise P4Error(f"unknown command '{keyword}'", loc)
-    return parser(rest.strip(), loc)
+    return replace(parser(rest.strip(), loc), keyword=keyword.lower())
 
 
 def __getattr__(name: str) -> object:

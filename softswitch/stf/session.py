@@ -27,6 +27,7 @@ from softswitch.stf.commands import (
     MeterSetRates,
     MirroringAdd,
     MirroringAddMc,
+    MirroringDelete,
     RegisterRead,
     RegisterReset,
     RegisterWrite,
@@ -238,6 +239,10 @@ class CommandSession:
     def _do_MirroringAddMc(self, cmd: MirroringAddMc) -> Outcome:
         self.control.mirroring_add_mc(cmd.session, cmd.mgrp)
         return Outcome(f"Mirror session {cmd.session} -> multicast group {cmd.mgrp}")
+
+    def _do_MirroringDelete(self, cmd: MirroringDelete) -> Outcome:
+        self.control.mirroring_delete(cmd.session)
+        return Outcome(f"Mirror session {cmd.session} deleted")
 
     def _do_McMgrpCreate(self, cmd: McMgrpCreate) -> Outcome:
         self.control.mc_mgrp_create(cmd.mgrp)

@@ -10,7 +10,12 @@ case-insensitive. Besides the control commands of :mod:`softswitch.stf.commands`
 Like p4c's ``bmv2stf.py``, the runner executes the lines in order (table updates between
 packets take effect for later packets), collects every packet the switch emits, and only
 at the end compares them with *all* expectations, port by port. Any other directive is
-an error naming ``file:line``, never skipped.
+an error naming ``file:line``, never skipped — except what p4c's driver parses and then
+ignores (``mc_node_update``) or only prints (``mirroring_get``, ``meter_get_rates``):
+softswitch does the same.
+
+``StfResult.warnings`` lists the lines p4c's driver would reject or read differently
+(:mod:`softswitch.stf.compat`); ``softswitch stf`` prints them.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from softswitch.diagnostics import P4Error, SourceLoc
+from softswitch.stf import compat
 from softswitch.stf.commands import Command, parse_command
+from softswitch.stf.compat import CompatNote
 from softswitch.stf.expect import (
     ExpectedPacket,
     PortReport,
@@ -51,6 +58,14 @@ class ExpectCmd:
 class WaitCmd:
     loc: SourceLoc
 
+
+@dataclass(frozen=True)
+class IgnoredCmd(Command):
+    """A command p4c's driver parses but does not execute, or whose output nothing checks."""
+
+
+# p4c's STF grammar has these, and its driver never changes the switch with them.
+_IGNORED = ("mc_node_update", "mirroring_get", "meter_get_rates")
 
 StfCommand = PacketCmd | ExpectCmd | WaitCmd | Command
 
@@ -89,6 +104,8 @@ def parse_stf_line(line: str, loc: SourceLoc) -> StfCommand | None:
         if len(words) > 1:
             raise P4Error("usage: wait", loc)
         return WaitCmd(loc)
+    if keyword in _IGNORED:
+        return IgnoredCmd(loc, keyword=keyword)
     return parse_command(text, loc)
 
 
@@ -121,6 +138,7 @@ class StfResult:
     ports: list[PortReport] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
+    warnings: list[CompatNote] = field(default_factory=list)
 
 
 @dataclass
@@ -144,6 +162,8 @@ def _step(session: CommandSession, run: _Run, cmd: StfCommand) -> None:
         run.expected.setdefault(cmd.expected.port, []).append(cmd.expected)
     elif isinstance(cmd, WaitCmd):
         return
+    elif isinstance(cmd, IgnoredCmd):
+        run.log.append(f"{cmd.loc}: '{cmd.keyword}' ignored, as p4c's BMv2 STF driver does")
     else:
         outcome = session.execute(cmd)
         if outcome.text:
@@ -156,25 +176,39 @@ def run_commands(control: SwitchControl, commands: list[StfCommand]) -> StfResul
     """Execute parsed STF commands against ``control`` and check the outputs."""
     session = CommandSession(control)
     run = _Run()
+    warnings = compat.check(commands, list(control.tables()))
     for cmd in commands:
         _step(session, run, cmd)
     ports = check_outputs(run.expected, run.received, run.observed)
     ignored = {p: len(pkts) for p, pkts in run.received.items() if p not in run.observed}
     report = format_report(ports, ignored)
+    dropped = getattr(control, "priority_drops", 0)
+    if dropped:
+        queues = getattr(control, "priority_queues", None)
+        note = (f"{dropped} packet(s) dropped: standard_metadata.priority names no queue of "
+                f"the switch's {queues} per port (BMv2: 'Priority out of range'; give the "
+                "switch more with --priority-queues N)")
+        run.log.append(note)
+        report = f"{report}\n{note}" if report else note
     if run.failures:
         report = "\n".join([report, *run.failures]) if report else "\n".join(run.failures)
     ok = all(p.ok for p in ports) and not run.failures
-    return StfResult(ok, report, ports, run.failures, run.log)
+    return StfResult(ok, report, ports, run.failures, run.log, warnings)
 
 
-def run_stf(program_path: str, stf_path: str, include_dirs=(), defines=None) -> StfResult:
+def run_stf(program_path: str, stf_path: str, include_dirs=(), defines=None,
+            priority_queues: int = 1) -> StfResult:
     """Compile ``program_path``, load it into a switch and run the STF test on it.
 
     The STF file is parsed first, so a malformed test is reported (``P4Error`` naming
-    ``file:line``) before any compilation work.
+    ``file:line``) before any compilation work. ``priority_queues`` is simple_switch's
+    ``--priority-queues``: p4c's STF driver starts simple_switch without it, so by default
+    there is one queue per port and a packet whose ``standard_metadata.priority`` is not
+    0 is dropped, as on BMv2.
     """
     commands = parse_stf_file(stf_path)
     from softswitch.target.switch import Switch  # the target loads lazily: it is heavy
 
     switch = Switch.from_file(program_path, tuple(include_dirs or ()), defines)
+    switch.priority_queues = priority_queues
     return run_commands(switch, commands)

@@ -94,6 +94,12 @@ class Switch:
         self.mc_groups: dict[int, list[int]] = {}
         self.mc_nodes: dict[int, tuple[int, list[int]]] = {}
         self._next_node = 0
+        # simple_switch's queues per egress port (--priority-queues) as inject() sees them:
+        # like BMv2, a packet instance whose standard_metadata.priority names no queue is
+        # dropped on its way to egress ("Priority out of range, dropping packet"). None:
+        # no check (a QueuedSwitch's traffic manager does it instead).
+        self.priority_queues: int | None = None
+        self.priority_drops = 0
         self.digests = self.rt.digests
         self.logs = self.rt.logs
         for state in pb.tables.values():
@@ -152,6 +158,8 @@ class Switch:
             try:
                 if w.stage == "ingress":
                     self._ingress(w, work)
+                elif self._queue_missing(w):
+                    self.priority_drops += 1
                 else:
                     self._egress(w, work, out)
             except SwitchAbort:
@@ -159,6 +167,11 @@ class Switch:
             except ParserError:
                 continue  # a stack/parse fault outside the parser: BMv2 drops the packet
         return out
+
+    def _queue_missing(self, w: _Work) -> bool:
+        """BMv2 ``SimpleSwitch::enqueue``: priority >= the number of queues is a drop."""
+        return (self.priority_queues is not None and w.queue is None
+                and int(getattr(w.sm, "f_priority", 0)) >= self.priority_queues)
 
     def _fresh(self) -> tuple[Any, Any, Any]:
         return self.hdr_cls(), self.meta_cls(), self.sm_cls()
