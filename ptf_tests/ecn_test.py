@@ -112,10 +112,10 @@ class EcnRedBandTest(TailccTest):
         depths = []
         for _, frame in got:
             ip = Ether(frame)[IP]
-            rec = parse_int_record(frame)
-            depth, was_ect, ce = rec["enq_qdepth"], ip.id % 5 != 4, ip.tos & 3 == CE
+            hop = parse_int_record(frame)
+            depth, was_ect, ce = hop.enq_qdepth, ip.id % 5 != 4, ip.tos & 3 == CE
             depths.append(depth)
-            self.assertEqual(rec["queue"], self.queue_id)
+            self.assertEqual(hop.queue_id, self.queue_id)
             if not was_ect:
                 self.assertFalse(ce, f"Not-ECT packet {ip.id} was marked")
                 continue

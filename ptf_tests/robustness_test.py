@@ -15,6 +15,7 @@ from tailcc_packets import (
     int_probe,
     int_record,
     parse_int_record,
+    pause_frame,
     pfc_frame,
     udp,
 )
@@ -83,17 +84,21 @@ class MalformedPolicyTest(TailccTest):
 
 
 class PfcCountedTest(TailccTest):
-    """A PFC frame pausing priorities 0 and 5 is counted per port and per priority and
-    never forwarded."""
+    """A PFC frame pausing priorities 0 and 5 is counted per port and per priority, an
+    802.3x PAUSE frame per port only; neither is forwarded."""
 
     def runTest(self) -> None:
         self.send(1, pfc_frame(enable=0x21))
+        self.send(3, pause_frame(quanta=0x100))
         self.expect_nothing()
-        self.assertEqual(self.wait_counter("mac_control_frame_counter", 1, 1), 1)
+        self.assertEqual(self.wait_counter("ingress_drop_counter", DROP_PFC, 2), 2)
+        self.assertEqual(self.packets("mac_control_frame_counter", 1), 1)
+        self.assertEqual(self.packets("mac_control_frame_counter", 3), 1)
         self.assertEqual(self.packets("pfc_priority_counter", 1 * 8 + 0), 1)
         self.assertEqual(self.packets("pfc_priority_counter", 1 * 8 + 5), 1)
         self.assertEqual(self.packets("pfc_priority_counter", 1 * 8 + 1), 0)
-        self.assertEqual(self.packets("ingress_drop_counter", DROP_PFC), 1)
+        self.assertEqual([self.packets("pfc_priority_counter", 3 * 8 + q) for q in range(8)],
+                         [0] * 8)
 
 
 class PacketOutInTest(TailccTest):
@@ -143,6 +148,6 @@ class IntProbeTest(TailccTest):
         self.send(1, int_probe([], 0, 4))
         got = self.collect(2, 1)
         self.assertEqual(len(got), 1)
-        record = parse_int_record(got[0][1])
-        self.assertEqual((record["switch_id"], record["ingress_port"],
-                          record["egress_port"], record["queue"]), (0xABCD, 1, 2, 0))
+        hop = parse_int_record(got[0][1])
+        self.assertEqual((hop.switch_id, hop.ingress_port, hop.egress_port, hop.queue_id),
+                         (0xABCD, 1, 2, 0))

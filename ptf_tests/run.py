@@ -35,6 +35,7 @@ only owns the namespace and the inner process group.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import shlex
@@ -282,12 +283,25 @@ def ptf_command(opts: Options, p4info: Path, config: Path, work: Path) -> list[s
             "--default-timeout", "10", "--test-case-timeout", "300", *opts.ptf_args]
 
 
-VERDICT = re.compile(r"^(?P<name>[\w.]+) \.\.\. (?P<verdict>ok|FAIL|ERROR|skipped(?: .*)?)$")
+VERDICT = re.compile(r"^(?P<name>[\w.]+) \.\.\. "
+                     r"(?P<verdict>ok|FAIL|ERROR|skipped)(?: (?P<why>.*))?$")
+
+
+def skip_reason(text: str | None) -> str:
+    """unittest prints the skip message as a repr: ``skipped 'why'``."""
+    if not text:
+        return ""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return " ".join(str(value).split())
 
 
 def run_ptf(cmd: list[str]) -> tuple[int, dict[str, str]]:
     """Run PTF, echoing its output, and collect unittest's per-test verdicts
-    (``name ... ok|FAIL|ERROR|skipped 'why'``) from it."""
+    (``name ... ok|FAIL|ERROR|skipped 'why'``) from it: ``PASS``, ``FAIL`` or
+    ``SKIP why``."""
     verdicts: dict[str, str] = {}
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1)
@@ -299,18 +313,21 @@ def run_ptf(cmd: list[str]) -> tuple[int, dict[str, str]]:
         if m:
             word = m.group("verdict")
             verdicts[m.group("name")] = {"ok": "PASS", "FAIL": "FAIL", "ERROR": "FAIL"}.get(
-                word, "SKIP")
+                word) or f"SKIP {skip_reason(m.group('why'))}".rstrip()
     return proc.wait(), verdicts
 
 
 def report(status: int, verdicts: dict[str, str], work: Path) -> int:
-    """Write ``results.txt`` (one ``VERDICT name`` line per test, read by
-    tests/test_ptf_suites.py) and print the closing count line."""
-    lines = [f"{verdict} {name}" for name, verdict in sorted(verdicts.items())]
+    """Write ``results.txt`` (one ``VERDICT name[ why]`` line per test, read by
+    ptf_tests/expectations.py) and print the closing count line."""
+    lines = []
+    for name, verdict in sorted(verdicts.items()):
+        word, _, why = verdict.partition(" ")
+        lines.append(f"{word} {name} {why}".rstrip())
     (work / "results.txt").write_text("".join(x + "\n" for x in lines))
     passed = sum(v == "PASS" for v in verdicts.values())
     failed = sum(v == "FAIL" for v in verdicts.values())
-    skipped = sum(v == "SKIP" for v in verdicts.values())
+    skipped = sum(v.startswith("SKIP") for v in verdicts.values())
     print(f"ptf: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     if status == 0 and not verdicts:
         print("ptf: no test ran", file=sys.stderr)

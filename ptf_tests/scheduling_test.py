@@ -11,7 +11,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from scapy.layers.inet import IP, UDP
+from scapy.contrib.roce import BTH
+from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 from tailcc_base import TailccTest
 from tailcc_packets import ECT0, NH2_MAC, ROUTER_MAC, roce, udp
@@ -105,8 +106,8 @@ class MiceElephantsTest(SchedulingBase):
         mice, elephants, mouse_order = [], [], []
         for t, frame in got:
             pkt = Ether(frame)
-            if pkt[UDP].dport == 4791:
-                psn = int.from_bytes(frame[14 + 20 + 8 + 9:14 + 20 + 8 + 12], "big")
+            if BTH in pkt:
+                psn = pkt[BTH].psn
                 mice.append(t - sent[("mouse", psn)])
                 mouse_order.append(psn)
             else:

@@ -67,10 +67,10 @@ QUEUE_CAPACITY_PKTS = 64
 # softswitch's traffic-manager extensions BMv2 does not have: the name a skipping test
 # gives, and what the extension is (README.md "softswitch" and softswitch/tm/).
 SOFTSWITCH_EXTENSIONS = {
-    "set_link_rate": "a per-port link rate (packets serialised at bits/s)",
-    "set_queue_weight": "DWRR weights between queues",
-    "set_pfc": "PFC generation (XOFF/XON to the upstream port)",
-    "pfc_honouring": "pausing egress queues on received PFC frames",
+    "set_link_rate": "per-port link rate (serialisation at bits/s)",
+    "set_queue_weight": "DWRR weights between queues (strict priority only)",
+    "set_pfc": "PFC generation (XOFF/XON frames to the upstream port)",
+    "pfc_honouring": "pausing of egress queues by received PFC frames",
     "byte_depth": "byte-based queue depths",
 }
 
