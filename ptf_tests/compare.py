@@ -120,9 +120,10 @@ def explain(name: str, results: dict[str, Result | None],
             notes.append(f"{target}: skips without naming `{e.extension}`"
                          if e.verdict == r.verdict else
                          f"{target}: listed as {e.verdict}, but {r.verdict}")
+        elif e.verdict == "SKIP":
+            notes.append(f"{target} skip: {r.reason} [README]")
         else:
-            where = "README" if e.verdict == "SKIP" else "known_failures.txt"
-            notes.append(f"{target}: {where}: {e.reason}")
+            notes.append(f"{target}: known failure: {e.reason}")
     return ok, "; ".join(notes)
 
 
@@ -182,9 +183,10 @@ def main(argv: list[str] | None = None) -> int:
                 ok, note = explain(name, got, listed)
                 unexplained += not ok
                 notes.append(note)
-            skips = [f"{t} skip: {r.reason}" for t, r in got.items()
-                     if r is not None and r.verdict == "SKIP"]
-            rows.append([*cells, "; ".join(notes + skips)])
+            else:
+                notes += [f"{t} skip: {r.reason}" for t, r in got.items()
+                          if r is not None and r.verdict == "SKIP"]
+            rows.append([*cells, "; ".join(notes)])
         print(table(rows))
         same = len(names) - differ
         print(f"ptf-compare: {len(names)} tests, {same} with the same outcome on both "
