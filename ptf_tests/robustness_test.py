@@ -89,15 +89,15 @@ class PfcCountedTest(TailccTest):
 
     def runTest(self) -> None:
         self.send(1, pfc_frame(enable=0x21))
-        self.send(3, pause_frame(quanta=0x100))
+        self.send(2, pause_frame(quanta=0x100))
         self.expect_nothing()
         self.assertEqual(self.wait_counter("ingress_drop_counter", DROP_PFC, 2), 2)
         self.assertEqual(self.packets("mac_control_frame_counter", 1), 1)
-        self.assertEqual(self.packets("mac_control_frame_counter", 3), 1)
+        self.assertEqual(self.packets("mac_control_frame_counter", 2), 1)
         self.assertEqual(self.packets("pfc_priority_counter", 1 * 8 + 0), 1)
         self.assertEqual(self.packets("pfc_priority_counter", 1 * 8 + 5), 1)
         self.assertEqual(self.packets("pfc_priority_counter", 1 * 8 + 1), 0)
-        self.assertEqual([self.packets("pfc_priority_counter", 3 * 8 + q) for q in range(8)],
+        self.assertEqual([self.packets("pfc_priority_counter", 2 * 8 + q) for q in range(8)],
                          [0] * 8)
 
 
