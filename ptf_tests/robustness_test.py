@@ -24,6 +24,16 @@ PERR_TOO_SHORT, PERR_STACK_OOB, PERR_IPV4_VERSION, PERR_IPV4_IHL, PERR_CHECKSUM 
 DROP_PARSER_ERROR, DROP_PFC = 0, 1
 
 
+def ipv4_changed(frame: bytes, **fields: int) -> bytes:
+    """``frame`` with IPv4 header fields set as given (the header checksum is
+    recomputed unless ``chksum`` is one of them)."""
+    pkt = Ether(frame)
+    del pkt[IP].chksum
+    for name, value in fields.items():
+        setattr(pkt[IP], name, value)
+    return bytes(pkt)
+
+
 class MalformedDropTest(TailccTest):
     """Truncated IPv4, IP version 5, IPv4 options, a bad header checksum, runt frames,
     an INT probe with nine records (stack overflow) and one cut inside its records are
@@ -33,20 +43,18 @@ class MalformedDropTest(TailccTest):
         self.insert("l2_exact", {"eth_dst": NH4_MAC}, "l2_forward", {"port": 4})
         full = bytes(udp("10.0.2.7", 5000, dmac=NH4_MAC))
         truncated = full[:14 + 10]
-        bad_version = bytearray(full)
-        bad_version[14] = 0x55
-        bad_csum = bytearray(full)
-        bad_csum[14 + 10] ^= 0xFF
+        bad_version = ipv4_changed(full, version=5)
+        bad_csum = ipv4_changed(full, chksum=Ether(full)[IP].chksum ^ 0xFF00)
         options = bytes(Ether(src="00:00:00:00:01:01", dst=NH4_MAC)
                         / IP(src="10.0.1.1", dst="10.0.2.7", options=b"\x01\x01\x01\x00")
                         / UDP(sport=1, dport=2) / Raw(b"x" * 20))
         runt = full[:14 + 2]           # EtherType IPv4 and two bytes of header
         nine_hops = bytes(int_probe([int_record(i, 1, 2, 0) for i in range(9)], 9, 16,
                                     dmac=NH4_MAC))                # more than 8 INT records
-        short_int = bytes(int_probe([int_record(1, 1, 2, 0)], 3, 4, dmac=NH4_MAC))[:14 + 20 +
-                                                                                  8 + 4 + 20]
-        for frame in (truncated, bytes(bad_version), bytes(bad_csum), options, runt,
-                      nine_hops, short_int):
+        # a shim announcing three records, cut after the first one and a quarter
+        short_int = bytes(int_probe([int_record(1, 1, 2, 0)], 3, 4,
+                                    dmac=NH4_MAC))[:INT_RECORD_OFFSET + 20]
+        for frame in (truncated, bad_version, bad_csum, options, runt, nine_hops, short_int):
             self.send(1, frame)
         self.expect_nothing()
         self.assertEqual(self.wait_counter("ingress_drop_counter", DROP_PARSER_ERROR, 7), 7)
@@ -72,13 +80,12 @@ class MalformedPolicyTest(TailccTest):
                     "forward_malformed")
         self.send(1, truncated)
         self.expect(truncated, 4)
-        bad_version = bytearray(full)
-        bad_version[14] = 0x55
+        bad_version = ipv4_changed(full, version=5)
         self.insert("parser_error_policy", {"error_code": PERR_IPV4_VERSION},
                     "punt_malformed")
-        self.send(3, bytes(bad_version))
+        self.send(3, bad_version)
         message = self.packet_in()
-        self.assertEqual(message.payload, bytes(bad_version))
+        self.assertEqual(message.payload, bad_version)
         self.assertEqual(self.metadata_value(message, "ingress_port"), 3)
         self.expect_nothing()
 
