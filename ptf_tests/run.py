@@ -17,14 +17,15 @@ What it does, in order, and undoes in reverse whatever happens (failure, Ctrl-C)
    names ``veth0``/``veth1`` … and port 9559 without colliding with anything else on
    the machine) and in it one veth pair per switch port P: ``veth{2i}`` on the switch
    side, ``veth{2i+1}`` on the PTF side, with IPv6 off so the kernel sends nothing
-   the tests do not expect;
+   the tests do not expect, and offloads off (``ethtool -K``) so frames stay as sent
+   and BMv2's libpcap capture ring holds a whole burst;
 3. starts ``softswitch run --no-p4`` (or ``simple_switch_grpc --no-p4``, with its
    notification socket in the work directory so parallel runs do not share it) on the
    switch side with ``--cpu-port 255 --priority-queues 8`` and waits until its gRPC
    port answers;
 4. runs ``ptf --test-dir ptf_tests -i P@veth{2i+1} … --test-params "grpcaddr=…;
    p4info=…;device_config=…;cpu_port=…;target=…"``, writes ``results.txt`` (one
-   ``PASS|FAIL|SKIP name`` line per test) into the work directory, prints a closing
+   ``PASS|FAIL|SKIP name[ why]`` line per test) into the work directory, prints a closing
    ``N passed, N failed`` line, and exits with PTF's status.
 
 The namespace mode re-executes this script inside the namespace (Python 3.11 has no
@@ -187,9 +188,18 @@ def test_iface(port_index: int) -> str:
     return f"veth{2 * port_index + 1}"
 
 
+# Segmentation/receive offloads off on every veth: with any of them on, libpcap sizes
+# its capture ring for 64 KB frames, so BMv2 (which reads its ports through libpcap)
+# holds only about 30 frames while its receive thread waits for a core, and drops the
+# rest of a burst on a busy machine; with them off the ring holds hundreds. They also
+# keep the kernel from merging or splitting the test's packets.
+OFFLOADS_OFF = ("tso", "off", "gso", "off", "gro", "off")
+
+
 def create_veths(ports: tuple[int, ...]) -> list[str]:
-    """One veth pair per port, up, IPv6 off (no kernel chatter reaches the switch or
-    the test side); returns the switch-side names of the pairs created."""
+    """One veth pair per port, up, IPv6 and offloads off (no kernel chatter reaches the
+    switch or the test side, and frames stay as sent); returns the switch-side names
+    of the pairs created."""
     created: list[str] = []
     try:
         for i, _port in enumerate(ports):
@@ -205,6 +215,7 @@ def create_veths(ports: tuple[int, ...]) -> list[str]:
                     if path.exists():
                         path.write_text("1")
                 run(["ip", "link", "set", iface, "mtu", "9000", "up"])
+                run(["ethtool", "-K", iface, *OFFLOADS_OFF])
         return created
     except BaseException:
         delete_veths(created)
@@ -391,6 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     if os.geteuid() != 0:
         print("ptf_tests/run.py needs root (veth pairs, raw sockets)", file=sys.stderr)
+        return 1
+    if shutil.which("ethtool") is None:
+        print("ptf_tests/run.py needs ethtool (apt-get install ethtool)", file=sys.stderr)
         return 1
     # SIGTERM ends the run like Ctrl-C, so the finally blocks tear everything down.
     signal.signal(signal.SIGTERM, _interrupt)
