@@ -47,10 +47,18 @@ clean:
 	rm -rf $(VENV) out .pytest_cache
 
 # PTF suites (ptf_tests/) on softswitch in a private netns; PTF_ARGS e.g.
-# "--target bmv2 --bmv2-json build/tailcc.json" or "-- fast_cnp_test".
+# "--target bmv2" (p4c-bm2-ss compiles tailcc.p4) or "-- fast_cnp_test".
 .PHONY: ptf
 ptf: setup
 	$(PY) ptf_tests/run.py $(PTF_ARGS)
+
+# The PTF suites on softswitch and on BMv2 (real p4c + simple_switch_grpc), one row per
+# test with both outcomes; fails on a difference ptf_tests/README.md does not explain.
+# COMPARE_ARGS e.g. "--keep /tmp/cmp", "--alone" (each test also run on its own) or
+# "-- ecn_test".
+.PHONY: ptf-compare
+ptf-compare: setup reference-tools
+	$(PY) ptf_tests/compare.py $(COMPARE_ARGS)
 
 # Mininet topologies (topologies/*.yaml), one softswitch per switch: up, ping every
 # host pair, down. TOPO=topologies/leaf_spine.yaml, TOPO_ARGS e.g. "--cli",

@@ -6,6 +6,7 @@ import zlib
 from collections import Counter
 
 from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
 from tailcc_base import TailccTest
 from tailcc_packets import NH2_MAC, NH3_MAC, NH4_MAC, ROUTER_MAC, udp, udp6
 
@@ -100,10 +101,10 @@ class EcmpTest(TailccTest):
                 got = self._one_of(list(by_port))
                 self.assertIsNotNone(got, f"flow {flow}: no packet on any member port")
                 port, frame = got
-                ip = IP(frame[14:])
-                self.assertEqual(ip.ttl, 63)
-                self.assertEqual(ip[UDP].sport, sport)
-                self.assertEqual(frame[0:6], bytes.fromhex(by_port[port].replace(":", "")))
+                pkt = Ether(frame)
+                self.assertEqual(pkt[IP].ttl, 63)
+                self.assertEqual(pkt[UDP].sport, sport)
+                self.assertEqual(pkt.dst, by_port[port])
                 ports_seen.add(port)
             self.assertEqual(len(ports_seen), 1, f"flow {flow} was split over {ports_seen}")
             port = ports_seen.pop()

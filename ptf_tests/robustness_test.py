@@ -15,12 +15,23 @@ from tailcc_packets import (
     int_probe,
     int_record,
     parse_int_record,
+    pause_frame,
     pfc_frame,
     udp,
 )
 
 PERR_TOO_SHORT, PERR_STACK_OOB, PERR_IPV4_VERSION, PERR_IPV4_IHL, PERR_CHECKSUM = 1, 3, 5, 6, 8
 DROP_PARSER_ERROR, DROP_PFC = 0, 1
+
+
+def ipv4_changed(frame: bytes, **fields: int) -> bytes:
+    """``frame`` with IPv4 header fields set as given (the header checksum is
+    recomputed unless ``chksum`` is one of them)."""
+    pkt = Ether(frame)
+    del pkt[IP].chksum
+    for name, value in fields.items():
+        setattr(pkt[IP], name, value)
+    return bytes(pkt)
 
 
 class MalformedDropTest(TailccTest):
@@ -32,20 +43,18 @@ class MalformedDropTest(TailccTest):
         self.insert("l2_exact", {"eth_dst": NH4_MAC}, "l2_forward", {"port": 4})
         full = bytes(udp("10.0.2.7", 5000, dmac=NH4_MAC))
         truncated = full[:14 + 10]
-        bad_version = bytearray(full)
-        bad_version[14] = 0x55
-        bad_csum = bytearray(full)
-        bad_csum[14 + 10] ^= 0xFF
+        bad_version = ipv4_changed(full, version=5)
+        bad_csum = ipv4_changed(full, chksum=Ether(full)[IP].chksum ^ 0xFF00)
         options = bytes(Ether(src="00:00:00:00:01:01", dst=NH4_MAC)
                         / IP(src="10.0.1.1", dst="10.0.2.7", options=b"\x01\x01\x01\x00")
                         / UDP(sport=1, dport=2) / Raw(b"x" * 20))
         runt = full[:14 + 2]           # EtherType IPv4 and two bytes of header
         nine_hops = bytes(int_probe([int_record(i, 1, 2, 0) for i in range(9)], 9, 16,
                                     dmac=NH4_MAC))                # more than 8 INT records
-        short_int = bytes(int_probe([int_record(1, 1, 2, 0)], 3, 4, dmac=NH4_MAC))[:14 + 20 +
-                                                                                  8 + 4 + 20]
-        for frame in (truncated, bytes(bad_version), bytes(bad_csum), options, runt,
-                      nine_hops, short_int):
+        # a shim announcing three records, cut after the first one and a quarter
+        short_int = bytes(int_probe([int_record(1, 1, 2, 0)], 3, 4,
+                                    dmac=NH4_MAC))[:INT_RECORD_OFFSET + 20]
+        for frame in (truncated, bad_version, bad_csum, options, runt, nine_hops, short_int):
             self.send(1, frame)
         self.expect_nothing()
         self.assertEqual(self.wait_counter("ingress_drop_counter", DROP_PARSER_ERROR, 7), 7)
@@ -71,29 +80,32 @@ class MalformedPolicyTest(TailccTest):
                     "forward_malformed")
         self.send(1, truncated)
         self.expect(truncated, 4)
-        bad_version = bytearray(full)
-        bad_version[14] = 0x55
+        bad_version = ipv4_changed(full, version=5)
         self.insert("parser_error_policy", {"error_code": PERR_IPV4_VERSION},
                     "punt_malformed")
-        self.send(3, bytes(bad_version))
+        self.send(3, bad_version)
         message = self.packet_in()
-        self.assertEqual(message.payload, bytes(bad_version))
+        self.assertEqual(message.payload, bad_version)
         self.assertEqual(self.metadata_value(message, "ingress_port"), 3)
         self.expect_nothing()
 
 
 class PfcCountedTest(TailccTest):
-    """A PFC frame pausing priorities 0 and 5 is counted per port and per priority and
-    never forwarded."""
+    """A PFC frame pausing priorities 0 and 5 is counted per port and per priority, an
+    802.3x PAUSE frame per port only; neither is forwarded."""
 
     def runTest(self) -> None:
         self.send(1, pfc_frame(enable=0x21))
+        self.send(2, pause_frame(quanta=0x100))
         self.expect_nothing()
-        self.assertEqual(self.wait_counter("mac_control_frame_counter", 1, 1), 1)
+        self.assertEqual(self.wait_counter("ingress_drop_counter", DROP_PFC, 2), 2)
+        self.assertEqual(self.packets("mac_control_frame_counter", 1), 1)
+        self.assertEqual(self.packets("mac_control_frame_counter", 2), 1)
         self.assertEqual(self.packets("pfc_priority_counter", 1 * 8 + 0), 1)
         self.assertEqual(self.packets("pfc_priority_counter", 1 * 8 + 5), 1)
         self.assertEqual(self.packets("pfc_priority_counter", 1 * 8 + 1), 0)
-        self.assertEqual(self.packets("ingress_drop_counter", DROP_PFC), 1)
+        self.assertEqual([self.packets("pfc_priority_counter", 2 * 8 + q) for q in range(8)],
+                         [0] * 8)
 
 
 class PacketOutInTest(TailccTest):
@@ -143,6 +155,6 @@ class IntProbeTest(TailccTest):
         self.send(1, int_probe([], 0, 4))
         got = self.collect(2, 1)
         self.assertEqual(len(got), 1)
-        record = parse_int_record(got[0][1])
-        self.assertEqual((record["switch_id"], record["ingress_port"],
-                          record["egress_port"], record["queue"]), (0xABCD, 1, 2, 0))
+        hop = parse_int_record(got[0][1])
+        self.assertEqual((hop.switch_id, hop.ingress_port, hop.egress_port, hop.queue_id),
+                         (0xABCD, 1, 2, 0))

@@ -6,21 +6,26 @@
 
 What it does, in order, and undoes in reverse whatever happens (failure, Ctrl-C):
 
-1. compiles ``p4src/tailcc.p4`` with ``softswitch compile`` to a P4Info (or takes the
-   ``--p4info`` that p4c wrote) and prepares the device config the tests push with
-   SetForwardingPipelineConfig: softswitch's artifact (the program with its include
-   files), or the BMv2 JSON the user supplies;
+1. prepares the P4Info and the device config the tests push with
+   SetForwardingPipelineConfig. softswitch: ``softswitch compile`` writes the P4Info
+   (unless ``--p4info``) and the config is softswitch's artifact (the program with its
+   include files). BMv2: the tools are found by ``softswitch.reference_tools``
+   (``PATH`` or ``/opt/p4lang``, installed from ``../shared/p4lang`` when the bundle is
+   there); the config is the ``--bmv2-json`` given, or ``p4c-bm2-ss --arch v1model``
+   compiles ``p4src/tailcc.p4`` into the work directory, P4Info included;
 2. creates a private network namespace (so the suites can use the classic interface
    names ``veth0``/``veth1`` … and port 9559 without colliding with anything else on
    the machine) and in it one veth pair per switch port P: ``veth{2i}`` on the switch
    side, ``veth{2i+1}`` on the PTF side, with IPv6 off so the kernel sends nothing
-   the tests do not expect;
-3. starts ``softswitch run --no-p4`` (or ``simple_switch_grpc --no-p4``) on the switch
-   side with ``--cpu-port 255 --priority-queues 8`` and waits until its gRPC port
-   answers;
+   the tests do not expect, and offloads off (``ethtool -K``) so frames stay as sent
+   and BMv2's libpcap capture ring holds a whole burst;
+3. starts ``softswitch run --no-p4`` (or ``simple_switch_grpc --no-p4``, with its
+   notification socket in the work directory so parallel runs do not share it) on the
+   switch side with ``--cpu-port 255 --priority-queues 8`` and waits until its gRPC
+   port answers;
 4. runs ``ptf --test-dir ptf_tests -i P@veth{2i+1} … --test-params "grpcaddr=…;
    p4info=…;device_config=…;cpu_port=…;target=…"``, writes ``results.txt`` (one
-   ``PASS|FAIL|SKIP name`` line per test) into the work directory, prints a closing
+   ``PASS|FAIL|SKIP name[ why]`` line per test) into the work directory, prints a closing
    ``N passed, N failed`` line, and exits with PTF's status.
 
 The namespace mode re-executes this script inside the namespace (Python 3.11 has no
@@ -31,6 +36,7 @@ only owns the namespace and the inner process group.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import shlex
@@ -43,6 +49,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from softswitch.reference_tools import ReferenceTools
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -75,7 +85,8 @@ def parse_args(argv: list[str]) -> Options:
     p.add_argument("--target", choices=["softswitch", "bmv2"], default="softswitch",
                    help="switch to test: softswitch run (default) or simple_switch_grpc")
     p.add_argument("--bmv2-json", type=Path,
-                   help="BMv2 JSON of tailcc.p4 from p4c (required with --target bmv2)")
+                   help="BMv2 JSON of tailcc.p4 from p4c (default with --target bmv2: "
+                        "compiled with p4c-bm2-ss into the work directory)")
     p.add_argument("--p4info", type=Path,
                    help="P4Info to use (default: compiled by softswitch)")
     p.add_argument("--ports", default=",".join(map(str, DEFAULT_PORTS)),
@@ -97,13 +108,32 @@ def parse_args(argv: list[str]) -> Options:
     if not ports or any(not 0 <= x < CPU_PORT for x in ports):
         p.error("--ports: give switch ports 0..254")
     if ns.target == "bmv2":
-        if ns.bmv2_json is None:
-            p.error("--target bmv2 needs --bmv2-json (p4c --target bmv2 --arch v1model "
-                    "p4src/tailcc.p4)")
-        if shutil.which("simple_switch_grpc") is None:
-            p.error("--target bmv2: simple_switch_grpc is not installed")
+        if reference_tools() is None:
+            from softswitch import reference_tools as rt
+
+            p.error(f"--target bmv2: {rt.missing_reason()}")
+        if ns.bmv2_json is not None and not ns.bmv2_json.is_file():
+            p.error(f"--bmv2-json {ns.bmv2_json}: no such file")
+    elif ns.bmv2_json is not None:
+        p.error("--bmv2-json goes with --target bmv2")
     return Options(ns.target, ns.bmv2_json, ns.p4info, ports, not ns.no_netns, ns.keep,
                    ns.grpc_port, argv[split + 1:], ns.inner_workdir, ns.switch_cmd)
+
+
+def reference_tools() -> ReferenceTools | None:
+    """Real p4c/BMv2 (installed from the bundle beside the checkout when it is there)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from softswitch import reference_tools as rt
+
+    return rt.ensure()
+
+
+def bmv2_tools() -> ReferenceTools:
+    tools = reference_tools()
+    if tools is None:
+        raise SystemExit("--target bmv2: the reference p4c/BMv2 tools are gone")
+    return tools
 
 
 def run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess:
@@ -120,6 +150,19 @@ def venv_bin(name: str) -> str:
 def prepare(opts: Options, work: Path) -> tuple[Path, Path]:
     """P4Info and device config files for the tests' SetForwardingPipelineConfig."""
     p4info = opts.p4info
+    if opts.target == "bmv2":
+        if opts.bmv2_json is not None:
+            config = opts.bmv2_json
+        else:
+            config = work / "tailcc.json"
+            p4c_p4info = work / "tailcc.p4info.txtpb"
+            cmd = [bmv2_tools().p4c, "--arch", "v1model", "-o", str(config),
+                   "--p4runtime-files", str(p4c_p4info), str(PROGRAM)]
+            print("ptf: " + shlex.join(cmd), flush=True)
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+            if proc.returncode != 0:
+                raise SystemExit(f"p4c-bm2-ss failed ({proc.returncode}):\n{proc.stderr}")
+            p4info = p4info or p4c_p4info
     if p4info is None:
         p4info = work / "tailcc.p4info.txtpb"
         proc = subprocess.run([venv_bin("softswitch"), "compile", str(PROGRAM),
@@ -128,8 +171,7 @@ def prepare(opts: Options, work: Path) -> tuple[Path, Path]:
         if proc.returncode != 0:
             raise SystemExit(f"softswitch compile failed:\n{proc.stderr}")
     if opts.target == "bmv2":
-        assert opts.bmv2_json is not None
-        return p4info, opts.bmv2_json.resolve()
+        return p4info.resolve(), config.resolve()
     from softswitch.p4runtime.pipeline import make_artifact
 
     config = work / "tailcc.softswitch.json"
@@ -146,9 +188,18 @@ def test_iface(port_index: int) -> str:
     return f"veth{2 * port_index + 1}"
 
 
+# Segmentation/receive offloads off on every veth: with any of them on, libpcap sizes
+# its capture ring for 64 KB frames, so BMv2 (which reads its ports through libpcap)
+# holds only about 30 frames while its receive thread waits for a core, and drops the
+# rest of a burst on a busy machine; with them off the ring holds hundreds. They also
+# keep the kernel from merging or splitting the test's packets.
+OFFLOADS_OFF = ("tso", "off", "gso", "off", "gro", "off")
+
+
 def create_veths(ports: tuple[int, ...]) -> list[str]:
-    """One veth pair per port, up, IPv6 off (no kernel chatter reaches the switch or
-    the test side); returns the switch-side names of the pairs created."""
+    """One veth pair per port, up, IPv6 and offloads off (no kernel chatter reaches the
+    switch or the test side, and frames stay as sent); returns the switch-side names
+    of the pairs created."""
     created: list[str] = []
     try:
         for i, _port in enumerate(ports):
@@ -164,6 +215,7 @@ def create_veths(ports: tuple[int, ...]) -> list[str]:
                     if path.exists():
                         path.write_text("1")
                 run(["ip", "link", "set", iface, "mtu", "9000", "up"])
+                run(["ethtool", "-K", iface, *OFFLOADS_OFF])
         return created
     except BaseException:
         delete_veths(created)
@@ -181,8 +233,11 @@ def switch_command(opts: Options, work: Path) -> list[str]:
     tail = ["--", "--grpc-server-addr", f"127.0.0.1:{opts.grpc_port}", "--cpu-port",
             str(CPU_PORT), "--priority-queues", "8"]
     if opts.target == "bmv2":
-        return ["simple_switch_grpc", "--no-p4", *ifaces, "--log-file", str(work / "bmv2"),
-                "--log-flush",
+        # the default notification socket, ipc:///tmp/bmv2-0-notifications.ipc, is one
+        # per machine, not per namespace: give each run its own
+        return [bmv2_tools().simple_switch_grpc, "--no-p4", *ifaces,
+                "--pcap", str(work / "pcap"), "--log-file", str(work / "bmv2"), "--log-flush",
+                "--notifications-addr", f"ipc://{work}/bmv2-notifications.ipc",
                 "--thrift-port", str(RUNTIME_PORT), *tail]
     prefix = shlex.split(opts.switch_cmd) if opts.switch_cmd else [venv_bin("softswitch"), "run"]
     return [*prefix, "--no-p4", *ifaces, "--pcap", str(work / "pcap"),
@@ -192,11 +247,9 @@ def switch_command(opts: Options, work: Path) -> list[str]:
 def runtime_cli(opts: Options) -> str:
     """The command the tests pipe simple_switch_CLI commands into (queue rates)."""
     if opts.target == "bmv2":
-        from softswitch.reference_tools import find
-        tools = find()
-        if tools is not None:
-            return shlex.join(tools.cli_command(RUNTIME_PORT))
-        return f"simple_switch_CLI --thrift-port {RUNTIME_PORT}"
+        # BMv2's CLI is a python3 script that needs thrift: run it with an interpreter
+        # that has it (a bare `simple_switch_CLI` may pick one that does not)
+        return shlex.join(bmv2_tools().cli_command(RUNTIME_PORT))
     return f"{venv_bin('softswitch')} cli --port {RUNTIME_PORT}"
 
 
@@ -241,12 +294,25 @@ def ptf_command(opts: Options, p4info: Path, config: Path, work: Path) -> list[s
             "--default-timeout", "10", "--test-case-timeout", "300", *opts.ptf_args]
 
 
-VERDICT = re.compile(r"^(?P<name>[\w.]+) \.\.\. (?P<verdict>ok|FAIL|ERROR|skipped(?: .*)?)$")
+VERDICT = re.compile(r"^(?P<name>[\w.]+) \.\.\. "
+                     r"(?P<verdict>ok|FAIL|ERROR|skipped)(?: (?P<why>.*))?$")
+
+
+def skip_reason(text: str | None) -> str:
+    """unittest prints the skip message as a repr: ``skipped 'why'``."""
+    if not text:
+        return ""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return " ".join(str(value).split())
 
 
 def run_ptf(cmd: list[str]) -> tuple[int, dict[str, str]]:
     """Run PTF, echoing its output, and collect unittest's per-test verdicts
-    (``name ... ok|FAIL|ERROR|skipped 'why'``) from it."""
+    (``name ... ok|FAIL|ERROR|skipped 'why'``) from it: ``PASS``, ``FAIL`` or
+    ``SKIP why``."""
     verdicts: dict[str, str] = {}
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1)
@@ -258,18 +324,21 @@ def run_ptf(cmd: list[str]) -> tuple[int, dict[str, str]]:
         if m:
             word = m.group("verdict")
             verdicts[m.group("name")] = {"ok": "PASS", "FAIL": "FAIL", "ERROR": "FAIL"}.get(
-                word, "SKIP")
+                word) or f"SKIP {skip_reason(m.group('why'))}".rstrip()
     return proc.wait(), verdicts
 
 
 def report(status: int, verdicts: dict[str, str], work: Path) -> int:
-    """Write ``results.txt`` (one ``VERDICT name`` line per test, read by
-    tests/test_ptf_suites.py) and print the closing count line."""
-    lines = [f"{verdict} {name}" for name, verdict in sorted(verdicts.items())]
+    """Write ``results.txt`` (one ``VERDICT name[ why]`` line per test, read by
+    ptf_tests/expectations.py) and print the closing count line."""
+    lines = []
+    for name, verdict in sorted(verdicts.items()):
+        word, _, why = verdict.partition(" ")
+        lines.append(f"{word} {name} {why}".rstrip())
     (work / "results.txt").write_text("".join(x + "\n" for x in lines))
     passed = sum(v == "PASS" for v in verdicts.values())
     failed = sum(v == "FAIL" for v in verdicts.values())
-    skipped = sum(v == "SKIP" for v in verdicts.values())
+    skipped = sum(v.startswith("SKIP") for v in verdicts.values())
     print(f"ptf: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     if status == 0 and not verdicts:
         print("ptf: no test ran", file=sys.stderr)
@@ -283,6 +352,7 @@ def session(opts: Options, work: Path) -> int:
     created = create_veths(opts.ports)
     switch: subprocess.Popen | None = None
     try:
+        (work / "pcap").mkdir(exist_ok=True)
         switch_log = open(work / "switch.out", "w")  # noqa: SIM115 - closed below
         switch = subprocess.Popen(switch_command(opts, work), stdout=switch_log,
                                   stderr=subprocess.STDOUT, cwd=ROOT)
@@ -332,6 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     if os.geteuid() != 0:
         print("ptf_tests/run.py needs root (veth pairs, raw sockets)", file=sys.stderr)
+        return 1
+    if shutil.which("ethtool") is None:
+        print("ptf_tests/run.py needs ethtool (apt-get install ethtool)", file=sys.stderr)
         return 1
     # SIGTERM ends the run like Ctrl-C, so the finally blocks tear everything down.
     signal.signal(signal.SIGTERM, _interrupt)

@@ -11,10 +11,20 @@ from __future__ import annotations
 import statistics
 import time
 
-from scapy.layers.inet import IP, UDP
+from scapy.contrib.roce import BTH
+from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 from tailcc_base import TailccTest
-from tailcc_packets import ECT0, NH2_MAC, ROUTER_MAC, roce, udp
+from tailcc_packets import (
+    ECT0,
+    NH2_MAC,
+    ROUTER_MAC,
+    IntShim,
+    int_probe,
+    parse_int_record,
+    roce,
+    udp,
+)
 
 EGRESS = 2
 # DSCP -> (class, queue): one class per queue 0..7 (the default profile's queues)
@@ -105,8 +115,8 @@ class MiceElephantsTest(SchedulingBase):
         mice, elephants, mouse_order = [], [], []
         for t, frame in got:
             pkt = Ether(frame)
-            if pkt[UDP].dport == 4791:
-                psn = int.from_bytes(frame[14 + 20 + 8 + 9:14 + 20 + 8 + 12], "big")
+            if BTH in pkt:
+                psn = pkt[BTH].psn
                 mice.append(t - sent[("mouse", psn)])
                 mouse_order.append(psn)
             else:
@@ -117,3 +127,30 @@ class MiceElephantsTest(SchedulingBase):
         self.assertLess(max(mice), median_elephant,
                         f"slowest mouse {max(mice):.3f} s, median elephant "
                         f"{median_elephant:.3f} s")
+
+
+class QueueDepthPerQueueTest(SchedulingBase):
+    """``enq_qdepth`` (as an INT probe reports it) is the depth of the packet's own
+    priority queue, as BMv2 reports it since 1.15.1 (p4lang/behavioral-model#1270):
+    with bulk packets waiting in queue 0 of a port, a probe into queue 5 of the same
+    port finds its queue empty, a probe into queue 0 finds the bulk ahead of it.
+    tailcc keys queue_depth, its watermark and the ECN/Fast CNP decisions on (port,
+    queue), so another queue's backlog must not count."""
+
+    def runTest(self) -> None:
+        self.set_queue_rate(5, EGRESS, 0)           # before the bulk arrives
+        for i in range(10):
+            self.send(1, udp("10.0.2.9", 5000, dscp=0, size=200, ident=i))
+        time.sleep(0.1)
+        self.send(1, int_probe([], max_hops=4, dscp=40, ident=100))     # queue 5
+        self.send(1, int_probe([], max_hops=4, dscp=0, ident=101))      # queue 0
+        got = self.collect(EGRESS, 12, timeout=15)
+        self.assertEqual(len(got), 12)
+        hops = {Ether(f)[IP].id: parse_int_record(f) for _, f in got if IntShim in Ether(f)}
+        urgent, bulk = hops[100], hops[101]
+        self.assertEqual((urgent.queue_id, bulk.queue_id), (5, 0))
+        self.assertGreaterEqual(bulk.enq_qdepth, 5,
+                                "the probe in queue 0 did not see the bulk ahead of it")
+        self.assertEqual(urgent.enq_qdepth, 0,
+                         f"queue 5 was empty, but its probe saw depth {urgent.enq_qdepth} "
+                         f"(queue 0 held {bulk.enq_qdepth})")

@@ -3,9 +3,19 @@
 Each test starts from a clean switch: ``setUp`` pushes the pipeline again with
 SetForwardingPipelineConfig (VERIFY_AND_COMMIT), which on softswitch and BMv2 alike
 throws away every entry, counter, register and clone session of the previous test,
-so no test depends on another one's leftovers or order. Entries are written with the
+so no test depends on another one's leftovers or order. What a test holds on the
+switch is given back however the test ends, also when ``setUp`` fails half-way
+(unittest runs no ``tearDown`` then, but it does run the cleanups registered so far):
+the queue and link rates it set are reset and the packets still queued behind them
+drained, then its P4Runtime stream is closed and the server has dropped its
+arbitration before the next test connects with the same election id. Entries are
+written with the
 shared P4Runtime client (``controlplane.p4rt``) by P4Info names, exactly as the
 controller writes them, so a renamed table breaks these suites loudly.
+
+softswitch's traffic-manager extensions (link rate, DWRR weights, PFC; see
+``softswitch/tm/``) have helpers here that skip the test on any other target, naming
+the extension; ``ptf_tests/README.md`` lists the tests that skip and why.
 
 Test parameters (``ptf --test-params``), set by ``ptf_tests/run.py``:
 ``grpcaddr``, ``p4info``, ``device_config`` (file sent as ``p4_device_config``: a
@@ -42,11 +52,28 @@ from controlplane.p4rt import (
 from controlplane.p4rt.client import update
 from controlplane.p4rt.values import decode
 
-# One election id per process run is enough: the suites are the only controller.
+# One election id per process run is enough: the suites are the only controller, and
+# each test gives its arbitration back before the next one connects.
 ELECTION_ID = 10
 ALL_PORTS_MASK = 0x1FF
 # "No limit" in set_queue_rate terms that BMv2 and softswitch both accept.
 UNLIMITED_PPS = 10_000_000
+# How long closing the P4Runtime session may wait for the server to end the stream.
+RELEASE_TIMEOUT_S = 5.0
+# Draining shaped queues after a test: quiet for this long beyond one packet time of
+# the slowest rate set, and never longer than the deepest queue (64 packets) takes.
+DRAIN_QUIET_S = 0.3
+QUEUE_CAPACITY_PKTS = 64
+
+# softswitch's traffic-manager extensions BMv2 does not have: the name a skipping test
+# gives, and what the extension is (README.md "softswitch" and softswitch/tm/).
+SOFTSWITCH_EXTENSIONS = {
+    "set_link_rate": "per-port link rate (serialisation at bits/s)",
+    "set_queue_weight": "DWRR weights between queues (strict priority only)",
+    "set_pfc": "PFC generation (XOFF/XON frames to the upstream port)",
+    "pfc_honouring": "pausing of egress queues by received PFC frames",
+    "byte_depth": "byte-based queue depths",
+}
 
 
 def param(name: str, default: str | None = None) -> str:
@@ -69,6 +96,8 @@ class TailccTest(BaseTest):
         self.dataplane = ptf.dataplane_instance
         self.target = param("target", "softswitch")
         self.cpu_port = int(param("cpu_port", "255"))
+        # port -> slowest queue rate (pps) set on it; 0.0 when only its link was shaped
+        self._shaped_ports: dict[int, float] = {}
         info = load_p4info(param("p4info"))
         with open(param("device_config"), "rb") as f:
             config = f.read()
@@ -76,6 +105,11 @@ class TailccTest(BaseTest):
         self.b = EntityBuilder(self.index)
         self.client = Client(param("grpcaddr"), int(param("device_id", "0")),
                              election_id=ELECTION_ID, timeout=20)
+        # Cleanups run after tearDown, and also when setUp raises below (when tearDown
+        # does not run): last in, first out, so the queues are reset before the
+        # session ends.
+        self.addCleanup(self._release_session)
+        self.addCleanup(self._release_queues)
         self.client.connect(retries=5)
         self.client.set_pipeline(info, config)
         if self.target == "bmv2":
@@ -85,13 +119,14 @@ class TailccTest(BaseTest):
         time.sleep(0.1)
         self.dataplane.flush()
 
-    def tearDown(self) -> None:
-        try:
-            if getattr(self, "_shaped_ports", None):
-                self.reset_queues()
-        finally:
-            self.client.close()
-            BaseTest.tearDown(self)
+    def _release_session(self) -> None:
+        """Close the P4Runtime stream and wait until the server has dropped it (and our
+        arbitration), so the next test can be primary with the same election id."""
+        self.client.close(wait=RELEASE_TIMEOUT_S)
+
+    def _release_queues(self) -> None:
+        if self._shaped_ports:
+            self.reset_queues()
 
     # ------------------------------------------------------------------ runtime channel
     def runtime(self, *commands: str) -> str:
@@ -131,27 +166,57 @@ class TailccTest(BaseTest):
             self.runtime(*commands)
 
     def set_queue_rate(self, pps: int, port: int, priority: int | None = None) -> None:
-        """BMv2 ``set_queue_rate`` (packets/s) of one port's queue (or all its queues)."""
+        """BMv2 ``set_queue_rate`` (packets/s) of one port's queue (or all its queues).
+
+        On BMv2 a packet's departure time is fixed when it is enqueued, so a new rate
+        applies to the packets enqueued after it, not to those already waiting: set the
+        rate before the packets it should pace arrive."""
         where = f"{port}" if priority is None else f"{port} {priority}"
         self.runtime(f"set_queue_rate {pps} {where}")
-        self._shaped_ports = getattr(self, "_shaped_ports", set()) | {port}
+        slowest = self._shaped_ports.get(port, 0.0)
+        self._shaped_ports[port] = min(slowest, pps) if slowest else float(pps)
+
+    def softswitch_extension(self, name: str) -> None:
+        """Skip unless the target is softswitch: ``name`` (a key of
+        SOFTSWITCH_EXTENSIONS) is one of its extensions, which BMv2 does not have."""
+        if self.target != "softswitch":
+            self.skipTest(f"softswitch extension {name}: {self.target} has no "
+                          f"{SOFTSWITCH_EXTENSIONS[name]}")
 
     def set_link_rate(self, bps: int, port: int) -> None:
-        """softswitch's port serialisation rate (an extension BMv2 does not have)."""
-        if self.target != "softswitch":
-            self.skipTest(f"{self.target} has no per-port link rate (softswitch extension)")
+        """softswitch's port serialisation rate (skips the test on other targets)."""
+        self.softswitch_extension("set_link_rate")
         self.runtime(f"set_link_rate {bps} {port}")
-        self._shaped_ports = getattr(self, "_shaped_ports", set()) | {port}
+        self._shaped_ports.setdefault(port, 0.0)
+
+    def set_queue_weight(self, weight: int, port: int, priority: int) -> None:
+        """softswitch's DWRR weight of a queue, 0 = strict (skips on other targets)."""
+        self.softswitch_extension("set_queue_weight")
+        self.runtime(f"set_queue_weight {weight} {port} {priority}")
+        self._shaped_ports.setdefault(port, 0.0)
 
     def reset_queues(self) -> None:
-        """Unlimited rates again, so the next test starts with an idle switch."""
+        """Unlimited rates again and nothing left in the queues, so the next test starts
+        with an idle switch. BMv2 keeps the departure times of packets queued under the
+        old rate, so what a failed test left queued still trickles out: wait until the
+        shaped ports have been quiet for one packet time of the slowest rate."""
         commands = []
         for port in sorted(self._shaped_ports):
             commands.append(f"set_queue_rate {UNLIMITED_PPS} {port}")
             if self.target == "softswitch":
                 commands.append(f"set_link_rate 0 {port}")
-        self._shaped_ports = set()
+                commands.append(f"set_queue_weight 0 {port}")
+        rates = [pps for pps in self._shaped_ports.values() if pps]
+        self._shaped_ports = {}
         self.runtime(*commands)
+        slowest = min(rates, default=0.0)
+        quiet = DRAIN_QUIET_S + (1.0 / slowest if slowest else 0.0)
+        limit = QUEUE_CAPACITY_PKTS / slowest + quiet if slowest else quiet
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            result = self.dataplane.poll(device_number=0, port_number=None, timeout=quiet)
+            if not isinstance(result, self.dataplane.PollSuccess):
+                break
 
     # ------------------------------------------------------------------ writes
     def insert(self, table: str, match: Mapping[str, Any] | None = None,

@@ -10,12 +10,18 @@ same scenarios, so the STF and PTF suites test the same thing.
 
 from __future__ import annotations
 
+from scapy.contrib.mac_control import (
+    MACControl,
+    MACControlClassBasedFlowControl,
+    MACControlPause,
+)
 from scapy.contrib.roce import BTH, CNPPadding, cnp
+from scapy.fields import BitField, ByteField, FieldLenField, IntField, PacketListField, ShortField
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.layers.vxlan import VXLAN
-from scapy.packet import Packet, Raw
+from scapy.packet import Packet, Raw, bind_layers
 
 ROUTER_MAC = "00:00:00:00:aa:01"
 HOST1_MAC = "00:00:00:00:01:01"     # behind port 1
@@ -133,43 +139,84 @@ def vxlan_tunnel(inner: Packet, *, dscp: int, ecn: int, vni: int = 200,
             / inner)
 
 
-def int_probe(records: list[bytes], hop_count: int, max_hops: int, *, ttl: int = 64,
-              smac: str = HOST1_MAC, dmac: str = ROUTER_MAC, dst: str = "10.0.2.8",
-              dscp: int = 0, ecn: int = NOT_ECT, ident: int = 21, sport: int = 40001
-              ) -> Packet:
-    """A UDP INT probe: shim {hop_count, max_hops, 0, 0}, 16-byte records newest first."""
-    shim = bytes([hop_count, max_hops, 0, 0])
+class IntHop(Packet):
+    """One 16-byte hop record (``int_hop_t``, p4src/include/headers.p4): what a switch
+    saw of the probe, newest record first."""
+
+    name = "tailcc INT hop"
+    fields_desc = [
+        IntField("switch_id", 0),
+        BitField("_pad0", 0, 7), BitField("ingress_port", 0, 9),
+        BitField("_pad1", 0, 7), BitField("egress_port", 0, 9),
+        BitField("_pad2", 0, 5), BitField("queue_id", 0, 3),
+        BitField("_pad3", 0, 5), BitField("enq_qdepth", 0, 19),
+        IntField("deq_timedelta", 0),          # microseconds
+    ]
+
+    def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
+        return b"", s                          # a record has no payload of its own
+
+
+class IntShim(Packet):
+    """tailcc's INT shim (``int_shim_t``) in a UDP probe to port 6765: how many hop
+    records follow (by default, as many as given), the sender's hop budget, then the
+    records themselves."""
+
+    name = "tailcc INT shim"
+    fields_desc = [
+        FieldLenField("hop_count", None, fmt="B", count_of="hops"),
+        ByteField("max_hops", 4),
+        ShortField("rsvd", 0),
+        PacketListField("hops", [], IntHop, count_from=lambda pkt: pkt.hop_count),
+    ]
+
+
+bind_layers(UDP, IntShim, dport=INT_UDP_PORT)
+
+
+def int_probe(records: list[IntHop], hop_count: int | None = None, max_hops: int = 4, *,
+              ttl: int = 64, smac: str = HOST1_MAC, dmac: str = ROUTER_MAC,
+              dst: str = "10.0.2.8", dscp: int = 0, ecn: int = NOT_ECT, ident: int = 21,
+              sport: int = 40001) -> Packet:
+    """A UDP INT probe: the shim (``hop_count`` defaults to the number of records),
+    the records newest first, 24 bytes of payload."""
     return (Ether(src=smac, dst=dmac)
             / IP(src="10.0.1.1", dst=dst, ttl=ttl, id=ident, tos=(dscp << 2) | ecn)
             / UDP(sport=sport, dport=INT_UDP_PORT, chksum=0)
-            / Raw(shim + b"".join(records) + b"\x77" * 24))
+            / IntShim(hop_count=hop_count, max_hops=max_hops, hops=records)
+            / Raw(b"\x77" * 24))
 
 
 def int_record(switch_id: int, in_port: int, out_port: int, queue: int, qdepth: int = 0,
-               delta_us: int = 0) -> bytes:
-    return (switch_id.to_bytes(4, "big") + in_port.to_bytes(2, "big")
-            + out_port.to_bytes(2, "big") + bytes([queue]) + qdepth.to_bytes(3, "big")
-            + delta_us.to_bytes(4, "big"))
+               delta_us: int = 0) -> IntHop:
+    return IntHop(switch_id=switch_id, ingress_port=in_port, egress_port=out_port,
+                  queue_id=queue, enq_qdepth=qdepth, deq_timedelta=delta_us)
 
 
-# Offsets into a probe that went through one switch (no VLAN, IPv4, no options).
-INT_RECORD_OFFSET = 14 + 20 + 8 + 4
+# Offset of the first hop record in a probe that went through one switch (no VLAN,
+# IPv4 without options): where a mask's don't-care bits start.
+INT_RECORD_OFFSET = len(Ether() / IP() / UDP() / IntShim())
 
 
-def parse_int_record(frame: bytes, index: int = 0) -> dict[str, int]:
-    """Fields of the ``index``-th hop record of a received probe."""
-    off = INT_RECORD_OFFSET + 16 * index
-    rec = frame[off:off + 16]
-    return {"switch_id": int.from_bytes(rec[0:4], "big"),
-            "ingress_port": int.from_bytes(rec[4:6], "big"),
-            "egress_port": int.from_bytes(rec[6:8], "big"),
-            "queue": rec[8],
-            "enq_qdepth": int.from_bytes(rec[9:12], "big"),
-            "deq_timedelta": int.from_bytes(rec[12:16], "big")}
+def parse_int_record(frame: bytes, index: int = 0) -> IntHop:
+    """The ``index``-th hop record (0: the newest) of a received probe."""
+    shim = Ether(frame).getlayer(IntShim)
+    if shim is None:
+        raise ValueError(f"not an INT probe: {frame.hex()}")
+    return shim.hops[index]
 
 
 def pfc_frame(enable: int = 0x21, quanta: int = 0xFFFF) -> Packet:
-    """IEEE 802.1Qbb PFC: opcode 0x0101, priority-enable vector, eight pause times."""
-    body = bytes.fromhex("0101") + enable.to_bytes(2, "big") + quanta.to_bytes(2, "big") * 8
-    return (Ether(src=HOST1_MAC, dst="01:80:c2:00:00:01", type=0x8808)
-            / Raw(body) / Raw(b"\x00" * 26))
+    """IEEE 802.1Qbb PFC (scapy's MAC control class-based flow control, opcode 0x0101):
+    the priorities in ``enable`` paused, eight pause times of ``quanta``, padded to the
+    60-byte minimum frame."""
+    pfc = MACControlClassBasedFlowControl(
+        **{f"c{i}_enabled": (enable >> i) & 1 for i in range(8)},
+        **{f"c{i}_pause_time": quanta for i in range(8)})
+    return Ether(src=HOST1_MAC, dst=MACControl.DEFAULT_DST_MAC) / pfc
+
+
+def pause_frame(quanta: int = 0xFFFF) -> Packet:
+    """IEEE 802.3x PAUSE (scapy's MAC control PAUSE, opcode 0x0001), padded to 60 bytes."""
+    return Ether(src=HOST1_MAC, dst=MACControl.DEFAULT_DST_MAC) / MACControlPause(
+        pause_time=quanta)

@@ -235,3 +235,14 @@ def test_connect_to_nothing_is_a_clear_error() -> None:
     client = Client("127.0.0.1:1", 1, timeout=0.5)
     with pytest.raises(P4RuntimeClientError, match="no P4Runtime server answers"):
         client.connect()
+
+
+def test_close_with_wait_frees_the_election_id_at_once(server: str) -> None:
+    """close(wait=...) returns once the server has ended the stream, so the next
+    session may take the same election id straight away (a PTF suite's next test)."""
+    for _ in range(20):
+        client = Client(server, 1, election_id=10)
+        assert client.connect().primary
+        client.close(wait=5)
+    # a session that was never connected closes without waiting
+    Client(server, 1, election_id=10).close(wait=5)

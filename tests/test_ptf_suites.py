@@ -6,13 +6,18 @@
   reference shows up here.
 - The runner's command line refuses what cannot work, and it always removes its
   namespace, veths and switch (after a pass, a failure, or SIGTERM).
-- The full run (``ptf_tests/run.py`` on softswitch) must pass every test except those
-  in ``ptf_tests/known_failures.txt``, and every listed test must still fail (a stale
-  entry is an error, so the list only shrinks).
+- The full run (``ptf_tests/run.py``), on softswitch and on BMv2 (real p4c and
+  simple_switch_grpc, from the ``reference_tools`` fixture), must pass every test
+  except those listed for that target: known failures in
+  ``ptf_tests/known_failures.txt``, skips for a softswitch extension in the "Target
+  differences" table of ``ptf_tests/README.md`` (both read by
+  ``ptf_tests/expectations.py``). Every listed test must still fail or skip (a stale
+  entry is an error, so the lists only shrink).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import signal
@@ -26,9 +31,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PTF_DIR = ROOT / "ptf_tests"
 STF_DIR = ROOT / "tests" / "p4"
-KNOWN_FAILURES = PTF_DIR / "known_failures.txt"
 sys.path.insert(0, str(PTF_DIR))
 
+import expectations  # noqa: E402
 import tailcc_packets as tp  # noqa: E402
 
 NEEDS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (netns, veth pairs)")
@@ -121,10 +126,94 @@ def test_classify_and_forwarding_packets_match_stf():
 
 def test_int_record_round_trip():
     rec = tp.int_record(0xABCD, 1, 2, 5, qdepth=17, delta_us=99)
-    frame = bytes(tp.int_probe([rec], 1, 4))
-    assert tp.parse_int_record(frame) == {"switch_id": 0xABCD, "ingress_port": 1,
-                                          "egress_port": 2, "queue": 5, "enq_qdepth": 17,
-                                          "deq_timedelta": 99}
+    assert len(bytes(rec)) == 16
+    frame = bytes(tp.int_probe([rec, tp.int_record(0x1111, 7, 8, 3)], max_hops=4))
+    assert frame[tp.INT_RECORD_OFFSET - 4:tp.INT_RECORD_OFFSET] == bytes([2, 4, 0, 0])
+    hop = tp.parse_int_record(frame)
+    assert (hop.switch_id, hop.ingress_port, hop.egress_port, hop.queue_id, hop.enq_qdepth,
+            hop.deq_timedelta) == (0xABCD, 1, 2, 5, 17, 99)
+    assert tp.parse_int_record(frame, 1).switch_id == 0x1111
+    assert bytes(tp.Ether(frame)[tp.IntShim].payload) == b"\x77" * 24
+
+
+def _stf_lines(name: str, prefix: str) -> list[tuple[str, int, str]]:
+    """The packet/expect lines of one scenario as hex strings, masks (``*``) kept."""
+    out: list[tuple[str, int, str]] = []
+    current = None
+    for line in (STF_DIR / name).read_text().splitlines():
+        if line.startswith("# "):
+            current = line[2:].startswith(prefix)
+        elif line.startswith(("packet ", "expect ")) and current:
+            kind, port, data = line.split()[:3]
+            out.append((kind, int(port), data.upper()))
+    assert out, f"{name}: no scenario starting with {prefix!r}"
+    return out
+
+
+def _masked_equal(stf_hex: str, data: bytes) -> bool:
+    ours = data.hex().upper()
+    return len(ours) == len(stf_hex) and all(a in ("*", b) for a, b in zip(stf_hex, ours,
+                                                                           strict=True))
+
+
+def test_int_probes_match_stf():
+    """INT probes and hop records through the scapy layers = the STF suite's bytes
+    (the record's varying queue fields are masked there, and only there)."""
+    earlier = tp.int_record(0x1111, 7, 8, 5)
+    mine = tp.int_record(0xABCD, 1, 2, 0)
+    out = dict(ttl=63, smac=tp.ROUTER_MAC, dmac=tp.NH2_MAC)
+    for prefix, records, max_hops, records_out in (
+            ("probe with no records", [], 4, [mine]),
+            ("probe with one record", [earlier], 4, [mine, earlier]),
+            ("probe at its max_hops", [earlier], 1, [earlier])):
+        (k1, p1, sent), (k2, p2, expect) = _stf_lines("packetio_int.stf", prefix)
+        assert (k1, p1, sent) == ("packet", 1, bytes(tp.int_probe(records, max_hops=max_hops))
+                                  .hex().upper())
+        assert (k2, p2) == ("expect", 2)
+        assert _masked_equal(expect, bytes(tp.int_probe(records_out, max_hops=max_hops,
+                                                        **out))), prefix
+
+
+def test_pause_and_pfc_frames_are_scapy_mac_control():
+    """PFC and PAUSE come from scapy.contrib.mac_control and read back as such."""
+    from scapy.contrib.mac_control import MACControlClassBasedFlowControl, MACControlPause
+
+    pfc = tp.Ether(bytes(tp.pfc_frame(enable=0x21, quanta=7)))
+    assert len(bytes(pfc)) == 60 and pfc.type == 0x8808
+    body = pfc[MACControlClassBasedFlowControl]
+    assert [getattr(body, f"c{i}_enabled") for i in range(8)] == [1, 0, 0, 0, 0, 1, 0, 0]
+    assert {getattr(body, f"c{i}_pause_time") for i in range(8)} == {7}
+    pause = tp.Ether(bytes(tp.pause_frame(quanta=0x100)))
+    assert len(bytes(pause)) == 60 and pause[MACControlPause].pause_time == 0x100
+
+
+def _ptf_test_names() -> set[str]:
+    """module.Class of every PTF test class (by source, without importing PTF)."""
+    names = set()
+    for path in PTF_DIR.glob("*_test.py"):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(n, ast.FunctionDef) and n.name == "runTest" for n in node.body):
+                names.add(f"{path.stem}.{node.name}")
+    return names
+
+
+def test_expectation_lists_name_real_tests_and_extensions():
+    """known_failures.txt and the README's table parse, and name existing tests and
+    (for skips) a softswitch extension the suites' base knows."""
+    from tailcc_base import SOFTSWITCH_EXTENSIONS
+
+    tests = _ptf_test_names()
+    assert len(tests) >= 20
+    for target in expectations.TARGETS:
+        listed = expectations.expected(target)
+        assert set(listed) <= tests, f"{target}: {sorted(set(listed) - tests)}"
+        for name, e in listed.items():
+            assert e.reason, name
+            if e.verdict == "SKIP":
+                assert e.extension in SOFTSWITCH_EXTENSIONS, (name, e.extension)
+    assert "scheduling_test.StrictPriorityOrderTest" in expectations.documented_skips()["bmv2"]
 
 
 # ---------------------------------------------------------------- the runner
@@ -145,10 +234,21 @@ def _own_namespace(output: str) -> str:
     return m.group(1)
 
 
-def test_runner_refuses_bmv2_without_json():
-    res = _runner("--target", "bmv2")
-    assert res.returncode == 2
-    assert "--bmv2-json" in res.stderr or "simple_switch_grpc" in res.stderr
+def test_runner_refuses_bmv2_without_the_tools(tmp_path: Path):
+    """No p4c/BMv2 anywhere (and no bundle to install them from): a usage error that
+    says how to get them."""
+    env = dict(os.environ, P4LANG_PREFIX=str(tmp_path), P4LANG_INSTALLER=str(tmp_path / "no"),
+               PATH=os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                                    if not (Path(d) / "simple_switch_grpc").exists()))
+    res = subprocess.run([sys.executable, str(PTF_DIR / "run.py"), "--target", "bmv2"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 2, res.stderr
+    assert "reference p4c/BMv2" in res.stderr
+
+
+def test_runner_refuses_a_bmv2_json_for_softswitch(tmp_path: Path):
+    res = _runner("--bmv2-json", str(tmp_path / "x.json"))
+    assert res.returncode == 2 and "--target bmv2" in res.stderr
 
 
 def test_runner_refuses_bad_ports():
@@ -217,33 +317,39 @@ def test_runner_cleans_up_on_sigterm(tmp_path: Path):
     assert not pids, f"switch processes left running: {pids}"
 
 
-def known_failures() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in KNOWN_FAILURES.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            name, _, reason = line.partition(" ")
-            out[name] = reason.strip()
-    return out
+def _run_whole_suite(target: str, tmp_path: Path, *args: str) -> None:
+    """The whole suite on ``target``; every test passes or is listed for the target."""
+    res = _runner("--target", target, "--keep", str(tmp_path), *args, timeout=1400)
+    assert _own_namespace(res.stdout) not in _namespaces(), "the runner left its namespace"
+    results_file = tmp_path / "results.txt"
+    assert results_file.exists(), res.stdout[-3000:] + res.stderr[-3000:]
+    results = expectations.read_results(results_file)
+    assert len(results) >= 20, f"too few PTF tests ran: {sorted(results)}"
+    verdict = expectations.check(target, results)
+    log = re.sub(r"\n{3,}", "\n\n", res.stdout[-6000:])
+    assert verdict.ok, f"{target}:\n{verdict.describe()}\n{log}"
 
 
 @NEEDS_ROOT
 @pytest.mark.timeout(1500)
 def test_ptf_suites_on_softswitch(tmp_path: Path):
-    """Every PTF test passes on softswitch, except the listed known failures (which
-    must still fail: a fixed one must be taken off the list)."""
-    res = _runner("--keep", str(tmp_path), timeout=1400)
-    assert _own_namespace(res.stdout) not in _namespaces(), "the runner left its namespace"
-    results_file = tmp_path / "results.txt"
-    assert results_file.exists(), res.stdout[-3000:] + res.stderr[-3000:]
-    results = dict(reversed(line.split(" ", 1)) for line in
-                   results_file.read_text().splitlines())
-    assert len(results) >= 20, f"too few PTF tests ran: {sorted(results)}"
-    known = known_failures()
-    unexpected = {n: v for n, v in results.items() if v != "PASS" and n not in known}
-    stale = [n for n in known if results.get(n) == "PASS"]
-    missing = [n for n in known if n not in results]
-    log = re.sub(r"\n{3,}", "\n\n", res.stdout[-6000:])
-    assert not unexpected, f"PTF tests that do not pass: {unexpected}\n{log}"
-    assert not stale, f"known failures that pass now (remove them from {KNOWN_FAILURES}): {stale}"
-    assert not missing, f"known failures naming no test: {missing}"
+    """Every PTF test passes on softswitch, except the listed ones (which must still
+    fail or skip: a fixed one must be taken off the list)."""
+    _run_whole_suite("softswitch", tmp_path)
+
+
+@NEEDS_ROOT
+@pytest.mark.timeout(1500)
+def test_ptf_suites_on_bmv2(tmp_path: Path, reference_tools):
+    """The same suite on real BMv2: tailcc.p4 compiled by p4c-bm2-ss, simple_switch_grpc
+    as the switch, p4c's P4Info; every test passes except the ones listed for bmv2."""
+    build = tmp_path / "build"
+    build.mkdir()
+    json, p4info = build / "tailcc.json", build / "tailcc.p4info.txtpb"
+    proc = subprocess.run([reference_tools.p4c, "--arch", "v1model", "-o", str(json),
+                           "--p4runtime-files", str(p4info),
+                           str(ROOT / "p4src" / "tailcc.p4")],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _run_whole_suite("bmv2", tmp_path / "run", "--bmv2-json", str(json), "--p4info",
+                     str(p4info))

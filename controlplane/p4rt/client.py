@@ -156,9 +156,17 @@ class Client:
         """Queue any stream message (e.g. a DigestListAck) behind earlier ones."""
         self._requests.put(request)
 
-    def close(self) -> None:
-        """End the stream (the server drops our role) and the channel."""
+    def close(self, wait: float = 0.0) -> None:
+        """End the stream (the server drops our role) and the channel.
+
+        With ``wait`` > 0 the stream is half-closed first and the server gets up to
+        ``wait`` seconds to end it: once it has, it has forgotten this client's
+        arbitration, so a client that connects right after with the same election id
+        (the next test of a suite) is not refused with "election id already exists".
+        """
         self._requests.put(_STOP)
+        if wait > 0 and self._reader is not None:
+            self._reader.join(timeout=wait)
         if self._stream is not None:
             self._stream.cancel()
         if self._reader is not None:
