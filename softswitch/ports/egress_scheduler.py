@@ -42,6 +42,7 @@ class EgressScheduler:
         self.tm = tm
         self.port_mac = port_mac
         self._origin = time.monotonic()
+        tm.clock = self.now_us      # queues made by set_queue_rate start their interval now
         self._queued: QueuedSwitch | None = None
         self._wake = threading.Condition(device.lock)
         self._stopping = False

@@ -9,20 +9,29 @@ current time in microseconds; :meth:`next_event_us` tells an event loop when to 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from softswitch.tm.pfc import PfcEvent, PfcMonitor, PfcThresholds
-from softswitch.tm.scheduler import Dequeued, EgressPort, QueuedPacket
+from softswitch.tm.scheduler import Dequeued, EgressPort, QueueConfig, QueuedPacket
 
 
 class TrafficManager:
-    def __init__(self, num_queues: int = 1, per_queue_depth: bool = False,
-                 link_rate_bps: float = 0.0) -> None:
+    """``clock``: the caller's time in µs, read when a port's queues are created (a rate
+    limit counts its first interval from then, as BMv2's does); default: time 0."""
+
+    def __init__(self, num_queues: int = 1, per_queue_depth: bool = True,
+                 link_rate_bps: float = 0.0,
+                 clock: Callable[[], float] | None = None) -> None:
         if not 1 <= num_queues <= 8:
             raise ValueError(f"--priority-queues must be 1..8, not {num_queues}")
         self.num_queues = num_queues
         self.per_queue_depth = per_queue_depth
         self.default_link_rate_bps = link_rate_bps
+        self.clock = clock or (lambda: 0.0)
+        # what set_queue_rate/set_queue_depth without a port set: every port, also the
+        # ones that carry their first packet later (BMv2's set_*_for_all)
+        self.defaults = QueueConfig()
         self.ports: dict[int, EgressPort] = {}
         self.pfc = PfcMonitor()
         self.pfc_received: dict[tuple[int, int], int] = {}  # (port, priority) -> frames
@@ -33,7 +42,7 @@ class TrafficManager:
         ep = self.ports.get(port)
         if ep is None:
             ep = EgressPort(port, self.num_queues, self.default_link_rate_bps,
-                            self.per_queue_depth)
+                            self.per_queue_depth, self.clock(), self.defaults)
             self.ports[port] = ep
         return ep
 
@@ -47,6 +56,8 @@ class TrafficManager:
                        priority: int | None = None) -> None:
         if pps < 0:
             raise ValueError(f"queue rate must be >= 0 packets/s, not {pps}")
+        if port is None and priority is None:
+            self.defaults.rate_pps = pps
         for ep, p in self._targets(port, priority):
             ep.queue_config(p).rate_pps = pps
 
@@ -54,6 +65,8 @@ class TrafficManager:
                         priority: int | None = None) -> None:
         if packets < 1:
             raise ValueError(f"queue depth must be >= 1 packet, not {packets}")
+        if port is None and priority is None:
+            self.defaults.capacity_pkts = packets
         for ep, p in self._targets(port, priority):
             ep.queue_config(p).capacity_pkts = packets
 

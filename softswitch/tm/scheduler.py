@@ -3,8 +3,17 @@
 BMv2 ``simple_switch --priority-queues N`` gives each egress port N FIFO queues selected
 by ``standard_metadata.priority`` and served in strict priority (7 = highest), each with a
 packet capacity (default 64, tail drop) and an optional rate limit in packets/s
-(``set_queue_rate``). softswitch reproduces exactly that by default and adds, as
-documented extensions BMv2 does not have:
+(``set_queue_rate``). softswitch reproduces exactly that by default, with BMv2 1.15's
+details (``bm_sim/queueing.h`` ``QueueingLogicPriRL``):
+
+* a rate-limited queue fixes each packet's departure time when the packet is queued:
+  ``max(now, previous departure + 1/rate)``, the previous departure starting at the
+  time the queue was created; so a new rate applies to packets queued after it, and the
+  first packet into a queue made by ``set_queue_rate`` waits one interval;
+* ``enq_qdepth``/``deq_qdepth`` count the packet's own priority queue (BMv2 >= 1.15.1;
+  ``per_queue_depth=False`` reports the port's total, as older BMv2 did).
+
+It adds, as documented extensions BMv2 does not have:
 
 * DWRR between queues given a weight (weight 0 = strict priority): strict queues are
   served first, highest priority first; the weighted queues share what is left in
@@ -46,6 +55,7 @@ class QueuedPacket:
     priority: int
     enq_time_us: float
     enq_qdepth: int
+    send_us: float = 0.0             # earliest departure, fixed at enqueue (rate limit)
 
 
 @dataclass
@@ -73,32 +83,43 @@ class _Queue:
     config: QueueConfig
     packets: deque[QueuedPacket] = field(default_factory=deque)
     bytes: int = 0
-    next_allowed_us: float = 0.0     # rate limit: earliest next departure
+    last_sent_us: float = 0.0        # departure time given to the last packet queued
     paused_until_us: float = 0.0     # PFC pause from downstream
     deficit: int = 0
     stats: QueueStats = field(default_factory=QueueStats)
 
+    def departure(self, now_us: float) -> float:
+        """BMv2's get_next_tp: the next packet leaves one interval after the last one
+        (at once when unlimited), never before it arrives."""
+        rate = self.config.rate_pps
+        return max(now_us, self.last_sent_us + (1e6 / rate if rate > 0 else 0.0))
+
     def eligible(self, now_us: float) -> bool:
-        return bool(self.packets) and now_us >= self.next_allowed_us \
+        return bool(self.packets) and now_us >= self.packets[0].send_us \
             and now_us >= self.paused_until_us
 
     def ready_time(self) -> float:
-        return max(self.next_allowed_us, self.paused_until_us)
+        return max(self.packets[0].send_us, self.paused_until_us)
 
 
 class EgressPort:
     """The queues of one egress port and the scheduler that drains them."""
 
     def __init__(self, port: int, num_queues: int = 1, link_rate_bps: float = 0.0,
-                 per_queue_depth: bool = False) -> None:
+                 per_queue_depth: bool = True, created_us: float = 0.0,
+                 defaults: QueueConfig | None = None) -> None:
         if not 1 <= num_queues <= 8:
             raise ValueError(f"port {port}: number of priority queues must be 1..8, "
                              f"not {num_queues}")
         self.port = port
-        self.queues = [_Queue(QueueConfig()) for _ in range(num_queues)]
+        base = defaults or QueueConfig()
+        self.queues = [_Queue(QueueConfig(base.capacity_pkts, base.capacity_bytes,
+                                          base.rate_pps, base.weight),
+                              last_sent_us=created_us)
+                       for _ in range(num_queues)]
         self.link_rate_bps = link_rate_bps
         self.busy_until_us = 0.0
-        # BMv2 reports enq_qdepth/deq_qdepth as the port's total; per-queue is an option.
+        # BMv2 >= 1.15.1 reports the packet's own queue; False: the port's total.
         self.per_queue_depth = per_queue_depth
         self._dwrr_pos = 0
         self._dwrr_fresh = True
@@ -138,7 +159,9 @@ class EgressPort:
                 cfg.capacity_bytes and q.bytes + size > cfg.capacity_bytes):
             q.stats.dropped += 1
             return None
-        pkt = QueuedPacket(item, size, priority, now_us, self._reported_depth(priority))
+        send = q.departure(now_us)
+        q.last_sent_us = send
+        pkt = QueuedPacket(item, size, priority, now_us, self._reported_depth(priority), send)
         q.packets.append(pkt)
         q.bytes += size
         q.stats.enqueued += 1
@@ -164,8 +187,6 @@ class EgressPort:
         pkt = q.packets.popleft()
         q.bytes -= pkt.size
         q.stats.dequeued += 1
-        if q.config.rate_pps > 0:
-            q.next_allowed_us = max(q.next_allowed_us, now_us) + 1e6 / q.config.rate_pps
         tx_time = pkt.size * 8 * 1e6 / self.link_rate_bps if self.link_rate_bps else 0.0
         self.busy_until_us = now_us + tx_time
         return Dequeued(pkt, self.port, self._reported_depth(pkt.priority),

@@ -44,15 +44,42 @@ def test_tail_drop_at_default_capacity_64():
 
 def test_rate_limit_spaces_departures_and_reports_queueing_delay():
     tm = TrafficManager()
-    tm.set_queue_rate(10_000, port=1)  # 100 us apart
+    tm.set_queue_rate(10_000, port=1)  # 100 us apart; the queue is made now (t=0)
     for i in range(5):
         tm.enqueue(i, 100, 1, 0, 0, now_us=0)
     out = drain(tm)
-    assert [round(d.deq_timedelta_us) for d in out] == [0, 100, 200, 300, 400]
+    # as BMv2: the first departure is one interval after the queue was made
+    assert [round(d.deq_timedelta_us) for d in out] == [100, 200, 300, 400, 500]
     assert [d.deq_qdepth for d in out] == [4, 3, 2, 1, 0]
 
 
-def test_enq_qdepth_is_port_total_by_default_and_per_queue_on_request():
+def test_departures_are_fixed_when_packets_are_queued():
+    """BMv2 (queueing.h push_front): a packet's departure is fixed at enqueue, so a new
+    rate only applies to packets queued after it, and FIFO order holds across it."""
+    tm = TrafficManager(clock=lambda: -1e6)
+    tm.set_queue_rate(1, port=1)                     # one packet per second
+    for i in range(3):
+        tm.enqueue(i, 100, 1, 0, 0, now_us=0)       # leave at 0, 1 s, 2 s
+    tm.set_queue_rate(1_000_000, port=1)             # "unlimited" from now on
+    tm.enqueue(3, 100, 1, 0, 0, now_us=0)           # still behind the third: 2 s
+    out = drain(tm)
+    assert [d.packet.item for d in out] == [0, 1, 2, 3]
+    assert [round(d.deq_timedelta_us) for d in out] == [0, 1_000_000, 2_000_000, 2_000_001]
+
+
+def test_port_wide_settings_reach_ports_used_later():
+    """set_queue_rate/set_queue_depth without a port set every port, also one whose
+    queues do not exist yet (BMv2's set_rate_for_all / set_capacity_for_all)."""
+    tm = TrafficManager(num_queues=2)
+    tm.set_queue_rate(2_000_000)
+    tm.set_queue_depth(3)
+    accepted = [tm.enqueue(i, 100, 9, 1, 0, now_us=0) for i in range(5)]
+    assert sum(a is not None for a in accepted) == 3
+    out = drain(tm)
+    assert [round(d.deq_timedelta_us, 1) for d in out] == [0.5, 1.0, 1.5]
+
+
+def test_enq_qdepth_is_per_queue_by_default_and_port_total_on_request():
     for per_queue, expected in ((False, 3), (True, 0)):
         tm = TrafficManager(num_queues=8, per_queue_depth=per_queue)
         tm.set_queue_rate(1, port=1)
