@@ -148,8 +148,8 @@ def _check_tm(switch: m.Switch, result: SwitchResult, allow_partial: bool) -> No
         result.warnings += [f"not applied on {switch.target}: {r}" for r in refused]
         return
     raise TrafficManagerRefused(
-        f"{switch.target} cannot apply {len(refused)} queue/link setting(s) of the intent "
-        f"on switch {switch.name}: " + "; ".join(refused)
+        f"switch {switch.name} (target {switch.target}) cannot take these settings of the "
+        "intent: " + "; ".join(refused)
         + "; nothing was written (--allow-partial applies the rest and warns)")
 
 

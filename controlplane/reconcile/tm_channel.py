@@ -40,33 +40,42 @@ class TmPlan:
     refused: list[str] = field(default_factory=list)    # "setting: reason"
 
 
+NO_DWRR = ("BMv2 serves its priority queues in strict priority only (DWRR is a "
+           "softswitch extension)")
+NO_SHAPER = ("BMv2 has no port shaper (set_queue_rate limits each priority queue on its "
+             "own, in packets/s)")
+NO_PFC = "BMv2 has no PFC (a softswitch extension)"
+
+
 def plan_tm(switch: m.Switch, desired: DesiredState) -> TmPlan:
-    """The traffic-manager commands for ``switch``'s target, and what it refuses."""
+    """The traffic-manager commands for ``switch``'s target, and what it refuses (one
+    line per reason, naming every setting it covers)."""
     if switch.target != "bmv2":
         return TmPlan(switch.target, desired.tm_commands())
     plan = TmPlan("bmv2")
     schedulers = {p.number: p.scheduler for p in switch.ports}
     speeds = {p.number: p.speed_gbps for p in switch.ports}
+    refused: dict[str, list[str]] = {}
     for port, bps in sorted(desired.link_rates.items()):
-        plan.refused.append(f"port {port} speed_gbps {speeds.get(port, bps / 1e9):g} (link "
-                            f"rate {bps} b/s): BMv2 has no port shaper (set_queue_rate "
-                            "limits each priority queue on its own, in packets/s)")
+        refused.setdefault(NO_SHAPER, []).append(
+            f"port {port} speed_gbps {speeds.get(port) or bps / 1e9:g}")
     for q in desired.queue_settings:
-        where = f"port {q.port} queue {q.queue} (scheduler {schedulers.get(q.port)})"
         if q.mode == "dwrr":
-            plan.refused.append(f"{where}: mode dwrr weight {q.weight}: BMv2 serves its "
-                                "priority queues in strict priority only (DWRR is a "
-                                "softswitch extension)")
+            refused.setdefault(NO_DWRR, []).append(
+                f"port {q.port} queue {q.queue} weight {q.weight} (scheduler "
+                f"{schedulers.get(q.port)})")
         if q.rate_pps is not None:
             plan.commands.append(f"set_queue_rate {q.rate_pps} {q.port} {q.queue}")
         if q.depth_pkts is not None:
             plan.commands.append(f"set_queue_depth {q.depth_pkts} {q.port} {q.queue}")
     for (port, prio), thresholds in sorted(desired.pfc.items()):
         if thresholds is not None:       # "PFC off" is all BMv2 knows: nothing to send
-            plan.refused.append(f"port {port} priority {prio} (scheduler "
-                                f"{schedulers.get(port)}): pfc xoff {thresholds[0]} xon "
-                                f"{thresholds[1]}: BMv2 has no PFC (a softswitch "
-                                "extension)")
+            refused.setdefault(NO_PFC, []).append(
+                f"port {port} priority {prio} xoff {thresholds[0]} xon {thresholds[1]} "
+                f"(scheduler {schedulers.get(port)})")
+    kinds = {NO_SHAPER: "link rates", NO_DWRR: "DWRR weights", NO_PFC: "PFC thresholds"}
+    plan.refused = [f"{kinds[reason]} {', '.join(items)}: {reason}"
+                    for reason, items in refused.items()]
     return plan
 
 
