@@ -419,7 +419,13 @@ def write_all_or_nothing(client: Any, updates: Sequence[Update],
     all-or-nothing by itself: it is written as it is (CONTINUE_ON_ERROR, which every
     target grants), without reading its previous state first."""
     if len(updates) == 1:
-        client.write(list(updates), "CONTINUE_ON_ERROR")
+        tx = Transaction(client, index)
+        try:
+            client.write(list(updates), "CONTINUE_ON_ERROR")
+        except P4RuntimeWriteError as exc:
+            failed = [(updates[i], code, msg) for i, code, msg in exc.errors
+                      if code != "OK" and i == 0]
+            raise tx._aborted(failed, exc) from None
         return 1
     return Transaction(client, index).write(updates, before, atomic)
 
