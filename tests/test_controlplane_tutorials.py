@@ -214,7 +214,7 @@ def test_load_on_softswitch(exercise, softswitch_server, monkeypatch, capsys,
     extra = ["--self-rollback"] if self_rollback else []
     assert _load_softswitch(softswitch_server, "pod-topo/s1-runtime.json", *extra) == 0
     assert "loaded s1-runtime.json: 13 entries (8 table entries, 2 default actions, " \
-           "1 multicast groups, 2 clone sessions)" in capsys.readouterr().out
+           "1 multicast group, 2 clone sessions)" in capsys.readouterr().out
     held = _everything(softswitch_server, 1)
     for line in EXPECTED:
         assert line in held, (line, held)

@@ -98,10 +98,18 @@ def cmd_load(args: argparse.Namespace) -> int:
     defaults = sum(u.type != u.INSERT for u in tables)
     groups = sum(u.entity.packet_replication_engine_entry.HasField("multicast_group_entry")
                  for u in replication)
+    counts = ", ".join(_count(n, what) for n, what in (
+        (len(tables) - defaults, "table entr"), (defaults, "default action"),
+        (groups, "multicast group"), (len(replication) - groups, "clone session")))
     print(f"{target.name}: loaded {path.name}: {len(tables) + len(replication)} entries "
-          f"({len(tables) - defaults} table entries, {defaults} default actions, {groups} "
-          f"multicast groups, {len(replication) - groups} clone sessions)")
+          f"({counts})")
     return 0
+
+
+def _count(n: int, what: str) -> str:
+    if what.endswith("entr"):
+        return f"{n} {what}{'y' if n == 1 else 'ies'}"
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def read_runtime_file(path: Path) -> dict[str, Any]:
