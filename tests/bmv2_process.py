@@ -72,7 +72,8 @@ class Bmv2:
         self.notifications.unlink(missing_ok=True)
 
 
-def start_bmv2(tools, log_dir: Path, interfaces: dict[int, str] | None = None) -> Bmv2:
+def start_bmv2(tools, log_dir: Path, interfaces: dict[int, str] | None = None,
+               priority_queues: int = 8) -> Bmv2:
     """``simple_switch_grpc --no-p4`` with 8 priority queues, CPU port 255."""
     grpc_port, thrift_port = free_port(), free_port()
     device_id = random.randrange(10_000, 2**30)
@@ -85,7 +86,7 @@ def start_bmv2(tools, log_dir: Path, interfaces: dict[int, str] | None = None) -
     for port, name in sorted((interfaces or {}).items()):
         argv += ["-i", f"{port}@{name}"]
     argv += ["--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--cpu-port", "255",
-             "--priority-queues", "8"]
+             "--priority-queues", str(priority_queues)]
     with open(log, "w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     sw = Bmv2(proc, grpc_port, thrift_port, device_id, log, notifications)

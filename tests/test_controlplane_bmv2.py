@@ -46,6 +46,45 @@ TAILCC = ROOT / "p4src/tailcc.p4"
 SMALL = {"TAILCC_ROUTE_SIZE": "4"}       # routing_v4 holds 4 entries: a 5th is refused
 
 
+# --- units: the schema and the traffic-manager plan ----------------------------------------
+def test_target_key() -> None:
+    from controlplane.intent import IntentError
+
+    text = "switches: [{name: s, address: '127.0.0.1:1', device_id: 1%s}]\n"
+    assert parse_intent_text(text % "", "t.yaml").switches[0].target == "softswitch"
+    assert parse_intent_text(text % ", target: bmv2", "t.yaml").switches[0].target == "bmv2"
+    with pytest.raises(IntentError) as info:
+        parse_intent_text(text % ", target: tofino", "t.yaml")
+    assert "switches[0].target: 'tofino' is not one of: softswitch, bmv2" in str(
+        info.value.problems[0].format("t.yaml"))
+
+
+def test_bmv2_plan_takes_rates_and_depths_and_refuses_the_rest() -> None:
+    from controlplane.compile import compile_switch
+    from controlplane.reconcile.tm_channel import plan_tm
+
+    text = (ROOT / "controlplane/examples/two_leaf.yaml").read_text().replace(
+        "    device_id: 1\n", "    device_id: 1\n    target: bmv2\n", 1)
+    intent = parse_intent_text(text, "two_leaf.yaml")
+    leaf1, leaf2 = intent.switches
+    pipeline = _softswitch_pipeline()
+    index = P4InfoIndex(pipeline.p4info)
+    plan = plan_tm(leaf1, compile_switch(intent, leaf1, index))
+    assert plan.target == "bmv2"
+    assert plan.commands == [f"set_queue_rate 200000 {p} 5" for p in (1, 2, 3, 4)]
+    assert len(plan.refused) == 3
+    assert plan.refused[0].startswith("link rates port 1 speed_gbps 100, port 2 speed_gbps "
+                                      "100, port 3 speed_gbps 400")
+    assert "BMv2 has no port shaper" in plan.refused[0]
+    assert plan.refused[1].startswith("DWRR weights port 1 queue 4 weight 50 (scheduler "
+                                      "default)")
+    assert plan.refused[2].startswith("PFC thresholds port 1 priority 3 xoff 48 xon 32")
+    # softswitch: the runtime channel's commands, as before
+    soft = plan_tm(leaf2, compile_switch(intent, leaf2, index))
+    assert soft.target == "softswitch" and not soft.refused
+    assert "set_queue_weight 50 1 4" in soft.commands
+
+
 # --- pipelines ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def bmv2_build(reference_tools, tmp_path_factory) -> Path:
@@ -423,6 +462,29 @@ def test_queue_depth_and_rate_reach_bmv2_over_thrift(reference_tools, bmv2_build
             assert watermark >= 20, watermark    # the deep queue built up
         finally:
             sw.stop()
+
+
+def test_queue_beyond_the_priority_queues_rolls_the_apply_back(reference_tools, bmv2_build,
+                                                               tmp_path, capsys) -> None:
+    """BMv2 started with 1 priority queue: setting queue 5 fails over Thrift after the
+    P4Runtime writes went in, so the whole apply is rolled back."""
+    pipe = ["--pipeline", str(bmv2_build / "tailcc.json"),
+            "--p4info", str(bmv2_build / "tailcc.p4.p4info.txtpb")]
+    sw = start_bmv2(reference_tools, tmp_path, priority_queues=1)
+    try:
+        intent = _queue_intent(tmp_path, sw, 8)
+        intent.write_text(intent.read_text().replace("queues: {0: {mode: strict",
+                                                     "queues: {5: {mode: strict"))
+        _load(sw.address, sw.device_id, _bmv2_pipeline(bmv2_build, "tailcc"))
+        before = _everything(sw.address, sw.device_id)
+        assert main(["apply", str(intent), *pipe, "-q"]) == 1
+        out = capsys.readouterr().out
+        assert "set_queue_rate 50 2 5 refused: TApplicationException" in out, out
+        assert "start simple_switch_grpc with -- --priority-queues 8" in out
+        assert "rolled back the" in out and "the switch reads as before" in out
+        assert _everything(sw.address, sw.device_id) == before
+    finally:
+        sw.stop()
 
 
 def test_dwrr_on_bmv2_is_refused_or_warned_with_allow_partial(reference_tools, bmv2_build,

@@ -14,7 +14,7 @@ from controlplane.compile import DesiredState, compile_switch
 from controlplane.intent import model as m
 from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
 from controlplane.p4rt.errors import P4RuntimeClientError
-from controlplane.p4rt.rollback import UNKNOWN, Transaction
+from controlplane.p4rt.rollback import UNKNOWN, Transaction, WriteAborted
 from controlplane.reconcile.diff import Change, Plan, diff, to_updates, wants_atomic
 from controlplane.reconcile.tm_channel import TmPlan, check_target, plan_tm, send_tm
 
@@ -164,8 +164,13 @@ def _write(client: Client, switch: m.Switch, pipeline: Pipeline | None,
         client.set_pipeline(pipeline.p4info, pipeline.device_config)
         result.pipeline_loaded = True
     tx = Transaction(client, index, batch_size)
-    for phase in result.plan.phases:
-        result.written += tx.write(to_updates(phase), _before(phase), wants_atomic(phase))
+    try:
+        for phase in result.plan.phases:
+            result.written += tx.write(to_updates(phase), _before(phase),
+                                       wants_atomic(phase))
+    except WriteAborted:
+        result.written = 0                    # rolled back
+        raise
     if switch.runtime_address is not None:
         try:
             result.tm_commands = send_tm(switch, result.tm.commands, timeout)
