@@ -61,6 +61,7 @@ class FakeTarget:
         self.refuse: set[tuple] = set()
         self.refuse_undo: set[tuple] = set()
         self.writes: list[tuple[str, list[str]]] = []
+        self.lose_answer_at: int | None = None     # that write is applied, then UNAVAILABLE
         self._seen: set[tuple] = set()
 
     def grants_atomic_writes(self) -> bool:
@@ -99,6 +100,9 @@ class FakeTarget:
                                        grpc.StatusCode.UNIMPLEMENTED)
         saved = dict(self.state)
         results = [self._apply(u) for u in updates]
+        if self.lose_answer_at == len(self.writes) - 1:
+            raise P4RuntimeClientError("fake: Write failed: UNAVAILABLE: connection reset",
+                                       grpc.StatusCode.UNAVAILABLE)
         if all(code == "OK" for code, _ in results):
             return
         if atomicity != "CONTINUE_ON_ERROR":
@@ -222,6 +226,34 @@ def test_unrestorable_entity_is_named(index: P4InfoIndex) -> None:
     assert "hdr.ipv4.dst_addr=10.1.0.0/16" in text and "missing (it was present before)" \
         in text and "undo INSERT refused: RESOURCE_EXHAUSTED: no room" in text
     assert not info.value.rollback.complete
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_lost_answer_is_checked_by_reading(index: P4InfoIndex, known: bool) -> None:
+    """A batch whose answer is lost (applied, then UNAVAILABLE): its keys are compared
+    with their state before and repaired; an INSERT whose previous state was never read
+    cannot be, and is reported as possibly inserted."""
+    b = EntityBuilder(index)
+    target = FakeTarget()
+    updates = _mixed(b, target)
+    before = target.snapshot()
+    target.lose_answer_at = 2          # the second batch (the two INSERTs)
+    befores = [target.state[entry_key(updates[0].entity)],
+               target.state[entry_key(updates[1].entity)]]
+    befores += [None, None] if known else [UNKNOWN, UNKNOWN]
+    with pytest.raises(WriteAborted) as info:
+        Transaction(target, index, batch_size=2).write(updates, befores)
+    text = str(info.value)
+    assert "UNAVAILABLE: connection reset" in text
+    if known:
+        assert target.snapshot() == before and info.value.rollback.complete
+        assert "(and checked 2 of unknown outcome)" in text
+    else:
+        assert "ROLLBACK INCOMPLETE: 2 entit(ies) could not be restored" in text
+        assert "10.4.0.0/16 -> L3Ingress.set_next_hop(port=1, src_mac=00:aa:00:00:00:01, " \
+               "dst_mac=00:00:00:00:00:02): may have been inserted" in text
+        # what was known is restored all the same
+        assert {k: v for k, v in target.snapshot().items() if k in before} == before
 
 
 def test_atomic_target_only_earlier_batches_are_undone(index: P4InfoIndex) -> None:

@@ -88,11 +88,14 @@ def cmd_load(args: argparse.Namespace) -> int:
         client.connect()
         if device_config is not None:
             client.set_pipeline(p4info, device_config)
+        # A pipeline just set holds no entries: INSERTs are known to hit absent keys.
+        # Otherwise an INSERT that succeeds proves the same (UNKNOWN, never read).
+        fresh = None if device_config is not None else UNKNOWN
         tx = Transaction(client, builder.index)
-        tx.write(tables, [None if u.type == u.INSERT else UNKNOWN for u in tables])
+        tx.write(tables, [fresh if u.type == u.INSERT else UNKNOWN for u in tables])
         # Replication entries: no atomic batch (some targets cannot take them back in
         # one); the transaction still rolls everything back if one is refused.
-        tx.write(replication, [None] * len(replication), atomic=False)
+        tx.write(replication, [fresh] * len(replication), atomic=False)
     finally:
         client.close()
     defaults = sum(u.type != u.INSERT for u in tables)

@@ -59,8 +59,16 @@ class _Unknown:
 UNKNOWN: Any = _Unknown()
 """``before`` value meaning "not known: read it from the switch before writing"."""
 
-# Codes of per-update statuses that mean "this update was not applied".
-_NOT_APPLIED = "not applied"
+
+class _Assumed:
+    def __repr__(self) -> str:
+        return "ASSUMED_ABSENT"
+
+
+_ASSUMED_ABSENT: Any = _Assumed()
+"""An INSERT whose previous state was not read: a successful INSERT proves the key was
+absent, but when the outcome is unknown (the RPC failed without per-update statuses)
+nothing is known, and such a key is reported rather than "restored" to absent."""
 
 
 @dataclass
@@ -117,6 +125,7 @@ class Transaction:
         self.batch_size = batch_size
         self._describe = describe
         self.steps: list[_Step] = []
+        self.unknown: list[Update] = []     # INSERTs of unknown outcome and prior state
         self.written = 0
 
     # --- writing -------------------------------------------------------------------------
@@ -145,7 +154,7 @@ class Transaction:
         for i, (u, b) in enumerate(zip(updates, befores, strict=True)):
             if b is UNKNOWN:
                 if u.type == Update.INSERT:
-                    out[i] = None
+                    out[i] = _ASSUMED_ABSENT
                 else:
                     wanted.append(i)
         if wanted:
@@ -188,6 +197,11 @@ class Transaction:
             self._journal(u, b)
 
     def _journal(self, update: Update, before: Any, certain: bool = True) -> None:
+        if before is _ASSUMED_ABSENT:
+            if not certain:
+                self.unknown.append(update)
+                return
+            before = None
         self.steps.append(_Step(update, entry_key(update.entity), before, certain))
 
     # --- failing ---------------------------------------------------------------------------
@@ -214,7 +228,7 @@ class Transaction:
                             failed, report, code)
 
     def _outcome(self, applied: int, report: RollbackReport) -> str:
-        if not self.steps:
+        if not self.steps and not self.unknown:
             return "nothing was written"
         if report.complete:
             uncertain = len(self.steps) - applied
@@ -244,6 +258,9 @@ class Transaction:
     def rollback(self) -> RollbackReport:
         """Undo every journaled update (newest first), read back, repair, report."""
         report = RollbackReport()
+        report.not_restored = [f"{self.describe(u.entity)}: may have been inserted (the "
+                               "write's outcome is unknown and the entry was not read "
+                               "before)" for u in self.unknown]
         if not self.steps:
             report.verified = True
             return report
@@ -265,8 +282,8 @@ class Transaction:
             try:
                 state = read_state(self.client, list(samples.values()))
             except P4RuntimeClientError as exc:
-                report.not_restored = [f"{len(expected)} touched entities: cannot read "
-                                       f"the switch: {exc}"]
+                report.not_restored += [f"{len(expected)} touched entities: cannot read "
+                                        f"the switch: {exc}"]
                 return report
             wrong = [k for k in expected if not _same(state.get(k), expected[k])]
             if not wrong or attempt == 1:
