@@ -521,3 +521,22 @@ def test_dwrr_on_bmv2_is_refused_or_warned_with_allow_partial(reference_tools, b
         assert _everything(sw.address, sw.device_id) == before
     finally:
         sw.stop()
+
+
+def test_bmv2_target_on_a_softswitch_channel_fails_before_any_write(softswitch_process,
+                                                                    tmp_path,
+                                                                    capsys) -> None:
+    """``target: bmv2`` whose runtime_address is softswitch's JSON-lines channel: the
+    Thrift check fails before the pipeline or any entry is written."""
+    address, channel = softswitch_process
+
+    class Fake:
+        pass
+    sw = Fake()
+    sw.address, sw.device_id, sw.thrift_address = address, 0, channel
+    intent = _queue_intent(tmp_path, sw, 8)
+    assert main(["apply", str(intent), "--pipeline", str(TAILCC), "--timeout", "3"]) == 1
+    out = capsys.readouterr().out
+    assert "is this simple_switch's --thrift-port?" in out, out
+    with Client(address, 0) as c:
+        assert c.get_p4info() is None

@@ -154,6 +154,11 @@ class Bmv2Thrift:
             raise Bmv2ThriftError(f"{self.address}: {what} refused: {name}: {text}") \
                 from None
 
+    def check(self) -> None:
+        """One harmless call: is this BMv2's simple_switch Thrift service at all?"""
+        self._call("get_time_elapsed_us (is this simple_switch's --thrift-port?)",
+                   lambda: self._sswitch.get_time_elapsed_us())
+
     # --- traffic manager (simple_switch_CLI set_queue_rate / set_queue_depth) -------------
     def set_queue_rate(self, port: int, queue: int, pps: int) -> None:
         code = self._call(f"set_queue_rate {pps} {port} {queue}",

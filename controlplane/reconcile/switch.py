@@ -159,7 +159,7 @@ def _write(client: Client, switch: m.Switch, pipeline: Pipeline | None,
     """Load the pipeline when needed, then write every phase and the queue settings in
     one transaction."""
     assert result.plan is not None and result.tm is not None
-    check_target(switch)        # an unreachable Thrift/runtime port fails before writes
+    check_target(switch, timeout)   # an unreachable Thrift port fails before writes
     if pipeline is not None:
         client.set_pipeline(pipeline.p4info, pipeline.device_config)
         result.pipeline_loaded = True

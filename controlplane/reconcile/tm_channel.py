@@ -79,13 +79,14 @@ def plan_tm(switch: m.Switch, desired: DesiredState) -> TmPlan:
     return plan
 
 
-def check_target(switch: m.Switch) -> None:
-    """Fail early (before any write) when the runtime address cannot be spoken to."""
-    if switch.runtime_address is None:
+def check_target(switch: m.Switch, timeout: float = 10.0) -> None:
+    """Fail early (before any write) when BMv2's Thrift port does not answer as BMv2
+    (softswitch's channel is left as it was: it reports at the first command)."""
+    if switch.runtime_address is None or switch.target != "bmv2":
         return
-    if switch.target == "bmv2":
-        from controlplane.reconcile.bmv2_thrift import Bmv2Thrift
-        Bmv2Thrift(switch.runtime_address).connect().close()
+    from controlplane.reconcile.bmv2_thrift import Bmv2Thrift
+    with Bmv2Thrift(switch.runtime_address, timeout) as bm:
+        bm.check()
 
 
 def send_tm(switch: m.Switch, commands: list[str], timeout: float = 10.0) -> int:
