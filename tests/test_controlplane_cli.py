@@ -136,7 +136,8 @@ def test_load_runtime_json_then_table_commands(switch: str, tmp_path: Path, caps
     runtime["table_entries"][1]["match"] = {"hdr.ipv4.dst_addr": ["10.0.3.1", 40]}
     path.write_text(json.dumps(runtime))
     assert main(["load", str(path), "--no-pipeline", *target]) == 1
-    assert "table_entries[1]: " in capsys.readouterr().err
+    assert "s1-runtime.json: table_entries[1].match.hdr.ipv4.dst_addr: prefix length 40" \
+        in capsys.readouterr().err
 
 
 def test_apply_diff_show_on_tailcc(switch: str, tmp_path: Path, capsys) -> None:

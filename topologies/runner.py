@@ -554,7 +554,7 @@ class Runner:
     def _apply_intent(self) -> None:
         assert self.topo.intent is not None
         derived = self.run_dir / "intent.yaml"
-        derived.write_text(derive_intent(self.topo), encoding="utf-8")
+        derived.write_text(derive_intent(self.topo, self.kind), encoding="utf-8")
         programs = {sw.program for sw in self.topo.switches}
         argv = [*tool_command("tailcc"), "apply", str(derived), "--quiet"]
         if len(programs) == 1 and self.kind == "bmv2":
@@ -653,11 +653,13 @@ def _wait_port(port: int, seconds: float) -> bool:
     return False
 
 
-def derive_intent(topo: Topology) -> str:
+def derive_intent(topo: Topology, kind: str = "softswitch") -> str:
     """The topology's intent with each switch's address/device id from the topology.
 
     The topology is the one place ports are chosen (a test may move them); the
-    intent's ``base`` is made absolute because the derived copy lives elsewhere.
+    intent's ``base`` is made absolute because the derived copy lives elsewhere. On
+    BMv2 (``kind``) the switches are ``target: bmv2``, so a ``runtime_address`` (the
+    ``--thrift-port``) is spoken to with BMv2's Thrift API.
     """
     assert topo.intent is not None
     try:
@@ -681,6 +683,8 @@ def derive_intent(topo: Topology) -> str:
         entry["cpu_port"] = sw.cpu_port
         if "runtime_address" in entry:
             entry["runtime_address"] = f"127.0.0.1:{sw.thrift_port}"
+        if kind == "bmv2":
+            entry["target"] = "bmv2"
     return yaml.safe_dump(data, sort_keys=False)
 
 

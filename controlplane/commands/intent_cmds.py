@@ -40,6 +40,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--timeout", type=positive_float, default=10.0,
                        help="RPC timeout, s (10)")
         p.add_argument("--quiet", "-q", action="store_true", help="summary lines only")
+        p.add_argument("--allow-partial", action="store_true",
+                       help="apply the queue/link settings a switch's target supports and "
+                       "warn about the others (e.g. DWRR weights, link rates or PFC on "
+                       "BMv2); without it such an intent is refused before any write")
+        p.add_argument("--self-rollback", action="store_true",
+                       help="never ask the switch for atomic (ROLLBACK_ON_ERROR) batches: "
+                       "the controller undoes a failed apply itself, as it must on BMv2")
         if name == "apply":
             p.add_argument("--dry-run", "-n", action="store_true",
                            help="print the changes, write nothing")
@@ -88,7 +95,9 @@ def _apply_once(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
     progress = Progress(count, "reconciled")
     results = reconcile_all(intent, pipeline, args.switch, dry_run=args.dry_run,
                             timeout=args.timeout, clients=clients,
-                            on_done=lambda r: progress.step(r.switch))
+                            on_done=lambda r: progress.step(r.switch),
+                            allow_partial=args.allow_partial,
+                            atomic_writes=False if args.self_rollback else None)
     progress.finish()
     if learning:
         for line in learning.after_round(results):
@@ -112,7 +121,7 @@ def _apply_loop(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
     edits reach the switches and drift (a hand-made change, a restarted switch) is
     undone. An intent that turns invalid is reported and the last valid one is kept."""
     rounds = 0
-    learning = None if args.dry_run else Learning(args.timeout)
+    learning = None if args.dry_run else Learning(args.timeout, args.self_rollback)
     try:
         while True:
             _apply_once(args, intent, pipeline, quiet_in_sync=rounds > 0, learning=learning)
@@ -145,8 +154,9 @@ class Learning:
     refused). A session that fails is dropped and opened again next round, and a
     reloaded pipeline restarts the learner (the switch forgot digests and flows)."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, self_rollback: bool = False) -> None:
         self.timeout = timeout
+        self.atomic_writes = False if self_rollback else None
         self.clients: dict[str, Client] = {}
         self.learners: dict[str, QpLearner] = {}
         self._switches: dict[str, m.Switch] = {}
@@ -166,7 +176,7 @@ class Learning:
             if name in self.clients:
                 continue
             client = Client(sw.address, sw.device_id, election_id=sw.election_id,
-                            timeout=self.timeout)
+                            timeout=self.timeout, atomic_writes=self.atomic_writes)
             try:
                 client.connect(require_primary=True)
             except P4RuntimeClientError:

@@ -91,6 +91,25 @@ def _scope(args: argparse.Namespace, switch_name: str) -> Scope | None:
     return Scope(tuple(p.number for p in switch.ports), tuple(t.vrf for t in intent.tenants))
 
 
+def _thrift(args: argparse.Namespace, switch_name: str):
+    """BMv2's Thrift API for the intent's switch (``target: bmv2`` with a
+    ``runtime_address``): registers P4Runtime cannot read there. None otherwise."""
+    if not args.intent:
+        return None
+    intent = load_intent(args.intent)
+    switch = next((s for s in intent.switches if s.name == switch_name), None)
+    if switch is None or switch.target != "bmv2" or switch.runtime_address is None:
+        return None
+    from controlplane.reconcile.bmv2_thrift import Bmv2Thrift
+    return Bmv2Thrift(switch.runtime_address, args.timeout)
+
+
+def _unavailable_lines(snap: Snapshot) -> list[str]:
+    return [f"note: {kind} not read: {why} (BMv2: give the switch target: bmv2 and its "
+            "runtime_address in the intent to read registers over Thrift)"
+            for kind, why in sorted(snap.unavailable.items())]
+
+
 def _rate_lines(before: Snapshot, after: Snapshot, names: dict[int, str]) -> list[str]:
     seconds = max(after.time - before.time, 1e-9)
 
@@ -119,15 +138,22 @@ def cmd_watch(args: argparse.Namespace) -> int:
     names, _ = _class_maps(args)
     with open_session(args, write=False) as s:
         scope = _scope(args, s.target.name)
-        before = take_snapshot(s.client, s.builder, scope)
-        polls = 0
-        while args.count == 0 or polls < args.count:
-            time.sleep(args.interval)
-            after = take_snapshot(s.client, s.builder, scope)
-            stamp = time.strftime("%H:%M:%S")
-            for line in _rate_lines(before, after, names):
-                print(f"{stamp} {s.target.name} {line}", flush=True)
-            before, polls = after, polls + 1
+        thrift = _thrift(args, s.target.name)
+        try:
+            before = take_snapshot(s.client, s.builder, scope, thrift)
+            for line in _unavailable_lines(before):
+                print(f"{s.target.name} {line}", flush=True)
+            polls = 0
+            while args.count == 0 or polls < args.count:
+                time.sleep(args.interval)
+                after = take_snapshot(s.client, s.builder, scope, thrift)
+                stamp = time.strftime("%H:%M:%S")
+                for line in _rate_lines(before, after, names):
+                    print(f"{stamp} {s.target.name} {line}", flush=True)
+                before, polls = after, polls + 1
+        finally:
+            if thrift is not None:
+                thrift.close()
     return 0
 
 
@@ -159,13 +185,18 @@ def _diagnose_switch(args: argparse.Namespace) -> list[analysis.Finding]:
     _, class_queue = _class_maps(args)
     with open_session(args, write=False) as s:
         scope = _scope(args, s.target.name)
-        first = before = take_snapshot(s.client, s.builder, scope)
-        windows = []
-        for _ in range(args.windows):
-            time.sleep(args.interval)
-            after = take_snapshot(s.client, s.builder, scope)
-            windows.append(analysis.mark_rates(before, after, class_queue))
-            before = after
+        thrift = _thrift(args, s.target.name)
+        try:
+            first = before = take_snapshot(s.client, s.builder, scope, thrift)
+            windows = []
+            for _ in range(args.windows):
+                time.sleep(args.interval)
+                after = take_snapshot(s.client, s.builder, scope, thrift)
+                windows.append(analysis.mark_rates(before, after, class_queue))
+                before = after
+        finally:
+            if thrift is not None:
+                thrift.close()
     for i, ws in enumerate(windows):
         overall = ws[0]
         print(f"window {i + 1}: {overall.packets} packets, {overall.marks} ECN marks "
@@ -211,5 +242,6 @@ def _scrape_targets(args: argparse.Namespace):
         raise UsageError(f"no switch {args.switch!r} in {args.intent}")
     vrfs = tuple(t.vrf for t in intent.tenants)
     return [ScrapeTarget(s.name, s.address, s.device_id, names, args.timeout,
-                         Scope(tuple(p.number for p in s.ports), vrfs) if s.ports else None)
+                         Scope(tuple(p.number for p in s.ports), vrfs) if s.ports else None,
+                         s.runtime_address if s.target == "bmv2" else None)
             for s in chosen]

@@ -20,6 +20,7 @@ from controlplane.commands.target import (
 from controlplane.p4rt.client import update
 from controlplane.p4rt.describe import entity_text
 from controlplane.p4rt.entities import to_entity
+from controlplane.p4rt.rollback import write_all_or_nothing
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -77,7 +78,9 @@ def cmd_write(args: argparse.Namespace) -> int:
             entry = s.builder.table_entry(args.table, match=match, action=action,
                                           params=params, priority=args.priority,
                                           default=args.default)
-        s.client.write([update(verb, entry)])
+        # One update: all or nothing by itself on every target (CONTINUE_ON_ERROR,
+        # never an atomic mode BMv2 would refuse); a refusal names the entry.
+        write_all_or_nothing(s.client, [update(verb, entry)], s.index)
         text = entity_text(s.index, to_entity(entry))
         if verb == "DELETE":
             text = text.split(" -> ")[0]     # a delete names the key, not an action

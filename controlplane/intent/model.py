@@ -180,7 +180,8 @@ class Switch:
     cpu_port: int = 255
     switch_id: int = 0
     router_mac: str = "00:00:00:00:00:00"
-    runtime_address: str | None = None   # softswitch runtime channel (queues, link rates)
+    runtime_address: str | None = None   # the switch's --thrift-port: queues, link rates
+    target: str = "softswitch"           # softswitch | bmv2: how runtime_address is spoken
     ports: tuple[Port, ...] = ()
     tunnels: tuple[Tunnel, ...] = ()
     next_hops: tuple[NextHop, ...] = ()

@@ -300,8 +300,12 @@ def parse_seg_rule(node: Node, order_priority: int) -> m.SegRule | None:
 
 
 # --- switches ----------------------------------------------------------------------------
+TARGETS = ("softswitch", "bmv2")
+"""What runs the switch: it decides how ``runtime_address`` (the process's
+``--thrift-port``) is spoken — softswitch's JSON-lines runtime channel, or BMv2's
+Thrift API — and which traffic-manager settings exist there."""
 SWITCH_KEYS = ("name", "address", "device_id", "election_id", "cpu_port", "switch_id",
-               "router_mac", "runtime_address", "ports", "tunnels", "next_hops",
+               "router_mac", "runtime_address", "target", "ports", "tunnels", "next_hops",
                "ecmp_groups", "routes")
 
 
@@ -321,6 +325,7 @@ def parse_switch(node: Node) -> m.Switch | None:
         name=name or "", address=address or "", device_id=device_id or 0,
         election_id=election, cpu_port=cpu_port, switch_id=switch_id, router_mac=router_mac,
         runtime_address=_opt(node, "runtime_address", Node.address),
+        target=_or(_opt(node, "target", Node.choice, TARGETS), "softswitch"),
         ports=_each(node.get("ports", []), parse_port),
         tunnels=_each(node.get("tunnels", []), parse_tunnel),
         next_hops=_each(node.get("next_hops", []), lambda n: parse_next_hop(n, router_mac)),

@@ -43,8 +43,14 @@ class Client:
     """
 
     def __init__(self, address: str, device_id: int, election_id: int = 1,
-                 role: str | None = None, timeout: float = 10.0) -> None:
+                 role: str | None = None, timeout: float = 10.0,
+                 atomic_writes: bool | None = None) -> None:
         self.address = address
+        # Does the target grant ROLLBACK_ON_ERROR batches? None: learn it (once per
+        # session, see grants_atomic_writes); False: never ask, the controller rolls
+        # back itself (controlplane.p4rt.rollback).
+        self._atomic_option = atomic_writes
+        self.atomic_writes = atomic_writes
         self.device_id = device_id
         self.election_id = election_id
         self.role = role
@@ -77,6 +83,7 @@ class Client:
                 time.sleep(backoff * attempt)
 
     def _connect_once(self, require_primary: bool) -> Arbitration:
+        self.atomic_writes = self._atomic_option     # a new session may be a new server
         self._channel = grpc.insecure_channel(self.address)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
@@ -259,13 +266,33 @@ class Client:
         except grpc.RpcError as err:
             raise from_rpc_error(err, f"{self.address}: Write") from None
 
-    def write_batches(self, updates: list[Update], batch_size: int = 500,
-                      atomicity: str = "ROLLBACK_ON_ERROR") -> int:
-        """Write in batches (ROLLBACK_ON_ERROR: a refused batch leaves no trace)."""
-        for start in range(0, len(updates), batch_size):
-            self.write(updates[start:start + batch_size], atomicity)
-        return len(updates)
+    def write_batches(self, updates: list[Update], batch_size: int = 500) -> int:
+        """Write in batches, all or nothing across them: a refused update rolls back
+        every batch already written (see :mod:`controlplane.p4rt.rollback`)."""
+        from controlplane.p4rt.rollback import Transaction
 
+        return Transaction(self, batch_size=batch_size).write(updates)
+
+    def grants_atomic_writes(self) -> bool:
+        """Whether the target accepts ROLLBACK_ON_ERROR batches, learned once per
+        session: an empty atomic WriteRequest is answered OK where the mode is granted
+        and UNIMPLEMENTED by BMv2's simple_switch_grpc, which grants only
+        CONTINUE_ON_ERROR. Any other answer leaves it open; the first real atomic batch
+        then decides (an UNIMPLEMENTED answer to it is retried without atomicity)."""
+        if self.atomic_writes is None:
+            req = p4runtime_pb2.WriteRequest(
+                device_id=self.device_id,
+                atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+            self._election(req)
+            try:
+                self.stub.Write(req, timeout=self.timeout)
+                self.atomic_writes = True
+            except grpc.RpcError as err:
+                if err.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    self.atomic_writes = False
+                else:
+                    return True
+        return self.atomic_writes
 
 def update(kind: str, message: Any) -> Update:
     """``update("INSERT", table_entry)`` — an Update of a built entity."""

@@ -98,18 +98,17 @@ def diff(desired: DesiredState, current: list[Entity]) -> Plan:
         pick(inserts, grp) + pick(modifies, grp) + pick(deletes, grp),
         pick(deletes, mem),
         pick(inserts, te) + pick(modifies, te),
-        # Alone: targets may refuse replication entries in ROLLBACK_ON_ERROR batches.
+        # Alone: targets may refuse replication entries in atomic batches.
         pick(inserts, pre) + pick(modifies, pre) + pick(deletes, pre),
     ]
     return Plan([p for p in phases if p])
 
 
-def atomicity(phase: list[Change]) -> str:
-    """ROLLBACK_ON_ERROR, except for replication entries, which softswitch (like PI for
-    the PRE) cannot take back, so they go CONTINUE_ON_ERROR."""
-    if all(_kind(c.entity) == "packet_replication_engine_entry" for c in phase):
-        return "CONTINUE_ON_ERROR"
-    return "ROLLBACK_ON_ERROR"
+def wants_atomic(phase: list[Change]) -> bool:
+    """Ask for an atomic batch (where the target grants one), except for replication
+    entries, which some targets cannot take back inside one; the controller's own
+    rollback (controlplane.p4rt.rollback) covers every phase either way."""
+    return not all(_kind(c.entity) == "packet_replication_engine_entry" for c in phase)
 
 
 def to_updates(changes: list[Change]) -> list[Update]:

@@ -31,7 +31,8 @@ def plan_lines(result: SwitchResult) -> list[str]:
 
 def summary_line(result: SwitchResult, dry_run: bool) -> str:
     if result.error is not None:
-        return f"{result.switch}: {paint('FAILED', 'red')}: {result.error}"
+        warnings = "".join(f"\n  {paint('warning', 'yellow')}: {w}" for w in result.warnings)
+        return f"{result.switch}: {paint('FAILED', 'red')}: {result.error}{warnings}"
     counts = result.plan.counts() if result.plan else {"INSERT": 0, "MODIFY": 0, "DELETE": 0}
     total = sum(counts.values())
     verb = "would write" if dry_run else "wrote"
@@ -48,11 +49,13 @@ def summary_line(result: SwitchResult, dry_run: bool) -> str:
         parts.append(f"; {result.tm_commands} queue/link settings")
     parts.append(f" in {result.seconds:.2f} s")
     notes = "".join(f"\n  note: {n}" for n in result.notes)
-    return "".join(parts) + notes
+    warnings = "".join(f"\n  {paint('warning', 'yellow')}: {w}" for w in result.warnings)
+    return "".join(parts) + notes + warnings
 
 
 def queue_lines(result: SwitchResult) -> list[str]:
-    """Traffic-manager settings P4Runtime cannot carry, as runtime-channel commands."""
-    if result.desired is None:
+    """Traffic-manager settings P4Runtime cannot carry, as runtime-channel (softswitch)
+    or simple_switch_CLI (BMv2) commands; what the target cannot take, as refusals."""
+    if result.tm is None:
         return []
-    return result.desired.tm_commands()
+    return result.tm.commands + [paint(f"refused: {r}", "red") for r in result.tm.refused]

@@ -14,8 +14,13 @@ from controlplane.compile import DesiredState, compile_switch
 from controlplane.intent import model as m
 from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
 from controlplane.p4rt.errors import P4RuntimeClientError
-from controlplane.reconcile.diff import Plan, atomicity, diff, to_updates
-from controlplane.reconcile.tm_channel import send_commands
+from controlplane.p4rt.rollback import UNKNOWN, Transaction, WriteAborted
+from controlplane.reconcile.diff import Change, Plan, diff, to_updates, wants_atomic
+from controlplane.reconcile.tm_channel import TmPlan, check_target, plan_tm, send_tm
+
+
+class TrafficManagerRefused(P4RuntimeClientError):
+    """The intent asks the switch's traffic manager for what its target cannot do."""
 
 
 @dataclass(frozen=True)
@@ -34,10 +39,12 @@ class SwitchResult:
     index: P4InfoIndex | None = None
     written: int = 0
     tm_commands: int = 0
+    tm: TmPlan | None = None
     pipeline_loaded: bool = False
     error: str | None = None
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def read_current(client: Client, b: EntityBuilder, desired: DesiredState
@@ -64,22 +71,10 @@ def read_current(client: Client, b: EntityBuilder, desired: DesiredState
     return current
 
 
-def ensure_pipeline(client: Client, pipeline: Pipeline | None) -> tuple[P4InfoIndex, bool]:
-    """The P4Info to compile against; loads ``pipeline`` when the device lacks it."""
-    current = client.get_p4info()
-    if pipeline is not None:
-        if current is None or _signature(current) != _signature(pipeline.p4info):
-            client.set_pipeline(pipeline.p4info, pipeline.device_config)
-            return P4InfoIndex(pipeline.p4info), True
-        return P4InfoIndex(pipeline.p4info), False
-    if current is None:
-        raise P4RuntimeClientError("no pipeline is loaded on the device; pass --pipeline")
-    return P4InfoIndex(current), False
-
-
 def _planned_pipeline(client: Client, pipeline: Pipeline | None
                       ) -> tuple[P4InfoIndex, bool]:
-    """What ensure_pipeline would do, without doing it (``--dry-run``)."""
+    """The P4Info to compile against, and whether ``pipeline`` must be loaded first
+    (the device has none, or another program); loading waits until the writes."""
     current = client.get_p4info()
     if pipeline is not None:
         fresh = current is None or _signature(current) != _signature(pipeline.p4info)
@@ -99,36 +94,42 @@ def _signature(p4info: p4info_pb2.P4Info) -> bytes:
 
 def reconcile_switch(intent: m.Intent, switch: m.Switch, pipeline: Pipeline | None,
                      dry_run: bool = False, timeout: float = 10.0,
-                     batch_size: int = 500, client: Client | None = None) -> SwitchResult:
+                     batch_size: int = 500, client: Client | None = None,
+                     allow_partial: bool = False,
+                     atomic_writes: bool | None = None) -> SwitchResult:
     """One switch end to end; every failure becomes ``result.error``, never an exception,
     so one broken switch cannot stop the others. ``client``: an already connected
-    primary session to use (and leave open), as controller mode keeps for learning."""
+    primary session to use (and leave open), as controller mode keeps for learning.
+
+    All or nothing per switch: every phase of the plan and the traffic-manager
+    commands run in one :class:`~controlplane.p4rt.rollback.Transaction`, so a refusal
+    anywhere (a later phase, or a queue command) rolls back the earlier phases too.
+    Settings the target's traffic manager cannot take are refused before anything is
+    written, unless ``allow_partial`` (then they are warnings). A pipeline this call
+    loaded stays loaded when it fails (P4Runtime cannot unload one); it holds no
+    entries then. ``atomic_writes=False`` makes the controller roll back itself even
+    where the target grants ROLLBACK_ON_ERROR."""
     result = SwitchResult(switch.name)
     start = time.monotonic()
     own = client is None
     if client is None:
         client = Client(switch.address, switch.device_id, election_id=switch.election_id,
-                        timeout=timeout)
+                        timeout=timeout, atomic_writes=atomic_writes)
     try:
         if own:
             client.connect(require_primary=not dry_run)
-        if dry_run:
-            index, fresh = _planned_pipeline(client, pipeline)
-            if fresh:
-                result.notes.append("the pipeline would be (re)loaded: the switch starts empty")
-        else:
-            index, fresh = ensure_pipeline(client, pipeline)
-        result.index, result.pipeline_loaded = index, fresh and not dry_run
+        index, fresh = _planned_pipeline(client, pipeline)
+        if fresh and dry_run:
+            result.notes.append("the pipeline would be (re)loaded: the switch starts empty")
+        result.index = index
         result.desired = compile_switch(intent, switch, index)
+        result.tm = plan_tm(switch, result.desired)
         current = [] if fresh else read_current(client, EntityBuilder(index), result.desired)
         result.plan = diff(result.desired, current)
+        _check_tm(switch, result, allow_partial)
         if not dry_run:
-            for phase in result.plan.phases:
-                result.written += client.write_batches(to_updates(phase), batch_size,
-                                                       atomicity(phase))
-            if switch.runtime_address is not None:
-                result.tm_commands = send_commands(switch.runtime_address,
-                                                   result.desired.tm_commands(), timeout)
+            _write(client, switch, pipeline if fresh else None, result, index, timeout,
+                   batch_size)
     except Exception as exc:   # noqa: BLE001 - reported per switch, see docstring
         result.error = str(exc) or type(exc).__name__
     finally:
@@ -136,6 +137,59 @@ def reconcile_switch(intent: m.Intent, switch: m.Switch, pipeline: Pipeline | No
             client.close()
         result.seconds = time.monotonic() - start
     return result
+
+
+def _check_tm(switch: m.Switch, result: SwitchResult, allow_partial: bool) -> None:
+    assert result.tm is not None
+    refused = result.tm.refused if switch.runtime_address is not None else []
+    if not refused:
+        return
+    if allow_partial:
+        result.warnings += [f"not applied on {switch.target}: {r}" for r in refused]
+        return
+    raise TrafficManagerRefused(
+        f"switch {switch.name} (target {switch.target}) cannot take these settings of the "
+        "intent: " + "; ".join(refused)
+        + "; nothing was written (--allow-partial applies the rest and warns)")
+
+
+def _write(client: Client, switch: m.Switch, pipeline: Pipeline | None,
+           result: SwitchResult, index: P4InfoIndex, timeout: float,
+           batch_size: int) -> None:
+    """Load the pipeline when needed, then write every phase and the queue settings in
+    one transaction."""
+    assert result.plan is not None and result.tm is not None
+    check_target(switch, timeout)   # an unreachable Thrift port fails before writes
+    if pipeline is not None:
+        client.set_pipeline(pipeline.p4info, pipeline.device_config)
+        result.pipeline_loaded = True
+    tx = Transaction(client, index, batch_size)
+    try:
+        for phase in result.plan.phases:
+            result.written += tx.write(to_updates(phase), _before(phase),
+                                       wants_atomic(phase))
+    except WriteAborted:
+        result.written = 0                    # rolled back
+        raise
+    if switch.runtime_address is not None:
+        try:
+            result.tm_commands = send_tm(switch, result.tm.commands, timeout)
+        except P4RuntimeClientError as exc:
+            result.written = 0
+            raise tx.abort(exc) from None
+
+
+def _before(phase: list[Change]) -> list:
+    """What the switch held before each change, as the reconciler read it."""
+    out: list = []
+    for c in phase:
+        if c.kind == "INSERT":
+            out.append(None)
+        elif c.kind == "DELETE":
+            out.append(c.entity)
+        else:
+            out.append(c.old if c.old is not None else UNKNOWN)
+    return out
 
 
 def load_pipeline(p4info_path: str | None, pipeline_path: str | None) -> Pipeline | None:

@@ -30,6 +30,7 @@ class ScrapeTarget:
     class_names: dict[int, str]
     timeout: float = 5.0
     scope: Scope | None = None
+    thrift_address: str | None = None   # BMv2: registers over Thrift (P4Runtime cannot)
 
 
 class TailccCollector:
@@ -62,7 +63,7 @@ class TailccCollector:
         for t in self.targets:
             try:
                 client, builder = self._session(t)
-                snap = take_snapshot(client, builder, t.scope)
+                snap = _snapshot(client, builder, t)
             except P4RuntimeClientError:
                 stale = self._sessions.pop(t.name, None)
                 if stale:
@@ -73,6 +74,14 @@ class TailccCollector:
             _fill(families, t, snap)
         yield up
         yield from families.values()
+
+
+def _snapshot(client: Client, builder: EntityBuilder, t: ScrapeTarget) -> Snapshot:
+    if t.thrift_address is None:
+        return take_snapshot(client, builder, t.scope)
+    from controlplane.reconcile.bmv2_thrift import Bmv2Thrift
+    with Bmv2Thrift(t.thrift_address, t.timeout) as thrift:
+        return take_snapshot(client, builder, t.scope, thrift)
 
 
 def _families() -> dict[str, Metric]:

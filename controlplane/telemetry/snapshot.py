@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
 
 from controlplane.p4rt import Client, EntityBuilder
 from controlplane.p4rt import values as v
+from controlplane.p4rt.errors import P4RuntimeClientError
 
 COUNTERS = {
     "class": "classify.class_counter",               # index: traffic class
@@ -35,6 +39,7 @@ class Snapshot:
     time: float
     counters: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
     registers: dict[str, dict[int, int]] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)   # kind -> why not read
 
     def total(self, kind: str) -> int:
         return sum(p for p, _ in self.counters.get(kind, {}).values())
@@ -65,10 +70,14 @@ def _counter_filters(builder: EntityBuilder, kind: str, name: str,
 
 
 def take_snapshot(client: Client, builder: EntityBuilder,
-                  scope: Scope | None = None) -> Snapshot:
+                  scope: Scope | None = None, thrift: Any = None) -> Snapshot:
     """Read every counter/register tailcc keeps. With a ``scope`` (from the intent),
     the 4096-cell arrays are read only at the cells that exist on this switch: a
-    wildcard read of 4096 cells is far slower than a few dozen indexed ones."""
+    wildcard read of 4096 cells is far slower than a few dozen indexed ones.
+
+    BMv2's P4Runtime server refuses register reads (UNIMPLEMENTED); with ``thrift`` (a
+    :class:`~controlplane.reconcile.bmv2_thrift.Bmv2Thrift` to the same switch) they are
+    read over BMv2's Thrift API instead, otherwise ``snap.unavailable`` says why not."""
     snap = Snapshot(time.monotonic())
     index = builder.index
     for kind, name in COUNTERS.items():
@@ -86,16 +95,33 @@ def take_snapshot(client: Client, builder: EntityBuilder,
     for kind, name in REGISTERS.items():
         if not index.has("registers", name):
             continue
-        cells_r = {}
-        filters = ([builder.register_entry(name, i) for i in port_queue_slots(
-            list(scope.ports))] if scope is not None else [builder.register_entry(name)])
-        for e in client.read(filters):
-            re_ = e.register_entry
-            value = v.decode(re_.data.bitstring) if re_.data.bitstring else 0
-            if value:
-                cells_r[re_.index.index] = value
-        snap.registers[kind] = cells_r
+        slots = port_queue_slots(list(scope.ports)) if scope is not None else None
+        try:
+            snap.registers[kind] = _read_register(client, builder, name, slots)
+        except P4RuntimeClientError as exc:
+            if exc.code != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+            if thrift is None:
+                snap.unavailable[kind] = str(exc)
+                continue
+            full = index.register(name).preamble.name
+            values = thrift.register_read_all(full)
+            snap.registers[kind] = {i: x for i, x in enumerate(values)
+                                    if x and (slots is None or i in slots)}
     return snap
+
+
+def _read_register(client: Client, builder: EntityBuilder, name: str,
+                   slots: list[int] | None) -> dict[int, int]:
+    cells: dict[int, int] = {}
+    filters = ([builder.register_entry(name, i) for i in slots] if slots is not None
+               else [builder.register_entry(name)])
+    for e in client.read(filters):
+        re_ = e.register_entry
+        value = v.decode(re_.data.bitstring) if re_.data.bitstring else 0
+        if value:
+            cells[re_.index.index] = value
+    return cells
 
 
 def delta(before: Snapshot, after: Snapshot, kind: str) -> dict[int, int]:

@@ -1,0 +1,203 @@
+"""BMv2's Thrift runtime API — what ``simple_switch_CLI`` speaks — for what P4Runtime lacks.
+
+P4Runtime has no message for traffic-manager settings, and BMv2's P4Runtime server
+refuses register reads (``UNIMPLEMENTED: Register reads are not supported yet``); BMv2
+takes both over Thrift on its ``--thrift-port``.
+
+Why Thrift itself rather than running ``simple_switch_CLI``: the CLI exits 0 after an
+error and prints it as free text ("Error: ...", "Invalid ..."), it throws away the
+return codes of the calls, and a Thrift exception (e.g. a queue number at or above
+the switch's ``--priority-queues``) kills it with a Python traceback. Called directly,
+each call either returns or raises, and one TCP connection serves every command.
+
+The Thrift client code is BMv2's own (the generated ``sswitch_runtime`` and
+``bm_runtime`` packages), imported from wherever the installed ``simple_switch_CLI``
+imports it: ``<prefix>/lib/python3`` beside its ``bin/`` (the p4lang bundle,
+``softswitch.reference_tools``), or the Python path when BMv2 was installed
+system-wide. It needs Python's ``thrift`` package (Debian: ``python3-thrift``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from controlplane.p4rt.errors import P4RuntimeClientError
+
+
+class Bmv2ThriftError(P4RuntimeClientError):
+    """BMv2's Thrift server is unreachable, its modules are missing, or it refused."""
+
+
+def _module_dirs() -> list[Path]:
+    dirs: list[Path] = []
+    cli = shutil.which("simple_switch_CLI")
+    if cli:
+        dirs.append(Path(os.path.realpath(cli)).parent.parent / "lib" / "python3")
+    try:
+        from softswitch import reference_tools
+        tools = reference_tools.find()
+    except Exception:  # noqa: BLE001 - only a place to look
+        tools = None
+    if tools is not None:
+        dirs.append(tools.bin_dir.parent / "lib" / "python3")
+    prefix = Path(os.environ.get("P4LANG_PREFIX", "/opt/p4lang"))
+    dirs.append(prefix / "lib" / "python3")
+    return [d for d in dict.fromkeys(dirs) if (d / "sswitch_runtime").is_dir()]
+
+
+def _import(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        pass
+    for directory in _module_dirs():
+        if str(directory) not in sys.path:
+            sys.path.append(str(directory))
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ImportError(name)
+
+
+def thrift_modules() -> tuple[Any, Any, Any]:
+    """(thrift's transport/protocol namespace, SimpleSwitch, Standard) or a clear error."""
+    try:
+        importlib.import_module("thrift")
+    except ImportError:
+        raise Bmv2ThriftError("BMv2's Thrift API needs Python's thrift package (Debian: "
+                              "apt-get install python3-thrift; pip: thrift)") from None
+    try:
+        sswitch = _import("sswitch_runtime.SimpleSwitch")
+        standard = _import("bm_runtime.standard.Standard")
+    except ImportError:
+        raise Bmv2ThriftError("BMv2's Python Thrift modules (sswitch_runtime, bm_runtime) "
+                              "were not found: install BMv2 (they sit in lib/python3 "
+                              "beside simple_switch_CLI's bin/) or put simple_switch_CLI "
+                              "on PATH") from None
+    from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
+    from thrift.transport import TSocket, TTransport
+
+    class T:                       # one namespace for what connect() needs
+        pass
+    T.TSocket, T.TTransport = TSocket, TTransport
+    T.TBinaryProtocol, T.TMultiplexedProtocol = TBinaryProtocol, TMultiplexedProtocol
+    return T, sswitch, standard
+
+
+class Bmv2Thrift:
+    """A connection to one BMv2 process's Thrift server (``--thrift-port``)."""
+
+    def __init__(self, address: str, timeout: float = 10.0) -> None:
+        self.address = address
+        self.timeout = timeout
+        self._transport: Any = None
+        self._sswitch: Any = None
+        self._standard: Any = None
+
+    def connect(self) -> Bmv2Thrift:
+        t, sswitch, standard = thrift_modules()
+        host, _, port = self.address.rpartition(":")
+        sock = t.TSocket.TSocket(host or "127.0.0.1", int(port))
+        sock.setTimeout(self.timeout * 1000)
+        transport = t.TTransport.TBufferedTransport(sock)
+        proto = t.TBinaryProtocol.TBinaryProtocol(transport)
+        try:
+            transport.open()
+        except Exception as exc:  # noqa: BLE001 - TTransportException wraps OSError
+            raise Bmv2ThriftError(f"{self.address}: BMv2 Thrift server (simple_switch "
+                                  f"--thrift-port) does not answer: {exc}") from None
+        self._transport = transport
+        self._sswitch = sswitch.Client(t.TMultiplexedProtocol.TMultiplexedProtocol(
+            proto, "simple_switch"))
+        self._standard = standard.Client(t.TMultiplexedProtocol.TMultiplexedProtocol(
+            proto, "standard"))
+        return self
+
+    def close(self) -> None:
+        if self._transport is not None:
+            try:
+                self._transport.close()
+            except Exception:  # noqa: BLE001 - closing a broken socket
+                pass
+        self._transport = self._sswitch = self._standard = None
+
+    def __enter__(self) -> Bmv2Thrift:
+        if self._transport is None:
+            self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, what: str, func: Any, *args: Any) -> Any:
+        if self._transport is None:
+            self.connect()
+        try:
+            return func(*args)
+        except OSError as exc:
+            raise Bmv2ThriftError(f"{self.address}: {what}: connection lost: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - Thrift exceptions have no common base here
+            name = type(exc).__name__
+            text = getattr(exc, "message", None) or str(exc) or name
+            if name == "TTransportException":
+                raise Bmv2ThriftError(f"{self.address}: {what}: connection lost: {text}") \
+                    from None
+            if "range_check" in text or "out of range" in text:
+                text += (" (the queue number is not below the switch's priority-queue "
+                         "count: start simple_switch_grpc with -- --priority-queues 8)")
+            raise Bmv2ThriftError(f"{self.address}: {what} refused: {name}: {text}") \
+                from None
+
+    def check(self) -> None:
+        """One harmless call: is this BMv2's simple_switch Thrift service at all?"""
+        self._call("get_time_elapsed_us (is this simple_switch's --thrift-port?)",
+                   lambda: self._sswitch.get_time_elapsed_us())
+
+    # --- traffic manager (simple_switch_CLI set_queue_rate / set_queue_depth) -------------
+    def set_queue_rate(self, port: int, queue: int, pps: int) -> None:
+        code = self._call(f"set_queue_rate {pps} {port} {queue}",
+                          lambda: self._sswitch.set_egress_priority_queue_rate(port, queue,
+                                                                               pps))
+        self._check(code, f"set_queue_rate {pps} {port} {queue}")
+
+    def set_queue_depth(self, port: int, queue: int, packets: int) -> None:
+        code = self._call(f"set_queue_depth {packets} {port} {queue}",
+                          lambda: self._sswitch.set_egress_priority_queue_depth(
+                              port, queue, packets))
+        self._check(code, f"set_queue_depth {packets} {port} {queue}")
+
+    def _check(self, code: Any, what: str) -> None:
+        if isinstance(code, int) and code != 0:
+            raise Bmv2ThriftError(f"{self.address}: {what} refused: error code {code}")
+
+    # --- registers (P4Runtime register reads are UNIMPLEMENTED on BMv2) ------------------
+    def register_read(self, name: str, index: int) -> int:
+        return int(self._call(f"register_read {name} {index}",
+                              lambda: self._standard.bm_register_read(0, name, index)))
+
+    def register_read_all(self, name: str) -> list[int]:
+        return [int(x) for x in self._call(
+            f"register_read {name}", lambda: self._standard.bm_register_read_all(0, name))]
+
+
+def run_command(bm: Bmv2Thrift, command: str) -> None:
+    """One ``simple_switch_CLI``-syntax traffic-manager command (the two that exist on
+    BMv2 per priority queue): ``set_queue_rate PPS PORT QUEUE`` or ``set_queue_depth
+    PACKETS PORT QUEUE``."""
+    words = command.split()
+    if len(words) != 4 or words[0] not in ("set_queue_rate", "set_queue_depth"):
+        raise Bmv2ThriftError(f"{bm.address}: {command!r}: not a BMv2 queue command")
+    try:
+        value, port, queue = (int(w, 0) for w in words[1:])
+    except ValueError:
+        raise Bmv2ThriftError(f"{bm.address}: {command!r}: expected integers") from None
+    if words[0] == "set_queue_rate":
+        bm.set_queue_rate(port, queue, value)
+    else:
+        bm.set_queue_depth(port, queue, value)
