@@ -155,7 +155,7 @@ def test_apply_diff_show_on_tailcc(switch: str, tmp_path: Path, capsys) -> None:
     assert "s1: in sync, nothing to write" in capsys.readouterr().out
     assert main(["show", "-i", str(intent)]) == 0
     out = capsys.readouterr().out
-    assert "TailccIngress.classify.traffic_class" in out and "clone sessions: 2" in out
+    assert "TailccIngress.classify.traffic_class" in out and "clone sessions: 1" in out
 
 
 def test_apply_every_undoes_drift(switch: str, tmp_path: Path, capsys) -> None:

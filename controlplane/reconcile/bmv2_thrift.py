@@ -20,6 +20,7 @@ system-wide. It needs Python's ``thrift`` package (Debian: ``python3-thrift``).
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import shutil
 import sys
@@ -65,8 +66,9 @@ def _import(name: str) -> Any:
     raise ImportError(name)
 
 
-def thrift_modules() -> tuple[Any, Any, Any]:
-    """(thrift's transport/protocol namespace, SimpleSwitch, Standard) or a clear error."""
+def thrift_modules() -> tuple[Any, Any, Any, Any]:
+    """(thrift's transport/protocol namespace, SimpleSwitch, Standard, SimplePreLAG) or a
+    clear error."""
     try:
         importlib.import_module("thrift")
     except ImportError:
@@ -75,6 +77,7 @@ def thrift_modules() -> tuple[Any, Any, Any]:
     try:
         sswitch = _import("sswitch_runtime.SimpleSwitch")
         standard = _import("bm_runtime.standard.Standard")
+        pre = _import("bm_runtime.simple_pre_lag.SimplePreLAG")
     except ImportError:
         raise Bmv2ThriftError("BMv2's Python Thrift modules (sswitch_runtime, bm_runtime) "
                               "were not found: install BMv2 (they sit in lib/python3 "
@@ -87,7 +90,7 @@ def thrift_modules() -> tuple[Any, Any, Any]:
         pass
     T.TSocket, T.TTransport = TSocket, TTransport
     T.TBinaryProtocol, T.TMultiplexedProtocol = TBinaryProtocol, TMultiplexedProtocol
-    return T, sswitch, standard
+    return T, sswitch, standard, pre
 
 
 class Bmv2Thrift:
@@ -99,9 +102,10 @@ class Bmv2Thrift:
         self._transport: Any = None
         self._sswitch: Any = None
         self._standard: Any = None
+        self._pre: Any = None
 
     def connect(self) -> Bmv2Thrift:
-        t, sswitch, standard = thrift_modules()
+        t, sswitch, standard, pre = thrift_modules()
         host, _, port = self.address.rpartition(":")
         sock = t.TSocket.TSocket(host or "127.0.0.1", int(port))
         sock.setTimeout(self.timeout * 1000)
@@ -117,6 +121,8 @@ class Bmv2Thrift:
             proto, "simple_switch"))
         self._standard = standard.Client(t.TMultiplexedProtocol.TMultiplexedProtocol(
             proto, "standard"))
+        self._pre = pre.Client(t.TMultiplexedProtocol.TMultiplexedProtocol(
+            proto, "simple_pre_lag"))
         return self
 
     def close(self) -> None:
@@ -125,7 +131,7 @@ class Bmv2Thrift:
                 self._transport.close()
             except Exception:  # noqa: BLE001 - closing a broken socket
                 pass
-        self._transport = self._sswitch = self._standard = None
+        self._transport = self._sswitch = self._standard = self._pre = None
 
     def __enter__(self) -> Bmv2Thrift:
         if self._transport is None:
@@ -175,6 +181,38 @@ class Bmv2Thrift:
     def _check(self, code: Any, what: str) -> None:
         if isinstance(code, int) and code != 0:
             raise Bmv2ThriftError(f"{self.address}: {what} refused: error code {code}")
+
+    # --- replication engine ------------------------------------------------------------------
+    def clear_replication(self) -> int:
+        """Destroy every multicast group and node in BMv2's PRE; returns how many nodes.
+
+        simple_switch_grpc 1.15.5 (PI) forgets its clone sessions and multicast groups
+        when SetForwardingPipelineConfig loads a pipeline, but leaves their nodes in
+        BMv2's PRE: a clone session written again with the same id then gets a second
+        replica, and every clone (every Fast CNP) is sent twice. After a pipeline load
+        both sides are empty again. Measured with ``mc_dump``; see controlplane/README.md.
+        """
+        raw = self._call("mc_dump", lambda: self._pre.bm_mc_get_entries(0))
+        try:
+            dump = json.loads(raw)
+        except (TypeError, ValueError):
+            raise Bmv2ThriftError(f"{self.address}: mc_dump answered {raw!r}") from None
+        nodes = 0
+        for group in dump.get("mgrps", []):
+            mgrp = int(group["id"])
+            for handle in group.get("l1_handles", []):
+                self._call(f"mc_node_dissociate {mgrp} {handle}",
+                           lambda m=mgrp, h=handle: self._pre.bm_mc_node_dissociate(0, m, h))
+        for node in dump.get("l1_handles", []):
+            handle = int(node["handle"])
+            self._call(f"mc_node_destroy {handle}",
+                       lambda h=handle: self._pre.bm_mc_node_destroy(0, h))
+            nodes += 1
+        for group in dump.get("mgrps", []):
+            mgrp = int(group["id"])
+            self._call(f"mc_mgrp_destroy {mgrp}",
+                       lambda m=mgrp: self._pre.bm_mc_mgrp_destroy(0, m))
+        return nodes
 
     # --- registers (P4Runtime register reads are UNIMPLEMENTED on BMv2) ------------------
     def register_read(self, name: str, index: int) -> int:

@@ -163,6 +163,7 @@ def _write(client: Client, switch: m.Switch, pipeline: Pipeline | None,
     if pipeline is not None:
         client.set_pipeline(pipeline.p4info, pipeline.device_config)
         result.pipeline_loaded = True
+        _clear_bmv2_replication(switch, result, timeout)
     tx = Transaction(client, index, batch_size)
     try:
         for phase in result.plan.phases:
@@ -177,6 +178,22 @@ def _write(client: Client, switch: m.Switch, pipeline: Pipeline | None,
         except P4RuntimeClientError as exc:
             result.written = 0
             raise tx.abort(exc) from None
+
+
+def _clear_bmv2_replication(switch: m.Switch, result: SwitchResult, timeout: float) -> None:
+    """BMv2 keeps the old pipeline's clone/multicast nodes in its PRE though its P4Runtime
+    server forgets them (see Bmv2Thrift.clear_replication): empty it over Thrift, or say
+    why not, so a clone session written now is not replicated twice."""
+    if switch.target != "bmv2":
+        return
+    if switch.runtime_address is None:
+        result.notes.append("BMv2 without runtime_address: its replication engine may keep "
+                            "the previous pipeline's clone/multicast nodes (clones sent "
+                            "twice); give the --thrift-port as runtime_address")
+        return
+    from controlplane.reconcile.bmv2_thrift import Bmv2Thrift
+    with Bmv2Thrift(switch.runtime_address, timeout) as bm:
+        bm.clear_replication()
 
 
 def _before(phase: list[Change]) -> list:
