@@ -1,24 +1,39 @@
-"""P4Runtime Write/Read throughput of ``softswitch run``, over real gRPC.
+"""P4Runtime Write/Read throughput of ``softswitch run`` beside BMv2 ``simple_switch_grpc``.
 
-Starts ``softswitch run --no-p4`` as its own process (as users run it), loads
-``p4src/samples/l3_basic.p4`` (with a table large enough) through
-SetForwardingPipelineConfig, becomes primary, inserts N LPM routes in batches of B
-updates, reads them all back twice (the first read builds the canonical encodings the
-server caches), modifies and deletes them, and prints entries per second per phase —
-for batches of 1, 100 and 1000 by default. The baseline, measured in the same run
-against the same server, is the rate of no-op RPCs (``Capabilities``): what one gRPC
-round trip costs here, so "ratio" tells how much of a write is gRPC and how much is
-the switch.
-Controllers push routes in bulk at start-up, so this decides how long a topology
-takes to come up. Values are sent padded to full width, as p4runtime-shell 0.0.4
-does, so the server's canonicalization is part of the figure.
+Each target runs as its own process, as users run it, with no program
+(``--no-p4``); the benchmark pushes ``p4src/samples/l3_basic.p4`` (its ``ipv4_lpm``
+table sized to the entry count) through SetForwardingPipelineConfig — the P4 source
+for softswitch, the JSON and P4Info ``/opt/p4lang/bin/p4c-bm2-ss`` compiles from the same
+source for BMv2 — becomes primary and times, over real gRPC on loopback:
 
-    python bench/p4runtime_write.py [--entries N] [--batch B ...]
+    insert   N LPM routes (distinct /24s in 10/8) in batches of 1, 100, 1000
+             (between two insert runs the table is emptied, untimed)
+    read     all N back in one Read, twice: softswitch's first read builds the
+             canonical encodings it caches, the second ("re-read") uses them
+    modify   all N, batches of 1000
+    delete   all N, batches of 1000
+
+and prints entries/s per target and the softswitch/BMv2 ratio in one table, with each
+server's CPU time per entry (from /proc) and each target's rate of no-op RPCs
+(``Capabilities``: what one gRPC round trip costs here). The same figures go to
+``out/bench/p4runtime_write.json``. BMv2 is left out, with a note, where the reference
+tools are not installed (``softswitch/reference_tools.py``).
+
+The client sends requests serialized before the clock starts and counts the entities it
+read only after it stops, so the figures are the switch's and gRPC's, not this client's
+protobuf. Values are padded to full width, as p4runtime-shell sends them, so softswitch's
+canonicalization is part of its figure. Controllers push routes in bulk at start-up, so
+this decides how long a topology takes to come up.
+
+    python bench/p4runtime_write.py [--entries N] [--insert-batch B ...] [--batch B]
+                                    [--targets softswitch bmv2] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import json
 import os
 import pathlib
 import socket
@@ -26,14 +41,24 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import grpc
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from google.protobuf import text_format
+from google.protobuf.internal import api_implementation
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
 
+from softswitch import reference_tools
 from softswitch.p4runtime import pipeline
 from softswitch.p4runtime.client import StreamClient
 
-PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "p4src" / "samples" / "l3_basic.p4"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PROGRAM = ROOT / "p4src" / "samples" / "l3_basic.p4"
+TABLE, ACTION = "L3Ingress.ipv4_lpm", "L3Ingress.set_next_hop"
+DEFAULT_JSON = ROOT / "out" / "bench" / "p4runtime_write.json"
+TARGETS = ("softswitch", "bmv2")
 
 
 def _route(table_id: int, action_id: int, i: int, port: int) -> p4runtime_pb2.TableEntry:
@@ -48,15 +73,15 @@ def _route(table_id: int, action_id: int, i: int, port: int) -> p4runtime_pb2.Ta
     return te
 
 
-def _batches(kind: int, entries: list[p4runtime_pb2.TableEntry],
-             batch: int) -> list[p4runtime_pb2.WriteRequest]:
+def _batches(kind: int, entries: list[p4runtime_pb2.TableEntry], batch: int) -> list[bytes]:
+    """Serialized WriteRequests of ``batch`` updates each."""
     out = []
     for start in range(0, len(entries), batch):
         req = p4runtime_pb2.WriteRequest(device_id=0)
         req.election_id.low = 1
         for te in entries[start:start + batch]:
             req.updates.add(type=kind).entity.table_entry.CopyFrom(te)
-        out.append(req)
+        out.append(req.SerializeToString())
     return out
 
 
@@ -66,114 +91,257 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_server(addr: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", "--no-p4", "--",
-                             "--grpc-server-addr", addr], stderr=subprocess.PIPE, text=True)
-    channel = grpc.insecure_channel(addr)
-    try:
-        grpc.channel_ready_future(channel).result(timeout=60)
-    finally:
-        channel.close()
-    return proc
-
-
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (from /proc), to tell the server's cost
-    apart from the client's: both run pure-Python protobuf."""
+    """User + system CPU time of a process (from /proc): the server's share of a phase."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _timed(phase: str, results: dict[str, tuple[float, float]], pid: int,
-           fn) -> None:  # noqa: ANN001
-    cpu0, t0 = _cpu_seconds(pid), time.perf_counter()
-    fn()
-    results[phase] = (time.perf_counter() - t0, _cpu_seconds(pid) - cpu0)
+# --- targets ----------------------------------------------------------------------------------
+@dataclass
+class Target:
+    """One switch under test: how to start it and what pipeline config it takes."""
+
+    name: str
+    command: Callable[[str, pathlib.Path], list[str]]
+    config: Callable[[pathlib.Path, pathlib.Path], tuple[p4info_pb2.P4Info, bytes]]
+    notes: list[str] = field(default_factory=list)
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--entries", type=int, default=3000)
-    ap.add_argument("--batch", type=int, nargs="+", default=[1, 100, 1000])
-    args = ap.parse_args(argv)
-    if not 1 <= args.entries <= 1 << 16:
-        ap.error("--entries must be 1..65536 (the routes are distinct /24s in 10/8)")
-    if any(b < 1 for b in args.batch):
-        ap.error("--batch sizes must be >= 1")
+def _softswitch_command(addr: str, work: pathlib.Path) -> list[str]:
+    return [sys.executable, "-m", "softswitch", "run", "--no-p4", "--",
+            "--grpc-server-addr", addr]
 
-    source = PROGRAM.read_text().replace("size = 1024;", f"size = {args.entries};")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "l3_basic.p4")
-        pathlib.Path(path).write_text(source)
-        p4info = pipeline.compile_file(path, {}).p4info
 
+def _softswitch_config(program: pathlib.Path,
+                       work: pathlib.Path) -> tuple[p4info_pb2.P4Info, bytes]:
+    return pipeline.compile_file(str(program), {}).p4info, program.read_bytes()
+
+
+def _bmv2_target(tools: reference_tools.ReferenceTools) -> Target:
+    def command(addr: str, work: pathlib.Path) -> list[str]:
+        # Own thrift port and notification socket: other switches may run beside it.
+        return [tools.simple_switch_grpc, "--no-p4", "--thrift-port", str(_free_port()),
+                "--notifications-addr", f"ipc://{work}/bmv2-notifications.ipc",
+                "--log-level", "off", "--", "--grpc-server-addr", addr]
+
+    def config(program: pathlib.Path, work: pathlib.Path) -> tuple[p4info_pb2.P4Info, bytes]:
+        out_json, out_info = work / "l3_basic.json", work / "l3_basic.p4info.txtpb"
+        proc = subprocess.run([tools.p4c, "--p4runtime-files", str(out_info), "-o",
+                               str(out_json), str(program)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"p4c-bm2-ss failed: {proc.stderr.strip()}")
+        info = text_format.Parse(out_info.read_text(), p4info_pb2.P4Info())
+        return info, out_json.read_bytes()
+
+    return Target("bmv2", command, config)
+
+
+def _start(target: Target, work: pathlib.Path) -> tuple[subprocess.Popen, str]:
     addr = f"127.0.0.1:{_free_port()}"
-    server = _start_server(addr)
+    log = open(work / f"{target.name}.log", "w")  # noqa: SIM115 (closed with the process)
+    proc = subprocess.Popen(target.command(addr, work), stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    channel = grpc.insecure_channel(addr)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=60)
+    except grpc.FutureTimeoutError:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"{target.name} did not start: "
+                           f"{(work / f'{target.name}.log').read_text()[-2000:]}") from None
+    finally:
+        channel.close()
+    return proc, addr
+
+
+# --- one target's run -------------------------------------------------------------------------
+Phase = tuple[str, int]                       # (phase, batch size)
+
+
+def run_target(target: Target, program: pathlib.Path, work: pathlib.Path, entries: int,
+               insert_batches: list[int], batch: int) -> dict:
+    info, device_config = target.config(program, work)
+    ids = {o.preamble.name: o.preamble.id for o in (*info.tables, *info.actions)}
+    table, action = ids[TABLE], ids[ACTION]
+    routes = [_route(table, action, i, 1 + i % 8) for i in range(entries)]
+    changed = [_route(table, action, i, 9) for i in range(entries)]
+    read_req = p4runtime_pb2.ReadRequest(device_id=0)
+    read_req.entities.add().table_entry.table_id = table
+    read_bytes = read_req.SerializeToString()
+
+    server, addr = _start(target, work)
     channel = grpc.insecure_channel(addr, options=[("grpc.max_receive_message_length",
-                                                    64 << 20)])
-    stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+                                                    256 << 20)])
+    # No (de)serializers: requests go out as the bytes built above, responses stay bytes.
+    write = channel.unary_unary("/p4.v1.P4Runtime/Write")
+    read = channel.unary_stream("/p4.v1.P4Runtime/Read")
+    capabilities = channel.unary_unary("/p4.v1.P4Runtime/Capabilities")
     stream = StreamClient(channel)
+    results: dict[Phase, dict[str, float]] = {}
+
+    def timed(phase: Phase, fn: Callable[[], object]) -> object:
+        cpu0, t0 = _cpu_seconds(server.pid), time.perf_counter()
+        got = fn()
+        secs = time.perf_counter() - t0
+        cpu = _cpu_seconds(server.pid) - cpu0
+        results[phase] = {"seconds": secs, "entries_per_s": entries / secs,
+                          "server_cpu_us_per_entry": cpu * 1e6 / entries}
+        return got
+
+    def write_all(requests: list[bytes]) -> None:
+        for r in requests:
+            write(r, timeout=600)
+
+    def read_all() -> list[bytes]:
+        return list(read(read_bytes, timeout=600))
+
+    def count(chunks: list[bytes]) -> int:
+        return sum(len(p4runtime_pb2.ReadResponse.FromString(c).entities) for c in chunks)
+
     try:
         stream.arbitrate(1)
-        stream.next()
+        stream.next(timeout=30)
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=0,
             action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         req.election_id.low = 1
-        req.config.p4info.CopyFrom(p4info)
-        req.config.p4_device_config = source.encode()
-        stub.SetForwardingPipelineConfig(req)
+        req.config.p4info.CopyFrom(info)
+        req.config.p4_device_config = device_config
+        channel.unary_unary("/p4.v1.P4Runtime/SetForwardingPipelineConfig")(
+            req.SerializeToString(), timeout=120)
 
-        ids = {o.preamble.name: o.preamble.id for o in (*p4info.tables, *p4info.actions)}
-        table, action = ids["L3Ingress.ipv4_lpm"], ids["L3Ingress.set_next_hop"]
-        entries = [_route(table, action, i, 1 + i % 8) for i in range(args.entries)]
-        changed = [_route(table, action, i, 9) for i in range(args.entries)]
-        read = p4runtime_pb2.ReadRequest(device_id=0)
-        read.entities.add().table_entry.table_id = table
+        noop = p4runtime_pb2.CapabilitiesRequest().SerializeToString()
+        t0 = time.perf_counter()
+        for _ in range(300):
+            capabilities(noop, timeout=30)
+        noop_rate = 300 / (time.perf_counter() - t0)
 
-        def read_all() -> None:
-            got = sum(len(r.entities) for r in stub.Read(read))
-            assert got == args.entries, got
-
-        noop_rate = _noop_rpc_rate(stub)
-        all_results: dict[int, dict[str, tuple[float, float]]] = {}
-        for batch in args.batch:
-            inserts = _batches(p4runtime_pb2.Update.INSERT, entries, batch)
-            modifies = _batches(p4runtime_pb2.Update.MODIFY, changed, batch)
-            deletes = _batches(p4runtime_pb2.Update.DELETE, entries, batch)
-            results: dict[str, tuple[float, float]] = {}
-            pid = server.pid
-            _timed("insert", results, pid, lambda ws=inserts: [stub.Write(w) for w in ws])
-            _timed("read", results, pid, read_all)
-            _timed("re-read", results, pid, read_all)
-            _timed("modify", results, pid, lambda ws=modifies: [stub.Write(w) for w in ws])
-            _timed("delete", results, pid, lambda ws=deletes: [stub.Write(w) for w in ws])
-            all_results[batch] = results
+        deletes = _batches(p4runtime_pb2.Update.DELETE, routes, batch)
+        for i, b in enumerate(insert_batches):
+            if i:
+                write_all(deletes)                                  # untimed: empty table
+            inserts = _batches(p4runtime_pb2.Update.INSERT, routes, b)
+            timed(("insert", b), lambda ws=inserts: write_all(ws))
+        for phase in ("read", "re-read"):
+            got = count(timed((phase, 0), read_all))
+            if got != entries:
+                raise RuntimeError(f"{target.name}: read {got} entries, expected {entries}")
+        modifies = _batches(p4runtime_pb2.Update.MODIFY, changed, batch)
+        timed(("modify", batch), lambda: write_all(modifies))
+        timed(("delete", batch), lambda: write_all(deletes))
+        if count(read_all()) != 0:
+            raise RuntimeError(f"{target.name}: entries left after delete")
     finally:
         stream.close()
         channel.close()
         server.terminate()
-        server.wait(10)
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    return {"noop_rpc_per_s": noop_rate,
+            "phases": [{"phase": p, "batch": b or None, **r} for (p, b), r in results.items()]}
 
-    print(f"softswitch run, P4Runtime: {args.entries} LPM entries, {os.cpu_count()} CPUs")
-    print(f"  baseline: {noop_rate:.0f} no-op RPCs/s (Capabilities round trips)")
-    print(f"  {'batch':>5s} {'phase':8s} {'wall s':>8s} {'entries/s':>10s} "
-          f"{'ratio':>7s} {'server CPU µs/entry':>20s}")
-    for batch, results in all_results.items():
-        for phase, (secs, cpu) in results.items():
-            rate = args.entries / secs
-            print(f"  {batch:>5d} {phase:8s} {secs:8.3f} {rate:10.0f} {rate / noop_rate:7.2f} "
-                  f"{cpu * 1e6 / args.entries:20.0f}")
+
+# --- report -----------------------------------------------------------------------------------
+def _environment(entries: int) -> dict:
+    def version(dist: str) -> str | None:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {"entries": entries, "cpus": os.cpu_count(), "loadavg": os.getloadavg(),
+            "protobuf": version("protobuf"),
+            "protobuf_implementation": api_implementation.Type(),
+            "grpcio": version("grpcio"), "p4runtime": version("p4runtime"),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def table(report: dict) -> str:
+    targets = list(report["targets"])
+    env = report["environment"]
+    lines = [f"P4Runtime write/read, {env['entries']} LPM entries, {env['cpus']} CPUs, "
+             f"protobuf {env['protobuf']} ({env['protobuf_implementation']}), "
+             f"load average {env['loadavg'][0]:.1f}"]
+    for name in targets:
+        lines.append(f"  {name}: {report['targets'][name]['noop_rpc_per_s']:.0f} no-op "
+                     "RPCs/s (Capabilities round trips)")
+    for note in report.get("notes", []):
+        lines.append(f"  note: {note}")
+    head = f"  {'phase':8s} {'batch':>5s}"
+    for name in targets:
+        head += f" {name + ' /s':>15s}"
+    for name in targets:
+        head += f" {name + ' CPU µs':>16s}"
+    if len(targets) == 2:
+        head += f" {'ratio':>7s}"
+    lines.append(head)
+    rows = {t: {(p["phase"], p["batch"]): p for p in report["targets"][t]["phases"]}
+            for t in targets}
+    for key in rows[targets[0]]:
+        phase, batch = key
+        line = f"  {phase:8s} {batch or '':>5}"
+        for name in targets:
+            line += f" {rows[name][key]['entries_per_s']:15.0f}"
+        for name in targets:
+            line += f" {rows[name][key]['server_cpu_us_per_entry']:16.1f}"
+        if len(targets) == 2:
+            a, b = (rows[t][key]["entries_per_s"] for t in targets)
+            line += f" {a / b:7.2f}"
+        lines.append(line)
+    if len(targets) == 2:
+        lines.append(f"  ratio = {targets[0]} / {targets[1]} entries/s; CPU µs = server CPU "
+                     "time per entry")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--entries", type=int, default=20000)
+    ap.add_argument("--insert-batch", type=int, nargs="+", default=[1, 100, 1000],
+                    help="batch sizes of the insert runs (1 100 1000)")
+    ap.add_argument("--batch", type=int, default=1000, help="modify/delete batch (1000)")
+    ap.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
+    ap.add_argument("--json", type=pathlib.Path, default=DEFAULT_JSON,
+                    help=f"where to write the figures ({DEFAULT_JSON.relative_to(ROOT)})")
+    args = ap.parse_args(argv)
+    if not 1 <= args.entries <= 1 << 16:
+        ap.error("--entries must be 1..65536 (the routes are distinct /24s in 10/8)")
+    if any(b < 1 for b in (*args.insert_batch, args.batch)):
+        ap.error("batch sizes must be >= 1")
+
+    notes: list[str] = []
+    targets = [Target("softswitch", _softswitch_command, _softswitch_config)]
+    if "bmv2" in args.targets:
+        tools = reference_tools.find()
+        if tools is None:
+            notes.append(f"BMv2 left out: {reference_tools.missing_reason()}")
+        else:
+            targets.append(_bmv2_target(tools))
+    if "softswitch" not in args.targets:
+        targets = targets[1:]
+    if not targets:
+        ap.error("no target to run")
+
+    report: dict = {"environment": _environment(args.entries), "notes": notes, "targets": {}}
+    source = PROGRAM.read_text().replace("size = 1024;", f"size = {args.entries};")
+    for target in targets:
+        with tempfile.TemporaryDirectory(prefix=f"p4rt-bench-{target.name}-") as tmp:
+            work = pathlib.Path(tmp)
+            program = work / "l3_basic.p4"
+            program.write_text(source)
+            print(f"{target.name} ...", file=sys.stderr, flush=True)
+            report["targets"][target.name] = run_target(
+                target, program, work, args.entries, args.insert_batch, args.batch)
+    print(table(report))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"  written to {args.json}")
     return 0
-
-
-def _noop_rpc_rate(stub: p4runtime_pb2_grpc.P4RuntimeStub, count: int = 300) -> float:
-    """Round trips per second of the cheapest RPC, against the same server."""
-    t0 = time.perf_counter()
-    for _ in range(count):
-        stub.Capabilities(p4runtime_pb2.CapabilitiesRequest())
-    return count / (time.perf_counter() - t0)
 
 
 if __name__ == "__main__":

@@ -102,8 +102,10 @@ def cmd_shell(args: argparse.Namespace) -> int:
     try:
         import p4runtime_sh.shell as sh
     except ImportError:
-        raise UsageError("p4runtime-shell is not installed (pip install p4runtime-shell)") \
-            from None
+        # Not a plain `pip install p4runtime-shell`: its pins (protobuf < 3.21, PyPI's
+        # p4runtime) would replace the environment's protobuf and P4Runtime stubs.
+        raise UsageError("p4runtime-shell is not installed: `make setup` installs it "
+                         "(pip install --no-deps p4runtime-shell==0.0.4)") from None
     with tempfile.TemporaryDirectory(prefix="tailcc-shell-") as tmp:
         argv = shell_argv(args, Path(tmp))
         print(f"p4runtime-shell {shlex.join(argv)}", file=sys.stderr, flush=True)

@@ -77,7 +77,7 @@ class EntityBuilder:
         width = mf.bitwidth
         kind = mf.match_type
         # Parse first, then add in place: a don't-care value adds nothing, and building a
-        # FieldMatch to copy in would double the (slow, pure-Python) protobuf work.
+        # FieldMatch to copy in would build every message twice.
         if kind == MF.EXACT:
             entry.match.add(field_id=mf.id).exact.value = values.encode(
                 values.parse_scalar(value, width, what))
@@ -123,7 +123,7 @@ class EntityBuilder:
                table: p4info_pb2.Table | None = None,
                into: p4runtime_pb2.Action | None = None) -> p4runtime_pb2.Action:
         """An action call; every parameter of the action must be given, no others.
-        ``into`` fills an existing message (no copy: protobuf copies are slow in Python)."""
+        ``into`` fills an existing message (the caller's, without building one to copy)."""
         info = self.index.table_action(table, name) if table else self.index.action(name)
         act = into if into is not None else p4runtime_pb2.Action()
         act.action_id = info.preamble.id

@@ -21,8 +21,8 @@ Scope = p4info_pb2.ActionRef
 @dataclass
 class ActionCall:
     """A validated action: what the switch needs (name, ints) and the request's
-    message, made canonical only when it is read back (building protobuf messages is
-    the costly part of a write with the pure-Python protobuf runtime)."""
+    message, made canonical only when it is read back (a message built on every write
+    would be wasted on the entries that are never read)."""
 
     name: str
     args: list[int]
@@ -66,7 +66,7 @@ def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,
 def _canonical(action: p4runtime_pb2.Action, info: p4info_pb2.Action,
                args: list[int]) -> p4runtime_pb2.Action:
     """The action in canonical form; the request's own message when it already is
-    (building protobuf messages is costly with the pure-Python runtime)."""
+    (as it is from most clients), so that no new message is built."""
     encoded = [bytestrings.encode(v) for v in args]
     if [(p.param_id, p.value) for p in action.params] == [
             (p.id, e) for p, e in zip(info.params, encoded, strict=True)]:

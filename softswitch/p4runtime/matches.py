@@ -45,8 +45,8 @@ def canonical_fields(table: TableIndex, key: MatchKey,
                      originals: list[p4runtime_pb2.FieldMatch]
                      ) -> list[p4runtime_pb2.FieldMatch]:
     """Canonical FieldMatches sorted by field id. The request's own messages are
-    reused when they already are, because building protobuf messages is the server's
-    main cost with the pure-Python protobuf runtime."""
+    reused when they already are (as they are from most clients), so that no new
+    message is built."""
     norms = key[0]
     if len(norms) == len(originals) and all(
             fm.field_id == fid and _is_canonical(fm, norm)

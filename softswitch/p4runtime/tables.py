@@ -504,9 +504,9 @@ def _counter_data(entry: TableEntry) -> tuple[int, int] | None:
 def _clean(entry: TableEntry) -> TableEntry:
     """The request's entry, kept as the stored copy without its read-only parts.
 
-    The server owns a request once parsed; keeping its message instead of building a
-    canonical copy halves the cost of an insert with pure-Python protobuf. The
-    canonical form is built when the entry is first read."""
+    The server owns a request once parsed; keeping its message spares every insert
+    building a canonical copy field by field from Python. The canonical form is built
+    when the entry is first read."""
     for name in ("counter_data", "meter_counter_data", "time_since_last_hit"):
         if entry.HasField(name):
             entry.ClearField(name)
