@@ -22,6 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from softswitch import reference_tools  # noqa: E402
 from topologies import Runner, RunnerError, load_topology  # noqa: E402
 from topologies.runner import leftovers_of  # noqa: E402
 from topologies.schema import Topology, TopologyError  # noqa: E402
@@ -60,11 +61,11 @@ def pid_alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
-def run_and_ping(topo: Topology, backend: str, run_dir: Path, tcp: list | None = None
-                 ) -> list:
+def run_and_ping(topo: Topology, backend: str, run_dir: Path, tcp: list | None = None,
+                 kind: str = "softswitch") -> list:
     """Up, ping every pair (and TCP first -> last host into ``tcp``), down; returns the
     ping results and checks nothing is left."""
-    runner = Runner(topo, "softswitch", backend, run_dir, start_timeout=120,
+    runner = Runner(topo, kind, backend, run_dir, start_timeout=120,
                     log=lambda msg: print(msg))
     with runner:
         pids = [p.proc.pid for p in runner.processes if p.proc is not None]
@@ -80,13 +81,27 @@ def run_and_ping(topo: Topology, backend: str, run_dir: Path, tcp: list | None =
     return results
 
 
+@pytest.fixture
+def kind(request: pytest.FixtureRequest) -> str:
+    """The parametrised switch: softswitch, or real BMv2 (reference_tools: skips without
+    it, fails under CI=true)."""
+    if request.param == "bmv2":
+        request.getfixturevalue("reference_tools")
+    return request.param
+
+
+KINDS = pytest.mark.parametrize("kind", ["softswitch", "bmv2"], indirect=True)
+
+
 @needs_root
 @pytest.mark.timeout(300)
 @pytest.mark.skipif(_mininet_missing(), reason="Debian's mininet is not installed")
-def test_single_tailcc_on_mininet_pings(tmp_path: Path):
-    """single.yaml as shipped: tailcc.p4 on softswitch, routes from the tailcc intent."""
+@KINDS
+def test_single_tailcc_on_mininet_pings(tmp_path: Path, kind: str):
+    """single.yaml as shipped: tailcc.p4 on softswitch or on BMv2 (compiled by p4c),
+    routes and queues from the tailcc intent applied by tailcc apply."""
     topo = on_free_ports(load_topology(ROOT / "topologies" / "single.yaml"))
-    results = run_and_ping(topo, "mininet", tmp_path)
+    results = run_and_ping(topo, "mininet", tmp_path, kind=kind)
     assert len(results) == 6
     assert all(r.ok for r in results), [r.line() for r in results]
     assert all(r.rtt_avg is not None and r.rtt_avg < 500 for r in results)
@@ -280,10 +295,12 @@ def test_sigterm_tears_down_and_clean_removes_a_killed_run(tmp_path: Path):
 @needs_root
 @pytest.mark.timeout(400)
 @pytest.mark.skipif(_mininet_missing(), reason="Debian's mininet is not installed")
-def test_leaf_spine_on_mininet_pings(tmp_path: Path):
-    """The 4-switch benchmark topology: leaf-spine-leaf paths cross three pipelines."""
+@KINDS
+def test_leaf_spine_on_mininet_pings(tmp_path: Path, kind: str):
+    """The 4-switch benchmark topology: leaf-spine-leaf paths cross three pipelines
+    (ECMP over both spines), on softswitch or on BMv2."""
     topo = on_free_ports(load_topology(ROOT / "topologies" / "leaf_spine.yaml"))
-    results = run_and_ping(topo, "mininet", tmp_path)
+    results = run_and_ping(topo, "mininet", tmp_path, kind=kind)
     assert len(results) == 12
     assert all(r.ok for r in results), [r.line() for r in results]
     applied = (tmp_path / "intent.apply.log").read_text()
@@ -293,7 +310,7 @@ def test_leaf_spine_on_mininet_pings(tmp_path: Path):
 
 @needs_root
 @pytest.mark.timeout(120)
-@pytest.mark.skipif(shutil.which("simple_switch_grpc") is not None,
+@pytest.mark.skipif(reference_tools.find() is not None,
                     reason="BMv2 is installed: the missing-BMv2 message cannot be shown")
 def test_bmv2_missing_is_a_clean_error(tmp_path: Path):
     path = _topology_file(tmp_path, "tq_bmv2")

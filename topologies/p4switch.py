@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from softswitch import reference_tools
 from topologies.schema import DEFAULT_PROGRAM, PROJECT_ROOT, SwitchSpec
 
 KINDS = ("softswitch", "bmv2")
@@ -57,7 +58,8 @@ def bmv2_program(spec: SwitchSpec, run_dir: Path) -> Path:
     """The BMv2 JSON for ``spec``: the program itself, or compiled with ``p4c``."""
     if spec.program.suffix == ".json":
         return spec.program
-    p4c = shutil.which("p4c") or shutil.which("p4c-bm2-ss")
+    tools = reference_tools.find()
+    p4c = tools.p4c if tools is not None else (shutil.which("p4c") or shutil.which("p4c-bm2-ss"))
     if p4c is None:
         raise SwitchStartError(f"{spec.name}: --switch bmv2 needs {spec.program.name} "
                                "compiled to BMv2 JSON, and p4c is not installed (give "
@@ -97,11 +99,16 @@ class SwitchProcess:
         """``simple_switch_grpc``'s command line (softswitch: ``softswitch run`` + same)."""
         spec = self.spec
         if self.kind == "bmv2":
-            exe = shutil.which("simple_switch_grpc")
+            tools = reference_tools.find()
+            exe = tools.simple_switch_grpc if tools is not None else None
             if exe is None:
                 raise SwitchStartError("--switch bmv2: simple_switch_grpc is not installed "
-                                       "(not on PATH); use --switch softswitch")
-            head = [exe, str(bmv2_program(spec, self.run_dir))]
+                                       f"({reference_tools.missing_reason()}); use --switch "
+                                       "softswitch")
+            # each process its own notification socket (the default one is per device
+            # id, machine-wide), so several topologies and test runs can coexist
+            head = [exe, str(bmv2_program(spec, self.run_dir)), "--notifications-addr",
+                    f"ipc://{self.run_dir}/{spec.name}-notifications.ipc"]
             log_file = str(self.run_dir / spec.name)          # BMv2 appends ".txt"
         else:
             head = [*softswitch_command(), "run", str(spec.program)]

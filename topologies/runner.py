@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from softswitch import reference_tools
 from topologies.p4switch import (
     SwitchProcess,
     SwitchStartError,
@@ -566,11 +567,11 @@ class Runner:
     def _cli_commands(self, sw: Any) -> None:
         assert sw.cli_commands is not None
         if self.kind == "bmv2":
-            cli = shutil.which("simple_switch_CLI")
-            if cli is None:
-                raise RunnerError(f"{sw.name}: cli_commands need simple_switch_CLI "
-                                  "(not on PATH)")
-            argv = [cli, "--thrift-port", str(sw.thrift_port)]
+            tools = reference_tools.find()
+            if tools is None:
+                raise RunnerError(f"{sw.name}: cli_commands need simple_switch_CLI: "
+                                  f"{reference_tools.missing_reason()}")
+            argv = tools.cli_command(sw.thrift_port)   # under a Python that has thrift
             lines = sw.cli_commands.read_text(encoding="utf-8").splitlines()
             # simple_switch_CLI has no comments; softswitch cli skips them.
             commands = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
