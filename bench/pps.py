@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from softswitch.target.control import KeyMatch
-from softswitch.target.switch import Switch
+from softswitch.v1model.control import KeyMatch
+from softswitch.v1model.switch import Switch
 
 PASS_THROUGH = r"""
 #include <core.p4>

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from softswitch.diagnostics import P4Error
     from softswitch.frontend.compiler import compile_program
-    from softswitch.target.switch import Switch
+    from softswitch.v1model.switch import Switch
 
     print(f"compiling {TAILCC_P4.name} on softswitch ...", flush=True)
     try:

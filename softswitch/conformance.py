@@ -325,7 +325,7 @@ def _failed_all(prog: Program, message: str) -> list[CheckResult]:
     return [CheckResult(c, prog.name, False, message) for c in prog.categories()]
 
 
-_PRELOAD = ("softswitch.frontend.compiler", "softswitch.stf", "softswitch.target.switch",
+_PRELOAD = ("softswitch.frontend.compiler", "softswitch.stf", "softswitch.v1model.switch",
             "softswitch.p4info")
 
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from softswitch.diagnostics import P4Error
 from softswitch.stf.commands import CommandSession
-from softswitch.target.control import SwitchControl
 from softswitch.tm import PfcThresholds, TrafficManager
+from softswitch.v1model.control import SwitchControl
 
 MAX_LINE = 1 << 20
 

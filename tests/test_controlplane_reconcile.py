@@ -154,8 +154,8 @@ def test_missing_pipeline_is_reported(servers) -> None:
 def test_queue_settings_reach_the_traffic_manager(servers, pipeline) -> None:
     """runtime_address: weights, rates and link rates go to softswitch's runtime channel."""
     from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer
-    from softswitch.target.switch import Switch
     from softswitch.tm import TrafficManager
+    from softswitch.v1model.switch import Switch
 
     tm = TrafficManager(num_queues=8)
     channel = RuntimeChannelServer(RuntimeChannel(Switch.from_file(

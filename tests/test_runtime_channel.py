@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer
-from softswitch.target.switch import Switch
 from softswitch.tm import TrafficManager
+from softswitch.v1model.switch import Switch
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "p4src" / "samples" / "l3_basic.p4"

@@ -16,7 +16,7 @@ from test_p4runtime_entities import Rig, upd
 
 from controlplane.p4rt import EntityBuilder, P4InfoIndex
 from softswitch.p4runtime import pipeline
-from softswitch.target import hashes
+from softswitch.v1model import hashes
 
 Update = p4runtime_pb2.Update
 ROOT = Path(__file__).resolve().parent.parent

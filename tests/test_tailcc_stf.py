@@ -57,7 +57,7 @@ def _program_of(stf: Path) -> tuple[Path, int]:
 
 @cache
 def _tables(program: Path) -> tuple:
-    from softswitch.target.switch import Switch
+    from softswitch.v1model.switch import Switch
 
     return tuple(Switch.from_file(program).tables())
 

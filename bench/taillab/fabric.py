@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from softswitch.runtime_channel import RuntimeChannel
-from softswitch.target.queueing import QueuedSwitch
-from softswitch.target.switch import Switch
 from softswitch.tm import TrafficManager
+from softswitch.v1model.queueing import QueuedSwitch
+from softswitch.v1model.switch import Switch
 from taillab.sim import (
     RECEIVER_PORT,
     RECEIVER_QP_OFFSET,

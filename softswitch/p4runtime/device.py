@@ -25,7 +25,7 @@ from softswitch.p4runtime.digests import DigestSuppressor
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.packetio import PacketIO
 from softswitch.p4runtime.runtime import PipelineRuntime
-from softswitch.target.control import PacketOut
+from softswitch.v1model.control import PacketOut
 
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest

@@ -18,7 +18,7 @@ from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.tables import TableEntries
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.target.control import SwitchControl
+from softswitch.v1model.control import SwitchControl
 
 Update = p4runtime_pb2.Update
 

@@ -16,7 +16,7 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.p4runtime import bytestrings, errors
 from softswitch.p4runtime.p4index import TableIndex
-from softswitch.target.control import KeyMatch
+from softswitch.v1model.control import KeyMatch
 
 MF = p4info_pb2.MatchField
 # Canonical per-field match: (kind, a, b): exact (v, 0), lpm (v, plen), ternary (v, mask),

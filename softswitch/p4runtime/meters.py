@@ -14,7 +14,7 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.p4runtime import errors
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.target.control import SwitchControl
+from softswitch.v1model.control import SwitchControl
 
 MeterConfig = p4runtime_pb2.MeterConfig
 

@@ -123,7 +123,7 @@ def compile_file(path: str, defines: dict[str, str],
     """Compile with softswitch's front end, P4Info generator and v1model target."""
     from softswitch import p4info
     from softswitch.frontend.compiler import compile_program
-    from softswitch.target.switch import Switch
+    from softswitch.v1model.switch import Switch
 
     checked = compile_program(path, include_dirs, defines)
     return Compiled(p4info.generate(checked), Switch.from_program(checked))

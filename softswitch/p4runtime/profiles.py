@@ -28,7 +28,7 @@ from p4.v1 import p4runtime_pb2
 from softswitch.p4runtime import actions, errors
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.target.control import SwitchControl
+from softswitch.v1model.control import SwitchControl
 
 Update = p4runtime_pb2.Update
 

@@ -25,7 +25,7 @@ from softswitch.p4runtime.replication import Replication
 from softswitch.p4runtime.tables import TableEntries
 from softswitch.p4runtime.undo import UndoLog
 from softswitch.p4runtime.valuesets import ValueSets
-from softswitch.target.control import SwitchControl
+from softswitch.v1model.control import SwitchControl
 
 WriteRequest = p4runtime_pb2.WriteRequest
 _log = logging.getLogger("softswitch.p4runtime")

@@ -21,7 +21,7 @@ from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.profiles import ActionProfiles, Group, Member
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.target.control import EntryView, KeyMatch, SwitchControl
+from softswitch.v1model.control import EntryView, KeyMatch, SwitchControl
 
 Update = p4runtime_pb2.Update
 TableEntry = p4runtime_pb2.TableEntry

@@ -16,7 +16,7 @@ from p4.v1 import p4runtime_pb2
 from softswitch.p4runtime import errors, matches
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.target.control import SwitchControl
+from softswitch.v1model.control import SwitchControl
 
 
 class ValueSets:

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 from softswitch.diagnostics import P4Error
-from softswitch.target.queueing import QueuedSwitch
 from softswitch.tm import TrafficManager
 from softswitch.tm.pfc import MAX_PAUSE_QUANTA, build_pfc_frame, parse_pfc_frame
+from softswitch.v1model.queueing import QueuedSwitch
 
 log = logging.getLogger("softswitch.tm")
 IDLE_WAIT_S = 0.5

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from softswitch.diagnostics import P4Error, SourceLoc
-from softswitch.target.control import ActionInfo, KeyInfo, TableInfo
+from softswitch.v1model.control import ActionInfo, KeyInfo, TableInfo
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """Execution of control commands against a switch.
 
 :class:`CommandSession` turns the typed commands of :mod:`softswitch.stf.commands` into
-:class:`~softswitch.target.control.SwitchControl` calls: it resolves written names to
+:class:`~softswitch.v1model.control.SwitchControl` calls: it resolves written names to
 control-plane names (:mod:`softswitch.stf.names`), interprets key and argument text by
 the key's match kind and width (:mod:`softswitch.stf.values`), converts BMv2 CLI
 priorities (lower wins) to the switch's (higher wins), and remembers STF entry ids.
@@ -44,7 +44,7 @@ from softswitch.stf.commands import (
     parse_command,
 )
 from softswitch.stf.values import default_key_match, parse_int, parse_key_value
-from softswitch.target.control import ActionInfo, KeyMatch, SwitchControl, TableInfo
+from softswitch.v1model.control import ActionInfo, KeyMatch, SwitchControl, TableInfo
 
 # BMv2's CLI priority counts the other way round from SwitchControl's (higher wins).
 CLI_PRIORITY_BASE = (1 << 31) - 1

@@ -36,7 +36,7 @@ from softswitch.stf.expect import (
     parse_expectation,
 )
 from softswitch.stf.session import CommandSession
-from softswitch.target.control import SwitchControl
+from softswitch.v1model.control import SwitchControl
 
 _HEX = re.compile(r"[0-9a-fA-F]*")
 
@@ -207,7 +207,7 @@ def run_stf(program_path: str, stf_path: str, include_dirs=(), defines=None,
     0 is dropped, as on BMv2.
     """
     commands = parse_stf_file(stf_path)
-    from softswitch.target.switch import Switch  # the target loads lazily: it is heavy
+    from softswitch.v1model.switch import Switch  # the target loads lazily: it is heavy
 
     switch = Switch.from_file(program_path, tuple(include_dirs or ()), defines)
     switch.priority_queues = priority_queues

@@ -10,7 +10,7 @@ from softswitch.diagnostics import P4Error, SourceLoc
 from softswitch.stf.commands import parse_command
 from softswitch.stf.session import CLI_PRIORITY_BASE, CommandSession
 from softswitch.stf.stf import parse_stf_text, run_commands
-from softswitch.target.control import ActionInfo, KeyInfo, KeyMatch, PacketOut, TableInfo
+from softswitch.v1model.control import ActionInfo, KeyInfo, KeyMatch, PacketOut, TableInfo
 
 TABLES = [
     TableInfo("ingress.ipv4_lpm", (KeyInfo("hdr.ipv4.dstAddr", "lpm", 32),),

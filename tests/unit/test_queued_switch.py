@@ -4,9 +4,9 @@ import textwrap
 
 import pytest
 
-from softswitch.target.queueing import QueuedSwitch
-from softswitch.target.switch import Switch
 from softswitch.tm import TrafficManager
+from softswitch.v1model.queueing import QueuedSwitch
+from softswitch.v1model.switch import Switch
 
 # Ingress: out port 1, queue = low 3 bits of the source MAC. Egress writes the queueing
 # metadata into the destination MAC so the test can read it off the wire.

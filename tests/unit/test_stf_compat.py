@@ -11,7 +11,7 @@ import pytest
 from softswitch.stf import run_stf
 from softswitch.stf.compat import check
 from softswitch.stf.stf import parse_stf_text
-from softswitch.target.switch import Switch
+from softswitch.v1model.switch import Switch
 
 PROGRAM = r"""
 #include <core.p4>

@@ -6,7 +6,7 @@ import pytest
 
 from softswitch.diagnostics import P4Error
 from softswitch.stf import CommandSession, run_stf
-from softswitch.target.switch import Switch
+from softswitch.v1model.switch import Switch
 
 PROGRAM = r"""
 #include <core.p4>

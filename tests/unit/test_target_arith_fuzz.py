@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from softswitch.target.switch import Switch
+from softswitch.v1model.switch import Switch
 
 OPERANDS = {  # name -> (width, signed)
     "a8": (8, False), "b8": (8, False), "c8": (8, True), "d8": (8, True),

@@ -2,7 +2,7 @@
 
 import pytest
 
-from softswitch.target.bits import (
+from softswitch.v1model.bits import (
     BitWriter,
     PacketReader,
     PacketTooShort,

@@ -4,7 +4,7 @@ exit through a sub-control (copy-out still happens)."""
 
 from __future__ import annotations
 
-from softswitch.target.switch import Switch
+from softswitch.v1model.switch import Switch
 
 PROGRAM = r"""
 #include <core.p4>

@@ -1,6 +1,6 @@
 """Counters, registers and trTCM meters with a controlled clock."""
 
-from softswitch.target.externs import (
+from softswitch.v1model.externs import (
     GREEN,
     RED,
     YELLOW,

@@ -3,9 +3,9 @@ initial-entry priorities, parser loops."""
 
 from __future__ import annotations
 
-from softswitch.target.build import entry_priorities
-from softswitch.target.control import KeyMatch
-from softswitch.target.switch import Switch
+from softswitch.v1model.build import entry_priorities
+from softswitch.v1model.control import KeyMatch
+from softswitch.v1model.switch import Switch
 
 HEAD = """
 #include <core.p4>
@@ -126,7 +126,7 @@ control D(packet_out pk, in H h) { apply { pk.emit(h); } }
 
 
 def test_action_selector_group_picks_member_by_hash(tmp_path):
-    from softswitch.target import hashes
+    from softswitch.v1model import hashes
     sw = load(tmp_path, """
 header e_t { bit<8> grp; bit<16> flow; bit<8> res; }
 struct H { e_t e; }

@@ -1,6 +1,6 @@
 """BMv2-identical hash and checksum algorithms (standard check values)."""
 
-from softswitch.target import hashes
+from softswitch.v1model import hashes
 
 CHECK = b"123456789"
 

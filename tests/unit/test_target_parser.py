@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from softswitch.target.switch import Switch
+from softswitch.v1model.switch import Switch
 
 PROGRAM = r"""
 #include <core.p4>

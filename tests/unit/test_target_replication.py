@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from softswitch.diagnostics import P4Error
-from softswitch.target.control import KeyMatch
-from softswitch.target.switch import Switch
+from softswitch.v1model.control import KeyMatch
+from softswitch.v1model.switch import Switch
 
 PROGRAM = """
 #include <core.p4>

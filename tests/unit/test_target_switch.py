@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from softswitch.diagnostics import P4Error
-from softswitch.target.control import KeyMatch
-from softswitch.target.runtime import SwitchAbort
-from softswitch.target.switch import Switch
+from softswitch.v1model.control import KeyMatch
+from softswitch.v1model.runtime import SwitchAbort
+from softswitch.v1model.switch import Switch
 
 PRELUDE = """
 #include <core.p4>
@@ -200,7 +200,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         sm.egress_spec = 1;
     }
 }""")
-    from softswitch.target import hashes
+    from softswitch.v1model import hashes
     _, data = one(sw, bytes([0x31, 0, 0, 0]))
     b = hashes.crc16(b"\x31") % 100
     assert data[1] == b

@@ -3,8 +3,8 @@
 import pytest
 
 from softswitch.diagnostics import P4Error
-from softswitch.target.control import KeyMatch
-from softswitch.target.tables import ActionDef, KeySpec, TableState
+from softswitch.v1model.control import KeyMatch
+from softswitch.v1model.tables import ActionDef, KeySpec, TableState
 
 
 def make(kinds, size=16):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 from softswitch.frontend import types as T
-from softswitch.target.bits import BitWriter, PacketReader
-from softswitch.target.runtime import ParserError
-from softswitch.target.values import Layouts, attr
-from softswitch.target.wire import WireCodegen
+from softswitch.v1model.bits import BitWriter, PacketReader
+from softswitch.v1model.runtime import ParserError
+from softswitch.v1model.values import Layouts, attr
+from softswitch.v1model.wire import WireCodegen
 
 ERRORS = {"PacketTooShort": 1, "HeaderTooShort": 4, "StackOutOfBounds": 3}
 

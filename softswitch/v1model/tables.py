@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from softswitch.diagnostics import P4Error
-from softswitch.target.control import EntryView, KeyMatch
+from softswitch.v1model.control import EntryView, KeyMatch
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from softswitch.diagnostics import P4Error
-from softswitch.target.values import copy_value
+from softswitch.v1model.values import copy_value
 
 GREEN, YELLOW, RED = 0, 1, 2
 

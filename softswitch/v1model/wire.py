@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from softswitch.frontend import types as T
-from softswitch.target.bits import BitWriter, PacketReader, PacketTooShort
-from softswitch.target.runtime import ParserError
-from softswitch.target.values import Layouts, Stack, attr
+from softswitch.v1model.bits import BitWriter, PacketReader, PacketTooShort
+from softswitch.v1model.runtime import ParserError
+from softswitch.v1model.values import Layouts, Stack, attr
 
 
 def field_bits(t: Any) -> tuple[int, str]:

@@ -78,7 +78,7 @@ class Runtime:
     def __init__(self, seed: int = 0) -> None:
         import random
 
-        from softswitch.target import hashes
+        from softswitch.v1model import hashes
         self._hashes = hashes
         self.rng = random.Random(seed)
         self.pkt = PacketState()

@@ -1,7 +1,7 @@
 """The v1model target: a BMv2 ``simple_switch``-compatible switch in Python.
 
-Entry point: :class:`softswitch.target.switch.Switch` (``from_file``/``from_program``),
-which implements :class:`softswitch.target.control.SwitchControl`.
+Entry point: :class:`softswitch.v1model.switch.Switch` (``from_file``/``from_program``),
+which implements :class:`softswitch.v1model.control.SwitchControl`.
 
 Modules, from the bottom up:
 

@@ -6,7 +6,7 @@ cloning re-parses the original packet, resubmit restarts ingress with the origin
 bytes, multicast replicates per replication node, ``egress_spec`` 511 drops, egress
 cloning copies the headers after egress, recirculation re-injects the deparsed bytes.
 Preserved metadata follows ``@field_list(N)`` annotations. It implements
-:class:`~softswitch.target.control.SwitchControl`.
+:class:`~softswitch.v1model.control.SwitchControl`.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
-from softswitch.target.bits import BitWriter, PacketReader
-from softswitch.target.blocks import REJECT_CODE, match_keys
-from softswitch.target.build import ProgramBuilder
-from softswitch.target.control import (
+from softswitch.v1model.bits import BitWriter, PacketReader
+from softswitch.v1model.blocks import REJECT_CODE, match_keys
+from softswitch.v1model.build import ProgramBuilder
+from softswitch.v1model.control import (
     ActionInfo,
     EntryView,
     KeyInfo,
@@ -32,8 +32,8 @@ from softswitch.target.control import (
     PacketOut,
     TableInfo,
 )
-from softswitch.target.runtime import ExitSignal, PacketState, ParserError, SwitchAbort
-from softswitch.target.values import attr, copy_value
+from softswitch.v1model.runtime import ExitSignal, PacketState, ParserError, SwitchAbort
+from softswitch.v1model.values import attr, copy_value
 
 DROP_PORT = 511
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6

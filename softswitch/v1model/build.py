@@ -16,17 +16,17 @@ from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
-from softswitch.target import hashes
-from softswitch.target.bits import PacketReader, PacketTooShort
-from softswitch.target.blocks import BlockLowerer
-from softswitch.target.control import KeyMatch
-from softswitch.target.externs import Clock, CounterArray, Meter, MeterArray, RegisterArray
-from softswitch.target.lower import LowerEnv
-from softswitch.target.runtime import ExitSignal, ParserError, Runtime, shl, shl_signed
-from softswitch.target.stmts import const_int
-from softswitch.target.tables import TableState
-from softswitch.target.values import Layouts, Stack, copy_value
-from softswitch.target.wire import WireCodegen
+from softswitch.v1model import hashes
+from softswitch.v1model.bits import PacketReader, PacketTooShort
+from softswitch.v1model.blocks import BlockLowerer
+from softswitch.v1model.control import KeyMatch
+from softswitch.v1model.externs import Clock, CounterArray, Meter, MeterArray, RegisterArray
+from softswitch.v1model.lower import LowerEnv
+from softswitch.v1model.runtime import ExitSignal, ParserError, Runtime, shl, shl_signed
+from softswitch.v1model.stmts import const_int
+from softswitch.v1model.tables import TableState
+from softswitch.v1model.values import Layouts, Stack, copy_value
+from softswitch.v1model.wire import WireCodegen
 
 
 def error_codes(program: ast.Program) -> dict[str, int]:
@@ -328,7 +328,7 @@ class TableInit:
             st.set_default(name, args, initial=True)
             st.default_const = da.is_const
         else:
-            from softswitch.target.tables import ActionDef
+            from softswitch.v1model.tables import ActionDef
             st.default_action = ActionDef("NoAction", (), lambda *a: None)
         prop = self.decl.prop("entries")
         if prop is not None:
@@ -348,7 +348,7 @@ class TableInit:
         return exprs[len(exprs) - n_cp:] if n_cp else []
 
     def _extra_action(self, ainst: Any) -> Any:
-        from softswitch.target.tables import ActionDef
+        from softswitch.v1model.tables import ActionDef
         fname = self.lw.callable_name(ainst.decl)
         self.lw.ns.setdefault(fname, lambda *a: None)
         return ActionDef(ainst.name or ainst.decl.name, (), self.lw.ns[fname])

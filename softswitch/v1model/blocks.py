@@ -16,15 +16,15 @@ from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
-from softswitch.target import lower_externs, wire
-from softswitch.target.codebuf import CodeBuf
-from softswitch.target.lower import FnCtx, scalar_bits
-from softswitch.target.stmts import StmtLowerer, const_int
-from softswitch.target.tables import ActionDef, KeySpec, TableState
-from softswitch.target.values import attr
+from softswitch.v1model import lower_externs, wire
+from softswitch.v1model.codebuf import CodeBuf
+from softswitch.v1model.lower import FnCtx, scalar_bits
+from softswitch.v1model.stmts import StmtLowerer, const_int
+from softswitch.v1model.tables import ActionDef, KeySpec, TableState
+from softswitch.v1model.values import attr
 
 if TYPE_CHECKING:
-    from softswitch.target.build import ProgramBuilder
+    from softswitch.v1model.build import ProgramBuilder
 
 
 PARSER_STATE_LIMIT = 100_000

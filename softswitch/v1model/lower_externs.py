@@ -2,7 +2,7 @@
 
 Each extern call becomes a few lines calling the packet cursor, the stateful extern
 objects (:mod:`externs`), the hash functions (:mod:`hashes`) or the per-packet runtime
-``_RT`` (:class:`~softswitch.target.switch.Runtime`). Data arguments of ``hash``,
+``_RT`` (:class:`~softswitch.v1model.switch.Runtime`). Data arguments of ``hash``,
 checksums and ``digest`` are flattened at compile time into the list of fields BMv2
 would serialize (fields of invalid headers are skipped, as BMv2's field-list builder
 does).
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
-from softswitch.target import hashes
-from softswitch.target.lower import FnCtx, fit, scalar_bits
-from softswitch.target.values import attr
+from softswitch.v1model import hashes
+from softswitch.v1model.lower import FnCtx, fit, scalar_bits
+from softswitch.v1model.values import attr
 
 if TYPE_CHECKING:
-    from softswitch.target.blocks import BlockLowerer
+    from softswitch.v1model.blocks import BlockLowerer
 
 Handler = Callable[["BlockLowerer", ast.Call, Any, FnCtx], str | None]
 

@@ -1,10 +1,10 @@
 """Lowering of P4 statements and of calls with copy-in/copy-out.
 
-Extends :class:`~softswitch.target.lower.ExprLowerer`. Calls of actions, functions and
+Extends :class:`~softswitch.v1model.lower.ExprLowerer`. Calls of actions, functions and
 sub-blocks pass ``in``/``inout`` arguments as copies and receive ``out``/``inout``
 results back as a tuple the caller assigns, left to right, which is P4's copy-in/
 copy-out rule; an ``exit`` inside the callee still performs the copy-out (the values
-travel on the :class:`~softswitch.target.runtime.ExitSignal`).
+travel on the :class:`~softswitch.v1model.runtime.ExitSignal`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
-from softswitch.target.lower import FRESH_NODES, ExprLowerer, FnCtx, flatten_slice
+from softswitch.v1model.lower import FRESH_NODES, ExprLowerer, FnCtx, flatten_slice
 
 LOOP_LIMIT = 1 << 20
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from softswitch.target.control import PacketOut
-from softswitch.target.runtime import ParserError
-from softswitch.target.switch import MAX_PASSES, Switch, _Work
 from softswitch.tm import TrafficManager
+from softswitch.v1model.control import PacketOut
+from softswitch.v1model.runtime import ParserError
+from softswitch.v1model.switch import MAX_PASSES, Switch, _Work
 
 
 class QueuedSwitch:
