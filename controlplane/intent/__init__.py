@@ -61,7 +61,7 @@ def _merge_base(data: dict[str, Any], problems: Problems, base_dir: Path | None)
     candidates = [PROFILES_DIR / f"{base}.yaml"]
     if base_dir is not None:
         candidates.insert(0, base_dir / base)
-    found = next((c for c in candidates if c.is_file()), None)
+    found = next((c for c in candidates if _is_file(c)), None)
     if found is None:
         shipped = sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
         problems.add("base", f"no profile or file {base!r} (shipped profiles: "
@@ -69,6 +69,9 @@ def _merge_base(data: dict[str, Any], problems: Problems, base_dir: Path | None)
         return data
     try:
         base_data, _ = load_yaml(found.read_text(encoding="utf-8"), str(found))
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.add("base", f"cannot read {found}: {getattr(exc, 'strerror', None) or exc}")
+        return data
     except IntentError as exc:
         for p in exc.problems:
             problems.add("base", f"in {found}: {p.format()}")
@@ -79,3 +82,11 @@ def _merge_base(data: dict[str, Any], problems: Problems, base_dir: Path | None)
     merged = {k: v for k, v in base_data.items() if k != "base"}
     merged.update({k: v for k, v in data.items() if k != "base"})
     return merged
+
+
+def _is_file(path: Path) -> bool:
+    """``Path.is_file`` that treats an impossible name (too long, NUL) as absent."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False

@@ -172,18 +172,37 @@ def parse_scheduler(node: Node) -> m.Scheduler | None:
     pfc = _opt(node, "pfc", parse_pfc)
     queues_node = node.get("queues")
     queues: list[m.QueueSched] = []
-    if queues_node is not None and queues_node.mapping(
-            tuple(str(q) for q in range(8)) + tuple(range(8))):
+    if queues_node is not None and isinstance(queues_node.value, dict):
+        seen: set[int] = set()
         for key in queues_node.value:
-            if str(key) not in {str(q) for q in range(8)}:
+            where = f"{queues_node.path}.{key}"
+            number = _queue_number(key)
+            if number is None:
+                node.problems.add(where, f"{key!r} is not a queue: keys are the queue "
+                                         "numbers 0..7")
                 continue
-            got = parse_queue(Node(queues_node.value[key], f"{queues_node.path}.{key}",
-                                   node.problems), int(key))
+            if number in seen:
+                node.problems.add(where, f"queue {number} is given twice")
+                continue
+            seen.add(number)
+            got = parse_queue(Node(queues_node.value[key], where, node.problems), number)
             if got is not None:
                 queues.append(got)
+    elif queues_node is not None:
+        queues_node.mapping(())
     if name is None:
         return None
     return m.Scheduler(name, tuple(sorted(queues, key=lambda q: -q.queue)), pfc)
+
+
+def _queue_number(key: object) -> int | None:
+    """A queue key: 0..7 as a YAML integer or a decimal string; booleans are not
+    numbers here (YAML's ``true`` would otherwise read as queue 1)."""
+    if isinstance(key, bool):
+        return None
+    if isinstance(key, str) and key.isdecimal():
+        key = int(key)
+    return key if isinstance(key, int) and 0 <= key <= 7 else None
 
 
 def parse_pfc(node: Node) -> m.Pfc | None:

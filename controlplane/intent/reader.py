@@ -15,6 +15,7 @@ from typing import Any
 from controlplane.intent.problems import Problems, child_path
 
 _MISSING = object()
+MAX_NAME = 64          # names show in CLI tables, metrics labels and messages
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 
 
@@ -44,7 +45,7 @@ class Node:
         for key in self.value:
             if key not in allowed:
                 self.problems.add(child_path(self.path, str(key)),
-                                  f"unknown key (expected one of: {', '.join(allowed)})")
+                                  f"unknown key (expected one of: {', '.join(map(str, allowed))})")
         return True
 
     def get(self, key: str, default: Any = _MISSING) -> Node | None:
@@ -105,6 +106,10 @@ class Node:
     def name(self) -> str | None:
         """An identifier: letters, digits, ``_``, ``-`` (used in CLI output and tables)."""
         value = self.string()
+        if value is not None and len(value) > MAX_NAME:
+            self.error(f"a name of {len(value)} characters: longer than the {MAX_NAME}-"
+                       "character limit")
+            return None
         if value is not None and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]*", value):
             self.error(f"{value!r} is not a valid name (letters, digits, '_', '-', '.')")
             return None
