@@ -47,6 +47,13 @@ TAILCC = ROOT / "p4src/tailcc.p4"
 SMALL = {"TAILCC_ROUTE_SIZE": "4"}       # routing_v4 holds 4 entries: a 5th is refused
 
 
+def _understated(small: Pipeline, full: Pipeline) -> Pipeline:
+    """The small device config under the full program's P4Info: the controller's
+    capacity check sees room for 16384 routes, the target holds 4, so the refusal
+    comes half-way through the writes (what a rollback must survive)."""
+    return Pipeline(full.p4info, small.device_config)
+
+
 # --- units: the schema and the traffic-manager plan ----------------------------------------
 def test_target_key() -> None:
     from controlplane.intent import IntentError
@@ -253,14 +260,16 @@ def small_switch(request, tmp_path):
         build = request.getfixturevalue("bmv2_build")
         sw = start_bmv2(tools, tmp_path)
         try:
-            yield (sw.address, sw.device_id, _bmv2_pipeline(build, "tailcc_small"), None,
-                   request.param)
+            yield (sw.address, sw.device_id,
+                   _understated(_bmv2_pipeline(build, "tailcc_small"),
+                                _bmv2_pipeline(build, "tailcc")), None, request.param)
         finally:
             sw.stop()
         return
     address, device_id = request.getfixturevalue("softswitch_server")
     atomic = False if request.param == "softswitch-self-rollback" else None
-    yield address, device_id, _softswitch_pipeline(SMALL), atomic, request.param
+    yield (address, device_id, _understated(_softswitch_pipeline(SMALL),
+                                            _softswitch_pipeline()), atomic, request.param)
 
 
 @pytest.mark.parametrize("previous", ["empty", "previous-intent"])
@@ -572,3 +581,21 @@ def test_new_pipeline_on_bmv2_leaves_one_clone_replica(reference_tools, bmv2_bui
         assert [n["ports"] for n in dump["l2_handles"]] == [[510]], dump
     finally:
         sw.stop()
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_an_intent_that_does_not_fit_is_refused_before_writing(softswitch_server,
+                                                                dry_run: bool) -> None:
+    """Table sizes come from the P4Info: 5 routes into a 4-entry routing_v4 are refused
+    up front, naming the table and the numbers, by --dry-run too, with nothing written."""
+    address, device_id = softswitch_server
+    pipeline = _softswitch_pipeline(SMALL)
+    _load(address, device_id, pipeline)
+    before = _everything(address, device_id)
+    [result] = reconcile_all(_intent(INTENT_B, address, device_id), pipeline,
+                             dry_run=dry_run)
+    assert result.error is not None
+    assert "TailccIngress.forwarding.routing_v4: 5 entries needed, the table holds 4" \
+        in result.error, result.error
+    assert "nothing was written" in result.error
+    assert _everything(address, device_id) == before

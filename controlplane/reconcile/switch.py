@@ -15,6 +15,7 @@ from controlplane.intent import model as m
 from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
 from controlplane.p4rt.errors import P4RuntimeClientError
 from controlplane.p4rt.rollback import UNKNOWN, Transaction, WriteAborted
+from controlplane.reconcile.capacity import check_capacity
 from controlplane.reconcile.diff import Change, Plan, diff, to_updates, wants_atomic
 from controlplane.reconcile.tm_channel import TmPlan, check_target, plan_tm, send_tm
 
@@ -126,6 +127,7 @@ def reconcile_switch(intent: m.Intent, switch: m.Switch, pipeline: Pipeline | No
         result.tm = plan_tm(switch, result.desired)
         current = [] if fresh else read_current(client, EntityBuilder(index), result.desired)
         result.plan = diff(result.desired, current)
+        check_capacity(index, current, result.plan)
         _check_tm(switch, result, allow_partial)
         if not dry_run:
             _write(client, switch, pipeline if fresh else None, result, index, timeout,
