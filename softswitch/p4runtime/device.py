@@ -133,11 +133,14 @@ class Device:
                     self._reconcile(loaded)
 
     def _commit_saved(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
+        """COMMIT (P4Runtime 1.4 SetForwardingPipelineConfig): a config in the request
+        is INVALID_ARGUMENT, no saved config NOT_FOUND."""
+        if request.HasField("config"):
+            raise errors.invalid("COMMIT takes no config: it commits the one saved by "
+                                 "VERIFY_AND_SAVE (leave 'config' unset)")
         if self.saved is None:
-            raise errors.failed_precondition("COMMIT: no pipeline config was saved with "
-                                             "VERIFY_AND_SAVE")
-        if request.config.cookie.cookie:
-            self.saved.config.cookie.CopyFrom(request.config.cookie)
+            raise errors.not_found("COMMIT: no pipeline config was saved with "
+                                   "VERIFY_AND_SAVE")
         self.current, self.saved = self.saved, None
 
     def _reconcile(self, loaded: Loaded) -> None:
@@ -168,10 +171,16 @@ class Device:
                                              f"{failures[0].message}")
         self.current = loaded
 
-    def get_pipeline(self, response_type: int) -> p4runtime_pb2.ForwardingPipelineConfig:
+    def get_pipeline(self, response_type: int) -> p4runtime_pb2.ForwardingPipelineConfig | None:
+        """The config to answer GetForwardingPipelineConfig with; None (the response's
+        ``config`` left unset, as P4Runtime 1.4 says) while no pipeline is set."""
+        if response_type not in (GetType.ALL, GetType.COOKIE_ONLY, GetType.P4INFO_AND_COOKIE,
+                                 GetType.DEVICE_CONFIG_AND_COOKIE):
+            raise errors.invalid(f"unknown response type {response_type}")
         with self.lock:
-            loaded = self.require_pipeline()
-            config = loaded.config
+            if self.current is None:
+                return None
+            config = self.current.config
             out = p4runtime_pb2.ForwardingPipelineConfig()
             if config.HasField("cookie"):
                 out.cookie.CopyFrom(config.cookie)
@@ -179,10 +188,6 @@ class Device:
                 out.p4info.CopyFrom(config.p4info)
             if response_type in (GetType.ALL, GetType.DEVICE_CONFIG_AND_COOKIE):
                 out.p4_device_config = config.p4_device_config
-            if response_type not in (GetType.ALL, GetType.COOKIE_ONLY,
-                                     GetType.P4INFO_AND_COOKIE,
-                                     GetType.DEVICE_CONFIG_AND_COOKIE):
-                raise errors.invalid(f"unknown response type {response_type}")
             return out
 
     @property

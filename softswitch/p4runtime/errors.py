@@ -56,6 +56,10 @@ def permission_denied(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, message)
 
 
+def out_of_range(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE, message)
+
+
 def resource_exhausted(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 

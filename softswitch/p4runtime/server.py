@@ -95,7 +95,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
             _internal(context, exc)
-        return p4runtime_pb2.GetForwardingPipelineConfigResponse(config=config)
+        response = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        if config is not None:
+            response.config.CopyFrom(config)
+        return response
 
     # ------------------------------------------------------------------ StreamChannel
     def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],  # noqa: N802
