@@ -4,7 +4,7 @@ The command line is ``simple_switch_grpc``'s, so Mininet wrappers and scripts th
 start BMv2 start softswitch unchanged::
 
     softswitch run [PROG.p4 | ARTIFACT.json | --no-p4] -i PORT@IFACE ... [--pcap [DIR]]
-        [--log-console] [--device-id N] [--thrift-port P]
+        [--log-console] [--device-id N] [--thrift-port P] [--role-config FILE]
         -- --grpc-server-addr ADDR --cpu-port N [--priority-queues N] [--drop-port N]
 
 It serves P4Runtime (default 127.0.0.1:9559), moves frames between the interfaces
@@ -34,6 +34,8 @@ from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import errors, pipeline
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.idle import Sweeper
+from softswitch.p4runtime.p4index import P4InfoIndex
+from softswitch.p4runtime.roles import RoleTable
 from softswitch.p4runtime.server import ServerError, serve
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.egress_scheduler import EgressScheduler
@@ -63,6 +65,7 @@ class RunOptions:
     cpu_port: int | None = None
     drop_port: int = DEFAULT_DROP_PORT
     priority_queues: int = 1
+    role_config: str | None = None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -101,6 +104,9 @@ def _switch_parser() -> _Parser:
                    help="accepted for compatibility (ports are 0..511)")
     p.add_argument("--dump-packet-data", type=int, metavar="N",
                    help="accepted for compatibility (ignored)")
+    p.add_argument("--role-config", metavar="FILE",
+                   help="controller roles and what each may write (YAML/JSON; see README, "
+                        "softswitch section); the default role always has full access")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                    help="include directory for compiling PROG.p4")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VAL]",
@@ -132,7 +138,8 @@ def parse_args(argv: list[str]) -> RunOptions:
                       log_file=ns.log_file, device_id=ns.device_id,
                       thrift_port=ns.thrift_port, include_dirs=ns.include_dirs,
                       grpc_addr=target.grpc_server_addr, cpu_port=target.cpu_port,
-                      drop_port=target.drop_port, priority_queues=target.priority_queues)
+                      drop_port=target.drop_port, priority_queues=target.priority_queues,
+                      role_config=ns.role_config)
     if ns.program is None and ns.pcap and ns.pcap.endswith((".p4", ".json")):
         opts.program, opts.pcap_dir = ns.pcap, "."    # "--pcap PROG.p4": pcap takes no DIR
     if opts.program and ns.no_p4:
@@ -214,9 +221,14 @@ def main(argv: list[str]) -> int:
     """Run the switch until SIGINT/SIGTERM; 0 on a clean stop, 1 on a user error."""
     opts = parse_args(argv)
     _setup_logging(opts)
-    device = Device(opts.device_id, opts.cpu_port, opts.drop_port)
+    roles = RoleTable.load(opts.role_config) if opts.role_config else None
+    device = Device(opts.device_id, opts.cpu_port, opts.drop_port, roles=roles)
     if opts.program is not None:
         config, compiled = load_program(opts)
+        if roles is not None:
+            problems = roles.check_names(P4InfoIndex(compiled.p4info))
+            if problems:
+                raise P4Error(f"--role-config {opts.role_config}: {problems[0]}")
         device.start_with(config, compiled)
         log.info("loaded %s", opts.program)
     if opts.pcap_dir is not None:

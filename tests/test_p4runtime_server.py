@@ -11,12 +11,14 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from softswitch.p4runtime.client import StreamClient
 from softswitch.p4runtime.device import Device
+from softswitch.p4runtime.roles import RoleTable
 from softswitch.p4runtime.server import serve
 
 
 @pytest.fixture()
 def server():
-    device = Device(device_id=1, cpu_port=255)
+    roles = RoleTable.from_data({"roles": [{"name": "sdn", "write": "*"}]})
+    device = Device(device_id=1, cpu_port=255, roles=roles)
     srv, port = serve(device, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     yield device, channel

@@ -24,6 +24,7 @@ from softswitch.p4runtime.arbitration import Arbiter, Connection
 from softswitch.p4runtime.digests import DigestSuppressor
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.packetio import PacketIO
+from softswitch.p4runtime.roles import Role, RoleTable
 from softswitch.p4runtime.runtime import PipelineRuntime
 from softswitch.target.control import PacketOut
 
@@ -50,14 +51,15 @@ class Device:
 
     def __init__(self, device_id: int = 0, cpu_port: int | None = None,
                  drop_port: int | None = None,
-                 compiler: pipeline.Compiler = pipeline.compile_file) -> None:
+                 compiler: pipeline.Compiler = pipeline.compile_file,
+                 roles: RoleTable | None = None) -> None:
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.drop_port = drop_port
         self.compiler = compiler
         self.lock = threading.RLock()
         self._loading = threading.Lock()
-        self.arbiter = Arbiter(device_id)
+        self.arbiter = Arbiter(device_id, roles)
         self.current: Loaded | None = None
         self.saved: Loaded | None = None
         self.transmit: Transmit = lambda port, data: None
@@ -227,6 +229,10 @@ class Device:
         """A controller's PacketOut: inject it on the CPU port."""
         if not self.arbiter.is_primary(conn):
             raise errors.permission_denied("PacketOut from a controller that is not primary")
+        role = self.arbiter.role_of(conn)
+        if role is None or not role.packet_out:
+            raise errors.permission_denied(f"role '{conn.role}' may not send PacketOut "
+                                           "(packet_out: false in --role-config)")
         with self.lock:
             loaded = self.require_pipeline()
             if self.cpu_port is None:
@@ -250,7 +256,7 @@ class Device:
         """Send a frame to the primaries; a controller that stops reading its stream
         loses PacketIns (counted) rather than growing the server's memory."""
         message = p4runtime_pb2.StreamMessageResponse(packet=loaded.packet_io.packet_in_of(frame))
-        for conn in self.arbiter.primaries():
+        for conn in self.arbiter.primaries(lambda role: role.packet_in):
             if conn.backlog() >= MAX_STREAM_BACKLOG:
                 self.packets_in_dropped += 1
                 continue
@@ -268,13 +274,27 @@ class Device:
         if not drained:
             return
         for message in loaded.digests.lists(loaded.runtime, drained, self._digest_list_ids):
-            for conn in self.arbiter.primaries():
+            digest_id = message.digest.digest_id
+            for conn in self.arbiter.primaries(lambda role, d=digest_id: self.notifies(
+                    role, loaded, d)):
                 conn.send(message)
 
-    def digest_ack(self, ack: p4runtime_pb2.DigestListAck) -> None:
+    def notifies(self, role: Role, loaded: Loaded, obj_id: int) -> bool:
+        """Whether a role hears of this digest's lists / this table's idle entries."""
+        return self.arbiter.roles.scope(role, loaded.runtime.index).notifies(obj_id)
+
+    def digest_ack(self, conn: Connection, ack: p4runtime_pb2.DigestListAck) -> None:
+        """A primary's acknowledgement of a digest list (its role must own the digest)."""
+        role = self.arbiter.role_of(conn)
+        if role is None or not self.arbiter.is_primary(conn):
+            raise errors.permission_denied("DigestListAck from a controller that is not "
+                                           "primary")
         with self.lock:
             loaded = self.require_pipeline()
             loaded.runtime.index.get("digests", ack.digest_id)
+            if not self.notifies(role, loaded, ack.digest_id):
+                raise errors.permission_denied(f"digest {ack.digest_id} is not in the scope "
+                                               f"of role '{role.name}'")
             loaded.digests.ack(ack.digest_id, ack.list_id)
 
 

@@ -73,8 +73,10 @@ class PipelineRuntime:
         }
 
     # ------------------------------------------------------------------ Write
-    def write(self, request: WriteRequest) -> list[Result]:
-        """Apply a batch; returns one result per update (None = OK)."""
+    def write(self, request: WriteRequest,
+              permit: Callable[[p4runtime_pb2.Update], Result] | None = None) -> list[Result]:
+        """Apply a batch; returns one result per update (None = OK). ``permit`` gives
+        the error of an update the writer's role may not make (checked first)."""
         atomic = request.atomicity in (WriteRequest.ROLLBACK_ON_ERROR,
                                        WriteRequest.DATAPLANE_ATOMIC)
         if request.atomicity not in (WriteRequest.CONTINUE_ON_ERROR,
@@ -87,6 +89,9 @@ class PipelineRuntime:
         for update in request.updates:
             mark = log.mark()
             try:
+                refused = permit(update) if permit is not None else None
+                if refused is not None:
+                    raise refused
                 self._apply(update, log)
                 results.append(None)
             except errors.P4RuntimeError as exc:
