@@ -49,15 +49,26 @@ def _add_program_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
+    from softswitch.frontend import limits as limits_mod
     from softswitch.frontend.compiler import compile_program
+    from softswitch.frontend.preprocess import P4INCLUDE_DIR
 
     if args.target not in ("bmv2", "softswitch"):
         raise P4Error(f"--target {args.target}: only bmv2 (v1model) is supported")
     if args.arch != "v1model":
         raise P4Error(f"--arch {args.arch}: only v1model is supported")
-    checked = compile_program(args.program, args.include_dirs, _parse_defines(args.defines))
+    limits = limits_mod.from_arguments(args)
+    named = [os.path.dirname(os.path.abspath(args.program)), *args.include_dirs,
+             str(P4INCLUDE_DIR)]
+    try:
+        with limits_mod.process_limits(limits), limits_mod.applied(limits):
+            checked = compile_program(args.program, args.include_dirs,
+                                      _parse_defines(args.defines))
+    except P4Error as err:
+        err.diagnostics = limits_mod.redact(err.diagnostics, named)
+        raise
     _require_main(checked, args.program)
-    for warning in getattr(checked, "warnings", []):
+    for warning in limits_mod.redact(list(getattr(checked, "warnings", [])), named):
         print(warning, file=sys.stderr)
     if args.output:
         _write_artifact(args)
@@ -156,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--p4runtime-files", metavar="FILES",
                    help="comma-separated P4Info outputs; format by extension "
                         "(.txt/.txtpb text, .bin binary, .json JSON)")
+    from softswitch.frontend import limits as limits_mod
+
+    limits_mod.add_arguments(c)
     c.set_defaults(func=_cmd_compile)
 
     s = sub.add_parser("stf", help="run an STF packet test against a program")

@@ -31,6 +31,9 @@ from types import FrameType
 from p4.v1 import p4runtime_pb2
 
 from softswitch.diagnostics import P4Error
+from softswitch.frontend import limits as limits_mod
+from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
+from softswitch.frontend.limits import UNLIMITED, Limits
 from softswitch.p4runtime import errors, pipeline
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.idle import Sweeper
@@ -66,6 +69,7 @@ class RunOptions:
     drop_port: int = DEFAULT_DROP_PORT
     priority_queues: int = 1
     role_config: str | None = None
+    limits: Limits = DEFAULT_LIMITS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -109,6 +113,7 @@ def _switch_parser() -> _Parser:
                         "softswitch section); the default role always has full access")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                    help="include directory for compiling PROG.p4")
+    limits_mod.add_arguments(p, no_limits=False)     # for configs sent by controllers
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VAL]",
                    help="preprocessor define for compiling PROG.p4")
     return p
@@ -139,7 +144,7 @@ def parse_args(argv: list[str]) -> RunOptions:
                       thrift_port=ns.thrift_port, include_dirs=ns.include_dirs,
                       grpc_addr=target.grpc_server_addr, cpu_port=target.cpu_port,
                       drop_port=target.drop_port, priority_queues=target.priority_queues,
-                      role_config=ns.role_config)
+                      role_config=ns.role_config, limits=limits_mod.from_arguments(ns))
     if ns.program is None and ns.pcap and ns.pcap.endswith((".p4", ".json")):
         opts.program, opts.pcap_dir = ns.pcap, "."    # "--pcap PROG.p4": pcap takes no DIR
     if opts.program and ns.no_p4:
@@ -193,9 +198,9 @@ def load_program(opts: RunOptions) -> tuple[p4runtime_pb2.ForwardingPipelineConf
             artifact = pipeline.make_artifact(path, opts.defines)
             compiled = pipeline.compile_file(path, opts.defines, tuple(opts.include_dirs))
         else:
-            with open(path, "rb") as f:
-                artifact = pipeline.parse_device_config(f.read())
-            compiled = pipeline.build(artifact)
+            with open(path, "rb") as f:          # the operator's own file: trusted
+                artifact = pipeline.parse_device_config(f.read(), UNLIMITED)
+            compiled = pipeline.build(artifact, limits=None)
     except errors.P4RuntimeError as exc:
         raise P4Error(f"{path}: {exc.message}") from None
     config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=artifact.to_bytes())
@@ -222,7 +227,8 @@ def main(argv: list[str]) -> int:
     opts = parse_args(argv)
     _setup_logging(opts)
     roles = RoleTable.load(opts.role_config) if opts.role_config else None
-    device = Device(opts.device_id, opts.cpu_port, opts.drop_port, roles=roles)
+    device = Device(opts.device_id, opts.cpu_port, opts.drop_port, roles=roles,
+                    limits=opts.limits)
     if opts.program is not None:
         config, compiled = load_program(opts)
         if roles is not None:

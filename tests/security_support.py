@@ -12,6 +12,8 @@ import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
+from softswitch.frontend.limits import Limits
 from softswitch.p4runtime import errors, pipeline
 from softswitch.p4runtime.client import StreamClient
 from softswitch.p4runtime.device import Device
@@ -142,9 +144,9 @@ class Server:
 
     @classmethod
     def start(cls, p4info: p4info_pb2.P4Info, roles: dict | None = None,
-              load: bool = True, **serve_kw) -> Server:
+              load: bool = True, limits: Limits = DEFAULT_LIMITS, **serve_kw) -> Server:
         table = RoleTable.from_data(roles) if roles is not None else None
-        device = Device(device_id=DEVICE_ID, cpu_port=CPU, roles=table)
+        device = Device(device_id=DEVICE_ID, cpu_port=CPU, roles=table, limits=limits)
         srv, port = serve(device, "127.0.0.1:0", **serve_kw)
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         server = cls(device, srv, channel, p4runtime_pb2_grpc.P4RuntimeStub(channel),

@@ -19,6 +19,8 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.diagnostics import P4Error
+from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
+from softswitch.frontend.limits import Limits
 from softswitch.p4runtime import errors, pipeline
 from softswitch.p4runtime.arbitration import Arbiter, Connection
 from softswitch.p4runtime.digests import DigestSuppressor
@@ -52,8 +54,9 @@ class Device:
     def __init__(self, device_id: int = 0, cpu_port: int | None = None,
                  drop_port: int | None = None,
                  compiler: pipeline.Compiler = pipeline.compile_file,
-                 roles: RoleTable | None = None) -> None:
+                 roles: RoleTable | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
         self.device_id = device_id
+        self.limits = limits          # bounds of compiling a config from a controller
         self.cpu_port = cpu_port
         self.drop_port = drop_port
         self.compiler = compiler
@@ -83,8 +86,8 @@ class Device:
     def load(self, config: p4runtime_pb2.ForwardingPipelineConfig,
              check_p4info: bool = True) -> Loaded:
         """Compile a config into a fresh pipeline (not yet committed)."""
-        artifact = pipeline.parse_device_config(config.p4_device_config)
-        compiled = pipeline.build(artifact, self.compiler)
+        artifact = pipeline.parse_device_config(config.p4_device_config, self.limits)
+        compiled = pipeline.build(artifact, self.compiler, self.limits)
         if check_p4info:
             if not config.HasField("p4info"):
                 raise errors.invalid("the forwarding pipeline config has no P4Info")
