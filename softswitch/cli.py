@@ -146,7 +146,17 @@ def _cmd_cli(args: argparse.Namespace) -> int:
             raise P4Error(f"cannot read {args.file}: {err.strerror}") from None
     else:
         commands = sys.stdin.read().splitlines()
-    return run_commands(args.host, args.port, commands)
+    token = None
+    if args.token_file:
+        from softswitch.runtime_channel import read_token
+
+        try:
+            token = read_token(args.token_file)
+        except OSError as err:
+            raise P4Error(f"--token-file {args.token_file}: {err.strerror}") from None
+        except ValueError as err:
+            raise P4Error(f"--token-file: {err}") from None
+    return run_commands(args.host, args.port, commands, token=token, unix_path=args.socket)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--host", default="127.0.0.1", help="switch address (127.0.0.1)")
     r.add_argument("--port", type=int, default=9090,
                    help="the switch's runtime port (softswitch run --thrift-port; 9090)")
+    r.add_argument("--socket", metavar="PATH",
+                   help="the switch's runtime Unix socket (softswitch run --runtime-socket) "
+                        "instead of --host/--port")
+    r.add_argument("--token-file", metavar="FILE",
+                   help="send the token in FILE first (softswitch run --runtime-token-file)")
     r.add_argument("-c", dest="commands", action="append", metavar="CMD",
                    help="a command (repeatable); otherwise FILE or standard input")
     r.add_argument("file", nargs="?", help="file of commands, one per line ('-': stdin)")

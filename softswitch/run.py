@@ -35,6 +35,7 @@ from softswitch.frontend import limits as limits_mod
 from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
 from softswitch.frontend.limits import UNLIMITED, Limits
 from softswitch.p4runtime import errors, pipeline
+from softswitch.p4runtime.channel_control import ManagedControl
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.idle import Sweeper
 from softswitch.p4runtime.p4index import P4InfoIndex
@@ -42,7 +43,7 @@ from softswitch.p4runtime.roles import RoleTable
 from softswitch.p4runtime.server import ServerError, serve
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.egress_scheduler import EgressScheduler
-from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer
+from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer, read_token
 from softswitch.tm import TrafficManager
 
 DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
@@ -69,6 +70,10 @@ class RunOptions:
     drop_port: int = DEFAULT_DROP_PORT
     priority_queues: int = 1
     role_config: str | None = None
+    runtime_bind: str = "127.0.0.1"
+    runtime_socket: str | None = None
+    runtime_token_file: str | None = None
+    runtime_writes: bool = False
     limits: Limits = DEFAULT_LIMITS
 
 
@@ -98,7 +103,20 @@ def _switch_parser() -> _Parser:
     p.add_argument("--device-id", type=int, default=0, metavar="N")
     p.add_argument("--thrift-port", type=int, metavar="P",
                    help="serve the runtime channel (simple_switch_CLI commands, queue "
-                        "settings) on 127.0.0.1:P for 'softswitch cli --port P'")
+                        "settings) on TCP port P (of --runtime-bind) for "
+                        "'softswitch cli --port P'")
+    p.add_argument("--runtime-bind", default="127.0.0.1", metavar="HOST",
+                   help="address the --thrift-port channel listens on (127.0.0.1)")
+    p.add_argument("--runtime-socket", metavar="PATH",
+                   help="(also) serve the runtime channel on this Unix socket, mode 0600, "
+                        "for 'softswitch cli --socket PATH'")
+    p.add_argument("--runtime-token-file", metavar="FILE",
+                   help="require the token in FILE from every runtime-channel client "
+                        "('softswitch cli --token-file FILE')")
+    p.add_argument("--runtime-writes", action="store_true",
+                   help="let the runtime channel change multicast groups, mirroring "
+                        "sessions and meters directly (P4Runtime does not see those "
+                        "changes); table commands always go through P4Runtime's state")
     p.add_argument("--nanolog", metavar="ADDR", help="accepted for compatibility (ignored)")
     p.add_argument("--notifications-addr", metavar="ADDR",
                    help="accepted for compatibility (ignored)")
@@ -144,7 +162,10 @@ def parse_args(argv: list[str]) -> RunOptions:
                       thrift_port=ns.thrift_port, include_dirs=ns.include_dirs,
                       grpc_addr=target.grpc_server_addr, cpu_port=target.cpu_port,
                       drop_port=target.drop_port, priority_queues=target.priority_queues,
-                      role_config=ns.role_config, limits=limits_mod.from_arguments(ns))
+                      role_config=ns.role_config, limits=limits_mod.from_arguments(ns),
+                      runtime_bind=ns.runtime_bind, runtime_socket=ns.runtime_socket,
+                      runtime_token_file=ns.runtime_token_file,
+                      runtime_writes=ns.runtime_writes)
     if ns.program is None and ns.pcap and ns.pcap.endswith((".p4", ".json")):
         opts.program, opts.pcap_dir = ns.pcap, "."    # "--pcap PROG.p4": pcap takes no DIR
     if opts.program and ns.no_p4:
@@ -252,11 +273,11 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     device.transmit = plane.transmit
     tm = TrafficManager(num_queues=opts.priority_queues)
     scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port))
-    channel = _start_runtime_channel(opts, device, tm)
+    channels = _start_runtime_channel(opts, device, tm)
     try:
         server, _ = serve(device, opts.grpc_addr)
     except ServerError as exc:
-        if channel is not None:
+        for channel in channels:
             channel.stop()
         raise P4Error(str(exc)) from None
     print(f"softswitch: P4Runtime server listening on {opts.grpc_addr} "
@@ -279,7 +300,7 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
             signal.signal(sig, handler)
         sweeper.stop()
         scheduler.stop()
-        if channel is not None:
+        for channel in channels:
             channel.stop()
         server.stop(grace=0.5).wait()
     log.info("stopped: %d frames in, %d frames out", plane.received, plane.sent)
@@ -287,22 +308,51 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
 
 
 def _start_runtime_channel(opts: RunOptions, device: Device,
-                           tm: TrafficManager) -> RuntimeChannelServer | None:
-    """The simple_switch_CLI-style channel on --thrift-port, if asked for."""
-    if opts.thrift_port is None:
-        return None
+                           tm: TrafficManager) -> list[RuntimeChannelServer]:
+    """The simple_switch_CLI-style channel on --thrift-port / --runtime-socket."""
+    if opts.thrift_port is None and opts.runtime_socket is None:
+        return []
+    token = None
+    if opts.runtime_token_file is not None:
+        try:
+            token = read_token(opts.runtime_token_file)
+        except OSError as exc:
+            raise P4Error(f"--runtime-token-file {opts.runtime_token_file}: cannot read: "
+                          f"{exc.strerror}") from None
+        except ValueError as exc:
+            raise P4Error(f"--runtime-token-file: {exc}") from None
+    managed: list[object] = [None, None]        # (loaded pipeline, its control)
 
-    def current_switch() -> object | None:
-        return device.current.switch if device.current is not None else None
+    def current_control() -> object | None:
+        loaded = device.current
+        if loaded is None:
+            return None
+        if managed[0] is not loaded:
+            managed[:] = [loaded, ManagedControl(loaded.switch, loaded.runtime,
+                                                 opts.runtime_writes)]
+        return managed[1]
 
-    channel = RuntimeChannel(current_switch, tm, lock=device.lock)  # type: ignore[arg-type]
+    channel = RuntimeChannel(current_control, tm, lock=device.lock)  # type: ignore[arg-type]
+    servers: list[RuntimeChannelServer] = []
     try:
-        server = RuntimeChannelServer(channel, "127.0.0.1", opts.thrift_port).start()
+        if opts.thrift_port is not None:
+            servers.append(RuntimeChannelServer(channel, opts.runtime_bind, opts.thrift_port,
+                                                token=token).start())
+            print(f"softswitch: runtime channel listening on {opts.runtime_bind}:"
+                  f"{opts.thrift_port}{' (token required)' if token else ''}",
+                  file=sys.stderr, flush=True)
+        if opts.runtime_socket is not None:
+            servers.append(RuntimeChannelServer(channel, token=token,
+                                                unix_path=opts.runtime_socket).start())
+            print(f"softswitch: runtime channel listening on {opts.runtime_socket}",
+                  file=sys.stderr, flush=True)
     except OSError as exc:
-        raise P4Error(f"--thrift-port {opts.thrift_port}: cannot listen: {exc.strerror}") from None
-    print(f"softswitch: runtime channel listening on 127.0.0.1:{opts.thrift_port}",
-          file=sys.stderr, flush=True)
-    return server
+        for server in servers:
+            server.stop()
+        where = (f"--thrift-port {opts.thrift_port}" if not servers and opts.thrift_port
+                 is not None else f"--runtime-socket {opts.runtime_socket}")
+        raise P4Error(f"{where}: cannot listen: {exc.strerror}") from None
+    return servers
 
 
 def _interface_mac(interfaces: dict[int, str], port: int) -> bytes:
