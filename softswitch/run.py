@@ -40,7 +40,7 @@ from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.idle import Sweeper
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.roles import RoleTable
-from softswitch.p4runtime.server import ServerError, serve
+from softswitch.p4runtime.server import ServerError, TlsConfig, serve
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.egress_scheduler import EgressScheduler
 from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer, read_token
@@ -74,6 +74,11 @@ class RunOptions:
     runtime_socket: str | None = None
     runtime_token_file: str | None = None
     runtime_writes: bool = False
+    grpc_ssl: bool = False
+    grpc_cacert: str | None = None
+    grpc_cert: str | None = None
+    grpc_key: str | None = None
+    grpc_client_auth: bool = False
     limits: Limits = DEFAULT_LIMITS
 
 
@@ -140,6 +145,14 @@ def _switch_parser() -> _Parser:
 def _target_parser() -> _Parser:
     p = _Parser(prog="softswitch run ... --", description="target options")
     p.add_argument("--grpc-server-addr", default=DEFAULT_GRPC_ADDR, metavar="ADDR")
+    p.add_argument("--grpc-server-ssl", action="store_true",
+                   help="serve P4Runtime over TLS (needs --grpc-server-cert/-key)")
+    p.add_argument("--grpc-server-cacert", metavar="PEM",
+                   help="CA certificate that client certificates must chain to")
+    p.add_argument("--grpc-server-cert", metavar="PEM", help="server certificate (chain)")
+    p.add_argument("--grpc-server-key", metavar="PEM", help="server private key")
+    p.add_argument("--grpc-server-with-client-auth", action="store_true",
+                   help="require a client certificate signed by --grpc-server-cacert")
     p.add_argument("--cpu-port", type=int, metavar="N")
     p.add_argument("--drop-port", type=int, default=DEFAULT_DROP_PORT, metavar="N")
     p.add_argument("--priority-queues", type=int, default=1, metavar="N")
@@ -165,7 +178,10 @@ def parse_args(argv: list[str]) -> RunOptions:
                       role_config=ns.role_config, limits=limits_mod.from_arguments(ns),
                       runtime_bind=ns.runtime_bind, runtime_socket=ns.runtime_socket,
                       runtime_token_file=ns.runtime_token_file,
-                      runtime_writes=ns.runtime_writes)
+                      runtime_writes=ns.runtime_writes, grpc_ssl=target.grpc_server_ssl,
+                      grpc_cacert=target.grpc_server_cacert,
+                      grpc_cert=target.grpc_server_cert, grpc_key=target.grpc_server_key,
+                      grpc_client_auth=target.grpc_server_with_client_auth)
     if ns.program is None and ns.pcap and ns.pcap.endswith((".p4", ".json")):
         opts.program, opts.pcap_dir = ns.pcap, "."    # "--pcap PROG.p4": pcap takes no DIR
     if opts.program and ns.no_p4:
@@ -193,7 +209,40 @@ def parse_args(argv: list[str]) -> RunOptions:
         main_parser.error("--device-id must not be negative")
     if not 1 <= opts.priority_queues <= 8:
         main_parser.error("--priority-queues must be 1..8")
+    tls_files = (opts.grpc_cacert, opts.grpc_cert, opts.grpc_key)
+    if not opts.grpc_ssl and (any(tls_files) or opts.grpc_client_auth):
+        main_parser.error("--grpc-server-cacert/-cert/-key/-with-client-auth need "
+                          "--grpc-server-ssl")
+    if opts.grpc_ssl and not (opts.grpc_cert and opts.grpc_key):
+        main_parser.error("--grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
+    if opts.grpc_client_auth and not opts.grpc_cacert:
+        main_parser.error("--grpc-server-with-client-auth needs --grpc-server-cacert (the CA "
+                          "client certificates are checked against)")
     return opts
+
+
+def tls_config(opts: RunOptions) -> TlsConfig | None:
+    """The TLS settings of the command line, files read (P4Error naming a bad one)."""
+    if not opts.grpc_ssl:
+        return None
+    pems: dict[str, bytes | None] = {}
+    for flag, path in (("--grpc-server-cert", opts.grpc_cert),
+                       ("--grpc-server-key", opts.grpc_key),
+                       ("--grpc-server-cacert", opts.grpc_cacert)):
+        if path is None:
+            pems[flag] = None
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = f.read(1 << 20)
+        except OSError as exc:
+            raise P4Error(f"{flag} {path}: cannot read: {exc.strerror}") from None
+        if b"-----BEGIN " not in data:
+            raise P4Error(f"{flag} {path}: not a PEM file")
+        pems[flag] = data
+    cert, key = pems["--grpc-server-cert"], pems["--grpc-server-key"]
+    assert cert is not None and key is not None
+    return TlsConfig(cert, key, pems["--grpc-server-cacert"], opts.grpc_client_auth)
 
 
 def _interface(parser: _Parser, item: str) -> tuple[int, str]:
@@ -273,15 +322,18 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     device.transmit = plane.transmit
     tm = TrafficManager(num_queues=opts.priority_queues)
     scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port))
+    tls = tls_config(opts)
     channels = _start_runtime_channel(opts, device, tm)
     try:
-        server, _ = serve(device, opts.grpc_addr)
+        server, _ = serve(device, opts.grpc_addr, tls=tls)
     except ServerError as exc:
         for channel in channels:
             channel.stop()
         raise P4Error(str(exc)) from None
     print(f"softswitch: P4Runtime server listening on {opts.grpc_addr} "
-          f"(device id {opts.device_id})", file=sys.stderr, flush=True)
+          f"(device id {opts.device_id}{', TLS' if tls else ''}"
+          f"{' with client certificates' if tls and tls.client_auth else ''})",
+          file=sys.stderr, flush=True)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

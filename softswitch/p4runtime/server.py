@@ -16,6 +16,7 @@ import queue
 import threading
 from collections.abc import Iterator
 from concurrent import futures
+from dataclasses import dataclass
 
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
@@ -25,6 +26,9 @@ from softswitch.p4runtime.arbitration import Connection, election_id_of, role_na
 from softswitch.p4runtime.device import Device
 
 API_VERSION = "1.4.1"
+# The largest request the server accepts (gRPC answers RESOURCE_EXHAUSTED above it):
+# a device config or a Write batch of ~100k table entries fits.
+MAX_MESSAGE_BYTES = 64 << 20
 log = logging.getLogger("softswitch.p4runtime")
 _CLOSE = object()   # stream queue sentinel: the RPC is over
 
@@ -226,19 +230,41 @@ class ServerError(Exception):
     """The server could not start (e.g. the address is taken)."""
 
 
+@dataclass(frozen=True)
+class TlsConfig:
+    """TLS of the P4Runtime server (``simple_switch_grpc --grpc-server-ssl …``): PEM
+    bytes of the server's certificate chain and key, and of the CA that client
+    certificates must chain to when ``client_auth`` is set."""
+
+    cert: bytes
+    key: bytes
+    ca: bytes | None = None
+    client_auth: bool = False
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.ssl_server_credentials([(self.key, self.cert)], root_certificates=self.ca,
+                                           require_client_auth=self.client_auth)
+
+
 def serve(device: Device, address: str = "127.0.0.1:9559",
-          workers: int = 32) -> tuple[grpc.Server, int]:
+          workers: int = 32, tls: TlsConfig | None = None,
+          max_message_bytes: int = MAX_MESSAGE_BYTES) -> tuple[grpc.Server, int]:
     """Start the gRPC server on ``address`` (port 0 picks one); returns it and its port.
 
-    Each open StreamChannel holds one worker thread, hence the generous pool."""
+    Each open StreamChannel holds one worker thread, hence the generous pool. A
+    request larger than ``max_message_bytes`` is refused by gRPC with
+    RESOURCE_EXHAUSTED before the server parses it."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers,
                                                     thread_name_prefix="p4rt"),
-                         options=[("grpc.max_receive_message_length", 64 << 20),
+                         options=[("grpc.max_receive_message_length", max_message_bytes),
                                   ("grpc.max_send_message_length", 64 << 20),
                                   ("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((_handlers(P4RuntimeServicer(device)),))
     try:
-        port = server.add_insecure_port(address)
+        if tls is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, tls.credentials())
     except RuntimeError as exc:
         raise ServerError(f"cannot listen on {address}: {exc}") from None
     if port == 0:
