@@ -243,9 +243,34 @@ def _passthrough(command: str, rest: list[str]) -> int:
     return _run_guarded(lambda _args: module.main(rest), ns)
 
 
+def _system_allocator() -> None:
+    """``softswitch run`` is a long-running server: run it on glibc's allocator, whose
+    freed memory ``malloc_trim`` can give back (softswitch.p4runtime.reclaim), rather
+    than pymalloc, whose 1 MiB arenas stay mapped while a few objects remain in them
+    (measured: RSS +30% over baseline after big batches are deleted, vs +2%; writes
+    ~15% slower). Re-executes this very command line once with PYTHONMALLOC=malloc;
+    ``SOFTSWITCH_PYMALLOC=1`` (or an explicit PYTHONMALLOC) keeps the interpreter's."""
+    if os.environ.get("PYTHONMALLOC") or os.environ.get("SOFTSWITCH_PYMALLOC"):
+        return
+    env = dict(os.environ, PYTHONMALLOC="malloc")
+    env.setdefault("MALLOC_ARENA_MAX", "2")       # few glibc arenas: less to keep
+    argv = list(getattr(sys, "orig_argv", []))
+    if not argv:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, argv, env)
+    except OSError:
+        return                                      # carry on with pymalloc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in _PASSTHROUGH:
+        if argv[0] == "run" and from_command_line:
+            _system_allocator()
         return _passthrough(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     return _run_guarded(args.func, args)

@@ -31,6 +31,7 @@ from types import FrameType
 from p4.v1 import p4runtime_pb2
 
 from softswitch.diagnostics import P4Error
+from softswitch.frontend import isolate
 from softswitch.frontend import limits as limits_mod
 from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
 from softswitch.frontend.limits import UNLIMITED, Limits
@@ -40,7 +41,7 @@ from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.idle import Sweeper
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.roles import RoleTable
-from softswitch.p4runtime.server import ServerError, TlsConfig, serve
+from softswitch.p4runtime.server import MAX_MESSAGE_BYTES, ServerError, TlsConfig, serve
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.egress_scheduler import EgressScheduler
 from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer, read_token
@@ -79,6 +80,7 @@ class RunOptions:
     grpc_cert: str | None = None
     grpc_key: str | None = None
     grpc_client_auth: bool = False
+    max_request_bytes: int = MAX_MESSAGE_BYTES
     limits: Limits = DEFAULT_LIMITS
 
 
@@ -153,6 +155,9 @@ def _target_parser() -> _Parser:
     p.add_argument("--grpc-server-key", metavar="PEM", help="server private key")
     p.add_argument("--grpc-server-with-client-auth", action="store_true",
                    help="require a client certificate signed by --grpc-server-cacert")
+    p.add_argument("--max-request-bytes", type=int, default=MAX_MESSAGE_BYTES, metavar="N",
+                   help="largest P4Runtime request accepted; larger ones get "
+                        f"RESOURCE_EXHAUSTED (default {MAX_MESSAGE_BYTES})")
     p.add_argument("--cpu-port", type=int, metavar="N")
     p.add_argument("--drop-port", type=int, default=DEFAULT_DROP_PORT, metavar="N")
     p.add_argument("--priority-queues", type=int, default=1, metavar="N")
@@ -181,7 +186,8 @@ def parse_args(argv: list[str]) -> RunOptions:
                       runtime_writes=ns.runtime_writes, grpc_ssl=target.grpc_server_ssl,
                       grpc_cacert=target.grpc_server_cacert,
                       grpc_cert=target.grpc_server_cert, grpc_key=target.grpc_server_key,
-                      grpc_client_auth=target.grpc_server_with_client_auth)
+                      grpc_client_auth=target.grpc_server_with_client_auth,
+                      max_request_bytes=target.max_request_bytes)
     if ns.program is None and ns.pcap and ns.pcap.endswith((".p4", ".json")):
         opts.program, opts.pcap_dir = ns.pcap, "."    # "--pcap PROG.p4": pcap takes no DIR
     if opts.program and ns.no_p4:
@@ -209,6 +215,8 @@ def parse_args(argv: list[str]) -> RunOptions:
         main_parser.error("--device-id must not be negative")
     if not 1 <= opts.priority_queues <= 8:
         main_parser.error("--priority-queues must be 1..8")
+    if not 1024 <= opts.max_request_bytes <= 1 << 30:
+        main_parser.error("--max-request-bytes must be 1024..2^30")
     tls_files = (opts.grpc_cacert, opts.grpc_cert, opts.grpc_key)
     if not opts.grpc_ssl and (any(tls_files) or opts.grpc_client_auth):
         main_parser.error("--grpc-server-cacert/-cert/-key/-with-client-auth need "
@@ -325,7 +333,8 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     tls = tls_config(opts)
     channels = _start_runtime_channel(opts, device, tm)
     try:
-        server, _ = serve(device, opts.grpc_addr, tls=tls)
+        server, _ = serve(device, opts.grpc_addr, tls=tls,
+                          max_message_bytes=opts.max_request_bytes)
     except ServerError as exc:
         for channel in channels:
             channel.stop()
@@ -350,11 +359,15 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        # First of all: a long Write batch ends after its current update and frees the
+        # device lock that the threads stopped below need; a compile is killed.
+        device.stop()
+        isolate.cancel_all()
         sweeper.stop()
         scheduler.stop()
         for channel in channels:
             channel.stop()
-        server.stop(grace=0.5).wait()
+        server.stop(grace=0.2).wait()
     log.info("stopped: %d frames in, %d frames out", plane.received, plane.sent)
     return 0
 

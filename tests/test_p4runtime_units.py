@@ -195,3 +195,10 @@ def test_source_with_own_includes_gets_a_hint():
     art = pipeline.Artifact('#include "defs.p4"\n')
     with pytest.raises(P4RuntimeError, match="send a softswitch artifact"):
         pipeline.build(art, compiler=compiler)
+
+
+def test_write_failure_bytes_equal_the_message_form():
+    results = [None, errors.not_found("gone"), None, errors.not_found("gone"),
+               errors.invalid("bad")]
+    assert errors.write_failure_bytes(results) == \
+        errors.write_failure_status(results).SerializeToString()

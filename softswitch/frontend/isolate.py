@@ -27,6 +27,7 @@ import resource
 import subprocess
 import sys
 import sysconfig
+import threading
 from dataclasses import asdict
 from pathlib import Path
 
@@ -47,20 +48,29 @@ def check(main: str, defines: dict[str, str], limits: Limits) -> None:
     env = {k: v for k, v in os.environ.items()
            if k in ("PATH", "LANG", "LC_ALL", "HOME", "PYTHONPATH")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # -P: the scratch directory (the worker's cwd, holding the config's files) is not
+    # put on sys.path, so no file of the config can shadow a Python module.
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "softswitch.frontend.isolate"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=os.path.dirname(main) or ".", env=env)
+    with _running_lock:
+        _running.add(proc)
     try:
-        # -P: the scratch directory (the worker's cwd, holding the config's files) is
-        # not put on sys.path, so no file of the config can shadow a Python module.
-        proc = subprocess.run([sys.executable, "-P", "-m", "softswitch.frontend.isolate"],
-                              input=json.dumps(job).encode(), capture_output=True,
-                              timeout=deadline, cwd=os.path.dirname(main) or ".", env=env)
+        stdout, stderr = proc.communicate(json.dumps(job).encode(), timeout=deadline)
     except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
         raise LimitExceeded("max_seconds", "the compile took longer than "
                             f"{describe('max_seconds', limits.max_seconds or 0)}",
                             where) from None
-    answer = _answer(proc.stdout[:_MAX_ANSWER])
+    finally:
+        with _running_lock:
+            _running.discard(proc)
+    if _cancelled.is_set():
+        raise Cancelled("the switch is shutting down: the compile was stopped")
+    answer = _answer(stdout[:_MAX_ANSWER])
     if answer is None:
-        raise _died(proc.returncode, proc.stderr[-2000:].decode("utf-8", "replace"),
-                    limits, where)
+        raise _died(proc.returncode, stderr[-2000:].decode("utf-8", "replace"), limits, where)
     if answer.get("ok"):
         return
     message = str(answer.get("message", "compile failed"))
@@ -70,6 +80,24 @@ def check(main: str, defines: dict[str, str], limits: Limits) -> None:
         raise P4Error(message, where) if not answer.get("diagnostics") else \
             _P4Text(str(answer["diagnostics"]), message)
     raise RuntimeError(f"compile worker: {message}")
+
+
+class Cancelled(Exception):
+    """The compile was stopped by :func:`cancel_all`."""
+
+
+_running: set[subprocess.Popen[bytes]] = set()
+_running_lock = threading.Lock()
+_cancelled = threading.Event()
+
+
+def cancel_all() -> None:
+    """Kill every running compile worker (the server is stopping: a compile must not
+    hold its shutdown up for minutes)."""
+    _cancelled.set()
+    with _running_lock:
+        for proc in _running:
+            proc.kill()
 
 
 class _P4Text(P4Error):

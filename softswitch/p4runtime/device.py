@@ -26,6 +26,7 @@ from softswitch.p4runtime.arbitration import Arbiter, Connection
 from softswitch.p4runtime.digests import DigestSuppressor
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.packetio import PacketIO
+from softswitch.p4runtime.reclaim import Reclaimer
 from softswitch.p4runtime.roles import Role, RoleTable
 from softswitch.p4runtime.runtime import PipelineRuntime
 from softswitch.target.control import PacketOut
@@ -70,6 +71,28 @@ class Device:
         self.packets_in = 0
         self.packets_in_dropped = 0
         self.packets_out = 0
+        self.reclaimer: Reclaimer | None = None
+        self.stopping = threading.Event()      # set by stop(): long writes end early
+
+    # ------------------------------------------------------------------ memory
+    def start_reclaimer(self) -> None:
+        """Give memory back after big requests (see :mod:`reclaim`)."""
+        if self.reclaimer is None:
+            self.reclaimer = Reclaimer(self.lock, self._memory_roots)
+
+    def _memory_roots(self) -> list[object]:
+        loaded = [x for x in (self.current, self.saved) if x is not None]
+        return [part for x in loaded for part in (x.runtime, x.switch)]
+
+    def note_request(self, size: int) -> None:
+        if self.reclaimer is not None:
+            self.reclaimer.note(size)
+
+    def stop(self) -> None:
+        """The switch is stopping: running Writes end after their current update."""
+        self.stopping.set()
+        if self.reclaimer is not None:
+            self.reclaimer.stop()
 
     # ------------------------------------------------------------------ pipeline
     def check_device(self, device_id: int) -> None:

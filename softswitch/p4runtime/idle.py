@@ -40,7 +40,7 @@ def sweep(device: Device) -> int:
                 continue
             name = table.info.preamble.name
             for record in tables.records(tid):
-                timeout = record.entry.idle_timeout_ns
+                timeout = record.idle_timeout_ns
                 if not timeout:
                     continue
                 idle = idle_us(name, record.handle) * 1000 >= timeout

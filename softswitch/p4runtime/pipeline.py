@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 from p4.config.v1 import p4info_pb2
 
 from softswitch.diagnostics import P4Error
@@ -188,6 +189,8 @@ def build(artifact: Artifact, compiler: Compiler = compile_file,
                 _check_isolated(artifact, main, confined, limits)
             with applied(confined):
                 return compiler(main, artifact.defines)
+        except isolate.Cancelled as exc:
+            raise errors.P4RuntimeError(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
         except LimitExceeded as exc:
             flag = FLAGS.get(exc.limit, "")
             raise errors.resource_exhausted(

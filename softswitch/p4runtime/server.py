@@ -21,14 +21,15 @@ from dataclasses import dataclass
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch.p4runtime import errors, wire
+from softswitch.p4runtime import errors, reclaim, wire
 from softswitch.p4runtime.arbitration import Connection, election_id_of, role_name
 from softswitch.p4runtime.device import Device
 
 API_VERSION = "1.4.1"
-# The largest request the server accepts (gRPC answers RESOURCE_EXHAUSTED above it):
-# a device config or a Write batch of ~100k table entries fits.
-MAX_MESSAGE_BYTES = 64 << 20
+# The largest request the server accepts (gRPC answers RESOURCE_EXHAUSTED above it,
+# before the server sees it): a device config of the default compile limits, or a
+# Write batch of ~250k table entries, fits. softswitch run --max-request-bytes.
+MAX_MESSAGE_BYTES = 16 << 20
 log = logging.getLogger("softswitch.p4runtime")
 _CLOSE = object()   # stream queue sentinel: the RPC is over
 
@@ -44,9 +45,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                      context: grpc.ServicerContext) -> p4runtime_pb2.CapabilitiesResponse:
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
-    def Write(self, request: p4runtime_pb2.WriteRequest,  # noqa: N802
+    def Write(self, request: wire.LazyRequest,  # noqa: N802
               context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
+        """Updates are parsed one by one, after the checks (see wire.LazyRequest)."""
         try:
+            if request.error is not None:
+                raise errors.invalid(request.error)
             self.device.check_device(request.device_id)
             role = self.device.arbiter.check_writer(
                 role_name(name=request.role, role_id=request.role_id),
@@ -54,13 +58,20 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             with self.device.lock:
                 loaded = self.device.require_pipeline()
                 scope = self.device.arbiter.roles.scope(role, loaded.runtime.index)
-                results = loaded.runtime.write(request, permit=scope.update_error)
+                results = loaded.runtime.write(request, permit=scope.update_error,
+                                               cancelled=self.device.stopping.is_set)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
             _internal(context, exc)
+        finally:
+            request.release()
+            self.device.note_request(request.size)
         if any(r is not None for r in results):
-            errors.abort_with_details(context, errors.write_failure_status(results))
+            if self.device.stopping.is_set():
+                context.abort(grpc.StatusCode.UNAVAILABLE, "the switch is shutting down: "
+                              "the batch was cut short (updates before the cut applied)")
+            errors.abort_with_details(context, errors.write_failure_bytes(results))
         return p4runtime_pb2.WriteResponse()
 
     def Read(self, request: p4runtime_pb2.ReadRequest,  # noqa: N802
@@ -80,13 +91,19 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             _internal(context, exc)
         # Responses are assembled from encoded entities (the serializer passes bytes
         # through) and split so that none nears gRPC's 4 MiB default message limit.
+        self.device.note_request(sum(map(len, entities)))
         for start in range(0, max(len(entities), 1), 1000):
             yield wire.read_response(entities[start:start + 1000])  # type: ignore[misc]
 
     def SetForwardingPipelineConfig(  # noqa: N802
-            self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
+            self, lazy: wire.LazyRequest,
             context: grpc.ServicerContext) -> p4runtime_pb2.SetForwardingPipelineConfigResponse:
+        """The config (P4Info, program) is parsed only once the request passed the
+        device, role and primary checks."""
+        request = lazy.header
         try:
+            if lazy.error is not None:
+                raise errors.invalid(lazy.error)
             self.device.check_device(request.device_id)
             role = self.device.arbiter.check_writer(
                 role_name(name=request.role, role_id=request.role_id),
@@ -95,11 +112,15 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 raise errors.permission_denied(
                     f"role '{role.name}' may not set the forwarding pipeline (its "
                     "--role-config entry needs 'write: \"*\"' and 'pipeline: true')")
+            request = lazy.parse_all()
+            lazy.release()
             self.device.set_pipeline(request)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
             _internal(context, exc)
+        finally:
+            self.device.note_request(reclaim.BIG_REQUEST_BYTES)   # the old pipeline's memory
         log.info("pipeline config set (action %s)", request.action)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
@@ -205,12 +226,14 @@ def _handlers(servicer: P4RuntimeServicer) -> grpc.GenericRpcHandler:
     pb = p4runtime_pb2
     methods = {
         "Write": grpc.unary_unary_rpc_method_handler(
-            servicer.Write, pb.WriteRequest.FromString, pb.WriteResponse.SerializeToString),
+            servicer.Write, lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
+            pb.WriteResponse.SerializeToString),
         "Read": grpc.unary_stream_rpc_method_handler(
             servicer.Read, pb.ReadRequest.FromString, wire.serialize),
         "SetForwardingPipelineConfig": grpc.unary_unary_rpc_method_handler(
             servicer.SetForwardingPipelineConfig,
-            pb.SetForwardingPipelineConfigRequest.FromString,
+            lambda data: wire.LazyRequest(pb.SetForwardingPipelineConfigRequest,
+                                          p4runtime_pb2.ForwardingPipelineConfig, 5, data),
             pb.SetForwardingPipelineConfigResponse.SerializeToString),
         "GetForwardingPipelineConfig": grpc.unary_unary_rpc_method_handler(
             servicer.GetForwardingPipelineConfig,
@@ -260,6 +283,7 @@ def serve(device: Device, address: str = "127.0.0.1:9559",
                                   ("grpc.max_send_message_length", 64 << 20),
                                   ("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((_handlers(P4RuntimeServicer(device)),))
+    device.start_reclaimer()
     try:
         if tls is None:
             port = server.add_insecure_port(address)
