@@ -46,6 +46,7 @@ PROGRAM = textwrap.dedent("""\
     control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
     control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
         counter(8, CounterType.packets) hits;
+        register<bit<9>>(4) last_port;
         direct_counter(CounterType.packets) acl_hits;
         action fwd(bit<9> port) { sm.egress_spec = port; }
         action drop() { mark_to_drop(sm); }
@@ -77,6 +78,7 @@ PROGRAM = textwrap.dedent("""\
                 sm.egress_spec = 255;
             } else {
                 hits.count(0);
+                last_port.write(0, sm.ingress_port);
                 fwd_table.apply();
                 acl.apply();
                 ecmp.apply();
