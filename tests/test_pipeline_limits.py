@@ -223,3 +223,62 @@ def test_worker_answer_is_one_json_line(tmp_path):
     answer = json.loads(proc.stdout)
     assert answer["ok"] is True
     assert answer["sandboxed"] is (landlock.abi_version() >= 1)
+
+
+# ---------------------------------------------------------------------- requests and memory
+def test_requests_over_the_size_limit_and_malformed_ones(p4info):
+    from softswitch.p4runtime.device import Device
+    from softswitch.p4runtime.server import serve
+
+    srv, port = serve(Device(device_id=1), "127.0.0.1:0", max_message_bytes=64 << 10)
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    raw = channel.unary_unary("/p4.v1.P4Runtime/Write", request_serializer=lambda b: b,
+                              response_deserializer=p4runtime_pb2.WriteResponse.FromString)
+    try:
+        with pytest.raises(grpc.RpcError) as exc:
+            raw(b"\x08\x01" + b"\x22\x00" * (48 << 10), timeout=30)     # 96 KiB > 64 KiB
+        assert exc.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        with pytest.raises(grpc.RpcError) as exc:
+            raw(b"\x08\x01\x22\x7f\x00", timeout=30)                   # truncated update
+        assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "malformed WriteRequest" in exc.value.details()
+    finally:
+        channel.close()
+        srv.stop(0).wait()
+
+
+def test_a_stopping_switch_cuts_a_batch_short(p4info):
+    from security_support import Update, fwd_entry
+    srv = Server.start(p4info)
+    try:
+        loaded = srv.device.current
+        request = srv.write_request(*[upd(Update.INSERT, table_entry=fwd_entry(srv.ids, i, 1))
+                                      for i in range(1, 4)])
+        calls = iter([False, True, True])
+        with srv.device.lock:
+            results = loaded.runtime.write(request, cancelled=lambda: next(calls))
+        assert results[0] is None
+        assert [r.code for r in results[1:]] == [grpc.StatusCode.UNAVAILABLE] * 2
+    finally:
+        srv.close()
+
+
+def test_compact_rebuilds_emptied_containers_in_place():
+    from softswitch.p4runtime import reclaim
+
+    class Holder:
+        pass
+    Holder.__module__ = "softswitch.test"
+    holder, inner = Holder(), Holder()
+    holder.big = {i: i for i in range(50000)}
+    holder.inner = inner
+    inner.names = set(range(50000))
+    big, names = holder.big, inner.names
+    for i in range(49990):
+        del big[i]
+        names.discard(i)
+    before = sys.getsizeof(big) + sys.getsizeof(names)
+    assert reclaim.compact(holder) == 2
+    assert holder.big is big and inner.names is names            # same objects
+    assert big == {i: i for i in range(49990, 50000)} and len(names) == 10
+    assert sys.getsizeof(big) + sys.getsizeof(names) < before / 100
