@@ -36,6 +36,7 @@ log = logging.getLogger("softswitch.p4runtime")
 # Requests this large (bytes) or batches this long (updates/entities) are "big".
 BIG_REQUEST_BYTES = 1 << 20
 QUIET_SECONDS = 1.0
+TRIM_EVERY_SECONDS = 2.0
 _MIN_BYTES = 4096               # smaller containers are left alone
 
 
@@ -149,7 +150,11 @@ class Reclaimer:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._due.wait()
+            if not self._due.wait(TRIM_EVERY_SECONDS):
+                # Memory freed outside any request softswitch sees (gRPC refusing an
+                # oversized message, packet bursts) goes back too, at low cost.
+                malloc_trim()
+                continue
             if self._stop.is_set():
                 return
             while time.monotonic() - self._last < self._quiet:
