@@ -4,7 +4,7 @@ The command line is ``simple_switch_grpc``'s, so Mininet wrappers and scripts th
 start BMv2 start softswitch unchanged::
 
     softswitch run [PROG.p4 | ARTIFACT.json | --no-p4] -i PORT@IFACE ... [--pcap [DIR]]
-        [--log-console] [--device-id N] [--thrift-port P]
+        [--log-console] [--device-id N] [--thrift-port P] [--role-config FILE]
         -- --grpc-server-addr ADDR --cpu-port N [--priority-queues N] [--drop-port N]
 
 It serves P4Runtime (default 127.0.0.1:9559), moves frames between the interfaces
@@ -31,13 +31,20 @@ from types import FrameType
 from p4.v1 import p4runtime_pb2
 
 from softswitch.diagnostics import P4Error
+from softswitch.frontend import isolate
+from softswitch.frontend import limits as limits_mod
+from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
+from softswitch.frontend.limits import UNLIMITED, Limits
 from softswitch.p4runtime import errors, pipeline
+from softswitch.p4runtime.channel_control import ManagedControl
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.idle import Sweeper
-from softswitch.p4runtime.server import ServerError, serve
+from softswitch.p4runtime.p4index import P4InfoIndex
+from softswitch.p4runtime.roles import RoleTable
+from softswitch.p4runtime.server import MAX_MESSAGE_BYTES, ServerError, TlsConfig, serve
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.egress_scheduler import EgressScheduler
-from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer
+from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer, read_token
 from softswitch.tm import TrafficManager
 
 DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
@@ -63,6 +70,18 @@ class RunOptions:
     cpu_port: int | None = None
     drop_port: int = DEFAULT_DROP_PORT
     priority_queues: int = 1
+    role_config: str | None = None
+    runtime_bind: str = "127.0.0.1"
+    runtime_socket: str | None = None
+    runtime_token_file: str | None = None
+    runtime_writes: bool = False
+    grpc_ssl: bool = False
+    grpc_cacert: str | None = None
+    grpc_cert: str | None = None
+    grpc_key: str | None = None
+    grpc_client_auth: bool = False
+    max_request_bytes: int = MAX_MESSAGE_BYTES
+    limits: Limits = DEFAULT_LIMITS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,7 +110,20 @@ def _switch_parser() -> _Parser:
     p.add_argument("--device-id", type=int, default=0, metavar="N")
     p.add_argument("--thrift-port", type=int, metavar="P",
                    help="serve the runtime channel (simple_switch_CLI commands, queue "
-                        "settings) on 127.0.0.1:P for 'softswitch cli --port P'")
+                        "settings) on TCP port P (of --runtime-bind) for "
+                        "'softswitch cli --port P'")
+    p.add_argument("--runtime-bind", default="127.0.0.1", metavar="HOST",
+                   help="address the --thrift-port channel listens on (127.0.0.1)")
+    p.add_argument("--runtime-socket", metavar="PATH",
+                   help="(also) serve the runtime channel on this Unix socket, mode 0600, "
+                        "for 'softswitch cli --socket PATH'")
+    p.add_argument("--runtime-token-file", metavar="FILE",
+                   help="require the token in FILE from every runtime-channel client "
+                        "('softswitch cli --token-file FILE')")
+    p.add_argument("--runtime-writes", action="store_true",
+                   help="let the runtime channel change multicast groups, mirroring "
+                        "sessions and meters directly (P4Runtime does not see those "
+                        "changes); table commands always go through P4Runtime's state")
     p.add_argument("--nanolog", metavar="ADDR", help="accepted for compatibility (ignored)")
     p.add_argument("--notifications-addr", metavar="ADDR",
                    help="accepted for compatibility (ignored)")
@@ -101,8 +133,12 @@ def _switch_parser() -> _Parser:
                    help="accepted for compatibility (ports are 0..511)")
     p.add_argument("--dump-packet-data", type=int, metavar="N",
                    help="accepted for compatibility (ignored)")
+    p.add_argument("--role-config", metavar="FILE",
+                   help="controller roles and what each may write (YAML/JSON; see README, "
+                        "softswitch section); the default role always has full access")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                    help="include directory for compiling PROG.p4")
+    limits_mod.add_arguments(p, no_limits=False)     # for configs sent by controllers
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VAL]",
                    help="preprocessor define for compiling PROG.p4")
     return p
@@ -111,6 +147,17 @@ def _switch_parser() -> _Parser:
 def _target_parser() -> _Parser:
     p = _Parser(prog="softswitch run ... --", description="target options")
     p.add_argument("--grpc-server-addr", default=DEFAULT_GRPC_ADDR, metavar="ADDR")
+    p.add_argument("--grpc-server-ssl", action="store_true",
+                   help="serve P4Runtime over TLS (needs --grpc-server-cert/-key)")
+    p.add_argument("--grpc-server-cacert", metavar="PEM",
+                   help="CA certificate that client certificates must chain to")
+    p.add_argument("--grpc-server-cert", metavar="PEM", help="server certificate (chain)")
+    p.add_argument("--grpc-server-key", metavar="PEM", help="server private key")
+    p.add_argument("--grpc-server-with-client-auth", action="store_true",
+                   help="require a client certificate signed by --grpc-server-cacert")
+    p.add_argument("--max-request-bytes", type=int, default=MAX_MESSAGE_BYTES, metavar="N",
+                   help="largest P4Runtime request accepted; larger ones get "
+                        f"RESOURCE_EXHAUSTED (default {MAX_MESSAGE_BYTES})")
     p.add_argument("--cpu-port", type=int, metavar="N")
     p.add_argument("--drop-port", type=int, default=DEFAULT_DROP_PORT, metavar="N")
     p.add_argument("--priority-queues", type=int, default=1, metavar="N")
@@ -132,7 +179,15 @@ def parse_args(argv: list[str]) -> RunOptions:
                       log_file=ns.log_file, device_id=ns.device_id,
                       thrift_port=ns.thrift_port, include_dirs=ns.include_dirs,
                       grpc_addr=target.grpc_server_addr, cpu_port=target.cpu_port,
-                      drop_port=target.drop_port, priority_queues=target.priority_queues)
+                      drop_port=target.drop_port, priority_queues=target.priority_queues,
+                      role_config=ns.role_config, limits=limits_mod.from_arguments(ns),
+                      runtime_bind=ns.runtime_bind, runtime_socket=ns.runtime_socket,
+                      runtime_token_file=ns.runtime_token_file,
+                      runtime_writes=ns.runtime_writes, grpc_ssl=target.grpc_server_ssl,
+                      grpc_cacert=target.grpc_server_cacert,
+                      grpc_cert=target.grpc_server_cert, grpc_key=target.grpc_server_key,
+                      grpc_client_auth=target.grpc_server_with_client_auth,
+                      max_request_bytes=target.max_request_bytes)
     if ns.program is None and ns.pcap and ns.pcap.endswith((".p4", ".json")):
         opts.program, opts.pcap_dir = ns.pcap, "."    # "--pcap PROG.p4": pcap takes no DIR
     if opts.program and ns.no_p4:
@@ -160,7 +215,42 @@ def parse_args(argv: list[str]) -> RunOptions:
         main_parser.error("--device-id must not be negative")
     if not 1 <= opts.priority_queues <= 8:
         main_parser.error("--priority-queues must be 1..8")
+    if not 1024 <= opts.max_request_bytes <= 1 << 30:
+        main_parser.error("--max-request-bytes must be 1024..2^30")
+    tls_files = (opts.grpc_cacert, opts.grpc_cert, opts.grpc_key)
+    if not opts.grpc_ssl and (any(tls_files) or opts.grpc_client_auth):
+        main_parser.error("--grpc-server-cacert/-cert/-key/-with-client-auth need "
+                          "--grpc-server-ssl")
+    if opts.grpc_ssl and not (opts.grpc_cert and opts.grpc_key):
+        main_parser.error("--grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
+    if opts.grpc_client_auth and not opts.grpc_cacert:
+        main_parser.error("--grpc-server-with-client-auth needs --grpc-server-cacert (the CA "
+                          "client certificates are checked against)")
     return opts
+
+
+def tls_config(opts: RunOptions) -> TlsConfig | None:
+    """The TLS settings of the command line, files read (P4Error naming a bad one)."""
+    if not opts.grpc_ssl:
+        return None
+    pems: dict[str, bytes | None] = {}
+    for flag, path in (("--grpc-server-cert", opts.grpc_cert),
+                       ("--grpc-server-key", opts.grpc_key),
+                       ("--grpc-server-cacert", opts.grpc_cacert)):
+        if path is None:
+            pems[flag] = None
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = f.read(1 << 20)
+        except OSError as exc:
+            raise P4Error(f"{flag} {path}: cannot read: {exc.strerror}") from None
+        if b"-----BEGIN " not in data:
+            raise P4Error(f"{flag} {path}: not a PEM file")
+        pems[flag] = data
+    cert, key = pems["--grpc-server-cert"], pems["--grpc-server-key"]
+    assert cert is not None and key is not None
+    return TlsConfig(cert, key, pems["--grpc-server-cacert"], opts.grpc_client_auth)
 
 
 def _interface(parser: _Parser, item: str) -> tuple[int, str]:
@@ -186,9 +276,9 @@ def load_program(opts: RunOptions) -> tuple[p4runtime_pb2.ForwardingPipelineConf
             artifact = pipeline.make_artifact(path, opts.defines)
             compiled = pipeline.compile_file(path, opts.defines, tuple(opts.include_dirs))
         else:
-            with open(path, "rb") as f:
-                artifact = pipeline.parse_device_config(f.read())
-            compiled = pipeline.build(artifact)
+            with open(path, "rb") as f:          # the operator's own file: trusted
+                artifact = pipeline.parse_device_config(f.read(), UNLIMITED)
+            compiled = pipeline.build(artifact, limits=None)
     except errors.P4RuntimeError as exc:
         raise P4Error(f"{path}: {exc.message}") from None
     config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=artifact.to_bytes())
@@ -214,9 +304,15 @@ def main(argv: list[str]) -> int:
     """Run the switch until SIGINT/SIGTERM; 0 on a clean stop, 1 on a user error."""
     opts = parse_args(argv)
     _setup_logging(opts)
-    device = Device(opts.device_id, opts.cpu_port, opts.drop_port)
+    roles = RoleTable.load(opts.role_config) if opts.role_config else None
+    device = Device(opts.device_id, opts.cpu_port, opts.drop_port, roles=roles,
+                    limits=opts.limits)
     if opts.program is not None:
         config, compiled = load_program(opts)
+        if roles is not None:
+            problems = roles.check_names(P4InfoIndex(compiled.p4info))
+            if problems:
+                raise P4Error(f"--role-config {opts.role_config}: {problems[0]}")
         device.start_with(config, compiled)
         log.info("loaded %s", opts.program)
     if opts.pcap_dir is not None:
@@ -234,15 +330,19 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     device.transmit = plane.transmit
     tm = TrafficManager(num_queues=opts.priority_queues)
     scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port))
-    channel = _start_runtime_channel(opts, device, tm)
+    tls = tls_config(opts)
+    channels = _start_runtime_channel(opts, device, tm)
     try:
-        server, _ = serve(device, opts.grpc_addr)
+        server, _ = serve(device, opts.grpc_addr, tls=tls,
+                          max_message_bytes=opts.max_request_bytes)
     except ServerError as exc:
-        if channel is not None:
+        for channel in channels:
             channel.stop()
         raise P4Error(str(exc)) from None
     print(f"softswitch: P4Runtime server listening on {opts.grpc_addr} "
-          f"(device id {opts.device_id})", file=sys.stderr, flush=True)
+          f"(device id {opts.device_id}{', TLS' if tls else ''}"
+          f"{' with client certificates' if tls and tls.client_auth else ''})",
+          file=sys.stderr, flush=True)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -259,32 +359,65 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        # First of all: a long Write batch ends after its current update and frees the
+        # device lock that the threads stopped below need; a compile is killed.
+        device.stop()
+        isolate.cancel_all()
         sweeper.stop()
         scheduler.stop()
-        if channel is not None:
+        for channel in channels:
             channel.stop()
-        server.stop(grace=0.5).wait()
+        server.stop(grace=0.2).wait()
     log.info("stopped: %d frames in, %d frames out", plane.received, plane.sent)
     return 0
 
 
 def _start_runtime_channel(opts: RunOptions, device: Device,
-                           tm: TrafficManager) -> RuntimeChannelServer | None:
-    """The simple_switch_CLI-style channel on --thrift-port, if asked for."""
-    if opts.thrift_port is None:
-        return None
+                           tm: TrafficManager) -> list[RuntimeChannelServer]:
+    """The simple_switch_CLI-style channel on --thrift-port / --runtime-socket."""
+    if opts.thrift_port is None and opts.runtime_socket is None:
+        return []
+    token = None
+    if opts.runtime_token_file is not None:
+        try:
+            token = read_token(opts.runtime_token_file)
+        except OSError as exc:
+            raise P4Error(f"--runtime-token-file {opts.runtime_token_file}: cannot read: "
+                          f"{exc.strerror}") from None
+        except ValueError as exc:
+            raise P4Error(f"--runtime-token-file: {exc}") from None
+    managed: list[object] = [None, None]        # (loaded pipeline, its control)
 
-    def current_switch() -> object | None:
-        return device.current.switch if device.current is not None else None
+    def current_control() -> object | None:
+        loaded = device.current
+        if loaded is None:
+            return None
+        if managed[0] is not loaded:
+            managed[:] = [loaded, ManagedControl(loaded.switch, loaded.runtime,
+                                                 opts.runtime_writes)]
+        return managed[1]
 
-    channel = RuntimeChannel(current_switch, tm, lock=device.lock)  # type: ignore[arg-type]
+    channel = RuntimeChannel(current_control, tm, lock=device.lock)  # type: ignore[arg-type]
+    servers: list[RuntimeChannelServer] = []
     try:
-        server = RuntimeChannelServer(channel, "127.0.0.1", opts.thrift_port).start()
+        if opts.thrift_port is not None:
+            servers.append(RuntimeChannelServer(channel, opts.runtime_bind, opts.thrift_port,
+                                                token=token).start())
+            print(f"softswitch: runtime channel listening on {opts.runtime_bind}:"
+                  f"{opts.thrift_port}{' (token required)' if token else ''}",
+                  file=sys.stderr, flush=True)
+        if opts.runtime_socket is not None:
+            servers.append(RuntimeChannelServer(channel, token=token,
+                                                unix_path=opts.runtime_socket).start())
+            print(f"softswitch: runtime channel listening on {opts.runtime_socket}",
+                  file=sys.stderr, flush=True)
     except OSError as exc:
-        raise P4Error(f"--thrift-port {opts.thrift_port}: cannot listen: {exc.strerror}") from None
-    print(f"softswitch: runtime channel listening on 127.0.0.1:{opts.thrift_port}",
-          file=sys.stderr, flush=True)
-    return server
+        for server in servers:
+            server.stop()
+        where = (f"--thrift-port {opts.thrift_port}" if not servers and opts.thrift_port
+                 is not None else f"--runtime-socket {opts.runtime_socket}")
+        raise P4Error(f"{where}: cannot listen: {exc.strerror}") from None
+    return servers
 
 
 def _interface_mac(interfaces: dict[int, str], port: int) -> bytes:

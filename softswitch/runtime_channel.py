@@ -12,11 +12,21 @@ Traffic-manager commands handled here (BMv2 syntax, then softswitch extensions):
 ``set_pfc INGRESS_PORT PRIORITY XOFF XON`` / ``clear_pfc INGRESS_PORT PRIORITY``,
 ``show_queues PORT``, ``show_pfc``. Wire format: one JSON object per line each way —
 ``{"cmd": "..."}`` → ``{"ok": true|false, "output": "..."}``.
+
+Security (``softswitch run``): the channel listens on 127.0.0.1 unless
+``--runtime-bind`` says otherwise, and/or on a Unix socket (``--runtime-socket PATH``,
+mode 0600). With ``--runtime-token-file FILE`` a connection's first message must be
+``{"token": "<the file's contents>"}`` (answered ``{"ok": true}``), or the connection
+is closed; ``softswitch cli --token-file FILE`` sends it. On a P4Runtime switch the
+channel changes tables only through P4Runtime's own state (see
+:mod:`softswitch.p4runtime.channel_control`).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
+import os
 import socket
 import socketserver
 import sys
@@ -160,9 +170,19 @@ class RuntimeChannel:
 
 class _Handler(socketserver.StreamRequestHandler):
     channel: RuntimeChannel
+    token: bytes | None = None
+    timeout = 600                  # an idle connection is closed after ten minutes
 
     def handle(self) -> None:
-        for raw in self.rfile:
+        if self.token is not None and not self._authenticate():
+            return
+        while True:
+            try:
+                raw = self.rfile.readline(MAX_LINE + 1)
+            except OSError:            # the idle timeout, or the client went away
+                return
+            if not raw:
+                return
             if len(raw) > MAX_LINE:
                 reply = {"ok": False, "output": "Error: command too long"}
             else:
@@ -174,22 +194,72 @@ class _Handler(socketserver.StreamRequestHandler):
                     reply = {"ok": ok, "output": output}
                 except (ValueError, KeyError, TypeError):
                     reply = {"ok": False, "output": 'Error: expected {"cmd": "..."}'}
+            try:
+                self.wfile.write((json.dumps(reply) + "\n").encode())
+            except OSError:
+                return
+            if len(raw) > MAX_LINE:
+                return                 # the rest of that line cannot be trusted
+
+    def _authenticate(self) -> bool:
+        """The first message must carry the token; anything else closes the channel."""
+        try:
+            raw = self.rfile.readline(4096)
+            given = json.loads(raw).get("token", "")
+        except (OSError, ValueError, AttributeError):
+            given = ""
+        ok = isinstance(given, str) and hmac.compare_digest(given.encode(), self.token or b"")
+        reply = {"ok": ok, "output": "" if ok else
+                 "Error: this runtime channel needs a token (softswitch cli --token-file)"}
+        try:
             self.wfile.write((json.dumps(reply) + "\n").encode())
+        except OSError:
+            return False
+        return ok
 
 
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    block_on_close = False
+
+
+class _UnixServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+
+
+def read_token(path: str) -> bytes:
+    """The token in a token file (surrounding whitespace ignored); OSError/ValueError."""
+    with open(path, "rb") as f:
+        token = f.read(4096).strip()
+    if not token:
+        raise ValueError(f"{path} is empty")
+    return token
 
 
 class RuntimeChannelServer:
-    """Serves a :class:`RuntimeChannel` on ``host:port`` in a background thread."""
+    """Serves a :class:`RuntimeChannel` on ``host:port`` (or the Unix socket
+    ``unix_path``) in a background thread; ``token``: required first message."""
 
-    def __init__(self, channel: RuntimeChannel, host: str = "127.0.0.1", port: int = 9090) -> None:
-        handler = type("Handler", (_Handler,), {"channel": channel})
-        self._server = _Server((host, port), handler)
-        self.address = self._server.server_address
+    def __init__(self, channel: RuntimeChannel, host: str = "127.0.0.1", port: int = 9090,
+                 token: bytes | None = None, unix_path: str | None = None) -> None:
+        handler = type("Handler", (_Handler,), {"channel": channel, "token": token})
+        self._unix_path = unix_path
+        if unix_path is not None:
+            if os.path.exists(unix_path) and not os.path.isdir(unix_path):
+                os.unlink(unix_path)          # a stale socket of an earlier run
+            old = os.umask(0o177)              # the socket file is created mode 0600
+            try:
+                self._server: socketserver.BaseServer = _UnixServer(unix_path, handler)
+            finally:
+                os.umask(old)
+            self.address: Any = unix_path
+        else:
+            self._server = _Server((host, port), handler)
+            self.address = self._server.server_address
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        kwargs={"poll_interval": 0.1},
                                         name="runtime-channel")
 
     def start(self) -> RuntimeChannelServer:
@@ -199,15 +269,37 @@ class RuntimeChannelServer:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+        if self._unix_path is not None:
+            try:
+                os.unlink(self._unix_path)
+            except OSError:
+                pass
 
 
 def run_commands(host: str, port: int, commands: Iterable[str],
-                 out: Any = sys.stdout) -> int:
+                 out: Any = sys.stdout, token: bytes | None = None,
+                 unix_path: str | None = None) -> int:
     """Client: send each command, print its output; exit code 1 if any failed."""
     failed = 0
+    where = unix_path if unix_path is not None else f"{host}:{port}"
     try:
-        with socket.create_connection((host, port), timeout=30) as sock:
+        if unix_path is not None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(30)
+            sock.connect(unix_path)
+        else:
+            sock = socket.create_connection((host, port), timeout=30)
+        with sock:
             stream = sock.makefile("rwb")
+            if token is not None:
+                stream.write((json.dumps({"token": token.decode("utf-8", "replace")})
+                              + "\n").encode())
+                stream.flush()
+                answer = json.loads(stream.readline() or b"{}")
+                if not answer.get("ok"):
+                    print(answer.get("output") or "Error: the switch refused the token",
+                          file=sys.stderr)
+                    return 1
             for cmd in commands:
                 if not cmd.strip() or cmd.strip().startswith("#"):
                     continue
@@ -221,8 +313,8 @@ def run_commands(host: str, port: int, commands: Iterable[str],
                 if reply.get("output"):
                     print(reply["output"], file=out if reply.get("ok") else sys.stderr)
                 failed += not reply.get("ok")
-    except OSError as err:
-        print(f"Error: cannot reach the switch's runtime channel at {host}:{port}: {err}",
+    except (OSError, ValueError) as err:
+        print(f"Error: cannot reach the switch's runtime channel at {where}: {err}",
               file=sys.stderr)
         return 1
     return 1 if failed else 0

@@ -287,17 +287,18 @@ def test_padded_and_canonical_are_the_same_key(rig):
 
 
 @pytest.mark.parametrize("mutate, code", [
-    (lambda te: setattr(te.match[0].exact, "value", b"\x01" * 7), code_pb2.INVALID_ARGUMENT),
+    # a value wider than its field: OUT_OF_RANGE (P4Runtime 1.4 §8.3)
+    (lambda te: setattr(te.match[0].exact, "value", b"\x01" * 7), code_pb2.OUT_OF_RANGE),
     (lambda te: setattr(te, "priority", 5), code_pb2.INVALID_ARGUMENT),
     (lambda te: setattr(te, "table_id", 12345), code_pb2.INVALID_ARGUMENT),
     (lambda te: setattr(te.match[0], "field_id", 9), code_pb2.INVALID_ARGUMENT),
     (lambda te: te.ClearField("match"), code_pb2.INVALID_ARGUMENT),
     (lambda te: te.action.action.ClearField("params"), code_pb2.INVALID_ARGUMENT),
     (lambda te: setattr(te.action.action.params[0], "value", b"\x02\x00"),
-     code_pb2.INVALID_ARGUMENT),
+     code_pb2.OUT_OF_RANGE),
     (lambda te: setattr(te.action.action, "action_id", 99), code_pb2.INVALID_ARGUMENT),
 ])
-def test_bad_entries_are_invalid_argument(rig, mutate, code):
+def test_bad_entries_are_refused_with_the_spec_code(rig, mutate, code):
     te = fwd_entry(rig, b"\x0c", 1)
     mutate(te)
     details = rig.write_error(upd(Update.INSERT, table_entry=te))
@@ -442,9 +443,9 @@ def test_registers(rig):
     rig.write(upd(Update.MODIFY, register_entry=entry))
     (got,) = rig.read(p4runtime_pb2.Entity(register_entry=entry))
     assert got.register_entry.data.bitstring == b"\xbe\xef"
-    entry.data.bitstring = b"\x01\x00\x00\x00\x00"
+    entry.data.bitstring = b"\x01\x00\x00\x00\x00"      # wider than the cell: §8.3
     assert rig.write_error(upd(Update.MODIFY, register_entry=entry))[0].canonical_code == \
-        code_pb2.INVALID_ARGUMENT
+        code_pb2.OUT_OF_RANGE
 
 
 def test_meters(rig):

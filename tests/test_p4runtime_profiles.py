@@ -146,9 +146,9 @@ def test_selector_groups(rig):
         .canonical_code == code_pb2.FAILED_PRECONDITION     # in a group
     bad = p4runtime_pb2.ActionProfileGroup()
     bad.CopyFrom(group)
-    bad.members.add(member_id=5, weight=1)
+    bad.members.add(member_id=5, weight=1)          # no such member: NOT_FOUND (1.4)
     assert rig.write_error(upd(Update.MODIFY, action_profile_group=bad))[0].canonical_code == \
-        code_pb2.INVALID_ARGUMENT
+        code_pb2.NOT_FOUND
     te = p4runtime_pb2.TableEntry(table_id=rig.ids["I.t_sel"])
     te.match.add(field_id=1).exact.value = b"\x01"
     te.action.action_profile_group_id = 10

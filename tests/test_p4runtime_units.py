@@ -23,16 +23,20 @@ MF = p4info_pb2.MatchField
 
 # ---------------------------------------------------------------------- byte strings
 @pytest.mark.parametrize("data, width, value", [
-    (b"\x00", 9, 0), (b"\x01\xff", 9, 511), (b"\x00\x00\x01", 24, 1), (b"\x0a", 32, 10)])
+    (b"\x00", 9, 0), (b"\x01\xff", 9, 511), (b"\x00\x00\x01", 24, 1), (b"\x0a", 32, 10),
+    # P4Runtime 1.4 §8.3: any zero padding is accepted (Table "Valid Bytestring Encoding")
+    (b"\x00\x00\x01", 16, 1), (b"\x00\x00\x63", 12, 99), (b"\x00" * 40 + b"\x07", 3, 7)])
 def test_decode_accepts_canonical_and_padded(data, width, value):
     assert bytestrings.decode(data, width, "x") == value
 
 
-@pytest.mark.parametrize("data, width", [(b"", 8), (b"\x02\x00", 9), (b"\x00\x00\x01", 16)])
-def test_decode_rejects_empty_wide_and_long(data, width):
+@pytest.mark.parametrize("data, width", [
+    (b"", 8), (b"\x02\x00", 9), (b"\x01\x63", 8), (b"\x10\x63", 12), (b"\x00\x40\x63", 12)])
+def test_decode_rejects_empty_and_wide_with_out_of_range(data, width):
+    """§8.3 "Examples of Invalid Bytestring Encoding": OUT_OF_RANGE."""
     with pytest.raises(P4RuntimeError) as exc:
         bytestrings.decode(data, width, "field f")
-    assert exc.value.code == grpc.StatusCode.INVALID_ARGUMENT and "field f" in exc.value.message
+    assert exc.value.code == grpc.StatusCode.OUT_OF_RANGE and "field f" in exc.value.message
 
 
 def test_encode_is_canonical():
@@ -91,10 +95,11 @@ def test_padded_key_is_canonicalized_and_equal():
     a.lpm.value, a.lpm.prefix_len = b"\x0a\x00\x00\x00", 8
     b = p4runtime_pb2.FieldMatch(field_id=1)
     b.lpm.value, b.lpm.prefix_len = b"\x00\x0a\x00\x00\x00", 8
-    with pytest.raises(P4RuntimeError):     # 5 bytes is longer than ⌈32/8⌉
-        matches.parse(table, [b], 0)
     pa = matches.parse(table, [a], 0)
     assert pa.fields(table)[0] is a          # already canonical: the request's message
+    pb = matches.parse(table, [b], 0)        # 5 bytes, zero-padded: the same entry (1.4)
+    assert pb.key == pa.key
+    assert pb.fields(table)[0].lpm.value == a.lpm.value
     c = p4runtime_pb2.FieldMatch(field_id=1)
     c.lpm.value, c.lpm.prefix_len = b"\x0b\x00\x00\x00", 8
     assert matches.parse(table, [c], 0).key != pa.key
@@ -190,3 +195,10 @@ def test_source_with_own_includes_gets_a_hint():
     art = pipeline.Artifact('#include "defs.p4"\n')
     with pytest.raises(P4RuntimeError, match="send a softswitch artifact"):
         pipeline.build(art, compiler=compiler)
+
+
+def test_write_failure_bytes_equal_the_message_form():
+    results = [None, errors.not_found("gone"), None, errors.not_found("gone"),
+               errors.invalid("bad")]
+    assert errors.write_failure_bytes(results) == \
+        errors.write_failure_status(results).SerializeToString()

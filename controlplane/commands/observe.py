@@ -65,7 +65,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        description="Serve /metrics for every switch of the intent (or the "
                        "one given); counters are read at scrape time.")
     e.add_argument("--port", type=non_negative_int, default=9100, help="HTTP port (9100)")
-    e.add_argument("--listen", default="0.0.0.0", help="listen address (0.0.0.0)")
+    e.add_argument("--listen", default="127.0.0.1",
+                   help="listen address (127.0.0.1: this host only; 0.0.0.0 or a "
+                        "host's address to let a remote Prometheus scrape)")
     e.add_argument("--once", action="store_true",
                    help="print the metrics once to stdout and exit")
     add_target_args(e)

@@ -12,8 +12,15 @@ controllers, as the specification's arbitration section and PI do:
   change it is told alone;
 * two streams may not share an election id (``INVALID_ARGUMENT``); a stream that
   sends no election id is a backup that can never become primary;
-* with no stream at all, a request without election id is accepted (PI does this
-  for grpc_cli-style debugging; ``simple_switch_grpc`` users rely on it).
+* roles are the server's (:mod:`roles`, ``--role-config``): an unknown role name is
+  ``NOT_FOUND``, on the stream and on every request; a ``role.config`` sent by a
+  client is ``INVALID_ARGUMENT`` (the definitions are out-of-band, in that file); a
+  stream that changes its role or device id is ``FAILED_PRECONDITION``;
+* a Write/SetForwardingPipelineConfig must carry the election id of its role's
+  primary (``PERMISSION_DENIED`` otherwise). Only while no controller at all has a
+  stream open to the device, in any role, is a request *without* election id
+  accepted: PI's allowance for grpc_cli-style debugging, which ``simple_switch_grpc``
+  users rely on (with roles, so nobody writes under a controller's feet).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.p4runtime import errors
+from softswitch.p4runtime.roles import Role, RoleTable
 
 Sender = Callable[[p4runtime_pb2.StreamMessageResponse], None]
 _ids = itertools.count(1)
@@ -79,24 +87,34 @@ class _Role:
 class Arbiter:
     """The arbitration state of one device (thread-safe)."""
 
-    def __init__(self, device_id: int) -> None:
+    def __init__(self, device_id: int, roles: RoleTable | None = None) -> None:
         self.device_id = device_id
+        self.roles = roles if roles is not None else RoleTable()
         self._lock = threading.Lock()
         self._roles: dict[str, _Role] = {}
 
     # ------------------------------------------------------------------ stream events
     def arbitrate(self, conn: Connection, update: p4runtime_pb2.MasterArbitrationUpdate) -> None:
         """Handle a MasterArbitrationUpdate; raises P4RuntimeError to end the stream."""
+        role = role_name(update.role) if update.HasField("role") else ""
         if update.device_id != self.device_id:
+            if conn.role is not None:
+                raise errors.failed_precondition(
+                    f"stream is already arbitrating for device {self.device_id}, cannot "
+                    f"switch to device {update.device_id}")
             raise errors.not_found(f"unknown device id {update.device_id} "
                                    f"(this switch is device {self.device_id})")
-        role = role_name(update.role) if update.HasField("role") else ""
+        if conn.role is not None and conn.role != role:
+            raise errors.failed_precondition(
+                f"stream is already arbitrating for role '{conn.role}', "
+                f"cannot switch to role '{role}'")
+        self.roles.get(role)                       # NOT_FOUND for an unknown role
+        if update.role.config.type_url or update.role.config.value:
+            raise errors.invalid("role.config is not accepted: softswitch's roles are "
+                                 "defined by its --role-config file; leave role.config "
+                                 "unset")
         election_id = election_id_of(update)
         with self._lock:
-            if conn.role is not None and conn.role != role:
-                raise errors.failed_precondition(
-                    f"stream is already arbitrating for role '{conn.role}', "
-                    f"cannot switch to role '{role}'")
             state = self._roles.setdefault(role, _Role())
             if election_id is not None and any(
                     c is not conn and c.election_id == election_id for c in state.connections):
@@ -133,31 +151,52 @@ class Arbiter:
             state = self._roles.get(role)
             return state.primary() if state else None
 
-    def primaries(self) -> list[Connection]:
-        """The primary of every role (PacketIn and digests go to them)."""
+    def primaries(self, wants: Callable[[Role], bool] | None = None) -> list[Connection]:
+        """The primary of every role (whose role ``wants`` the message, if given):
+        PacketIns, digests and idle-timeout notifications go to them."""
         with self._lock:
-            found = (state.primary() for state in self._roles.values())
-            return [conn for conn in found if conn is not None]
+            found = [(name, state.primary()) for name, state in self._roles.items()]
+        out = []
+        for name, conn in found:
+            if conn is None:
+                continue
+            role = self.roles.roles.get(name)
+            if role is not None and (wants is None or wants(role)):
+                out.append(conn)
+        return out
 
     def is_primary(self, conn: Connection) -> bool:
         with self._lock:
             state = self._roles.get(conn.role or "")
             return state is not None and conn.role is not None and state.primary() is conn
 
-    def check_writer(self, role: str, election_id: int | None) -> None:
-        """Raise PERMISSION_DENIED unless a request with this election id may write."""
+    def check_writer(self, role: str, election_id: int | None) -> Role:
+        """The writer's role, once the request is known to come from its primary:
+        NOT_FOUND for an unknown role, PERMISSION_DENIED for anyone but the primary
+        (a request without election id passes only while no role has a primary)."""
+        known = self.roles.get(role)
         with self._lock:
             state = self._roles.get(role)
-            if state is None or not state.connections:
+            primary = state.primary() if state is not None else None
+            if primary is None:
                 if election_id is None:
-                    return
-                raise errors.permission_denied("Not primary: no controller has arbitrated "
+                    if not any(other.connections for other in self._roles.values()):
+                        return known
+                    raise errors.permission_denied(
+                        "Not primary: a request without election id is accepted only while "
+                        "no controller is connected")
+                raise errors.permission_denied("Not primary: no controller is primary "
                                                f"for role '{role}'")
-            primary = state.primary()
-            if primary is None or election_id != primary.election_id:
+            if election_id != primary.election_id:
+                shown = "no election id" if election_id is None else \
+                    f"election id {election_id}"
                 raise errors.permission_denied(
-                    f"Not primary: election id {election_id} is not the primary's "
-                    f"for role '{role}'")
+                    f"Not primary: {shown} is not the primary's for role '{role}'")
+        return known
+
+    def role_of(self, conn: Connection) -> Role | None:
+        """The configured role of a stream that has arbitrated."""
+        return None if conn.role is None else self.roles.roles.get(conn.role)
 
     # ------------------------------------------------------------------ notifications
     def _notify_all(self, role: str, state: _Role) -> None:

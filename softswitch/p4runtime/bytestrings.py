@@ -1,26 +1,30 @@
 """P4Runtime byte strings ⇄ Python ints.
 
-P4Runtime carries every bit<W> value as a big-endian byte string. Clients send either
-the canonical form (shortest, at least one byte) or the form padded to ⌈W/8⌉ bytes,
-and servers must accept both; softswitch answers in the canonical form, which
-p4runtime-shell and PTF decode either way. A value that needs more than W bits is the
-client's error (INVALID_ARGUMENT), never silently truncated.
+P4Runtime carries every bit<W> value as a big-endian byte string. Clients send the
+canonical form (shortest, at least one byte) or any zero-padded form: since P4Runtime
+1.4 (§8.3 "Bytestrings") the receiver puts no limit on the string's length and only
+checks that the *value* fits in W bits. softswitch answers in the canonical form,
+which p4runtime-shell and PTF decode either way. An empty string or a value that needs
+more than W bits is the client's error, ``OUT_OF_RANGE`` as §8.3 says, never silently
+truncated.
 """
 
 from __future__ import annotations
 
-from softswitch.p4runtime.errors import invalid
+from softswitch.p4runtime.errors import out_of_range
 
 
 def decode(data: bytes, width: int, what: str) -> int:
-    """The int a byte string encodes, checked to fit in ``width`` bits."""
+    """The int a byte string encodes (zero padding allowed), checked to fit in
+    ``width`` bits; OUT_OF_RANGE otherwise (P4Runtime 1.4 §8.3)."""
     if not data:
-        raise invalid(f"{what}: empty byte string")
-    if width > 0 and len(data) > (width + 7) // 8:
-        raise invalid(f"{what}: {len(data)} bytes is too long for a {width}-bit value")
+        raise out_of_range(f"{what}: empty byte string")
     value = int.from_bytes(data, "big")
     if width > 0 and value >> width:
-        raise invalid(f"{what}: value 0x{data.hex()} does not fit in {width} bits")
+        shown = value.to_bytes((value.bit_length() + 7) // 8, "big").hex()
+        if len(shown) > 40:
+            shown = shown[:16] + "..." + shown[-8:]
+        raise out_of_range(f"{what}: value 0x{shown} does not fit in {width} bits")
     return value
 
 

@@ -19,11 +19,15 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.diagnostics import P4Error
+from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
+from softswitch.frontend.limits import Limits
 from softswitch.p4runtime import errors, pipeline
 from softswitch.p4runtime.arbitration import Arbiter, Connection
 from softswitch.p4runtime.digests import DigestSuppressor
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.packetio import PacketIO
+from softswitch.p4runtime.reclaim import Reclaimer
+from softswitch.p4runtime.roles import Role, RoleTable
 from softswitch.p4runtime.runtime import PipelineRuntime
 from softswitch.v1model.control import PacketOut
 
@@ -50,14 +54,16 @@ class Device:
 
     def __init__(self, device_id: int = 0, cpu_port: int | None = None,
                  drop_port: int | None = None,
-                 compiler: pipeline.Compiler = pipeline.compile_file) -> None:
+                 compiler: pipeline.Compiler = pipeline.compile_file,
+                 roles: RoleTable | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
         self.device_id = device_id
+        self.limits = limits          # bounds of compiling a config from a controller
         self.cpu_port = cpu_port
         self.drop_port = drop_port
         self.compiler = compiler
         self.lock = threading.RLock()
         self._loading = threading.Lock()
-        self.arbiter = Arbiter(device_id)
+        self.arbiter = Arbiter(device_id, roles)
         self.current: Loaded | None = None
         self.saved: Loaded | None = None
         self.transmit: Transmit = lambda port, data: None
@@ -65,6 +71,28 @@ class Device:
         self.packets_in = 0
         self.packets_in_dropped = 0
         self.packets_out = 0
+        self.reclaimer: Reclaimer | None = None
+        self.stopping = threading.Event()      # set by stop(): long writes end early
+
+    # ------------------------------------------------------------------ memory
+    def start_reclaimer(self) -> None:
+        """Give memory back after big requests (see :mod:`reclaim`)."""
+        if self.reclaimer is None:
+            self.reclaimer = Reclaimer(self.lock, self._memory_roots)
+
+    def _memory_roots(self) -> list[object]:
+        loaded = [x for x in (self.current, self.saved) if x is not None]
+        return [part for x in loaded for part in (x.runtime, x.switch)]
+
+    def note_request(self, size: int) -> None:
+        if self.reclaimer is not None:
+            self.reclaimer.note(size)
+
+    def stop(self) -> None:
+        """The switch is stopping: running Writes end after their current update."""
+        self.stopping.set()
+        if self.reclaimer is not None:
+            self.reclaimer.stop()
 
     # ------------------------------------------------------------------ pipeline
     def check_device(self, device_id: int) -> None:
@@ -81,8 +109,8 @@ class Device:
     def load(self, config: p4runtime_pb2.ForwardingPipelineConfig,
              check_p4info: bool = True) -> Loaded:
         """Compile a config into a fresh pipeline (not yet committed)."""
-        artifact = pipeline.parse_device_config(config.p4_device_config)
-        compiled = pipeline.build(artifact, self.compiler)
+        artifact = pipeline.parse_device_config(config.p4_device_config, self.limits)
+        compiled = pipeline.build(artifact, self.compiler, self.limits)
         if check_p4info:
             if not config.HasField("p4info"):
                 raise errors.invalid("the forwarding pipeline config has no P4Info")
@@ -133,11 +161,14 @@ class Device:
                     self._reconcile(loaded)
 
     def _commit_saved(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
+        """COMMIT (P4Runtime 1.4 SetForwardingPipelineConfig): a config in the request
+        is INVALID_ARGUMENT, no saved config NOT_FOUND."""
+        if request.HasField("config"):
+            raise errors.invalid("COMMIT takes no config: it commits the one saved by "
+                                 "VERIFY_AND_SAVE (leave 'config' unset)")
         if self.saved is None:
-            raise errors.failed_precondition("COMMIT: no pipeline config was saved with "
-                                             "VERIFY_AND_SAVE")
-        if request.config.cookie.cookie:
-            self.saved.config.cookie.CopyFrom(request.config.cookie)
+            raise errors.not_found("COMMIT: no pipeline config was saved with "
+                                   "VERIFY_AND_SAVE")
         self.current, self.saved = self.saved, None
 
     def _reconcile(self, loaded: Loaded) -> None:
@@ -168,10 +199,16 @@ class Device:
                                              f"{failures[0].message}")
         self.current = loaded
 
-    def get_pipeline(self, response_type: int) -> p4runtime_pb2.ForwardingPipelineConfig:
+    def get_pipeline(self, response_type: int) -> p4runtime_pb2.ForwardingPipelineConfig | None:
+        """The config to answer GetForwardingPipelineConfig with; None (the response's
+        ``config`` left unset, as P4Runtime 1.4 says) while no pipeline is set."""
+        if response_type not in (GetType.ALL, GetType.COOKIE_ONLY, GetType.P4INFO_AND_COOKIE,
+                                 GetType.DEVICE_CONFIG_AND_COOKIE):
+            raise errors.invalid(f"unknown response type {response_type}")
         with self.lock:
-            loaded = self.require_pipeline()
-            config = loaded.config
+            if self.current is None:
+                return None
+            config = self.current.config
             out = p4runtime_pb2.ForwardingPipelineConfig()
             if config.HasField("cookie"):
                 out.cookie.CopyFrom(config.cookie)
@@ -179,10 +216,6 @@ class Device:
                 out.p4info.CopyFrom(config.p4info)
             if response_type in (GetType.ALL, GetType.DEVICE_CONFIG_AND_COOKIE):
                 out.p4_device_config = config.p4_device_config
-            if response_type not in (GetType.ALL, GetType.COOKIE_ONLY,
-                                     GetType.P4INFO_AND_COOKIE,
-                                     GetType.DEVICE_CONFIG_AND_COOKIE):
-                raise errors.invalid(f"unknown response type {response_type}")
             return out
 
     @property
@@ -222,6 +255,10 @@ class Device:
         """A controller's PacketOut: inject it on the CPU port."""
         if not self.arbiter.is_primary(conn):
             raise errors.permission_denied("PacketOut from a controller that is not primary")
+        role = self.arbiter.role_of(conn)
+        if role is None or not role.packet_out:
+            raise errors.permission_denied(f"role '{conn.role}' may not send PacketOut "
+                                           "(packet_out: false in --role-config)")
         with self.lock:
             loaded = self.require_pipeline()
             if self.cpu_port is None:
@@ -245,7 +282,7 @@ class Device:
         """Send a frame to the primaries; a controller that stops reading its stream
         loses PacketIns (counted) rather than growing the server's memory."""
         message = p4runtime_pb2.StreamMessageResponse(packet=loaded.packet_io.packet_in_of(frame))
-        for conn in self.arbiter.primaries():
+        for conn in self.arbiter.primaries(lambda role: role.packet_in):
             if conn.backlog() >= MAX_STREAM_BACKLOG:
                 self.packets_in_dropped += 1
                 continue
@@ -263,13 +300,27 @@ class Device:
         if not drained:
             return
         for message in loaded.digests.lists(loaded.runtime, drained, self._digest_list_ids):
-            for conn in self.arbiter.primaries():
+            digest_id = message.digest.digest_id
+            for conn in self.arbiter.primaries(lambda role, d=digest_id: self.notifies(
+                    role, loaded, d)):
                 conn.send(message)
 
-    def digest_ack(self, ack: p4runtime_pb2.DigestListAck) -> None:
+    def notifies(self, role: Role, loaded: Loaded, obj_id: int) -> bool:
+        """Whether a role hears of this digest's lists / this table's idle entries."""
+        return self.arbiter.roles.scope(role, loaded.runtime.index).notifies(obj_id)
+
+    def digest_ack(self, conn: Connection, ack: p4runtime_pb2.DigestListAck) -> None:
+        """A primary's acknowledgement of a digest list (its role must own the digest)."""
+        role = self.arbiter.role_of(conn)
+        if role is None or not self.arbiter.is_primary(conn):
+            raise errors.permission_denied("DigestListAck from a controller that is not "
+                                           "primary")
         with self.lock:
             loaded = self.require_pipeline()
             loaded.runtime.index.get("digests", ack.digest_id)
+            if not self.notifies(role, loaded, ack.digest_id):
+                raise errors.permission_denied(f"digest {ack.digest_id} is not in the scope "
+                                               f"of role '{role.name}'")
             loaded.digests.ack(ack.digest_id, ack.list_id)
 
 

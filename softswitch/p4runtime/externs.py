@@ -2,7 +2,8 @@
 
 These arrays exist from the moment the pipeline loads, so the only write is MODIFY
 (INSERT/DELETE are INVALID_ARGUMENT). An unset index means every cell, for reads and
-for writes (P4Runtime's wildcard); an index past the array is OUT_OF_RANGE.
+for writes (P4Runtime's wildcard); a negative index is INVALID_ARGUMENT and an index
+past the array OUT_OF_RANGE (P4Runtime 1.4, CounterEntry/MeterEntry/RegisterEntry).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import grpc
 from p4.v1 import p4data_pb2, p4runtime_pb2
 
 from softswitch.p4runtime import bytestrings, errors
@@ -33,9 +33,10 @@ def _indices(msg: Any, size: int, name: str) -> range:
     if not msg.HasField("index"):
         return range(size)
     index = msg.index.index
-    if not 0 <= index < size:
-        raise errors.P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE,
-                                    f"index {index} out of range for '{name}' (size {size})")
+    if index < 0:
+        raise errors.invalid(f"index {index} of '{name}' is negative")
+    if index >= size:
+        raise errors.out_of_range(f"index {index} out of range for '{name}' (size {size})")
     return range(index, index + 1)
 
 

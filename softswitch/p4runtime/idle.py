@@ -2,7 +2,7 @@
 
 A table with ``support_timeout = true`` (P4Info ``NOTIFY_CONTROL``) lets controllers
 give entries an ``idle_timeout_ns``; when an entry has seen no packet for that long
-the primaries get one notification (the entry stays: removing it is the
+the primaries whose role owns the table get one notification (the entry stays: removing it is the
 controller's call), and the entry is re-armed when a packet hits it again. The
 switch reports idleness through its optional ``entry_idle_us(table, handle)`` (µs
 since the entry was last hit or, never hit, inserted); without it no notification
@@ -40,7 +40,7 @@ def sweep(device: Device) -> int:
                 continue
             name = table.info.preamble.name
             for record in tables.records(tid):
-                timeout = record.entry.idle_timeout_ns
+                timeout = record.idle_timeout_ns
                 if not timeout:
                     continue
                 idle = idle_us(name, record.handle) * 1000 >= timeout
@@ -49,10 +49,16 @@ def sweep(device: Device) -> int:
                 record.idle_notified = idle
         if not expired:
             return 0
-        message = p4runtime_pb2.StreamMessageResponse()
-        message.idle_timeout_notification.table_entry.extend(expired)
-        message.idle_timeout_notification.timestamp = time.time_ns()
+        now = time.time_ns()
         for conn in device.arbiter.primaries():
+            role = device.arbiter.role_of(conn)
+            mine = [e for e in expired
+                    if role is not None and device.notifies(role, loaded, e.table_id)]
+            if not mine:
+                continue
+            message = p4runtime_pb2.StreamMessageResponse()
+            message.idle_timeout_notification.table_entry.extend(mine)
+            message.idle_timeout_notification.timestamp = now
             conn.send(message)
         return len(expired)
 

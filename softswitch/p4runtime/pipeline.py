@@ -7,6 +7,13 @@ device config is the program: either the P4 source text as is, or softswitch's
 also carries the ``-D`` defines and the user's own ``#include`` files. It is
 recompiled on every load, so an artifact never goes stale against softswitch.
 
+A config is untrusted input. Its size is bounded (``max_source_bytes``, the whole
+``p4_device_config``), its ``#include``s may only reach the files it carries and
+softswitch's ``p4include/`` (never absolute or ``..`` paths, never device files), and
+it is first compiled in a sandboxed worker under the server's compile limits
+(:mod:`softswitch.frontend.isolate`): a limit hit is RESOURCE_EXHAUSTED naming the
+limit, a program error INVALID_ARGUMENT with p4c-style diagnostics.
+
 The P4Info a client sends must describe the program it sends: the server compares
 ids, names, match fields, action parameters and widths (not documentation or
 annotations) and refuses a mismatch with INVALID_ARGUMENT, rather than letting
@@ -15,17 +22,30 @@ every later write fail in puzzling ways.
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 from p4.config.v1 import p4info_pb2
 
 from softswitch.diagnostics import P4Error
+from softswitch.frontend import isolate
+from softswitch.frontend.limits import (
+    DEFAULT,
+    FLAGS,
+    LimitExceeded,
+    Limits,
+    applied,
+    describe,
+)
 from softswitch.p4runtime import errors
 
 ARTIFACT_FORMAT = "softswitch-pipeline"
@@ -69,8 +89,13 @@ def make_artifact(path: str, defines: dict[str, str] | None = None) -> Artifact:
     return Artifact(source, os.path.basename(path), dict(defines or {}), files)
 
 
-def parse_device_config(data: bytes) -> Artifact:
+def parse_device_config(data: bytes, limits: Limits = DEFAULT) -> Artifact:
     """The program in a ``p4_device_config``: an artifact, or plain P4 source."""
+    cap = limits.max_source_bytes
+    if cap is not None and len(data) > cap:
+        raise errors.resource_exhausted(
+            f"p4_device_config is {len(data)} bytes, more than the server's limit of "
+            f"{describe('max_source_bytes', cap)} (softswitch run --max-source-bytes)")
     if not data.strip():
         raise errors.invalid("p4_device_config is empty: it must hold the P4 program "
                              "(source text or a softswitch artifact)")
@@ -129,13 +154,25 @@ def compile_file(path: str, defines: dict[str, str],
     return Compiled(p4info.generate(checked), Switch.from_program(checked))
 
 
-def build(artifact: Artifact, compiler: Compiler = compile_file) -> Compiled:
+def build(artifact: Artifact, compiler: Compiler = compile_file,
+          limits: Limits | None = DEFAULT) -> Compiled:
     """Compile an artifact in a scratch directory; INVALID_ARGUMENT with p4c-style
-    diagnostics when the program has errors."""
+    diagnostics when the program has errors, RESOURCE_EXHAUSTED when it hits one of
+    ``limits`` (None: a trusted program — no limits, no include restrictions, no
+    worker, as for the program on ``softswitch run``'s command line)."""
+    if limits is not None:
+        total = len(artifact.source.encode()) + sum(len(t.encode())
+                                                    for t in artifact.files.values())
+        if limits.max_source_bytes is not None and total > limits.max_source_bytes:
+            raise errors.resource_exhausted(
+                f"the program and its files are {total} bytes, more than the server's "
+                f"limit of {describe('max_source_bytes', limits.max_source_bytes)} "
+                "(softswitch run --max-source-bytes)")
     with tempfile.TemporaryDirectory(prefix="softswitch-p4rt-") as tmp:
+        tmp = os.path.realpath(tmp)
         for rel, text in artifact.files.items():
             full = os.path.normpath(os.path.join(tmp, rel))
-            if not full.startswith(tmp + os.sep):
+            if os.path.isabs(rel) or not full.startswith(tmp + os.sep):
                 raise errors.invalid(f"softswitch artifact: file path '{rel}' leaves the "
                                      "program's directory")
             os.makedirs(os.path.dirname(full), exist_ok=True)
@@ -145,16 +182,51 @@ def build(artifact: Artifact, compiler: Compiler = compile_file) -> Compiled:
         with open(main, "w", encoding="utf-8") as f:
             f.write(artifact.source)
         try:
-            return compiler(main, artifact.defines)
+            if limits is None:
+                return compiler(main, artifact.defines)
+            confined = limits.restricted_to(tmp)
+            if compiler is compile_file:
+                _check_isolated(artifact, main, confined, limits)
+            with applied(confined):
+                return compiler(main, artifact.defines)
+        except isolate.Cancelled as exc:
+            raise errors.P4RuntimeError(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
+        except LimitExceeded as exc:
+            flag = FLAGS.get(exc.limit, "")
+            raise errors.resource_exhausted(
+                "the P4 program exceeds a compile limit of this server: "
+                f"{exc.detail.replace(tmp + os.sep, '')} (softswitch run {flag})") from None
         except P4Error as exc:
             text = str(exc).replace(tmp + os.sep, "")
             missing = [rel for rel in _INCLUDE.findall(artifact.source)
-                       if rel not in artifact.files]
-            if missing and not artifact.files:
+                       if rel not in artifact.files and not os.path.isabs(rel)
+                       and ".." not in rel.split("/")]
+            if missing and not artifact.files and "No such file" in text:
                 text += ("\nnote: plain P4 source cannot bring its own #include files "
                          f"({', '.join(missing)}); send a softswitch artifact instead "
                          "(softswitch.p4runtime.pipeline.make_artifact)")
             raise errors.invalid(f"the P4 program does not compile:\n{text}") from None
+
+
+_VERIFIED: collections.OrderedDict[str, None] = collections.OrderedDict()
+_VERIFIED_KEPT = 32
+_verified_lock = threading.Lock()
+
+
+def _check_isolated(artifact: Artifact, main: str, confined: Limits, limits: Limits) -> None:
+    """Compile in the sandboxed worker, unless this very config already passed under
+    the same limits (controllers and test suites push the same pipeline again and
+    again; the worker costs a Python start-up)."""
+    key = hashlib.sha256(artifact.to_bytes() + repr(limits).encode()).hexdigest()
+    with _verified_lock:
+        if key in _VERIFIED:
+            _VERIFIED.move_to_end(key)
+            return
+    isolate.check(main, artifact.defines, confined)
+    with _verified_lock:
+        _VERIFIED[key] = None
+        while len(_VERIFIED) > _VERIFIED_KEPT:
+            _VERIFIED.popitem(last=False)
 
 
 # ---------------------------------------------------------------------- P4Info checks

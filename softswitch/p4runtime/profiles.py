@@ -270,8 +270,8 @@ class ActionProfiles:
                 raise errors.invalid(f"member {m.member_id} is in group {msg.group_id} twice")
             seen.add(m.member_id)
             if (msg.action_profile_id, m.member_id) not in self._members:
-                raise errors.invalid(f"group {msg.group_id} of '{name}': member "
-                                     f"{m.member_id} does not exist")
+                raise errors.not_found(f"group {msg.group_id} of '{name}': member "
+                                       f"{m.member_id} does not exist")
             if m.weight < 0:
                 raise errors.invalid("member weights must not be negative")
 

@@ -10,9 +10,10 @@ result is one error slot per update, reported by the server as per-update detail
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import grpc
 from p4.v1 import p4runtime_pb2
 
 from softswitch.diagnostics import P4Error
@@ -25,6 +26,7 @@ from softswitch.p4runtime.replication import Replication
 from softswitch.p4runtime.tables import TableEntries
 from softswitch.p4runtime.undo import UndoLog
 from softswitch.p4runtime.valuesets import ValueSets
+from softswitch.p4runtime.wire import LazyRequest, WireError
 from softswitch.v1model.control import SwitchControl
 
 WriteRequest = p4runtime_pb2.WriteRequest
@@ -73,8 +75,13 @@ class PipelineRuntime:
         }
 
     # ------------------------------------------------------------------ Write
-    def write(self, request: WriteRequest) -> list[Result]:
-        """Apply a batch; returns one result per update (None = OK)."""
+    def write(self, request: WriteRequest | LazyRequest,
+              permit: Callable[[p4runtime_pb2.Update], Result] | None = None,
+              cancelled: Callable[[], bool] | None = None) -> list[Result]:
+        """Apply a batch; returns one result per update (None = OK). ``permit`` gives
+        the error of an update the writer's role may not make (checked first). A
+        :class:`~softswitch.p4runtime.wire.LazyRequest` is parsed update by update.
+        Once ``cancelled()`` (the switch is stopping) the rest is UNAVAILABLE."""
         atomic = request.atomicity in (WriteRequest.ROLLBACK_ON_ERROR,
                                        WriteRequest.DATAPLANE_ATOMIC)
         if request.atomicity not in (WriteRequest.CONTINUE_ON_ERROR,
@@ -84,9 +91,22 @@ class PipelineRuntime:
         log = UndoLog(atomic)
         results: list[Result] = []
         failed = False
-        for update in request.updates:
+        lazy = isinstance(request, LazyRequest)
+        updates: Iterable[Any] = request.elements() if lazy else request.updates
+        count = len(request) if lazy else len(request.updates)
+        for update in updates:
+            if cancelled is not None and cancelled():
+                results.append(errors.P4RuntimeError(grpc.StatusCode.UNAVAILABLE,
+                                                     "the switch is shutting down"))
+                failed = True
+                break
             mark = log.mark()
             try:
+                if isinstance(update, WireError):
+                    raise errors.invalid(str(update))
+                refused = permit(update) if permit is not None else None
+                if refused is not None:
+                    raise refused
                 self._apply(update, log)
                 results.append(None)
             except errors.P4RuntimeError as exc:
@@ -105,7 +125,10 @@ class PipelineRuntime:
             aborted = errors.aborted("not applied: another update of this batch failed "
                                      "and the batch was rolled back")
             results = [r if r is not None else aborted for r in results]
-            results += [aborted] * (len(request.updates) - len(results))
+        if len(results) < count:
+            filler = aborted if failed and atomic else errors.P4RuntimeError(
+                grpc.StatusCode.UNAVAILABLE, "not applied: the switch is shutting down")
+            results += [filler] * (count - len(results))
         return results
 
     def _apply(self, update: p4runtime_pb2.Update, log: UndoLog) -> None:

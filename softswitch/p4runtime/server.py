@@ -1,10 +1,12 @@
 """The gRPC ``p4.v1.P4Runtime`` service of softswitch (``simple_switch_grpc``'s face).
 
-Each RPC checks the device id, then arbitration, then that a pipeline is loaded, in
-PI's order, so clients see the same status codes as with BMv2: unknown device
-NOT_FOUND, not primary PERMISSION_DENIED, no pipeline FAILED_PRECONDITION. A request
-the server rejects ends with its P4RuntimeError's code and message; a failed Write
-also carries one ``p4.v1.Error`` per update.
+Each RPC checks, in the specification's order (P4Runtime 1.4, Write and
+SetForwardingPipelineConfig RPCs): unknown device or role NOT_FOUND, not the role's
+primary PERMISSION_DENIED, no pipeline FAILED_PRECONDITION. Reads need no
+arbitration; their role filters what they see. A request the server rejects ends
+with its P4RuntimeError's code and message; a failed Write also carries one
+``p4.v1.Error`` per update (PERMISSION_DENIED for an update outside the writer's
+role).
 """
 
 from __future__ import annotations
@@ -14,15 +16,20 @@ import queue
 import threading
 from collections.abc import Iterator
 from concurrent import futures
+from dataclasses import dataclass
 
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch.p4runtime import errors, wire
+from softswitch.p4runtime import errors, reclaim, wire
 from softswitch.p4runtime.arbitration import Connection, election_id_of, role_name
 from softswitch.p4runtime.device import Device
 
 API_VERSION = "1.4.1"
+# The largest request the server accepts (gRPC answers RESOURCE_EXHAUSTED above it,
+# before the server sees it): a device config of the default compile limits, or a
+# Write batch of ~250k table entries, fits. softswitch run --max-request-bytes.
+MAX_MESSAGE_BYTES = 16 << 20
 log = logging.getLogger("softswitch.p4runtime")
 _CLOSE = object()   # stream queue sentinel: the RPC is over
 
@@ -38,50 +45,82 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                      context: grpc.ServicerContext) -> p4runtime_pb2.CapabilitiesResponse:
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
-    def Write(self, request: p4runtime_pb2.WriteRequest,  # noqa: N802
+    def Write(self, request: wire.LazyRequest,  # noqa: N802
               context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
+        """Updates are parsed one by one, after the checks (see wire.LazyRequest)."""
         try:
+            if request.error is not None:
+                raise errors.invalid(request.error)
             self.device.check_device(request.device_id)
-            role = role_name(name=request.role, role_id=request.role_id)
-            self.device.arbiter.check_writer(role, election_id_of(request))
+            role = self.device.arbiter.check_writer(
+                role_name(name=request.role, role_id=request.role_id),
+                election_id_of(request))
             with self.device.lock:
-                results = self.device.require_pipeline().runtime.write(request)
+                loaded = self.device.require_pipeline()
+                scope = self.device.arbiter.roles.scope(role, loaded.runtime.index)
+                results = loaded.runtime.write(request, permit=scope.update_error,
+                                               cancelled=self.device.stopping.is_set)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
             _internal(context, exc)
+        finally:
+            request.release()
+            self.device.note_request(request.size)
         if any(r is not None for r in results):
-            errors.abort_with_details(context, errors.write_failure_status(results))
+            if self.device.stopping.is_set():
+                context.abort(grpc.StatusCode.UNAVAILABLE, "the switch is shutting down: "
+                              "the batch was cut short (updates before the cut applied)")
+            errors.abort_with_details(context, errors.write_failure_bytes(results))
         return p4runtime_pb2.WriteResponse()
 
     def Read(self, request: p4runtime_pb2.ReadRequest,  # noqa: N802
              context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.ReadResponse]:
         try:
             self.device.check_device(request.device_id)
+            role = self.device.arbiter.roles.get(role_name(name=request.role))
             with self.device.lock:
-                entities = self.device.require_pipeline().runtime.read_wire(
-                    list(request.entities))
+                loaded = self.device.require_pipeline()
+                scope = self.device.arbiter.roles.scope(role, loaded.runtime.index)
+                wanted = [narrowed for entity in request.entities
+                          for narrowed in scope.filter_read(entity)]
+                entities = loaded.runtime.read_wire(wanted)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
             _internal(context, exc)
         # Responses are assembled from encoded entities (the serializer passes bytes
         # through) and split so that none nears gRPC's 4 MiB default message limit.
+        self.device.note_request(sum(map(len, entities)))
         for start in range(0, max(len(entities), 1), 1000):
             yield wire.read_response(entities[start:start + 1000])  # type: ignore[misc]
 
     def SetForwardingPipelineConfig(  # noqa: N802
-            self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest,
+            self, lazy: wire.LazyRequest,
             context: grpc.ServicerContext) -> p4runtime_pb2.SetForwardingPipelineConfigResponse:
+        """The config (P4Info, program) is parsed only once the request passed the
+        device, role and primary checks."""
+        request = lazy.header
         try:
+            if lazy.error is not None:
+                raise errors.invalid(lazy.error)
             self.device.check_device(request.device_id)
-            role = role_name(name=request.role, role_id=request.role_id)
-            self.device.arbiter.check_writer(role, election_id_of(request))
+            role = self.device.arbiter.check_writer(
+                role_name(name=request.role, role_id=request.role_id),
+                election_id_of(request))
+            if not role.pipeline:
+                raise errors.permission_denied(
+                    f"role '{role.name}' may not set the forwarding pipeline (its "
+                    "--role-config entry needs 'write: \"*\"' and 'pipeline: true')")
+            request = lazy.parse_all()
+            lazy.release()
             self.device.set_pipeline(request)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
             _internal(context, exc)
+        finally:
+            self.device.note_request(reclaim.BIG_REQUEST_BYTES)   # the old pipeline's memory
         log.info("pipeline config set (action %s)", request.action)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
@@ -95,7 +134,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
             _internal(context, exc)
-        return p4runtime_pb2.GetForwardingPipelineConfigResponse(config=config)
+        response = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        if config is not None:
+            response.config.CopyFrom(config)
+        return response
 
     # ------------------------------------------------------------------ StreamChannel
     def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],  # noqa: N802
@@ -158,7 +200,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _digest_ack(self, conn: Connection, ack: p4runtime_pb2.DigestListAck) -> None:
         try:
-            self.device.digest_ack(ack)
+            self.device.digest_ack(conn, ack)
         except errors.P4RuntimeError as exc:
             error = _stream_error(exc)
             error.error.digest_list_ack.digest_list_ack.CopyFrom(ack)
@@ -184,12 +226,14 @@ def _handlers(servicer: P4RuntimeServicer) -> grpc.GenericRpcHandler:
     pb = p4runtime_pb2
     methods = {
         "Write": grpc.unary_unary_rpc_method_handler(
-            servicer.Write, pb.WriteRequest.FromString, pb.WriteResponse.SerializeToString),
+            servicer.Write, lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
+            pb.WriteResponse.SerializeToString),
         "Read": grpc.unary_stream_rpc_method_handler(
             servicer.Read, pb.ReadRequest.FromString, wire.serialize),
         "SetForwardingPipelineConfig": grpc.unary_unary_rpc_method_handler(
             servicer.SetForwardingPipelineConfig,
-            pb.SetForwardingPipelineConfigRequest.FromString,
+            lambda data: wire.LazyRequest(pb.SetForwardingPipelineConfigRequest,
+                                          p4runtime_pb2.ForwardingPipelineConfig, 5, data),
             pb.SetForwardingPipelineConfigResponse.SerializeToString),
         "GetForwardingPipelineConfig": grpc.unary_unary_rpc_method_handler(
             servicer.GetForwardingPipelineConfig,
@@ -209,19 +253,42 @@ class ServerError(Exception):
     """The server could not start (e.g. the address is taken)."""
 
 
+@dataclass(frozen=True)
+class TlsConfig:
+    """TLS of the P4Runtime server (``simple_switch_grpc --grpc-server-ssl …``): PEM
+    bytes of the server's certificate chain and key, and of the CA that client
+    certificates must chain to when ``client_auth`` is set."""
+
+    cert: bytes
+    key: bytes
+    ca: bytes | None = None
+    client_auth: bool = False
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.ssl_server_credentials([(self.key, self.cert)], root_certificates=self.ca,
+                                           require_client_auth=self.client_auth)
+
+
 def serve(device: Device, address: str = "127.0.0.1:9559",
-          workers: int = 32) -> tuple[grpc.Server, int]:
+          workers: int = 32, tls: TlsConfig | None = None,
+          max_message_bytes: int = MAX_MESSAGE_BYTES) -> tuple[grpc.Server, int]:
     """Start the gRPC server on ``address`` (port 0 picks one); returns it and its port.
 
-    Each open StreamChannel holds one worker thread, hence the generous pool."""
+    Each open StreamChannel holds one worker thread, hence the generous pool. A
+    request larger than ``max_message_bytes`` is refused by gRPC with
+    RESOURCE_EXHAUSTED before the server parses it."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers,
                                                     thread_name_prefix="p4rt"),
-                         options=[("grpc.max_receive_message_length", 64 << 20),
+                         options=[("grpc.max_receive_message_length", max_message_bytes),
                                   ("grpc.max_send_message_length", 64 << 20),
                                   ("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((_handlers(P4RuntimeServicer(device)),))
+    device.start_reclaimer()
     try:
-        port = server.add_insecure_port(address)
+        if tls is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, tls.credentials())
     except RuntimeError as exc:
         raise ServerError(f"cannot listen on {address}: {exc}") from None
     if port == 0:

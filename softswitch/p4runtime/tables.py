@@ -30,10 +30,14 @@ _log = logging.getLogger("softswitch.p4runtime")
 
 @dataclass
 class Record:
-    """One entry the switch holds: its handle and its canonical P4Runtime form."""
+    """One entry the switch holds: its handle and its P4Runtime form as written.
+
+    The entry is kept serialized (``stored``) and parsed when needed: a parsed
+    TableEntry costs ~1.3 KB on protobuf's upb runtime (~7 KB pure-Python), its
+    encoding ~30-60 bytes, and what the hot paths need (priority, idle timeout) has its own field."""
 
     handle: int
-    entry: TableEntry
+    stored: bytes
     switch_keys: list[KeyMatch]
     call: actions.ActionCall | None  # the action; None for a group or one-shot entry
     from_program: bool = False
@@ -45,6 +49,20 @@ class Record:
     oneshot: list[actions.ActionCall] | None = None   # a one-shot action set's actions
     # What the switch picks from per packet (group and one-shot entries), else None
     members: list[tuple[str, list[int]]] | None = None
+    idle_timeout_ns: int = 0
+
+    @property
+    def entry(self) -> TableEntry:
+        """The entry as written (a fresh message each time: changes are not kept)."""
+        return TableEntry.FromString(self.stored)
+
+    @property
+    def priority(self) -> int:
+        return self.key[1]
+
+    def store(self, entry: TableEntry) -> None:
+        self.stored = entry.SerializeToString()
+        self.idle_timeout_ns = entry.idle_timeout_ns
 
 
 @dataclass
@@ -92,7 +110,8 @@ class TableEntries:
         entry.action.action.CopyFrom(proto)
         call = actions.ActionCall(view.action, list(view.args), proto)
         key = (tuple(sorted((fm.field_id, _norm_key(table, fm)) for fm in fields)), priority)
-        self._records[tid][key] = Record(view.handle, entry, list(view.keys), call, True, key)
+        self._records[tid][key] = Record(view.handle, entry.SerializeToString(),
+                                         list(view.keys), call, True, key)
 
     # ------------------------------------------------------------------ writes
     def write(self, kind: int, entry: TableEntry, log: UndoLog) -> None:
@@ -181,7 +200,7 @@ class TableEntries:
 
     def _switch_add(self, name: str, record: Record) -> int:
         """Install a record's entry in the switch; returns the new handle."""
-        prio = record.entry.priority or None
+        prio = record.priority or None
         if record.members is not None:
             return self.switch.table_add_group(name, record.switch_keys, record.members,
                                                prio)
@@ -240,9 +259,10 @@ class TableEntries:
         counter = _counter_data(entry)
         members = self._switch_members(binding, log)
         stored = _clean(entry)
-        record = Record(-1, stored, parsed.switch_keys, binding.call, key=parsed.key,
-                        member=binding.member, group=binding.group,
-                        oneshot=_calls(binding.oneshot), members=members)
+        record = Record(-1, stored.SerializeToString(), parsed.switch_keys, binding.call,
+                        key=parsed.key, member=binding.member, group=binding.group,
+                        oneshot=_calls(binding.oneshot), members=members,
+                        idle_timeout_ns=stored.idle_timeout_ns)
         record.handle = self._switch_add(name, record)
         records[parsed.key] = record
 
@@ -271,23 +291,26 @@ class TableEntries:
         name = table.info.preamble.name
         binding = self._action_of(table, entry)
         self._check_extras(table, entry)
-        old = (record.call, record.entry, record.member, record.group, record.oneshot,
-               record.members)
+        old = (record.call, record.stored, record.member, record.group, record.oneshot,
+               record.members, record.idle_timeout_ns)
         new_meter = entry.HasField("meter_config")
         counter = _counter_data(entry)
         members = self._switch_members(binding, log)
         self._switch_set(name, record.handle, binding.call, members)
         record.call, record.members = binding.call, members
         record.oneshot = _calls(binding.oneshot)
-        record.entry = _clean(entry)
+        new_entry = _clean(entry)
+        if not new_meter:
+            previous = record.entry
+            if previous.HasField("meter_config"):
+                new_entry.meter_config.CopyFrom(previous.meter_config)
+        record.store(new_entry)
         record.wire = None
-        if not new_meter and old[1].HasField("meter_config"):
-            record.entry.meter_config.CopyFrom(old[1].meter_config)
 
         def undo_modify() -> None:
             self._switch_set(name, record.handle, old[0], old[5])
-            (record.call, record.entry, record.member, record.group, record.oneshot,
-             record.members) = old
+            (record.call, record.stored, record.member, record.group, record.oneshot,
+             record.members, record.idle_timeout_ns) = old
             record.wire = None
         log.push(undo_modify)
         if binding.member is not old[2]:
@@ -300,7 +323,7 @@ class TableEntries:
             record.group = binding.group
         if new_meter or counter is not None:
             self._apply_direct(table, record, counter,
-                               record.entry if new_meter else TableEntry(), log)
+                               new_entry if new_meter else TableEntry(), log)
 
     def _delete(self, table: TableIndex, record: Record, log: UndoLog) -> None:
         tid = table.info.preamble.id
@@ -418,7 +441,7 @@ class TableEntries:
         for key, record in self._records[tid].items():
             if wanted is not None and key != wanted:
                 continue
-            if request.priority and record.entry.priority != request.priority:
+            if request.priority and record.priority != request.priority:
                 continue
             data = self.wire_of(table, record)
             if request.HasField("time_since_last_hit"):

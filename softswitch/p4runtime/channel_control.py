@@ -1,0 +1,132 @@
+"""The runtime channel's view of a P4Runtime-managed switch.
+
+``softswitch run --thrift-port`` speaks the ``simple_switch_CLI`` command language
+(:mod:`softswitch.runtime_channel`). On a switch that P4Runtime also programs, the
+channel must not change state behind P4Runtime's back: a table entry written there
+would be invisible to P4Runtime Read, and a controller's ``tailcc diff`` would call
+a modified switch "in sync". So the channel drives the switch through
+:class:`ManagedControl`, a :class:`~softswitch.v1model.control.SwitchControl` that
+
+* carries out table commands (``table_add``, ``table_modify``, ``table_delete``,
+  ``table_set_default``, ``table_clear``) as P4Runtime Write updates of the loaded
+  pipeline (same validation, same undo, same state: P4Runtime Read and ``tailcc
+  diff`` see them; the handles are the switch's, as ``table_dump`` shows them);
+* lets counter and register commands through (P4Runtime reads those cells from the
+  switch itself, so nothing is hidden);
+* refuses what P4Runtime keeps its own record of but the command language cannot
+  express as P4Runtime entities — multicast groups and nodes, mirroring sessions,
+  meter rates — unless the switch runs with ``--runtime-writes`` (then they go to the
+  switch directly, as on BMv2, and P4Runtime does not see them).
+
+Reads (``table_dump``, ``counter_read`` …) and the traffic-manager commands are
+always allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from p4.v1 import p4runtime_pb2
+
+from softswitch.diagnostics import P4Error
+from softswitch.p4runtime import actions, errors, matches
+from softswitch.p4runtime.p4index import TableIndex
+from softswitch.p4runtime.runtime import PipelineRuntime
+from softswitch.v1model.control import KeyMatch
+
+Update = p4runtime_pb2.Update
+# SwitchControl methods that change state P4Runtime holds apart from the switch.
+DIRECT_ONLY = frozenset({
+    "mirroring_add", "mirroring_add_mc", "mirroring_delete", "mc_mgrp_create",
+    "mc_mgrp_destroy", "mc_node_create", "mc_node_associate", "mc_node_dissociate",
+    "mc_node_destroy", "meter_set_rates", "meter_array_set_rates"})
+NEVER = frozenset({"table_add_group", "table_modify_group", "inject"})
+
+
+class ManagedControl:
+    """A loaded pipeline's switch, with table writes routed through P4Runtime."""
+
+    def __init__(self, switch: Any, runtime: PipelineRuntime,
+                 direct_writes: bool = False) -> None:
+        self._switch = switch
+        self._runtime = runtime
+        self._direct_writes = direct_writes
+
+    def __getattr__(self, name: str) -> Any:
+        if name in NEVER or (name in DIRECT_ONLY and not self._direct_writes):
+            return _refuse(name)
+        return getattr(self._switch, name)
+
+    # ------------------------------------------------------------------ tables
+    def table_add(self, table: str, keys: list[KeyMatch], action: str, args: list[int],
+                  priority: int | None = None) -> int:
+        index = self._table(table)
+        entry = p4runtime_pb2.TableEntry(table_id=index.info.preamble.id)
+        entry.match.extend(matches.from_switch(index, keys))
+        if index.needs_priority:
+            if priority is None:
+                raise P4Error(f"table '{table}' has ternary/range/optional keys: give the "
+                              "entry a priority")
+            entry.priority = priority
+        entry.action.action.CopyFrom(actions.build(self._runtime.index, action, args))
+        self._write(Update.INSERT, entry)
+        return self._runtime.tables.record_for(entry)[1].handle
+
+    def table_modify(self, table: str, handle: int, action: str, args: list[int]) -> None:
+        record = self._record(table, handle)
+        entry = p4runtime_pb2.TableEntry()
+        entry.CopyFrom(self._runtime.tables.canonical(self._table(table), record))
+        entry.action.ClearField("type")
+        entry.action.action.CopyFrom(actions.build(self._runtime.index, action, args))
+        self._write(Update.MODIFY, entry)
+
+    def table_delete(self, table: str, handle: int) -> None:
+        record = self._record(table, handle)
+        self._write(Update.DELETE, self._runtime.tables.canonical(self._table(table), record))
+
+    def table_clear(self, table: str) -> None:
+        index = self._table(table)
+        for record in self._runtime.tables.records(index.info.preamble.id):
+            if not record.from_program:
+                self._write(Update.DELETE, self._runtime.tables.canonical(index, record))
+
+    def table_set_default(self, table: str, action: str, args: list[int]) -> None:
+        index = self._table(table)
+        entry = p4runtime_pb2.TableEntry(table_id=index.info.preamble.id,
+                                         is_default_action=True)
+        entry.action.action.CopyFrom(actions.build(self._runtime.index, action, args))
+        self._write(Update.MODIFY, entry)
+
+    # ------------------------------------------------------------------ helpers
+    def _table(self, name: str) -> TableIndex:
+        for table in self._runtime.index.tables.values():
+            if name in (table.info.preamble.name, table.info.preamble.alias):
+                return table
+        raise P4Error(f"table '{name}' is not a P4Runtime table of the loaded pipeline")
+
+    def _record(self, table: str, handle: int) -> Any:
+        index = self._table(table)
+        for record in self._runtime.tables.records(index.info.preamble.id):
+            if record.handle == handle:
+                return record
+        raise P4Error(f"table '{table}' has no entry with handle {handle}")
+
+    def _write(self, kind: int, entry: p4runtime_pb2.TableEntry) -> None:
+        request = p4runtime_pb2.WriteRequest()
+        request.updates.add(type=kind).entity.table_entry.CopyFrom(entry)
+        try:
+            (result,) = self._runtime.write(request)
+        except errors.P4RuntimeError as exc:
+            raise P4Error(exc.message) from None
+        if result is not None:
+            raise P4Error(result.message)
+
+
+def _refuse(name: str) -> Callable[..., Any]:
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise P4Error(f"{name}: the runtime channel does not change multicast groups, "
+                      "clone/mirroring sessions or meters, whose state P4Runtime keeps "
+                      "(it would not see the change); write them over P4Runtime, or start "
+                      "softswitch run with --runtime-writes")
+    return refused

@@ -1,0 +1,174 @@
+"""Giving memory back after big Write/Read batches.
+
+A parsed 30-60-byte TableEntry costs ~1.3 KB even on protobuf's upb runtime, so a
+controller that inserts and deletes a few hundred thousand entries moves gigabytes
+through the server. Three things keep that memory after the entries are gone, and
+this module undoes each, once the server has been quiet for a moment after such a
+batch (:class:`Reclaimer`, a background thread):
+
+* **emptied dicts and sets keep their size** — CPython never shrinks a dict when keys
+  are deleted; :func:`compact` rebuilds sparse containers of the pipeline *in place*
+  (clear + refill keeps their identity, which the data path's closures may hold);
+* **reference cycles** (undo closures make many) wait for a
+  full collection — ``gc.collect()``;
+* **glibc keeps freed heap** in its arenas — ``malloc_trim(0)`` returns it to the
+  kernel.
+
+Requests add up: once the bytes handled since the last reclamation pass
+``BIG_REQUEST_BYTES``, one is due.
+
+The work is proportional to the pipeline's containers, not to its entries, and runs
+under the device lock only for :func:`compact` (milliseconds).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("softswitch.p4runtime")
+# Requests this large (bytes) or batches this long (updates/entities) are "big".
+BIG_REQUEST_BYTES = 1 << 20
+QUIET_SECONDS = 1.0
+TRIM_EVERY_SECONDS = 2.0
+_MIN_BYTES = 4096               # smaller containers are left alone
+
+
+def _malloc_trim() -> Callable[[], None]:
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return lambda: None
+    trim.argtypes = [ctypes.c_size_t]
+    return lambda: trim(0)
+
+
+malloc_trim = _malloc_trim()
+
+
+def _sparse(container: Any) -> bool:
+    size = sys.getsizeof(container)
+    return size > _MIN_BYTES and size > 3 * (64 * len(container) + 256)
+
+
+def _rebuild(container: Any) -> int:
+    """Right-size a dict/set in place (same object); returns 1 if rebuilt."""
+    if not _sparse(container):
+        return 0
+    if isinstance(container, dict):
+        items = list(container.items())
+        container.clear()
+        container.update(items)
+    else:
+        members = list(container)
+        container.clear()
+        container.update(members)
+    return 1
+
+
+def compact(root: Any, depth: int = 4, _seen: set[int] | None = None) -> int:
+    """Rebuild the sparse dicts/sets reachable from ``root``'s attributes (softswitch
+    objects, ``depth`` levels down; containers of fewer than 1000 objects are walked
+    into, big ones — of entries — are not). Returns how many were rebuilt."""
+    seen = _seen if _seen is not None else set()
+    if id(root) in seen or depth < 0:
+        return 0
+    seen.add(id(root))
+    rebuilt = 0
+    try:
+        attrs = vars(root)
+    except TypeError:
+        return 0
+    for value in list(attrs.values()):
+        rebuilt += _visit(value, depth, seen)
+    return rebuilt
+
+
+def _visit(value: Any, depth: int, seen: set[int]) -> int:
+    rebuilt = 0
+    if isinstance(value, dict):
+        rebuilt += _rebuild(value)
+        if len(value) < 1000:
+            for inner in list(value.values()):
+                rebuilt += _visit(inner, depth - 1, seen)
+    elif isinstance(value, set):
+        rebuilt += _rebuild(value)
+    elif isinstance(value, list) and len(value) < 1000:
+        for inner in value:
+            rebuilt += _visit(inner, depth - 1, seen)
+    elif _ours(value):
+        rebuilt += compact(value, depth - 1, seen)
+    return rebuilt
+
+
+def _ours(value: Any) -> bool:
+    module = getattr(type(value), "__module__", "") or ""
+    return module.startswith("softswitch.") and hasattr(value, "__dict__")
+
+
+def reclaim(lock: Any, roots: Callable[[], list[Any]]) -> dict[str, float]:
+    """One reclamation: compact the pipeline's containers (under ``lock``), collect
+    cycles, trim the heap. Returns what it did (for the log)."""
+    t0 = time.perf_counter()
+    with lock:
+        rebuilt = sum(compact(root) for root in roots())
+    collected = gc.collect()
+    malloc_trim()
+    return {"rebuilt": rebuilt, "collected": collected, "seconds": time.perf_counter() - t0}
+
+
+class Reclaimer:
+    """Runs :func:`reclaim` once the server has been quiet for ``quiet`` seconds after
+    a big request (``note``)."""
+
+    def __init__(self, lock: Any, roots: Callable[[], list[Any]],
+                 quiet: float = QUIET_SECONDS) -> None:
+        self._lock = lock
+        self._roots = roots
+        self._quiet = quiet
+        self._due = threading.Event()
+        self._last = 0.0
+        self._pending = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="reclaim", daemon=True)
+        self._thread.start()
+
+    def note(self, size: int) -> None:
+        """A request of ``size`` bytes was handled; once they add up to a big one, a
+        reclamation is due."""
+        self._last = time.monotonic()
+        self._pending += size
+        if self._pending >= BIG_REQUEST_BYTES:
+            self._pending = 0
+            self._due.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if not self._due.wait(TRIM_EVERY_SECONDS):
+                # Memory freed outside any request softswitch sees (gRPC refusing an
+                # oversized message, packet bursts) goes back too, at low cost.
+                malloc_trim()
+                continue
+            if self._stop.is_set():
+                return
+            while time.monotonic() - self._last < self._quiet:
+                if self._stop.wait(self._quiet / 4):
+                    return
+            self._due.clear()
+            try:
+                done = reclaim(self._lock, self._roots)
+            except Exception as exc:  # noqa: BLE001 - never take the server down
+                log.error("memory reclamation failed: %s: %s", type(exc).__name__, exc)
+                continue
+            log.debug("memory reclaimed: %s", done)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._due.set()
+        self._thread.join(2)

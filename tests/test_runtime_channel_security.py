@@ -1,0 +1,150 @@
+"""The runtime channel on a P4Runtime switch (issue 13): it listens on 127.0.0.1 or a
+0600 Unix socket, wants a token when given one, and its table writes go through
+P4Runtime's own state, so P4Runtime Read (and ``tailcc diff``) see them; state that
+P4Runtime keeps apart (multicast, mirroring, meters) is not changed behind its back
+unless ``--runtime-writes``."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from security_support import PROGRAM, free_port
+
+from softswitch.run import parse_args
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "softswitch", "cli", *args], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def switch(tmp_path_factory):
+    """softswitch run with a program, a token, a TCP port and a Unix socket."""
+    tmp = tmp_path_factory.mktemp("channel")
+    (tmp / "prog.p4").write_text(PROGRAM)
+    (tmp / "token").write_text("s3cret-token\n")
+    grpc_addr, port, sock = f"127.0.0.1:{free_port()}", free_port(), str(tmp / "rt.sock")
+    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", str(tmp / "prog.p4"),
+                             "--device-id", "1", "--thrift-port", str(port),
+                             "--runtime-socket", sock,
+                             "--runtime-token-file", str(tmp / "token"), "--",
+                             "--grpc-server-addr", grpc_addr, "--cpu-port", "255"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    channel = grpc.insecure_channel(grpc_addr)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=60)
+        yield {"proc": proc, "port": port, "socket": sock, "token": str(tmp / "token"),
+               "stub": p4runtime_pb2_grpc.P4RuntimeStub(channel), "tmp": tmp}
+    finally:
+        channel.close()
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def _entries(switch) -> list[p4runtime_pb2.TableEntry]:
+    req = p4runtime_pb2.ReadRequest(device_id=1)
+    req.entities.add().table_entry.SetInParent()
+    return [e.table_entry for r in switch["stub"].Read(req) for e in r.entities]
+
+
+def test_without_the_token_nothing_happens(switch):
+    proc = cli("--port", str(switch["port"]), "-c", "table_add fwd_table fwd 0x0a => 2")
+    assert proc.returncode == 1 and "needs a token" in proc.stderr
+    (switch["tmp"] / "wrong").write_text("guess")
+    proc = cli("--port", str(switch["port"]), "--token-file", str(switch["tmp"] / "wrong"),
+               "-c", "table_add fwd_table fwd 0x0a => 2")
+    assert proc.returncode == 1 and "needs a token" in proc.stderr
+    with socket.create_connection(("127.0.0.1", switch["port"]), timeout=10) as raw:
+        raw.sendall(b'{"cmd": "table_add fwd_table fwd 0x0a => 2"}\n'
+                    b'{"cmd": "table_add fwd_table fwd 0x0b => 2"}\n')
+        data = raw.makefile("rb").read()
+    assert b"needs a token" in data and data.count(b"\n") == 1     # then closed
+    assert _entries(switch) == []
+
+
+def test_table_writes_are_p4runtime_state(switch):
+    token = ["--token-file", switch["token"]]
+    proc = cli("--port", str(switch["port"]), *token,
+               "-c", "table_add fwd_table fwd 0x0a => 2")
+    assert proc.returncode == 0, proc.stderr
+    handle = int(proc.stdout.split()[-1])
+    (entry,) = _entries(switch)                               # P4Runtime sees it
+    assert entry.match[0].exact.value == b"\x0a"
+    assert entry.action.action.params[0].value == b"\x02"
+    proc = cli("--socket", switch["socket"], *token,
+               "-c", f"table_modify fwd_table fwd {handle} 5", "-c", "table_dump fwd_table")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{handle}:" in proc.stdout
+    (entry,) = _entries(switch)
+    assert entry.action.action.params[0].value == b"\x05"
+    proc = cli("--port", str(switch["port"]), *token,
+               "-c", "table_add fwd_table fwd 0x0a => 3")       # P4Runtime's duplicate check
+    assert proc.returncode == 1 and "already has an entry" in proc.stderr
+    proc = cli("--port", str(switch["port"]), *token, "-c", f"table_delete fwd_table {handle}")
+    assert proc.returncode == 0 and _entries(switch) == []
+
+
+def test_state_p4runtime_keeps_apart_is_refused(switch):
+    token = ["--token-file", switch["token"]]
+    proc = cli("--port", str(switch["port"]), *token, "-c", "mc_mgrp_create 1",
+               "-c", "mirroring_add 5 3")
+    assert proc.returncode == 1 and proc.stderr.count("--runtime-writes") == 2
+    pre = p4runtime_pb2.ReadRequest(device_id=1)
+    pre.entities.add().packet_replication_engine_entry.SetInParent()
+    assert [e for r in switch["stub"].Read(pre) for e in r.entities] == []
+    proc = cli("--port", str(switch["port"]), *token, "-c", "set_queue_rate 1000 2",
+               "-c", "counter_read I.hits 0")                     # TM and reads: fine
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_unix_socket_is_private(switch):
+    mode = stat.S_IMODE(os.stat(switch["socket"]).st_mode)
+    assert mode == 0o600
+
+
+def test_binds_loopback_unless_told():
+    assert parse_args(["--no-p4", "--thrift-port", "9090"]).runtime_bind == "127.0.0.1"
+    opts = parse_args(["--no-p4", "--thrift-port", "9090", "--runtime-bind", "0.0.0.0",
+                       "--runtime-writes"])
+    assert opts.runtime_bind == "0.0.0.0" and opts.runtime_writes
+
+
+def test_runtime_writes_flag_lets_replication_through(tmp_path):
+    from softswitch.frontend.limits import UNLIMITED
+    from softswitch.p4runtime.channel_control import ManagedControl
+    from softswitch.p4runtime.device import Device
+    from softswitch.run import RunOptions, load_program
+    from softswitch.runtime_channel import RuntimeChannel
+
+    (tmp_path / "prog.p4").write_text(PROGRAM)
+    config, compiled = load_program(RunOptions(program=str(tmp_path / "prog.p4")))
+    device = Device(1, 255, limits=UNLIMITED)
+    device.start_with(config, compiled)
+    loaded = device.current
+    strict = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime), None)
+    assert strict.execute("mc_mgrp_create 3")[0] is False
+    loose = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime, True), None)
+    assert loose.execute("mc_mgrp_create 3")[0] is True
+
+
+def test_bad_token_file_is_a_user_error(tmp_path):
+    (tmp_path / "empty").write_text("\n")
+    for path, message in ((tmp_path / "empty", "is empty"), (tmp_path / "none", "cannot read")):
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "softswitch", "run", "--no-p4",
+                               "--thrift-port", str(free_port()), "--runtime-token-file",
+                               str(path), "--", "--grpc-server-addr",
+                               f"127.0.0.1:{free_port()}"],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and time.monotonic() - started < 60
