@@ -173,3 +173,79 @@ def test_prometheus_exporter_binds_loopback_unless_told():
     assert args.listen == "127.0.0.1"
     args = build_parser().parse_args(["export", "-a", "127.0.0.1:9559", "--listen", "0.0.0.0"])
     assert args.listen == "0.0.0.0"
+
+
+APPLY_INTENT = """
+base: default
+switches:
+  - name: s1
+    address: 127.0.0.1:{grpc}
+    device_id: 1
+    runtime_address: 127.0.0.1:{runtime}
+    runtime_token_file: {token}
+    tls: {tls}
+    router_mac: "00:aa:00:00:00:01"
+    ports: [{{port: 1, scheduler: default}}, 2]
+    next_hops:
+      - {{name: h1, port: 1, dst_mac: "00:00:00:00:00:01"}}
+      - {{name: h2, port: 2, dst_mac: "00:00:00:00:00:02"}}
+    routes:
+      - {{prefix: 10.0.1.0/24, next_hop: h1}}
+      - {{prefix: 10.0.2.0/24, next_hop: h2}}
+"""
+
+
+def test_tailcc_apply_over_mutual_tls_with_a_runtime_token(pki, tmp_path, capsys):
+    """A whole ``tailcc apply`` (pipeline, entries, queue settings) to a softswitch that
+    serves P4Runtime with mutual TLS and guards its runtime channel with a token; the
+    intent names the files relative to itself. Without a client certificate the apply
+    is refused by the switch; with a wrong token the queue settings are, and the whole
+    apply is rolled back."""
+    from controlplane.cli import main as tailcc
+
+    d = Path(pki["dir"].decode())
+    (tmp_path / "token").write_text("s3cret\n")
+    (tmp_path / "wrong").write_text("guess\n")
+    for name in ("ca", "client_cert", "client_key"):
+        (tmp_path / f"{name}.pem").write_bytes(pki[name])
+    grpc_port, runtime_port = free_port(), free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "softswitch", "run", "--no-p4", "--device-id", "1",
+         "--thrift-port", str(runtime_port), "--runtime-token-file", str(tmp_path / "token"),
+         "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--grpc-server-ssl",
+         "--grpc-server-cert", str(d / "server_cert.pem"),
+         "--grpc-server-key", str(d / "server_key.pem"),
+         "--grpc-server-cacert", str(d / "ca.pem"), "--grpc-server-with-client-auth",
+         "--priority-queues", "8"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def intent(name: str, tls: str, token: str = "token") -> str:
+        path = tmp_path / name
+        path.write_text(APPLY_INTENT.format(grpc=grpc_port, runtime=runtime_port,
+                                            token=token, tls=tls))
+        return str(path)
+
+    mutual = "{ca: ca.pem, cert: client_cert.pem, key: client_key.pem}"
+    try:
+        channel = _tls_channel(grpc_port, pki, "client")
+        grpc.channel_ready_future(channel).result(timeout=60)
+        channel.close()
+        pipeline = ["--pipeline", str(Path(__file__).parents[1] / "p4src" / "tailcc.p4")]
+        # no client certificate: the switch refuses the session, nothing is written
+        assert tailcc(["apply", intent("server-only.yaml", "{ca: ca.pem}"), *pipeline,
+                       "--timeout", "5", "-q"]) == 1
+        out = capsys.readouterr()
+        assert "over TLS" in out.out + out.err, out
+        # a wrong runtime token: the queue commands are refused, the apply rolled back
+        assert tailcc(["apply", intent("wrong.yaml", mutual, "wrong"), *pipeline,
+                       "-q"]) == 1
+        out = capsys.readouterr()
+        assert "refused the token" in out.out + out.err, out
+        assert tailcc(["apply", intent("ok.yaml", mutual), *pipeline, "-q"]) == 0
+        out = capsys.readouterr()
+        assert "s1: wrote" in out.out, out
+        assert tailcc(["apply", intent("ok.yaml", mutual), "-q"]) == 0
+        assert tailcc(["diff", intent("ok.yaml", mutual)]) == 0
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)

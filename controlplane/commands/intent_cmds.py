@@ -12,6 +12,7 @@ from controlplane.intent import model as m
 from controlplane.p4rt import Client
 from controlplane.p4rt.errors import P4RuntimeClientError
 from controlplane.reconcile import Pipeline, SwitchResult, load_pipeline, reconcile_all
+from controlplane.reconcile.credentials import switch_tls
 from controlplane.reconcile.learning import QpLearner
 from controlplane.reconcile.report import plan_lines, queue_lines, summary_line
 from controlplane.terminal import Progress
@@ -176,7 +177,8 @@ class Learning:
             if name in self.clients:
                 continue
             client = Client(sw.address, sw.device_id, election_id=sw.election_id,
-                            timeout=self.timeout, atomic_writes=self.atomic_writes)
+                            timeout=self.timeout, atomic_writes=self.atomic_writes,
+                            tls=switch_tls(intent, sw))
             try:
                 client.connect(require_primary=True)
             except P4RuntimeClientError:

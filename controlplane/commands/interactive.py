@@ -23,8 +23,8 @@ from controlplane.commands.target import (
     positive_float,
     resolve_target,
 )
-from controlplane.p4rt import Client
 from controlplane.p4rt.errors import P4RuntimeClientError
+from controlplane.p4rt.tls import TlsConfig
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -62,9 +62,22 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 # --- shell ------------------------------------------------------------------------------
 def _shell_target(args: argparse.Namespace) -> Target:
-    ns = argparse.Namespace(address=args.address, intent=args.intent, switch=args.switch,
-                            device_id=args.device_id, election_id=args.election_id)
+    ns = argparse.Namespace(**{k: getattr(args, k, None) for k in (
+        "address", "intent", "switch", "device_id", "election_id", "tls", "tls_ca",
+        "tls_cert", "tls_key", "tls_server_name")})
     return resolve_target(ns)
+
+
+def _shell_tls(tls: TlsConfig) -> list[str]:
+    """p4runtime-shell's TLS options for the same files (it has no server-name option)."""
+    if tls.server_name:
+        raise P4RuntimeClientError("tailcc shell: p4runtime-shell cannot check the switch's "
+                                   "certificate against another name (tls.server_name)")
+    argv = ["--ssl"]
+    for flag, path in (("--cacert", tls.ca), ("--cert", tls.cert), ("--private-key", tls.key)):
+        if path is not None:
+            argv += [flag, str(path)]
+    return argv
 
 
 def shell_argv(args: argparse.Namespace, workdir: Path) -> list[str]:
@@ -72,8 +85,7 @@ def shell_argv(args: argparse.Namespace, workdir: Path) -> list[str]:
     client, that the switch answers and has (or will get) a pipeline, because
     p4runtime-shell reports those cases with a traceback or by hanging."""
     target = _shell_target(args)
-    client = Client(target.address, target.device_id, election_id=target.election_id,
-                    timeout=args.timeout)
+    client = target.client(args.timeout)
     try:
         client.connect(require_primary=False)
         loaded = client.get_p4info() is not None
@@ -81,6 +93,8 @@ def shell_argv(args: argparse.Namespace, workdir: Path) -> list[str]:
         client.close()
     argv = ["--grpc-addr", target.address, "--device-id", str(target.device_id),
             "--election-id", f"{target.election_id >> 64},{target.election_id & (2**64 - 1)}"]
+    if target.tls is not None:
+        argv += _shell_tls(target.tls)
     if args.pipeline:
         from google.protobuf import text_format
 

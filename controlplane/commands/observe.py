@@ -14,6 +14,7 @@ from controlplane.commands.target import (
     positive_float,
 )
 from controlplane.intent import load_intent
+from controlplane.reconcile.credentials import switch_tls
 from controlplane.telemetry import analysis
 from controlplane.telemetry.snapshot import (
     CNP_OUTCOMES,
@@ -245,5 +246,6 @@ def _scrape_targets(args: argparse.Namespace):
     vrfs = tuple(t.vrf for t in intent.tenants)
     return [ScrapeTarget(s.name, s.address, s.device_id, names, args.timeout,
                          Scope(tuple(p.number for p in s.ports), vrfs) if s.ports else None,
-                         s.runtime_address if s.target == "bmv2" else None)
+                         s.runtime_address if s.target == "bmv2" else None,
+                         switch_tls(intent, s))
             for s in chosen]

@@ -38,7 +38,7 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 
 from controlplane.commands.target import add_target_args, resolve_target
-from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
+from controlplane.p4rt import EntityBuilder, P4InfoIndex
 from controlplane.p4rt.client import update
 from controlplane.p4rt.errors import P4RuntimeClientError
 from controlplane.p4rt.p4info import load_p4info
@@ -82,8 +82,7 @@ def cmd_load(args: argparse.Namespace) -> int:
     if not args.no_pipeline:
         device_config = _device_config(args, conf, path, p4info_path)
     target = resolve_target(args)
-    client = Client(target.address, target.device_id, election_id=target.election_id,
-                    timeout=args.timeout, atomic_writes=False if args.self_rollback else None)
+    client = target.client(args.timeout, False if args.self_rollback else None)
     try:
         client.connect()
         if device_config is not None:

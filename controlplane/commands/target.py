@@ -16,6 +16,8 @@ from controlplane.intent import load_intent
 from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
 from controlplane.p4rt.errors import P4RuntimeClientError
 from controlplane.p4rt.p4info import load_p4info
+from controlplane.p4rt.tls import TlsConfig
+from controlplane.reconcile.credentials import switch_tls
 
 
 class UsageError(Exception):
@@ -66,6 +68,14 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
                    help="P4Info to resolve names with (default: the device's)")
     g.add_argument("--timeout", type=positive_float, default=10.0,
                    help="RPC timeout, s (10)")
+    t = p.add_argument_group("TLS (with --address; an intent's switches[].tls otherwise)")
+    t.add_argument("--tls", action="store_true",
+                   help="P4Runtime over TLS, trusting the system's CAs (or --tls-ca)")
+    t.add_argument("--tls-ca", metavar="PEM", help="CA that signed the switch's certificate")
+    t.add_argument("--tls-cert", metavar="PEM", help="client certificate (mutual TLS)")
+    t.add_argument("--tls-key", metavar="PEM", help="client key (mutual TLS)")
+    t.add_argument("--tls-server-name", metavar="NAME",
+                   help="name to check the switch's certificate against")
 
 
 @dataclass
@@ -74,12 +84,27 @@ class Target:
     address: str
     device_id: int
     election_id: int
+    tls: TlsConfig | None = None
+
+    def client(self, timeout: float, atomic_writes: bool | None = None) -> Client:
+        return Client(self.address, self.device_id, election_id=self.election_id,
+                      timeout=timeout, atomic_writes=atomic_writes, tls=self.tls)
+
+
+def _tls_args(args: argparse.Namespace) -> TlsConfig | None:
+    given = [getattr(args, f"tls_{x}", None) for x in ("ca", "cert", "key", "server_name")]
+    if not getattr(args, "tls", False) and not any(given):
+        return None
+    if (given[1] is None) != (given[2] is None):
+        raise UsageError("--tls-cert and --tls-key go together")
+    return TlsConfig.from_paths(*given, base=None)
 
 
 def resolve_target(args: argparse.Namespace) -> Target:
     if args.address:
         device_id = 1 if args.device_id is None else args.device_id
-        return Target(args.address, args.address, device_id, args.election_id or 1)
+        return Target(args.address, args.address, device_id, args.election_id or 1,
+                      _tls_args(args))
     if not args.intent:
         raise UsageError("name a switch: --intent FILE --switch NAME, or --address HOST:PORT")
     intent = load_intent(args.intent)
@@ -98,7 +123,8 @@ def resolve_target(args: argparse.Namespace) -> Target:
         sw = matches[0]
     return Target(sw.name, sw.address,
                   sw.device_id if args.device_id is None else args.device_id,
-                  args.election_id or sw.election_id)
+                  args.election_id or sw.election_id,
+                  _tls_args(args) or switch_tls(intent, sw))
 
 
 @dataclass
@@ -113,8 +139,7 @@ class Session:
 def open_session(args: argparse.Namespace, write: bool) -> Iterator[Session]:
     """Connect (as primary when ``write``), find the P4Info, always close."""
     target = resolve_target(args)
-    client = Client(target.address, target.device_id, election_id=target.election_id,
-                    timeout=args.timeout)
+    client = target.client(args.timeout)
     try:
         client.connect(require_primary=write)
         if args.p4info:

@@ -172,6 +172,16 @@ class Route:
 
 
 @dataclass(frozen=True)
+class Tls:
+    """File paths as written in the intent (relative to the intent file's folder)."""
+
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    server_name: str | None = None
+
+
+@dataclass(frozen=True)
 class Switch:
     name: str
     address: str
@@ -182,6 +192,8 @@ class Switch:
     router_mac: str = "00:00:00:00:00:00"
     runtime_address: str | None = None   # the switch's --thrift-port: queues, link rates
     target: str = "softswitch"           # softswitch | bmv2: how runtime_address is spoken
+    tls: Tls | None = None               # P4Runtime over TLS (simple_switch_grpc --grpc-server-ssl)
+    runtime_token_file: str | None = None  # softswitch run --runtime-token-file
     ports: tuple[Port, ...] = ()
     tunnels: tuple[Tunnel, ...] = ()
     next_hops: tuple[NextHop, ...] = ()

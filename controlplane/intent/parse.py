@@ -325,7 +325,7 @@ TARGETS = ("softswitch", "bmv2")
 Thrift API — and which traffic-manager settings exist there."""
 SWITCH_KEYS = ("name", "address", "device_id", "election_id", "cpu_port", "switch_id",
                "router_mac", "runtime_address", "target", "ports", "tunnels", "next_hops",
-               "ecmp_groups", "routes")
+               "ecmp_groups", "routes", "tls", "runtime_token_file")
 
 
 def parse_switch(node: Node) -> m.Switch | None:
@@ -345,6 +345,8 @@ def parse_switch(node: Node) -> m.Switch | None:
         election_id=election, cpu_port=cpu_port, switch_id=switch_id, router_mac=router_mac,
         runtime_address=_opt(node, "runtime_address", Node.address),
         target=_or(_opt(node, "target", Node.choice, TARGETS), "softswitch"),
+        tls=_opt(node, "tls", parse_tls),
+        runtime_token_file=_opt(node, "runtime_token_file", Node.string),
         ports=_each(node.get("ports", []), parse_port),
         tunnels=_each(node.get("tunnels", []), parse_tunnel),
         next_hops=_each(node.get("next_hops", []), lambda n: parse_next_hop(n, router_mac)),
@@ -353,6 +355,21 @@ def parse_switch(node: Node) -> m.Switch | None:
         routes=_each(node.get("routes", []), parse_route),
     )
     return None if name is None or address is None or device_id is None else result
+
+
+def parse_tls(node: Node) -> m.Tls | None:
+    """``tls: {ca, cert, key, server_name}``; ``tls: true`` trusts the system's CAs."""
+    if node.value is True:
+        return m.Tls()
+    if not node.mapping(("ca", "cert", "key", "server_name")):
+        return None
+    tls = m.Tls(_opt(node, "ca", Node.string), _opt(node, "cert", Node.string),
+                _opt(node, "key", Node.string), _opt(node, "server_name", Node.string))
+    if (tls.cert is None) != (tls.key is None):
+        node.error("a client certificate needs its key and the key its certificate "
+                   "(cert and key: both or neither)")
+        return None
+    return tls
 
 
 def parse_port(node: Node) -> m.Port | None:

@@ -21,6 +21,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from controlplane.p4rt.entities import to_entity
 from controlplane.p4rt.errors import P4RuntimeClientError, from_rpc_error
+from controlplane.p4rt.tls import TlsConfig
 
 Update = p4runtime_pb2.Update
 _STOP = object()
@@ -44,8 +45,9 @@ class Client:
 
     def __init__(self, address: str, device_id: int, election_id: int = 1,
                  role: str | None = None, timeout: float = 10.0,
-                 atomic_writes: bool | None = None) -> None:
+                 atomic_writes: bool | None = None, tls: TlsConfig | None = None) -> None:
         self.address = address
+        self.tls = tls            # None: plaintext, as simple_switch_grpc serves by default
         # Does the target grant ROLLBACK_ON_ERROR batches? None: learn it (once per
         # session, see grants_atomic_writes); False: never ask, the controller rolls
         # back itself (controlplane.p4rt.rollback).
@@ -84,11 +86,17 @@ class Client:
 
     def _connect_once(self, require_primary: bool) -> Arbitration:
         self.atomic_writes = self._atomic_option     # a new session may be a new server
-        self._channel = grpc.insecure_channel(self.address)
+        if self.tls is None:
+            self._channel = grpc.insecure_channel(self.address)
+        else:
+            self._channel = grpc.secure_channel(self.address, self.tls.credentials(),
+                                                options=self.tls.options())
         try:
             grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
-            raise P4RuntimeClientError(f"{self.address}: no P4Runtime server answers "
+            hint = (" over TLS (a plaintext server, a certificate the CA does not sign, or "
+                    "a refused client certificate look the same)" if self.tls else "")
+            raise P4RuntimeClientError(f"{self.address}: no P4Runtime server answers{hint} "
                                        f"(waited {self.timeout:g} s)",
                                        grpc.StatusCode.UNAVAILABLE) from None
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)

@@ -16,6 +16,7 @@ from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
 from controlplane.p4rt.errors import P4RuntimeClientError
 from controlplane.p4rt.rollback import UNKNOWN, Transaction, WriteAborted
 from controlplane.reconcile.capacity import check_capacity
+from controlplane.reconcile.credentials import switch_tls, switch_token
 from controlplane.reconcile.diff import Change, Plan, diff, to_updates, wants_atomic
 from controlplane.reconcile.tm_channel import TmPlan, check_target, plan_tm, send_tm
 
@@ -115,7 +116,8 @@ def reconcile_switch(intent: m.Intent, switch: m.Switch, pipeline: Pipeline | No
     own = client is None
     if client is None:
         client = Client(switch.address, switch.device_id, election_id=switch.election_id,
-                        timeout=timeout, atomic_writes=atomic_writes)
+                        timeout=timeout, atomic_writes=atomic_writes,
+                        tls=switch_tls(intent, switch))
     try:
         if own:
             client.connect(require_primary=not dry_run)
@@ -131,6 +133,7 @@ def reconcile_switch(intent: m.Intent, switch: m.Switch, pipeline: Pipeline | No
         _check_tm(switch, result, allow_partial)
         if not dry_run:
             _write(client, switch, pipeline if fresh else None, result, index, timeout,
+                   switch_token(intent, switch),
                    batch_size)
     except Exception as exc:   # noqa: BLE001 - reported per switch, see docstring
         result.error = str(exc) or type(exc).__name__
@@ -157,7 +160,7 @@ def _check_tm(switch: m.Switch, result: SwitchResult, allow_partial: bool) -> No
 
 def _write(client: Client, switch: m.Switch, pipeline: Pipeline | None,
            result: SwitchResult, index: P4InfoIndex, timeout: float,
-           batch_size: int) -> None:
+           token: str | None, batch_size: int) -> None:
     """Load the pipeline when needed, then write every phase and the queue settings in
     one transaction."""
     assert result.plan is not None and result.tm is not None
@@ -176,7 +179,7 @@ def _write(client: Client, switch: m.Switch, pipeline: Pipeline | None,
         raise
     if switch.runtime_address is not None:
         try:
-            result.tm_commands = send_tm(switch, result.tm.commands, timeout)
+            result.tm_commands = send_tm(switch, result.tm.commands, timeout, token)
         except P4RuntimeClientError as exc:
             result.written = 0
             raise tx.abort(exc) from None

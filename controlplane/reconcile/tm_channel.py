@@ -89,8 +89,10 @@ def check_target(switch: m.Switch, timeout: float = 10.0) -> None:
         bm.check()
 
 
-def send_tm(switch: m.Switch, commands: list[str], timeout: float = 10.0) -> int:
-    """Send the commands of :func:`plan_tm` to the switch's ``runtime_address``."""
+def send_tm(switch: m.Switch, commands: list[str], timeout: float = 10.0,
+            token: str | None = None) -> int:
+    """Send the commands of :func:`plan_tm` to the switch's ``runtime_address``
+    (``token``: softswitch's runtime channel token, see credentials.switch_token)."""
     if switch.runtime_address is None or not commands:
         return 0
     if switch.target == "bmv2":
@@ -99,16 +101,25 @@ def send_tm(switch: m.Switch, commands: list[str], timeout: float = 10.0) -> int
             for cmd in commands:
                 run_command(bm, cmd)
         return len(commands)
-    return send_commands(switch.runtime_address, commands, timeout)
+    return send_commands(switch.runtime_address, commands, timeout, token)
 
 
-def send_commands(address: str, commands: list[str], timeout: float = 10.0) -> int:
+def send_commands(address: str, commands: list[str], timeout: float = 10.0,
+                  token: str | None = None) -> int:
     """softswitch's runtime channel: send each command; the first refusal raises
-    (naming the command)."""
+    (naming the command). ``token``: sent first, for a switch started with
+    ``--runtime-token-file``."""
     host, _, port = address.rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout) as sock:
             stream = sock.makefile("rwb")
+            if token is not None:
+                stream.write((json.dumps({"token": token}) + "\n").encode())
+                stream.flush()
+                reply = json.loads(stream.readline() or b"{}")
+                if not reply.get("ok"):
+                    raise RuntimeChannelError(f"{address}: the runtime channel refused the "
+                                              "token (runtime_token_file)")
             for cmd in commands:
                 stream.write((json.dumps({"cmd": cmd}) + "\n").encode())
                 stream.flush()

@@ -13,6 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
 from controlplane.p4rt.errors import P4RuntimeClientError
+from controlplane.p4rt.tls import TlsConfig
 from controlplane.telemetry.snapshot import (
     CNP_OUTCOMES,
     DROP_REASONS,
@@ -31,6 +32,7 @@ class ScrapeTarget:
     timeout: float = 5.0
     scope: Scope | None = None
     thrift_address: str | None = None   # BMv2: registers over Thrift (P4Runtime cannot)
+    tls: TlsConfig | None = None
 
 
 class TailccCollector:
@@ -42,7 +44,8 @@ class TailccCollector:
 
     def _session(self, t: ScrapeTarget) -> tuple[Client, EntityBuilder]:
         if t.name not in self._sessions:
-            client = Client(t.address, t.device_id, election_id=1, timeout=t.timeout)
+            client = Client(t.address, t.device_id, election_id=1, timeout=t.timeout,
+                            tls=t.tls)
             client.connect(require_primary=False)
             p4info = client.get_p4info()
             if p4info is None:
