@@ -39,7 +39,7 @@ def strip_doc(msg: Message) -> None:
             continue
         if fd.message_type is None:
             continue
-        if fd.label != fd.LABEL_REPEATED:
+        if not fd.is_repeated:
             strip_doc(value)
         elif fd.message_type.GetOptions().map_entry:
             if fd.message_type.fields_by_name["value"].message_type is not None:
