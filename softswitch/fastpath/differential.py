@@ -1,0 +1,143 @@
+"""The interpreter as the oracle of the C fast path: one STF test through both.
+
+:func:`compare_stf` loads a program twice from one front-end result — the interpreter
+(``fastpath="off"``) and the C pipeline (``fastpath="require"``) — with frozen clocks
+advanced in lockstep, runs every STF command on both and requires the same: packets out
+of every injection (port, bytes, order), command outputs and check results, errors,
+and at the end every counter cell, register cell, direct counter, digest, log line and
+priority drop. ``python -m softswitch.fastpath.differential PROG.p4 TEST.stf`` runs one.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from softswitch.diagnostics import P4Error
+
+CLOCK_STEP_US = 1000
+
+
+@dataclass
+class DiffResult:
+    program: str
+    status: str                  # identical | different | refused | skipped
+    reason: str = ""
+    packets: int = 0
+    differences: list[str] = field(default_factory=list)
+
+
+def _load_pair(checked: Any, queues: int) -> tuple[Any, Any]:
+    from softswitch.v1model.switch import Switch
+    ref = Switch.from_program(checked, fastpath="off")
+    fast = Switch.from_program(checked, fastpath="require")
+    for sw in (ref, fast):
+        sw.priority_queues = queues
+        sw.clock.freeze(0)
+    return ref, fast
+
+
+def _run(sw: Any, session: Any, cmd: Any) -> tuple[str, Any]:
+    from softswitch.stf.stf import ExpectCmd, IgnoredCmd, PacketCmd, WaitCmd
+    try:
+        if isinstance(cmd, PacketCmd):
+            sw.clock.advance(CLOCK_STEP_US)
+            return "ok", [(o.port, bytes(o.data)) for o in sw.inject(cmd.port, cmd.data)]
+        if isinstance(cmd, ExpectCmd | WaitCmd | IgnoredCmd):
+            return "ok", None
+        out = session.execute(cmd)
+        return "ok", (out.text, out.failure)
+    except P4Error as e:
+        return "error", str(e)
+
+
+def _state(sw: Any) -> dict[str, Any]:
+    """Everything packets can change that the control plane can read."""
+    st: dict[str, Any] = {}
+    for name, c in sw.pb.counters.items():
+        st[f"counter {name}"] = [sw.counter_read(name, i) for i in range(c.size)]
+    for name, r in sw.pb.registers.items():
+        st[f"register {name}"] = [sw.register_read(name, i) for i in range(r.size)]
+    for info in sw.tables():
+        st[f"table {info.name}"] = [(v.handle, v.action, v.args, v.packets, v.bytes)
+                                    for v in sw.table_entries(info.name)]
+    st["digests"] = sw.drain_digests()
+    st["logs"] = list(sw.logs)
+    st["priority_drops"] = sw.priority_drops
+    return st
+
+
+def compare_commands(checked: Any, commands: list[Any], name: str,
+                     queues: int = 1) -> DiffResult:
+    from softswitch.stf.session import CommandSession
+    from softswitch.stf.stf import PacketCmd
+    try:
+        ref, fast = _load_pair(checked, queues)
+    except P4Error as e:
+        msg = e.message
+        if "C fast path cannot run" in msg:
+            return DiffResult(name, "refused", msg.split(": ", 1)[-1])
+        return DiffResult(name, "skipped", f"does not load: {msg}")
+    sessions = (CommandSession(ref), CommandSession(fast))
+    res = DiffResult(name, "identical")
+    for cmd in commands:
+        a = _run(ref, sessions[0], cmd)
+        b = _run(fast, sessions[1], cmd)
+        if isinstance(cmd, PacketCmd):
+            res.packets += 1
+        if a != b:
+            res.differences.append(f"{cmd.loc}: interpreter {a!r} / C {b!r}")
+            if len(res.differences) >= 5:
+                break
+    if not res.differences:
+        sa, sb = _state(ref), _state(fast)
+        for k in sa:
+            if sa[k] != sb.get(k):
+                res.differences.append(f"end state {k}: interpreter {_short(sa[k])} / "
+                                       f"C {_short(sb.get(k))}")
+    if res.differences:
+        res.status = "different"
+    return res
+
+
+def _short(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) < 400 else s[:400] + "…"
+
+
+def compare_stf(program: str | Path, stf: str | Path, include_dirs: tuple[str, ...] = (),
+                queues: int = 1) -> DiffResult:
+    from softswitch.frontend.compiler import compile_program
+    from softswitch.stf.stf import parse_stf_file
+    name = str(program)
+    try:
+        commands = parse_stf_file(stf)
+        checked = compile_program(str(program), include_dirs or (str(Path(program).parent),),
+                                  None)
+    except P4Error as e:
+        return DiffResult(name, "skipped", f"does not compile: {e.message}")
+    return compare_commands(checked, commands, name, queues)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    queues = 1
+    if "--priority-queues" in args:
+        i = args.index("--priority-queues")
+        queues = int(args[i + 1])
+        del args[i:i + 2]
+    if len(args) != 2:
+        print("usage: python -m softswitch.fastpath.differential PROG.p4 TEST.stf "
+              "[--priority-queues N]", file=sys.stderr)
+        return 2
+    r = compare_stf(args[0], args[1], queues=queues)
+    print(f"{r.program}: {r.status} {r.reason} ({r.packets} packets)")
+    for d in r.differences:
+        print("  " + d)
+    return 0 if r.status in ("identical", "refused") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
