@@ -57,6 +57,14 @@ class CBlock(StmtGen):
 
     # ------------------------------------------------------------ entry
     def compile(self) -> None:
+        try:
+            self._compile()
+        except Unsupported as e:
+            if e.loc is None:
+                e.loc = getattr(self.block.node, "loc", None) or self.decl.loc
+            raise
+
+    def _compile(self) -> None:
         self.bind_ctor_args()
         for p in self.decl.params:
             pk = _is_packet(p.type_ref.resolved)
@@ -91,11 +99,11 @@ class CBlock(StmtGen):
         for i, p in enumerate(self.decl.params):
             pk = _is_packet(p.type_ref.resolved)
             if pk == "packet_in":
-                out.append(f"rt_reader *a{i}")
+                out.append(f"rt_reader *ap{i}")
             elif pk == "packet_out":
-                out.append(f"rt_writer *a{i}")
+                out.append(f"rt_writer *ap{i}")
             else:
-                out.append(f"{self.ct(p.type_ref.resolved)} *a{i}")
+                out.append(f"{self.ct(p.type_ref.resolved)} *ap{i}")
         return out
 
     def add_function(self, sig: str, body: CBuf) -> None:
@@ -129,7 +137,11 @@ class CBlock(StmtGen):
     def local_decl(self, d: ast.Node) -> None:
         if isinstance(d, ast.VarDecl | ast.ConstDecl):
             cn = self.tmp("L") + "_" + ident(d.name)
-            self.frame_fields.append(f"{self.ct(d.type_ref.resolved)} {cn};")
+            try:
+                ct = self.ct(d.type_ref.resolved)
+            except Unsupported as e:
+                raise Unsupported(e.message, e.loc or d.loc) from None
+            self.frame_fields.append(f"{ct} {cn};")
             self.names[id(d)] = f"f->{cn}"
             self.init_code.append((d, f"f->{cn}"))
         elif isinstance(d, ast.InstanceDecl):
@@ -252,7 +264,7 @@ class CBlock(StmtGen):
         buf.emit(f"struct {self.fr} fr_;")
         buf.emit(f"struct {self.fr} *f = &fr_;")
         for i, p in enumerate(self.decl.params):
-            buf.emit(f"f->P_{ident(p.name)} = a{i};")
+            buf.emit(f"f->P_{ident(p.name)} = ap{i};")
         fn = FnCtx(buf, "control")
         for d, cn in self.init_code:
             if isinstance(d, ast.VarDecl):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from softswitch.fastpath.cexpr import ExprGen, FnCtx, flatten_slice
-from softswitch.fastpath.ctypes_ import scalar
+from softswitch.fastpath.ctypes_ import Unsupported, scalar
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.v1model.stmts import LOOP_LIMIT, _overlap, _static_path, const_int
@@ -36,7 +36,12 @@ class StmtGen(ExprGen):
         if meth is None:
             raise self.fail(f"statement {type(s).__name__} is not supported by the C "
                             "back end", s)
-        meth(s, fn)
+        try:
+            meth(s, fn)
+        except Unsupported as e:
+            if e.loc is None:
+                e.loc = s.loc
+            raise
 
     def stmts(self, ss: list[ast.Stmt], fn: FnCtx) -> None:
         for s in ss:

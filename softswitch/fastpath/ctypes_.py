@@ -219,7 +219,15 @@ class CTypes:
                 type(t).__name__]
             name = f"{kind}{len(self._names)}_{ident(t.name)}"
             self._names[k] = name
-            members = [(f"f_{f.name}", self.c(f.type)) for f in t.fields]
+            members = []
+            for i, f in enumerate(t.fields):
+                try:
+                    members.append((f"f_{f.name}", self.c(f.type)))
+                except Unsupported as e:
+                    fdecls = getattr(t.decl, "fields", None) or []
+                    loc = e.loc or (fdecls[i].loc if i < len(fdecls) else None)
+                    raise Unsupported(f"field '{f.name}' of {t.name}: {e.message}", loc) \
+                        from None
             body = "".join(f"    {ct} {m};\n" for m, ct in members)
             if isinstance(t, T.HeaderType):
                 body += "    uint8_t _v;\n"

@@ -10,7 +10,9 @@ priority drop. ``python -m softswitch.fastpath.differential PROG.p4 TEST.stf`` r
 
 from __future__ import annotations
 
+import random
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,8 +71,43 @@ def _state(sw: Any) -> dict[str, Any]:
     return st
 
 
+def _inject(sw: Any, port: int, data: bytes) -> tuple[str, Any]:
+    sw.clock.advance(CLOCK_STEP_US)
+    try:
+        return "ok", [(o.port, bytes(o.data)) for o in sw.inject(port, data)]
+    except P4Error as e:
+        return "error", str(e)
+
+
+def mutated(packets: list[tuple[int, bytes]], seed: str,
+            limit: int = 24) -> list[tuple[int, bytes]]:
+    """Variants of a test's packets that reach the error paths: every truncation class
+    (empty, one byte, cut in each header), flipped bytes, trailing bytes, other ports."""
+    rng = random.Random(zlib.crc32(seed.encode()))
+    seen: set[bytes] = set()
+    out: list[tuple[int, bytes]] = []
+    for port, data in packets:
+        if data in seen:
+            continue
+        seen.add(data)
+        if len(seen) > limit:
+            break
+        n = len(data)
+        variants = [data[:0], data[:1], data[:n // 2], data[:max(0, n - 1)],
+                    data[:rng.randrange(n + 1)], data + bytes(rng.randrange(256) for _ in range(9))]
+        for _ in range(4):
+            b = bytearray(data)
+            for _ in range(rng.randrange(1, 4)):
+                if b:
+                    b[rng.randrange(len(b))] = rng.randrange(256)
+            variants.append(bytes(b))
+        out += [(port, v) for v in variants]
+        out.append((rng.randrange(8), data))
+    return out
+
+
 def compare_commands(checked: Any, commands: list[Any], name: str,
-                     queues: int = 1) -> DiffResult:
+                     queues: int = 1, mutations: bool = True) -> DiffResult:
     from softswitch.stf.session import CommandSession
     from softswitch.stf.stf import PacketCmd
     try:
@@ -78,7 +115,8 @@ def compare_commands(checked: Any, commands: list[Any], name: str,
     except P4Error as e:
         msg = e.message
         if "C fast path cannot run" in msg:
-            return DiffResult(name, "refused", msg.split(": ", 1)[-1])
+            where = f"{Path(e.loc.file).name}:{e.loc.line}: " if e.loc is not None else ""
+            return DiffResult(name, "refused", where + msg.split(": ", 1)[-1])
         return DiffResult(name, "skipped", f"does not load: {msg}")
     sessions = (CommandSession(ref), CommandSession(fast))
     res = DiffResult(name, "identical")
@@ -91,6 +129,17 @@ def compare_commands(checked: Any, commands: list[Any], name: str,
             res.differences.append(f"{cmd.loc}: interpreter {a!r} / C {b!r}")
             if len(res.differences) >= 5:
                 break
+    if not res.differences and mutations:
+        pkts = [(c.port, c.data) for c in commands if isinstance(c, PacketCmd)]
+        for port, data in mutated(pkts, name):
+            a = _inject(ref, port, data)
+            b = _inject(fast, port, data)
+            res.packets += 1
+            if a != b:
+                res.differences.append(f"mutated packet port {port} {data.hex()}: "
+                                       f"interpreter {a!r} / C {b!r}")
+                if len(res.differences) >= 5:
+                    break
     if not res.differences:
         sa, sb = _state(ref), _state(fast)
         for k in sa:
@@ -108,7 +157,7 @@ def _short(v: Any) -> str:
 
 
 def compare_stf(program: str | Path, stf: str | Path, include_dirs: tuple[str, ...] = (),
-                queues: int = 1) -> DiffResult:
+                queues: int = 1, mutations: bool = True) -> DiffResult:
     from softswitch.frontend.compiler import compile_program
     from softswitch.stf.stf import parse_stf_file
     name = str(program)
@@ -118,7 +167,7 @@ def compare_stf(program: str | Path, stf: str | Path, include_dirs: tuple[str, .
                                   None)
     except P4Error as e:
         return DiffResult(name, "skipped", f"does not compile: {e.message}")
-    return compare_commands(checked, commands, name, queues)
+    return compare_commands(checked, commands, name, queues, mutations)
 
 
 def main(argv: list[str] | None = None) -> int:
