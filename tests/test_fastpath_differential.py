@@ -195,3 +195,45 @@ def test_tables_at_scale_match_the_interpreter(tmp_path):
     for sw in (ref, fast):
         sw.table_set_default("ex", "e", [5])
     check(200)
+
+
+# ---------------------------------------------------------------- queued (softswitch run)
+def test_lab_through_traffic_manager_identical():
+    """The tail-latency lab (bench/taillab): tailcc.p4 behind the traffic manager
+    (QueuedSwitch, real queue depths and timestamps, ECN marking with random(), Fast CNPs
+    cloned, recirculated and truncated, digests), both configurations: the same frames
+    leave at the same simulated times on both packet paths."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from taillab.fabric import CONFIGS, LabSwitch
+    from taillab.sim import LinkSpec, Simulation
+    from taillab.workload import generate
+
+    from softswitch.frontend.compiler import compile_program
+    from softswitch.v1model.switch import Switch
+
+    checked = compile_program(str(TAILCC))
+    duration = 1000.0
+    messages = generate(duration, seed=1)
+    link = LinkSpec(rate_bps=10e9, prop_us=1.0)
+    for name, (commands_for, receiver_cnps) in CONFIGS.items():
+        runs = []
+        for mode in ("off", "require"):
+            lab = LabSwitch.build(Switch.from_program(checked, fastpath=mode),
+                                  commands_for(8), 8, link.rate_bps)
+            sent: list[tuple[int, bytes, float]] = []
+            inner = lab.transmit_ready
+
+            def record(now: float, inner=inner, sent=sent) -> list[tuple[int, bytes, float]]:
+                out = inner(now)
+                sent.extend(out)
+                return out
+
+            lab.transmit_ready = record  # type: ignore[method-assign]
+            sim = Simulation(lab, 8, link, receiver_cnps=receiver_cnps)
+            sim.run(messages, duration, drain_us=duration * 4)
+            runs.append((sent, len(sim.completions), lab.counter("fast_cnp_counter", 0),
+                         lab.queued.switch.drain_digests()))
+        assert runs[0][0], name
+        assert runs[0] == runs[1], name
