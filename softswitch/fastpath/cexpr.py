@@ -337,7 +337,7 @@ class ExprGen:
         sc = scalar(t)
         if op in ("==", "!="):
             lt = T.strip_newtype(e.left.type)
-            if is_aggregate(lt):
+            if is_aggregate(lt) or isinstance(lt, T.VarbitType):
                 ct = self.ct(lt)
                 eq = self.types.eq(lt)
                 code = f"({{ {ct} _a = {a}; {ct} _b = {b}; {eq}(&_a, &_b); }})"

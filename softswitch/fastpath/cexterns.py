@@ -87,7 +87,7 @@ def _flatten_value(lw: CBlock, code: str, t: Any, valid: str | None,
     elif isinstance(t, T.BoolType):
         out.append((f"((uint64_t)({code}))", 1, valid, t))
     elif isinstance(t, T.VarbitType):
-        raise Unsupported("varbit fields are not supported by the C back end")
+        out.append((code, -1, valid, t))
     else:
         b = scalar_bits(t)
         if b is None and scalar(t) is None:
@@ -98,7 +98,7 @@ def _flatten_value(lw: CBlock, code: str, t: Any, valid: str | None,
 def packed(lw: CBlock, e: ast.Expr, fn: FnCtx) -> tuple[str, str, int]:
     """Pack the data argument e like BMv2: (buffer, byte-count expression, max bytes)."""
     items = flatten(lw, e, fn)
-    total = sum(w for _, w, _, _ in items)
+    total = sum(w if w >= 0 else _t.max_width for _, w, _, _t in items)
     nbytes = (total + 7) // 8
     buf, n = lw.tmp("pk"), lw.tmp("pn")
     fn.buf.emit(f"uint8_t {buf}[{nbytes} + PAD];")
@@ -115,6 +115,10 @@ def packed(lw: CBlock, e: ast.Expr, fn: FnCtx) -> tuple[str, str, int]:
             fn.buf.emit(f"if ({valid}) {{")
             fn.buf.level += 1
         for code, w, _, _t in run:
+            if w < 0:
+                fn.buf.emit(f"wr_varbit({buf}, {n}, ({code}).b, ({code}).w);")
+                fn.buf.emit(f"{n} += ({code}).w;")
+                continue
             if w == 0:
                 continue
             if w > 64:
@@ -173,16 +177,17 @@ def _extract(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     tt = T.strip_newtype(info.params[0].type if info.params else target.type)
     if not isinstance(tt, T.HeaderType):
         raise lw.fail("only headers can be extracted by the v1model target", target)
-    if len(info.args) > 1 and info.args[1] is not None:
-        raise lw.fail("varbit extraction is not supported by the C back end", e)
     ext = lw.prog.extractor(tt)
+    vb = "0"
+    if len(info.args) > 1 and info.args[1] is not None:
+        vb = f"(i128)({lw.expr(info.args[1], fn)})"
     oob = lw.prog.error_code("StackOutOfBounds", 3)
     if isinstance(target, ast.Member) and target.name == "next" and isinstance(
             T.strip_newtype(target.expr.type), T.StackType):
         st = T.strip_newtype(target.expr.type)
         stack = lw.expr(target.expr, fn)
         lw.perr(fn, f"{stack}.nxt >= {st.size}", oob)
-        fn.buf.emit(f"st = {ext}(c, {pkt}, &{stack}.items[{stack}.nxt]);")
+        fn.buf.emit(f"st = {ext}(c, {pkt}, &{stack}.items[{stack}.nxt], {vb});")
         lw.check(fn)
         fn.buf.emit(f"{stack}.nxt += 1;")
         return None
@@ -194,7 +199,7 @@ def _extract(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         lw.perr(fn, f"{stack}.nxt >= {st.size}", oob)
         elem = lw.tmp("p")
         fn.buf.emit(f"{lw.ct(st.element)} *{elem} = &{stack}.items[{stack}.nxt];")
-        fn.buf.emit(f"st = {ext}(c, {pkt}, &{elem}->f_{target.name});")
+        fn.buf.emit(f"st = {ext}(c, {pkt}, &{elem}->f_{target.name}, {vb});")
         lw.check(fn)
         ut = T.strip_newtype(target.expr.type)
         if isinstance(ut, T.HeaderUnionType):
@@ -207,7 +212,7 @@ def _extract(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         h = lw.declare(fn, tt)
     else:
         h = lw.expr(target, fn)
-    fn.buf.emit(f"st = {ext}(c, {pkt}, &{h});")
+    fn.buf.emit(f"st = {ext}(c, {pkt}, &{h}, {vb});")
     lw.check(fn)
     lw.after_header_write(target, fn)
     return None
@@ -222,7 +227,7 @@ def _lookahead(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         h = lw.declare(fn, t)
         sv = lw.tmp("pos")
         fn.buf.emit(f"uint64_t {sv} = {pkt}->pos;")
-        fn.buf.emit(f"st = {ext}(c, {pkt}, &{h});")
+        fn.buf.emit(f"st = {ext}(c, {pkt}, &{h}, 0);")
         fn.buf.emit(f"{pkt}->pos = {sv};")
         lw.check(fn)
         return h
@@ -345,6 +350,8 @@ def _digest(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     items = flatten(lw, data, fn)
     vals = []
     for code, w, _, _t in items:
+        if w < 0:
+            raise lw.fail("varbit values in a digest are not supported by the C back end", e)
         if w > 0:
             vals.append(f"u128_to_py(((u128)({code})) & "
                         f"{'(~(u128)0)' if w >= 128 else f'((((u128)1) << {w}) - 1)'})")
@@ -440,7 +447,9 @@ def _log_msg(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     data = arg(info, 1)
     vals: list[str] = []
     if data is not None:
-        for code, _w, _v, t in flatten(lw, data, fn):
+        for code, w, _v, t in flatten(lw, data, fn):
+            if w < 0:
+                raise lw.fail("varbit values in log_msg are not supported by the C back end", e)
             vals.append(_py_value(lw, code, t))
     tup = _py_tuple(lw, vals, fn)
     mo = lw.prog.obj(msg)

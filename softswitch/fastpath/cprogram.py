@@ -136,6 +136,10 @@ class CProgram:
 
     # ------------------------------------------------------------ wire format
     def extractor(self, t: Any) -> str:
+        """EX<n>(c, r, h, varbits): the interpreter's generated extractor, in C: one
+        length check then every field for a fixed header; for one with a varbit field,
+        run by run (fixed fields, the varbit, fixed fields), each checked and consumed in
+        turn, so a short packet leaves the cursor and fields where the interpreter does."""
         key = self.types.key(t)
         name = self._extract.get(key)
         if name is not None:
@@ -144,26 +148,42 @@ class CProgram:
         self._extract[key] = name
         ct = self.types.c(t)
         fields = wire.leaves(t)
-        if any(k == "v" for _, _, k in fields):
-            raise Unsupported(f"header {t.name} has a varbit field: not supported by the C "
-                              "back end")
-        total = sum(w for _, w, _ in fields)
         short = self.error_code("PacketTooShort", 1)
-        lines = [f"static int {name}(rt_ctx *c, rt_reader *r, {ct} *h) {{",
-                 f"    if (r->pos + {total} > r->nbits) {{ c->perr = {short}; return ST_PERR; }}",
+        lines = [f"static int {name}(rt_ctx *c, rt_reader *r, {ct} *h, i128 vb) {{",
                  "    const uint8_t *p = r->data;",
-                 "    uint64_t o = r->pos;"]
-        off = 0
-        for path, w, kind in fields:
-            path = path.replace(".items[", ".items[")
-            rd = (f"rd_bits128(p, o + {off}, {w})" if w > 64 else f"rd_bits(p, o + {off}, {w})")
-            if kind == "s":
-                rd = f"sext128({rd}, {w})" if w > 64 else f"sext64({rd}, {w})"
-            elif kind == "b":
-                rd = f"(uint8_t)({rd} & 1)"
-            lines.append(f"    h->{path} = {rd};")
-            off += w
-        lines.append(f"    r->pos = o + {total};")
+                 "    (void)vb;"]
+        if any(k == "v" for _, _, k in fields):
+            vmax = max(w for _, w, k in fields if k == "v")
+            hts = self.error_code("HeaderTooShort", 4)
+            lines.append(f"    if (vb > {vmax} || vb < 0) {{ c->perr = {hts}; return ST_PERR; }}")
+            i = 0
+            while i < len(fields):
+                path, w, kind = fields[i]
+                if kind == "v":
+                    lines += [f"    if (r->pos + (uint64_t)vb > r->nbits) {{ c->perr = {short}; "
+                              "return ST_PERR; }",
+                              f"    rd_varbit(p, r->pos, (uint32_t)vb, h->{path}.b, "
+                              f"sizeof h->{path}.b);",
+                              f"    h->{path}.w = (uint32_t)vb;",
+                              "    r->pos += (uint64_t)vb;"]
+                    i += 1
+                    continue
+                j = i
+                while j < len(fields) and fields[j][2] != "v":
+                    j += 1
+                run = fields[i:j]
+                total = sum(fw for _, fw, _ in run)
+                lines.append(f"    if (r->pos + {total} > r->nbits) {{ c->perr = {short}; "
+                             "return ST_PERR; }")
+                lines += self._read_fields(run, "r->pos")
+                lines.append(f"    r->pos += {total};")
+                i = j
+        else:
+            total = sum(w for _, w, _ in fields)
+            lines += [f"    if (r->pos + {total} > r->nbits) {{ c->perr = {short}; "
+                      "return ST_PERR; }"]
+            lines += self._read_fields(fields, "r->pos")
+            lines.append(f"    r->pos += {total};")
         if isinstance(T.strip_newtype(t), T.HeaderType):
             lines.append("    h->_v = 1;")
         lines.append("    return ST_OK;")
@@ -171,6 +191,21 @@ class CProgram:
         self.protos.append(lines[0][:-2] + ";")
         self.wire_funcs.append("\n".join(lines) + "\n")
         return name
+
+    @staticmethod
+    def _read_fields(fields: list[tuple[str, int, str]], base: str) -> list[str]:
+        out = [f"    uint64_t o = {base};"]
+        o = "o"
+        off = 0
+        for path, w, kind in fields:
+            rd = (f"rd_bits128(p, {o} + {off}, {w})" if w > 64 else f"rd_bits(p, {o} + {off}, {w})")
+            if kind == "s":
+                rd = f"sext128({rd}, {w})" if w > 64 else f"sext64({rd}, {w})"
+            elif kind == "b":
+                rd = f"(uint8_t)({rd} & 1)"
+            out.append(f"    h->{path} = {rd};")
+            off += w
+        return ["    {"] + ["    " + x for x in out] + ["    }"]
 
     def emitter(self, t: Any) -> str:
         t = T.strip_newtype(t)
@@ -184,21 +219,28 @@ class CProgram:
         lines = [f"static int {name}(rt_ctx *c, rt_writer *w, const {ct} *h) {{"]
         if isinstance(t, T.HeaderType):
             fields = wire.leaves(t)
-            if any(k == "v" for _, _, k in fields):
-                raise Unsupported(f"header {t.name} has a varbit field: not supported by "
-                                  "the C back end")
-            total = sum(wd for _, wd, _ in fields)
+            total = sum(wd for _, wd, k in fields if k != "v")
+            var = " + ".join(f"h->{p}.w" for p, _, k in fields if k == "v") or "0"
             lines += ["    if (!h->_v) return ST_OK;",
-                      f"    if (wr_ensure(w, {total})) {{ PyErr_NoMemory(); return ST_ABORT; }}",
+                      f"    if (wr_ensure(w, {total} + (uint64_t)({var}))) "
+                      "{ PyErr_NoMemory(); return ST_ABORT; }",
                       "    uint64_t o = w->nbits;"]
             off = 0
-            for path, wd, _kind in fields:
+            for path, wd, kind in fields:
+                at = f"o + {off}" if off else "o"
+                if kind == "v":
+                    lines.append(f"    wr_varbit(w->buf, {at}, h->{path}.b, h->{path}.w);")
+                    if off:
+                        lines.append(f"    o += {off};")
+                    lines.append(f"    o += h->{path}.w;")
+                    off = 0
+                    continue
                 if wd > 64:
-                    lines.append(f"    wr_bits128(w->buf, o + {off}, (u128)h->{path}, {wd});")
+                    lines.append(f"    wr_bits128(w->buf, {at}, (u128)h->{path}, {wd});")
                 elif wd:
-                    lines.append(f"    wr_bits(w->buf, o + {off}, (uint64_t)h->{path}, {wd});")
+                    lines.append(f"    wr_bits(w->buf, {at}, (uint64_t)h->{path}, {wd});")
                 off += wd
-            lines.append(f"    w->nbits = o + {total};")
+            lines.append(f"    w->nbits = o + {off};")
             lines.append("    return ST_OK;")
         elif isinstance(t, T.StackType):
             sub = self.emitter(t.element)

@@ -187,6 +187,8 @@ class CTypes:
             return ("stack", self.key(t.element), t.size)
         if isinstance(t, T.TupleType | T.ListType):
             return ("tuple", tuple(self.key(e) for e in t.elements))
+        if isinstance(t, T.VarbitType):
+            return ("varbit", t.max_width)
         sc = scalar(t)
         if sc is not None:
             return ("scalar", sc.ctype)
@@ -198,8 +200,6 @@ class CTypes:
         sc = scalar(t)
         if sc is not None:
             return sc.ctype
-        if isinstance(t, T.VarbitType):
-            raise Unsupported("varbit values are not supported by the C back end")
         k = self.key(t)
         name = self._names.get(k)
         if name is None:
@@ -253,6 +253,19 @@ class CTypes:
             self.defs.append(f"typedef struct {{\n{body}}} {name};\n")
             self._tuple_funcs(t, name)
             return name
+        if isinstance(t, T.VarbitType):
+            if t.max_width > 65536:
+                raise Unsupported(f"{t} is too wide for the C back end")
+            n = max(1, (t.max_width + 7) // 8)
+            name = f"VB{len(self._names)}"
+            self._names[k] = name
+            self.defs.append(f"typedef struct {{\n    uint32_t w;\n    uint8_t b[{n}];\n}} "
+                             f"{name};\n")
+            self.funcs.append(
+                f"static inline void asg_{name}({name} *d, const {name} *o) {{ *d = *o; }}\n"
+                f"static inline int eq_{name}(const {name} *a, const {name} *b) {{\n"
+                f"    return a->w == b->w && !memcmp(a->b, b->b, {n});\n}}\n")
+            return name
         raise Unsupported(f"values of type {t} are not supported by the C back end")
 
     def asg(self, t: Any) -> str:
@@ -271,7 +284,7 @@ class CTypes:
 
     def _field_eq(self, ft: Any, a: str, b: str) -> str:
         ft = T.strip_newtype(ft)
-        if is_aggregate(ft):
+        if is_aggregate(ft) or isinstance(ft, T.VarbitType):
             return f"{self.eq(ft)}(&{a}, &{b})"
         return f"({a} == {b})"
 

@@ -67,6 +67,22 @@ static inline void wr_bits128(uint8_t *p, uint64_t off, u128 v, unsigned w) {
     wr_bits(p, off + (w - 64), (uint64_t)v, 64);
 }
 
+/* varbit values: w bits, most significant first, left-aligned in b (rest zero) */
+static inline void rd_varbit(const uint8_t *p, uint64_t off, uint32_t w, uint8_t *b, size_t cap) {
+    memset(b, 0, cap);
+    for (uint32_t i = 0; (uint64_t)i * 8 < w; i++) {
+        unsigned n = (w - i * 8) >= 8 ? 8 : (unsigned)(w - i * 8);
+        b[i] = (uint8_t)(rd_bits(p, off + 8 * (uint64_t)i, n) << (8 - n));
+    }
+}
+
+static inline void wr_varbit(uint8_t *p, uint64_t off, const uint8_t *b, uint32_t w) {
+    for (uint32_t i = 0; (uint64_t)i * 8 < w; i++) {
+        unsigned n = (w - i * 8) >= 8 ? 8 : (unsigned)(w - i * 8);
+        wr_bits(p, off + 8 * (uint64_t)i, (uint64_t)(b[i] >> (8 - n)), n);
+    }
+}
+
 static inline int64_t sext64(uint64_t v, unsigned w) {
     if (w >= 64) return (int64_t)v;
     return (int64_t)(v << (64 - w)) >> (64 - w);
