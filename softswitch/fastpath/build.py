@@ -36,8 +36,12 @@ class BuildError(Exception):
 
 def cache_dir() -> Path:
     env = os.environ.get("SOFTSWITCH_CACHE")
-    base = Path(env) if env else Path.home() / ".cache" / "softswitch"
-    return base / "fastpath"
+    if env:
+        return Path(env) / "fastpath"
+    try:
+        return Path.home() / ".cache" / "softswitch" / "fastpath"
+    except RuntimeError:   # no home directory
+        return Path(tempfile.gettempdir()) / f"softswitch-{os.getuid()}" / "fastpath"
 
 
 @cache
@@ -81,10 +85,15 @@ def load(source: str) -> tuple[ModuleType, str, bool]:
         name = f"ssfp_{key}"
         path = cache_dir() / f"{name}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
         built = False
-        if not path.exists():
-            _compile(source, name, path)
-            built = True
-        mod = _import(name, path)
+        try:
+            if not path.exists():
+                _compile(source, name, path)
+                built = True
+            mod = _import(name, path)
+        except OSError as e:
+            raise BuildError(f"cannot build or load {path}: {e}") from None
+        except ImportError as e:
+            raise BuildError(f"cannot load {path}: {e}") from None
         _loaded[key] = mod
         return mod, key, built
 

@@ -695,6 +695,7 @@ typedef struct {
     uint64_t priority_drops;
     uint8_t *scratch;        /* checksum-with-payload buffer */
     size_t scratch_cap;
+    int busy;                /* a packet is in the pipeline (Python callbacks may run) */
 } rt_ctx;
 
 static PyObject *STR_FIXED;

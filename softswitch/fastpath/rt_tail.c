@@ -384,6 +384,7 @@ static PyObject *m_inject(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     const uint8_t *d;
     Py_ssize_t len;
     if (get_bytes(args[2], &d, &len)) return NULL;
+    if (c->busy) { PyErr_SetString(PyExc_RuntimeError, "fast path: re-entered"); return NULL; }
     clock_snapshot(c);
     PyObject *out = PyList_New(0);
     if (!out) return NULL;
@@ -392,6 +393,7 @@ static PyObject *m_inject(PyObject *self, PyObject *const *args, Py_ssize_t n) {
         Py_DECREF(out);
         return NULL;
     }
+    c->busy = 1;
     int passes = 0;
     while (q.head < q.n) {
         if (++passes > MAX_PASSES) break;
@@ -408,12 +410,14 @@ static PyObject *m_inject(PyObject *self, PyObject *const *args, Py_ssize_t n) {
         }
         work_free(w);
         if (st == ST_ABORT) {
+            c->busy = 0;
             q_free(&q);
             Py_DECREF(out);
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "fast path aborted");
             return NULL;
         }
     }
+    c->busy = 0;
     q_free(&q);
     return out;
 }
@@ -466,9 +470,12 @@ static PyObject *m_ingress(PyObject *self, PyObject *const *args, Py_ssize_t n) 
         w = ingress_work(d, (size_t)len, port, I_NORMAL, NULL, 0, 0);
         if (!w) return PyErr_NoMemory();
     }
+    if (c->busy) { work_free(w); PyErr_SetString(PyExc_RuntimeError, "fast path: re-entered"); return NULL; }
     clock_snapshot(c);
     rt_queue q = {NULL, 0, 0, 0};
+    c->busy = 1;
     int st = do_ingress(c, w, &q);
+    c->busy = 0;
     work_free(w);
     if (st == ST_ABORT) {
         q_free(&q);
@@ -494,11 +501,14 @@ static PyObject *m_egress(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     }
     rt_work *w = take_work(args[1]);
     if (!w) return NULL;
+    if (c->busy) { work_free(w); PyErr_SetString(PyExc_RuntimeError, "fast path: re-entered"); return NULL; }
     clock_snapshot(c);
     PyObject *out = PyList_New(0);
     if (!out) { work_free(w); return NULL; }
     rt_queue q = {NULL, 0, 0, 0};
+    c->busy = 1;
     int st = do_egress(c, w, &q, out, &qi);
+    c->busy = 0;
     work_free(w);
     if (st == ST_ABORT) {
         q_free(&q);
@@ -512,6 +522,10 @@ static PyObject *m_egress(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     return Py_BuildValue("(NN)", out, items);
 }
 
+/* Tables must not change under a packet: a Python callback (digest, meter, log) could
+ * let another thread in, and the packet still uses the entry it matched. */
+static rt_table *get_table_w(rt_ctx *c, PyObject *o);
+
 static rt_table *get_table(rt_ctx *c, PyObject *o) {
     long i = PyLong_AsLong(o);
     if (i < 0 || (uint32_t)i >= c->ntables) {
@@ -519,6 +533,15 @@ static rt_table *get_table(rt_ctx *c, PyObject *o) {
         return NULL;
     }
     return &c->tables[i];
+}
+
+static rt_table *get_table_w(rt_ctx *c, PyObject *o) {
+    if (c->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "fast path: table write while a packet is in the pipeline");
+        return NULL;
+    }
+    return get_table(c, o);
 }
 
 static int u128_list(PyObject *seq, uint32_t want, u128 *out) {
@@ -581,7 +604,7 @@ static PyObject *m_tbl_put(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     if (n != 16) { PyErr_SetString(PyExc_TypeError, "tbl_put: 16 arguments"); return NULL; }
     rt_ctx *c = get_ctx(args[0]);
     if (!c) return NULL;
-    rt_table *t = get_table(c, args[1]);
+    rt_table *t = get_table_w(c, args[1]);
     if (!t) return NULL;
     long long handle = PyLong_AsLongLong(args[2]);
     if (handle == -1 && PyErr_Occurred()) return NULL;
@@ -635,7 +658,7 @@ static PyObject *m_tbl_del(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     if (n != 3) { PyErr_SetString(PyExc_TypeError, "tbl_del(ctx, tid, handle)"); return NULL; }
     rt_ctx *c = get_ctx(args[0]);
     if (!c) return NULL;
-    rt_table *t = get_table(c, args[1]);
+    rt_table *t = get_table_w(c, args[1]);
     if (!t) return NULL;
     long long handle = PyLong_AsLongLong(args[2]);
     if (handle == -1 && PyErr_Occurred()) return NULL;
@@ -651,7 +674,7 @@ static PyObject *m_tbl_clear(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (n != 2) { PyErr_SetString(PyExc_TypeError, "tbl_clear(ctx, tid)"); return NULL; }
     rt_ctx *c = get_ctx(args[0]);
     if (!c) return NULL;
-    rt_table *t = get_table(c, args[1]);
+    rt_table *t = get_table_w(c, args[1]);
     if (!t) return NULL;
     table_clear(t);
     Py_RETURN_NONE;
@@ -661,7 +684,7 @@ static PyObject *m_tbl_default(PyObject *self, PyObject *const *args, Py_ssize_t
     if (n != 4) { PyErr_SetString(PyExc_TypeError, "tbl_default(ctx, tid, action, args)"); return NULL; }
     rt_ctx *c = get_ctx(args[0]);
     if (!c) return NULL;
-    rt_table *t = get_table(c, args[1]);
+    rt_table *t = get_table_w(c, args[1]);
     if (!t) return NULL;
     int32_t action;
     uint32_t nargs;
