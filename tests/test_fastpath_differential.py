@@ -17,6 +17,7 @@ Each program runs in a forked worker, two at a time; compiled pipelines are cach
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -85,6 +86,24 @@ def test_corpus_identical_or_known_refusal():
     problems += [f"{p}: listed in {REFUSALS.name} but now runs on C" for p in known
                  if p not in refused and any(r.program == p for r in results)]
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.skipif(not os.environ.get("FASTPATH_DIFF_ALL"),
+                    reason="set FASTPATH_DIFF_ALL=1: every corpus program without an STF test")
+def test_corpus_without_stf_random_packets():
+    """Corpus programs without an STF test (tables empty): random packets of every
+    length class through both paths."""
+    corpus = corpus_dir()
+    if not (corpus / "manifest.json").exists():
+        pytest.skip(f"p4c corpus not found at {corpus}")
+    programs = [p for p in load_programs(corpus) if p.kind == "accept" and not p.stf]
+    results = run_jobs([Job(p.name, str(p.path), "") for p in programs])
+    bad = [f"{r.program}: {r.reason} {r.differences}" for r in results
+           if r.status == "different"]
+    accepted = sum(r.status == "identical" for r in results)
+    print(f"\nfast path: {accepted} of {len(results)} corpus programs without STF identical "
+          "under random packets")
+    assert not bad, "\n".join(bad)
 
 
 # ---------------------------------------------------------------- tables at scale

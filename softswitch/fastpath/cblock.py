@@ -660,7 +660,10 @@ class CBlock(StmtGen):
                 return lit(e.const, scalar(e.type))
             w = wire.type_bits(rt)
             return lit(w if b.endswith("Bits") else (w + 7) // 8, scalar(e.type))
-        r = self.expr(recv, fn)
+        # setValid/setInvalid/push/pop change the receiver in place: a stack element
+        # picked by a run-time index is referenced (or, out of range, a scratch copy),
+        # as the interpreter's _stk_at hands out the element object itself.
+        r = self.expr(recv, fn) if b == "isValid" else self.ref(recv, fn)
         if b == "isValid":
             if isinstance(rt, T.HeaderUnionType):
                 return "(" + " || ".join(f"{r}.f_{f.name}._v" for f in rt.fields) + ")" \

@@ -547,7 +547,7 @@ class ExprGen:
         ut = T.strip_newtype(target.expr.type)
         if not isinstance(ut, T.HeaderUnionType):
             return
-        base = self.expr(target.expr, fn)
+        base = self.ref(target.expr, fn)
         others = [f.name for f in ut.fields if f.name != target.name]
         if others:
             with fn.buf.block(f"if ({base}.f_{target.name}._v)"):

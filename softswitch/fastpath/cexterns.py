@@ -211,7 +211,7 @@ def _extract(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     if isinstance(target, ast.DontCareExpr):
         h = lw.declare(fn, tt)
     else:
-        h = lw.expr(target, fn)
+        h = lw.ref(target, fn)
     fn.buf.emit(f"st = {ext}(c, {pkt}, &{h}, {vb});")
     lw.check(fn)
     lw.after_header_write(target, fn)
