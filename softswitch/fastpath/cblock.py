@@ -461,6 +461,9 @@ class CBlock(StmtGen):
                 argv = ["c", "f"]
                 kinds = ad.kinds or tuple("u" for _ in ad.params)
                 for i, ((_pn, w), k) in enumerate(zip(ad.params, kinds, strict=True)):
+                    if w > 128:
+                        raise self.fail(f"action parameter '{_pn}' is wider than 128 bits",
+                                        getattr(ad, "decl", None))
                     argv.append(_arg_conv(f"args[{i}]", w, k))
                 buf.emit(f"case {idx}: return {cf}({', '.join(argv)});")
             buf.emit("default: return ST_OK;")

@@ -21,6 +21,7 @@ from softswitch.fastpath.ctypes_ import (
     Unsupported,
     fit,
     is_aggregate,
+    is_wide,
     lit,
     mask_lit,
     scalar,
@@ -136,6 +137,9 @@ class ExprGen:
 
     # ------------------------------------------------------------ constants
     def const_literal(self, c: Any, t: Any) -> str | None:
+        if is_wide(t):
+            raise Unsupported(f"constants of {T.strip_newtype(t)} (wider than 128 bits) are "
+                              "not supported by the C back end")
         if isinstance(c, bool):
             if isinstance(T.strip_newtype(t), T.BitsType):
                 return lit(int(c), scalar(t))
@@ -264,6 +268,9 @@ class ExprGen:
         raise self.fail(f"indexing {t} is not supported", e)
 
     def x_Slice(self, e: ast.Slice, fn: FnCtx) -> str:
+        if is_wide(e.expr.type):
+            raise self.fail("slices of values wider than 128 bits are not supported by the C "
+                            "back end", e)
         hi, lo = int(e.hi.const), int(e.lo.const)
         v = self.expr(e.expr, fn)
         sc = scalar(e.expr.type)
@@ -337,12 +344,15 @@ class ExprGen:
         sc = scalar(t)
         if op in ("==", "!="):
             lt = T.strip_newtype(e.left.type)
-            if is_aggregate(lt) or isinstance(lt, T.VarbitType):
+            if is_aggregate(lt) or isinstance(lt, T.VarbitType) or is_wide(lt):
                 ct = self.ct(lt)
                 eq = self.types.eq(lt)
                 code = f"({{ {ct} _a = {a}; {ct} _b = {b}; {eq}(&_a, &_b); }})"
                 return code if op == "==" else f"(!{code})"
             return f"(({a}) {op} ({b}))"
+        if is_wide(e.left.type) or is_wide(e.right.type):
+            raise self.fail(f"operator '{op}' on values wider than 128 bits is not supported "
+                            "by the C back end", e)
         if op in ("<", "<=", ">", ">="):
             return f"(({a}) {op} ({b}))"
         ut = sc.utype if sc is not None else "u128"
@@ -399,6 +409,9 @@ class ExprGen:
         raise self.fail(f"operator '{op}' is not supported here", e)
 
     def x_Cast(self, e: ast.Cast, fn: FnCtx) -> str:
+        if is_wide(e.type) or is_wide(e.expr.type):
+            raise self.fail("casts of values wider than 128 bits are not supported by the C "
+                            "back end", e)
         v = self.expr(e.expr, fn)
         to = T.strip_newtype(e.type)
         src = T.strip_newtype(e.expr.type)
@@ -520,6 +533,9 @@ class ExprGen:
     def store(self, target: ast.Expr, base: str, value: str, fn: FnCtx) -> None:
         buf = fn.buf
         if isinstance(target, ast.Slice):
+            if is_wide(target.expr.type):
+                raise self.fail("slices of values wider than 128 bits are not supported by "
+                                "the C back end", target)
             hi, lo = int(target.hi.const), int(target.lo.const)
             sc = scalar(target.expr.type)
             b = scalar_bits(target.expr.type)

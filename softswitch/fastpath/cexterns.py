@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from softswitch.fastpath.cexpr import FnCtx
-from softswitch.fastpath.ctypes_ import Unsupported, fit, scalar, scalar_bits
+from softswitch.fastpath.ctypes_ import Unsupported, fit, is_wide, scalar, scalar_bits
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.v1model.lower_externs import enum_name
@@ -88,6 +88,8 @@ def _flatten_value(lw: CBlock, code: str, t: Any, valid: str | None,
         out.append((f"((uint64_t)({code}))", 1, valid, t))
     elif isinstance(t, T.VarbitType):
         out.append((code, -1, valid, t))
+    elif is_wide(t):
+        out.append((code, t.width, valid, t))
     else:
         b = scalar_bits(t)
         if b is None and scalar(t) is None:
@@ -115,6 +117,10 @@ def packed(lw: CBlock, e: ast.Expr, fn: FnCtx) -> tuple[str, str, int]:
             fn.buf.emit(f"if ({valid}) {{")
             fn.buf.level += 1
         for code, w, _, _t in run:
+            if is_wide(_t):
+                fn.buf.emit(f"wr_varbit({buf}, {n}, ({code}).b, {w});")
+                fn.buf.emit(f"{n} += {w};")
+                continue
             if w < 0:
                 fn.buf.emit(f"wr_varbit({buf}, {n}, ({code}).b, ({code}).w);")
                 fn.buf.emit(f"{n} += ({code}).w;")
@@ -350,8 +356,9 @@ def _digest(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     items = flatten(lw, data, fn)
     vals = []
     for code, w, _, _t in items:
-        if w < 0:
-            raise lw.fail("varbit values in a digest are not supported by the C back end", e)
+        if w < 0 or is_wide(_t):
+            raise lw.fail("varbit or >128-bit values in a digest are not supported by the C "
+                          "back end", e)
         if w > 0:
             vals.append(f"u128_to_py(((u128)({code})) & "
                         f"{'(~(u128)0)' if w >= 128 else f'((((u128)1) << {w}) - 1)'})")
@@ -448,8 +455,9 @@ def _log_msg(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     vals: list[str] = []
     if data is not None:
         for code, w, _v, t in flatten(lw, data, fn):
-            if w < 0:
-                raise lw.fail("varbit values in log_msg are not supported by the C back end", e)
+            if w < 0 or is_wide(t):
+                raise lw.fail("varbit or >128-bit values in log_msg are not supported by the "
+                              "C back end", e)
             vals.append(_py_value(lw, code, t))
     tup = _py_tuple(lw, vals, fn)
     mo = lw.prog.obj(msg)

@@ -198,6 +198,10 @@ class CProgram:
         o = "o"
         off = 0
         for path, w, kind in fields:
+            if w > 128:
+                out.append(f"    rd_varbit(p, {o} + {off}, {w}, h->{path}.b, sizeof h->{path}.b);")
+                off += w
+                continue
             rd = (f"rd_bits128(p, {o} + {off}, {w})" if w > 64 else f"rd_bits(p, {o} + {off}, {w})")
             if kind == "s":
                 rd = f"sext128({rd}, {w})" if w > 64 else f"sext64({rd}, {w})"
@@ -235,7 +239,9 @@ class CProgram:
                     lines.append(f"    o += h->{path}.w;")
                     off = 0
                     continue
-                if wd > 64:
+                if wd > 128:
+                    lines.append(f"    wr_varbit(w->buf, {at}, h->{path}.b, {wd});")
+                elif wd > 64:
                     lines.append(f"    wr_bits128(w->buf, {at}, (u128)h->{path}, {wd});")
                 elif wd:
                     lines.append(f"    wr_bits(w->buf, {at}, (uint64_t)h->{path}, {wd});")

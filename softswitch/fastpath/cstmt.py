@@ -174,6 +174,9 @@ class StmtGen(ExprGen):
         table = None
         if is_action and isinstance(s.expr, ast.Member) and isinstance(s.expr.expr, ast.Call):
             table = getattr(s.expr.expr.resolved, "decl", None)
+        from softswitch.fastpath.ctypes_ import is_wide
+        if is_wide(s.expr.type):
+            raise self.fail("switch on a value wider than 128 bits is not supported", s)
         sel = self.tmp("sw")
         if is_action:
             fn.buf.emit(f"int32_t {sel} = {sel_code};")

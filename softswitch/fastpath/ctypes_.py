@@ -92,8 +92,18 @@ def scalar_bits(t: Any) -> tuple[int, bool] | None:
     if isinstance(t, T.EnumType) and t.underlying is not None:
         t = t.underlying
     if isinstance(t, T.BitsType):
+        if t.width > MAX_WIDTH:
+            raise Unsupported(f"arithmetic on {t} (wider than {MAX_WIDTH} bits) is not "
+                              "supported by the C back end")
         return t.width, t.signed
     return None
+
+
+def is_wide(t: Any) -> bool:
+    """bit<W>/int<W> wider than 128 bits: opaque bytes in C (extract, emit, copy,
+    equality, hashing), any arithmetic refused."""
+    t = T.strip_newtype(t)
+    return isinstance(t, T.BitsType) and t.width > MAX_WIDTH
 
 
 def mask_lit(w: int) -> str:
@@ -181,6 +191,8 @@ class CTypes:
 
     def key(self, t: Any) -> Any:
         t = T.strip_newtype(t)
+        if is_wide(t):
+            return ("wide", t.width)
         if isinstance(t, T.StructLikeType):
             return (type(t).__name__, t.name, id(t.decl), t.type_args)
         if isinstance(t, T.StackType):
@@ -197,6 +209,9 @@ class CTypes:
     def c(self, t: Any) -> str:
         """The C type of P4 type t."""
         t = T.strip_newtype(t)
+        if is_wide(t):
+            k = self.key(t)
+            return self._names.get(k) or self._define(t, k)
         sc = scalar(t)
         if sc is not None:
             return sc.ctype
@@ -208,6 +223,8 @@ class CTypes:
 
     def zero(self, t: Any) -> str:
         t = T.strip_newtype(t)
+        if is_wide(t):
+            return f"(({self.c(t)}){{0}})"
         if scalar(t) is not None:
             return "0"
         return f"(({self.c(t)}){{0}})"
@@ -253,6 +270,16 @@ class CTypes:
             self.defs.append(f"typedef struct {{\n{body}}} {name};\n")
             self._tuple_funcs(t, name)
             return name
+        if is_wide(t):
+            n = (t.width + 7) // 8
+            name = f"WB{len(self._names)}"
+            self._names[k] = name
+            self.defs.append(f"typedef struct {{\n    uint8_t b[{n}];\n}} {name};\n")
+            self.funcs.append(
+                f"static inline void asg_{name}({name} *d, const {name} *o) {{ *d = *o; }}\n"
+                f"static inline int eq_{name}(const {name} *a, const {name} *b) {{\n"
+                f"    return !memcmp(a->b, b->b, {n});\n}}\n")
+            return name
         if isinstance(t, T.VarbitType):
             if t.max_width > 65536:
                 raise Unsupported(f"{t} is too wide for the C back end")
@@ -284,7 +311,7 @@ class CTypes:
 
     def _field_eq(self, ft: Any, a: str, b: str) -> str:
         ft = T.strip_newtype(ft)
-        if is_aggregate(ft) or isinstance(ft, T.VarbitType):
+        if is_aggregate(ft) or isinstance(ft, T.VarbitType) or is_wide(ft):
             return f"{self.eq(ft)}(&{a}, &{b})"
         return f"({a} == {b})"
 

@@ -18,7 +18,8 @@ from softswitch.v1model.switch import Switch
 PROG = r"""
 #include <core.p4>
 #include <v1model.p4>
-header h_t { bit<8> a; bit<8> b; WIDE }
+header h_t { bit<8> a; bit<8> b; }
+struct pair_t { bit<8> x; bit<8> y; }
 struct H { h_t h; }
 struct M { }
 parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
@@ -27,6 +28,7 @@ parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
 control V(inout H h, inout M m) { apply { } }
 control I(inout H h, inout M m, inout standard_metadata_t sm) {
     counter(4, CounterType.packets_and_bytes) c;
+    EXTRA
     register<int<16>>(4) r;
     direct_counter(CounterType.packets_and_bytes) dc;
     action fwd(bit<9> p) { sm.egress_spec = p; dc.count(); }
@@ -46,9 +48,9 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
 
 
-def _checked(tmp_path, wide: str = ""):
+def _checked(tmp_path, extra: str = ""):
     src = tmp_path / "p.p4"
-    src.write_text(PROG.replace("WIDE", wide))
+    src.write_text(PROG.replace("EXTRA", extra))
     return compile_program(str(src))
 
 
@@ -62,15 +64,15 @@ def test_modes(tmp_path, monkeypatch, caplog):
     with pytest.raises(P4Error, match="off, auto, require"):
         Switch.from_program(ok)
     monkeypatch.delenv("SOFTSWITCH_FASTPATH")
-    wide = _checked(tmp_path, "bit<200> w;")
+    bad = _checked(tmp_path, "register<pair_t>(4) pairs;")
     with caplog.at_level(logging.WARNING, logger="softswitch.fastpath"):
-        sw = Switch.from_program(wide)
+        sw = Switch.from_program(bad)
     assert type(sw) is Switch
-    assert "bit<200> is wider than 128 bits" in sw.fastpath
-    assert "wider than 128 bits" in caplog.text
+    assert "register 'I.pairs'" in sw.fastpath
+    assert "only bit<W>/int<W> cells" in caplog.text
     with pytest.raises(P4Error, match="C fast path cannot run") as exc:
-        Switch.from_program(wide, fastpath="require")
-    assert exc.value.loc is not None and exc.value.loc.line == 4
+        Switch.from_program(bad, fastpath="require")
+    assert exc.value.loc is not None and exc.value.loc.line == 14
 
 
 def test_no_compiler_falls_back(tmp_path, monkeypatch):
