@@ -59,6 +59,11 @@ def attach(switch: Any, fastpath: str | None = None) -> Any:
     except RecursionError:
         reason = msg = "program too deeply nested for the C back end"
         loc = None
+    except Exception as e:  # noqa: BLE001 - a C back-end bug: the interpreter still works
+        if m == "require":
+            raise
+        reason = msg = f"internal error in the C back end: {type(e).__name__}: {e}"
+        loc = None
     if m == "require":
         raise P4Error(f"the C fast path cannot run this program: {msg}", loc)
     switch.fastpath = f"interpreter: {reason}"
