@@ -2,8 +2,10 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-# Debian packages the project and its tests need (cpp: P4 preprocessing as p4c does it).
-APT_PKGS := cpp python3-venv python3-pip iproute2 mininet iputils-ping ethtool procps
+# Debian packages the project and its tests need (cpp: P4 preprocessing as p4c does it;
+# gcc, python3-dev: softswitch compiles each pipeline to C, softswitch/fastpath/).
+APT_PKGS := cpp python3-venv python3-pip iproute2 mininet iputils-ping ethtool procps \
+	gcc libc6-dev python3-dev
 CONFORMANCE ?= $(abspath ../shared/conformance)
 # The reference p4lang tools (real p4c + BMv2), prebuilt beside the checkout: when the
 # bundle is here, `make test` installs it and cross-runs every suite on BMv2 too.

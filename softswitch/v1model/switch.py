@@ -108,12 +108,26 @@ class Switch:
     # ------------------------------------------------------------ loading
     @classmethod
     def from_file(cls, path: str | Path, include_dirs: Sequence[str] = (),
-                  defines: dict[str, str] | None = None) -> Switch:
+                  defines: dict[str, str] | None = None,
+                  fastpath: str | None = None) -> Switch:
         from softswitch.frontend.compiler import compile_program
-        return cls.from_program(compile_program(str(path), include_dirs, defines))
+        return cls.from_program(compile_program(str(path), include_dirs, defines),
+                                fastpath=fastpath)
 
     @classmethod
-    def from_program(cls, checked: Any) -> Switch:
+    def from_program(cls, checked: Any, fastpath: str | None = None) -> Switch:
+        """The loaded pipeline. ``fastpath`` (default: ``$SOFTSWITCH_FASTPATH``, else
+        ``auto``) picks the packet path: ``off`` this interpreter, ``auto`` the compiled
+        C pipeline where the program allows it (softswitch.fastpath), ``require`` C or
+        an error."""
+        sw = cls._interpreter(checked)
+        if cls is not Switch:
+            return sw
+        from softswitch import fastpath as fp
+        return fp.attach(sw, fastpath)
+
+    @classmethod
+    def _interpreter(cls, checked: Any) -> Switch:
         program = getattr(checked, "program", checked)
         elab = E.elaborate(checked)
         if elab.package is None or elab.package.name != "V1Switch":

@@ -1,0 +1,578 @@
+"""Lowering of typed P4 expressions into C, rule for rule the interpreter's
+:mod:`softswitch.v1model.lower` (which stays the oracle).
+
+Every expression becomes a side-effect-free C expression; whatever has effects (a
+call, a table apply, a bounds check that may fail the packet) is emitted first as
+statements into the function's :class:`CBuf`, in P4's left-to-right order, with the
+same hoisting of already-evaluated left operands as the interpreter, so C's unspecified
+operand order can never show. Generated functions return a status (``ST_OK``,
+``ST_EXIT``, ``ST_PERR`` with ``c->perr``, ``ST_ABORT`` with a Python exception set)
+that callers propagate (``if (st) return st;``).
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from softswitch.fastpath.ctypes_ import (
+    Unsupported,
+    fit,
+    is_aggregate,
+    is_wide,
+    lit,
+    mask_lit,
+    scalar,
+    scalar_bits,
+)
+from softswitch.frontend import ast
+from softswitch.frontend import types as T
+from softswitch.frontend.ast import NOT_CONST
+
+if TYPE_CHECKING:
+    from softswitch.fastpath.cprogram import CProgram
+
+
+class CBuf:
+    """Lines of one C function body with indentation."""
+
+    def __init__(self, level: int = 1) -> None:
+        self.lines: list[str] = []
+        self.level = level
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.level + line)
+
+    def mark(self) -> int:
+        return len(self.lines)
+
+    def insert(self, at: int, line: str) -> None:
+        self.lines.insert(at, "    " * self.level + line)
+
+    @contextmanager
+    def block(self, head: str):  # type: ignore[no-untyped-def]
+        self.emit(head + " {")
+        self.level += 1
+        try:
+            yield
+        finally:
+            self.level -= 1
+            self.emit("}")
+
+    def source(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+@dataclass
+class FnCtx:
+    buf: CBuf
+    kind: str                       # action | function | control | state
+    has_value: bool = False         # function with a return value (*ret)
+    outs: list[str] = field(default_factory=list)
+
+
+_SIMPLE = re.compile(r"^\(?-?(0x[0-9a-f]+ULL|\d+LL|\d+)\)?$")
+
+
+def is_simple(code: str) -> bool:
+    """Literals: values that a later call cannot change."""
+    return bool(_SIMPLE.match(code)) or code in ("0", "1")
+
+
+def _is_type_ref(e: ast.Expr) -> bool:
+    if isinstance(e, ast.TypeNameExpr):
+        return True
+    if isinstance(e, ast.PathExpr):
+        return isinstance(e.decl, ast.EnumDecl | ast.ErrorDecl) or e.name == "error"
+    return False
+
+
+def flatten_slice(e: ast.Expr) -> ast.Expr:
+    """``x[h1:l1][h2:l2]`` as one slice of x (the interpreter's flatten_slice)."""
+    from softswitch.v1model.lower import flatten_slice as fs
+    return fs(e)
+
+
+class ExprGen:
+    def __init__(self, prog: CProgram) -> None:
+        self.prog = prog
+        self.types = prog.types
+        self.names: dict[Any, str] = {}
+        self._tmp = 0
+
+    # ------------------------------------------------------------ helpers
+    def tmp(self, prefix: str = "t") -> str:
+        self._tmp += 1
+        return f"{prefix}{self._tmp}"
+
+    def fail(self, msg: str, node: Any) -> Unsupported:
+        return Unsupported(msg, getattr(node, "loc", None))
+
+    def ct(self, t: Any) -> str:
+        return self.types.c(t)
+
+    def zero(self, t: Any) -> str:
+        return self.types.zero(t)
+
+    def declare(self, fn: FnCtx, t: Any, init: str | None = None, prefix: str = "t",
+                at: int | None = None) -> str:
+        name = self.tmp(prefix)
+        line = f"{self.ct(t)} {name} = {init if init is not None else self.zero(t)};"
+        if at is None:
+            fn.buf.emit(line)
+        else:
+            fn.buf.insert(at, line)
+        return name
+
+    def check(self, fn: FnCtx) -> None:
+        fn.buf.emit("if (st) return st;")
+
+    def perr(self, fn: FnCtx, cond: str, code: int | str) -> None:
+        """Fail the parser (or the packet, outside one) with error ``code`` if cond."""
+        with fn.buf.block(f"if ({cond})"):
+            fn.buf.emit(f"c->perr = {code};")
+            fn.buf.emit("return ST_PERR;")
+
+    # ------------------------------------------------------------ constants
+    def const_literal(self, c: Any, t: Any) -> str | None:
+        if is_wide(t):
+            raise Unsupported(f"constants of {T.strip_newtype(t)} (wider than 128 bits) are "
+                              "not supported by the C back end")
+        if isinstance(c, bool):
+            if isinstance(T.strip_newtype(t), T.BitsType):
+                return lit(int(c), scalar(t))
+            return "1" if c else "0"
+        if isinstance(c, int):
+            from softswitch.v1model.lower import wrap_int
+            return lit(wrap_int(c, t), scalar(t))
+        if isinstance(c, str):
+            return None
+        value = getattr(c, "value", None)
+        if isinstance(value, int) and hasattr(c, "type_name"):
+            if c.type_name == "error":
+                return str(self.prog.error_code(c.name))
+            sc = scalar(t)
+            return lit(value, sc if sc is not None and sc.kind == "bits" else None) \
+                if sc is not None and sc.kind == "bits" else f"{value}U"
+        return None
+
+    # ------------------------------------------------------------ expressions
+    def expr(self, e: ast.Expr, fn: FnCtx) -> str:
+        c = e.const
+        if c is not NOT_CONST and c is not None and not isinstance(e, ast.Call):
+            out = self.const_literal(c, e.type)
+            if out is not None:
+                return out
+        meth = getattr(self, "x_" + type(e).__name__, None)
+        if meth is None:
+            raise self.fail(f"expression {type(e).__name__} is not supported by the C "
+                            "back end", e)
+        return meth(e, fn)
+
+    def value(self, e: ast.Expr, fn: FnCtx) -> str:
+        return self.expr(e, fn)
+
+    def values_in_order(self, items: list[ast.Expr], fn: FnCtx) -> list[str]:
+        out: list[str] = []
+        for item in items:
+            mark = fn.buf.mark()
+            code = self.value(item, fn)
+            if fn.buf.mark() != mark:
+                for i, prev in enumerate(out):
+                    if not is_simple(prev):
+                        t = self.declare(fn, items[i].type, prev, at=mark)
+                        mark += 1
+                        out[i] = t
+            out.append(code)
+        return out
+
+    def x_IntLiteral(self, e: ast.IntLiteral, fn: FnCtx) -> str:
+        from softswitch.v1model.lower import wrap_int
+        return lit(wrap_int(e.value, e.type), scalar(e.type))
+
+    def x_BoolLiteral(self, e: ast.BoolLiteral, fn: FnCtx) -> str:
+        return "1" if e.value else "0"
+
+    def x_PathExpr(self, e: ast.PathExpr, fn: FnCtx) -> str:
+        decl = e.decl
+        name = self.names.get(id(decl))
+        if name is not None:
+            if name.startswith("@"):
+                raise self.fail(f"'{e.name}' cannot be used as a value by the C back end", e)
+            return name
+        if isinstance(decl, ast.ConstDecl):
+            return self.expr(decl.value, fn)
+        raise self.fail(f"'{e.name}' cannot be used as a value here", e)
+
+    def x_Member(self, e: ast.Member, fn: FnCtx) -> str:
+        inner = e.expr
+        t = T.strip_newtype(e.type) if e.type is not None else None
+        if isinstance(t, T.ErrorType) and _is_type_ref(inner):
+            return str(self.prog.error_code(e.name))
+        if isinstance(t, T.EnumType) and _is_type_ref(inner):
+            return f"{t.members.get(e.name, 0)}U" if t.underlying is None else \
+                lit(t.members.get(e.name, 0), scalar(t))
+        if isinstance(inner, ast.Call) and getattr(inner.resolved, "kind", "") == "table_apply":
+            r = self.expr(inner, fn)
+            if e.name == "hit":
+                return f"{r}.hit"
+            if e.name == "miss":
+                return f"(!{r}.hit)"
+            return f"{r}.action"
+        it = T.strip_newtype(inner.type)
+        base = self.expr(inner, fn)
+        if isinstance(it, T.StackType):
+            return self.stack_member(base, it, e, fn)
+        if isinstance(it, T.StructLikeType):
+            return f"{base}.f_{e.name}"
+        raise self.fail(f"member '{e.name}' of {it} is not supported", e)
+
+    def stack_member(self, base: str, st: T.StackType, e: ast.Member, fn: FnCtx) -> str:
+        oob = self.prog.error_code("StackOutOfBounds", 3)
+        if e.name == "size":
+            return f"0x{st.size:x}ULL"
+        if e.name == "nextIndex":
+            return f"((uint64_t){base}.nxt)"
+        if e.name == "lastIndex":
+            return f"(((uint64_t){base}.nxt - 1) & 0xFFFFFFFFULL)"
+        if e.name == "next":
+            self.perr(fn, f"{base}.nxt >= {st.size}", oob)
+            return f"{base}.items[{base}.nxt]"
+        if e.name == "last":
+            self.perr(fn, f"{base}.nxt == 0 || {base}.nxt > {st.size}", oob)
+            return f"{base}.items[{base}.nxt - 1]"
+        raise self.fail(f"header stacks have no member '{e.name}'", e)
+
+    def _index_in(self, idx: str, t: Any, size: int) -> str:
+        sc = scalar(t)
+        if sc is not None and sc.signed:
+            return f"((i128)({idx}) >= 0 && (i128)({idx}) < {size})"
+        return f"((u128)({idx}) < {size})"
+
+    def x_Index(self, e: ast.Index, fn: FnCtx) -> str:
+        base = self.expr(e.expr, fn)
+        t = T.strip_newtype(e.expr.type)
+        if isinstance(t, T.StackType):
+            if e.index.const is not NOT_CONST:
+                i = int(e.index.const)
+                if not 0 <= i < t.size:
+                    raise self.fail(f"index {i} out of range for a stack of {t.size}", e)
+                return f"{base}.items[{i}]"
+            idx = self.expr(e.index, fn)
+            return (f"({self._index_in(idx, e.index.type, t.size)} ? "
+                    f"{base}.items[(size_t)({idx})] : {self.zero(t.element)})")
+        if isinstance(t, T.TupleType | T.ListType) and e.index.const is not NOT_CONST:
+            return f"{base}.e{int(e.index.const)}"
+        raise self.fail(f"indexing {t} is not supported", e)
+
+    def x_Slice(self, e: ast.Slice, fn: FnCtx) -> str:
+        if is_wide(e.expr.type):
+            raise self.fail("slices of values wider than 128 bits are not supported by the C "
+                            "back end", e)
+        hi, lo = int(e.hi.const), int(e.lo.const)
+        v = self.expr(e.expr, fn)
+        sc = scalar(e.expr.type)
+        ut = sc.utype if sc is not None else "u128"
+        w = hi - lo + 1
+        out = f"(({ut})({v}) >> {lo})" if lo else f"(({ut})({v}))"
+        rs = scalar(e.type)
+        rt = rs.utype if rs is not None else ut
+        return f"(({rt})({out} & {mask_lit(w)}))"
+
+    def x_Unary(self, e: ast.Unary, fn: FnCtx) -> str:
+        v = self.expr(e.expr, fn)
+        if e.op == "!":
+            return f"(!({v}))"
+        if e.op == "+":
+            return v
+        sc = scalar(e.type)
+        if e.op == "-":
+            ut = sc.utype if sc is not None else "u128"
+            return fit(f"({ut})0 - ({ut})({v})", e.type) if scalar_bits(e.type) else f"(-({v}))"
+        if e.op == "~":
+            b = scalar_bits(e.type)
+            if b is None or b[1]:
+                return f"(~({v}))"
+            return f"(({v}) ^ {mask_lit(b[0])})"
+        raise self.fail(f"unknown unary operator {e.op}", e)
+
+    def x_Ternary(self, e: ast.Ternary, fn: FnCtx) -> str:
+        cnd = self.expr(e.cond, fn)
+        start = fn.buf.mark()
+        a = self.expr(e.then, fn)
+        b = self.expr(e.otherwise, fn)
+        if fn.buf.mark() == start:
+            return f"(({cnd}) ? ({a}) : ({b}))"
+        del fn.buf.lines[start:]
+        res = self.declare(fn, e.type)
+        with fn.buf.block(f"if ({cnd})"):
+            fn.buf.emit(f"{res} = {self.expr(e.then, fn)};")
+        with fn.buf.block("else"):
+            fn.buf.emit(f"{res} = {self.expr(e.otherwise, fn)};")
+        return res
+
+    def x_Binary(self, e: ast.Binary, fn: FnCtx) -> str:
+        op = e.op
+        if op in ("&&", "||"):
+            return self.short_circuit(e, fn)
+        left = self.expr(e.left, fn)
+        mark = fn.buf.mark()
+        right = self.expr(e.right, fn)
+        if fn.buf.mark() != mark and not is_simple(left):
+            left = self.declare(fn, e.left.type, left, at=mark)
+        return self.binop(op, left, right, e)
+
+    def short_circuit(self, e: ast.Binary, fn: FnCtx) -> str:
+        left = self.expr(e.left, fn)
+        start = fn.buf.mark()
+        right = self.expr(e.right, fn)
+        cop = "&&" if e.op == "&&" else "||"
+        if fn.buf.mark() == start:
+            return f"(({left}) {cop} ({right}))"
+        del fn.buf.lines[start:]
+        res = self.tmp()
+        fn.buf.emit(f"int {res} = ({left}) != 0;")
+        with fn.buf.block(f"if ({'' if e.op == '&&' else '!'}{res})"):
+            fn.buf.emit(f"{res} = ({self.expr(e.right, fn)}) != 0;")
+        return res
+
+    def binop(self, op: str, a: str, b: str, e: ast.Binary) -> str:
+        t = e.type
+        bits = scalar_bits(t)
+        sc = scalar(t)
+        if op in ("==", "!="):
+            lt = T.strip_newtype(e.left.type)
+            if is_aggregate(lt) or isinstance(lt, T.VarbitType) or is_wide(lt):
+                ct = self.ct(lt)
+                eq = self.types.eq(lt)
+                code = f"({{ {ct} _a = {a}; {ct} _b = {b}; {eq}(&_a, &_b); }})"
+                return code if op == "==" else f"(!{code})"
+            return f"(({a}) {op} ({b}))"
+        if is_wide(e.left.type) or is_wide(e.right.type):
+            raise self.fail(f"operator '{op}' on values wider than 128 bits is not supported "
+                            "by the C back end", e)
+        if op in ("<", "<=", ">", ">="):
+            return f"(({a}) {op} ({b}))"
+        ut = sc.utype if sc is not None else "u128"
+        if op in ("+", "-", "*"):
+            if bits is None:
+                return f"((i128)({a}) {op} (i128)({b}))"
+            return fit(f"({ut})({a}) {op} ({ut})({b})", t)
+        if op in ("/", "%"):
+            fnm = "rt_fdiv" if op == "/" else "rt_fmod"
+            if bits is not None and not bits[1]:
+                cop = op
+                return fit(f"(({ut})({b}) ? ({ut})({a}) {cop} ({ut})({b}) : 0)", t)
+            code = f"{fnm}((i128)({a}), (i128)({b}))"
+            return fit(code, t) if bits else code
+        if op in ("&", "|", "^"):
+            return f"(({a}) {op} ({b}))"
+        if op == "<<":
+            if bits is None:
+                return f"((i128)({a}) << ({b}))"
+            w = bits[0]
+            if e.right.const is not NOT_CONST and isinstance(e.right.const, int):
+                k = e.right.const
+                return "0" if k >= w else fit(f"({ut})({a}) << {k}", t)
+            rs = scalar(e.right.type)
+            amt = f"(u128)({b})" if rs is None or not rs.signed else f"(u128)(i128)({b})"
+            return f"(({amt} >= {w}) ? 0 : {fit(f'({ut})({a}) << (unsigned)({b})', t)})"
+        if op == ">>":
+            ls = scalar(e.left.type)
+            lw = 128 if ls is None or ls.wide else 64
+            rs = scalar(e.right.type)
+            amt = f"(u128)({b})" if rs is None or not rs.signed else f"(u128)(i128)({b})"
+            if ls is not None and ls.signed or ls is None:
+                return (f"(({amt} >= {lw}) ? (({a}) < 0 ? -1 : 0) : "
+                        f"(({a}) >> (unsigned)({b})))")
+            return f"(({amt} >= {lw}) ? 0 : (({a}) >> (unsigned)({b})))"
+        if op in ("|+|", "|-|"):
+            if bits is None:
+                return f"((i128)({a}) {op[1]} (i128)({b}))"
+            w, signed = bits
+            if w > 64:
+                raise self.fail("saturating arithmetic wider than 64 bits is not supported "
+                                "by the C back end", e)
+            lo, hi = ((-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1))
+            code = f"sat128((i128)({a}) {op[1]} (i128)({b}), {lit(lo, None)}, {lit(hi, None)})"
+            return f"(({sc.ctype})({code}))"
+        if op == "++":
+            lb = scalar_bits(e.left.type)
+            rb = scalar_bits(e.right.type)
+            if lb is None or rb is None:
+                raise self.fail("'++' needs fixed-width operands", e)
+            ua = f"(({ut})({a}) & {mask_lit(lb[0])})" if lb[1] else f"({ut})({a})"
+            ub = f"(({ut})({b}) & {mask_lit(rb[0])})" if rb[1] else f"({ut})({b})"
+            return fit(f"({ua} << {rb[0]}) | {ub}", t)
+        raise self.fail(f"operator '{op}' is not supported here", e)
+
+    def x_Cast(self, e: ast.Cast, fn: FnCtx) -> str:
+        if is_wide(e.type) or is_wide(e.expr.type):
+            raise self.fail("casts of values wider than 128 bits are not supported by the C "
+                            "back end", e)
+        v = self.expr(e.expr, fn)
+        to = T.strip_newtype(e.type)
+        src = T.strip_newtype(e.expr.type)
+        if isinstance(to, T.BoolType):
+            return f"(({v}) != 0)" if not isinstance(src, T.BoolType) else v
+        if isinstance(src, T.BoolType) and scalar_bits(to):
+            return f"(({self.ct(to)})({v}))"
+        if scalar_bits(to) is not None:
+            if scalar_bits(src) == scalar_bits(to):
+                return v
+            return fit(v, to)
+        if scalar(to) is not None and scalar(src) is not None:
+            return f"(({self.ct(to)})({v}))"
+        return v
+
+    def x_ListExpr(self, e: ast.ListExpr, fn: FnCtx) -> str:
+        t = T.strip_newtype(e.type)
+        vals = self.values_in_order(e.items, fn)
+        if isinstance(t, T.StructLikeType):
+            return self.build_struct(t, [f.name for f in t.fields], vals)
+        if isinstance(t, T.TupleType | T.ListType):
+            ct = self.ct(t)
+            sets = "".join(f" _s.e{i} = {v};" for i, v in enumerate(vals))
+            return f"({{ {ct} _s = {self.zero(t)};{sets} _s; }})"
+        raise self.fail("list expression without a type", e)
+
+    def x_StructExpr(self, e: ast.StructExpr, fn: FnCtx) -> str:
+        t = T.strip_newtype(e.type)
+        vals = self.values_in_order([v for _, v in e.fields], fn)
+        if isinstance(t, T.StructLikeType):
+            return self.build_struct(t, [n for n, _ in e.fields], vals)
+        raise self.fail("struct expression without a struct type", e)
+
+    def build_struct(self, t: T.StructLikeType, names: list[str], vals: list[str]) -> str:
+        ct = self.ct(t)
+        sets = "".join(f" _s.f_{n} = {v};" for n, v in zip(names, vals, strict=True))
+        valid = " _s._v = 1;" if isinstance(t, T.HeaderType) else ""
+        return f"({{ {ct} _s = {self.zero(t)};{sets}{valid} _s; }})"
+
+    def x_InvalidHeaderExpr(self, e: ast.InvalidHeaderExpr, fn: FnCtx) -> str:
+        t = T.strip_newtype(e.type)
+        if isinstance(t, T.StructLikeType):
+            return self.zero(t)
+        raise self.fail("'{#}' needs a header or header union type", e)
+
+    def x_Call(self, e: ast.Call, fn: FnCtx) -> str:
+        r = self.call(e, fn, want_value=True)
+        if r is None:
+            raise self.fail("a call without a value is used as a value", e)
+        return r
+
+    def call(self, e: ast.Call, fn: FnCtx, want_value: bool) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ l-values
+    def lvalue(self, e: ast.Expr, fn: FnCtx) -> str:
+        oob = self.prog.error_code("StackOutOfBounds", 3)
+        if isinstance(e, ast.PathExpr):
+            name = self.names.get(id(e.decl))
+            if name is None or name.startswith("@"):
+                raise self.fail(f"cannot assign to '{e.name}'", e)
+            return name
+        if isinstance(e, ast.Member):
+            it = T.strip_newtype(e.expr.type)
+            base = self.ref(e.expr, fn)
+            if isinstance(it, T.StackType):
+                if e.name == "next":
+                    self.perr(fn, f"{base}.nxt >= {it.size}", oob)
+                    return f"{base}.items[{base}.nxt]"
+                if e.name == "last":
+                    self.perr(fn, f"{base}.nxt == 0 || {base}.nxt > {it.size}", oob)
+                    return f"{base}.items[{base}.nxt - 1]"
+                raise self.fail(f"cannot assign to stack member '{e.name}'", e)
+            return f"{base}.f_{e.name}"
+        if isinstance(e, ast.Index):
+            base = self.expr(e.expr, fn)
+            t = T.strip_newtype(e.expr.type)
+            if isinstance(t, T.StackType):
+                if e.index.const is NOT_CONST:
+                    idx = self.expr(e.index, fn)
+                    self.perr(fn, f"!{self._index_in(idx, e.index.type, t.size)}", oob)
+                    ti = self.tmp()
+                    fn.buf.emit(f"size_t {ti} = (size_t)({idx});")
+                    return f"{base}.items[{ti}]"
+                i = int(e.index.const)
+                if not 0 <= i < t.size:
+                    raise self.fail(f"index {i} out of range for a stack of {t.size}", e)
+                return f"{base}.items[{i}]"
+            if isinstance(t, T.TupleType | T.ListType) and e.index.const is not NOT_CONST:
+                return f"{base}.e{int(e.index.const)}"
+            raise self.fail(f"cannot assign into {t}", e)
+        raise self.fail("expression cannot be assigned to", e)
+
+    def ref(self, e: ast.Expr, fn: FnCtx) -> str:
+        if isinstance(e, ast.Index) and e.index.const is NOT_CONST and isinstance(
+                T.strip_newtype(e.expr.type), T.StackType):
+            st = T.strip_newtype(e.expr.type)
+            base = self.ref(e.expr, fn)
+            idx = self.expr(e.index, fn)
+            et = self.ct(st.element)
+            scratch = self.declare(fn, st.element, prefix="z")
+            p = self.tmp("p")
+            fn.buf.emit(f"{et} *{p} = {self._index_in(idx, e.index.type, st.size)} ? "
+                        f"&{base}.items[(size_t)({idx})] : &{scratch};")
+            return f"(*{p})"
+        if isinstance(e, ast.Member) and isinstance(
+                T.strip_newtype(e.expr.type), T.StructLikeType):
+            return f"{self.ref(e.expr, fn)}.f_{e.name}"
+        return self.expr(e, fn)
+
+    def assign(self, target: ast.Expr, value: str, fn: FnCtx) -> None:
+        target = flatten_slice(target)
+        if isinstance(target, ast.DontCareExpr):
+            fn.buf.emit(f"(void)({value});")
+            return
+        base = self.lvalue(target.expr if isinstance(target, ast.Slice) else target, fn)
+        self.store(target, base, value, fn)
+
+    def store(self, target: ast.Expr, base: str, value: str, fn: FnCtx) -> None:
+        buf = fn.buf
+        if isinstance(target, ast.Slice):
+            if is_wide(target.expr.type):
+                raise self.fail("slices of values wider than 128 bits are not supported by "
+                                "the C back end", target)
+            hi, lo = int(target.hi.const), int(target.lo.const)
+            sc = scalar(target.expr.type)
+            b = scalar_bits(target.expr.type)
+            w = b[0] if b else hi + 1
+            ut = sc.utype if sc is not None else "u128"
+            mask = ((1 << (hi - lo + 1)) - 1) << lo
+            keep = ((1 << w) - 1) ^ mask
+            ml = mask_lit_v(mask, ut)
+            kl = mask_lit_v(keep, ut)
+            new = f"(({ut})({base}) & {kl}) | ((({ut})({value}) << {lo}) & {ml})"
+            buf.emit(f"{base} = {fit(new, target.expr.type)};")
+            return
+        tt = T.strip_newtype(target.type) if target.type is not None else None
+        if isinstance(tt, T.StructLikeType | T.StackType):
+            ct = self.ct(tt)
+            t = self.tmp("v")
+            buf.emit(f"{{ {ct} {t} = {value}; {self.types.asg(tt)}(&{base}, &{t}); }}")
+        else:
+            buf.emit(f"{base} = {value};")
+        self.after_header_write(target, fn)
+
+    def after_header_write(self, target: ast.Expr, fn: FnCtx) -> None:
+        if not isinstance(target, ast.Member):
+            return
+        ut = T.strip_newtype(target.expr.type)
+        if not isinstance(ut, T.HeaderUnionType):
+            return
+        base = self.ref(target.expr, fn)
+        others = [f.name for f in ut.fields if f.name != target.name]
+        if others:
+            with fn.buf.block(f"if ({base}.f_{target.name}._v)"):
+                for o in others:
+                    fn.buf.emit(f"{base}.f_{o}._v = 0;")
+
+
+def mask_lit_v(v: int, ut: str) -> str:
+    if ut == "u128" or v >= (1 << 64):
+        from softswitch.fastpath.ctypes_ import u_lit
+        return u_lit(v, True)
+    return f"0x{v:x}ULL"

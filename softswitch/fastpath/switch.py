@@ -1,0 +1,300 @@
+"""A v1model switch whose packets run through the compiled C pipeline.
+
+:class:`FastSwitch` is a :class:`~softswitch.v1model.switch.Switch` (same control
+interface, same ``ProgramBuilder``): the interpreter's table states stay authoritative —
+P4Runtime, the runtime CLI and STF write them exactly as before — and every write is
+mirrored into the C tables right after it succeeds. What packets change lives in C:
+direct and indirect counters, registers, entry hit times; the control interface reads
+and writes those there. Meters, digests, logs and ``random`` stay Python objects the C
+code calls back. ``inject`` runs the whole packet (clones, resubmits, recirculations,
+multicast) in C; ``_ingress``/``_egress`` are the same steps for
+:class:`~softswitch.v1model.queueing.QueuedSwitch`, with work items as opaque capsules.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from softswitch.diagnostics import P4Error
+from softswitch.v1model.control import EntryView, PacketOut
+from softswitch.v1model.switch import Switch, _resolve, _Work
+
+STAGES = ("ingress", "egress")
+
+
+class _SM:
+    """What the traffic manager reads of a C work item's standard metadata."""
+
+    __slots__ = ("f_priority", "f_ingress_port")
+
+    def __init__(self, priority: int, ingress_port: int) -> None:
+        self.f_priority = priority
+        self.f_ingress_port = ingress_port
+
+
+class FastSwitch(Switch):
+    fastpath = "c"
+
+    def __init__(self, base: Switch, mod: Any, cprog: Any, key: str) -> None:
+        self._mod = mod
+        self.fastpath_key = key
+        self._ctx = mod.new(tuple(cprog.objs), base.pb.clock, float(base.pb.clock._origin))
+        types = {"H": base.hdr_cls, "M": base.meta_cls, "SM": base.sm_cls,
+                 "field_lists": base.field_lists}
+        super().__init__(base.pb, base.roles, types)
+        self._layouts = {cprog.table_names[t]: lay for t, lay in cprog.layouts.items()}
+        for name in cprog.table_names:
+            if name not in self._layouts:
+                self._layouts[name] = cprog.table_layout(cprog.table_id(name))
+        self._by_state = {id(lay.state): lay for lay in self._layouts.values()}
+        self._cids = {n: i for i, n in enumerate(cprog.counter_names)}
+        self._rids = {n: i for i, n in enumerate(cprog.register_names)}
+        for lay in self._layouts.values():
+            self._sync_default(lay)
+            for h in list(lay.state.entries):
+                self._sync_entry(lay, h)
+        self._sync_repl()
+
+    # ------------------------------------------------------------ queues
+    @property
+    def priority_queues(self) -> int | None:
+        return self._pq
+
+    @priority_queues.setter
+    def priority_queues(self, n: int | None) -> None:
+        self._pq = n
+        self._mod.queues(self._ctx, -1 if n is None else int(n), -1)
+
+    @property
+    def priority_drops(self) -> int:
+        return int(self._mod.queues(self._ctx, -2, -1))
+
+    @priority_drops.setter
+    def priority_drops(self, n: int) -> None:
+        self._mod.queues(self._ctx, -2, int(n))
+
+    # ------------------------------------------------------------ packets
+    def inject(self, port: int, data: bytes) -> list[PacketOut]:
+        return [PacketOut(p, d) for p, d in self._mod.inject(self._ctx, port, bytes(data))]
+
+    def inject_raw(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """``inject`` without PacketOut objects: (port, bytes) per packet out."""
+        return self._mod.inject(self._ctx, port, data)
+
+    def _items(self, items: list[tuple[Any, ...]], work: deque[_Work]) -> None:
+        for stage, port, length, prio, iport, cap in items:
+            work.append(_Work(STAGES[stage], port, b"", hdr=cap, sm=_SM(prio, iport),
+                              length=length))
+
+    def _ingress(self, w: _Work, work: deque[_Work]) -> None:
+        cap = w.hdr if w.hdr is not None and w.meta is None else None
+        self._items(self._mod.ingress(self._ctx, w.port, w.data, cap), work)
+
+    def _egress(self, w: _Work, work: deque[_Work], out: list[PacketOut]) -> None:
+        q = w.queue
+        qinfo = None
+        if q is not None:
+            qinfo = (int(q.packet.enq_time_us) & 0xFFFFFFFF,
+                     min(q.packet.enq_qdepth, (1 << 19) - 1),
+                     min(q.deq_qdepth, (1 << 19) - 1),
+                     int(q.deq_timedelta_us) & 0xFFFFFFFF)
+        outs, items = self._mod.egress(self._ctx, w.hdr, qinfo)
+        out.extend(PacketOut(p, d) for p, d in outs)
+        self._items(items, work)
+
+    # ------------------------------------------------------------ table mirroring
+    def _sync_default(self, lay: Any) -> None:
+        st = lay.state
+        act = -1 if st.default_action is None else lay.index.get(id(st.default_action), -1)
+        self._mod.tbl_default(self._ctx, lay.tid, act, list(st.default_cp_args))
+
+    def _sync_entry(self, lay: Any, handle: int) -> None:
+        st = lay.state
+        e = st.entries.get(handle)
+        if e is None:
+            self._mod.tbl_del(self._ctx, lay.tid, handle)
+            return
+        vals, masks, plen = [], [], 0
+        for m in e.match:
+            if m[0] == "r":
+                vals.append(m[1])
+                masks.append(m[2])
+            else:
+                vals.append(m[0])
+                masks.append(m[1])
+                if len(m) > 2:
+                    plen = m[2]
+        group = None
+        if e.group is not None:
+            group = [(lay.index.get(id(a), -1), list(cp)) for a, cp, _rt in e.group]
+        self._mod.tbl_put(self._ctx, lay.tid, handle, vals, masks, plen, e.priority, e.order,
+                          lay.index.get(id(e.action), -1), list(e.args), group, e.packets,
+                          e.bytes, e.last_hit, e, st.meter_factory is not None)
+
+    def _lay(self, table: str) -> Any:
+        return self._layouts[self._table_name(table)]
+
+    def table_add(self, table: str, keys: Any, action: str, args: list[int],
+                  priority: int | None = None) -> int:
+        h = super().table_add(table, keys, action, args, priority)
+        self._sync_entry(self._lay(table), h)
+        return h
+
+    def table_add_group(self, table: str, keys: Any, members: list[tuple[str, list[int]]],
+                        priority: int | None = None) -> int:
+        h = super().table_add_group(table, keys, members, priority)
+        self._sync_entry(self._lay(table), h)
+        return h
+
+    def table_modify_group(self, table: str, handle: int,
+                           members: list[tuple[str, list[int]]]) -> None:
+        super().table_modify_group(table, handle, members)
+        self._sync_entry(self._lay(table), handle)
+
+    def table_modify(self, table: str, handle: int, action: str, args: list[int]) -> None:
+        super().table_modify(table, handle, action, args)
+        self._sync_entry(self._lay(table), handle)
+
+    def table_delete(self, table: str, handle: int) -> None:
+        super().table_delete(table, handle)
+        self._mod.tbl_del(self._ctx, self._lay(table).tid, handle)
+
+    def table_clear(self, table: str) -> None:
+        super().table_clear(table)
+        lay = self._lay(table)
+        self._mod.tbl_clear(self._ctx, lay.tid)
+        for h in list(lay.state.entries):
+            self._sync_entry(lay, h)
+
+    def table_set_default(self, table: str, action: str, args: list[int]) -> None:
+        super().table_set_default(table, action, args)
+        self._sync_default(self._lay(table))
+
+    def table_entries(self, table: str) -> list[EntryView]:
+        lay = self._lay(table)
+        views = super().table_entries(table)
+        for v in views:
+            s = self._mod.tbl_stats(self._ctx, lay.tid, v.handle)
+            if s is not None:
+                v.packets, v.bytes = s[0], s[1]
+        return views
+
+    def entry_idle_us(self, table: str, handle: int) -> int:
+        lay = self._lay(table)
+        lay.state._get(handle)   # P4Error when there is no such entry
+        s = self._mod.tbl_stats(self._ctx, lay.tid, handle)
+        if s is None:
+            return 0
+        return max(0, self.clock.now_us() - s[2])
+
+    # ------------------------------------------------------------ replication
+    def _sync_repl(self) -> None:
+        mirrors = [(s, 0 if kind == "port" else 1, target, self.mirror_cos.get(s, 0))
+                   for s, (kind, target) in self.mirror.items()]
+        groups = []
+        for g, nodes in self.mc_groups.items():
+            copies = []
+            for node in nodes:
+                rid, ports = self.mc_nodes[node]
+                copies += [(rid, p) for p in sorted(ports)]
+            groups.append((g, copies))
+        self._mod.set_repl(self._ctx, mirrors, groups)
+
+    def mirroring_add(self, session: int, port: int, class_of_service: int = 0) -> None:
+        super().mirroring_add(session, port, class_of_service)
+        self._sync_repl()
+
+    def mirroring_add_mc(self, session: int, mgrp: int, class_of_service: int = 0) -> None:
+        super().mirroring_add_mc(session, mgrp, class_of_service)
+        self._sync_repl()
+
+    def mirroring_delete(self, session: int) -> None:
+        super().mirroring_delete(session)
+        self._sync_repl()
+
+    def mc_mgrp_create(self, mgrp: int) -> None:
+        super().mc_mgrp_create(mgrp)
+        self._sync_repl()
+
+    def mc_node_create(self, rid: int, ports: list[int]) -> int:
+        h = super().mc_node_create(rid, ports)
+        self._sync_repl()
+        return h
+
+    def mc_node_associate(self, mgrp: int, node: int) -> None:
+        super().mc_node_associate(mgrp, node)
+        self._sync_repl()
+
+    def mc_node_dissociate(self, mgrp: int, node: int) -> None:
+        super().mc_node_dissociate(mgrp, node)
+        self._sync_repl()
+
+    def mc_node_destroy(self, node: int) -> None:
+        super().mc_node_destroy(node)
+        self._sync_repl()
+
+    def mc_mgrp_destroy(self, mgrp: int) -> None:
+        super().mc_mgrp_destroy(mgrp)
+        self._sync_repl()
+
+    # ------------------------------------------------------------ counters, registers
+    def _direct_lay(self, name: str) -> Any:
+        direct = self._direct(name)
+        return None if direct is None else self._by_state[id(direct)]
+
+    def counter_read(self, name: str, index: int) -> tuple[int, int]:
+        lay = self._direct_lay(name)
+        if lay is not None:
+            if index not in lay.state.entries:
+                raise P4Error(f"direct counter '{name}': no entry with handle {index}")
+            s = self._mod.tbl_stats(self._ctx, lay.tid, index)
+            return (s[0], s[1]) if s is not None else (0, 0)
+        full = _resolve(name, list(self.pb.counters), "counter")
+        self._check(full, self.pb.counters[full].size, index)
+        return tuple(self._mod.cnt_read(self._ctx, self._cids[full], index))  # type: ignore
+
+    def counter_write(self, name: str, index: int, packets: int, bytes_: int) -> None:
+        lay = self._direct_lay(name)
+        if lay is not None:
+            if index not in lay.state.entries:
+                raise P4Error(f"direct counter '{name}': no entry with handle {index}")
+            self._mod.tbl_set_stats(self._ctx, lay.tid, index, packets, bytes_)
+            return
+        full = _resolve(name, list(self.pb.counters), "counter")
+        self._check(full, self.pb.counters[full].size, index)
+        self._mod.cnt_write(self._ctx, self._cids[full], index, packets, bytes_)
+
+    def counter_reset(self, name: str) -> None:
+        lay = self._direct_lay(name)
+        if lay is not None:
+            for h in lay.state.entries:
+                self._mod.tbl_set_stats(self._ctx, lay.tid, h, 0, 0)
+            return
+        full = _resolve(name, list(self.pb.counters), "counter")
+        self._mod.cnt_reset(self._ctx, self._cids[full])
+
+    @staticmethod
+    def _check(name: str, size: int, index: int) -> None:
+        if not 0 <= index < size:
+            raise P4Error(f"index {index} out of range for '{name}' (size {size})")
+
+    def register_read(self, name: str, index: int) -> int:
+        full = _resolve(name, list(self.pb.registers), "register")
+        self._check(full, self.pb.registers[full].size, index)
+        return int(self._mod.reg_read(self._ctx, self._rids[full], index))
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        full = _resolve(name, list(self.pb.registers), "register")
+        self._check(full, self.pb.registers[full].size, index)
+        self._mod.reg_write(self._ctx, self._rids[full], index, value)
+
+    def register_reset(self, name: str) -> None:
+        full = _resolve(name, list(self.pb.registers), "register")
+        self._mod.reg_reset(self._ctx, self._rids[full])
+
+    # ------------------------------------------------------------ benchmarks
+    def lookup_cost_ns(self, table: str, keys: list[tuple[int, ...]], rounds: int) -> float:
+        """Mean ns per lookup of ``keys`` in the C table (benchmarks)."""
+        ns, _hits = self._mod.lookup_bench(self._ctx, self._lay(table).tid, keys, rounds)
+        return float(ns)
