@@ -9,19 +9,14 @@ initializers); type variables are bound by unification, concrete arguments first
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.calls import CallInfo
+from softswitch.frontend.checkbase import SIZE_METHODS, Cascade, Checker, base, describe, fail
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import is_type_decl
-from softswitch.frontend.typecheck import SIZE_METHODS, Cascade, base, describe, fail
 from softswitch.frontend.typeresolve import check_type_args
 from softswitch.frontend.unify import Bindings, compatible, contains_var, subst
-
-if TYPE_CHECKING:
-    from softswitch.frontend.typecheck import ExprChecker
 
 
 def param_infos(params: list[ast.Param]) -> tuple[T.ParamInfo, ...]:
@@ -30,11 +25,11 @@ def param_infos(params: list[ast.Param]) -> tuple[T.ParamInfo, ...]:
                              p.type_ref.resolved if p.type_ref.resolved is not None
                              else T.DontCareType(),
                              has_default=p.default is not None,
-                             optional=p.annotation("optional") is not None, decl=p)
+                             optional=ast.annotation(p, "optional") is not None, decl=p)
                  for p in params)
 
 
-def check_call(ck: ExprChecker, e: ast.Call, ctx: Ctx) -> T.Type:
+def check_call(ck: Checker, e: ast.Call, ctx: Ctx) -> T.Type:
     tgt = e.target
     if isinstance(tgt, ast.Member):
         return _method_call(ck, e, tgt, ctx)
@@ -58,7 +53,7 @@ def check_call(ck: ExprChecker, e: ast.Call, ctx: Ctx) -> T.Type:
     raise fail(f"{describe(e)}: is not a method, function, action or constructor", e)
 
 
-def _path_call(ck: ExprChecker, e: ast.Call, tgt: ast.PathExpr, ctx: Ctx) -> T.Type:
+def _path_call(ck: Checker, e: ast.Call, tgt: ast.PathExpr, ctx: Ctx) -> T.Type:
     scope = ctx.scope.top() if tgt.top_level else ctx.scope
     decls = scope.lookup_all(tgt.name)
     if not decls:
@@ -80,7 +75,7 @@ def _path_call(ck: ExprChecker, e: ast.Call, tgt: ast.PathExpr, ctx: Ctx) -> T.T
     raise fail(f"{describe(e)}: {tgt.name} is not a function, action or method", e)
 
 
-def _action_call(ck: ExprChecker, e: ast.Call, decl: ast.ActionDecl, ctx: Ctx) -> T.Type:
+def _action_call(ck: Checker, e: ast.Call, decl: ast.ActionDecl, ctx: Ctx) -> T.Type:
     tgt = e.target
     if e.type_args:
         raise fail(f"{describe(tgt)}: Cannot supply type parameters for an action invocation", e)
@@ -95,7 +90,7 @@ def _action_call(ck: ExprChecker, e: ast.Call, decl: ast.ActionDecl, ctx: Ctx) -
     return T.VoidType()
 
 
-def _function_call(ck: ExprChecker, e: ast.Call, tgt: ast.PathExpr, cands: list[ast.Decl],
+def _function_call(ck: Checker, e: ast.Call, tgt: ast.PathExpr, cands: list[ast.Decl],
                    ctx: Ctx) -> T.Type:
     decl = choose_overload(cands, e.args, e)
     tgt.decl = decl
@@ -166,14 +161,14 @@ def _arity_fits(params: list[ast.Param], args: list[ast.Argument]) -> bool:
         if not all(a.name in names for a in args):
             return False
         given = {a.name for a in args}
-        return all(p.name in given or p.default is not None or p.annotation("optional")
+        return all(p.name in given or p.default is not None or ast.annotation(p, "optional")
                    for p in params)
     if len(args) > len(params):
         return False
-    return all(p.default is not None or p.annotation("optional") for p in params[len(args):])
+    return all(p.default is not None or ast.annotation(p, "optional") for p in params[len(args):])
 
 
-def explicit_type_args(ck: ExprChecker, e: ast.Node, tvars: list[T.TypeVar],
+def explicit_type_args(ck: Checker, e: ast.Node, tvars: list[T.TypeVar],
                        refs: list[ast.TypeRef], ctx: Ctx) -> Bindings:
     if not refs:
         return {}
@@ -221,7 +216,7 @@ def bind_arguments(params: tuple[T.ParamInfo, ...], args: list[ast.Argument],
     return out
 
 
-def bind_and_check(ck: ExprChecker, e: ast.Node, params: tuple[T.ParamInfo, ...],
+def bind_and_check(ck: Checker, e: ast.Node, params: tuple[T.ParamInfo, ...],
                    m: Bindings, variables: set[T.TypeVar], ctx: Ctx,
                    args: list[ast.Argument] | None = None,
                    ctor: bool = False) -> list[ast.Expr | None]:
@@ -289,7 +284,7 @@ def _ctor_argument(a: ast.Expr) -> None:
     raise fail(f"{describe(a)}: constructor arguments must be compile-time constants", a)
 
 
-def check_argument(ck: ExprChecker, p: T.ParamInfo, pt: T.Type, a: ast.Expr, ctx: Ctx) -> None:
+def check_argument(ck: Checker, p: T.ParamInfo, pt: T.Type, a: ast.Expr, ctx: Ctx) -> None:
     if p.direction in ("out", "inout"):
         if isinstance(a, ast.DontCareExpr):
             if p.direction == "out":
@@ -310,7 +305,7 @@ def check_argument(ck: ExprChecker, p: T.ParamInfo, pt: T.Type, a: ast.Expr, ctx
 
 
 # ---------------------------------------------------------------------- methods
-def _method_call(ck: ExprChecker, e: ast.Call, tgt: ast.Member, ctx: Ctx) -> T.Type:
+def _method_call(ck: Checker, e: ast.Call, tgt: ast.Member, ctx: Ctx) -> T.Type:
     obj = tgt.expr
     ot_raw = ck.expr(obj, ctx.with_(switch_expr=False))
     if tgt.name in SIZE_METHODS and not e.args:
@@ -421,7 +416,7 @@ def type_size(t: T.Type, maximum: bool) -> int | None:
     return None
 
 
-def _table_apply(ck: ExprChecker, e: ast.Call, t: T.TableType, ctx: Ctx) -> T.Type:
+def _table_apply(ck: Checker, e: ast.Call, t: T.TableType, ctx: Ctx) -> T.Type:
     if e.args:
         raise fail(f"{describe(e)}: table apply takes no arguments", e)
     _no_apply_here(e, ctx)
@@ -440,7 +435,7 @@ def _no_apply_here(e: ast.Call, ctx: Ctx) -> None:
         raise fail(f"{describe(e)}: table invocation in action argument", e)
 
 
-def _block_apply(ck: ExprChecker, e: ast.Call, t: T.BlockType, ctx: Ctx) -> T.Type:
+def _block_apply(ck: Checker, e: ast.Call, t: T.BlockType, ctx: Ctx) -> T.Type:
     _no_apply_here(e, ctx)
     if ctx.block == "parser" and t.kind == "control":
         raise fail(f"{describe(e)}: controls cannot be applied in parsers", e)
@@ -453,7 +448,7 @@ def _block_apply(ck: ExprChecker, e: ast.Call, t: T.BlockType, ctx: Ctx) -> T.Ty
     return T.VoidType()
 
 
-def extern_bindings(ck: ExprChecker, ot: T.ExternType) -> tuple[Bindings, set[T.TypeVar]]:
+def extern_bindings(ck: Checker, ot: T.ExternType) -> tuple[Bindings, set[T.TypeVar]]:
     """Bindings of an extern's own type variables from a (specialized) extern type."""
     decl: ast.ExternDecl = ot.decl
     tvars = [ck.types.typevar(p) for p in decl.type_params]
@@ -468,7 +463,7 @@ def extern_bindings(ck: ExprChecker, ot: T.ExternType) -> tuple[Bindings, set[T.
     return m, free
 
 
-def _extern_method(ck: ExprChecker, e: ast.Call, tgt: ast.Member, ot: T.ExternType,
+def _extern_method(ck: Checker, e: ast.Call, tgt: ast.Member, ot: T.ExternType,
                    ctx: Ctx) -> T.Type:
     decl: ast.ExternDecl = ot.decl
     cands = [md for md in decl.methods if md.name == tgt.name and md.return_type is not None]
@@ -553,7 +548,7 @@ def _emittable(t: T.Type | None) -> bool:
 
 
 # ---------------------------------------------------------------------- constructors
-def construct(ck: ExprChecker, e: ast.Node, decl: ast.Node, type_refs: list[ast.TypeRef],
+def construct(ck: Checker, e: ast.Node, decl: ast.Node, type_refs: list[ast.TypeRef],
               args: list[ast.Argument], ctx: Ctx) -> T.Type:
     """Type a constructor invocation (``X(args)`` or an instance declaration)."""
     name = getattr(decl, "name", "?")
@@ -612,7 +607,7 @@ def _record_ctor(e: ast.Node, decl: ast.Node, params: tuple[T.ParamInfo, ...],
         e.ctor = info  # type: ignore[attr-defined]
 
 
-def _construct_extern(ck: ExprChecker, e: ast.Node, decl: ast.ExternDecl,
+def _construct_extern(ck: Checker, e: ast.Node, decl: ast.ExternDecl,
                       type_refs: list[ast.TypeRef], args: list[ast.Argument],
                       ctx: Ctx, preset: T.ExternType | None = None) -> T.Type:
     tvars = [ck.types.typevar(p) for p in decl.type_params]

@@ -14,11 +14,10 @@ from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.annotations import check_annotations
 from softswitch.frontend.callcheck import construct, param_infos
-from softswitch.frontend.checks import walk
+from softswitch.frontend.checkbase import base, describe, fail
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope
 from softswitch.frontend.tablecheck import TableChecker
-from softswitch.frontend.typecheck import base, describe, fail
 from softswitch.frontend.unify import compatible
 
 
@@ -85,9 +84,9 @@ class DeclChecker(TableChecker):
         """``@length(expr)`` on a varbit field may only use earlier fixed-width fields."""
         earlier: dict[str, T.Type] = {}
         for f in d.fields:
-            a = f.annotation("length")
+            a = ast.annotation(f, "length")
             for e in (a.exprs or []) if a is not None else []:
-                for n in walk(e):
+                for n in ast.walk(e):
                     if not isinstance(n, ast.PathExpr):
                         continue
                     if n.name not in earlier:
@@ -96,7 +95,7 @@ class DeclChecker(TableChecker):
 
     def _match_annotation(self, f: ast.FieldDecl) -> None:
         """``@match(kind)`` on a (value-set) struct field must name a match kind."""
-        a = f.annotation("match")
+        a = ast.annotation(f, "match")
         if a is None:
             return
         exprs = a.exprs or []
@@ -193,7 +192,7 @@ class DeclChecker(TableChecker):
             raise fail(f"{p.name}: parameter cannot be a package", p)
         if kind in ("ctor", "block_ctor", "package") and p.direction:
             raise fail(f"{p.name}: constructor parameters cannot have a direction", p)
-        if p.annotation("optional") is not None and kind not in ("extern", "package", "ctor"):
+        if ast.annotation(p, "optional") is not None and kind not in ("extern", "package", "ctor"):
             raise fail(f"{p.name}: optional parameter not allowed here", p)
         if p.default is not None:
             if p.direction in ("out", "inout"):
@@ -356,7 +355,7 @@ class DeclChecker(TableChecker):
                            f"method in {tdecl.name}", f)
             done.add(f.name)
         missing = [n for n, md in abstract.items()
-                   if n not in done and md.annotation("optional") is None]
+                   if n not in done and ast.annotation(md, "optional") is None]
         if missing:
             raise fail(f"{d.name}: {missing[0]} abstract method not implemented", d)
 

@@ -18,8 +18,9 @@ from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.callcheck import check_argument, param_infos
 from softswitch.frontend.calls import CallInfo
+from softswitch.frontend.checkbase import base, describe, fail
 from softswitch.frontend.context import Ctx
-from softswitch.frontend.typecheck import ExprChecker, base, describe, fail
+from softswitch.frontend.typecheck import ExprChecker
 
 KEY_TYPES = (T.BitsType, T.BoolType, T.EnumType, T.ErrorType, T.IntType)
 
@@ -257,7 +258,7 @@ class TableChecker(ExprChecker):
         """Whether the action's entry in the actions list carries ``@name``."""
         decl = getattr(ref.name, "decl", None)
         listed = refs.get(decl)
-        return listed is not None and any(a.name == name for a in listed.annotations)
+        return listed is not None and ast.annotation(listed, name) is not None
 
     def mask_or_range(self, item: ast.Binary, kt: T.Type, ctx: Ctx,
                       require_const: Callable[[ast.Expr], None]) -> None:

@@ -16,6 +16,8 @@ from typing import Any
 from softswitch.diagnostics import DiagnosticSink, P4Error
 from softswitch.frontend import ast, consteval
 from softswitch.frontend import types as T
+from softswitch.frontend.callcheck import check_call
+from softswitch.frontend.checkbase import Cascade, base, describe, fail
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope, is_type_decl
 from softswitch.frontend.typeresolve import TypeResolver
@@ -24,64 +26,6 @@ from softswitch.frontend.unify import Bindings, compatible, contains_var, subst,
 ARITH = ("+", "-", "*", "/", "%", "|+|", "|-|")
 BITWISE = ("&", "|", "^")
 COMPARE = ("<", "<=", ">", ">=")
-SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes")
-
-
-class Cascade(P4Error):
-    """An error that only follows from one already reported (not shown again)."""
-
-
-def fail(msg: str, node: ast.Node | None) -> P4Error:
-    return P4Error(msg, node.loc if node is not None else None)
-
-
-def describe(e: ast.Expr) -> str:
-    """A short rendering of an expression for messages (like p4c's)."""
-    if isinstance(e, ast.PathExpr):
-        return ("." if e.top_level else "") + e.name
-    if isinstance(e, ast.IntLiteral):
-        return e.text or str(e.value)
-    if isinstance(e, ast.BoolLiteral):
-        return "true" if e.value else "false"
-    if isinstance(e, ast.StringLiteral):
-        return f'"{e.value}"'
-    if isinstance(e, ast.Member):
-        return f"{describe(e.expr)}.{e.name}"
-    if isinstance(e, ast.Index):
-        return f"{describe(e.expr)}[{describe(e.index)}]"
-    if isinstance(e, ast.Slice):
-        return f"{describe(e.expr)}[{describe(e.hi)}:{describe(e.lo)}]"
-    if isinstance(e, ast.Binary):
-        return f"{describe(e.left)} {e.op} {describe(e.right)}"
-    if isinstance(e, ast.Unary):
-        return f"{e.op}{describe(e.expr)}"
-    if isinstance(e, ast.Call):
-        return f"{describe(e.target)}(...)"
-    if isinstance(e, ast.ListExpr):
-        return "{ " + ", ".join(describe(i) for i in e.items) + " }"
-    if isinstance(e, ast.ThisExpr):
-        return "this"
-    if isinstance(e, ast.TypeNameExpr):
-        ref = e.type_ref
-        return getattr(ref, "name", None) or ("error" if isinstance(ref, ast.ErrorTypeRef)
-                                              else str(ref.resolved or "type"))
-    if isinstance(e, ast.Cast):
-        return f"({e.type or 'cast'}){describe(e.expr)}"
-    if isinstance(e, ast.InvalidHeaderExpr):
-        return "{#}"
-    if isinstance(e, ast.DontCareExpr):
-        return "_"
-    if isinstance(e, ast.DefaultExpr):
-        return "default"
-    if isinstance(e, ast.Ternary):
-        return f"{describe(e.cond)} ? {describe(e.then)} : {describe(e.otherwise)}"
-    if isinstance(e, ast.StructExpr):
-        return "{ " + ", ".join(f"{n} = {describe(v)}" for n, v in e.fields) + " }"
-    return type(e).__name__
-
-
-def base(t: Any) -> Any:
-    return T.strip_newtype(t) if isinstance(t, T.Type) else t
 
 
 def is_numeric(t: T.Type) -> bool:
@@ -686,7 +630,6 @@ class ExprChecker:
 
     # ------------------------------------------------------------------ calls
     def _e_Call(self, e: ast.Call, ctx: Ctx) -> T.Type:
-        from softswitch.frontend.callcheck import check_call
         return check_call(self, e, ctx)
 
     def table_result(self, table: ast.TableDecl) -> T.StructType:

@@ -17,17 +17,14 @@ from p4.config.v1 import p4info_pb2, p4types_pb2
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
+from softswitch.frontend.cpnames import is_hidden, string_annotation, type_width
 from softswitch.frontend.elaborate import (
     ActionInstance,
     Elaboration,
     EnumValue,
     ExternInstance,
     TableInstance,
-    annotation,
     elaborate,
-    is_hidden,
-    string_annotation,
-    type_width,
 )
 from softswitch.p4info import ids
 from softswitch.p4info.annotations import add_annotations, add_doc, const_of
@@ -78,7 +75,7 @@ def generate(checked: Any) -> p4info_pb2.P4Info:
 
 
 def _explicit_id(node: Any) -> int | None:
-    a = annotation(node, "id")
+    a = ast.annotation(node, "id")
     if a is None:
         return None
     e = a.exprs[0] if a.exprs else None
@@ -169,7 +166,7 @@ class Builder:
 
     def _controller_headers(self) -> list[ast.HeaderDecl]:
         return [d for d in self.elab.program.decls
-                if isinstance(d, ast.HeaderDecl) and annotation(d, "controller_header")
+                if isinstance(d, ast.HeaderDecl) and ast.annotation(d, "controller_header")
                 and not is_hidden(d)]
 
     # --- pass 2 ------------------------------------------------------------------

@@ -16,6 +16,7 @@ from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
+from softswitch.frontend.cpnames import qualify
 from softswitch.v1model import hashes
 from softswitch.v1model.bits import PacketReader, PacketTooShort
 from softswitch.v1model.blocks import BlockLowerer
@@ -254,7 +255,7 @@ class ProgramBuilder:
         vsi = next((v for v in self.elab.value_sets
                     if v.decl is decl and v.owner is block), None)
         name = (vsi.name if vsi is not None and vsi.name else
-                E.qualify(block.prefix, decl.name))
+                qualify(block.prefix, decl.name))
         size = vsi.size if vsi is not None and vsi.size else 0
         et = T.strip_newtype(decl.element.resolved)
         if isinstance(et, T.StructLikeType):
