@@ -21,9 +21,9 @@ from softswitch.v1model import hashes
 from softswitch.v1model.bits import PacketReader, PacketTooShort
 from softswitch.v1model.blocks import BlockLowerer
 from softswitch.v1model.control import KeyMatch
+from softswitch.v1model.execution import ExitSignal, ParserError, Runtime, shl, shl_signed
 from softswitch.v1model.externs import Clock, CounterArray, Meter, MeterArray, RegisterArray
 from softswitch.v1model.lower import LowerEnv
-from softswitch.v1model.runtime import ExitSignal, ParserError, Runtime, shl, shl_signed
 from softswitch.v1model.stmts import const_int
 from softswitch.v1model.tables import TableState
 from softswitch.v1model.values import Layouts, Stack, copy_value

@@ -13,7 +13,7 @@ from typing import Any
 
 from softswitch.frontend import types as T
 from softswitch.v1model.bits import BitWriter, PacketReader, PacketTooShort
-from softswitch.v1model.runtime import ParserError
+from softswitch.v1model.execution import ParserError
 from softswitch.v1model.values import Layouts, Stack, attr
 
 
