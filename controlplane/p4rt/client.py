@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 from google.rpc import code_pb2
@@ -22,7 +22,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from controlplane.p4rt.entities import to_entity
 from controlplane.p4rt.errors import P4RuntimeClientError, from_rpc_error
 
-Update = p4runtime_pb2.Update
+Update: TypeAlias = p4runtime_pb2.Update
 _STOP = object()
 
 

@@ -598,6 +598,9 @@ class SelectCase(Node):
     keyset: Expr
     state: str
 
+    def __post_init__(self) -> None:
+        self.state_decl: Any = None  # the ParserState named, set by the type checker
+
 
 @dataclass(eq=False)
 class SelectExpr(Expr):
@@ -659,6 +662,9 @@ class ActionRef(Node):
     args: list[Argument] = field(default_factory=list)
     annotations: list[Annotation] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.call: Any = None  # the bound action call (a CallInfo), set by the type checker
+
 
 @dataclass(eq=False)
 class TableEntry(Node):
@@ -701,6 +707,10 @@ class InstanceDecl(Decl):
     type_ref: TypeRef
     args: list[Argument]
     initializer: list[Decl] | None = None
+
+    def __post_init__(self) -> None:
+        self.instance_type: Any = None  # the instantiated type, set by the type checker
+        self.ctor: Any = None           # the constructor call (a CallInfo)
 
 
 @dataclass(eq=False)

@@ -18,6 +18,8 @@ from softswitch.frontend.scopes import is_type_decl
 from softswitch.frontend.typeresolve import check_type_args
 from softswitch.frontend.unify import Bindings, compatible, contains_var, subst
 
+Function = ast.FunctionDecl | ast.ExternFunctionDecl
+
 
 def param_infos(params: list[ast.Param]) -> tuple[T.ParamInfo, ...]:
     """ParamInfo of declared parameters (their type refs are already resolved)."""
@@ -90,16 +92,16 @@ def _action_call(ck: Checker, e: ast.Call, decl: ast.ActionDecl, ctx: Ctx) -> T.
     return T.VoidType()
 
 
-def _function_call(ck: Checker, e: ast.Call, tgt: ast.PathExpr, cands: list[ast.Decl],
+def _function_call(ck: Checker, e: ast.Call, tgt: ast.PathExpr, cands: list[Function],
                    ctx: Ctx) -> T.Type:
     decl = choose_overload(cands, e.args, e)
     tgt.decl = decl
-    params = param_infos(decl.params)  # type: ignore[attr-defined]
-    tvars = [ck.types.typevar(p) for p in decl.type_params]  # type: ignore[attr-defined]
+    params = param_infos(decl.params)
+    tvars = [ck.types.typevar(p) for p in decl.type_params]
     m = explicit_type_args(ck, e, tvars, list(e.type_args), ctx)
     variables = {v for v in tvars if v not in m}
     args = bind_and_check(ck, e, params, m, variables, ctx)
-    ret = subst(decl.return_type.resolved or T.VoidType(), m)  # type: ignore[attr-defined]
+    ret = subst(decl.return_type.resolved or T.VoidType(), m)
     kind = "function" if isinstance(decl, ast.FunctionDecl) else "extern_function"
     if kind == "extern_function":
         _no_struct_results(params, args, nested_only=True)
@@ -145,8 +147,8 @@ def subst_params(params: tuple[T.ParamInfo, ...], m: Bindings) -> tuple[T.ParamI
     return sp(params, m)
 
 
-def choose_overload(cands: list[ast.Decl], args: list[ast.Argument],
-                    where: ast.Node) -> ast.Decl:
+def choose_overload(cands: list[Function], args: list[ast.Argument],
+                    where: ast.Node) -> Function:
     """Pick the declaration whose parameters can take these arguments (count and names)."""
     for d in cands:
         if _arity_fits(d.params, args):
@@ -196,7 +198,7 @@ def bind_arguments(params: tuple[T.ParamInfo, ...], args: list[ast.Argument],
     if any(named):
         index = {p.name: i for i, p in enumerate(params)}
         for a in args:
-            i = index.get(a.name)  # type: ignore[arg-type]
+            i = index.get(a.name or "")
             if i is None:
                 raise fail(f"{a.name}: No parameter named {a.name}", a)
             if out[i] is not None:
@@ -225,7 +227,7 @@ def bind_and_check(ck: Checker, e: ast.Node, params: tuple[T.ParamInfo, ...],
     ``ctor``: the call constructs an object, so arguments may be parser/control/extern
     instances but must be compile-time known.
     """
-    arg_list = args if args is not None else e.args  # type: ignore[attr-defined]
+    arg_list = args if args is not None else getattr(e, "args", [])
     bound = bind_arguments(params, arg_list, e)
     for a in bound:
         if a is not None:
@@ -396,7 +398,8 @@ def type_size(t: T.Type, maximum: bool) -> int | None:
         sizes = [type_size(f.type, maximum) for f in t.fields]
         if any(s is None for s in sizes):
             return None
-        return (max if maximum else min)(sizes) if sizes else 0  # type: ignore[type-var]
+        known = [s for s in sizes if s is not None]
+        return (max if maximum else min)(known) if known else 0
     if isinstance(t, T.StructLikeType):
         total = 0
         for f in t.fields:
@@ -481,7 +484,7 @@ def _extern_method(ck: Checker, e: ast.Call, tgt: ast.Member, ot: T.ExternType,
     variables = free | {v for v in mvars if v not in m}
     params = param_infos(md.params)
     args = bind_and_check(ck, e, params, m, variables, ctx)
-    ret = subst(md.return_type.resolved or T.VoidType(), m)  # type: ignore[union-attr]
+    ret = subst((md.return_type.resolved if md.return_type else None) or T.VoidType(), m)
     if isinstance(ret, T.TypeVar) and ret in variables and ret not in m:
         raise fail(f"{describe(e)}: could not infer a type for variable {ret.name}", e)
     _no_struct_results(params, args, nested_only=False)
@@ -577,7 +580,8 @@ def construct(ck: Checker, e: ast.Node, decl: ast.Node, type_refs: list[ast.Type
                 m[v] = T.DontCareType()
         result = subst(bt, m)
         if tvars:
-            result = T.BlockType(bt.kind, bt.name, result.params, result.ctor_params,  # type: ignore[attr-defined]
+            assert isinstance(result, T.BlockType)
+            result = T.BlockType(bt.kind, bt.name, result.params, result.ctor_params,
                                  decl, tuple(m[v] for v in tvars))
         _record_ctor(e, decl, ctor, bound, m, result)
         return result
@@ -603,8 +607,8 @@ def _record_ctor(e: ast.Node, decl: ast.Node, params: tuple[T.ParamInfo, ...],
     if isinstance(e, ast.Call):
         e.resolved = info
         e.target.type = result
-    else:
-        e.ctor = info  # type: ignore[attr-defined]
+    elif isinstance(e, ast.InstanceDecl):
+        e.ctor = info
 
 
 def _construct_extern(ck: Checker, e: ast.Node, decl: ast.ExternDecl,

@@ -36,7 +36,7 @@ def callees(decl: ast.Node) -> set[ast.Node]:
                     n.resolved.decl is not None:
                 out.add(n.resolved.decl)
         if isinstance(n, ast.ActionRef) and isinstance(getattr(n, "call", None), CallInfo):
-            out.add(n.call.decl)  # type: ignore[attr-defined]
+            out.add(n.call.decl)
     return out
 
 

@@ -20,6 +20,9 @@ from softswitch.frontend.scopes import Scope
 from softswitch.frontend.tablecheck import TableChecker
 from softswitch.frontend.unify import compatible
 
+BlockDecl = (ast.ParserDecl | ast.ParserTypeDecl | ast.ControlDecl | ast.ControlTypeDecl
+             | ast.PackageTypeDecl)
+
 
 class DeclChecker(TableChecker):
     """Checks declarations and statements (see module docstring)."""
@@ -203,7 +206,7 @@ class DeclChecker(TableChecker):
                 raise fail(f"{describe(p.default)}: expression must be a compile-time constant",
                            p.default)
 
-    def block_type(self, d: ast.Node) -> T.BlockType:
+    def block_type(self, d: BlockDecl) -> T.BlockType:
         """BlockType of a parser/control/package (type) declaration; resolves its params."""
         kind = {ast.ParserDecl: "parser", ast.ParserTypeDecl: "parser",
                 ast.ControlDecl: "control", ast.ControlTypeDecl: "control",
@@ -211,7 +214,7 @@ class DeclChecker(TableChecker):
         scope = self.types._type_param_scope(d, self.types.decl_scope[d])
         ctx = Ctx(scope)
         tmp = Scope(scope, "params")
-        self.params(d.params, ctx, tmp, kind)  # type: ignore[attr-defined]
+        self.params(d.params, ctx, tmp, kind)
         ctor: tuple[T.ParamInfo, ...] = ()
         if isinstance(d, (ast.ParserDecl, ast.ControlDecl)):
             self.params(d.ctor_params, ctx, Scope(scope, "ctor"), "block_ctor")
@@ -220,8 +223,8 @@ class DeclChecker(TableChecker):
             for p in ctor:
                 if isinstance(p.type, T.BlockType) and p.type.kind == other:
                     raise fail(f"{p.name}: instantiation of {other} in {kind}", p.decl)
-        tv = tuple(self.types.typevar(p) for p in d.type_params)  # type: ignore[attr-defined]
-        return T.BlockType(kind, d.name, param_infos(d.params), ctor, d, tv)  # type: ignore[attr-defined]
+        tv = tuple(self.types.typevar(p) for p in d.type_params)
+        return T.BlockType(kind, d.name, param_infos(d.params), ctor, d, tv)
 
     # ------------------------------------------------------------------ externs
     def _d_ExternDecl(self, d: ast.ExternDecl, ctx: Ctx) -> None:
@@ -317,7 +320,7 @@ class DeclChecker(TableChecker):
         self.declare(ctx.scope, d)
         t = construct(self, d, tdecl, list(ref.type_args), d.args, ctx)
         ref.resolved = t
-        d.instance_type = t  # type: ignore[attr-defined]
+        d.instance_type = t
         if d.name == "main" and ctx.block == "top" and not (
                 isinstance(t, T.BlockType) and t.kind == "package"):
             raise fail("main: must be a package declaration", d)
@@ -385,8 +388,9 @@ class DeclChecker(TableChecker):
         for s in d.states:
             self.guard(lambda s=s: self.parser_state(s, sctx))
 
-    def _declare_block_params(self, d: ast.Node, bt: T.Type, ctx: Ctx) -> None:
-        for p in list(d.ctor_params) + list(d.params):  # type: ignore[attr-defined]
+    def _declare_block_params(self, d: ast.ParserDecl | ast.ControlDecl, bt: T.Type,
+                              ctx: Ctx) -> None:
+        for p in list(d.ctor_params) + list(d.params):
             self.guard(lambda p=p: self.declare(ctx.scope, p))
 
     def parser_state(self, s: ast.ParserState, ctx: Ctx) -> None:
@@ -449,7 +453,7 @@ class DeclChecker(TableChecker):
             ks.type = T.ListType(tuple(i.type or T.DontCareType() for i in ks.items))
         target = ast.PathExpr(case.state, loc=case.loc)
         self.state_ref(target, ctx)
-        case.state_decl = target.decl  # type: ignore[attr-defined]
+        case.state_decl = target.decl
 
     def keyset_item(self, item: ast.Expr, kt: T.Type, ctx: Ctx) -> None:
         """One keyset component: value, ``v &&& m``, ``lo .. hi``, ``_``/default, value set."""

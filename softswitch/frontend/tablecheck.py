@@ -32,13 +32,13 @@ def same_expression(a: ast.Expr, b: ast.Expr) -> bool:
         return a.const == b.const
     if type(a) is not type(b):
         return False
-    if isinstance(a, ast.PathExpr):
-        return a.decl is b.decl  # type: ignore[attr-defined]
-    if isinstance(a, ast.Member):
-        return a.name == b.name and same_expression(a.expr, b.expr)  # type: ignore[attr-defined]
-    if isinstance(a, ast.StructExpr):
-        return [n for n, _ in a.fields] == [n for n, _ in b.fields] and all(  # type: ignore[attr-defined]
-            same_expression(x, y) for (_, x), (_, y) in zip(a.fields, b.fields, strict=True))  # type: ignore[attr-defined]
+    if isinstance(a, ast.PathExpr) and isinstance(b, ast.PathExpr):
+        return a.decl is b.decl
+    if isinstance(a, ast.Member) and isinstance(b, ast.Member):
+        return a.name == b.name and same_expression(a.expr, b.expr)
+    if isinstance(a, ast.StructExpr) and isinstance(b, ast.StructExpr):
+        return [n for n, _ in a.fields] == [n for n, _ in b.fields] and all(
+            same_expression(x, y) for (_, x), (_, y) in zip(a.fields, b.fields, strict=True))
     return describe(a) == describe(b)
 
 
@@ -148,7 +148,7 @@ class TableChecker(ExprChecker):
                 continue
             self.expr(a, ctx)
             check_argument(self, p, p.type, a, ctx)
-        ref.call = CallInfo("action", decl, params, tuple(bound))  # type: ignore[attr-defined]
+        ref.call = CallInfo("action", decl, params, tuple(bound))
 
     def _listed_action(self, ref: ast.ActionRef, refs: dict, d: ast.TableDecl,
                        ctx: Ctx) -> ast.ActionDecl:
