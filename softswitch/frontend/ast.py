@@ -676,6 +676,11 @@ class TableEntry(Node):
     annotations: list[Annotation] = field(default_factory=list)
     is_const: bool = False
 
+    def __post_init__(self) -> None:
+        # the priority the entry gets (P4_16 "Entry priorities"; None where the table's
+        # entries take none), set by the type checker
+        self.priority_value: int | None = None
+
 
 @dataclass(eq=False)
 class TableProperty(Node):
