@@ -680,6 +680,8 @@ class TableEntry(Node):
         # the priority the entry gets (P4_16 "Entry priorities"; None where the table's
         # entries take none), set by the type checker
         self.priority_value: int | None = None
+        # one keyset expression per table key (``_``/``default``/``...`` spread out)
+        self.key_items: list[Expr] = []
 
 
 @dataclass(eq=False)

@@ -879,6 +879,9 @@ class _Elaborator:
 def elaborate(checked: Any) -> Elaboration:
     """Elaborate a type-checked program (``CheckedProgram`` or an annotated
     ``ast.Program``): see the module docstring."""
+    cached = getattr(checked, "elaboration", None)
+    if isinstance(cached, Elaboration):
+        return cached       # compile_program elaborated it already (cpchecks)
     program = getattr(checked, "program", checked)
     if not isinstance(program, ast.Program):
         raise TypeError("elaborate() needs a CheckedProgram or an ast.Program")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from softswitch.diagnostics import DiagnosticSink
-from softswitch.frontend import ast
+from softswitch.frontend import ast, consteval
 from softswitch.frontend import types as T
 from softswitch.frontend.callcheck import check_argument, param_infos
 from softswitch.frontend.calls import CallInfo
@@ -161,6 +161,10 @@ class TableChecker(ExprChecker):
             raise fail(f"{describe(ref.name)}() not present in action list", ref)
         params = param_infos(decl.params)
         self._bind_ref(ref, decl, params, len(params), ctx)
+        for p, a in zip(params, ref.call.args, strict=True):
+            if a is not None and not p.direction and not consteval.compile_time_known(a):
+                raise fail(f"{describe(a)}: action argument must be a compile-time constant",
+                           a)
         listed = refs[decl]
         for got, want in zip(ref.args, listed.args, strict=False):
             if not same_expression(got.value, want.value):
@@ -304,6 +308,7 @@ class TableChecker(ExprChecker):
         if len(items) != len(keys):
             raise fail(f"{describe(ks)}: Size of entry keyset must match the table key set "
                        f"size ({len(items)} vs {len(keys)})", ks)
+        entry.key_items = items
         for item, k in zip(items, keys, strict=True):
             self.entry_key(item, k, ctx)
         if isinstance(ks, ast.ListExpr):
@@ -329,7 +334,13 @@ class TableChecker(ExprChecker):
         the key's type and must be constants (``require_const`` words that error the way
         p4c does in each context)."""
         for side in (item.left, item.right):
-            self.expr(side, ctx)
+            t = self.expr(side, ctx)
+            b = base(t)
+            if isinstance(b, T.EnumType) and b.underlying is not None:
+                b = b.underlying
+            if not isinstance(b, (T.BitsType, T.IntType)):
+                raise fail(f"{item.op}: cannot be applied to expression '{describe(side)}' "
+                           f"with type '{t}'", item)
             if not self.coerce(side, kt, ctx, quiet=True, keyset=True):
                 raise fail(f"{describe(item)}: Cannot operate on values with different "
                            f"types {kt} and {side.type}", item)
