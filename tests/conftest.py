@@ -44,6 +44,7 @@ class FrontendProgram:
     path: Path
     errors: tuple[tuple[int, str], ...]
     stf: Path | None
+    p4test_verdict: bool = True   # False: '// p4test: no verdict' (p4test crashes or loops)
 
     @property
     def name(self) -> str:
@@ -56,7 +57,8 @@ def frontend_programs() -> list[FrontendProgram]:
         marks = tuple((n, m.group("msg")) for n, line in enumerate(
             path.read_text().splitlines(), start=1) if (m := _ERROR_MARK.search(line)))
         stf = path.with_suffix(".stf")
-        out.append(FrontendProgram(path, marks, stf if stf.exists() else None))
+        out.append(FrontendProgram(path, marks, stf if stf.exists() else None,
+                                   "// p4test: no verdict" not in path.read_text()))
     return out
 
 

@@ -54,6 +54,8 @@ def test_rule_stf(frontend_program):
 
 
 def test_p4test_agrees(frontend_program, reference_tools, tmp_path):
+    if not frontend_program.p4test_verdict:
+        pytest.skip("p4test gives no verdict on this program (see its header)")
     out = tmp_path / "p4test.p4info.txtpb"
     verdict = run_p4c(reference_tools.p4test, frontend_program.path,
                       [str(frontend_program.path.parent)], out)
