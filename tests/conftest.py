@@ -45,6 +45,7 @@ class FrontendProgram:
     errors: tuple[tuple[int, str], ...]
     stf: Path | None
     p4test_verdict: bool = True   # False: '// p4test: no verdict' (p4test crashes or loops)
+    p4test_differs: bool = False  # '// p4test differs:' a documented disagreement
 
     @property
     def name(self) -> str:
@@ -57,8 +58,10 @@ def frontend_programs() -> list[FrontendProgram]:
         marks = tuple((n, m.group("msg")) for n, line in enumerate(
             path.read_text().splitlines(), start=1) if (m := _ERROR_MARK.search(line)))
         stf = path.with_suffix(".stf")
+        text = path.read_text()
         out.append(FrontendProgram(path, marks, stf if stf.exists() else None,
-                                   "// p4test: no verdict" not in path.read_text()))
+                                   "// p4test: no verdict" not in text,
+                                   "// p4test differs:" in text))
     return out
 
 

@@ -440,10 +440,15 @@ def _no_apply_here(e: ast.Call, ctx: Ctx) -> None:
 
 def _block_apply(ck: Checker, e: ast.Call, t: T.BlockType, ctx: Ctx) -> T.Type:
     _no_apply_here(e, ctx)
-    if ctx.block == "parser" and t.kind == "control":
-        raise fail(f"{describe(e)}: controls cannot be applied in parsers", e)
-    if ctx.block == "control" and t.kind == "parser":
-        raise fail(f"{describe(e)}: parsers cannot be applied in controls", e)
+    other = {"parser": "control", "control": "parser"}.get(ctx.block)
+    if t.kind == other:
+        recv = e.target.expr if isinstance(e.target, ast.Member) else None
+        param = getattr(recv, "decl", None)
+        if isinstance(param, ast.Param) and not param.direction:
+            # a block handed in by the constructor: p4c's inliner reports the instance
+            # where the parameter declares it
+            raise fail(f"{param.name}: instantiation of {other} in {ctx.block}", param)
+        raise fail(f"{describe(e)}: {other}s cannot be applied in {ctx.block}s", e)
     args = bind_and_check(ck, e, t.params, {}, set(), ctx)
     e.target.type = T.FunctionType("method", t.params, T.VoidType())
     e.resolved = CallInfo(f"{t.kind}_apply", t.decl, t.params, tuple(args),

@@ -176,7 +176,8 @@ class DeclChecker(TableChecker):
             raise fail(f"{p.name}: parameters with type int must be directionless", p)
         if isinstance(b, T.StringType) and p.direction:
             raise fail(f"{p.name}: a parameter with type string cannot have a direction", p)
-        if isinstance(b, (T.ExternType, T.BlockType)) and p.direction:
+        self._block_typed_param(p, b, t, kind)
+        if isinstance(b, T.ExternType) and p.direction:
             raise fail(f"{p.name}: a parameter with type {t} cannot have a direction", p)
         if kind == "action":
             if isinstance(b, T.IntType):
@@ -187,12 +188,6 @@ class DeclChecker(TableChecker):
                     isinstance(b, T.EnumType) and b.underlying is not None)):
                 raise fail(f"Action parameter {p.name} has a type which is not bit<>, int<>, "
                            "bool, type or serializable enum", p)
-        if kind in ("action", "function") and isinstance(b, T.BlockType):
-            raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
-        if isinstance(b, T.BlockType) and isinstance(b.decl, (ast.ParserDecl, ast.ControlDecl)):
-            raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
-        if isinstance(b, T.BlockType) and b.kind == "package" and kind != "package":
-            raise fail(f"{p.name}: parameter cannot be a package", p)
         if kind in ("ctor", "block_ctor", "package") and p.direction:
             raise fail(f"{p.name}: constructor parameters cannot have a direction", p)
         if ast.annotation(p, "optional") is not None and kind not in ("extern", "package", "ctor"):
@@ -205,6 +200,27 @@ class DeclChecker(TableChecker):
             if p.default.const is ast.NOT_CONST:
                 raise fail(f"{describe(p.default)}: expression must be a compile-time constant",
                            p.default)
+
+    @staticmethod
+    def _block_typed_param(p: ast.Param, b: T.Type, t: T.Type, kind: str) -> None:
+        """Parser, control and package types as parameter types (P4_16 spec, "Parser and
+        control blocks types", "Package types"), as p4c's type checker has them: a
+        declared parser or control is never a parameter's type; a parser or control
+        *type* is the type of constructor parameters, and of directionless parameters
+        of functions and extern methods, but not of a parser's or control's apply
+        parameters or of an action's; a package type only in packages, constructors,
+        functions and extern methods."""
+        if not isinstance(b, T.BlockType):
+            return
+        if isinstance(b.decl, (ast.ParserDecl, ast.ControlDecl)):
+            raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
+        modules_allowed = kind in ("ctor", "block_ctor", "package") or (
+            kind in ("function", "extern") and not p.direction)
+        if b.kind == "package":
+            if kind in ("parser", "control", "action"):
+                raise fail(f"{p.name}: parameter cannot be a package", p)
+        elif not modules_allowed:
+            raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
 
     def block_type(self, d: BlockDecl) -> T.BlockType:
         """BlockType of a parser/control/package (type) declaration; resolves its params."""
@@ -219,10 +235,6 @@ class DeclChecker(TableChecker):
         if isinstance(d, (ast.ParserDecl, ast.ControlDecl)):
             self.params(d.ctor_params, ctx, Scope(scope, "ctor"), "block_ctor")
             ctor = param_infos(d.ctor_params)
-            other = {"parser": "control", "control": "parser"}[kind]
-            for p in ctor:
-                if isinstance(p.type, T.BlockType) and p.type.kind == other:
-                    raise fail(f"{p.name}: instantiation of {other} in {kind}", p.decl)
         tv = tuple(self.types.typevar(p) for p in d.type_params)
         return T.BlockType(kind, d.name, param_infos(d.params), ctor, d, tv)
 

@@ -241,6 +241,12 @@ class ExprChecker:
         if isinstance(obj_t, T.StackType):
             if not is_numeric(it):
                 raise fail(f"Array index {describe(e.index)} must be an integer", e.index)
+            if isinstance(base(obj_t.element), T.HeaderUnionType) and ctx.block == "parser" \
+                    and e.index.const is ast.NOT_CONST:
+                # A union stack element is flattened to one union per index; p4c expands
+                # a run-time index into constant ones in controls, but not in parsers.
+                raise fail("Target expects constant array indices for accessing header union "
+                           f"stack elements, {describe(e.index)} is not a constant", e.index)
             if isinstance(e.index.const, int) and not isinstance(e.index.const, bool):
                 if e.index.const < 0:
                     raise fail(f"{describe(e)}: Negative array index", e.index)
