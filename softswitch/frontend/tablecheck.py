@@ -300,9 +300,6 @@ class TableChecker(ExprChecker):
             items = list(ks.items)
         else:
             items = [ks]
-        if len(items) == 1 and isinstance(items[0], (ast.DefaultExpr, ast.DontCareExpr)) \
-                and len(keys) > 1:
-            items = items * len(keys)
         if items and isinstance(items[-1], ast.DotsExpr) and len(items) <= len(keys):
             items = items[:-1] + [items[-1]] * (len(keys) - len(items) + 1)
         if len(items) != len(keys):

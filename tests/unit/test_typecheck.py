@@ -245,7 +245,7 @@ control I(inout headers h, inout meta_t m, inout standard_metadata_t s) {
     size = 1024;
     counters = dc;
     const entries = { (1, 0x0a000000 &&& 0xff000000, true) : fwd(1, 2);
-                      (_, _, false) : drop(); }
+                      (2, _, false) : drop(); }
   }
   table t2 { key = { m.x : ternary; h.ip.proto: selector; } actions = { drop; fwd; }
              implementation = sel; }
