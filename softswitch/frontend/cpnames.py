@@ -12,7 +12,9 @@ The analogue of p4c's ``HierarchicalNames`` and ``TableKeyNames`` passes (P4_16 
   expression the way p4c prints it (:func:`key_field_name`: ``hdr.ipv4.dstAddr``,
   ``hdr.ipv4.$valid$`` for ``isValid()``, ``a[2].f``, ``x[7:0]``, ``a & b``);
 * the width P4Info reports for a field of a ``@p4runtime_translation`` type is the
-  controller-side width (:func:`type_width`).
+  controller-side width (:func:`type_width`);
+* a named type's control-plane name is its ``@name`` or its name (:func:`type_name`);
+  a ``digest`` call's digest is named after its data type (:func:`digest_names`).
 
 :mod:`softswitch.frontend.elaborate` applies them while it walks the instance tree.
 """
@@ -165,3 +167,49 @@ def translation_width(t: T.NewType) -> int | None:
         return w.value
     c = getattr(w, "const", ast.NOT_CONST)
     return c if isinstance(c, int) and not isinstance(c, bool) else 0
+
+
+def type_name(t: Any) -> str:
+    """A named type's control-plane name: its ``@name`` (no leading dot) or its name."""
+    decl = getattr(t, "decl", None)
+    a = ast.annotation(decl, "name") if decl is not None else None
+    if a is not None and a.exprs and isinstance(a.exprs[0], ast.StringLiteral):
+        return a.exprs[0].value.lstrip(".")
+    return t.name
+
+
+def digest_data_type(call: ast.Call) -> Any:
+    """The data type ``T`` of a ``digest<T>(receiver, data)`` call (a list's type as the
+    tuple it is)."""
+    info = call.resolved
+    t = next(iter(info.type_args.values()), None) if info is not None and \
+        info.type_args else None
+    if t is None and call.type_args:
+        t = call.type_args[0].resolved
+    if t is None and len(call.args) > 1:
+        t = call.args[1].value.type
+    return T.TupleType(t.elements) if isinstance(t, T.ListType) else t
+
+
+def digest_names(calls: list[ast.Call]) -> dict[int, str]:
+    """The digest name of each ``digest`` call (by ``id``), as p4c names them: a struct,
+    header or union by its type's control-plane name, a type written by name (a
+    typedef) by that name, any other (a tuple or list, ``bit<W>``, ``bool``)
+    ``digest_N``, N counting such calls in program order (``calls``' order)."""
+    names: dict[int, str] = {}
+    auto = 0
+    for call in calls:
+        if id(call) in names:
+            continue
+        t = digest_data_type(call)
+        written = call.type_args[0] if call.type_args else None
+        if isinstance(t, T.StructLikeType):
+            names[id(call)] = type_name(t)
+        elif isinstance(t, (T.NewType, T.EnumType)):
+            names[id(call)] = type_name(t)
+        elif isinstance(written, ast.NamedTypeRef):
+            names[id(call)] = written.name
+        else:
+            names[id(call)] = f"digest_{auto}"
+            auto += 1
+    return names

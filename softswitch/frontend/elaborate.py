@@ -53,6 +53,7 @@ from typing import Any
 from softswitch.diagnostics import P4Error, SourceLoc
 from softswitch.frontend import ast
 from softswitch.frontend.cpnames import (
+    digest_names,
     is_hidden,
     key_field_name,
     local_name,
@@ -198,6 +199,8 @@ class Elaboration:
     value_sets: list[ValueSetInstance] = field(default_factory=list)
     # extern functions called from control bodies/actions (name, Call, owner block)
     extern_calls: list[tuple[str, ast.Call, BlockInstance]] = field(default_factory=list)
+    # the control-plane name of each digest() call's digest, by id(call)
+    digest_names: dict[int, str] = field(default_factory=dict)
 
     def table(self, name: str) -> TableInstance | None:
         return next((t for t in self.tables if t.name == name), None)
@@ -382,6 +385,8 @@ class _Elaborator:
                 value.package_param = pname
                 self.result.top_blocks.append(value)
         self._collect()
+        self.result.digest_names = digest_names(
+            [call for name, call, _blk in self.result.extern_calls if name == "digest"])
         return self.result
 
     # --- argument binding --------------------------------------------------------

@@ -17,7 +17,12 @@ from p4.config.v1 import p4info_pb2, p4types_pb2
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
-from softswitch.frontend.cpnames import is_hidden, string_annotation, type_width
+from softswitch.frontend.cpnames import (
+    digest_data_type,
+    is_hidden,
+    string_annotation,
+    type_width,
+)
 from softswitch.frontend.elaborate import (
     ActionInstance,
     Elaboration,
@@ -154,12 +159,11 @@ class Builder:
                 self.symbols.add(kind, ext.qualified, _explicit_id(ext.decl), ext.loc)
 
     def _collect_digest(self, call: ast.Call) -> None:
-        t = _type_of_ref(call.type_args[0]) if call.type_args else None
-        if t is None and len(call.args) > 1:
-            t = getattr(call.args[1].value, "type", None)
-        if not isinstance(t, T.StructType):
-            raise P4Error("digest: the data argument must be a struct", call.loc)
-        name = cp_name(t)
+        """A ``digest`` call's digest (one per name; see cpnames.digest_names)."""
+        name = self.elab.digest_names.get(id(call))
+        t = digest_data_type(call)
+        if name is None or t is None:
+            raise P4Error("digest: the data argument has no type", call.loc)
         if all(d[0] != name for d in self.digests):
             self.digests.append((name, t, call))
             self.symbols.add(ids.DIGEST, name)

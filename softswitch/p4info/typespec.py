@@ -14,16 +14,10 @@ from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
+from softswitch.frontend.cpnames import type_name
 from softswitch.p4info.annotations import add_annotations
 
-
-def cp_name(t: Any) -> str:
-    """A named type's control-plane name: its ``@name`` (no leading dot) or its name."""
-    decl = getattr(t, "decl", None)
-    a = ast.annotation(decl, "name") if decl is not None else None
-    if a is not None and a.exprs and isinstance(a.exprs[0], ast.StringLiteral):
-        return a.exprs[0].value.lstrip(".")
-    return t.name
+cp_name = type_name   # a named type's control-plane name (softswitch.frontend.cpnames)
 
 
 def field_name(f: T.FieldInfo) -> str:

@@ -81,3 +81,19 @@ def test_bmv2_stf(frontend_program, reference_tools, tmp_path):
     result = p4c_stf.run(reference_tools, frontend_program.path, frontend_program.stf,
                          tmp_path / "bmv2")
     assert result.ok, result.excerpt()
+
+
+def test_digests_carry_their_p4info_names():
+    """The switch names each digest as P4Info does (struct/header type, typedef name,
+    digest_N), so a P4Runtime client can tell which digest a message belongs to."""
+    from softswitch.v1model.switch import Switch
+
+    path = Path(__file__).resolve().parents[1] / "p4" / "frontend" / "digest_data_ok.p4"
+    checked = compile_program(str(path), (str(path.parent),))
+    names = [d.preamble.name for d in p4info.generate(checked).digests]
+    sw = Switch.from_program(checked)
+    sw.inject(3, bytes([1, 2, 0, 3]))
+    got = sw.drain_digests()
+    assert [name for name, _ in got] == ["digest_0", "h_t", "pair_t", "digest_1", "learn_t"]
+    assert set(names) == {name for name, _ in got}
+    assert got[0][1] == [1, 3] and got[1][1] == [1, 2, 3] and got[3][1] == [1]
