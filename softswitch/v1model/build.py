@@ -90,6 +90,7 @@ class ProgramBuilder:
         errs = self.env.error_codes
         oob = errs.get("StackOutOfBounds", 3)
         short = errs.get("PacketTooShort", 1)
+        invalid = errs.get("ParserInvalidArgument", 6)
 
         def stk_next(s: Stack) -> Any:
             if s.nxt >= len(s.items):
@@ -145,6 +146,9 @@ class ProgramBuilder:
                 raise ParserError(short) from None
 
         def advance(r: PacketReader, n: int) -> None:
+            # BMv2 (ParserOpAdvance): whole bytes only, then enough packet left
+            if n % 8:
+                raise ParserError(invalid)
             if r.bit_pos + n > r.total_bits:
                 raise ParserError(short)
             r.bit_pos += n
