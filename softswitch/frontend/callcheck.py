@@ -13,6 +13,7 @@ from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.calls import CallInfo
 from softswitch.frontend.checkbase import SIZE_METHODS, Cascade, Checker, base, describe, fail
+from softswitch.frontend.consteval import compile_time_known
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import is_type_decl
 from softswitch.frontend.typeresolve import check_type_args
@@ -100,7 +101,7 @@ def _function_call(ck: Checker, e: ast.Call, tgt: ast.PathExpr, cands: list[Func
     tvars = [ck.types.typevar(p) for p in decl.type_params]
     m = explicit_type_args(ck, e, tvars, list(e.type_args), ctx)
     variables = {v for v in tvars if v not in m}
-    args = bind_and_check(ck, e, params, m, variables, ctx)
+    args = bind_and_check(ck, e, params, m, variables, ctx, method=True)
     ret = subst(decl.return_type.resolved or T.VoidType(), m)
     kind = "function" if isinstance(decl, ast.FunctionDecl) else "extern_function"
     if kind == "extern_function":
@@ -221,11 +222,13 @@ def bind_arguments(params: tuple[T.ParamInfo, ...], args: list[ast.Argument],
 def bind_and_check(ck: Checker, e: ast.Node, params: tuple[T.ParamInfo, ...],
                    m: Bindings, variables: set[T.TypeVar], ctx: Ctx,
                    args: list[ast.Argument] | None = None,
-                   ctor: bool = False) -> list[ast.Expr | None]:
+                   ctor: bool = False, method: bool = False) -> list[ast.Expr | None]:
     """Bind, type and convert the arguments of a call; fills ``m`` by inference.
 
     ``ctor``: the call constructs an object, so arguments may be parser/control/extern
-    instances but must be compile-time known.
+    instances but must be compile-time known. ``method``: a function or extern call,
+    whose directionless parameters take compile-time known arguments only (an action's
+    are ``in`` parameters when it is called directly).
     """
     arg_list = args if args is not None else getattr(e, "args", [])
     bound = bind_arguments(params, arg_list, e)
@@ -243,6 +246,10 @@ def bind_and_check(ck: Checker, e: ast.Node, params: tuple[T.ParamInfo, ...],
             check_argument(ck, p, subst(p.type, m), a, ctx)
             if ctor:
                 _ctor_argument(a)
+            elif method and not p.direction and not compile_time_known(a) and \
+                    not isinstance(base(p.type), (T.ExternType, T.BlockType)):
+                raise fail(f"{describe(a)}: argument used for directionless parameter "
+                           f"'{p.name}' must be a compile-time constant", a)
     result: list[ast.Expr | None] = []
     for p, a in zip(params, bound, strict=True):
         if a is None and p.has_default and p.decl is not None:
@@ -488,7 +495,7 @@ def _extern_method(ck: Checker, e: ast.Call, tgt: ast.Member, ot: T.ExternType,
     m.update(explicit_type_args(ck, e, mvars, list(e.type_args), ctx))
     variables = free | {v for v in mvars if v not in m}
     params = param_infos(md.params)
-    args = bind_and_check(ck, e, params, m, variables, ctx)
+    args = bind_and_check(ck, e, params, m, variables, ctx, method=True)
     ret = subst((md.return_type.resolved if md.return_type else None) or T.VoidType(), m)
     if isinstance(ret, T.TypeVar) and ret in variables and ret not in m:
         raise fail(f"{describe(e)}: could not infer a type for variable {ret.name}", e)

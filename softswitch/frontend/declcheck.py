@@ -454,7 +454,7 @@ class DeclChecker(TableChecker):
             self.expr(items[0], ctx)
         elif len(items) == 1 and len(key_types) > 1 and isinstance(
                 self.expr(items[0], ctx), T.ValueSetType):
-            pass
+            self._value_set_label(items[0], key_types)
         elif len(items) != len(key_types):
             raise fail(f"{describe(ks)}: Size of keyset does not match the select keys "
                        f"({len(items)} vs {len(key_types)})", ks)
@@ -477,11 +477,29 @@ class DeclChecker(TableChecker):
             return
         t = self.expr(item, ctx)
         if isinstance(t, T.ValueSetType):
+            self._value_set_label(item, [kt])
             return
         if not self.coerce(item, kt, ctx, quiet=True, keyset=True):
             raise fail(f"'{describe(item)}' with type '{t}' cannot be compared to key of type "
                        f"'{kt}'", item)
         _need_const(item)
+
+    @staticmethod
+    def _value_set_label(item: ast.Expr, key_types: list[T.Type]) -> None:
+        """A value set as a select label matches the keys: its element type is the key's
+        type, or a struct (or tuple) whose fields, flattened, are the keys' types in order."""
+        et = item.type.element if isinstance(item.type, T.ValueSetType) else None
+        if et is None or isinstance(et, T.DontCareType):
+            return
+        leaves = _leaves(et)
+        keys = [leaf for k in key_types for leaf in _leaves(k)]
+        ok = len(leaves) == len(keys) and all(
+            compatible(x, y) for x, y in zip(leaves, keys, strict=True))
+        if not ok:
+            want = str(key_types[0]) if len(key_types) == 1 else \
+                f"tuple<{', '.join(map(str, key_types))}>"
+            raise fail(f"'match' case label '{describe(item)}' has type '{et}' which does not "
+                       f"match the expected type '{want}'", item)
 
     # ------------------------------------------------------------------ controls
     def _d_ControlDecl(self, d: ast.ControlDecl, ctx: Ctx) -> None:
@@ -711,3 +729,23 @@ def always_returns(s: ast.Stmt | None) -> bool:
         has_default = any(isinstance(c.label, ast.DefaultExpr) for c in s.cases)
         return has_default and all(c.body is None or always_returns(c.body) for c in s.cases)
     return False
+
+
+def _bits_of(t: T.Type) -> T.Type:
+    """A serializable enum stands for its underlying bit<W> where a value set labels a
+    select case (p4c accepts value_set<bit<16>> against an enum bit<16> key, both ways)."""
+    b = base(t)
+    if isinstance(b, T.EnumType) and b.underlying is not None:
+        return b.underlying
+    return b
+
+
+def _leaves(t: T.Type) -> list[T.Type]:
+    """The scalar types a value set element carries, in order: p4c matches a struct
+    (nested structs flattened, a one-field struct too) field by field against the keys."""
+    b = base(t)
+    if isinstance(b, T.StructType):
+        return [leaf for f in b.fields for leaf in _leaves(f.type)]
+    if isinstance(b, T.TupleType):
+        return [leaf for e in b.elements for leaf in _leaves(e)]
+    return [_bits_of(b)]

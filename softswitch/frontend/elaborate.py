@@ -186,6 +186,15 @@ class BlockInstance:
 
 
 @dataclass(eq=False)
+class PackageInstance:
+    """A package instance passed to another package (``Pipeline(…) p0;`` in ``main``):
+    its bound arguments; its parsers and controls are top blocks too."""
+
+    decl: ast.PackageTypeDecl
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
 class Elaboration:
     program: ast.Program
     main: ast.InstanceDecl | None = None
@@ -381,13 +390,28 @@ class _Elaborator:
         for pname, arg in bound.items():
             value = self._instance_arg(arg, {}, self.top_scope, None, pname)
             self.result.package_args[pname] = value
-            if isinstance(value, BlockInstance):
-                value.package_param = pname
-                self.result.top_blocks.append(value)
+            self._add_top(pname, value)
         self._collect()
         self.result.digest_names = digest_names(
             [call for name, call, _blk in self.result.extern_calls if name == "digest"])
         return self.result
+
+    def _add_top(self, pname: str, value: Any) -> None:
+        """A package argument's parsers and controls are top blocks (those of a nested
+        package too, named ``outer.inner``)."""
+        if isinstance(value, BlockInstance):
+            value.package_param = pname
+            self.result.top_blocks.append(value)
+        elif isinstance(value, PackageInstance):
+            for name, inner in value.args.items():
+                self._add_top(f"{pname}.{name}", inner)
+
+    def _package(self, tdecl: ast.PackageTypeDecl, args: list[ast.Argument],
+                 scope: _Scope, loc: SourceLoc | None) -> PackageInstance:
+        pkg = PackageInstance(tdecl)
+        for pname, arg in self._bind_args(tdecl.params, args, loc, tdecl.name).items():
+            pkg.args[pname] = self._instance_arg(arg, {}, scope, None, pname)
+        return pkg
 
     # --- argument binding --------------------------------------------------------
     def _bind_args(self, params: list[ast.Param], args: list[ast.Argument],
@@ -441,6 +465,8 @@ class _Elaborator:
             if isinstance(tdecl, ast.ExternDecl):
                 return self._extern(expr, tdecl, targs, expr.args, name, name, owner, env,
                                     scope)
+            if isinstance(tdecl, ast.PackageTypeDecl) and owner is None:
+                return self._package(tdecl, expr.args, scope, expr.loc)
         if isinstance(expr, ast.PathExpr):
             if expr.name in env and not expr.top_level:
                 return env[expr.name]
@@ -458,6 +484,8 @@ class _Elaborator:
         tdecl = self._type_decl(d.type_ref, self.top_scope)
         if isinstance(tdecl, (ast.ParserDecl, ast.ControlDecl)):
             return self._block(tdecl, d.args, d.name, owner, {}, self.top_scope, d)
+        if isinstance(tdecl, ast.PackageTypeDecl) and owner is None:
+            return self._package(tdecl, d.args, self.top_scope, d.loc)
         return None
 
     # --- blocks ------------------------------------------------------------------

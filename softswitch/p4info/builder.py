@@ -94,6 +94,28 @@ def _type_of_ref(ref: Any) -> Any:
     return getattr(ref, "resolved", None)
 
 
+def _value_set_type_supported(decl: ast.ValueSetDecl, et: Any) -> None:
+    """P4Runtime 1.x describes a value set of bit<W>, of a struct of bit<W> fields or of
+    a serializable enum, nothing else (p4c refuses to write the P4Info otherwise)."""
+    if isinstance(et, T.StructType):
+        fields = getattr(et.decl, "fields", [])
+        for i, f in enumerate(et.fields):
+            if not isinstance(f.type, T.BitsType):
+                loc = fields[i].loc if i < len(fields) else decl.loc
+                raise P4Error("Unsupported type argument for Value Set; this version of "
+                              "P4Runtime requires that when the type parameter of a Value Set "
+                              "is a struct, all the fields of the struct must be of type "
+                              f"bit<W>, but {f.name} is not", loc)
+    elif isinstance(et, (T.TupleType, T.ListType)):
+        raise P4Error(f"{decl.name}: Unsupported type argument for Value Set; this version of "
+                      "P4Runtime requires the type parameter of a Value Set to be a bit<W>, "
+                      "a struct of bit<W> fields, or a serializable enum", decl.loc)
+    elif not isinstance(et, T.BitsType) and not (
+            isinstance(et, T.EnumType) and et.underlying is not None):
+        raise P4Error(f"{decl.name}: invalid type parameter for Value Set; it must be one of "
+                      "bit<W>, struct, tuple or serializable enum", decl.loc)
+
+
 class Builder:
     """Two passes like p4c: collect symbols (ids need all names), then emit."""
 
@@ -464,7 +486,8 @@ class Builder:
         msg = self.p4info.value_sets.add()
         self._preamble(msg.preamble, ids.VALUE_SET, vs.name, vs.decl.annotations)
         msg.size = vs.size or 0
-        et = T.strip_newtype(_type_of_ref(vs.decl.element))
+        et = _type_of_ref(vs.decl.element)
+        _value_set_type_supported(vs.decl, et)
         if isinstance(et, T.BitsType):
             m = msg.match.add()
             m.id = 1
