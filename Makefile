@@ -43,6 +43,7 @@ reference-tools:
 
 test: setup reference-tools
 	$(VENV)/bin/ruff check softswitch controlplane tests bench topologies ptf_tests
+	$(PY) -m mypy
 	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m pytest -q -p no:cacheprovider tests
 
 conformance: setup

@@ -10,16 +10,28 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-from controlplane.commands import intent_cmds, state, table
+from controlplane.commands import (
+    intent_cmds,
+    interactive,
+    observe,
+    runtime_json,
+    state,
+    table,
+)
 from controlplane.commands.target import UsageError
 from controlplane.compile import CompileError
 from controlplane.intent import IntentError
 from controlplane.p4rt.errors import P4RuntimeClientError
 
+# Every subcommand module, in the order ``tailcc --help`` lists them: each has
+# ``add_parsers(sub)``.
+COMMAND_MODULES = (intent_cmds, table, state, runtime_json, observe, interactive)
+
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         sys.exit(2)
@@ -31,20 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
                 "writes on every switch, and inspect the switches.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    intent_cmds.add_parsers(sub)
-    table.add_parsers(sub)
-    state.add_parsers(sub)
-    _add_optional_commands(sub)
+    for module in COMMAND_MODULES:
+        module.add_parsers(sub)
+    p.set_defaults(root_parser=p)  # what `tailcc completion` describes
     return p
-
-
-def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
-    """Commands added in later slices register here."""
-    from controlplane.commands import interactive, observe, runtime_json
-
-    runtime_json.add_parsers(sub)
-    observe.add_parsers(sub)
-    interactive.add_parsers(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

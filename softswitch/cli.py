@@ -13,6 +13,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from softswitch.diagnostics import P4Error
 
@@ -24,7 +25,7 @@ EXIT_INTERNAL_ERROR = 2
 class _ArgumentParser(argparse.ArgumentParser):
     """argparse that reports usage errors in p4c's style and exit code."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USER_ERROR)

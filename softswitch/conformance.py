@@ -222,7 +222,7 @@ def check_stf(prog: Program) -> CheckResult:
                        detail={"report": result.report[:4000]})
 
 
-def _entities_by_id(message: object) -> dict:
+def entities_by_id(message: object) -> dict:
     """P4Info as {(entity kind, id): dict}, so entity order does not matter."""
     from google.protobuf.json_format import MessageToDict
 
@@ -245,11 +245,11 @@ def check_p4info(prog: Program, checked: object) -> CheckResult:
     try:
         from softswitch import p4info
 
-        ours = _entities_by_id(p4info.generate(checked))
+        ours = entities_by_id(p4info.generate(checked))
     except Exception as err:  # noqa: BLE001
         msg, detail = _internal(err)
         return CheckResult("p4info", prog.name, False, msg, detail=detail)
-    theirs = _entities_by_id(text_format.Parse(prog.p4info.read_text(), p4info_pb2.P4Info()))
+    theirs = entities_by_id(text_format.Parse(prog.p4info.read_text(), p4info_pb2.P4Info()))
     for key in sorted(set(ours) | set(theirs)):
         if ours.get(key) != theirs.get(key):
             name = (theirs.get(key) or ours.get(key) or {})

@@ -27,6 +27,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from types import FrameType
+from typing import NoReturn
 
 from p4.v1 import p4runtime_pb2
 
@@ -87,7 +88,7 @@ class RunOptions:
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors like the rest of softswitch (exit 1)."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(1)

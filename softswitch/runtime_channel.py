@@ -36,7 +36,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from softswitch.diagnostics import P4Error
-from softswitch.stf.commands import CommandSession
+from softswitch.stf.session import CommandSession
 from softswitch.tm import PfcThresholds, TrafficManager
 from softswitch.v1model.control import SwitchControl
 

@@ -4,9 +4,16 @@
 from ``../shared/p4lang`` when the bundle is there. Without them a test skips and says
 how to get them; under CI (``CI=true``) it fails instead, so CI always covers both
 targets.
+
+``frontend_program``: each program of ``tests/p4/frontend`` (one per front-end rule; see
+its README), with the errors it must be rejected with.
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -21,3 +28,45 @@ def reference_tools() -> rt.ReferenceTools:
             pytest.fail(f"CI=true: {rt.missing_reason()}")
         pytest.skip(rt.missing_reason())
     return tools
+
+
+# --- the front-end rule programs (tests/p4/frontend) ---------------------------------------
+
+FRONTEND_DIR = Path(__file__).resolve().parent / "p4" / "frontend"
+_ERROR_MARK = re.compile(r"//\s*error:\s*(?P<msg>.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class FrontendProgram:
+    """One rule program: ``errors`` are the (line, message fragment) pairs its
+    ``// error: …`` marks name; none means it must compile. ``stf``: its packet test."""
+
+    path: Path
+    errors: tuple[tuple[int, str], ...]
+    stf: Path | None
+    p4test_verdict: bool = True   # False: '// p4test: no verdict' (p4test crashes or loops)
+    p4test_differs: bool = False  # '// p4test differs:' a documented disagreement
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+
+def frontend_programs() -> list[FrontendProgram]:
+    out = []
+    for path in sorted(FRONTEND_DIR.glob("*.p4")):
+        marks = tuple((n, m.group("msg")) for n, line in enumerate(
+            path.read_text().splitlines(), start=1) if (m := _ERROR_MARK.search(line)))
+        stf = path.with_suffix(".stf")
+        text = path.read_text()
+        out.append(FrontendProgram(path, marks, stf if stf.exists() else None,
+                                   "// p4test: no verdict" not in text,
+                                   "// p4test differs:" in text))
+    return out
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test taking ``frontend_program`` runs once per rule program."""
+    if "frontend_program" in metafunc.fixturenames:
+        programs = frontend_programs()
+        metafunc.parametrize("frontend_program", programs, ids=[p.name for p in programs])

@@ -1,1 +1,2 @@
-"""The ``tailcc`` subcommands, one module per group; :mod:`controlplane.cli` wires them."""
+"""The ``tailcc`` subcommands, one module per group; :mod:`controlplane.cli` registers them
+(``COMMAND_MODULES``)."""

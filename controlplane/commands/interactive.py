@@ -204,7 +204,5 @@ complete -o default -F {fn} {prog}
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    from controlplane.cli import build_parser
-
-    print(completion_script(build_parser(), args.shell), end="")
+    print(completion_script(args.root_parser, args.shell), end="")
     return 0

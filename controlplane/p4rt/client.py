@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 from google.rpc import code_pb2
@@ -23,7 +23,7 @@ from controlplane.p4rt.entities import to_entity
 from controlplane.p4rt.errors import P4RuntimeClientError, from_rpc_error
 from controlplane.p4rt.tls import TlsConfig
 
-Update = p4runtime_pb2.Update
+Update: TypeAlias = p4runtime_pb2.Update
 _STOP = object()
 
 

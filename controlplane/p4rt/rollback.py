@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 from p4.v1 import p4runtime_pb2
@@ -47,8 +47,8 @@ from controlplane.p4rt.describe import entity_text, entry_key, entry_value
 from controlplane.p4rt.errors import P4RuntimeClientError, P4RuntimeWriteError
 from controlplane.p4rt.p4info import P4InfoIndex
 
-Entity = p4runtime_pb2.Entity
-Update = p4runtime_pb2.Update
+Entity: TypeAlias = p4runtime_pb2.Entity
+Update: TypeAlias = p4runtime_pb2.Update
 
 
 class _Unknown:
@@ -223,9 +223,9 @@ class Transaction:
         else:
             head = str(cause)
         errors = getattr(cause, "errors", [])
-        code = getattr(cause, "code", None)
+        status = getattr(cause, "code", None)
         return WriteAborted(head + "; " + self._outcome(applied, report), errors,
-                            failed, report, code)
+                            failed, report, status)
 
     def _outcome(self, applied: int, report: RollbackReport) -> str:
         if not self.steps and not self.unknown:

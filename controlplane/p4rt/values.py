@@ -16,7 +16,7 @@ from controlplane.p4rt.errors import BadValueError
 _MAC = re.compile(r"^[0-9a-fA-F]{1,2}([:-][0-9a-fA-F]{1,2}){5}$")
 
 
-def parse_scalar(value: int | str, width: int, what: str) -> int:
+def parse_scalar(value: object, width: int, what: str) -> int:
     """An int, decimal/hex/binary string, MAC or IPv4/IPv6 address that fits ``width``."""
     if isinstance(value, bool):
         raise BadValueError(f"{what}: {value!r} is not a number")

@@ -58,7 +58,7 @@ def check_global_names(decls: list[ast.Node], sink: DiagnosticSink) -> None:
     for d in decls:
         if not isinstance(d, (ast.ActionDecl, ast.TableDecl, ast.InstanceDecl)):
             continue
-        a = d.annotation("name")
+        a = ast.annotation(d, "name")
         if a is None or not a.exprs or not isinstance(a.exprs[0], ast.StringLiteral):
             continue
         name = a.exprs[0].value

@@ -16,7 +16,8 @@ Every node has ``loc``: where it starts in the user's own source file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from softswitch.diagnostics import SourceLoc
@@ -441,12 +442,6 @@ class Decl(Stmt):
     name: str
     annotations: list[Annotation] = field(default_factory=list, kw_only=True)
 
-    def annotation(self, name: str) -> Annotation | None:
-        for a in self.annotations:
-            if a.name == name:
-                return a
-        return None
-
 
 @dataclass(eq=False)
 class TypeParam(Decl):
@@ -603,6 +598,9 @@ class SelectCase(Node):
     keyset: Expr
     state: str
 
+    def __post_init__(self) -> None:
+        self.state_decl: Any = None  # the ParserState named, set by the type checker
+
 
 @dataclass(eq=False)
 class SelectExpr(Expr):
@@ -664,6 +662,9 @@ class ActionRef(Node):
     args: list[Argument] = field(default_factory=list)
     annotations: list[Annotation] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.call: Any = None  # the bound action call (a CallInfo), set by the type checker
+
 
 @dataclass(eq=False)
 class TableEntry(Node):
@@ -674,6 +675,13 @@ class TableEntry(Node):
     priority: Expr | None = None
     annotations: list[Annotation] = field(default_factory=list)
     is_const: bool = False
+
+    def __post_init__(self) -> None:
+        # the priority the entry gets (P4_16 "Entry priorities"; None where the table's
+        # entries take none), set by the type checker
+        self.priority_value: int | None = None
+        # one keyset expression per table key (``_``/``default``/``...`` spread out)
+        self.key_items: list[Expr] = []
 
 
 @dataclass(eq=False)
@@ -707,9 +715,57 @@ class InstanceDecl(Decl):
     args: list[Argument]
     initializer: list[Decl] | None = None
 
+    def __post_init__(self) -> None:
+        self.instance_type: Any = None  # the instantiated type, set by the type checker
+        self.ctor: Any = None           # the constructor call (a CallInfo)
+
 
 @dataclass(eq=False)
 class Program(Node):
     """All top-level declarations in source order (``ErrorDecl``/``MatchKindDecl`` included)."""
 
     decls: list[Node]
+
+
+# ---------------------------------------------------------------------------
+# Reading the tree: the one annotation lookup and the one walker every pass uses
+# ---------------------------------------------------------------------------
+
+
+def annotation(node: Any, name: str) -> Annotation | None:
+    """The first ``@name`` annotation of ``node`` (any node with ``annotations``: a
+    declaration, key element, table property, action reference …), else None."""
+    for a in getattr(node, "annotations", None) or ():
+        if a.name == name:
+            return a
+    return None
+
+
+def children(node: Any) -> Iterator[Node]:
+    """The direct sub-nodes of ``node`` in source order, through its syntax fields
+    (lists, tuples and dicts included; not what passes attach, such as ``decl``)."""
+    if not isinstance(node, Node):
+        return
+    for f in fields(node):
+        if f.name != "loc":
+            yield from _nodes(getattr(node, f.name))
+
+
+def _nodes(v: Any) -> Iterator[Node]:
+    if isinstance(v, Node):
+        yield v
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _nodes(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _nodes(x)
+
+
+def walk(node: Any) -> Iterator[Node]:
+    """Every node under ``node`` (``node`` first), pre-order, in source order."""
+    stack = [node] if isinstance(node, Node) else list(_nodes(node))[::-1]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(list(children(n))))

@@ -9,19 +9,17 @@ initializers); type variables are bound by unification, concrete arguments first
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.calls import CallInfo
+from softswitch.frontend.checkbase import SIZE_METHODS, Cascade, Checker, base, describe, fail
+from softswitch.frontend.consteval import compile_time_known
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import is_type_decl
-from softswitch.frontend.typecheck import SIZE_METHODS, Cascade, base, describe, fail
 from softswitch.frontend.typeresolve import check_type_args
 from softswitch.frontend.unify import Bindings, compatible, contains_var, subst
 
-if TYPE_CHECKING:
-    from softswitch.frontend.typecheck import ExprChecker
+Function = ast.FunctionDecl | ast.ExternFunctionDecl
 
 
 def param_infos(params: list[ast.Param]) -> tuple[T.ParamInfo, ...]:
@@ -30,11 +28,11 @@ def param_infos(params: list[ast.Param]) -> tuple[T.ParamInfo, ...]:
                              p.type_ref.resolved if p.type_ref.resolved is not None
                              else T.DontCareType(),
                              has_default=p.default is not None,
-                             optional=p.annotation("optional") is not None, decl=p)
+                             optional=ast.annotation(p, "optional") is not None, decl=p)
                  for p in params)
 
 
-def check_call(ck: ExprChecker, e: ast.Call, ctx: Ctx) -> T.Type:
+def check_call(ck: Checker, e: ast.Call, ctx: Ctx) -> T.Type:
     tgt = e.target
     if isinstance(tgt, ast.Member):
         return _method_call(ck, e, tgt, ctx)
@@ -58,7 +56,7 @@ def check_call(ck: ExprChecker, e: ast.Call, ctx: Ctx) -> T.Type:
     raise fail(f"{describe(e)}: is not a method, function, action or constructor", e)
 
 
-def _path_call(ck: ExprChecker, e: ast.Call, tgt: ast.PathExpr, ctx: Ctx) -> T.Type:
+def _path_call(ck: Checker, e: ast.Call, tgt: ast.PathExpr, ctx: Ctx) -> T.Type:
     scope = ctx.scope.top() if tgt.top_level else ctx.scope
     decls = scope.lookup_all(tgt.name)
     if not decls:
@@ -80,7 +78,7 @@ def _path_call(ck: ExprChecker, e: ast.Call, tgt: ast.PathExpr, ctx: Ctx) -> T.T
     raise fail(f"{describe(e)}: {tgt.name} is not a function, action or method", e)
 
 
-def _action_call(ck: ExprChecker, e: ast.Call, decl: ast.ActionDecl, ctx: Ctx) -> T.Type:
+def _action_call(ck: Checker, e: ast.Call, decl: ast.ActionDecl, ctx: Ctx) -> T.Type:
     tgt = e.target
     if e.type_args:
         raise fail(f"{describe(tgt)}: Cannot supply type parameters for an action invocation", e)
@@ -95,16 +93,16 @@ def _action_call(ck: ExprChecker, e: ast.Call, decl: ast.ActionDecl, ctx: Ctx) -
     return T.VoidType()
 
 
-def _function_call(ck: ExprChecker, e: ast.Call, tgt: ast.PathExpr, cands: list[ast.Decl],
+def _function_call(ck: Checker, e: ast.Call, tgt: ast.PathExpr, cands: list[Function],
                    ctx: Ctx) -> T.Type:
     decl = choose_overload(cands, e.args, e)
     tgt.decl = decl
-    params = param_infos(decl.params)  # type: ignore[attr-defined]
-    tvars = [ck.types.typevar(p) for p in decl.type_params]  # type: ignore[attr-defined]
+    params = param_infos(decl.params)
+    tvars = [ck.types.typevar(p) for p in decl.type_params]
     m = explicit_type_args(ck, e, tvars, list(e.type_args), ctx)
     variables = {v for v in tvars if v not in m}
-    args = bind_and_check(ck, e, params, m, variables, ctx)
-    ret = subst(decl.return_type.resolved or T.VoidType(), m)  # type: ignore[attr-defined]
+    args = bind_and_check(ck, e, params, m, variables, ctx, method=True)
+    ret = subst(decl.return_type.resolved or T.VoidType(), m)
     kind = "function" if isinstance(decl, ast.FunctionDecl) else "extern_function"
     if kind == "extern_function":
         _no_struct_results(params, args, nested_only=True)
@@ -150,8 +148,8 @@ def subst_params(params: tuple[T.ParamInfo, ...], m: Bindings) -> tuple[T.ParamI
     return sp(params, m)
 
 
-def choose_overload(cands: list[ast.Decl], args: list[ast.Argument],
-                    where: ast.Node) -> ast.Decl:
+def choose_overload(cands: list[Function], args: list[ast.Argument],
+                    where: ast.Node) -> Function:
     """Pick the declaration whose parameters can take these arguments (count and names)."""
     for d in cands:
         if _arity_fits(d.params, args):
@@ -166,14 +164,14 @@ def _arity_fits(params: list[ast.Param], args: list[ast.Argument]) -> bool:
         if not all(a.name in names for a in args):
             return False
         given = {a.name for a in args}
-        return all(p.name in given or p.default is not None or p.annotation("optional")
+        return all(p.name in given or p.default is not None or ast.annotation(p, "optional")
                    for p in params)
     if len(args) > len(params):
         return False
-    return all(p.default is not None or p.annotation("optional") for p in params[len(args):])
+    return all(p.default is not None or ast.annotation(p, "optional") for p in params[len(args):])
 
 
-def explicit_type_args(ck: ExprChecker, e: ast.Node, tvars: list[T.TypeVar],
+def explicit_type_args(ck: Checker, e: ast.Node, tvars: list[T.TypeVar],
                        refs: list[ast.TypeRef], ctx: Ctx) -> Bindings:
     if not refs:
         return {}
@@ -201,7 +199,7 @@ def bind_arguments(params: tuple[T.ParamInfo, ...], args: list[ast.Argument],
     if any(named):
         index = {p.name: i for i, p in enumerate(params)}
         for a in args:
-            i = index.get(a.name)  # type: ignore[arg-type]
+            i = index.get(a.name or "")
             if i is None:
                 raise fail(f"{a.name}: No parameter named {a.name}", a)
             if out[i] is not None:
@@ -221,16 +219,18 @@ def bind_arguments(params: tuple[T.ParamInfo, ...], args: list[ast.Argument],
     return out
 
 
-def bind_and_check(ck: ExprChecker, e: ast.Node, params: tuple[T.ParamInfo, ...],
+def bind_and_check(ck: Checker, e: ast.Node, params: tuple[T.ParamInfo, ...],
                    m: Bindings, variables: set[T.TypeVar], ctx: Ctx,
                    args: list[ast.Argument] | None = None,
-                   ctor: bool = False) -> list[ast.Expr | None]:
+                   ctor: bool = False, method: bool = False) -> list[ast.Expr | None]:
     """Bind, type and convert the arguments of a call; fills ``m`` by inference.
 
     ``ctor``: the call constructs an object, so arguments may be parser/control/extern
-    instances but must be compile-time known.
+    instances but must be compile-time known. ``method``: a function or extern call,
+    whose directionless parameters take compile-time known arguments only (an action's
+    are ``in`` parameters when it is called directly).
     """
-    arg_list = args if args is not None else e.args  # type: ignore[attr-defined]
+    arg_list = args if args is not None else getattr(e, "args", [])
     bound = bind_arguments(params, arg_list, e)
     for a in bound:
         if a is not None:
@@ -246,6 +246,10 @@ def bind_and_check(ck: ExprChecker, e: ast.Node, params: tuple[T.ParamInfo, ...]
             check_argument(ck, p, subst(p.type, m), a, ctx)
             if ctor:
                 _ctor_argument(a)
+            elif method and not p.direction and not compile_time_known(a) and \
+                    not isinstance(base(p.type), (T.ExternType, T.BlockType)):
+                raise fail(f"{describe(a)}: argument used for directionless parameter "
+                           f"'{p.name}' must be a compile-time constant", a)
     result: list[ast.Expr | None] = []
     for p, a in zip(params, bound, strict=True):
         if a is None and p.has_default and p.decl is not None:
@@ -289,7 +293,7 @@ def _ctor_argument(a: ast.Expr) -> None:
     raise fail(f"{describe(a)}: constructor arguments must be compile-time constants", a)
 
 
-def check_argument(ck: ExprChecker, p: T.ParamInfo, pt: T.Type, a: ast.Expr, ctx: Ctx) -> None:
+def check_argument(ck: Checker, p: T.ParamInfo, pt: T.Type, a: ast.Expr, ctx: Ctx) -> None:
     if p.direction in ("out", "inout"):
         if isinstance(a, ast.DontCareExpr):
             if p.direction == "out":
@@ -310,7 +314,7 @@ def check_argument(ck: ExprChecker, p: T.ParamInfo, pt: T.Type, a: ast.Expr, ctx
 
 
 # ---------------------------------------------------------------------- methods
-def _method_call(ck: ExprChecker, e: ast.Call, tgt: ast.Member, ctx: Ctx) -> T.Type:
+def _method_call(ck: Checker, e: ast.Call, tgt: ast.Member, ctx: Ctx) -> T.Type:
     obj = tgt.expr
     ot_raw = ck.expr(obj, ctx.with_(switch_expr=False))
     if tgt.name in SIZE_METHODS and not e.args:
@@ -401,7 +405,8 @@ def type_size(t: T.Type, maximum: bool) -> int | None:
         sizes = [type_size(f.type, maximum) for f in t.fields]
         if any(s is None for s in sizes):
             return None
-        return (max if maximum else min)(sizes) if sizes else 0  # type: ignore[type-var]
+        known = [s for s in sizes if s is not None]
+        return (max if maximum else min)(known) if known else 0
     if isinstance(t, T.StructLikeType):
         total = 0
         for f in t.fields:
@@ -421,7 +426,7 @@ def type_size(t: T.Type, maximum: bool) -> int | None:
     return None
 
 
-def _table_apply(ck: ExprChecker, e: ast.Call, t: T.TableType, ctx: Ctx) -> T.Type:
+def _table_apply(ck: Checker, e: ast.Call, t: T.TableType, ctx: Ctx) -> T.Type:
     if e.args:
         raise fail(f"{describe(e)}: table apply takes no arguments", e)
     _no_apply_here(e, ctx)
@@ -440,12 +445,17 @@ def _no_apply_here(e: ast.Call, ctx: Ctx) -> None:
         raise fail(f"{describe(e)}: table invocation in action argument", e)
 
 
-def _block_apply(ck: ExprChecker, e: ast.Call, t: T.BlockType, ctx: Ctx) -> T.Type:
+def _block_apply(ck: Checker, e: ast.Call, t: T.BlockType, ctx: Ctx) -> T.Type:
     _no_apply_here(e, ctx)
-    if ctx.block == "parser" and t.kind == "control":
-        raise fail(f"{describe(e)}: controls cannot be applied in parsers", e)
-    if ctx.block == "control" and t.kind == "parser":
-        raise fail(f"{describe(e)}: parsers cannot be applied in controls", e)
+    other = {"parser": "control", "control": "parser"}.get(ctx.block)
+    if t.kind == other:
+        recv = e.target.expr if isinstance(e.target, ast.Member) else None
+        param = getattr(recv, "decl", None)
+        if isinstance(param, ast.Param) and not param.direction:
+            # a block handed in by the constructor: p4c's inliner reports the instance
+            # where the parameter declares it
+            raise fail(f"{param.name}: instantiation of {other} in {ctx.block}", param)
+        raise fail(f"{describe(e)}: {other}s cannot be applied in {ctx.block}s", e)
     args = bind_and_check(ck, e, t.params, {}, set(), ctx)
     e.target.type = T.FunctionType("method", t.params, T.VoidType())
     e.resolved = CallInfo(f"{t.kind}_apply", t.decl, t.params, tuple(args),
@@ -453,7 +463,7 @@ def _block_apply(ck: ExprChecker, e: ast.Call, t: T.BlockType, ctx: Ctx) -> T.Ty
     return T.VoidType()
 
 
-def extern_bindings(ck: ExprChecker, ot: T.ExternType) -> tuple[Bindings, set[T.TypeVar]]:
+def extern_bindings(ck: Checker, ot: T.ExternType) -> tuple[Bindings, set[T.TypeVar]]:
     """Bindings of an extern's own type variables from a (specialized) extern type."""
     decl: ast.ExternDecl = ot.decl
     tvars = [ck.types.typevar(p) for p in decl.type_params]
@@ -468,7 +478,7 @@ def extern_bindings(ck: ExprChecker, ot: T.ExternType) -> tuple[Bindings, set[T.
     return m, free
 
 
-def _extern_method(ck: ExprChecker, e: ast.Call, tgt: ast.Member, ot: T.ExternType,
+def _extern_method(ck: Checker, e: ast.Call, tgt: ast.Member, ot: T.ExternType,
                    ctx: Ctx) -> T.Type:
     decl: ast.ExternDecl = ot.decl
     cands = [md for md in decl.methods if md.name == tgt.name and md.return_type is not None]
@@ -485,8 +495,8 @@ def _extern_method(ck: ExprChecker, e: ast.Call, tgt: ast.Member, ot: T.ExternTy
     m.update(explicit_type_args(ck, e, mvars, list(e.type_args), ctx))
     variables = free | {v for v in mvars if v not in m}
     params = param_infos(md.params)
-    args = bind_and_check(ck, e, params, m, variables, ctx)
-    ret = subst(md.return_type.resolved or T.VoidType(), m)  # type: ignore[union-attr]
+    args = bind_and_check(ck, e, params, m, variables, ctx, method=True)
+    ret = subst((md.return_type.resolved if md.return_type else None) or T.VoidType(), m)
     if isinstance(ret, T.TypeVar) and ret in variables and ret not in m:
         raise fail(f"{describe(e)}: could not infer a type for variable {ret.name}", e)
     _no_struct_results(params, args, nested_only=False)
@@ -553,7 +563,7 @@ def _emittable(t: T.Type | None) -> bool:
 
 
 # ---------------------------------------------------------------------- constructors
-def construct(ck: ExprChecker, e: ast.Node, decl: ast.Node, type_refs: list[ast.TypeRef],
+def construct(ck: Checker, e: ast.Node, decl: ast.Node, type_refs: list[ast.TypeRef],
               args: list[ast.Argument], ctx: Ctx) -> T.Type:
     """Type a constructor invocation (``X(args)`` or an instance declaration)."""
     name = getattr(decl, "name", "?")
@@ -582,7 +592,8 @@ def construct(ck: ExprChecker, e: ast.Node, decl: ast.Node, type_refs: list[ast.
                 m[v] = T.DontCareType()
         result = subst(bt, m)
         if tvars:
-            result = T.BlockType(bt.kind, bt.name, result.params, result.ctor_params,  # type: ignore[attr-defined]
+            assert isinstance(result, T.BlockType)
+            result = T.BlockType(bt.kind, bt.name, result.params, result.ctor_params,
                                  decl, tuple(m[v] for v in tvars))
         _record_ctor(e, decl, ctor, bound, m, result)
         return result
@@ -608,11 +619,11 @@ def _record_ctor(e: ast.Node, decl: ast.Node, params: tuple[T.ParamInfo, ...],
     if isinstance(e, ast.Call):
         e.resolved = info
         e.target.type = result
-    else:
-        e.ctor = info  # type: ignore[attr-defined]
+    elif isinstance(e, ast.InstanceDecl):
+        e.ctor = info
 
 
-def _construct_extern(ck: ExprChecker, e: ast.Node, decl: ast.ExternDecl,
+def _construct_extern(ck: Checker, e: ast.Node, decl: ast.ExternDecl,
                       type_refs: list[ast.TypeRef], args: list[ast.Argument],
                       ctx: Ctx, preset: T.ExternType | None = None) -> T.Type:
     tvars = [ck.types.typevar(p) for p in decl.type_params]

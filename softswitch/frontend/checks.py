@@ -7,9 +7,6 @@ can never reach ``accept`` or ``reject``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import fields
-
 from softswitch.diagnostics import DiagnosticSink
 from softswitch.frontend import ast
 from softswitch.frontend.annotations import check_global_names
@@ -31,29 +28,15 @@ def run_checks(program: ast.Program, sink: DiagnosticSink) -> None:
             check_parser_graph(d, sink)
 
 
-def walk(node: object) -> Iterator[ast.Node]:
-    """All AST nodes below ``node`` through syntax fields only (not annotations)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Node):
-            yield n
-            stack.extend(getattr(n, f.name) for f in fields(n) if f.name != "loc")
-        elif isinstance(n, (list, tuple)):
-            stack.extend(n)
-        elif isinstance(n, dict):
-            stack.extend(n.values())
-
-
 def callees(decl: ast.Node) -> set[ast.Node]:
     out: set[ast.Node] = set()
-    for n in walk(decl):
+    for n in ast.walk(decl):
         if isinstance(n, ast.Call) and isinstance(n.resolved, CallInfo):
             if n.resolved.kind in ("function", "action", "control_apply") and \
                     n.resolved.decl is not None:
                 out.add(n.resolved.decl)
         if isinstance(n, ast.ActionRef) and isinstance(getattr(n, "call", None), CallInfo):
-            out.add(n.call.decl)  # type: ignore[attr-defined]
+            out.add(n.call.decl)
     return out
 
 

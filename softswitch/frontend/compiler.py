@@ -11,7 +11,8 @@ semantic types, declaration rules), ``typecheck`` (expressions, literal inferenc
 implicit conversions), ``callcheck`` (calls, overloads, type-argument inference,
 constructors), ``tablecheck`` (tables), ``declcheck`` (declarations, statements,
 parsers, controls), ``annotations``, ``consteval`` (constant folding), ``checks``
-(whole-program checks after typing: recursion, parser reachability, global names).
+(whole-program checks after typing: recursion, parser reachability, global names),
+``cpchecks`` (what the control-plane description cannot express, on the tables in use).
 
 Annotations the later passes can rely on:
 
@@ -49,9 +50,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from softswitch.diagnostics import Diagnostic, DiagnosticSink, P4Error
-from softswitch.frontend import ast
+from softswitch.frontend import ast, cpchecks
 from softswitch.frontend.checks import run_checks
 from softswitch.frontend.declcheck import DeclChecker
 
@@ -67,6 +69,7 @@ class CheckedProgram:
     warnings: list[Diagnostic] = field(default_factory=list)
     error_members: dict[str, int] = field(default_factory=dict)
     match_kinds: tuple[str, ...] = ()
+    elaboration: Any = None   # the instance tree under main (elaborate.elaborate's cache)
 
 
 def check_program(program: ast.Program) -> CheckedProgram:
@@ -83,10 +86,14 @@ def check_program(program: ast.Program) -> CheckedProgram:
         sys.setrecursionlimit(old_limit)
     if not sink.errors:
         run_checks(program, sink)
+    elaboration = None
+    if not sink.errors:
+        elaboration = cpchecks.check(program, sink)
     sink.raise_if_errors()
     return CheckedProgram(program,
                           [d for d in sink.diagnostics if d.severity != "error"],
-                          dict(checker.error_members), tuple(sorted(checker.match_kinds)))
+                          dict(checker.error_members), tuple(sorted(checker.match_kinds)),
+                          elaboration)
 
 
 def compile_program(path: str | Path, include_dirs: Sequence[str | Path] = (),

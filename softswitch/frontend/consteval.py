@@ -237,3 +237,36 @@ def _evaluate(expr: ast.Expr) -> Any:
             return ast.NOT_CONST
         return StructConst(tuple(vals))
     return ast.NOT_CONST
+
+
+def compile_time_known(expr: ast.Expr) -> bool:
+    """Whether ``expr`` is a compile-time known value (P4_16 spec, "Compile-time known
+    and local compile-time known values"): besides what folds to a constant, names of
+    directionless parameters (constructor and action parameters), constants, instances
+    and enum/``error``/``match_kind`` members, and the operators, casts, member and
+    index accesses, lists and structure expressions over such values. Table entries
+    need them for their action arguments."""
+    if expr.const is not ast.NOT_CONST:
+        return True
+    if isinstance(expr, ast.PathExpr):
+        d = expr.decl
+        return (isinstance(d, (ast.ConstDecl, ast.InstanceDecl, ast.EnumMember))
+                or isinstance(d, ast.Param) and not d.direction)
+    if isinstance(expr, (ast.Unary, ast.Cast)):
+        return compile_time_known(expr.expr)
+    if isinstance(expr, ast.Binary):
+        return compile_time_known(expr.left) and compile_time_known(expr.right)
+    if isinstance(expr, ast.Ternary):
+        return all(compile_time_known(e) for e in (expr.cond, expr.then, expr.otherwise))
+    if isinstance(expr, ast.Slice):
+        return compile_time_known(expr.expr)
+    if isinstance(expr, ast.Member):
+        return compile_time_known(expr.expr) or isinstance(expr.expr, ast.TypeNameExpr)
+    if isinstance(expr, ast.Index):
+        return compile_time_known(expr.expr) and compile_time_known(expr.index)
+    if isinstance(expr, ast.ListExpr):
+        return all(compile_time_known(i) for i in expr.items)
+    if isinstance(expr, ast.StructExpr):
+        return all(compile_time_known(v) for _, v in expr.fields)
+    return isinstance(expr, (ast.TypeNameExpr, ast.DefaultExpr, ast.DontCareExpr,
+                             ast.InvalidHeaderExpr))

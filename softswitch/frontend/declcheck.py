@@ -14,12 +14,14 @@ from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.annotations import check_annotations
 from softswitch.frontend.callcheck import construct, param_infos
-from softswitch.frontend.checks import walk
+from softswitch.frontend.checkbase import base, describe, fail
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope
 from softswitch.frontend.tablecheck import TableChecker
-from softswitch.frontend.typecheck import base, describe, fail
 from softswitch.frontend.unify import compatible
+
+BlockDecl = (ast.ParserDecl | ast.ParserTypeDecl | ast.ControlDecl | ast.ControlTypeDecl
+             | ast.PackageTypeDecl)
 
 
 class DeclChecker(TableChecker):
@@ -85,9 +87,9 @@ class DeclChecker(TableChecker):
         """``@length(expr)`` on a varbit field may only use earlier fixed-width fields."""
         earlier: dict[str, T.Type] = {}
         for f in d.fields:
-            a = f.annotation("length")
+            a = ast.annotation(f, "length")
             for e in (a.exprs or []) if a is not None else []:
-                for n in walk(e):
+                for n in ast.walk(e):
                     if not isinstance(n, ast.PathExpr):
                         continue
                     if n.name not in earlier:
@@ -96,7 +98,7 @@ class DeclChecker(TableChecker):
 
     def _match_annotation(self, f: ast.FieldDecl) -> None:
         """``@match(kind)`` on a (value-set) struct field must name a match kind."""
-        a = f.annotation("match")
+        a = ast.annotation(f, "match")
         if a is None:
             return
         exprs = a.exprs or []
@@ -174,7 +176,8 @@ class DeclChecker(TableChecker):
             raise fail(f"{p.name}: parameters with type int must be directionless", p)
         if isinstance(b, T.StringType) and p.direction:
             raise fail(f"{p.name}: a parameter with type string cannot have a direction", p)
-        if isinstance(b, (T.ExternType, T.BlockType)) and p.direction:
+        self._block_typed_param(p, b, t, kind)
+        if isinstance(b, T.ExternType) and p.direction:
             raise fail(f"{p.name}: a parameter with type {t} cannot have a direction", p)
         if kind == "action":
             if isinstance(b, T.IntType):
@@ -185,15 +188,9 @@ class DeclChecker(TableChecker):
                     isinstance(b, T.EnumType) and b.underlying is not None)):
                 raise fail(f"Action parameter {p.name} has a type which is not bit<>, int<>, "
                            "bool, type or serializable enum", p)
-        if kind in ("action", "function") and isinstance(b, T.BlockType):
-            raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
-        if isinstance(b, T.BlockType) and isinstance(b.decl, (ast.ParserDecl, ast.ControlDecl)):
-            raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
-        if isinstance(b, T.BlockType) and b.kind == "package" and kind != "package":
-            raise fail(f"{p.name}: parameter cannot be a package", p)
         if kind in ("ctor", "block_ctor", "package") and p.direction:
             raise fail(f"{p.name}: constructor parameters cannot have a direction", p)
-        if p.annotation("optional") is not None and kind not in ("extern", "package", "ctor"):
+        if ast.annotation(p, "optional") is not None and kind not in ("extern", "package", "ctor"):
             raise fail(f"{p.name}: optional parameter not allowed here", p)
         if p.default is not None:
             if p.direction in ("out", "inout"):
@@ -204,7 +201,28 @@ class DeclChecker(TableChecker):
                 raise fail(f"{describe(p.default)}: expression must be a compile-time constant",
                            p.default)
 
-    def block_type(self, d: ast.Node) -> T.BlockType:
+    @staticmethod
+    def _block_typed_param(p: ast.Param, b: T.Type, t: T.Type, kind: str) -> None:
+        """Parser, control and package types as parameter types (P4_16 spec, "Parser and
+        control blocks types", "Package types"), as p4c's type checker has them: a
+        declared parser or control is never a parameter's type; a parser or control
+        *type* is the type of constructor parameters, and of directionless parameters
+        of functions and extern methods, but not of a parser's or control's apply
+        parameters or of an action's; a package type only in packages, constructors,
+        functions and extern methods."""
+        if not isinstance(b, T.BlockType):
+            return
+        if isinstance(b.decl, (ast.ParserDecl, ast.ControlDecl)):
+            raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
+        modules_allowed = kind in ("ctor", "block_ctor", "package") or (
+            kind in ("function", "extern") and not p.direction)
+        if b.kind == "package":
+            if kind in ("parser", "control", "action"):
+                raise fail(f"{p.name}: parameter cannot be a package", p)
+        elif not modules_allowed:
+            raise fail(f"{p.name}: parameter cannot have type {b.kind} {t}", p)
+
+    def block_type(self, d: BlockDecl) -> T.BlockType:
         """BlockType of a parser/control/package (type) declaration; resolves its params."""
         kind = {ast.ParserDecl: "parser", ast.ParserTypeDecl: "parser",
                 ast.ControlDecl: "control", ast.ControlTypeDecl: "control",
@@ -212,17 +230,13 @@ class DeclChecker(TableChecker):
         scope = self.types._type_param_scope(d, self.types.decl_scope[d])
         ctx = Ctx(scope)
         tmp = Scope(scope, "params")
-        self.params(d.params, ctx, tmp, kind)  # type: ignore[attr-defined]
+        self.params(d.params, ctx, tmp, kind)
         ctor: tuple[T.ParamInfo, ...] = ()
         if isinstance(d, (ast.ParserDecl, ast.ControlDecl)):
             self.params(d.ctor_params, ctx, Scope(scope, "ctor"), "block_ctor")
             ctor = param_infos(d.ctor_params)
-            other = {"parser": "control", "control": "parser"}[kind]
-            for p in ctor:
-                if isinstance(p.type, T.BlockType) and p.type.kind == other:
-                    raise fail(f"{p.name}: instantiation of {other} in {kind}", p.decl)
-        tv = tuple(self.types.typevar(p) for p in d.type_params)  # type: ignore[attr-defined]
-        return T.BlockType(kind, d.name, param_infos(d.params), ctor, d, tv)  # type: ignore[attr-defined]
+        tv = tuple(self.types.typevar(p) for p in d.type_params)
+        return T.BlockType(kind, d.name, param_infos(d.params), ctor, d, tv)
 
     # ------------------------------------------------------------------ externs
     def _d_ExternDecl(self, d: ast.ExternDecl, ctx: Ctx) -> None:
@@ -318,7 +332,7 @@ class DeclChecker(TableChecker):
         self.declare(ctx.scope, d)
         t = construct(self, d, tdecl, list(ref.type_args), d.args, ctx)
         ref.resolved = t
-        d.instance_type = t  # type: ignore[attr-defined]
+        d.instance_type = t
         if d.name == "main" and ctx.block == "top" and not (
                 isinstance(t, T.BlockType) and t.kind == "package"):
             raise fail("main: must be a package declaration", d)
@@ -356,7 +370,7 @@ class DeclChecker(TableChecker):
                            f"method in {tdecl.name}", f)
             done.add(f.name)
         missing = [n for n, md in abstract.items()
-                   if n not in done and md.annotation("optional") is None]
+                   if n not in done and ast.annotation(md, "optional") is None]
         if missing:
             raise fail(f"{d.name}: {missing[0]} abstract method not implemented", d)
 
@@ -386,8 +400,9 @@ class DeclChecker(TableChecker):
         for s in d.states:
             self.guard(lambda s=s: self.parser_state(s, sctx))
 
-    def _declare_block_params(self, d: ast.Node, bt: T.Type, ctx: Ctx) -> None:
-        for p in list(d.ctor_params) + list(d.params):  # type: ignore[attr-defined]
+    def _declare_block_params(self, d: ast.ParserDecl | ast.ControlDecl, bt: T.Type,
+                              ctx: Ctx) -> None:
+        for p in list(d.ctor_params) + list(d.params):
             self.guard(lambda p=p: self.declare(ctx.scope, p))
 
     def parser_state(self, s: ast.ParserState, ctx: Ctx) -> None:
@@ -439,7 +454,7 @@ class DeclChecker(TableChecker):
             self.expr(items[0], ctx)
         elif len(items) == 1 and len(key_types) > 1 and isinstance(
                 self.expr(items[0], ctx), T.ValueSetType):
-            pass
+            self._value_set_label(items[0], key_types)
         elif len(items) != len(key_types):
             raise fail(f"{describe(ks)}: Size of keyset does not match the select keys "
                        f"({len(items)} vs {len(key_types)})", ks)
@@ -450,7 +465,7 @@ class DeclChecker(TableChecker):
             ks.type = T.ListType(tuple(i.type or T.DontCareType() for i in ks.items))
         target = ast.PathExpr(case.state, loc=case.loc)
         self.state_ref(target, ctx)
-        case.state_decl = target.decl  # type: ignore[attr-defined]
+        case.state_decl = target.decl
 
     def keyset_item(self, item: ast.Expr, kt: T.Type, ctx: Ctx) -> None:
         """One keyset component: value, ``v &&& m``, ``lo .. hi``, ``_``/default, value set."""
@@ -462,11 +477,29 @@ class DeclChecker(TableChecker):
             return
         t = self.expr(item, ctx)
         if isinstance(t, T.ValueSetType):
+            self._value_set_label(item, [kt])
             return
         if not self.coerce(item, kt, ctx, quiet=True, keyset=True):
             raise fail(f"'{describe(item)}' with type '{t}' cannot be compared to key of type "
                        f"'{kt}'", item)
         _need_const(item)
+
+    @staticmethod
+    def _value_set_label(item: ast.Expr, key_types: list[T.Type]) -> None:
+        """A value set as a select label matches the keys: its element type is the key's
+        type, or a struct (or tuple) whose fields, flattened, are the keys' types in order."""
+        et = item.type.element if isinstance(item.type, T.ValueSetType) else None
+        if et is None or isinstance(et, T.DontCareType):
+            return
+        leaves = _leaves(et)
+        keys = [leaf for k in key_types for leaf in _leaves(k)]
+        ok = len(leaves) == len(keys) and all(
+            compatible(x, y) for x, y in zip(leaves, keys, strict=True))
+        if not ok:
+            want = str(key_types[0]) if len(key_types) == 1 else \
+                f"tuple<{', '.join(map(str, key_types))}>"
+            raise fail(f"'match' case label '{describe(item)}' has type '{et}' which does not "
+                       f"match the expected type '{want}'", item)
 
     # ------------------------------------------------------------------ controls
     def _d_ControlDecl(self, d: ast.ControlDecl, ctx: Ctx) -> None:
@@ -696,3 +729,23 @@ def always_returns(s: ast.Stmt | None) -> bool:
         has_default = any(isinstance(c.label, ast.DefaultExpr) for c in s.cases)
         return has_default and all(c.body is None or always_returns(c.body) for c in s.cases)
     return False
+
+
+def _bits_of(t: T.Type) -> T.Type:
+    """A serializable enum stands for its underlying bit<W> where a value set labels a
+    select case (p4c accepts value_set<bit<16>> against an enum bit<16> key, both ways)."""
+    b = base(t)
+    if isinstance(b, T.EnumType) and b.underlying is not None:
+        return b.underlying
+    return b
+
+
+def _leaves(t: T.Type) -> list[T.Type]:
+    """The scalar types a value set element carries, in order: p4c matches a struct
+    (nested structs flattened, a one-field struct too) field by field against the keys."""
+    b = base(t)
+    if isinstance(b, T.StructType):
+        return [leaf for f in b.fields for leaf in _leaves(f.type)]
+    if isinstance(b, T.TupleType):
+        return [leaf for e in b.elements for leaf in _leaves(e)]
+    return [_bits_of(b)]

@@ -25,9 +25,8 @@ Naming follows p4c's front end (UniqueNames + inlining + HierarchicalNames):
 * actions and tables the program never uses are not control-plane objects (p4c
   removes them before generating P4Info); extern instances always are.
 
-Match-field names of table keys follow p4c's TableKeyNames: ``hdr.ipv4.dstAddr``,
-``hdr.ipv4.$valid$`` for ``isValid()``, ``a[2].f``, ``x[7:0]``, ``a & b``, or the key's
-``@name``.
+The naming rules themselves (``@name``, qualification, table key names as p4c's
+TableKeyNames makes them) are in :mod:`softswitch.frontend.cpnames`.
 
 API (stable)::
 
@@ -47,14 +46,21 @@ API (stable)::
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from softswitch.diagnostics import P4Error, SourceLoc
 from softswitch.frontend import ast
-from softswitch.frontend import types as T
+from softswitch.frontend.cpnames import (
+    digest_names,
+    is_hidden,
+    key_field_name,
+    local_name,
+    qualify,
+    string_annotation,
+    type_width,
+)
 
 # ---------------------------------------------------------------------------
 # Result data
@@ -96,7 +102,7 @@ class TableActionRef:
     implicit: bool = False
 
     def has(self, name: str) -> bool:
-        return any(a.name == name for a in self.annotations)
+        return ast.annotation(self, name) is not None
 
 
 @dataclass(eq=False)
@@ -180,6 +186,15 @@ class BlockInstance:
 
 
 @dataclass(eq=False)
+class PackageInstance:
+    """A package instance passed to another package (``Pipeline(…) p0;`` in ``main``):
+    its bound arguments; its parsers and controls are top blocks too."""
+
+    decl: ast.PackageTypeDecl
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
 class Elaboration:
     program: ast.Program
     main: ast.InstanceDecl | None = None
@@ -193,6 +208,8 @@ class Elaboration:
     value_sets: list[ValueSetInstance] = field(default_factory=list)
     # extern functions called from control bodies/actions (name, Call, owner block)
     extern_calls: list[tuple[str, ast.Call, BlockInstance]] = field(default_factory=list)
+    # the control-plane name of each digest() call's digest, by id(call)
+    digest_names: dict[int, str] = field(default_factory=dict)
 
     def table(self, name: str) -> TableInstance | None:
         return next((t for t in self.tables if t.name == name), None)
@@ -218,45 +235,8 @@ class Elaboration:
 
 
 # ---------------------------------------------------------------------------
-# Helpers: annotations, names, lookups
+# Lookups
 # ---------------------------------------------------------------------------
-
-
-def annotation(node: Any, name: str) -> ast.Annotation | None:
-    for a in getattr(node, "annotations", None) or []:
-        if a.name == name:
-            return a
-    return None
-
-
-def string_annotation(node: Any, name: str) -> str | None:
-    """The string argument of ``@name("x")``-style annotations (None when absent)."""
-    a = annotation(node, name)
-    if a is None:
-        return None
-    if a.exprs and isinstance(a.exprs[0], ast.StringLiteral):
-        return a.exprs[0].value
-    body = a.body.strip()
-    if len(body) >= 2 and body[0] == '"' and body[-1] == '"':
-        return body[1:-1]
-    raise P4Error(f"@{name} annotation's argument must be a string", a.loc)
-
-
-def is_hidden(node: Any) -> bool:
-    return annotation(node, "hidden") is not None
-
-
-def local_name(node: Any, default: str) -> str:
-    """The local control-plane name: ``@name`` if present, else the declared name."""
-    n = string_annotation(node, "name")
-    return default if n is None else n
-
-
-def qualify(prefix: str, name: str) -> str:
-    """``prefix.name``, or ``name`` without its dot when it is absolute (``.x``)."""
-    if name.startswith("."):
-        return name[1:]
-    return f"{prefix}.{name}" if prefix else name
 
 
 def _type_name(ref: Any) -> tuple[str, list[ast.TypeRef]] | None:
@@ -265,40 +245,8 @@ def _type_name(ref: Any) -> tuple[str, list[ast.TypeRef]] | None:
     return None
 
 
-def _children(node: Any) -> Iterator[Any]:
-    """Direct sub-nodes of an AST node (through lists, tuples and dicts)."""
-    if not dataclasses.is_dataclass(node):
-        return
-    for f in dataclasses.fields(node):
-        if f.name == "loc":
-            continue
-        v = getattr(node, f.name, None)
-        yield from _flatten(v)
-
-
-def _flatten(v: Any) -> Iterator[Any]:
-    if isinstance(v, ast.Node):
-        yield v
-    elif isinstance(v, (list, tuple)):
-        for x in v:
-            yield from _flatten(x)
-    elif isinstance(v, dict):
-        for x in v.values():
-            yield from _flatten(x)
-
-
-def walk(node: Any) -> Iterator[Any]:
-    """Pre-order walk of all nodes under ``node`` (inclusive)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        kids = list(_children(n))
-        stack.extend(reversed(kids))
-
-
 def walk_live(node: Any) -> Iterator[Any]:
-    """Like :func:`walk`, but skips the branch of an ``if`` whose condition is a
+    """Like :func:`ast.walk`, but skips the branch of an ``if`` whose condition is a
     compile-time constant (p4c folds it away before generating P4Info)."""
     stack = [node]
     while stack:
@@ -313,7 +261,7 @@ def walk_live(node: Any) -> Iterator[Any]:
                 if n.otherwise is not None:
                     stack.append(n.otherwise)
                 continue
-        stack.extend(reversed(list(_children(n))))
+        stack.extend(reversed(list(ast.children(n))))
 
 
 class _Scope:
@@ -409,125 +357,6 @@ def _const_value(expr: ast.Expr, env: dict[str, Any], scope: _Scope) -> Any:
 
 
 # ---------------------------------------------------------------------------
-# Key names (p4c's TableKeyNames)
-# ---------------------------------------------------------------------------
-
-
-def _literal_text(expr: ast.Expr) -> str | None:
-    if isinstance(expr, ast.IntLiteral):
-        text = expr.text or str(expr.value)
-        # p4c prints the value in the base it was written in, without width prefix.
-        for sep in ("w", "s"):
-            if sep in text and not text.lower().startswith("0x"):
-                head, _, tail = text.partition(sep)
-                if head.isdigit():
-                    text = tail
-        if text.lower().startswith("0x"):
-            return hex(expr.value)
-        if text.lower().startswith("0b"):
-            return bin(expr.value)
-        if text.lower().startswith("0o"):
-            return oct(expr.value)
-        return str(expr.value)
-    c = getattr(expr, "const", ast.NOT_CONST)
-    if isinstance(c, int) and not isinstance(c, bool):
-        return str(c)
-    return None
-
-
-def _field_external_name(expr: ast.Member) -> str:
-    t = getattr(expr.expr, "type", None)
-    if isinstance(t, T.StructLikeType):
-        f = t.field(expr.name)
-        if f is not None:
-            for a in f.annotations:
-                if getattr(a, "name", None) == "name" and getattr(a, "exprs", None):
-                    lit = a.exprs[0]
-                    if isinstance(lit, ast.StringLiteral):
-                        return lit.value
-    return expr.name
-
-
-def _is_header_like(t: Any) -> bool:
-    return isinstance(t, (T.HeaderType, T.HeaderUnionType))
-
-
-def key_expr_name(expr: ast.Expr) -> str | None:
-    """p4c's generated name of a key expression, or None when it needs ``@name``."""
-    if isinstance(expr, ast.PathExpr):
-        return ("." if expr.top_level else "") + expr.name
-    if isinstance(expr, ast.Member):
-        fname = expr.name
-        if fname == "isValid" and (_is_header_like(getattr(expr.expr, "type", None))
-                                   or getattr(expr.expr, "type", None) is None):
-            fname = "$valid$"
-        else:
-            fname = _field_external_name(expr)
-        if fname.startswith("."):
-            return fname[1:]
-        left = key_expr_name(expr.expr)
-        return None if left is None else f"{left}.{fname}"
-    if isinstance(expr, ast.Call):
-        m = key_expr_name(expr.target)
-        if m is not None and m.endswith("$valid$") and not expr.args:
-            return m
-        return None
-    if isinstance(expr, ast.Index):
-        left = key_expr_name(expr.expr)
-        right = _literal_text(expr.index)
-        if right is None:
-            right = key_expr_name(expr.index)
-        return None if left is None or right is None else f"{left}[{right}]"
-    if isinstance(expr, ast.Slice):
-        e0 = key_expr_name(expr.expr)
-        hi, lo = _literal_text(expr.hi), _literal_text(expr.lo)
-        if e0 is None or hi is None or lo is None:
-            return None
-        return f"{e0}[{hi}:{lo}]"
-    if isinstance(expr, ast.Binary) and expr.op == "&":
-        left, right = key_expr_name(expr.left), key_expr_name(expr.right)
-        return None if left is None or right is None else f"{left} & {right}"
-    if isinstance(expr, ast.IntLiteral):
-        return _literal_text(expr)
-    return None
-
-
-def key_field_name(elem: ast.KeyElement) -> str:
-    explicit = string_annotation(elem, "name")
-    if explicit is not None:
-        return explicit
-    name = key_expr_name(elem.expr)
-    if name is None:
-        raise P4Error("Complex key expression requires a @name annotation (P4Runtime needs "
-                      "a name for every key field)", elem.expr.loc or elem.loc)
-    return name
-
-
-def type_width(t: Any) -> int | None:
-    """Width in bits as P4Info reports it (``@p4runtime_translation`` sdn width wins)."""
-    if t is None:
-        return None
-    if isinstance(t, T.NewType):
-        sdn = translation_width(t)
-        if sdn is not None:
-            return sdn
-    return T.bit_width(t)
-
-
-def translation_width(t: T.NewType) -> int | None:
-    """The controller-side width of a ``@p4runtime_translation`` type: W for
-    ``(uri, W)``, 0 for ``(uri, string)``; None when the type is not translated."""
-    a = annotation(t.decl, "p4runtime_translation")
-    if a is None:
-        return None
-    w = a.exprs[1] if a.exprs and len(a.exprs) > 1 else None
-    if isinstance(w, ast.IntLiteral):
-        return w.value
-    c = getattr(w, "const", ast.NOT_CONST)
-    return c if isinstance(c, int) and not isinstance(c, bool) else 0
-
-
-# ---------------------------------------------------------------------------
 # The elaborator
 # ---------------------------------------------------------------------------
 
@@ -561,11 +390,28 @@ class _Elaborator:
         for pname, arg in bound.items():
             value = self._instance_arg(arg, {}, self.top_scope, None, pname)
             self.result.package_args[pname] = value
-            if isinstance(value, BlockInstance):
-                value.package_param = pname
-                self.result.top_blocks.append(value)
+            self._add_top(pname, value)
         self._collect()
+        self.result.digest_names = digest_names(
+            [call for name, call, _blk in self.result.extern_calls if name == "digest"])
         return self.result
+
+    def _add_top(self, pname: str, value: Any) -> None:
+        """A package argument's parsers and controls are top blocks (those of a nested
+        package too, named ``outer.inner``)."""
+        if isinstance(value, BlockInstance):
+            value.package_param = pname
+            self.result.top_blocks.append(value)
+        elif isinstance(value, PackageInstance):
+            for name, inner in value.args.items():
+                self._add_top(f"{pname}.{name}", inner)
+
+    def _package(self, tdecl: ast.PackageTypeDecl, args: list[ast.Argument],
+                 scope: _Scope, loc: SourceLoc | None) -> PackageInstance:
+        pkg = PackageInstance(tdecl)
+        for pname, arg in self._bind_args(tdecl.params, args, loc, tdecl.name).items():
+            pkg.args[pname] = self._instance_arg(arg, {}, scope, None, pname)
+        return pkg
 
     # --- argument binding --------------------------------------------------------
     def _bind_args(self, params: list[ast.Param], args: list[ast.Argument],
@@ -619,6 +465,8 @@ class _Elaborator:
             if isinstance(tdecl, ast.ExternDecl):
                 return self._extern(expr, tdecl, targs, expr.args, name, name, owner, env,
                                     scope)
+            if isinstance(tdecl, ast.PackageTypeDecl) and owner is None:
+                return self._package(tdecl, expr.args, scope, expr.loc)
         if isinstance(expr, ast.PathExpr):
             if expr.name in env and not expr.top_level:
                 return env[expr.name]
@@ -636,6 +484,8 @@ class _Elaborator:
         tdecl = self._type_decl(d.type_ref, self.top_scope)
         if isinstance(tdecl, (ast.ParserDecl, ast.ControlDecl)):
             return self._block(tdecl, d.args, d.name, owner, {}, self.top_scope, d)
+        if isinstance(tdecl, ast.PackageTypeDecl) and owner is None:
+            return self._package(tdecl, d.args, self.top_scope, d.loc)
         return None
 
     # --- blocks ------------------------------------------------------------------
@@ -682,7 +532,7 @@ class _Elaborator:
             body = list(decl.states)
         seen: set[str] = set()
         for root in body:
-            for n in walk(root):
+            for n in ast.walk(root):
                 if not (isinstance(n, ast.Call) and isinstance(n.target, ast.Member)
                         and n.target.name == "apply"):
                     continue
@@ -1062,6 +912,9 @@ class _Elaborator:
 def elaborate(checked: Any) -> Elaboration:
     """Elaborate a type-checked program (``CheckedProgram`` or an annotated
     ``ast.Program``): see the module docstring."""
+    cached = getattr(checked, "elaboration", None)
+    if isinstance(cached, Elaboration):
+        return cached       # compile_program elaborated it already (cpchecks)
     program = getattr(checked, "program", checked)
     if not isinstance(program, ast.Program):
         raise TypeError("elaborate() needs a CheckedProgram or an ast.Program")

@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from softswitch.diagnostics import DiagnosticSink
-from softswitch.frontend import ast
+from softswitch.frontend import ast, consteval
 from softswitch.frontend import types as T
 from softswitch.frontend.callcheck import check_argument, param_infos
 from softswitch.frontend.calls import CallInfo
+from softswitch.frontend.checkbase import base, describe, fail
 from softswitch.frontend.context import Ctx
-from softswitch.frontend.typecheck import ExprChecker, base, describe, fail
+from softswitch.frontend.typecheck import ExprChecker
 
 KEY_TYPES = (T.BitsType, T.BoolType, T.EnumType, T.ErrorType, T.IntType)
 
@@ -31,13 +32,13 @@ def same_expression(a: ast.Expr, b: ast.Expr) -> bool:
         return a.const == b.const
     if type(a) is not type(b):
         return False
-    if isinstance(a, ast.PathExpr):
-        return a.decl is b.decl  # type: ignore[attr-defined]
-    if isinstance(a, ast.Member):
-        return a.name == b.name and same_expression(a.expr, b.expr)  # type: ignore[attr-defined]
-    if isinstance(a, ast.StructExpr):
-        return [n for n, _ in a.fields] == [n for n, _ in b.fields] and all(  # type: ignore[attr-defined]
-            same_expression(x, y) for (_, x), (_, y) in zip(a.fields, b.fields, strict=True))  # type: ignore[attr-defined]
+    if isinstance(a, ast.PathExpr) and isinstance(b, ast.PathExpr):
+        return a.decl is b.decl
+    if isinstance(a, ast.Member) and isinstance(b, ast.Member):
+        return a.name == b.name and same_expression(a.expr, b.expr)
+    if isinstance(a, ast.StructExpr) and isinstance(b, ast.StructExpr):
+        return [n for n, _ in a.fields] == [n for n, _ in b.fields] and all(
+            same_expression(x, y) for (_, x), (_, y) in zip(a.fields, b.fields, strict=True))
     return describe(a) == describe(b)
 
 
@@ -147,7 +148,7 @@ class TableChecker(ExprChecker):
                 continue
             self.expr(a, ctx)
             check_argument(self, p, p.type, a, ctx)
-        ref.call = CallInfo("action", decl, params, tuple(bound))  # type: ignore[attr-defined]
+        ref.call = CallInfo("action", decl, params, tuple(bound))
 
     def _listed_action(self, ref: ast.ActionRef, refs: dict, d: ast.TableDecl,
                        ctx: Ctx) -> ast.ActionDecl:
@@ -160,6 +161,10 @@ class TableChecker(ExprChecker):
             raise fail(f"{describe(ref.name)}() not present in action list", ref)
         params = param_infos(decl.params)
         self._bind_ref(ref, decl, params, len(params), ctx)
+        for p, a in zip(params, ref.call.args, strict=True):
+            if a is not None and not p.direction and not consteval.compile_time_known(a):
+                raise fail(f"{describe(a)}: action argument must be a compile-time constant",
+                           a)
         listed = refs[decl]
         for got, want in zip(ref.args, listed.args, strict=False):
             if not same_expression(got.value, want.value):
@@ -191,21 +196,87 @@ class TableChecker(ExprChecker):
                 refs: dict, ctx: Ctx) -> None:
         if not keys:
             raise fail(f"Entries cannot be specified for a table with no key {d.name}", d)
-        kinds = {k.match_kind for k in keys}
-        needs_priority = bool(kinds & {"ternary", "range", "optional"}) or \
-            sum(1 for k in keys if k.match_kind == "lpm") > 1
-        prioritized = [e for e in p.value if e.priority is not None]
-        if prioritized and not needs_priority:
-            raise fail(f"Key {d.name} match type does not require priorities, but some are "
-                       "specified", prioritized[0].priority)
-        if prioritized and len(prioritized) != len(p.value):
-            first = next(e for e in p.value if e.priority is None)
-            raise fail("Entry entry must have a priority (others in the table have one)", first)
+        needs_priority = any(k.match_kind not in ("exact", "lpm") for k in keys)
         for entry in p.value:
-            self.guard(lambda entry=entry: self.entry(d, entry, keys, refs, needs_priority,
-                                                      ctx))
+            self.guard(lambda entry=entry: self.entry(d, entry, keys, refs, ctx))
+        self.guard(lambda: self.entry_priorities(d, p, needs_priority))
         if all(k.match_kind == "exact" for k in keys):
             self._no_duplicate_keys(p.value)
+
+    def entry_priorities(self, d: ast.TableDecl, p: ast.TableProperty,
+                         needs_priority: bool) -> None:
+        """Every entry's priority (``TableEntry.priority_value``) by the P4_16 spec's
+        "Entry priorities" rules, as p4c's EntryPriorities pass computes them: ``const
+        entries`` take none (their order ranks them); in ``entries`` a table whose keys
+        are all ``exact``/``lpm`` takes none; without any ``priority =`` the first entry
+        ranks highest; with some, the first entry must have one and each entry without
+        one continues from the previous one by ``priority_delta``, downwards when
+        ``largest_priority_wins`` (the default), upwards otherwise."""
+        entries: list[ast.TableEntry] = p.value
+        explicit = next((e for e in entries if e.priority is not None), None)
+        if p.is_const:
+            if explicit is not None:
+                raise fail("Entry: Table with 'const' entries cannot have priorities",
+                           explicit)
+            return
+        largest_wins = self._bool_property(d, "largest_priority_wins", True)
+        delta = self._delta_property(d)
+        if not needs_priority:
+            if explicit is not None:
+                key = d.prop("key")
+                raise fail(f"Key {d.name} match type does not require priorities, but some "
+                           "are specified", key if key is not None else d)
+            return
+        n = len(entries)
+        if explicit is None:
+            for i, e in enumerate(entries):
+                e.priority_value = 1 + delta * (n - 1 - i if largest_wins else i)
+            return
+        current = 0
+        previous = 0
+        seen: dict[int, ast.TableEntry] = {}
+        out_of_order = False
+        for i, e in enumerate(entries):
+            if e.priority is not None:
+                v = e.priority.const
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise fail(f"{describe(e.priority)} must be a constant", e.priority)
+                current = v
+            elif i == 0:
+                raise fail("Entry entry must have a priority", e)
+            e.priority_value = current
+            if current in seen:
+                self.sink.warning(f"Entry and Entry have the same priority {current}", e.loc)
+            seen.setdefault(current, e)
+            if i > 0 and not out_of_order and (
+                    current > previous if largest_wins else current < previous):
+                self.sink.warning(f"Entry (priority {previous}) and Entry (priority "
+                                  f"{current}) have priorities out of order", e.loc)
+                out_of_order = True
+            previous = current
+            current = current - delta if largest_wins else current + delta
+            if current < 0:
+                raise fail(f"{d.name} Overflow in priority computation", d)
+
+    def _bool_property(self, d: ast.TableDecl, name: str, default: bool) -> bool:
+        p = d.prop(name)
+        if p is None:
+            return default
+        v = p.value.const if isinstance(p.value, ast.Expr) else ast.NOT_CONST
+        if not isinstance(v, bool):
+            raise fail(f"{name} must be a boolean expression", p)
+        return v
+
+    def _delta_property(self, d: ast.TableDecl) -> int:
+        p = d.prop("priority_delta")
+        if p is None:
+            return 1
+        v = p.value.const if isinstance(p.value, ast.Expr) else ast.NOT_CONST
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise fail("priority_delta must be a constant numeric expression", p)
+        if v < 0:
+            raise fail(f"{describe(p.value)} must be a positive value", p.value)
+        return v
 
     def _no_duplicate_keys(self, entries: list[ast.TableEntry]) -> None:
         """Two exact-match entries with the same key could never both be hit."""
@@ -221,7 +292,7 @@ class TableChecker(ExprChecker):
             seen.add(values)
 
     def entry(self, d: ast.TableDecl, entry: ast.TableEntry, keys: list[ast.KeyElement],
-              refs: dict, needs_priority: bool, ctx: Ctx) -> None:
+              refs: dict, ctx: Ctx) -> None:
         ks = entry.keys
         if isinstance(ks, ast.ListExpr) and not (len(keys) == 1 and len(ks.items) != 1
                                                  and isinstance(base(keys[0].expr.type),
@@ -229,23 +300,18 @@ class TableChecker(ExprChecker):
             items = list(ks.items)
         else:
             items = [ks]
-        if len(items) == 1 and isinstance(items[0], (ast.DefaultExpr, ast.DontCareExpr)) \
-                and len(keys) > 1:
-            items = items * len(keys)
         if items and isinstance(items[-1], ast.DotsExpr) and len(items) <= len(keys):
             items = items[:-1] + [items[-1]] * (len(keys) - len(items) + 1)
         if len(items) != len(keys):
             raise fail(f"{describe(ks)}: Size of entry keyset must match the table key set "
                        f"size ({len(items)} vs {len(keys)})", ks)
+        entry.key_items = items
         for item, k in zip(items, keys, strict=True):
             self.entry_key(item, k, ctx)
         if isinstance(ks, ast.ListExpr):
             ks.type = T.ListType(tuple(i.type or T.DontCareType() for i in ks.items))
         if entry.priority is not None:
             self.expr(entry.priority, ctx)
-            if not needs_priority:
-                raise fail(f"Key {d.name} match type does not require priorities, but some "
-                           "are specified", entry.priority)
             self.coerce(entry.priority, T.IntType(), ctx)
         self._listed_action(entry.action, refs, d, ctx)
         if self._list_annotation(entry.action, refs, "defaultonly"):
@@ -257,7 +323,7 @@ class TableChecker(ExprChecker):
         """Whether the action's entry in the actions list carries ``@name``."""
         decl = getattr(ref.name, "decl", None)
         listed = refs.get(decl)
-        return listed is not None and any(a.name == name for a in listed.annotations)
+        return listed is not None and ast.annotation(listed, name) is not None
 
     def mask_or_range(self, item: ast.Binary, kt: T.Type, ctx: Ctx,
                       require_const: Callable[[ast.Expr], None]) -> None:
@@ -265,7 +331,13 @@ class TableChecker(ExprChecker):
         the key's type and must be constants (``require_const`` words that error the way
         p4c does in each context)."""
         for side in (item.left, item.right):
-            self.expr(side, ctx)
+            t = self.expr(side, ctx)
+            b = base(t)
+            if isinstance(b, T.EnumType) and b.underlying is not None:
+                b = b.underlying
+            if not isinstance(b, (T.BitsType, T.IntType)):
+                raise fail(f"{item.op}: cannot be applied to expression '{describe(side)}' "
+                           f"with type '{t}'", item)
             if not self.coerce(side, kt, ctx, quiet=True, keyset=True):
                 raise fail(f"{describe(item)}: Cannot operate on values with different "
                            f"types {kt} and {side.type}", item)

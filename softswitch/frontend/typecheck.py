@@ -16,6 +16,8 @@ from typing import Any
 from softswitch.diagnostics import DiagnosticSink, P4Error
 from softswitch.frontend import ast, consteval
 from softswitch.frontend import types as T
+from softswitch.frontend.callcheck import check_call
+from softswitch.frontend.checkbase import Cascade, base, describe, fail
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope, is_type_decl
 from softswitch.frontend.typeresolve import TypeResolver
@@ -24,64 +26,6 @@ from softswitch.frontend.unify import Bindings, compatible, contains_var, subst,
 ARITH = ("+", "-", "*", "/", "%", "|+|", "|-|")
 BITWISE = ("&", "|", "^")
 COMPARE = ("<", "<=", ">", ">=")
-SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes")
-
-
-class Cascade(P4Error):
-    """An error that only follows from one already reported (not shown again)."""
-
-
-def fail(msg: str, node: ast.Node | None) -> P4Error:
-    return P4Error(msg, node.loc if node is not None else None)
-
-
-def describe(e: ast.Expr) -> str:
-    """A short rendering of an expression for messages (like p4c's)."""
-    if isinstance(e, ast.PathExpr):
-        return ("." if e.top_level else "") + e.name
-    if isinstance(e, ast.IntLiteral):
-        return e.text or str(e.value)
-    if isinstance(e, ast.BoolLiteral):
-        return "true" if e.value else "false"
-    if isinstance(e, ast.StringLiteral):
-        return f'"{e.value}"'
-    if isinstance(e, ast.Member):
-        return f"{describe(e.expr)}.{e.name}"
-    if isinstance(e, ast.Index):
-        return f"{describe(e.expr)}[{describe(e.index)}]"
-    if isinstance(e, ast.Slice):
-        return f"{describe(e.expr)}[{describe(e.hi)}:{describe(e.lo)}]"
-    if isinstance(e, ast.Binary):
-        return f"{describe(e.left)} {e.op} {describe(e.right)}"
-    if isinstance(e, ast.Unary):
-        return f"{e.op}{describe(e.expr)}"
-    if isinstance(e, ast.Call):
-        return f"{describe(e.target)}(...)"
-    if isinstance(e, ast.ListExpr):
-        return "{ " + ", ".join(describe(i) for i in e.items) + " }"
-    if isinstance(e, ast.ThisExpr):
-        return "this"
-    if isinstance(e, ast.TypeNameExpr):
-        ref = e.type_ref
-        return getattr(ref, "name", None) or ("error" if isinstance(ref, ast.ErrorTypeRef)
-                                              else str(ref.resolved or "type"))
-    if isinstance(e, ast.Cast):
-        return f"({e.type or 'cast'}){describe(e.expr)}"
-    if isinstance(e, ast.InvalidHeaderExpr):
-        return "{#}"
-    if isinstance(e, ast.DontCareExpr):
-        return "_"
-    if isinstance(e, ast.DefaultExpr):
-        return "default"
-    if isinstance(e, ast.Ternary):
-        return f"{describe(e.cond)} ? {describe(e.then)} : {describe(e.otherwise)}"
-    if isinstance(e, ast.StructExpr):
-        return "{ " + ", ".join(f"{n} = {describe(v)}" for n, v in e.fields) + " }"
-    return type(e).__name__
-
-
-def base(t: Any) -> Any:
-    return T.strip_newtype(t) if isinstance(t, T.Type) else t
 
 
 def is_numeric(t: T.Type) -> bool:
@@ -297,6 +241,12 @@ class ExprChecker:
         if isinstance(obj_t, T.StackType):
             if not is_numeric(it):
                 raise fail(f"Array index {describe(e.index)} must be an integer", e.index)
+            if isinstance(base(obj_t.element), T.HeaderUnionType) and ctx.block == "parser" \
+                    and e.index.const is ast.NOT_CONST:
+                # A union stack element is flattened to one union per index; p4c expands
+                # a run-time index into constant ones in controls, but not in parsers.
+                raise fail("Target expects constant array indices for accessing header union "
+                           f"stack elements, {describe(e.index)} is not a constant", e.index)
             if isinstance(e.index.const, int) and not isinstance(e.index.const, bool):
                 if e.index.const < 0:
                     raise fail(f"{describe(e)}: Negative array index", e.index)
@@ -373,8 +323,7 @@ class ExprChecker:
         if op == "++":
             return self._concat(e, lt, rt, ctx)
         if op in ("==", "!="):
-            self._unify_operands(e, ctx, allow_any=True)
-            self._check_comparable(e)
+            self._equality(e, ctx)
             return T.BoolType()
         if op in ("&&&", ".."):
             return self._unify_operands(e, ctx, allow_any=False)
@@ -383,8 +332,11 @@ class ExprChecker:
         t = self._unify_operands(e, ctx, allow_any=False)
         b = base(t)
         if op in COMPARE:
+            if isinstance(b, T.EnumType) and b.underlying is not None:
+                b = b.underlying          # serializable enums compare as their bits
             if not isinstance(b, (T.BitsType, T.IntType)):
-                raise fail(f"{describe(e)}: not defined on {lt} and {rt}", e)
+                raise fail(f"{describe(e)}: not defined on {_method_or(lt, e.left)} and "
+                           f"{_method_or(rt, e.right)}", e)
             return T.BoolType()
         if not isinstance(b, (T.BitsType, T.IntType)):
             raise fail(f"{op}: cannot be applied to expression '{describe(e.left)}' with type "
@@ -442,17 +394,107 @@ class ExprChecker:
         raise fail(f"{describe(e)}: Cannot operate on values with different types {lt} and "
                    f"{rt}", e)
 
-    def _check_comparable(self, e: ast.Binary) -> None:
-        t = base(e.left.type)
-        if isinstance(t, T.ExternType):
-            raise fail(f"{describe(e)}: externs cannot be compared", e)
-        if isinstance(t, T.TypeVar):
-            raise fail(f"{describe(e)}: values of a type variable cannot be compared", e)
-        if isinstance(t, T.StructType) and t.decl is None and t.name.startswith("apply_result"):
-            raise fail(f"{describe(e)}: table application results cannot be compared", e)
-        if isinstance(t, (T.TableType, T.BlockType, T.StateType, T.VarbitType)) and not (
-                isinstance(t, T.VarbitType) and isinstance(e.right.type, T.VarbitType)):
-            raise fail(f"{describe(e)}: cannot be compared", e)
+    # ------------------------------------------------------------------ equality
+    def _equality(self, e: ast.Binary, ctx: Ctx) -> None:
+        """``==``/``!=`` (P4_16 spec, "Expressions" per type): defined on values of one
+        type, except void, actions' results, tables, externs (unspecialized, as p4c
+        has it), type variables and table application results. An untyped literal takes
+        the other side's type; lists and tuples compare element by element (each
+        element unifies the same way), a list or untyped structure expression against a
+        struct or header takes its type; a stack is no list."""
+        self._not_comparable(e)
+        lt, rt = e.left.type, e.right.type
+        if isinstance(e.left, (ast.StructExpr, ast.ListExpr)) or isinstance(
+                e.right, (ast.StructExpr, ast.ListExpr)) or isinstance(
+                base(lt), (T.ListType, T.TupleType)) or isinstance(
+                base(rt), (T.ListType, T.TupleType)):
+            if self._aggregate_equality(e, ctx):
+                return
+            raise self._incomparable(e)
+        self._unify_operands(e, ctx, allow_any=True)
+
+    def _incomparable(self, e: ast.Binary) -> P4Error:
+        return fail(f"'{describe(e.left)}' with type '{_as_tuple(e.left.type)}' cannot be "
+                    f"compared to '{describe(e.right)}' with type "
+                    f"'{_as_tuple(e.right.type)}'", e)
+
+    def _not_comparable(self, e: ast.Binary) -> None:
+        pair = f"{describe(e.left)} and {describe(e.right)}"
+        for side in (e.left, e.right):
+            t = base(side.type)
+            if isinstance(side, ast.Call) and getattr(side.resolved, "kind", "") == "action":
+                raise fail(f"{pair} cannot be compared", e)
+            if isinstance(t, T.VoidType):
+                raise fail(f"'{describe(side)}' with type 'void' cannot be compared", e)
+            if isinstance(t, T.TableType):
+                raise fail(f"{pair}: tables cannot be compared", e)
+            if isinstance(t, T.ExternType) and not t.type_args:
+                raise fail(f"{pair}: externs cannot be compared", e)
+            if isinstance(t, T.TypeVar):
+                raise fail(f"{pair}: values of a type variable cannot be compared", e)
+            if _has_action_enum(t):
+                raise fail(f"{pair}: table application results cannot be compared", e)
+            if isinstance(t, (T.BlockType, T.StateType)):
+                raise fail(f"{pair}: cannot be compared", e)
+
+    def _aggregate_equality(self, e: ast.Binary, ctx: Ctx) -> bool:
+        left, right = e.left, e.right
+        lt, rt = base(left.type), base(right.type)
+        if isinstance(lt, T.StructExprType) and isinstance(rt, T.StructExprType):
+            raise fail(f"{describe(e)}: cannot compare structure-valued expressions with "
+                       "unknown types", e)
+        lists = (T.ListType, T.TupleType)
+        if isinstance(lt, lists) and isinstance(rt, lists):
+            return self._unify_elements(left, right)
+        for a, b in ((left, right), (right, left)):
+            at, bt = base(a.type), base(b.type)
+            if isinstance(bt, T.StructLikeType) and not isinstance(bt, T.HeaderUnionType) \
+                    and isinstance(a, (ast.ListExpr, ast.StructExpr)) \
+                    and isinstance(at, (T.ListType, T.StructExprType)):
+                return self.coerce(a, b.type, ctx, quiet=True)
+        return compatible(left.type, right.type) and not isinstance(
+            lt, (T.ListType, T.StructExprType))
+
+    def _unify_elements(self, left: ast.Expr, right: ast.Expr) -> bool:
+        """Element-wise unification of two list/tuple values (untyped literals in a list
+        expression take the other side's element type)."""
+        lt, rt = base(left.type), base(right.type)
+        if len(lt.elements) != len(rt.elements):
+            return False
+        litems = left.items if isinstance(left, ast.ListExpr) else None
+        ritems = right.items if isinstance(right, ast.ListExpr) else None
+        for i, (a, b) in enumerate(zip(lt.elements, rt.elements, strict=True)):
+            for items in (litems, ritems):
+                item = items[i] if items is not None else None
+                if isinstance(item, ast.StructExpr) and item.type_ref is None:
+                    raise fail(f"{describe(item)}: could not infer a type for expression; "
+                               "please specify it explicitly", item)
+            ab, bb = base(a), base(b)
+            if isinstance(a, T.IntType) and isinstance(b, T.IntType):
+                continue
+            if isinstance(a, T.IntType) or isinstance(b, T.IntType):
+                typed = b if isinstance(a, T.IntType) else a
+                items = litems if isinstance(a, T.IntType) else ritems
+                if not isinstance(base(typed), T.BitsType) or isinstance(typed, T.NewType):
+                    return False
+                if items is not None:
+                    self._set_int_type(items[i], typed)
+                continue
+            if isinstance(ab, (T.ListType, T.TupleType)) and isinstance(bb, (T.ListType,
+                                                                             T.TupleType)):
+                sub_l = litems[i] if litems is not None else ast.DontCareExpr()
+                sub_r = ritems[i] if ritems is not None else ast.DontCareExpr()
+                sub_l.type, sub_r.type = sub_l.type or a, sub_r.type or b
+                if not self._unify_elements(sub_l, sub_r):
+                    return False
+                continue
+            if not compatible(a, b) or isinstance(ab, (T.VoidType, T.TableType)) or (
+                    isinstance(ab, T.ExternType) and not ab.type_args):
+                return False
+        for side, items in ((left, litems), (right, ritems)):
+            if items is not None:
+                side.type = T.ListType(tuple(i.type for i in items))
+        return True
 
     def _shift(self, e: ast.Binary, lt: T.Type, rt: T.Type, ctx: Ctx) -> T.Type:
         lb, rb = base(lt), base(rt)
@@ -686,7 +728,6 @@ class ExprChecker:
 
     # ------------------------------------------------------------------ calls
     def _e_Call(self, e: ast.Call, ctx: Ctx) -> T.Type:
-        from softswitch.frontend.callcheck import check_call
         return check_call(self, e, ctx)
 
     def table_result(self, table: ast.TableDecl) -> T.StructType:
@@ -736,6 +777,23 @@ def _division_computable(left: Any, right: Any) -> bool:
     if isinstance(right, int) and right > 0 and right & (right - 1) == 0:
         return True
     return isinstance(left, int) and left == 0
+
+
+def _has_action_enum(t: T.Type) -> bool:
+    if isinstance(t, T.ActionEnumType):
+        return True
+    if isinstance(t, T.StructLikeType):
+        return any(_has_action_enum(base(f.type)) for f in t.fields)
+    if isinstance(t, (T.ListType, T.TupleType)):
+        return any(_has_action_enum(base(x)) for x in t.elements)
+    return False
+
+
+def _method_or(t: T.Type, e: ast.Expr) -> str:
+    """How p4c names an operand's type in 'not defined on' (an action call: <Method>)."""
+    if isinstance(e, ast.Call) and getattr(e.resolved, "kind", "") == "action":
+        return "<Method>"
+    return str(t)
 
 
 def _as_tuple(t: T.Type) -> T.Type:

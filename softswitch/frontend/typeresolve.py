@@ -146,7 +146,7 @@ class TypeResolver:
         if isinstance(specialized, T.StructLikeType):
             kind = {T.StructType: "struct", T.HeaderType: "header",
                     T.HeaderUnionType: "header_union"}[type(specialized)]
-            for fd, fi in zip(decl.fields, specialized.fields, strict=True):  # type: ignore[attr-defined]
+            for fd, fi in zip(getattr(decl, "fields", ()), specialized.fields, strict=True):
                 check_field_type(kind, specialized.name, fd, fi.type)
         if isinstance(specialized, (T.StructLikeType, T.ExternType, T.BlockType)):
             specialized = _with_type_args(specialized, tuple(args))

@@ -134,8 +134,9 @@ class StructLikeType(Type):
         return None
 
     def __eq__(self, other: object) -> bool:
-        return (type(other) is type(self) and other.decl is self.decl  # type: ignore[attr-defined]
-                and other.name == self.name and other.type_args == self.type_args)  # type: ignore[attr-defined]
+        return (isinstance(other, StructLikeType) and type(other) is type(self)
+                and other.decl is self.decl and other.name == self.name
+                and other.type_args == self.type_args)
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.name, id(self.decl)))

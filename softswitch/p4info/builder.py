@@ -17,17 +17,19 @@ from p4.config.v1 import p4info_pb2, p4types_pb2
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
+from softswitch.frontend.cpnames import (
+    digest_data_type,
+    is_hidden,
+    string_annotation,
+    type_width,
+)
 from softswitch.frontend.elaborate import (
     ActionInstance,
     Elaboration,
     EnumValue,
     ExternInstance,
     TableInstance,
-    annotation,
     elaborate,
-    is_hidden,
-    string_annotation,
-    type_width,
 )
 from softswitch.p4info import ids
 from softswitch.p4info.annotations import add_annotations, add_doc, const_of
@@ -78,7 +80,7 @@ def generate(checked: Any) -> p4info_pb2.P4Info:
 
 
 def _explicit_id(node: Any) -> int | None:
-    a = annotation(node, "id")
+    a = ast.annotation(node, "id")
     if a is None:
         return None
     e = a.exprs[0] if a.exprs else None
@@ -90,6 +92,28 @@ def _explicit_id(node: Any) -> int | None:
 
 def _type_of_ref(ref: Any) -> Any:
     return getattr(ref, "resolved", None)
+
+
+def _value_set_type_supported(decl: ast.ValueSetDecl, et: Any) -> None:
+    """P4Runtime 1.x describes a value set of bit<W>, of a struct of bit<W> fields or of
+    a serializable enum, nothing else (p4c refuses to write the P4Info otherwise)."""
+    if isinstance(et, T.StructType):
+        fields = getattr(et.decl, "fields", [])
+        for i, f in enumerate(et.fields):
+            if not isinstance(f.type, T.BitsType):
+                loc = fields[i].loc if i < len(fields) else decl.loc
+                raise P4Error("Unsupported type argument for Value Set; this version of "
+                              "P4Runtime requires that when the type parameter of a Value Set "
+                              "is a struct, all the fields of the struct must be of type "
+                              f"bit<W>, but {f.name} is not", loc)
+    elif isinstance(et, (T.TupleType, T.ListType)):
+        raise P4Error(f"{decl.name}: Unsupported type argument for Value Set; this version of "
+                      "P4Runtime requires the type parameter of a Value Set to be a bit<W>, "
+                      "a struct of bit<W> fields, or a serializable enum", decl.loc)
+    elif not isinstance(et, T.BitsType) and not (
+            isinstance(et, T.EnumType) and et.underlying is not None):
+        raise P4Error(f"{decl.name}: invalid type parameter for Value Set; it must be one of "
+                      "bit<W>, struct, tuple or serializable enum", decl.loc)
 
 
 class Builder:
@@ -157,19 +181,18 @@ class Builder:
                 self.symbols.add(kind, ext.qualified, _explicit_id(ext.decl), ext.loc)
 
     def _collect_digest(self, call: ast.Call) -> None:
-        t = _type_of_ref(call.type_args[0]) if call.type_args else None
-        if t is None and len(call.args) > 1:
-            t = getattr(call.args[1].value, "type", None)
-        if not isinstance(t, T.StructType):
-            raise P4Error("digest: the data argument must be a struct", call.loc)
-        name = cp_name(t)
+        """A ``digest`` call's digest (one per name; see cpnames.digest_names)."""
+        name = self.elab.digest_names.get(id(call))
+        t = digest_data_type(call)
+        if name is None or t is None:
+            raise P4Error("digest: the data argument has no type", call.loc)
         if all(d[0] != name for d in self.digests):
             self.digests.append((name, t, call))
             self.symbols.add(ids.DIGEST, name)
 
     def _controller_headers(self) -> list[ast.HeaderDecl]:
         return [d for d in self.elab.program.decls
-                if isinstance(d, ast.HeaderDecl) and annotation(d, "controller_header")
+                if isinstance(d, ast.HeaderDecl) and ast.annotation(d, "controller_header")
                 and not is_hidden(d)]
 
     # --- pass 2 ------------------------------------------------------------------
@@ -463,7 +486,8 @@ class Builder:
         msg = self.p4info.value_sets.add()
         self._preamble(msg.preamble, ids.VALUE_SET, vs.name, vs.decl.annotations)
         msg.size = vs.size or 0
-        et = T.strip_newtype(_type_of_ref(vs.decl.element))
+        et = _type_of_ref(vs.decl.element)
+        _value_set_type_supported(vs.decl, et)
         if isinstance(et, T.BitsType):
             m = msg.match.add()
             m.id = 1

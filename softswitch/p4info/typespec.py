@@ -14,24 +14,16 @@ from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
-from softswitch.frontend.elaborate import annotation
+from softswitch.frontend.cpnames import type_name
 from softswitch.p4info.annotations import add_annotations
 
-
-def cp_name(t: Any) -> str:
-    """A named type's control-plane name: its ``@name`` (no leading dot) or its name."""
-    decl = getattr(t, "decl", None)
-    a = annotation(decl, "name") if decl is not None else None
-    if a is not None and a.exprs and isinstance(a.exprs[0], ast.StringLiteral):
-        return a.exprs[0].value.lstrip(".")
-    return t.name
+cp_name = type_name   # a named type's control-plane name (softswitch.frontend.cpnames)
 
 
 def field_name(f: T.FieldInfo) -> str:
-    for a in f.annotations:
-        if getattr(a, "name", None) == "name" and getattr(a, "exprs", None) and isinstance(
-                a.exprs[0], ast.StringLiteral):
-            return a.exprs[0].value
+    a = ast.annotation(f, "name")
+    if a is not None and a.exprs and isinstance(a.exprs[0], ast.StringLiteral):
+        return a.exprs[0].value
     return f.name
 
 
@@ -43,7 +35,7 @@ def value_bytes(value: int, width: int) -> bytes:
 
 def translation(t: T.NewType) -> tuple[str, int | None] | None:
     """``(uri, sdn_bitwidth)`` of a ``@p4runtime_translation`` type (width None: string)."""
-    a = annotation(t.decl, "p4runtime_translation")
+    a = ast.annotation(t.decl, "p4runtime_translation")
     if a is None:
         return None
     exprs = a.exprs or []

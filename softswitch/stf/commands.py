@@ -480,12 +480,3 @@ def parse_command(text: str, loc: SourceLoc | None = None) -> Command:
         raise P4Error(f"unknown command '{keyword}'", loc)
     return replace(parser(rest.strip(), loc), keyword=keyword.lower())
 
-
-def __getattr__(name: str) -> object:
-    """``CommandSession``/``Outcome`` live in :mod:`softswitch.stf.session` (which imports
-    this module); importing them from here, as earlier code does, keeps working."""
-    if name in ("CommandSession", "Outcome", "CLI_PRIORITY_BASE"):
-        from softswitch.stf import session
-
-        return getattr(session, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

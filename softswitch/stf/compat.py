@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from softswitch.diagnostics import P4Error, SourceLoc
 from softswitch.stf import commands as c
 from softswitch.stf import names
+from softswitch.stf.reader import PacketCmd
 from softswitch.v1model.control import TableInfo
 
 # Commands of p4c's STF grammar (bmv2stf.py's Bmv2StfParser): keyword -> whether the
@@ -127,8 +128,6 @@ def _add_notes(cmd: c.TableAdd, tables: list[TableInfo]) -> Iterable[CompatNote]
 def check(commands: list, tables: list[TableInfo]) -> list[CompatNote]:
     """Every line of ``commands`` (parsed STF, in order) that p4c's BMv2 STF driver would
     reject or read differently; ``tables`` are the switch's."""
-    from softswitch.stf.stf import PacketCmd  # stf imports this module
-
     notes: list[CompatNote] = []
     seen_packet = False
     for cmd in commands:

@@ -4,7 +4,9 @@
 :class:`~softswitch.v1model.control.SwitchControl` calls: it resolves written names to
 control-plane names (:mod:`softswitch.stf.names`), interprets key and argument text by
 the key's match kind and width (:mod:`softswitch.stf.values`), converts BMv2 CLI
-priorities (lower wins) to the switch's (higher wins), and remembers STF entry ids.
+priorities (lower wins) and p4c's STF driver's (``10000 - PRIO``) to the switch's
+(higher wins, :func:`~softswitch.v1model.control.from_bmv2_priority`), and remembers STF
+entry ids.
 """
 
 from __future__ import annotations
@@ -44,10 +46,23 @@ from softswitch.stf.commands import (
     parse_command,
 )
 from softswitch.stf.values import default_key_match, parse_int, parse_key_value
-from softswitch.v1model.control import ActionInfo, KeyMatch, SwitchControl, TableInfo
+from softswitch.v1model.control import (
+    BMV2_PRIORITY_BASE,
+    ActionInfo,
+    KeyMatch,
+    SwitchControl,
+    TableInfo,
+    bmv2_match_type,
+    from_bmv2_priority,
+)
 
 # BMv2's CLI priority counts the other way round from SwitchControl's (higher wins).
-CLI_PRIORITY_BASE = (1 << 31) - 1
+CLI_PRIORITY_BASE = BMV2_PRIORITY_BASE
+# p4c's STF driver gives BMv2 ``10000 - PRIO`` for ``add TABLE PRIO …`` ("Priorities in
+# BMV2 seem to be reversed with respect to the stf file"), and only for a table whose
+# BMv2 match type is ternary; a table with a range key keeps it here (the driver cannot
+# add to one at all), one without either drops it (lpm and exact need none).
+STF_PRIORITY_BASE = 10000
 
 _COMPARE: dict[str, Callable[[int, int], bool]] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt,
@@ -155,13 +170,14 @@ class CommandSession:
     def _do_TableAdd(self, cmd: TableAdd) -> Outcome:
         table = self._table(cmd.table, cmd.loc)
         action = names.resolve_action(table, cmd.action, cmd.loc)
-        args, priority = cmd.args, cmd.priority
+        args, priority = cmd.args, None
         if cmd.cli_tail is not None:
             tail = list(cmd.cli_tail)
             if len(tail) == len(action.params) + 1:
-                bmv2_priority = parse_int(tail.pop(), cmd.loc, "priority")
-                priority = CLI_PRIORITY_BASE - bmv2_priority
+                priority = from_bmv2_priority(parse_int(tail.pop(), cmd.loc, "priority"))
             args = tuple((None, w) for w in tail)
+        elif cmd.priority is not None and bmv2_match_type(table) in ("ternary", "range"):
+            priority = from_bmv2_priority(STF_PRIORITY_BASE - cmd.priority)
         handle = self.control.table_add(table.name, self._keys(table, cmd.keys, cmd.loc),
                                         action.name, self._args(action, args, cmd.loc),
                                         priority)

@@ -16,6 +16,7 @@ from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
+from softswitch.frontend.cpnames import qualify
 from softswitch.v1model import lower_externs, wire
 from softswitch.v1model.codebuf import CodeBuf
 from softswitch.v1model.lower import FnCtx, scalar_bits
@@ -32,7 +33,7 @@ REJECT_CODE = -1   # ParserError code of an explicit reject: parsing stops, no e
 
 
 def _contains_exit(node: Any) -> bool:
-    return any(isinstance(n, ast.ExitStmt) for n in E.walk(node))
+    return any(isinstance(n, ast.ExitStmt) for n in ast.walk(node))
 
 
 class BlockLowerer(StmtLowerer):
@@ -176,7 +177,7 @@ class BlockLowerer(StmtLowerer):
         body = getattr(decl, "body", None) or getattr(decl, "apply", None) or decl
         result = _contains_exit(body)
         if not result:
-            for n in E.walk(body):
+            for n in ast.walk(body):
                 if isinstance(n, ast.Call):
                     info = n.resolved
                     k = getattr(info, "kind", "")
@@ -400,7 +401,7 @@ class BlockLowerer(StmtLowerer):
 
     def make_table(self, d: ast.TableDecl) -> None:
         ti = self.table_instance(d)
-        name = ti.name if ti is not None and ti.name else E.qualify(self.block.prefix, d.name)
+        name = ti.name if ti is not None and ti.name else qualify(self.block.prefix, d.name)
         keys = []
         if ti is not None:
             for k in match_keys(ti):

@@ -16,13 +16,14 @@ from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
+from softswitch.frontend.cpnames import qualify
 from softswitch.v1model import hashes
 from softswitch.v1model.bits import PacketReader, PacketTooShort
 from softswitch.v1model.blocks import BlockLowerer
-from softswitch.v1model.control import KeyMatch
+from softswitch.v1model.control import KeyMatch, from_bmv2_priority
+from softswitch.v1model.execution import ExitSignal, ParserError, Runtime, shl, shl_signed
 from softswitch.v1model.externs import Clock, CounterArray, Meter, MeterArray, RegisterArray
 from softswitch.v1model.lower import LowerEnv
-from softswitch.v1model.runtime import ExitSignal, ParserError, Runtime, shl, shl_signed
 from softswitch.v1model.stmts import const_int
 from softswitch.v1model.tables import TableState
 from softswitch.v1model.values import Layouts, Stack, copy_value
@@ -89,6 +90,7 @@ class ProgramBuilder:
         errs = self.env.error_codes
         oob = errs.get("StackOutOfBounds", 3)
         short = errs.get("PacketTooShort", 1)
+        invalid = errs.get("ParserInvalidArgument", 6)
 
         def stk_next(s: Stack) -> Any:
             if s.nxt >= len(s.items):
@@ -144,6 +146,9 @@ class ProgramBuilder:
                 raise ParserError(short) from None
 
         def advance(r: PacketReader, n: int) -> None:
+            # BMv2 (ParserOpAdvance): whole bytes only, then enough packet left
+            if n % 8:
+                raise ParserError(invalid)
             if r.bit_pos + n > r.total_bits:
                 raise ParserError(short)
             r.bit_pos += n
@@ -254,7 +259,7 @@ class ProgramBuilder:
         vsi = next((v for v in self.elab.value_sets
                     if v.decl is decl and v.owner is block), None)
         name = (vsi.name if vsi is not None and vsi.name else
-                E.qualify(block.prefix, decl.name))
+                qualify(block.prefix, decl.name))
         size = vsi.size if vsi is not None and vsi.size else 0
         et = T.strip_newtype(decl.element.resolved)
         if isinstance(et, T.StructLikeType):
@@ -367,16 +372,14 @@ class TableInit:
     def entries(self, prop: ast.TableProperty) -> None:
         entries: list[ast.TableEntry] = prop.value or []
         largest_wins = self._prop_const("largest_priority_wins", True)
-        prios = entry_priorities([const_int(e.priority) for e in entries], bool(largest_wins),
-                                 int(self._prop_const("priority_delta", 1)))
+        prios = entry_priorities(entries, largest_wins is not False)
         for ent, prio in zip(entries, prios, strict=True):
             keys = self.entry_keys(ent)
             ref = ent.action
             decl = getattr(ref.name, "decl", None)
             aname = self._action_name(decl, ref.name)
             args = self.entry_args(decl, ref)
-            # The switch's tables let the larger priority win.
-            self.state.add(keys, aname, args, prio if largest_wins else -prio, const=True)
+            self.state.add(keys, aname, args, prio, const=True)
 
     def _prop_const(self, name: str, default: Any) -> Any:
         prop = self.decl.prop(name)
@@ -412,21 +415,33 @@ class TableInit:
                                                                           strict=True)]
 
 
-def entry_priorities(explicit: list[int | None], largest_wins: bool, delta: int) -> list[int]:
-    """Priorities of a table's initial entries, numbered the way p4c's front end does:
-    without any ``priority =``, the first entry ranks highest; otherwise an entry
-    without one continues from the previous entry by ``priority_delta``."""
-    n = len(explicit)
-    if all(p is None for p in explicit):
-        return [1 + delta * (n - 1 - i if largest_wins else i) for i in range(n)]
-    out: list[int] = []
-    current = explicit[0] if explicit[0] is not None else 1
-    for p in explicit:
-        if p is not None:
-            current = p
-        out.append(current)
-        current = current - delta if largest_wins else current + delta
-    return out
+def entry_priorities(entries: list[ast.TableEntry], largest_wins: bool) -> list[int]:
+    """The switch priorities that give a table's initial entries BMv2's order. p4c's front
+    end numbers the entries (``TableEntry.priority_value``) and, when they are out of
+    order, sorts them (stably, for the short lists programs have); the BMv2 back end then
+    ranks each entry by its ``@priority`` annotation, else by its position (1, 2, …;
+    lower wins), on the one BMv2 scale every other entry source uses too."""
+    n = len(entries)
+    values = [e.priority_value for e in entries]
+    order = list(range(n))
+    if all(v is not None for v in values):
+        known = [int(v) for v in values if v is not None]
+        if any(b > a if largest_wins else b < a
+               for a, b in zip(known, known[1:], strict=False)):
+            order.sort(key=lambda i: -known[i] if largest_wins else known[i])
+    rank = [0] * n
+    for pos, i in enumerate(order):
+        a = _priority_annotation(entries[i])
+        rank[i] = a if a is not None else pos + 1
+    return [from_bmv2_priority(r) for r in rank]
+
+
+def _priority_annotation(entry: ast.TableEntry) -> int | None:
+    a = ast.annotation(entry, "priority")
+    if a is None or not a.exprs:
+        return None
+    e = a.exprs[0]
+    return e.value if isinstance(e, ast.IntLiteral) else const_int(e)
 
 
 def key_match(kind: str, width: int, e: ast.Expr) -> KeyMatch:

@@ -59,6 +59,31 @@ class TableInfo:
     has_default_const: bool = False
 
 
+# BMv2 ranks ternary and range entries by a priority where the *lower* value wins: the
+# initial entries of its JSON (1, 2, … in program order, or ``@priority``),
+# simple_switch_CLI's ``table_add … PRIO`` and what p4c's STF driver hands it. SwitchControl
+# priorities are the other way round (higher wins, as in P4Runtime); this one scale maps
+# every BMv2 priority onto them, so entries from all three sources rank as on BMv2.
+BMV2_PRIORITY_BASE = (1 << 31) - 1
+
+
+def from_bmv2_priority(bmv2_priority: int) -> int:
+    """The SwitchControl priority (higher wins) of a BMv2 priority (lower wins)."""
+    return BMV2_PRIORITY_BASE - bmv2_priority
+
+
+def bmv2_match_type(table: TableInfo) -> str:
+    """The ``match_type`` p4c's BMv2 back end gives a table: ``range`` with a range key,
+    else ``ternary`` with a ternary or optional key, else ``lpm`` with an lpm key, else
+    ``exact`` (``selector`` keys do not count)."""
+    kinds = {k.match_kind for k in table.keys} - {"selector"}
+    if "range" in kinds:
+        return "range"
+    if kinds & {"ternary", "optional"}:
+        return "ternary"
+    return "lpm" if "lpm" in kinds else "exact"
+
+
 @dataclass
 class EntryView:
     """A table entry as read back from the switch."""

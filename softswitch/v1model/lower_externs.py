@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
+from softswitch.frontend.cpnames import digest_data_type
 from softswitch.v1model import hashes
 from softswitch.v1model.lower import FnCtx, fit, scalar_bits
 from softswitch.v1model.values import attr
@@ -296,16 +297,9 @@ def _digest(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     items = flatten(lw, data, fn)
     # Digest data goes to the control plane as unsigned bit strings.
     vals = ", ".join(f"(({c}) & {(1 << w) - 1})" if w > 0 else c for c, w, _ in items)
-    dtype = (getattr(info, "type_args", None) or {}).get("T") or data.type
-    tname = digest_name(T.strip_newtype(dtype))
+    # named as in P4Info, so digests the switch produces match what clients were told
+    tname = lw.pb.elab.digest_names.get(id(e)) or str(digest_data_type(e))
     return f"_RT.digest({recv}, {tname!r}, ({vals}{',' if len(items) == 1 else ''}))"
-
-
-def digest_name(t: Any) -> str:
-    """The digest's P4Info name (the data type's control-plane name), so digests the
-    switch produces match what P4Runtime clients were told."""
-    from softswitch.p4info.typespec import cp_name
-    return cp_name(t) if getattr(t, "name", None) else str(t)
 
 
 def _clone(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:

@@ -16,7 +16,7 @@ from collections import deque
 
 from softswitch.tm import TrafficManager
 from softswitch.v1model.control import PacketOut
-from softswitch.v1model.runtime import ParserError
+from softswitch.v1model.execution import ParserError
 from softswitch.v1model.switch import MAX_PASSES, Switch, _Work
 
 

@@ -4,7 +4,7 @@ Extends :class:`~softswitch.v1model.lower.ExprLowerer`. Calls of actions, functi
 sub-blocks pass ``in``/``inout`` arguments as copies and receive ``out``/``inout``
 results back as a tuple the caller assigns, left to right, which is P4's copy-in/
 copy-out rule; an ``exit`` inside the callee still performs the copy-out (the values
-travel on the :class:`~softswitch.v1model.runtime.ExitSignal`).
+travel on the :class:`~softswitch.v1model.execution.ExitSignal`).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from softswitch.v1model.control import (
     PacketOut,
     TableInfo,
 )
-from softswitch.v1model.runtime import ExitSignal, PacketState, ParserError, SwitchAbort
+from softswitch.v1model.execution import ExitSignal, PacketState, ParserError, SwitchAbort
 from softswitch.v1model.values import attr, copy_value
 
 DROP_PORT = 511

@@ -13,7 +13,7 @@ from typing import Any
 
 from softswitch.frontend import types as T
 from softswitch.v1model.bits import BitWriter, PacketReader, PacketTooShort
-from softswitch.v1model.runtime import ParserError
+from softswitch.v1model.execution import ParserError
 from softswitch.v1model.values import Layouts, Stack, attr
 
 
@@ -78,6 +78,7 @@ class WireCodegen:
         self.layouts = layouts
         self.too_short = error_codes.get("PacketTooShort", 1)
         self.header_too_short = error_codes.get("HeaderTooShort", 4)
+        self.invalid_argument = error_codes.get("ParserInvalidArgument", 6)
         self.overflow = error_codes.get("StackOutOfBounds", 3)
         self._extract: dict[int, Callable[..., None]] = {}
         self._emit: dict[Any, Callable[[BitWriter, Any], None]] = {}
@@ -137,8 +138,17 @@ class WireCodegen:
 
     def _varbit_body(self, fields: list[tuple[str, int, str]], lines: list[str]) -> None:
         """Extraction with a varbit field: runs of fixed fields are read as one integer
-        each, the varbit field takes ``varbits`` bits."""
+        each, the varbit field takes ``varbits`` bits. The checks are BMv2's
+        (``extract_VL``), in its order and all before any field is written: a size that
+        is not a whole number of bytes is ``ParserInvalidArgument``, a header longer than
+        what is left of the packet ``PacketTooShort``, a size past the varbit field's
+        maximum ``HeaderTooShort``."""
+        fixed = sum(w for _, w, k in fields if k != "v")
         lines += [
+            "    if varbits % 8:",
+            f"        raise _PErr({self.invalid_argument})",
+            f"    if r.bit_pos + {fixed} + varbits > r.total_bits:",
+            f"        raise _PErr({self.too_short})",
             f"    if varbits > {max(w for _, w, k in fields if k == 'v')} or varbits < 0:",
             f"        raise _PErr({self.header_too_short})",
         ]

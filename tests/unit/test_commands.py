@@ -80,7 +80,9 @@ def test_stf_add_key_forms_and_defaults():
     calls, _ = run("add ingress.acl 10 srcAddr:0x****0101 hdr.h.$valid$:1 extra$0.h:7 "
                    "meta.port:2..9 ingress.fwd(port:1)")
     (_, table, keys, action, args, prio), = calls
-    assert (table, action, args, prio) == ("ingress.acl", "ingress.fwd", [1], 10)
+    # p4c's STF driver gives BMv2 10000 - 10 (lower wins), on the switch's one BMv2 scale
+    assert (table, action, args, prio) == ("ingress.acl", "ingress.fwd", [1],
+                                           CLI_PRIORITY_BASE - (10000 - 10))
     assert keys == [KeyMatch("hdr.ipv4.srcAddr", "ternary", 0x0101, 0xFFFF),
                     KeyMatch("hdr.h.isValid()", "exact", 1),
                     KeyMatch("hdr.extra[0].h", "exact", 7),

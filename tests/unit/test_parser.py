@@ -157,7 +157,7 @@ def test_params_directions_defaults_annotations():
     a = one("action a(in bit<8> x, out bit<8> y, inout bit<8> z, bit<8> w,"
             " @optional bit<8> o = 3) {}")
     assert [p.direction for p in a.params] == ["in", "out", "inout", "", ""]
-    assert a.params[4].default.value == 3 and a.params[4].annotation("optional")
+    assert a.params[4].default.value == 3 and ast.annotation(a.params[4], "optional")
 
 
 def test_function_declaration_generic():

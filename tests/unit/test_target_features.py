@@ -3,7 +3,6 @@ initial-entry priorities, parser loops."""
 
 from __future__ import annotations
 
-from softswitch.v1model.build import entry_priorities
 from softswitch.v1model.control import KeyMatch
 from softswitch.v1model.switch import Switch
 
@@ -98,13 +97,6 @@ control D(packet_out pk, in H h) { apply { pk.emit(h); } }
     assert colours == [0, 1, 2]
     assert sw.drain_digests() == [("learn_t", [7, 3])] * 3
     assert sw.drain_digests() == []
-
-
-def test_entry_priorities_follow_p4c():
-    assert entry_priorities([None, None, None], True, 1) == [3, 2, 1]
-    assert entry_priorities([None, None], False, 10) == [1, 11]
-    assert entry_priorities([10, None, None, 40, None], False, 10) == [10, 20, 30, 40, 50]
-    assert entry_priorities([100, None, 50], True, 5) == [100, 95, 50]
 
 
 def test_parser_loop_ends_with_timeout(tmp_path):

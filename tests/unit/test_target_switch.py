@@ -6,7 +6,7 @@ import pytest
 
 from softswitch.diagnostics import P4Error
 from softswitch.v1model.control import KeyMatch
-from softswitch.v1model.runtime import SwitchAbort
+from softswitch.v1model.execution import SwitchAbort
 from softswitch.v1model.switch import Switch
 
 PRELUDE = """

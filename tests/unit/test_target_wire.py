@@ -6,7 +6,7 @@ import random
 
 from softswitch.frontend import types as T
 from softswitch.v1model.bits import BitWriter, PacketReader
-from softswitch.v1model.runtime import ParserError
+from softswitch.v1model.execution import ParserError
 from softswitch.v1model.values import Layouts, attr
 from softswitch.v1model.wire import WireCodegen
 

@@ -1,4 +1,7 @@
-"""Per-packet runtime objects shared by the generated code and the pipeline.
+"""What lowered code runs with: control-flow signals, per-packet state, switch services.
+
+The v1model lowering turns each block into generated Python; this module is that
+code's support at run time, shared with the pipeline that drives it.
 
 Generated code signals P4 control flow with Python exceptions (``exit`` unwinds every
 enclosing control; a parser error unwinds every enclosing parser), and reaches the

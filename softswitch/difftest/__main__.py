@@ -1,0 +1,64 @@
+"""``python -m softswitch.difftest [--seed S] [--count N] [--jobs J] [--keep DIR]``.
+
+Mutates the corpus' small v1model programs and tests/p4/frontend's, compiles every
+mutant with p4test and softswitch, prints each disagreement and a summary; exit status 1
+when a disagreement is not in the known list (tests/differential_known.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from softswitch import conformance, reference_tools
+from softswitch.difftest import run as R
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m softswitch.difftest",
+                                 description="Differential test: softswitch vs p4test.")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=200)
+    ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--corpus", help="corpus directory (default: the conformance corpus)")
+    ap.add_argument("--only", help="only seed programs whose name contains this")
+    ap.add_argument("--keep", type=Path, help="keep the mutants (and p4test's P4Info) here")
+    ap.add_argument("--known", type=Path, default=R.DEFAULT_KNOWN)
+    ap.add_argument("--results", type=Path, default=conformance.REPO_ROOT / "out" /
+                    "difftest-results.json")
+    ap.add_argument("--all", action="store_true", help="print documented disagreements too")
+    args = ap.parse_args(argv)
+
+    tools = reference_tools.find()
+    if tools is None:
+        print(f"error: {reference_tools.missing_reason()}", file=sys.stderr)
+        return 2
+    sources = R.default_sources(conformance.corpus_dir(args.corpus))
+    if args.only:
+        sources = [s for s in sources if args.only in s[0]]
+    if not sources:
+        print("error: no seed programs", file=sys.stderr)
+        return 2
+    known = R.read_known(args.known)
+
+    def progress(case: R.Case) -> None:
+        if case.kind in R.DISAGREEMENTS or case.kind == "p4test-crash":
+            doc = R.explain(case, known)
+            if doc is None or args.all:
+                tag = f"known: {doc.reason}" if doc else "UNDOCUMENTED"
+                print(f"[{case.index}] {tag}: {case.summary()}", flush=True)
+
+    start = time.monotonic()
+    cases = R.run(sources, args.seed, args.count, tools.p4test, tools.exe("p4c-bm2-ss"),
+                  args.jobs, args.keep, progress)
+    R.write_results(args.results, cases, known)
+    print(R.summarize(cases, known) + f" ({time.monotonic() - start:.0f} s, seed {args.seed};"
+          f" results in {args.results})")
+    return 1 if R.undocumented(cases, known) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,376 @@
+"""Differential testing of softswitch's front end against real ``p4test``.
+
+Each mutant (:mod:`softswitch.difftest.mutate`) is compiled by ``p4test
+--p4runtime-files`` (p4c's front and mid end plus its P4Runtime serializer, the way p4c's
+own test corpus was made) and by softswitch (front end plus P4Info generation, what
+``softswitch compile --p4runtime-files`` does). Then:
+
+* both accept: the P4Info must be equal (entities compared by id, order aside);
+* both reject: agreement (the messages may differ);
+* one accepts, the other rejects: a disagreement. When p4test accepts and softswitch
+  rejects, p4c's BMv2 compiler (``p4c-bm2-ss``) is asked too: softswitch compiles for
+  the v1model target, so a program that BMv2's compiler rejects as well is rightly
+  rejected (kind ``target``, an agreement);
+* softswitch fails with an internal error: always a failure;
+* p4test itself crashes (``Compiler Bug``), runs out of memory or time: there is no
+  reference verdict, so the mutant is counted apart (``p4test-crash``), not compared.
+
+A disagreement is either a bug to fix or listed in the known-disagreements file
+(``tests/differential_known.txt``): a kind and a regular expression over the case's
+summary line, with the reason. :func:`undocumented` returns the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
+import re
+import resource
+import signal
+import subprocess
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from softswitch.difftest.mutate import mutants
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_KNOWN = REPO_ROOT / "tests" / "differential_known.txt"
+P4TEST_TIMEOUT = 30.0
+CASE_TIMEOUT = 120.0
+MEMORY_LIMIT = 3 << 30
+KINDS = ("agree", "target", "p4test-crash", "softswitch-accepts", "softswitch-rejects",
+         "p4info", "internal")
+DISAGREEMENTS = ("softswitch-accepts", "softswitch-rejects", "p4info", "internal")
+
+_P4C_ERROR = re.compile(r"\berror\b", re.I)
+
+
+@dataclass
+class Verdict:
+    """One compiler's answer: ``accept``, ``reject``, ``crash`` (p4test) or ``internal``
+    (softswitch), with its first error line."""
+
+    outcome: str
+    message: str = ""
+    lines: list[int] = field(default_factory=list)  # error lines in the program (p4c)
+
+
+@dataclass
+class Case:
+    index: int
+    source: str
+    what: str
+    kind: str
+    p4test: Verdict
+    softswitch: Verdict
+    bmv2: Verdict | None = None
+    detail: str = ""
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """The line known-disagreement patterns match against."""
+        parts = [f"{self.kind}: {self.source}: {self.what}",
+                 f"p4test: {self.p4test.outcome} {self.p4test.message}",
+                 f"softswitch: {self.softswitch.outcome} {self.softswitch.message}"]
+        if self.detail:
+            parts.append(self.detail)
+        return " | ".join(parts)
+
+
+@dataclass(frozen=True)
+class Known:
+    kind: str
+    pattern: re.Pattern[str]
+    reason: str
+
+
+# --- running the compilers ---------------------------------------------------------------
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def _first_error(text: str) -> str:
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "Compiler Bug" in line:
+            return "Compiler Bug: " + " ".join(lines[i + 1:i + 2]).strip()
+        if _P4C_ERROR.search(line) and "warning" not in line.split("error")[0]:
+            msg = line.strip()
+            # p4c prints "---- Actual error:" details on the next lines
+            if i + 2 < len(lines) and "Actual error" in lines[i + 1]:
+                msg += " " + lines[i + 2].strip()
+            return msg
+    return lines[-1].strip() if lines else ""
+
+
+def run_p4c(exe: str, path: Path, include_dirs: Iterable[str], out: Path | None,
+            timeout: float = P4TEST_TIMEOUT) -> Verdict:
+    """``p4test``/``p4c-bm2-ss`` on ``path``; ``out`` receives the P4Info (text)."""
+    cmd = [exe, "--std", "p4-16"]
+    for d in include_dirs:
+        cmd += ["-I", str(d)]
+    if out is not None:
+        cmd += ["--p4runtime-files", str(out)]
+    if exe.endswith("p4c-bm2-ss"):
+        cmd += ["-o", str(path.with_suffix(".json"))]
+    cmd.append(str(path))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              preexec_fn=_limit_memory)
+    except subprocess.TimeoutExpired:
+        return Verdict("crash", f"timeout after {timeout:.0f} s")
+    text = proc.stdout + proc.stderr
+    if "Compiler Bug" in text or proc.returncode < 0 or "bad_alloc" in text:
+        return Verdict("crash", _first_error(text) or f"exit {proc.returncode}")
+    if proc.returncode == 0:
+        return Verdict("accept")
+    lines = [int(m.group(1)) for m in re.finditer(
+        rf"^{re.escape(str(path))}\((\d+)\):.*\berror\b", text, re.M)]
+    return Verdict("reject", _first_error(text), lines)
+
+
+def run_softswitch(path: Path, include_dirs: Iterable[str]) -> tuple[Verdict, object]:
+    """softswitch's front end and P4Info generator on ``path``, in this process:
+    the verdict and, when it accepts, the P4Info message."""
+    from softswitch import p4info
+    from softswitch.diagnostics import P4Error
+    from softswitch.frontend.compiler import compile_program
+
+    try:
+        checked = compile_program(str(path), tuple(str(d) for d in include_dirs), None)
+        info = p4info.generate(checked)
+    except P4Error as err:
+        return Verdict("reject", str(err).splitlines()[0] if str(err) else "error"), None
+    except Exception as err:  # noqa: BLE001 - a bug is a verdict here, never a crash
+        tb = traceback.format_exception(type(err), err, err.__traceback__)
+        return Verdict("internal", f"{type(err).__name__}: {err} "
+                       f"[{''.join(tb[-3:]).strip()[-300:]}]"), None
+    return Verdict("accept"), info
+
+
+def p4info_difference(ours: object, theirs_text: str) -> str:
+    """'' when equal, else what differs first (by entity kind and id)."""
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+
+    from softswitch.conformance import entities_by_id
+
+    a = entities_by_id(ours)
+    b = entities_by_id(text_format.Parse(theirs_text, p4info_pb2.P4Info()))
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            what = "missing" if key not in a else "unexpected" if key not in b else "differs"
+            item = b.get(key) or a.get(key) or {}
+            name = item.get("preamble", {}).get("name", key[1]) if isinstance(item, dict) \
+                else key[1]
+            return f"P4Info {key[0]} {name}: {what}"
+    return ""
+
+
+def check_mutant(index: int, source: str, what: str, path: Path,
+                 include_dirs: list[str], p4test: str, p4c_bmv2: str | None) -> Case:
+    """Compile one mutant with both and classify the outcome."""
+    start = time.monotonic()
+    ref_info = path.with_suffix(".p4test.p4info.txtpb")
+    ref = run_p4c(p4test, path, include_dirs, ref_info)
+    ours, info = run_softswitch(path, include_dirs)
+    case = Case(index, source, what, "agree", ref, ours)
+    if ours.outcome == "internal":
+        case.kind = "internal"
+    elif ref.outcome == "crash":
+        case.kind = "p4test-crash"
+    elif ref.outcome == "accept" and ours.outcome == "accept":
+        diff = p4info_difference(info, ref_info.read_text()) if ref_info.exists() else ""
+        if diff:
+            case.kind, case.detail = "p4info", diff
+    elif ref.outcome == "reject" and ours.outcome == "accept":
+        case.kind = "softswitch-accepts"
+    elif ref.outcome == "accept" and ours.outcome == "reject":
+        case.kind = "softswitch-rejects"
+        if p4c_bmv2:
+            case.bmv2 = run_p4c(p4c_bmv2, path, include_dirs, None)
+            if case.bmv2.outcome == "reject":
+                case.kind = "target"
+                case.detail = f"p4c-bm2-ss: {case.bmv2.message}"
+    case.seconds = time.monotonic() - start
+    return case
+
+
+# --- the run -------------------------------------------------------------------------------
+
+def _worker(args: tuple, conn: multiprocessing.connection.Connection) -> None:
+    try:
+        _limit_memory()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        signal.alarm(int(CASE_TIMEOUT))
+        conn.send(asdict(check_mutant(*args)))
+    except BaseException as err:  # noqa: BLE001 - report, never hang the parent
+        index, source, what = args[:3]
+        conn.send(asdict(Case(index, source, what, "internal", Verdict("?"),
+                              Verdict("internal", f"worker: {type(err).__name__}: {err}"))))
+    finally:
+        conn.close()
+        os._exit(0)
+
+
+def _case(d: dict) -> Case:
+    d = dict(d)
+    for key in ("p4test", "softswitch", "bmv2"):
+        if d.get(key) is not None:
+            d[key] = Verdict(**d[key])
+    return Case(**d)
+
+
+def run(sources: list[tuple[str, Path]], seed: int, count: int, p4test: str,
+        p4c_bmv2: str | None = None, jobs: int = 2, workdir: Path | None = None,
+        progress: Callable[[Case], None] | None = None,
+        budget_s: float | None = None) -> list[Case]:
+    """Mutate ``sources`` (name, path) ``count`` times from ``seed`` and check every
+    mutant, ``jobs`` at a time; stops starting new ones after ``budget_s`` seconds."""
+    from softswitch.conformance import _preload
+
+    _preload()
+    texts = [(name, path.read_text(errors="replace")) for name, path in sources]
+    dirs = {name: str(path.parent) for name, path in sources}
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="softswitch-difftest-")
+        workdir = Path(tmp.name)
+    workdir.mkdir(parents=True, exist_ok=True)
+    ctx = multiprocessing.get_context("fork")
+    pending = mutants(texts, seed, count)
+    running: dict = {}
+    cases: list[Case] = []
+    start = time.monotonic()
+    try:
+        while True:
+            while len(running) < max(1, jobs) and (
+                    budget_s is None or time.monotonic() - start < budget_s):
+                item = next(pending, None)
+                if item is None:
+                    break
+                index, name, m = item
+                path = workdir / f"m{index:05d}.p4"
+                path.write_text(m.text)
+                parent, child = ctx.Pipe(duplex=False)
+                args = (index, name, m.what, path, [dirs[name]], p4test, p4c_bmv2)
+                proc = ctx.Process(target=_worker, args=(args, child), daemon=True)
+                proc.start()
+                child.close()
+                running[parent] = (proc, index, name, m.what, time.monotonic())
+            if not running:
+                break
+            ready = multiprocessing.connection.wait(list(running), timeout=1.0)
+            now = time.monotonic()
+            for conn in list(running):
+                proc, index, name, what, began = running[conn]
+                case = None
+                if conn in ready:
+                    try:
+                        case = _case(conn.recv())
+                    except (EOFError, OSError):
+                        case = Case(index, name, what, "internal", Verdict("?"),
+                                    Verdict("internal", f"worker died ({proc.exitcode})"))
+                elif now - began > CASE_TIMEOUT + 10:
+                    proc.kill()
+                    case = Case(index, name, what, "internal", Verdict("?"),
+                                Verdict("internal", "timeout"))
+                if case is None:
+                    continue
+                proc.join(5)
+                conn.close()
+                del running[conn]
+                cases.append(case)
+                if progress is not None:
+                    progress(case)
+    finally:
+        for proc, *_rest in running.values():
+            proc.kill()
+        if tmp is not None:
+            tmp.cleanup()
+    return sorted(cases, key=lambda c: c.index)
+
+
+# --- known disagreements -----------------------------------------------------------------
+
+def read_known(path: Path = DEFAULT_KNOWN) -> list[Known]:
+    """``KIND REGEX  # reason`` lines (the regex is searched in :meth:`Case.summary`)."""
+    known = []
+    if not path.exists():
+        return known
+    for lineno, raw in enumerate(path.read_text().splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        body, _, reason = line.partition("  # ")
+        kind, _, pattern = body.strip().partition(" ")
+        if kind not in DISAGREEMENTS or not pattern.strip() or not reason.strip():
+            raise ValueError(f"{path}:{lineno}: expected 'KIND REGEX  # reason' with KIND one "
+                             f"of {', '.join(DISAGREEMENTS)}")
+        known.append(Known(kind, re.compile(pattern.strip()), reason.strip()))
+    return known
+
+
+def explain(case: Case, known: list[Known]) -> Known | None:
+    if case.kind not in DISAGREEMENTS or case.kind == "internal":
+        return None
+    summary = case.summary()
+    return next((k for k in known if k.kind == case.kind and k.pattern.search(summary)),
+                None)
+
+
+def undocumented(cases: list[Case], known: list[Known]) -> list[Case]:
+    """Disagreements the known list does not explain (internal errors never are)."""
+    return [c for c in cases if c.kind in DISAGREEMENTS and explain(c, known) is None]
+
+
+def summarize(cases: list[Case], known: list[Known]) -> str:
+    counts = Counter(c.kind for c in cases)
+    documented = sum(1 for c in cases if explain(c, known) is not None)
+    both = sum(1 for c in cases if c.kind == "agree" and c.p4test.outcome == "accept")
+    parts = [f"{k} {counts[k]}" + (f" ({both} accepted by both)" if k == "agree" else "")
+             for k in KINDS if counts[k]]
+    return (f"{len(cases)} mutants: " + ", ".join(parts)
+            + f"; {documented} documented, {len(undocumented(cases, known))} undocumented")
+
+
+def write_results(path: Path, cases: list[Case], known: list[Known]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "summary": summarize(cases, known),
+        "cases": [dict(asdict(c), documented=bool(explain(c, known))) for c in cases
+                  if c.kind != "agree"]}, indent=1, default=str))
+
+
+def default_sources(corpus: Path | None, own: Path | None = None,
+                    max_lines: int = 200) -> list[tuple[str, Path]]:
+    """Seed programs: the corpus' small accepted v1model programs and the project's own
+    front-end test programs."""
+    out: list[tuple[str, Path]] = []
+    if corpus is not None and (corpus / "manifest.json").exists():
+        rows = json.loads((corpus / "manifest.json").read_text())["programs"]
+        for row in rows:
+            if row["kind"] != "accept":
+                continue
+            path = corpus / "p4_16_samples" / row["program"]
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:
+                continue
+            if "v1model.p4" in text and text.count("\n") <= max_lines:
+                out.append((f"p4_16_samples/{row['program']}", path))
+    own = own if own is not None else REPO_ROOT / "tests" / "p4" / "frontend"
+    if own.is_dir():
+        out += [(f"tests/p4/frontend/{p.name}", p) for p in sorted(own.glob("*.p4"))]
+    return out
+

@@ -1,0 +1,72 @@
+"""softswitch's front end against real p4test on seeded mutants (softswitch.difftest).
+
+The bounded run in ``make test``: ``DIFF_COUNT`` mutants (default 240, about two
+minutes on two cores) of the corpus' small v1model programs and tests/p4/frontend's,
+from ``DIFF_SEED`` (default 1). Every disagreement must be a fixed bug or listed, with
+its reason, in tests/differential_known.txt; softswitch's internal errors never are.
+A larger run: ``make difftest`` (``python -m softswitch.difftest --count N``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from softswitch import conformance
+from softswitch.difftest import mutate
+from softswitch.difftest import run as R
+
+SEED = int(os.environ.get("DIFF_SEED", "1"))
+COUNT = int(os.environ.get("DIFF_COUNT", "240"))
+BUDGET_S = float(os.environ.get("DIFF_BUDGET_S", "150"))
+
+
+def test_known_disagreements_file_is_well_formed():
+    known = R.read_known()
+    assert all(k.reason for k in known)
+
+
+def test_mutants_are_deterministic_in_the_seed():
+    sources = [("a.p4", "control c(inout bit<8> x) { apply { if (x == 8w1) { x = x + 1; } } }")]
+    first = [(i, n, m.text, m.what) for i, n, m in mutate.mutants(sources, 7, 20)]
+    again = [(i, n, m.text, m.what) for i, n, m in mutate.mutants(sources, 7, 20)]
+    assert first == again and len(first) == 20
+    assert all(m != sources[0][1] for _, _, m, _ in first)
+
+
+def test_each_mutation_changes_one_thing():
+    text = ("table t { key = { h.a : exact; } actions = { a; } const entries = { 1 : a(2); } }\n"
+            "bit<8> f(in bit<8> x, bool y) { return x + 8w255; }")
+    rng = random.Random(3)
+    for name in mutate.MUTATIONS:
+        m = getattr(mutate._Mutator(text, rng), name)()
+        if m is not None:
+            assert m.text != text and m.what, name
+
+
+@pytest.fixture(scope="module")
+def cases(reference_tools, request):
+    sources = R.default_sources(conformance.corpus_dir())
+    if not sources:
+        pytest.skip("no seed programs (conformance corpus missing)")
+    results = R.run(sources, SEED, COUNT, reference_tools.p4test,
+                    reference_tools.exe("p4c-bm2-ss"), jobs=2, budget_s=BUDGET_S)
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+        reporter.write_line(f"differential (seed {SEED}): "
+                            + R.summarize(results, R.read_known()))
+    return results
+
+
+def test_no_internal_errors(cases):
+    bad = [c.summary() for c in cases if c.kind == "internal"]
+    assert not bad, "softswitch failed internally:\n" + "\n".join(bad)
+
+
+def test_no_undocumented_disagreement(cases):
+    bad = [c.summary() for c in R.undocumented(cases, R.read_known()) if c.kind != "internal"]
+    assert not bad, ("disagreements with p4test not in tests/differential_known.txt "
+                     "(fix them or document them):\n" + "\n".join(bad))
