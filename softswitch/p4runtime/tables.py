@@ -95,12 +95,12 @@ class TableEntries:
     def _import_program_entries(self, tid: int, table: TableIndex) -> None:
         if not (table.info.is_const_table or table.info.has_initial_entries):
             return
-        for view in self.switch.table_entries(table.info.preamble.name):
+        for view in self.switch.table_entries(table.name):
             try:
                 self._import_one(tid, table, view)
             except errors.P4RuntimeError as exc:     # cannot be shown over P4Runtime
                 _log.warning("table '%s': program entry %d not readable over P4Runtime: "
-                             "%s", table.info.preamble.name, view.handle, exc.message)
+                             "%s", table.name, view.handle, exc.message)
 
     def _import_one(self, tid: int, table: TableIndex, view: EntryView) -> None:
         fields = matches.from_switch(table, view.keys)
@@ -122,9 +122,9 @@ class TableEntries:
         if entry.is_default_action:
             self._write_default(kind, table, entry, log)
             return
-        if table.info.is_const_table:
+        if table.is_const:
             raise errors.permission_denied(
-                f"table '{table.info.preamble.name}' is const: its entries cannot change")
+                f"table '{table.name}' is const: its entries cannot change")
         parsed = matches.parse(table, list(entry.match), entry.priority)
         if kind == Update.INSERT:
             self._insert(table, entry, parsed, log)
@@ -136,29 +136,29 @@ class TableEntries:
             raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
 
     def _existing(self, table: TableIndex, parsed: matches.ParsedMatch) -> Record:
-        record = self._records[table.info.preamble.id].get(parsed.key)
+        record = self._records[table.id].get(parsed.key)
         if record is None:
-            raise errors.not_found(f"table '{table.info.preamble.name}' has no entry "
+            raise errors.not_found(f"table '{table.name}' has no entry "
                                    "with this match key and priority")
         return record
 
     def _action_of(self, table: TableIndex, entry: TableEntry) -> _Binding:
         which = entry.action.WhichOneof("type")
-        name = table.info.preamble.name
+        name = table.name
         if which is None:
             raise errors.invalid(f"entry for table '{name}' has no action")
         if which == "action":
-            if table.info.implementation_id:
+            if table.implementation_id:
                 raise errors.invalid(f"table '{name}' uses an action profile: entries take "
                                      "a member or group id")
             return _Binding(call=actions.parse(self.index, entry.action.action, table))
-        if not table.info.implementation_id:
+        if not table.implementation_id:
             raise errors.invalid(f"table '{name}' has no action profile: entries take "
                                  "a direct action")
         if which == "action_profile_member_id":
             member = self.profiles.member_call(table, entry.action.action_profile_member_id)
             return _Binding(call=member.call, member=member)
-        profile = self.index.get("action_profiles", table.info.implementation_id)
+        profile = self.index.get("action_profiles", table.implementation_id)
         if not profile.with_selector:
             raise errors.invalid(f"table '{name}' uses action profile "
                                  f"'{profile.preamble.name}', which has no selector: "
@@ -171,7 +171,7 @@ class TableEntries:
     def _oneshot(self, table: TableIndex, profile: p4info_pb2.ActionProfile,
                  entry: TableEntry) -> list[tuple[actions.ActionCall, int]]:
         """The validated (action, weight) list of a one-shot action set."""
-        name = table.info.preamble.name
+        name = table.name
         items = entry.action.action_profile_action_set.action_profile_actions
         if not items:
             raise errors.invalid(f"table '{name}': a one-shot action set needs at least "
@@ -233,9 +233,8 @@ class TableEntries:
             log.push(lambda: users.__setitem__(id(record), (table_name, record)))
 
     def _check_extras(self, table: TableIndex, entry: TableEntry) -> None:
-        name = table.info.preamble.name
-        if entry.idle_timeout_ns and (
-                table.info.idle_timeout_behavior == p4info_pb2.Table.NO_TIMEOUT):
+        name = table.name
+        if entry.idle_timeout_ns and not table.idle_timeouts:
             raise errors.invalid(f"table '{name}' does not support idle timeouts")
         if entry.HasField("meter_config") and table.direct_meter is None:
             raise errors.invalid(f"table '{name}' has no direct meter")
@@ -246,17 +245,17 @@ class TableEntries:
 
     def _insert(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
                 log: UndoLog) -> None:
-        tid = table.info.preamble.id
-        name = table.info.preamble.name
+        tid = table.id
+        name = table.name
         records = self._records[tid]
         if parsed.key in records:
             raise errors.already_exists(f"table '{name}' already has an entry with this "
                                         "match key and priority")
         binding = self._action_of(table, entry)
         self._check_extras(table, entry)
-        if table.info.size and len(records) >= table.info.size:
+        if table.size and len(records) >= table.size:
             raise errors.resource_exhausted(f"table '{name}' is full "
-                                            f"({table.info.size} entries)")
+                                            f"({table.size} entries)")
         counter = _counter_data(entry)
         members = self._switch_members(binding, log)
         stored = _clean(entry)
@@ -289,7 +288,7 @@ class TableEntries:
 
     def _modify(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
                 record: Record, log: UndoLog) -> None:
-        name = table.info.preamble.name
+        name = table.name
         binding = self._action_of(table, entry)
         self._check_extras(table, entry)
         old = (record.call, record.stored, record.member, record.group, record.oneshot,
@@ -327,8 +326,8 @@ class TableEntries:
                                new_entry if new_meter else TableEntry(), log)
 
     def _delete(self, table: TableIndex, record: Record, log: UndoLog) -> None:
-        tid = table.info.preamble.id
-        name = table.info.preamble.name
+        tid = table.id
+        name = table.name
         counters = None
         if table.direct_counter is not None:
             counters = self.switch.counter_read(table.direct_counter.preamble.name,
@@ -352,7 +351,7 @@ class TableEntries:
     # ------------------------------------------------------------------ default entries
     def _write_default(self, kind: int, table: TableIndex, entry: TableEntry,
                        log: UndoLog) -> None:
-        name = table.info.preamble.name
+        name = table.name
         if kind != Update.MODIFY:
             raise errors.invalid(f"the default entry of table '{name}' can only be "
                                  "modified (INSERT and DELETE are not allowed)")
@@ -367,7 +366,7 @@ class TableEntries:
             call = actions.parse(self.index, entry.action.action, table, default=True)
         else:
             call = self._initial_default(table)
-        tid = table.info.preamble.id
+        tid = table.id
         previous = self._defaults.get(tid)
         undo_call = self._default_call(table, previous)
         self.switch.table_set_default(name, call.name, call.args)
@@ -424,7 +423,7 @@ class TableEntries:
             yield from self._read_table(table, request)
 
     def _read_default(self, table: TableIndex) -> TableEntry:
-        tid = table.info.preamble.id
+        tid = table.id
         stored = self._defaults.get(tid)
         if stored is not None:
             return stored
@@ -434,7 +433,7 @@ class TableEntries:
         return out
 
     def _read_table(self, table: TableIndex, request: TableEntry) -> Iterator[bytes]:
-        tid = table.info.preamble.id
+        tid = table.id
         wanted = None
         if request.match:
             wanted = matches.parse(table, list(request.match), request.priority).key
@@ -459,7 +458,7 @@ class TableEntries:
         if idle_us is None:
             raise errors.unimplemented("this switch does not track when entries are hit")
         elapsed = TableEntry.IdleTimeout(
-            elapsed_ns=idle_us(table.info.preamble.name, record.handle) * 1000)
+            elapsed_ns=idle_us(table.name, record.handle) * 1000)
         return wire.field(wire.TABLE_ENTRY_TIME_SINCE_LAST_HIT, elapsed.SerializeToString())
 
     def canonical(self, table: TableIndex, record: Record) -> TableEntry:
