@@ -19,7 +19,7 @@ from softswitch.p4runtime.p4index import ActionPlan, P4InfoIndex, TableIndex
 Scope = p4info_pb2.ActionRef
 
 
-@dataclass
+@dataclass(slots=True)
 class ActionCall:
     """A validated action: what the switch needs (name, ints), and the P4Info action
     to build its canonical message from when it is read back (``proto`` only for

@@ -9,6 +9,8 @@ result is one error slot per update, reported by the server as per-update detail
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -31,6 +33,7 @@ from softswitch.v1model.control import SwitchControl
 
 WriteRequest = p4runtime_pb2.WriteRequest
 _log = logging.getLogger("softswitch.p4runtime")
+_PAUSE_GC_FROM = 64        # updates in a batch from which the cyclic GC is paused
 Result = errors.P4RuntimeError | None
 
 
@@ -88,12 +91,19 @@ class PipelineRuntime:
                                      WriteRequest.ROLLBACK_ON_ERROR,
                                      WriteRequest.DATAPLANE_ATOMIC):
             raise errors.invalid(f"unknown atomicity {request.atomicity}")
-        log = UndoLog(atomic)
-        results: list[Result] = []
-        failed = False
         lazy = isinstance(request, LazyRequest)
         updates: Iterable[Any] = request.elements() if lazy else request.updates
         count = len(request) if lazy else len(request.updates)
+        with _collector_paused(count):
+            return self._write_batch(updates, count, atomic, permit, cancelled)
+
+    def _write_batch(self, updates: Iterable[Any], count: int, atomic: bool,
+                     permit: Callable[[p4runtime_pb2.Update], Result] | None,
+                     cancelled: Callable[[], bool] | None) -> list[Result]:
+        log = UndoLog(atomic)
+        results: list[Result] = []
+        failed = False
+        apply = self._apply
         for update in updates:
             if cancelled is not None and cancelled():
                 results.append(errors.P4RuntimeError(grpc.StatusCode.UNAVAILABLE,
@@ -107,7 +117,7 @@ class PipelineRuntime:
                 refused = permit(update) if permit is not None else None
                 if refused is not None:
                     raise refused
-                self._apply(update, log)
+                apply(update, log)
                 results.append(None)
             except errors.P4RuntimeError as exc:
                 log.rollback(mark)
@@ -206,3 +216,21 @@ class PipelineRuntime:
             out.digest_entry.digest_id = did
             out.digest_entry.config.CopyFrom(self.digest_configs[did])
             yield out
+
+
+@contextlib.contextmanager
+def _collector_paused(updates: int) -> Iterator[None]:
+    """No automatic cyclic-GC pass while a big batch is applied.
+
+    A batch allocates ~20 objects per entry, none of them garbage: every gen-2 pass
+    it triggers would walk the whole table (O(table) per batch, ~10-15% of an insert
+    of 20k entries). Small batches leave the collector alone. It is re-enabled after
+    the batch if it was enabled before it (so concurrent batches cannot leave it off)."""
+    if updates < _PAUSE_GC_FROM or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

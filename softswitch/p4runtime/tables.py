@@ -28,7 +28,7 @@ TableEntry = p4runtime_pb2.TableEntry
 _log = logging.getLogger("softswitch.p4runtime")
 
 
-@dataclass
+@dataclass(slots=True)
 class Record:
     """One entry the switch holds: its handle and its P4Runtime form as written.
 
@@ -66,7 +66,16 @@ class Record:
         self.idle_timeout_ns = entry.idle_timeout_ns
 
 
-@dataclass
+@dataclass(slots=True)
+class _Extras:
+    """What an entry carries besides its key and action, read from the message once
+    (each presence test is a protobuf call)."""
+
+    meter: bool                           # meter_config given
+    counter: tuple[int, int] | None       # counter_data given: (packets, bytes)
+
+
+@dataclass(slots=True)
 class _Binding:
     """What an entry's ``action`` field resolves to (exactly one of the kinds)."""
 
@@ -143,7 +152,8 @@ class TableEntries:
         return record
 
     def _action_of(self, table: TableIndex, entry: TableEntry) -> _Binding:
-        which = entry.action.WhichOneof("type")
+        action = entry.action
+        which = action.WhichOneof("type")
         name = table.name
         if which is None:
             raise errors.invalid(f"entry for table '{name}' has no action")
@@ -151,7 +161,7 @@ class TableEntries:
             if table.implementation_id:
                 raise errors.invalid(f"table '{name}' uses an action profile: entries take "
                                      "a member or group id")
-            return _Binding(call=actions.parse(self.index, entry.action.action, table))
+            return _Binding(actions.parse(self.index, action.action, table))
         if not table.implementation_id:
             raise errors.invalid(f"table '{name}' has no action profile: entries take "
                                  "a direct action")
@@ -232,16 +242,22 @@ class TableEntries:
             users.pop(id(record), None)
             log.push(lambda: users.__setitem__(id(record), (table_name, record)))
 
-    def _check_extras(self, table: TableIndex, entry: TableEntry) -> None:
+    def _check_extras(self, table: TableIndex, entry: TableEntry) -> _Extras:
         name = table.name
         if entry.idle_timeout_ns and not table.idle_timeouts:
             raise errors.invalid(f"table '{name}' does not support idle timeouts")
-        if entry.HasField("meter_config") and table.direct_meter is None:
+        meter = entry.HasField("meter_config")
+        if meter and table.direct_meter is None:
             raise errors.invalid(f"table '{name}' has no direct meter")
-        if entry.HasField("counter_data") and table.direct_counter is None:
+        counter = entry.HasField("counter_data")
+        if counter and table.direct_counter is None:
             raise errors.invalid(f"table '{name}' has no direct counter")
-        if entry.HasField("meter_config"):
+        if meter:
             self.meters.check_config(entry.meter_config)
+        if not counter:
+            return _Extras(meter, None)
+        data = entry.counter_data
+        return _Extras(meter, (data.packet_count, data.byte_count))
 
     def _insert(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
                 log: UndoLog) -> None:
@@ -252,37 +268,38 @@ class TableEntries:
             raise errors.already_exists(f"table '{name}' already has an entry with this "
                                         "match key and priority")
         binding = self._action_of(table, entry)
-        self._check_extras(table, entry)
+        extras = self._check_extras(table, entry)
         if table.size and len(records) >= table.size:
             raise errors.resource_exhausted(f"table '{name}' is full "
                                             f"({table.size} entries)")
-        counter = _counter_data(entry)
         members = self._switch_members(binding, log)
-        stored = _clean(entry)
+        stored = _clean(entry, extras)
+        key = parsed.key
         record = Record(-1, stored.SerializeToString(), parsed.switch_keys, binding.call,
-                        key=parsed.key, member=binding.member, group=binding.group,
-                        oneshot=_calls(binding.oneshot), members=members,
-                        idle_timeout_ns=stored.idle_timeout_ns)
+                        False, key, None, False, binding.member, binding.group,
+                        _calls(binding.oneshot), members, stored.idle_timeout_ns)
         record.handle = self._switch_add(name, record)
-        records[parsed.key] = record
+        records[key] = record
 
         def undo_insert() -> None:
             self.switch.table_delete(name, record.handle)
-            records.pop(parsed.key, None)
+            records.pop(key, None)
         log.push(undo_insert)
-        self._use(binding.member, name, record, log, add=True)
-        self._use(binding.group, name, record, log, add=True)
-        self._apply_direct(table, record, counter, stored, log)
+        if binding.member is not None or binding.group is not None:
+            self._use(binding.member, name, record, log, add=True)
+            self._use(binding.group, name, record, log, add=True)
+        if extras.meter or extras.counter is not None:
+            self._apply_direct(table, record, extras.counter, stored, log, extras.meter)
 
     def _apply_direct(self, table: TableIndex, record: Record,
                       counter: tuple[int, int] | None, entry: TableEntry,
-                      log: UndoLog) -> None:
+                      log: UndoLog, meter: bool) -> None:
         if counter is not None and table.direct_counter is not None:
             cname = table.direct_counter.preamble.name
             old = self.switch.counter_read(cname, record.handle)
             self.switch.counter_write(cname, record.handle, *counter)
             log.push(lambda: self.switch.counter_write(cname, record.handle, *old))
-        if entry.HasField("meter_config") and table.direct_meter is not None:
+        if meter and table.direct_meter is not None:
             self.meters.configure(table.direct_meter.preamble.name, record.handle,
                                   entry.meter_config, log, direct=True)
 
@@ -290,17 +307,19 @@ class TableEntries:
                 record: Record, log: UndoLog) -> None:
         name = table.name
         binding = self._action_of(table, entry)
-        self._check_extras(table, entry)
+        extras = self._check_extras(table, entry)
         old = (record.call, record.stored, record.member, record.group, record.oneshot,
                record.members, record.idle_timeout_ns)
-        new_meter = entry.HasField("meter_config")
-        counter = _counter_data(entry)
+        new_meter = extras.meter
+        counter = extras.counter
         members = self._switch_members(binding, log)
         self._switch_set(name, record.handle, binding.call, members)
         record.call, record.members = binding.call, members
         record.oneshot = _calls(binding.oneshot)
-        new_entry = _clean(entry)
-        if not new_meter:
+        new_entry = _clean(entry, extras)
+        # A meter config is kept across a MODIFY that gives none (only a table with a
+        # direct meter can hold one: spare the others parsing the stored entry).
+        if not new_meter and table.direct_meter is not None:
             previous = record.entry
             if previous.HasField("meter_config"):
                 new_entry.meter_config.CopyFrom(previous.meter_config)
@@ -322,8 +341,7 @@ class TableEntries:
             self._use(binding.group, name, record, log, add=True)
             record.group = binding.group
         if new_meter or counter is not None:
-            self._apply_direct(table, record, counter,
-                               new_entry if new_meter else TableEntry(), log)
+            self._apply_direct(table, record, counter, new_entry, log, new_meter)
 
     def _delete(self, table: TableIndex, record: Record, log: UndoLog) -> None:
         tid = table.id
@@ -518,23 +536,19 @@ def _calls(oneshot: list[tuple[actions.ActionCall, int]] | None
     return None if oneshot is None else [call for call, _ in oneshot]
 
 
-def _counter_data(entry: TableEntry) -> tuple[int, int] | None:
-    if not entry.HasField("counter_data"):
-        return None
-    return entry.counter_data.packet_count, entry.counter_data.byte_count
-
-
-def _clean(entry: TableEntry) -> TableEntry:
+def _clean(entry: TableEntry, extras: _Extras) -> TableEntry:
     """The request's entry, kept as the stored copy without its read-only parts.
 
     The server owns a request once parsed; keeping its message spares every insert
     building a canonical copy field by field from Python. The canonical form is built
     when the entry is first read."""
-    for name in ("counter_data", "meter_counter_data", "time_since_last_hit"):
+    if extras.counter is not None:
+        entry.ClearField("counter_data")
+    for name in ("meter_counter_data", "time_since_last_hit"):
         if entry.HasField(name):
             entry.ClearField(name)
-    entry.is_const = False
-    entry.is_default_action = False
+    if entry.is_const:
+        entry.is_const = False
     return entry
 
 

@@ -52,7 +52,7 @@ class ActionDef:
         return out
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class Entry:
     handle: int
     keys: list[KeyMatch]
