@@ -7,6 +7,7 @@ action must belong to the table and be allowed in this position (``@defaultonly`
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -56,8 +57,13 @@ def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,
     given = {p.param_id: p.value for p in params}
     if len(given) != len(params) or given.keys() != plan.ids:
         _refuse_params(plan, params)
-    decode = bytestrings.decode
-    args = [decode(given[p.id], p.width, p.what) for p in plan.params]
+    values = [given[pid] for pid in plan.order]
+    args = list(map(int.from_bytes, values))
+    # One C-level pass checks every value fits (and none is an empty string); the
+    # slow path only runs to name the offending parameter.
+    if b"" in values or not all(map(operator.le, args, plan.limits)):
+        args = [bytestrings.decode(v, p.width, p.what) for v, p in zip(values, plan.params,
+                                                                        strict=True)]
     return ActionCall(plan.name, args, None, plan.info)
 
 

@@ -8,6 +8,7 @@ kind of object expected).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,8 @@ class ActionPlan:
     name: str
     params: tuple[ParamPlan, ...]
     ids: frozenset[int]
+    order: tuple[int, ...]       # parameter ids in order
+    limits: tuple[float, ...]    # the largest value of each (inf: no width)
 
     @classmethod
     def of(cls, info: p4info_pb2.Action) -> ActionPlan:
@@ -72,7 +75,9 @@ class ActionPlan:
         params = tuple(ParamPlan(p.id, p.name, p.bitwidth,
                                  f"parameter '{p.name}' of action '{name}'")
                        for p in info.params)
-        return cls(info, info.preamble.id, name, params, frozenset(p.id for p in params))
+        return cls(info, info.preamble.id, name, params, frozenset(p.id for p in params),
+                   tuple(p.id for p in params),
+                   tuple((1 << p.width) - 1 if p.width > 0 else math.inf for p in params))
 
 
 @dataclass

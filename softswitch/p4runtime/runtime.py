@@ -33,6 +33,8 @@ from softswitch.v1model.control import SwitchControl
 
 WriteRequest = p4runtime_pb2.WriteRequest
 _log = logging.getLogger("softswitch.p4runtime")
+_UPDATE_TYPES = frozenset((p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY,
+                           p4runtime_pb2.Update.DELETE))
 _PAUSE_GC_FROM = 64        # updates in a batch from which the cyclic GC is paused
 Result = errors.P4RuntimeError | None
 
@@ -142,16 +144,17 @@ class PipelineRuntime:
         return results
 
     def _apply(self, update: p4runtime_pb2.Update, log: UndoLog) -> None:
-        if update.type not in (p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY,
-                               p4runtime_pb2.Update.DELETE):
+        kind = update.type
+        if kind not in _UPDATE_TYPES:
             raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
-        which = update.entity.WhichOneof("entity")
+        entity = update.entity
+        which = entity.WhichOneof("entity")
         if which is None:
             raise errors.invalid("update has no entity")
         writer = self._writers.get(which)
         if writer is None:
             raise errors.unimplemented(f"writing {which} is not supported")
-        writer(update.type, getattr(update.entity, which), log)
+        writer(kind, getattr(entity, which), log)
 
     # ------------------------------------------------------------------ Read
     def read_wire(self, entities: list[p4runtime_pb2.Entity]) -> list[bytes]:

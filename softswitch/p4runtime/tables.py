@@ -134,7 +134,7 @@ class TableEntries:
         if table.is_const:
             raise errors.permission_denied(
                 f"table '{table.name}' is const: its entries cannot change")
-        parsed = matches.parse(table, list(entry.match), entry.priority)
+        parsed = matches.parse(table, entry.match, entry.priority)
         if kind == Update.INSERT:
             self._insert(table, entry, parsed, log)
         elif kind == Update.MODIFY:

@@ -16,6 +16,9 @@ Entries carry the per-entry direct counter (packets, bytes) and direct meter sta
 from __future__ import annotations
 
 import bisect
+import functools
+import itertools
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,9 +41,19 @@ class ActionDef:
     table_only: bool = False
     kinds: tuple[str, ...] = ()   # per param: "u" (bit<W>), "s" (int<W>), "b" (bool)
 
+    @functools.cached_property
+    def unsigned(self) -> bool:
+        """Every parameter is a bit<W>: the action takes control-plane ints as they are."""
+        return all(k == "u" for k in self.kinds)
+
+    @functools.cached_property
+    def limits(self) -> tuple[int, ...]:
+        """The largest control-plane value of each parameter."""
+        return tuple((1 << w) - 1 for _, w in self.params)
+
     def runtime_args(self, args: list[int]) -> list[Any]:
         """Control-plane integers in the representation the action body uses."""
-        if not self.kinds or all(k == "u" for k in self.kinds):
+        if self.unsigned:
             return args
         out: list[Any] = []
         for (_, w), k, v in zip(self.params, self.kinds, args, strict=True):
@@ -197,6 +210,8 @@ class TableState:
         if len(args) != len(action.params):
             raise P4Error(f"action '{action.name}' takes {len(action.params)} argument(s), "
                           f"{len(args)} given (table '{self.name}')")
+        if all(map(operator.le, args, action.limits)) and all(map(operator.le, _ZEROS, args)):
+            return list(args)        # all in range (two C-level passes)
         out = []
         for (pname, w), v in zip(action.params, args, strict=True):
             if v < 0 or v >> w:
@@ -368,7 +383,6 @@ class TableState:
         return tuple(m[:2] if m[0] != "r" else m for m in match)
 
     def _insert(self, entry: Entry) -> None:
-        mid = self._match_id(entry.match)
         if self.mode == "exact":
             key = tuple(m[0] for m in entry.match)
             if key in self._exact:
@@ -386,7 +400,7 @@ class TableState:
                 self._lpm_lengths = sorted((p for p, b in self._lpm.items() if b),
                                            reverse=True)
         else:
-            ident = (entry.priority, mid)
+            ident = (entry.priority, self._match_id(entry.match))
             if ident in self._ternary_ids:
                 raise P4Error(f"duplicate entry in table '{self.name}' "
                               f"(same key and priority {entry.priority})")
@@ -471,6 +485,8 @@ class TableState:
                           e.priority if self.mode == "ternary" else None, e.packets, e.bytes)
                 for e in sorted(self.entries.values(), key=lambda e: e.handle)]
 
+
+_ZEROS = itertools.repeat(0)
 
 #: The one "member" of an empty selector group: runs nothing (see ``_members``).
 EMPTY_GROUP_ACTION = ActionDef("", (), lambda *args: None)
