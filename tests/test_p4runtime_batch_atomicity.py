@@ -231,3 +231,32 @@ def test_no_packet_sees_a_failed_dataplane_atomic_batch(l3):
     assert len(seen) > 80 and not any(fwd for _, fwd in seen), \
         "a packet was forwarded by an entry of a batch that was rolled back"
     assert l3.table_state() == []
+
+
+def test_an_internal_error_mid_batch_is_undone_like_a_failure(l3):
+    """A softswitch bug hit by one update (here: the switch failing its 3rd add) must
+    not leave a ROLLBACK_ON_ERROR batch half-applied: INTERNAL for that update, the
+    rest ABORTED, the table as before."""
+    switch = l3.device.current.switch
+    add = switch.table_add
+    calls = []
+
+    def failing_add(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 3:
+            raise RuntimeError("injected fault")
+        return add(*args, **kwargs)
+
+    switch.table_add = failing_add
+    try:
+        batch = [(Update.INSERT, l3.route(i)) for i in range(5)]
+        codes = _codes(l3.write(batch, WriteRequest.ROLLBACK_ON_ERROR))
+        assert codes == [grpc.StatusCode.ABORTED] * 2 + [grpc.StatusCode.INTERNAL] + \
+            [grpc.StatusCode.ABORTED] * 2
+        assert l3.table_state() == [] and l3.forwards(0) is None
+        calls.clear()
+        codes = _codes(l3.write(batch))                      # CONTINUE_ON_ERROR
+        assert codes == [None, None, grpc.StatusCode.INTERNAL, None, None]
+        assert len(l3.table_state()) == 4 and l3.forwards(2) is None
+    finally:
+        del switch.table_add

@@ -121,6 +121,8 @@ class PipelineRuntime:
                     raise refused
                 apply(update, log)
                 results.append(None)
+                if not atomic:
+                    log.forget(mark)
             except errors.P4RuntimeError as exc:
                 log.rollback(mark)
                 results.append(exc)
@@ -128,6 +130,13 @@ class PipelineRuntime:
             except P4Error as exc:
                 log.rollback(mark)
                 results.append(errors.invalid(exc.message))
+                failed = True
+            except Exception as exc:  # noqa: BLE001 - a softswitch bug: undone like a failure
+                log.rollback(mark)
+                _log.error("internal error applying an update: %s: %s",
+                           type(exc).__name__, exc)
+                results.append(errors.internal(f"internal error: {type(exc).__name__}: "
+                                               f"{exc}"))
                 failed = True
             if failed and atomic:
                 break
