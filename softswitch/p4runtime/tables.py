@@ -272,13 +272,21 @@ class TableEntries:
         if table.size and len(records) >= table.size:
             raise errors.resource_exhausted(f"table '{name}' is full "
                                             f"({table.size} entries)")
-        members = self._switch_members(binding, log)
+        plain = binding.group is None and binding.oneshot is None   # one direct action
+        members = None if plain else self._switch_members(binding, log)
         stored = _clean(entry, extras)
         key = parsed.key
         record = Record(-1, stored.SerializeToString(), parsed.switch_keys, binding.call,
                         False, key, None, False, binding.member, binding.group,
-                        _calls(binding.oneshot), members, stored.idle_timeout_ns)
-        record.handle = self._switch_add(name, record)
+                        None if plain else _calls(binding.oneshot), members,
+                        stored.idle_timeout_ns)
+        if plain:
+            call = binding.call
+            assert call is not None
+            record.handle = self.switch.table_add(name, parsed.switch_keys, call.name,
+                                                  call.args, key[1] or None)
+        else:
+            record.handle = self._switch_add(name, record)
         records[key] = record
 
         def undo_insert() -> None:
