@@ -97,6 +97,9 @@ class TableEntries:
         self._records: dict[int, dict[matches.MatchKey, Record]] = {
             tid: {} for tid in index.tables}
         self._defaults: dict[int, TableEntry] = {}
+        # The entries with an idle timeout, per table (by record id): the idle sweeper
+        # visits these only, not every entry, several times a second.
+        self._timed: dict[int, dict[int, Record]] = {tid: {} for tid in index.tables}
         for tid, table in index.tables.items():
             self._import_program_entries(tid, table)
 
@@ -288,10 +291,13 @@ class TableEntries:
         else:
             record.handle = self._switch_add(name, record)
         records[key] = record
+        if record.idle_timeout_ns:
+            self._timed[tid][id(record)] = record
 
         def undo_insert() -> None:
             self.switch.table_delete(name, record.handle)
             records.pop(key, None)
+            self._timed[tid].pop(id(record), None)
         log.push(undo_insert)
         if binding.member is not None or binding.group is not None:
             self._use(binding.member, name, record, log, add=True)
@@ -333,12 +339,14 @@ class TableEntries:
                 new_entry.meter_config.CopyFrom(previous.meter_config)
         record.store(new_entry)
         record.wire = None
+        self._track_idle(table.id, record)
 
         def undo_modify() -> None:
             self._switch_set(name, record.handle, old[0], old[5])
             (record.call, record.stored, record.member, record.group, record.oneshot,
              record.members, record.idle_timeout_ns) = old
             record.wire = None
+            self._track_idle(table.id, record)
         log.push(undo_modify)
         if binding.member is not old[2]:
             self._use(old[2], name, record, log, add=False)
@@ -360,12 +368,14 @@ class TableEntries:
                                                 record.handle)
         self.switch.table_delete(name, record.handle)
         del self._records[tid][record.key]
+        self._timed[tid].pop(id(record), None)
         self._use(record.member, name, record, log, add=False)
         self._use(record.group, name, record, log, add=False)
 
         def undo_delete() -> None:
             record.handle = self._switch_add(name, record)
             self._records[tid][record.key] = record
+            self._track_idle(tid, record)
             if counters is not None and table.direct_counter is not None:
                 self.switch.counter_write(table.direct_counter.preamble.name,
                                           record.handle, *counters)
@@ -529,6 +539,16 @@ class TableEntries:
 
     def records(self, table_id: int) -> list[Record]:
         return list(self._records[table_id].values())
+
+    def timed_records(self, table_id: int) -> list[Record]:
+        """The entries of a table that have an idle timeout."""
+        return list(self._timed[table_id].values())
+
+    def _track_idle(self, table_id: int, record: Record) -> None:
+        if record.idle_timeout_ns:
+            self._timed[table_id][id(record)] = record
+        else:
+            self._timed[table_id].pop(id(record), None)
 
     def written(self) -> list[TableEntry]:
         """What controllers wrote (entries and default entries), to carry the
