@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from softswitch.p4runtime import bytestrings, errors
+from softswitch.p4runtime import bytestrings, errors, wire
 from softswitch.p4runtime.p4index import ActionPlan, P4InfoIndex, TableIndex
 
 Scope = p4info_pb2.ActionRef
@@ -41,6 +41,21 @@ class ActionCall:
         for p, value in zip(self.info.params, self.args, strict=True):
             proto.params.add(param_id=p.id, value=bytestrings.encode(value))
         return proto
+
+    def canonical_bytes(self) -> bytes:
+        """The canonical Action, encoded directly (a Read of many entries builds one
+        per entry: message objects cost ~5x more). Field numbers: Action.action_id = 1,
+        params = 4; Param.param_id = 2, value = 3 (p4runtime.proto)."""
+        if self.info is None:
+            assert self.proto is not None
+            return self.proto.SerializeToString()
+        varint, encode = wire.varint, bytestrings.encode
+        parts = [b"\x08" + varint(self.info.preamble.id)]
+        for p, value in zip(self.info.params, self.args, strict=True):
+            data = encode(value)
+            param = b"\x10" + varint(p.id) + b"\x1a" + varint(len(data)) + data
+            parts.append(b"\x22" + varint(len(param)) + param)
+        return b"".join(parts)
 
 
 def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,

@@ -498,31 +498,25 @@ class TableEntries:
         return wire.field(wire.TABLE_ENTRY_TIME_SINCE_LAST_HIT, elapsed.SerializeToString())
 
     def canonical(self, table: TableIndex, record: Record) -> TableEntry:
-        """The entry as Read returns it: canonical byte strings, fields by id."""
+        """The entry as Read returns it: canonical byte strings, fields by id.
+
+        Built from the stored entry (parsed afresh, so it can be changed in place):
+        the match and the action are replaced by their canonical forms where they
+        differ; every other field is kept as written."""
         entry = record.entry
         originals = list(entry.match)
         fields = matches.canonical_fields(table, record.key, originals)
+        if fields is not originals:
+            del entry.match[:]
+            entry.match.extend(fields)
         direct = entry.action.WhichOneof("type") == "action"
-        action = record.call.canonical() if direct and record.call is not None else None
-        if fields is originals and record.oneshot is None and (
-                not direct or action is entry.action.action):
-            return entry
-        out = TableEntry(table_id=entry.table_id, priority=entry.priority,
-                         controller_metadata=entry.controller_metadata,
-                         idle_timeout_ns=entry.idle_timeout_ns, metadata=entry.metadata,
-                         is_const=entry.is_const)
-        out.match.extend(fields)
-        if action is not None:
-            out.action.action.CopyFrom(action)
-        else:
-            out.action.CopyFrom(entry.action)
+        if direct and record.call is not None:
+            entry.action.action.ParseFromString(record.call.canonical_bytes())
         if record.oneshot is not None:      # each action of the set in canonical form
-            items = out.action.action_profile_action_set.action_profile_actions
+            items = entry.action.action_profile_action_set.action_profile_actions
             for item, call in zip(items, record.oneshot, strict=True):
-                item.action.CopyFrom(call.canonical())
-        if entry.HasField("meter_config"):
-            out.meter_config.CopyFrom(entry.meter_config)
-        return out
+                item.action.ParseFromString(call.canonical_bytes())
+        return entry
 
     def wire_of(self, table: TableIndex, record: Record) -> bytes:
         """The encoded canonical TableEntry of a record (cached until it changes)."""
