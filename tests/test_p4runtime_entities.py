@@ -658,6 +658,35 @@ def test_idle_timeout_notification(rig):
     assert idle.sweep(rig.device) == 1
 
 
+def test_idle_sweep_visits_only_entries_with_a_timeout(rig):
+    """The sweeper looks at entries that have a timeout, kept as they are inserted,
+    modified (timeout added or dropped), deleted and rolled back, not the whole table."""
+    tables = rig.device.current.runtime.tables
+    tid = rig.ids["I.fwd_table"]
+
+    def timed() -> set[bytes]:
+        return {r.entry.match[0].exact.value for r in tables.timed_records(tid)}
+
+    entries = {v: fwd_entry(rig, bytes([v]), 1) for v in (0x81, 0x82, 0x83)}
+    entries[0x81].idle_timeout_ns = 20_000_000
+    rig.write(*[upd(Update.INSERT, table_entry=te) for te in entries.values()])
+    assert timed() == {b"\x81"}
+    entries[0x82].idle_timeout_ns = 20_000_000
+    entries[0x81].idle_timeout_ns = 0
+    rig.write(*[upd(Update.MODIFY, table_entry=entries[v]) for v in (0x81, 0x82)])
+    assert timed() == {b"\x82"}
+    failing = rig.write_error(upd(Update.DELETE, table_entry=entries[0x82]),
+                              upd(Update.MODIFY, table_entry=entries[0x81]),
+                              upd(Update.DELETE, table_entry=fwd_entry(rig, b"\x8f", 1)),
+                              atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+    assert failing[-1].canonical_code == code_pb2.NOT_FOUND
+    assert timed() == {b"\x82"}                     # the rolled-back delete put it back
+    rig.write(upd(Update.DELETE, table_entry=entries[0x82]))
+    assert timed() == set()
+    time.sleep(0.03)
+    assert idle.sweep(rig.device) == 0
+
+
 def test_time_since_last_hit(rig):
     te = fwd_entry(rig, b"\x72", 1)
     te.idle_timeout_ns = 10_000_000_000

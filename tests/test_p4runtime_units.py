@@ -12,7 +12,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import bytestrings, errors, matches, pipeline
+from softswitch.p4runtime import actions, bytestrings, errors, matches, pipeline
 from softswitch.p4runtime.errors import P4RuntimeError
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.packetio import PacketIO
@@ -44,6 +44,48 @@ def test_encode_is_canonical():
     assert bytestrings.encode(0x1FF) == b"\x01\xff"
     assert bytestrings.encode(-1, 8) == b"\xff"
     assert bytestrings.encode_padded(1, 48) == b"\x00" * 5 + b"\x01"
+
+
+# ---------------------------------------------------------------------- actions
+def test_action_parse_and_canonical_bytes():
+    """Arguments are checked against the action's precompiled plan (padded values
+    accepted, too-wide ones OUT_OF_RANGE naming the parameter, missing/unknown/twice
+    INVALID_ARGUMENT), and the directly encoded canonical Action equals the message."""
+    info = p4info_pb2.P4Info()
+    act = info.actions.add()
+    act.preamble.id, act.preamble.name = 300, "set"
+    for pid, name, width in ((1, "port", 9), (2, "mac", 48), (200, "big", 200)):
+        act.params.add(id=pid, name=name, bitwidth=width)
+    index = P4InfoIndex(info)
+
+    def action(*params: tuple[int, bytes]) -> p4runtime_pb2.Action:
+        a = p4runtime_pb2.Action(action_id=300)
+        for pid, value in params:
+            a.params.add(param_id=pid, value=value)
+        return a
+
+    for port, mac, big in ((0, 0, 0), (511, (1 << 48) - 1, (1 << 200) - 1), (7, 1, 1 << 150)):
+        call = actions.parse(index, action((2, mac.to_bytes(6, "big")),
+                                           (1, port.to_bytes(2, "big")),
+                                           (200, big.to_bytes(26, "big"))))
+        assert call.args == [port, mac, big]
+        assert call.canonical_bytes() == call.canonical().SerializeToString()
+    bad = [(action((1, b"\x02\x00"), (2, b"\x01"), (200, b"\x01")), grpc.StatusCode.OUT_OF_RANGE,
+            "parameter 'port' of action 'set'"),
+           (action((1, b""), (2, b"\x01"), (200, b"\x01")), grpc.StatusCode.OUT_OF_RANGE,
+            "empty byte string"),
+           (action((1, b"\x01"), (2, b"\x01")), grpc.StatusCode.INVALID_ARGUMENT,
+            "parameter 'big' is missing"),
+           (action((1, b"\x01"), (1, b"\x01"), (2, b"\x01"), (200, b"\x01")),
+            grpc.StatusCode.INVALID_ARGUMENT, "parameter id 1 given twice"),
+           (action((1, b"\x01"), (3, b"\x01"), (2, b"\x01"), (200, b"\x01")),
+            grpc.StatusCode.INVALID_ARGUMENT, "has no parameter id 3")]
+    for given, code, message in bad:
+        with pytest.raises(P4RuntimeError) as exc:
+            actions.parse(index, given)
+        assert exc.value.code == code and message in exc.value.message
+    with pytest.raises(P4RuntimeError, match="unknown action id 9"):
+        actions.parse(index, p4runtime_pb2.Action(action_id=9))
 
 
 # ---------------------------------------------------------------------- match keys

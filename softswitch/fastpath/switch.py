@@ -133,7 +133,8 @@ class FastSwitch(Switch):
                           e.bytes, e.last_hit, e, st.meter_factory is not None)
 
     def _lay(self, table: str) -> Any:
-        return self._layouts[self._table_name(table)]
+        lay = self._layouts.get(table)      # the full name (P4Runtime's): no resolving
+        return lay if lay is not None else self._layouts[self._table_name(table)]
 
     def table_add(self, table: str, keys: Any, action: str, args: list[int],
                   priority: int | None = None) -> int:

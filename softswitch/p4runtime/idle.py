@@ -6,7 +6,8 @@ the primaries whose role owns the table get one notification (the entry stays: r
 controller's call), and the entry is re-armed when a packet hits it again. The
 switch reports idleness through its optional ``entry_idle_us(table, handle)`` (µs
 since the entry was last hit or, never hit, inserted); without it no notification
-is produced. A sweeper thread checks a few times per second under the device lock.
+is produced. A sweeper thread checks a few times per second under the device lock,
+visiting only the entries that have a timeout (``TableEntries.timed_records``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def sweep(device: Device) -> int:
             if table.info.idle_timeout_behavior != p4info_pb2.Table.NOTIFY_CONTROL:
                 continue
             name = table.info.preamble.name
-            for record in tables.records(tid):
+            for record in tables.timed_records(tid):       # not every entry
                 timeout = record.idle_timeout_ns
                 if not timeout:
                     continue

@@ -9,13 +9,14 @@ what Read returns, so a client reads back the same bytes it wrote (canonically).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.p4runtime import bytestrings, errors
-from softswitch.p4runtime.p4index import TableIndex
+from softswitch.p4runtime.p4index import MATCH_KINDS, FieldPlan, TableIndex
 from softswitch.v1model.control import KeyMatch
 
 MF = p4info_pb2.MatchField
@@ -24,8 +25,7 @@ MF = p4info_pb2.MatchField
 Norm = tuple[str, int, int]
 MatchKey = tuple[tuple[tuple[int, Norm], ...], int]
 
-_KIND = {MF.EXACT: "exact", MF.LPM: "lpm", MF.TERNARY: "ternary", MF.RANGE: "range",
-         MF.OPTIONAL: "optional"}
+_KIND = MATCH_KINDS
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,10 @@ class ParsedMatch:
 
     key: MatchKey
     switch_keys: list[KeyMatch]
-    originals: list[p4runtime_pb2.FieldMatch]
+    originals: Sequence[p4runtime_pb2.FieldMatch]
 
     def fields(self, table: TableIndex) -> list[p4runtime_pb2.FieldMatch]:
-        return canonical_fields(table, self.key, self.originals)
+        return canonical_fields(table, self.key, list(self.originals))
 
 
 def canonical_fields(table: TableIndex, key: MatchKey,
@@ -55,34 +55,33 @@ def canonical_fields(table: TableIndex, key: MatchKey,
     return [_field_match(fid, table.fields[fid].bitwidth, norm) for fid, norm in norms]
 
 
-def parse(table: TableIndex, matches: list[p4runtime_pb2.FieldMatch],
+def parse(table: TableIndex, matches: Sequence[p4runtime_pb2.FieldMatch],
           priority: int) -> ParsedMatch:
-    """Validate a match + priority against the table; INVALID_ARGUMENT on any error."""
-    name = table.info.preamble.name
+    """Validate a match + priority against the table; INVALID_ARGUMENT on any error.
+
+    Fields are checked against the table's precompiled plans (TableIndex.plans)."""
+    plans = table.plans
     given: dict[int, Norm] = {}
     for fm in matches:
-        info = table.fields.get(fm.field_id)
-        if info is None:
-            raise errors.invalid(f"table '{name}' has no match field id {fm.field_id}")
-        if fm.field_id in given:
-            raise errors.invalid(f"match field '{info.name}' given twice")
-        given[fm.field_id] = _normalise(info, fm)
-    for fid, info in table.fields.items():
-        if info.match_type == MF.EXACT and fid not in given:
-            raise errors.invalid(f"exact match field '{info.name}' of table '{name}' "
-                                 "is missing")
+        fid = fm.field_id
+        plan = plans.get(fid)
+        if plan is None:
+            raise errors.invalid(f"table '{table.name}' has no match field id {fid}")
+        if fid in given:
+            raise errors.invalid(f"match field '{plan.name}' given twice")
+        given[fid] = _normalise(plan, fm)
+    if not table.exact_ids <= given.keys():
+        missing = next(p for p in table.ordered if p.id in table.exact_ids - given.keys())
+        raise errors.invalid(f"exact match field '{missing.name}' of table '{table.name}' "
+                             "is missing")
     _check_priority(table, priority)
     key = (tuple(sorted(given.items())), priority)
-    keys = [_switch_key(info, given.get(fid)) for fid, info in _ordered(table)]
-    return ParsedMatch(key, keys, list(matches))
-
-
-def _ordered(table: TableIndex) -> list[tuple[int, MF]]:
-    return [(f.id, f) for f in table.info.match_fields]
+    keys = [_switch_key(p, given.get(p.id)) for p in table.ordered]
+    return ParsedMatch(key, keys, matches)
 
 
 def _check_priority(table: TableIndex, priority: int) -> None:
-    name = table.info.preamble.name
+    name = table.name
     if table.needs_priority:
         if priority <= 0:
             raise errors.invalid(f"table '{name}' has ternary/range/optional keys: entries "
@@ -94,22 +93,22 @@ def _check_priority(table: TableIndex, priority: int) -> None:
                              f"got {priority}")
 
 
-def _normalise(info: MF, fm: p4runtime_pb2.FieldMatch) -> Norm:
-    kind = _KIND.get(info.match_type)
+def _normalise(plan: FieldPlan, fm: p4runtime_pb2.FieldMatch) -> Norm:
+    kind = plan.kind
     if kind is None:
-        raise errors.unimplemented(f"match field '{info.name}': match kind "
-                                   f"'{info.other_match_type}' is not supported")
+        raise errors.unimplemented(f"match field '{plan.name}': match kind "
+                                   f"'{plan.info.other_match_type}' is not supported")
     which = fm.WhichOneof("field_match_type")
     if which != kind:
-        raise errors.invalid(f"match field '{info.name}' is {kind}; got a {which} match")
-    width = info.bitwidth
-    what = f"match field '{info.name}'"
+        raise errors.invalid(f"match field '{plan.name}' is {kind}; got a {which} match")
+    width = plan.width
+    what = plan.what
     if kind == "exact":
         return ("exact", bytestrings.decode(fm.exact.value, width, what), 0)
+    if kind == "lpm":
+        return _lpm(plan, fm.lpm, what)
     if kind == "optional":
         return ("optional", bytestrings.decode(fm.optional.value, width, what), 0)
-    if kind == "lpm":
-        return _lpm(info, fm.lpm, what)
     if kind == "ternary":
         value = bytestrings.decode(fm.ternary.value, width, what)
         mask = bytestrings.decode(fm.ternary.mask, width, what + " mask")
@@ -128,8 +127,8 @@ def _normalise(info: MF, fm: p4runtime_pb2.FieldMatch) -> Norm:
     return ("range", low, high)
 
 
-def _lpm(info: MF, lpm: p4runtime_pb2.FieldMatch.LPM, what: str) -> Norm:
-    width = info.bitwidth
+def _lpm(plan: FieldPlan, lpm: p4runtime_pb2.FieldMatch.LPM, what: str) -> Norm:
+    width = plan.width
     value = bytestrings.decode(lpm.value, width, what)
     plen = lpm.prefix_len
     if plen == 0:
@@ -143,25 +142,25 @@ def _lpm(info: MF, lpm: p4runtime_pb2.FieldMatch.LPM, what: str) -> Norm:
     return ("lpm", value, plen)
 
 
-def _switch_key(info: MF, norm: Norm | None) -> KeyMatch:
-    kind = _KIND[info.match_type]
-    width = info.bitwidth
+def _switch_key(plan: FieldPlan, norm: Norm | None) -> KeyMatch:
+    kind = plan.kind
+    name = plan.name
     if norm is None:
         if kind == "lpm":
-            return KeyMatch(info.name, "lpm", 0, prefix_len=0)
+            return KeyMatch(name, "lpm", 0, prefix_len=0)
         if kind == "ternary":
-            return KeyMatch(info.name, "ternary", 0, mask=0)
+            return KeyMatch(name, "ternary", 0, mask=0)
         if kind == "range":
-            return KeyMatch(info.name, "range", 0, high=(1 << width) - 1)
-        return KeyMatch(info.name, "optional", 0, wildcard=True)
+            return KeyMatch(name, "range", 0, high=(1 << plan.width) - 1)
+        return KeyMatch(name, "optional", 0, wildcard=True)
     _, a, b = norm
     if kind == "lpm":
-        return KeyMatch(info.name, "lpm", a, prefix_len=b)
+        return KeyMatch(name, "lpm", a, prefix_len=b)
     if kind == "ternary":
-        return KeyMatch(info.name, "ternary", a, mask=b)
+        return KeyMatch(name, "ternary", a, mask=b)
     if kind == "range":
-        return KeyMatch(info.name, "range", a, high=b)
-    return KeyMatch(info.name, kind, a)
+        return KeyMatch(name, "range", a, high=b)
+    return KeyMatch(name, kind or "exact", a)
 
 
 def _field_match(fid: int, width: int, norm: Norm) -> p4runtime_pb2.FieldMatch:
@@ -241,5 +240,5 @@ def _norm_from_switch(info: MF, km: KeyMatch) -> Norm | None:
 def key_of(fields: list[p4runtime_pb2.FieldMatch], table: TableIndex,
            priority: int) -> MatchKey:
     """The canonical key of FieldMatches already in canonical form."""
-    given = {fm.field_id: _normalise(table.fields[fm.field_id], fm) for fm in fields}
+    given = {fm.field_id: _normalise(table.plans[fm.field_id], fm) for fm in fields}
     return (tuple(sorted(given.items())), priority)

@@ -8,6 +8,7 @@ kind of object expected).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,64 @@ _KINDS = ("tables", "actions", "action_profiles", "counters", "direct_counters",
           "digests")
 
 
+MF = p4info_pb2.MatchField
+MATCH_KINDS = {MF.EXACT: "exact", MF.LPM: "lpm", MF.TERNARY: "ternary", MF.RANGE: "range",
+               MF.OPTIONAL: "optional"}
+
+
+@dataclass(frozen=True, slots=True)
+class FieldPlan:
+    """A match field as entry validation reads it, taken out of P4Info once per
+    pipeline: every write then reads plain attributes instead of protobuf ones and
+    formats no message unless it fails."""
+
+    id: int
+    name: str
+    kind: str | None          # exact/lpm/ternary/range/optional; None: not supported
+    width: int
+    what: str                 # how error messages name it
+    info: p4info_pb2.MatchField
+
+    @classmethod
+    def of(cls, info: p4info_pb2.MatchField) -> FieldPlan:
+        return cls(info.id, info.name, MATCH_KINDS.get(info.match_type), info.bitwidth,
+                   f"match field '{info.name}'", info)
+
+
+@dataclass(frozen=True, slots=True)
+class ParamPlan:
+    """An action parameter as argument decoding reads it (see FieldPlan)."""
+
+    id: int
+    name: str
+    width: int
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActionPlan:
+    """An action's parameters in order, and the set of their ids (one set compare
+    checks a request gives each exactly once)."""
+
+    info: p4info_pb2.Action
+    id: int
+    name: str
+    params: tuple[ParamPlan, ...]
+    ids: frozenset[int]
+    order: tuple[int, ...]       # parameter ids in order
+    limits: tuple[float, ...]    # the largest value of each (inf: no width)
+
+    @classmethod
+    def of(cls, info: p4info_pb2.Action) -> ActionPlan:
+        name = info.preamble.name
+        params = tuple(ParamPlan(p.id, p.name, p.bitwidth,
+                                 f"parameter '{p.name}' of action '{name}'")
+                       for p in info.params)
+        return cls(info, info.preamble.id, name, params, frozenset(p.id for p in params),
+                   tuple(p.id for p in params),
+                   tuple((1 << p.width) - 1 if p.width > 0 else math.inf for p in params))
+
+
 @dataclass
 class TableIndex:
     """A table's match fields and actions by id, for validating entries."""
@@ -31,6 +90,27 @@ class TableIndex:
     needs_priority: bool = False
     direct_counter: p4info_pb2.DirectCounter | None = None
     direct_meter: p4info_pb2.DirectMeter | None = None
+    # Read out of ``info`` once (see FieldPlan): id, name, size, match fields by id and
+    # in key order, the ids of the exact fields (which every entry must give), etc.
+    id: int = field(init=False)
+    name: str = field(init=False)
+    size: int = field(init=False)
+    plans: dict[int, FieldPlan] = field(init=False)
+    ordered: tuple[FieldPlan, ...] = field(init=False)
+    exact_ids: frozenset[int] = field(init=False)
+    is_const: bool = field(init=False)
+    implementation_id: int = field(init=False)
+    idle_timeouts: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        table = self.info
+        self.id, self.name, self.size = table.preamble.id, table.preamble.name, table.size
+        self.ordered = tuple(FieldPlan.of(f) for f in table.match_fields)
+        self.plans = {plan.id: plan for plan in self.ordered}
+        self.exact_ids = frozenset(f.id for f in self.ordered if f.kind == "exact")
+        self.is_const = table.is_const_table
+        self.implementation_id = table.implementation_id
+        self.idle_timeouts = table.idle_timeout_behavior != p4info_pb2.Table.NO_TIMEOUT
 
 
 class P4InfoIndex:
@@ -41,6 +121,8 @@ class P4InfoIndex:
         self._by_kind: dict[str, dict[int, Any]] = {
             kind: {obj.preamble.id: obj for obj in getattr(p4info, kind)} for kind in _KINDS}
         self.tables: dict[int, TableIndex] = {}
+        self.action_plans = {aid: ActionPlan.of(a)
+                             for aid, a in self._by_kind["actions"].items()}
         for table in p4info.tables:
             self.tables[table.preamble.id] = self._index_table(table)
 
@@ -76,6 +158,12 @@ class P4InfoIndex:
 
     def action(self, action_id: int) -> p4info_pb2.Action:
         return self.get("actions", action_id)
+
+    def action_plan(self, action_id: int) -> ActionPlan:
+        plan = self.action_plans.get(action_id)
+        if plan is None:
+            raise errors.invalid(f"unknown action id {action_id}")
+        return plan
 
     def packet_metadata(self, name: str) -> p4info_pb2.ControllerPacketMetadata | None:
         """The ``@controller_header`` named ``packet_in`` / ``packet_out``, if any."""

@@ -28,7 +28,7 @@ TableEntry = p4runtime_pb2.TableEntry
 _log = logging.getLogger("softswitch.p4runtime")
 
 
-@dataclass
+@dataclass(slots=True)
 class Record:
     """One entry the switch holds: its handle and its P4Runtime form as written.
 
@@ -66,7 +66,16 @@ class Record:
         self.idle_timeout_ns = entry.idle_timeout_ns
 
 
-@dataclass
+@dataclass(slots=True)
+class _Extras:
+    """What an entry carries besides its key and action, read from the message once
+    (each presence test is a protobuf call)."""
+
+    meter: bool                           # meter_config given
+    counter: tuple[int, int] | None       # counter_data given: (packets, bytes)
+
+
+@dataclass(slots=True)
 class _Binding:
     """What an entry's ``action`` field resolves to (exactly one of the kinds)."""
 
@@ -88,6 +97,9 @@ class TableEntries:
         self._records: dict[int, dict[matches.MatchKey, Record]] = {
             tid: {} for tid in index.tables}
         self._defaults: dict[int, TableEntry] = {}
+        # The entries with an idle timeout, per table (by record id): the idle sweeper
+        # visits these only, not every entry, several times a second.
+        self._timed: dict[int, dict[int, Record]] = {tid: {} for tid in index.tables}
         for tid, table in index.tables.items():
             self._import_program_entries(tid, table)
 
@@ -95,12 +107,12 @@ class TableEntries:
     def _import_program_entries(self, tid: int, table: TableIndex) -> None:
         if not (table.info.is_const_table or table.info.has_initial_entries):
             return
-        for view in self.switch.table_entries(table.info.preamble.name):
+        for view in self.switch.table_entries(table.name):
             try:
                 self._import_one(tid, table, view)
             except errors.P4RuntimeError as exc:     # cannot be shown over P4Runtime
                 _log.warning("table '%s': program entry %d not readable over P4Runtime: "
-                             "%s", table.info.preamble.name, view.handle, exc.message)
+                             "%s", table.name, view.handle, exc.message)
 
     def _import_one(self, tid: int, table: TableIndex, view: EntryView) -> None:
         fields = matches.from_switch(table, view.keys)
@@ -122,10 +134,10 @@ class TableEntries:
         if entry.is_default_action:
             self._write_default(kind, table, entry, log)
             return
-        if table.info.is_const_table:
+        if table.is_const:
             raise errors.permission_denied(
-                f"table '{table.info.preamble.name}' is const: its entries cannot change")
-        parsed = matches.parse(table, list(entry.match), entry.priority)
+                f"table '{table.name}' is const: its entries cannot change")
+        parsed = matches.parse(table, entry.match, entry.priority)
         if kind == Update.INSERT:
             self._insert(table, entry, parsed, log)
         elif kind == Update.MODIFY:
@@ -136,29 +148,30 @@ class TableEntries:
             raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
 
     def _existing(self, table: TableIndex, parsed: matches.ParsedMatch) -> Record:
-        record = self._records[table.info.preamble.id].get(parsed.key)
+        record = self._records[table.id].get(parsed.key)
         if record is None:
-            raise errors.not_found(f"table '{table.info.preamble.name}' has no entry "
+            raise errors.not_found(f"table '{table.name}' has no entry "
                                    "with this match key and priority")
         return record
 
     def _action_of(self, table: TableIndex, entry: TableEntry) -> _Binding:
-        which = entry.action.WhichOneof("type")
-        name = table.info.preamble.name
+        action = entry.action
+        which = action.WhichOneof("type")
+        name = table.name
         if which is None:
             raise errors.invalid(f"entry for table '{name}' has no action")
         if which == "action":
-            if table.info.implementation_id:
+            if table.implementation_id:
                 raise errors.invalid(f"table '{name}' uses an action profile: entries take "
                                      "a member or group id")
-            return _Binding(call=actions.parse(self.index, entry.action.action, table))
-        if not table.info.implementation_id:
+            return _Binding(actions.parse(self.index, action.action, table))
+        if not table.implementation_id:
             raise errors.invalid(f"table '{name}' has no action profile: entries take "
                                  "a direct action")
         if which == "action_profile_member_id":
             member = self.profiles.member_call(table, entry.action.action_profile_member_id)
             return _Binding(call=member.call, member=member)
-        profile = self.index.get("action_profiles", table.info.implementation_id)
+        profile = self.index.get("action_profiles", table.implementation_id)
         if not profile.with_selector:
             raise errors.invalid(f"table '{name}' uses action profile "
                                  f"'{profile.preamble.name}', which has no selector: "
@@ -171,7 +184,7 @@ class TableEntries:
     def _oneshot(self, table: TableIndex, profile: p4info_pb2.ActionProfile,
                  entry: TableEntry) -> list[tuple[actions.ActionCall, int]]:
         """The validated (action, weight) list of a one-shot action set."""
-        name = table.info.preamble.name
+        name = table.name
         items = entry.action.action_profile_action_set.action_profile_actions
         if not items:
             raise errors.invalid(f"table '{name}': a one-shot action set needs at least "
@@ -232,87 +245,108 @@ class TableEntries:
             users.pop(id(record), None)
             log.push(lambda: users.__setitem__(id(record), (table_name, record)))
 
-    def _check_extras(self, table: TableIndex, entry: TableEntry) -> None:
-        name = table.info.preamble.name
-        if entry.idle_timeout_ns and (
-                table.info.idle_timeout_behavior == p4info_pb2.Table.NO_TIMEOUT):
+    def _check_extras(self, table: TableIndex, entry: TableEntry) -> _Extras:
+        name = table.name
+        if entry.idle_timeout_ns and not table.idle_timeouts:
             raise errors.invalid(f"table '{name}' does not support idle timeouts")
-        if entry.HasField("meter_config") and table.direct_meter is None:
+        meter = entry.HasField("meter_config")
+        if meter and table.direct_meter is None:
             raise errors.invalid(f"table '{name}' has no direct meter")
-        if entry.HasField("counter_data") and table.direct_counter is None:
+        counter = entry.HasField("counter_data")
+        if counter and table.direct_counter is None:
             raise errors.invalid(f"table '{name}' has no direct counter")
-        if entry.HasField("meter_config"):
+        if meter:
             self.meters.check_config(entry.meter_config)
+        if not counter:
+            return _Extras(meter, None)
+        data = entry.counter_data
+        return _Extras(meter, (data.packet_count, data.byte_count))
 
     def _insert(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
                 log: UndoLog) -> None:
-        tid = table.info.preamble.id
-        name = table.info.preamble.name
+        tid = table.id
+        name = table.name
         records = self._records[tid]
         if parsed.key in records:
             raise errors.already_exists(f"table '{name}' already has an entry with this "
                                         "match key and priority")
         binding = self._action_of(table, entry)
-        self._check_extras(table, entry)
-        if table.info.size and len(records) >= table.info.size:
+        extras = self._check_extras(table, entry)
+        if table.size and len(records) >= table.size:
             raise errors.resource_exhausted(f"table '{name}' is full "
-                                            f"({table.info.size} entries)")
-        counter = _counter_data(entry)
-        members = self._switch_members(binding, log)
-        stored = _clean(entry)
+                                            f"({table.size} entries)")
+        plain = binding.group is None and binding.oneshot is None   # one direct action
+        members = None if plain else self._switch_members(binding, log)
+        stored = _clean(entry, extras)
+        key = parsed.key
         record = Record(-1, stored.SerializeToString(), parsed.switch_keys, binding.call,
-                        key=parsed.key, member=binding.member, group=binding.group,
-                        oneshot=_calls(binding.oneshot), members=members,
-                        idle_timeout_ns=stored.idle_timeout_ns)
-        record.handle = self._switch_add(name, record)
-        records[parsed.key] = record
+                        False, key, None, False, binding.member, binding.group,
+                        None if plain else _calls(binding.oneshot), members,
+                        stored.idle_timeout_ns)
+        if plain:
+            call = binding.call
+            assert call is not None
+            record.handle = self.switch.table_add(name, parsed.switch_keys, call.name,
+                                                  call.args, key[1] or None)
+        else:
+            record.handle = self._switch_add(name, record)
+        records[key] = record
+        if record.idle_timeout_ns:
+            self._timed[tid][id(record)] = record
 
         def undo_insert() -> None:
             self.switch.table_delete(name, record.handle)
-            records.pop(parsed.key, None)
+            records.pop(key, None)
+            self._timed[tid].pop(id(record), None)
         log.push(undo_insert)
-        self._use(binding.member, name, record, log, add=True)
-        self._use(binding.group, name, record, log, add=True)
-        self._apply_direct(table, record, counter, stored, log)
+        if binding.member is not None or binding.group is not None:
+            self._use(binding.member, name, record, log, add=True)
+            self._use(binding.group, name, record, log, add=True)
+        if extras.meter or extras.counter is not None:
+            self._apply_direct(table, record, extras.counter, stored, log, extras.meter)
 
     def _apply_direct(self, table: TableIndex, record: Record,
                       counter: tuple[int, int] | None, entry: TableEntry,
-                      log: UndoLog) -> None:
+                      log: UndoLog, meter: bool) -> None:
         if counter is not None and table.direct_counter is not None:
             cname = table.direct_counter.preamble.name
             old = self.switch.counter_read(cname, record.handle)
             self.switch.counter_write(cname, record.handle, *counter)
             log.push(lambda: self.switch.counter_write(cname, record.handle, *old))
-        if entry.HasField("meter_config") and table.direct_meter is not None:
+        if meter and table.direct_meter is not None:
             self.meters.configure(table.direct_meter.preamble.name, record.handle,
                                   entry.meter_config, log, direct=True)
 
     def _modify(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
                 record: Record, log: UndoLog) -> None:
-        name = table.info.preamble.name
+        name = table.name
         binding = self._action_of(table, entry)
-        self._check_extras(table, entry)
+        extras = self._check_extras(table, entry)
         old = (record.call, record.stored, record.member, record.group, record.oneshot,
                record.members, record.idle_timeout_ns)
-        new_meter = entry.HasField("meter_config")
-        counter = _counter_data(entry)
+        new_meter = extras.meter
+        counter = extras.counter
         members = self._switch_members(binding, log)
         self._switch_set(name, record.handle, binding.call, members)
         record.call, record.members = binding.call, members
         record.oneshot = _calls(binding.oneshot)
-        new_entry = _clean(entry)
-        if not new_meter:
+        new_entry = _clean(entry, extras)
+        # A meter config is kept across a MODIFY that gives none (only a table with a
+        # direct meter can hold one: spare the others parsing the stored entry).
+        if not new_meter and table.direct_meter is not None:
             previous = record.entry
             if previous.HasField("meter_config"):
                 new_entry.meter_config.CopyFrom(previous.meter_config)
         record.store(new_entry)
         record.wire = None
+        self._track_idle(table.id, record)
 
         def undo_modify() -> None:
             self._switch_set(name, record.handle, old[0], old[5])
             (record.call, record.stored, record.member, record.group, record.oneshot,
              record.members, record.idle_timeout_ns) = old
             record.wire = None
+            self._track_idle(table.id, record)
         log.push(undo_modify)
         if binding.member is not old[2]:
             self._use(old[2], name, record, log, add=False)
@@ -323,24 +357,25 @@ class TableEntries:
             self._use(binding.group, name, record, log, add=True)
             record.group = binding.group
         if new_meter or counter is not None:
-            self._apply_direct(table, record, counter,
-                               new_entry if new_meter else TableEntry(), log)
+            self._apply_direct(table, record, counter, new_entry, log, new_meter)
 
     def _delete(self, table: TableIndex, record: Record, log: UndoLog) -> None:
-        tid = table.info.preamble.id
-        name = table.info.preamble.name
+        tid = table.id
+        name = table.name
         counters = None
         if table.direct_counter is not None:
             counters = self.switch.counter_read(table.direct_counter.preamble.name,
                                                 record.handle)
         self.switch.table_delete(name, record.handle)
         del self._records[tid][record.key]
+        self._timed[tid].pop(id(record), None)
         self._use(record.member, name, record, log, add=False)
         self._use(record.group, name, record, log, add=False)
 
         def undo_delete() -> None:
             record.handle = self._switch_add(name, record)
             self._records[tid][record.key] = record
+            self._track_idle(tid, record)
             if counters is not None and table.direct_counter is not None:
                 self.switch.counter_write(table.direct_counter.preamble.name,
                                           record.handle, *counters)
@@ -352,7 +387,7 @@ class TableEntries:
     # ------------------------------------------------------------------ default entries
     def _write_default(self, kind: int, table: TableIndex, entry: TableEntry,
                        log: UndoLog) -> None:
-        name = table.info.preamble.name
+        name = table.name
         if kind != Update.MODIFY:
             raise errors.invalid(f"the default entry of table '{name}' can only be "
                                  "modified (INSERT and DELETE are not allowed)")
@@ -367,7 +402,7 @@ class TableEntries:
             call = actions.parse(self.index, entry.action.action, table, default=True)
         else:
             call = self._initial_default(table)
-        tid = table.info.preamble.id
+        tid = table.id
         previous = self._defaults.get(tid)
         undo_call = self._default_call(table, previous)
         self.switch.table_set_default(name, call.name, call.args)
@@ -424,7 +459,7 @@ class TableEntries:
             yield from self._read_table(table, request)
 
     def _read_default(self, table: TableIndex) -> TableEntry:
-        tid = table.info.preamble.id
+        tid = table.id
         stored = self._defaults.get(tid)
         if stored is not None:
             return stored
@@ -434,7 +469,7 @@ class TableEntries:
         return out
 
     def _read_table(self, table: TableIndex, request: TableEntry) -> Iterator[bytes]:
-        tid = table.info.preamble.id
+        tid = table.id
         wanted = None
         if request.match:
             wanted = matches.parse(table, list(request.match), request.priority).key
@@ -459,35 +494,29 @@ class TableEntries:
         if idle_us is None:
             raise errors.unimplemented("this switch does not track when entries are hit")
         elapsed = TableEntry.IdleTimeout(
-            elapsed_ns=idle_us(table.info.preamble.name, record.handle) * 1000)
+            elapsed_ns=idle_us(table.name, record.handle) * 1000)
         return wire.field(wire.TABLE_ENTRY_TIME_SINCE_LAST_HIT, elapsed.SerializeToString())
 
     def canonical(self, table: TableIndex, record: Record) -> TableEntry:
-        """The entry as Read returns it: canonical byte strings, fields by id."""
+        """The entry as Read returns it: canonical byte strings, fields by id.
+
+        Built from the stored entry (parsed afresh, so it can be changed in place):
+        the match and the action are replaced by their canonical forms where they
+        differ; every other field is kept as written."""
         entry = record.entry
         originals = list(entry.match)
         fields = matches.canonical_fields(table, record.key, originals)
+        if fields is not originals:
+            del entry.match[:]
+            entry.match.extend(fields)
         direct = entry.action.WhichOneof("type") == "action"
-        action = record.call.canonical() if direct and record.call is not None else None
-        if fields is originals and record.oneshot is None and (
-                not direct or action is entry.action.action):
-            return entry
-        out = TableEntry(table_id=entry.table_id, priority=entry.priority,
-                         controller_metadata=entry.controller_metadata,
-                         idle_timeout_ns=entry.idle_timeout_ns, metadata=entry.metadata,
-                         is_const=entry.is_const)
-        out.match.extend(fields)
-        if action is not None:
-            out.action.action.CopyFrom(action)
-        else:
-            out.action.CopyFrom(entry.action)
+        if direct and record.call is not None:
+            entry.action.action.ParseFromString(record.call.canonical_bytes())
         if record.oneshot is not None:      # each action of the set in canonical form
-            items = out.action.action_profile_action_set.action_profile_actions
+            items = entry.action.action_profile_action_set.action_profile_actions
             for item, call in zip(items, record.oneshot, strict=True):
-                item.action.CopyFrom(call.canonical())
-        if entry.HasField("meter_config"):
-            out.meter_config.CopyFrom(entry.meter_config)
-        return out
+                item.action.ParseFromString(call.canonical_bytes())
+        return entry
 
     def wire_of(self, table: TableIndex, record: Record) -> bytes:
         """The encoded canonical TableEntry of a record (cached until it changes)."""
@@ -505,6 +534,16 @@ class TableEntries:
     def records(self, table_id: int) -> list[Record]:
         return list(self._records[table_id].values())
 
+    def timed_records(self, table_id: int) -> list[Record]:
+        """The entries of a table that have an idle timeout."""
+        return list(self._timed[table_id].values())
+
+    def _track_idle(self, table_id: int, record: Record) -> None:
+        if record.idle_timeout_ns:
+            self._timed[table_id][id(record)] = record
+        else:
+            self._timed[table_id].pop(id(record), None)
+
     def written(self) -> list[TableEntry]:
         """What controllers wrote (entries and default entries), to carry the
         forwarding state over to a new pipeline."""
@@ -519,23 +558,19 @@ def _calls(oneshot: list[tuple[actions.ActionCall, int]] | None
     return None if oneshot is None else [call for call, _ in oneshot]
 
 
-def _counter_data(entry: TableEntry) -> tuple[int, int] | None:
-    if not entry.HasField("counter_data"):
-        return None
-    return entry.counter_data.packet_count, entry.counter_data.byte_count
-
-
-def _clean(entry: TableEntry) -> TableEntry:
+def _clean(entry: TableEntry, extras: _Extras) -> TableEntry:
     """The request's entry, kept as the stored copy without its read-only parts.
 
     The server owns a request once parsed; keeping its message spares every insert
     building a canonical copy field by field from Python. The canonical form is built
     when the entry is first read."""
-    for name in ("counter_data", "meter_counter_data", "time_since_last_hit"):
+    if extras.counter is not None:
+        entry.ClearField("counter_data")
+    for name in ("meter_counter_data", "time_since_last_hit"):
         if entry.HasField(name):
             entry.ClearField(name)
-    entry.is_const = False
-    entry.is_default_action = False
+    if entry.is_const:
+        entry.is_const = False
     return entry
 
 

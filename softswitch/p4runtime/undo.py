@@ -30,6 +30,11 @@ class UndoLog:
         """A position to roll back to (the number of steps so far)."""
         return len(self._steps)
 
+    def forget(self, to: int) -> None:
+        """Drop the steps after ``to`` unrun: the changes they undo are final (an update
+        of a CONTINUE_ON_ERROR batch succeeded), so the batch keeps no closures for it."""
+        del self._steps[to:]
+
     def rollback(self, to: int = 0) -> list[Exception]:
         """Undo every step after ``to``; returns the exceptions of steps that failed."""
         failures: list[Exception] = []

@@ -78,7 +78,11 @@ def split(data: bytes, lazy_field: int) -> tuple[bytes, list[tuple[int, int]]]:
     pos, end = 0, len(data)
     while pos < end:
         start = pos
-        tag, pos = _read_varint(data, pos)
+        tag = data[pos]
+        if tag < 0x80:                   # one-byte tags (every field below 16): inline
+            pos += 1
+        else:
+            tag, pos = _read_varint(data, pos)
         number, wire_type = tag >> 3, tag & 7
         if number == 0:
             raise WireError("field number 0")
@@ -89,7 +93,11 @@ def split(data: bytes, lazy_field: int) -> tuple[bytes, list[tuple[int, int]]]:
         elif wire_type == 5:
             pos += 4
         elif wire_type == 2:
-            length, pos = _read_varint(data, pos)
+            length = data[pos] if pos < end else 0x80
+            if length < 0x80:
+                pos += 1
+            else:
+                length, pos = _read_varint(data, pos)
             if number == lazy_field:
                 if pos + length > end:
                     raise WireError("truncated field")

@@ -340,6 +340,8 @@ class Switch:
         return self._info(self._table_name(name))
 
     def _table_name(self, name: str) -> str:
+        if name in self.pb.tables:        # the full name: one dict probe per write
+            return name
         return _resolve(name, list(self.pb.tables), "table")
 
     def _info(self, name: str) -> TableInfo:

@@ -16,6 +16,9 @@ Entries carry the per-entry direct counter (packets, bytes) and direct meter sta
 from __future__ import annotations
 
 import bisect
+import functools
+import itertools
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,9 +41,19 @@ class ActionDef:
     table_only: bool = False
     kinds: tuple[str, ...] = ()   # per param: "u" (bit<W>), "s" (int<W>), "b" (bool)
 
+    @functools.cached_property
+    def unsigned(self) -> bool:
+        """Every parameter is a bit<W>: the action takes control-plane ints as they are."""
+        return all(k == "u" for k in self.kinds)
+
+    @functools.cached_property
+    def limits(self) -> tuple[int, ...]:
+        """The largest control-plane value of each parameter."""
+        return tuple((1 << w) - 1 for _, w in self.params)
+
     def runtime_args(self, args: list[int]) -> list[Any]:
         """Control-plane integers in the representation the action body uses."""
-        if not self.kinds or all(k == "u" for k in self.kinds):
+        if self.unsigned:
             return args
         out: list[Any] = []
         for (_, w), k, v in zip(self.params, self.kinds, args, strict=True):
@@ -52,7 +65,7 @@ class ActionDef:
         return out
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class Entry:
     handle: int
     keys: list[KeyMatch]
@@ -120,6 +133,10 @@ class TableState:
         self._lpm_lengths: list[int] = []
         self._sorted: list[Entry] = []          # ternary mode: best first
         self._ternary_ids: dict[tuple[Any, ...], Entry] = {}
+        # Key position by control-plane name, and the names in key order: writes name
+        # their keys, and most give them in order (one tuple compare, no search).
+        self._key_pos = {k.name: i for i, k in enumerate(self.keys)}
+        self._key_names = tuple(k.name for k in self.keys)
 
     @property
     def selector(self) -> tuple[Callable[[bytes], int], int] | None:
@@ -193,6 +210,8 @@ class TableState:
         if len(args) != len(action.params):
             raise P4Error(f"action '{action.name}' takes {len(action.params)} argument(s), "
                           f"{len(args)} given (table '{self.name}')")
+        if all(map(operator.le, args, action.limits)) and all(map(operator.le, _ZEROS, args)):
+            return list(args)        # all in range (two C-level passes)
         out = []
         for (pname, w), v in zip(action.params, args, strict=True):
             if v < 0 or v >> w:
@@ -215,6 +234,8 @@ class TableState:
         return ordered, tuple(match)
 
     def _order_keys(self, keys: list[KeyMatch]) -> list[KeyMatch]:
+        if tuple(k.field for k in keys) == self._key_names:
+            return list(keys)
         if not all(k.field for k in keys):
             return list(keys)
         by_name: dict[int, KeyMatch] = {}
@@ -226,9 +247,9 @@ class TableState:
         return [by_name[i] for i in range(len(self.keys))]
 
     def _key_index(self, name: str) -> int:
-        for i, k in enumerate(self.keys):
-            if k.name == name:
-                return i
+        pos = self._key_pos.get(name)
+        if pos is not None:
+            return pos
         cands = [i for i, k in enumerate(self.keys)
                  if k.name.endswith("." + name) or name.endswith("." + k.name)]
         if len(cands) == 1:
@@ -362,7 +383,6 @@ class TableState:
         return tuple(m[:2] if m[0] != "r" else m for m in match)
 
     def _insert(self, entry: Entry) -> None:
-        mid = self._match_id(entry.match)
         if self.mode == "exact":
             key = tuple(m[0] for m in entry.match)
             if key in self._exact:
@@ -376,9 +396,11 @@ class TableState:
                 raise P4Error(f"duplicate entry in table '{self.name}' for key {_fmt(key)}/"
                               f"{plen}")
             bucket[key] = entry
-            self._lpm_lengths = sorted((p for p, b in self._lpm.items() if b), reverse=True)
+            if len(bucket) == 1:          # a new prefix length: probed longest first
+                self._lpm_lengths = sorted((p for p, b in self._lpm.items() if b),
+                                           reverse=True)
         else:
-            ident = (entry.priority, mid)
+            ident = (entry.priority, self._match_id(entry.match))
             if ident in self._ternary_ids:
                 raise P4Error(f"duplicate entry in table '{self.name}' "
                               f"(same key and priority {entry.priority})")
@@ -400,16 +422,19 @@ class TableState:
             del self._exact[tuple(m[0] for m in entry.match)]
         elif self.mode == "lpm":
             plen = entry.match[self.lpm_index][2]
-            del self._lpm[plen][tuple(m[0] for m in entry.match)]
-            self._lpm_lengths = sorted((p for p, b in self._lpm.items() if b), reverse=True)
+            bucket = self._lpm[plen]
+            del bucket[tuple(m[0] for m in entry.match)]
+            if not bucket:
+                self._lpm_lengths = sorted((p for p, b in self._lpm.items() if b),
+                                           reverse=True)
         else:
-            self._sorted.remove(entry)
+            _remove_ranked(self._sorted, entry)
             del self._ternary_ids[(entry.priority, self._match_id(entry.match))]
             if self.masked:
                 masks = tuple(m[1] for m in entry.match)
                 vals = tuple(m[0] for m in entry.match)
                 groups = self._by_mask[masks]
-                groups[vals].remove(entry)
+                _remove_ranked(groups[vals], entry)
                 if not groups[vals]:
                     del groups[vals]
                 if not groups:
@@ -461,6 +486,8 @@ class TableState:
                 for e in sorted(self.entries.values(), key=lambda e: e.handle)]
 
 
+_ZEROS = itertools.repeat(0)
+
 #: The one "member" of an empty selector group: runs nothing (see ``_members``).
 EMPTY_GROUP_ACTION = ActionDef("", (), lambda *args: None)
 
@@ -468,6 +495,17 @@ EMPTY_GROUP_ACTION = ActionDef("", (), lambda *args: None)
 def _rank(e: Entry) -> tuple[int, int]:
     """Sort key of ternary entries: higher priority first, then older first."""
     return (-e.priority, e.order)
+
+
+def _remove_ranked(entries: list[Entry], entry: Entry) -> None:
+    """Remove ``entry`` from a list sorted by :func:`_rank` in O(log n) probes: ranks
+    are unique (insertion order breaks ties), so bisect finds it — ``list.remove``
+    would compare it field by field with every entry before it."""
+    i = bisect.bisect_left(entries, _rank(entry), key=_rank)
+    if i < len(entries) and entries[i] is entry:
+        del entries[i]
+        return
+    raise ValueError(f"entry {entry.handle} is not in the table's sorted list")
 
 
 def _mask_to_prefix(mask: int, width: int, key: str, table: str) -> int:
