@@ -46,7 +46,7 @@ TRAFFIC = Path(__file__).resolve().parent / "mix_traffic.py"
 NAMED = {"single": "topologies/single.yaml", "leaf-spine": "topologies/leaf_spine.yaml"}
 CONFIGS = ("fifo", "tailcc")
 # What the switches carry today (2-core VM, softswitch over veth): see README.md.
-DEFAULT_RATES = {"link-rate": 10_000_000, "queue-rate": 1000}
+DEFAULT_RATES = {"link-rate": 10_000_000, "queue-rate": 500}
 START_DELAY = 1.0                 # senders start after the receiver is listening
 DRAIN = 1.5                       # the receiver keeps listening after the senders stop
 
@@ -231,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "link-rate, BMv2 queue-rate), link-rate or queue-rate")
     p.add_argument("--rate", type=float, default=None,
                    help="bottleneck rate: Mb/s for link-rate (10), packets/s per queue for "
-                        "queue-rate (1000)")
+                        "queue-rate (500)")
     p.add_argument("--backend", choices=("mininet", "netns"), default=None,
                    help="mininet (default where installed) or netns")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "out" / "mix",
