@@ -81,6 +81,7 @@ class Progress:
         self.received = 0
         self.start = time.monotonic()
         self.tty = stream.isatty()
+        self.printed = -1                # not a terminal: one line per 5 s
 
     def show(self) -> None:
         done = min(self.seconds, time.monotonic() - self.start)
@@ -88,7 +89,8 @@ class Progress:
                 f"{self.received} datagrams received")
         if self.tty:
             self.stream.write(f"\r{text}   ")
-        elif int(done) % 5 == 0:
+        elif int(done) // 5 != self.printed:
+            self.printed = int(done) // 5
             self.stream.write(text + "\n")
         self.stream.flush()
 

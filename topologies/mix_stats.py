@@ -126,11 +126,11 @@ def verdict(runs: dict[str, dict[str, ClassResult]]) -> list[str]:
     fifo, tailcc = runs["fifo"], runs["tailcc"]
     out = []
     for name, r in tailcc.items():
-        if not r.urgent or r.p99_ms is None or fifo[name].p99_ms is None:
+        slow = fifo[name].p99_ms
+        if not r.urgent or r.p99_ms is None or slow is None:
             continue
         out.append(f"{name}: tailcc lost {r.lost}/{r.sent}, P99 {r.p99_ms:.2f} ms vs FIFO "
-                   f"{fifo[name].p99_ms:.2f} ms ({fifo[name].p99_ms / max(r.p99_ms, 1e-6):.0f}x "
-                   "lower)")
+                   f"{slow:.2f} ms ({slow / max(r.p99_ms, 1e-6):.0f}x lower)")
     base = _elephant_goodput(fifo)
     if base > 0:
         out.append(f"elephants: tailcc {_elephant_goodput(tailcc):.2f} Mb/s = "

@@ -15,10 +15,12 @@ import argparse
 import dataclasses
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from controlplane.p4rt.errors import P4RuntimeClientError
 from softswitch import reference_tools
 from topologies.mix import apply_bottleneck
 from topologies.mix_plan import ETH_IP_UDP, Bottleneck, fifo, pinned, read_intent, write_intent
@@ -66,10 +68,18 @@ def ptf_command(ports: list[str], config: str, bottleneck: Bottleneck, unloaded:
             "mininet_mix_test"]
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def run_config(kind: str, config: str, backend: str | None, out: Path, unloaded: float,
                loaded: float) -> bool:
     """One configuration: up, bottleneck, PTF, down. True when PTF passed."""
     topo = load_topology(TOPOLOGY)
+    for sw in topo.switches:         # a test harness: never meet another switch's ports
+        sw.grpc_port, sw.thrift_port = free_port(), free_port()
     intent = pinned(read_intent(topo))
     data = fifo(dict(intent)) if config == "fifo" else intent
     variant = dataclasses.replace(topo, intent=write_intent(data, out / f"{config}-intent.yaml"))
@@ -115,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             for config in ("fifo", "tailcc"):
                 passed[config] = run_config(args.switch, config, args.backend, out,
                                             args.unloaded, args.loaded)
-    except (RunnerError, SwitchStartError, OSError) as exc:
+    except (RunnerError, SwitchStartError, P4RuntimeClientError, OSError) as exc:
         print(f"python -m topologies.ptf_mix: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
