@@ -72,7 +72,7 @@ CLASSES = (
     MixClass(5, "storage", 24, 1000, 5202, False),
     MixClass(6, "training_bulk", 18, 1000, 5203, False),
 )
-MOUSE_PPS = {"hot_kv": 40.0, "sched_signal": 40.0, "control": 20.0}
+MOUSE_PPS = {"hot_kv": 60.0, "sched_signal": 60.0, "control": 30.0}
 
 
 @dataclass

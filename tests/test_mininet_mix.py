@@ -152,7 +152,7 @@ def test_mix_refuses_link_rate_on_bmv2():
 # ------------------------------------------------------------ as root, in Mininet
 def _ptf_mix(switch: str, out: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "topologies.ptf_mix", "--switch", switch,
-                           "--out", str(out), "--unloaded", "2", "--loaded", "5"],
+                           "--out", str(out), "--unloaded", "2", "--loaded", "6"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
 
 

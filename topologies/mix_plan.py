@@ -57,8 +57,8 @@ class TrafficClass:
 
 
 CLASSES = (
-    TrafficClass("hot_kv", 26, 512, 4791, mouse=True, urgent=True, pps=50),
-    TrafficClass("sched_signal", 40, 200, 5102, mouse=True, urgent=True, pps=50),
+    TrafficClass("hot_kv", 26, 512, 4791, mouse=True, urgent=True, pps=25),
+    TrafficClass("sched_signal", 40, 200, 5102, mouse=True, urgent=True, pps=25),
     TrafficClass("control", 56, 128, 5103, mouse=True, urgent=True, pps=10),
     TrafficClass("moe_a2a", 34, 1000, 5201, mouse=False, urgent=False),
     TrafficClass("storage", 24, 1000, 5202, mouse=False, urgent=False),
