@@ -31,7 +31,7 @@ from topologies.schema import PROJECT_ROOT, load_topology
 TOPOLOGY = PROJECT_ROOT / "topologies" / "single.yaml"
 BULK_FRAME = 1000 + ETH_IP_UDP
 # Rates the switches sustain under PTF's Python sender on a busy 2-core machine.
-RATES = {"softswitch": ("link-rate", 2_000_000), "bmv2": ("queue-rate", 200)}
+RATES = {"softswitch": ("link-rate", 1_000_000), "bmv2": ("queue-rate", 200)}
 VERDICT = re.compile(r"^(?P<name>[\w.]+) \.\.\. (?P<verdict>ok|FAIL|ERROR|skipped)")
 
 
