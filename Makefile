@@ -69,6 +69,14 @@ ptf: setup
 ptf-compare: setup reference-tools
 	$(PY) ptf_tests/compare.py $(COMPARE_ARGS)
 
+# Mice and elephants through a Mininet topology, FIFO vs tailcc intent: per-class
+# P50/P99/P999/max, loss and goodput, out/mix/mix-TOPO-SWITCH.{json,png}. Needs root.
+# MIX_ARGS e.g. "--topology leaf-spine", "--switch bmv2", "--duration 60", "--out DIR".
+.PHONY: mininet-mix
+MIX_ARGS ?=
+mininet-mix: setup reference-tools
+	$(PY) -m topologies.mix $(MIX_ARGS)
+
 # Mininet topologies (topologies/*.yaml), one softswitch per switch: up, ping every
 # host pair, down. TOPO=topologies/leaf_spine.yaml, TOPO_ARGS e.g. "--cli",
 # "--switch bmv2" or "--backend netns" (no Mininet: ip netns + veth pairs). Needs root.

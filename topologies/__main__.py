@@ -1,5 +1,10 @@
 """``python -m topologies FILE.yaml``: bring a topology up, check it, tear it down.
 
+Non-interactive sessions (:mod:`topologies.session`): ``python -m topologies up
+FILE.yaml`` keeps the topology up after the command returns and prints its name, run
+directory and each host's namespace; ``python -m topologies exec NAME HOST -- CMD``
+runs a command in a host; ``python -m topologies down NAME`` tears it down.
+
 Exit status: 0 when every ping succeeded (or the CLI session ended), 1 for an invalid
 topology, a switch that did not start or pings that failed, 2 for usage errors. Errors
 are one message (file:line: path: reason for the YAML), never a traceback.
@@ -22,6 +27,7 @@ from topologies.runner import (
     terminate_on_sigterm,
 )
 from topologies.schema import TopologyError, load_topology
+from topologies.session import SessionError, down, exec_in, hold, up
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,10 +53,84 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="validate the file and exit")
     p.add_argument("--clean", action="store_true",
                    help="remove what a killed run of this topology left (mn -c for it)")
+    _tm_options(p)
     return p
 
 
+def _tm_options(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--allow-partial", dest="allow_partial", action="store_true",
+                       default=None,
+                       help="apply the intent even where the target cannot take some of "
+                            "its schedulers (warnings); the default on BMv2")
+    group.add_argument("--strict-tm", dest="allow_partial", action="store_false",
+                       help="refuse an intent whose schedulers the target cannot take "
+                            "(BMv2: DWRR weights, link rates, PFC); the default on softswitch")
+
+
+def build_up_parser(prog: str) -> argparse.ArgumentParser:
+    """``up`` (and the holder it starts): the options that shape the topology."""
+    p = argparse.ArgumentParser(prog=prog, description="Bring a topology up and keep it up "
+                                "(python -m topologies down NAME tears it down).")
+    p.add_argument("topology", help="topology YAML file")
+    p.add_argument("--switch", choices=KINDS, default="softswitch")
+    p.add_argument("--backend", choices=BACKENDS, default=None)
+    p.add_argument("--run-dir", type=Path, default=None)
+    p.add_argument("--timeout", type=float, default=120.0)
+    _tm_options(p)
+    return p
+
+
+def _up_argv(args: argparse.Namespace) -> list[str]:
+    argv = [str(Path(args.topology).resolve()), "--switch", args.switch, "--timeout",
+            str(args.timeout)]
+    if args.backend:
+        argv += ["--backend", args.backend]
+    if args.run_dir:
+        argv += ["--run-dir", str(args.run_dir.resolve())]
+    if args.allow_partial is not None:
+        argv.append("--allow-partial" if args.allow_partial else "--strict-tm")
+    return argv
+
+
+def session_main(command: str, argv: list[str]) -> int:
+    """``up``, ``exec``, ``down`` and the holder ``_hold`` (see topologies.session)."""
+    try:
+        if command in ("up", "_hold"):
+            args = build_up_parser(f"python -m topologies {command}").parse_args(argv)
+            topo = load_topology(args.topology)
+            if os.geteuid() != 0:
+                raise SessionError("needs root (network namespaces)")
+            runner = Runner(topo, args.switch, args.backend, args.run_dir, args.timeout,
+                            allow_partial=args.allow_partial)
+            if command == "_hold":
+                return hold(runner, Path(args.topology).resolve())
+            state = up(_up_argv(args), topo.name, runner.run_dir, args.timeout + 60)
+            print(f"{state['name']}: up ({state['switch']} on {state['backend']}), run "
+                  f"directory {state['run_dir']}")
+            for host, ns in state["hosts"].items():
+                print(f"  {host}: {' '.join(ns['enter'])} CMD")
+            print(f"python -m topologies exec {state['name']} HOST -- CMD; "
+                  f"python -m topologies down {state['name']}")
+            return 0
+        if command == "exec":
+            if len(argv) < 2 or "--" not in argv or argv.index("--") != 2:
+                raise SessionError("usage: python -m topologies exec NAME HOST -- CMD ...")
+            return exec_in(argv[0], argv[1], argv[3:])
+        if len(argv) != 1:
+            raise SessionError("usage: python -m topologies down NAME")
+        down(argv[0])
+        print(f"{argv[0]}: down")
+        return 0
+    except (TopologyError, SessionError, RunnerError, SwitchStartError) as exc:
+        print(f"python -m topologies {command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("up", "exec", "down", "_hold"):
+        return session_main(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     try:
         topo = load_topology(args.topology)
@@ -74,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
               "negative", file=sys.stderr)
         return 2
     backend = args.backend or default_backend()
-    runner = Runner(topo, args.switch, backend, args.run_dir, args.timeout)
+    runner = Runner(topo, args.switch, backend, args.run_dir, args.timeout,
+                    allow_partial=args.allow_partial)
     try:
         with terminate_on_sigterm(), runner:
             if args.cli:

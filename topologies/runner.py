@@ -384,9 +384,14 @@ class Runner:
 
     def __init__(self, topo: Topology, switch_kind: str = "softswitch",
                  backend: str | None = None, run_dir: Path | None = None,
-                 start_timeout: float = 120.0, log: Callable[[str], None] | None = None
-                 ) -> None:
+                 start_timeout: float = 120.0, log: Callable[[str], None] | None = None,
+                 allow_partial: bool | None = None) -> None:
         self.topo = topo
+        # What the target cannot take of the intent's schedulers (BMv2: DWRR weights,
+        # link rates, PFC): None = skipped with a printed warning on BMv2 (the shipped
+        # intents carry softswitch's extensions), False = refused (apply fails).
+        self.allow_partial = (switch_kind == "bmv2") if allow_partial is None \
+            else allow_partial
         self.kind = switch_kind
         self.backend = backend or default_backend()
         if self.backend not in BACKENDS:
@@ -558,6 +563,8 @@ class Runner:
         derived.write_text(derive_intent(self.topo, self.kind), encoding="utf-8")
         programs = {sw.program for sw in self.topo.switches}
         argv = [*tool_command("tailcc"), "apply", str(derived), "--quiet"]
+        if self.allow_partial:
+            argv.append("--allow-partial")
         if len(programs) == 1 and self.kind == "bmv2":
             argv += self._pipeline_args(self.topo.switches[0])
         elif len(programs) == 1:
@@ -585,7 +592,8 @@ class Runner:
         self._tool(sw.name, [*softswitch_command(), "cli", "--port", str(sw.thrift_port),
                              str(sw.cli_commands)], "cli")
 
-    def _tool(self, who: str, argv: list[str], what: str, stdin: str | None = None) -> None:
+    def _tool(self, who: str, argv: list[str], what: str, stdin: str | None = None) -> str:
+        """Run a project tool; its output (logged to the run directory) is returned."""
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300,
                               input=stdin, cwd=PROJECT_ROOT, check=False)
         with open(self.run_dir / f"{who}.{what}.log", "w", encoding="utf-8") as f:
@@ -593,8 +601,11 @@ class Runner:
         if done.returncode != 0:
             raise RunnerError(f"{who}: {what} failed (exit {done.returncode}): "
                               f"{(done.stdout + done.stderr).strip()}")
-        for line in done.stdout.strip().splitlines()[-8:]:
-            self.log(f"  {line}")
+        lines = done.stdout.strip().splitlines()
+        for i, line in enumerate(lines):       # the tail, and every warning before it
+            if i >= len(lines) - 8 or "warning" in line:
+                self.log(f"  {line}")
+        return done.stdout
 
     # --- checks ----------------------------------------------------------------------
     def ping(self, src: str, dst: str, count: int = 3, interval: float = 0.2,
@@ -658,9 +669,11 @@ def derive_intent(topo: Topology, kind: str = "softswitch") -> str:
     """The topology's intent with each switch's address/device id from the topology.
 
     The topology is the one place ports are chosen (a test may move them); the
-    intent's ``base`` is made absolute because the derived copy lives elsewhere. On
-    BMv2 (``kind``) the switches are ``target: bmv2``, so a ``runtime_address`` (the
-    ``--thrift-port``) is spoken to with BMv2's Thrift API.
+    intent's ``base`` is made absolute because the derived copy lives elsewhere. Each
+    switch's ``runtime_address`` is its process's ``--thrift-port`` (softswitch's runtime
+    channel, BMv2's Thrift server), so the intent's schedulers are applied. On BMv2
+    (``kind``) the switches are ``target: bmv2``, so that address is spoken to with
+    BMv2's Thrift API.
     """
     assert topo.intent is not None
     try:
@@ -682,8 +695,9 @@ def derive_intent(topo: Topology, kind: str = "softswitch") -> str:
         entry["address"] = f"127.0.0.1:{sw.grpc_port}"
         entry["device_id"] = sw.device_id
         entry["cpu_port"] = sw.cpu_port
-        if "runtime_address" in entry:
-            entry["runtime_address"] = f"127.0.0.1:{sw.thrift_port}"
+        # always: the runner started the process with this --thrift-port, and without
+        # it `tailcc apply` would skip the schedulers (DWRR, rates, link rates, PFC)
+        entry["runtime_address"] = f"127.0.0.1:{sw.thrift_port}"
         if kind == "bmv2":
             entry["target"] = "bmv2"
     return yaml.safe_dump(data, sort_keys=False)
