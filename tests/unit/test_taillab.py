@@ -8,7 +8,7 @@ from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from taillab.dcqcn import NotificationPoint, ReactionPoint  # noqa: E402
 from taillab.report import percentile, summarise  # noqa: E402
