@@ -28,6 +28,29 @@ from taillab.scenario import Scenario
 from taillab.traffic import FabricMessage, generate
 
 TAILCC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "tailcc.p4"
+
+
+class LabError(RuntimeError):
+    """The lab cannot run here (e.g. no tailcc.p4); the message says why."""
+
+
+def tailcc_program() -> Path:
+    """tailcc.p4 of this checkout, or $TAILCC_P4."""
+    path = Path(os.environ.get("TAILCC_P4", TAILCC_P4))
+    if not path.is_file():
+        raise LabError(f"{path}: tailcc.p4 not found (run from a tailcc checkout or set "
+                       f"TAILCC_P4)")
+    return path
+
+
+def compile_tailcc() -> Any:
+    from softswitch.diagnostics import P4Error
+    from softswitch.frontend.compiler import compile_program
+
+    try:
+        return compile_program(str(tailcc_program()))
+    except P4Error as exc:
+        raise LabError(str(exc)) from None
 RESULT_VERSION = 1
 
 
@@ -60,11 +83,10 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
 def run_cell(scenario: Scenario, scheme: str, seed: int, fastpath: str = "auto",
              checked: Any = None) -> dict[str, Any]:
     """One simulation; returns plain data (JSON-able) for the report."""
-    from softswitch.frontend.compiler import compile_program
     from softswitch.v1model.switch import Switch
 
     if checked is None:
-        checked = compile_program(str(TAILCC_P4))
+        checked = compile_tailcc()
     fabric = Fabric(scenario.topology)
     messages = generate(scenario, seed)
     slow = sorted(s.host for s in scenario.slow_receivers)
@@ -161,8 +183,7 @@ def run_grid(scenario: Scenario, out: Path, jobs: int, fastpath: str = "auto",
                  f"{time.monotonic() - started:.0f} s elapsed)")
 
     if jobs <= 1 or len(todo) <= 1:
-        from softswitch.frontend.compiler import compile_program
-        checked = compile_program(str(TAILCC_P4)) if todo else None
+        checked = compile_tailcc() if todo else None
         for scheme, seed in todo:
             finished(run_cell(scenario, scheme, seed, fastpath, checked))
     else:

@@ -1,0 +1,104 @@
+"""``tailcc lab SCENARIO``: run a lab scenario and report it (also ``python -m taillab``).
+
+The command is thin: it reads the scenario (a shipped name or a YAML path), runs the
+grid of (scheme, seed) cells on local cores, prints the table and the issue's targets,
+and writes JSON, CSV and PNGs under ``--out`` (default ``out/lab/<scenario>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from taillab.runner import LabError
+from taillab.scenario import SCHEMES, ScenarioError, builtin_names, load_scenario
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scenario", help="shipped scenario name (" + ", ".join(builtin_names())
+                   + ") or a scenario YAML file")
+    p.add_argument("--duration-us", type=_positive, help="override the scenario's duration")
+    p.add_argument("--seeds", type=_seeds, help="override the seeds, e.g. 1,2,3")
+    p.add_argument("--schemes", type=_schemes, help="subset of " + ",".join(SCHEMES))
+    p.add_argument("--jobs", type=int, default=0,
+                   help="parallel grid cells (default: every local core)")
+    p.add_argument("--out", help="output directory (default out/lab/SCENARIO)")
+    p.add_argument("--fastpath", choices=("auto", "off", "require"), default="auto",
+                   help="softswitch packet path (default auto: C where it builds)")
+    p.add_argument("--fresh", action="store_true", help="rerun cells finished before")
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return v
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        seeds = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seeds are integers separated by commas, not "
+                                         f"{text!r}") from None
+    return seeds
+
+
+def _schemes(text: str) -> tuple[str, ...]:
+    names = tuple(text.split(","))
+    bad = [n for n in names if n not in SCHEMES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown scheme {bad[0]!r} (known: "
+                                         f"{', '.join(SCHEMES)})")
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    """Returns the exit status; raises ScenarioError for a bad scenario."""
+    from dataclasses import replace
+
+    from taillab.lab_report import aggregate, format_tables, format_verdict, verdict, write_outputs
+    from taillab.runner import default_jobs, run_grid
+
+    scenario = load_scenario(args.scenario).scaled(args.duration_us, args.seeds)
+    if args.schemes:
+        scenario = replace(scenario, schemes=args.schemes)
+    out = Path(args.out or f"out/lab/{scenario.name}")
+    if args.fresh and (out / "cells").is_dir():
+        for f in (out / "cells").glob("*.json"):
+            f.unlink()
+    jobs = args.jobs or default_jobs()
+    print(f"{scenario.name}: {scenario.description}\n  {len(scenario.schemes)} schemes x "
+          f"{len(scenario.seeds)} seeds, {scenario.duration_us:.0f} us each, "
+          f"{scenario.topology.leaves} leaves x {scenario.topology.hosts_per_leaf} hosts, "
+          f"{scenario.topology.spines} spines; {jobs} parallel job(s)", flush=True)
+    cells = run_grid(scenario, out, jobs, args.fastpath,
+                     progress=lambda line: print(line, flush=True))
+    summary = aggregate(scenario, cells)
+    print(format_tables(summary))
+    rows = verdict(summary)
+    if rows:
+        print("\ntargets (issue 14, tailcc vs baseline):")
+        print(format_verdict(rows))
+    paths = write_outputs(scenario, cells, summary, out)
+    print("\nwrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="taillab", description=__doc__.split("\n\n")[0])
+    add_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        return run(args)
+    except (ScenarioError, LabError) as exc:
+        print(f"taillab: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
