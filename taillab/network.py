@@ -67,6 +67,12 @@ NP_DELAY_US = 2.0          # receiver NIC: CE seen -> CNP on the wire
 BTH_OPCODE_OFFSET = 14 + 20 + 8
 
 
+def packet_identity(data: bytes) -> bytes:
+    """What stays the same hop by hop (MACs, TTL, ECN and checksum change): source IP,
+    destination IP, BTH destination QP and PSN."""
+    return data[26:34] + data[BTH_OPCODE_OFFSET + 4:BTH_OPCODE_OFFSET + 12]
+
+
 class EventLoop:
     def __init__(self) -> None:
         self.now = 0.0
@@ -91,17 +97,30 @@ class PfcLedger:
     frames: int = 0
     paused_since: dict[tuple[str, int, int], float] = field(default_factory=dict)
     paused_us: dict[tuple[str, int, int], float] = field(default_factory=dict)
+    intervals: dict[tuple[str, int, int], list[list[float]]] = field(default_factory=dict)
     paused_flows: set[tuple[str, str, int]] = field(default_factory=set)
 
     def start(self, key: tuple[str, int, int], now: float) -> None:
         self.frames += 1
-        self.paused_since.setdefault(key, now)
+        if key not in self.paused_since:
+            self.paused_since[key] = now
+            self.intervals.setdefault(key, []).append([now, float("inf")])
 
     def end(self, key: tuple[str, int, int], now: float) -> None:
         self.frames += 1
         since = self.paused_since.pop(key, None)
         if since is not None:
             self.paused_us[key] = self.paused_us.get(key, 0.0) + now - since
+            self.intervals[key][-1][1] = now
+
+    def paused_during(self, key: tuple[str, int, int], t0: float, t1: float) -> bool:
+        """Was ``key`` paused at some time in [t0, t1] (a packet's stay in a queue)?"""
+        for start, end in reversed(self.intervals.get(key, ())):
+            if end < t0:
+                return False
+            if start <= t1:
+                return True
+        return False
 
     def close(self, now: float) -> None:
         for key in list(self.paused_since):
@@ -140,10 +159,13 @@ class FabricSwitch:
         self.queued = QueuedSwitch(switch, self.tm)
         self._scheduled: float | None = None
         self._forwarding_cnps: dict[tuple[bytes, bytes], int] = defaultdict(int)
+        self.arrivals: dict[bytes, float] = {}   # packet identity -> arrival here
 
     def receive(self, port: int, data: bytes) -> None:
         if len(data) > BTH_OPCODE_OFFSET and data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
             self._forwarding_cnps[data[30:34], data[46:50]] += 1
+        elif len(data) > BTH_OPCODE_OFFSET + 12:
+            self.arrivals[packet_identity(data)] = self.net.loop.now
         self.queued.receive(port, data, self.net.loop.now)
         self.service()
 
@@ -155,14 +177,7 @@ class FabricSwitch:
             self.net.obs.pfc.start(key, now)
         else:
             self.net.obs.pfc.end(key, now)
-        self._note_paused_flows(port, priority)
         self.service()
-
-    def _note_paused_flows(self, port: int, priority: int) -> None:
-        for qp in self.tm.port(port).queues[priority].packets:
-            data = qp.item.data
-            if len(data) > BTH_OPCODE_OFFSET + 8:
-                self.net.note_paused_flow(data)
 
     def service(self) -> None:
         net = self.net
@@ -244,6 +259,8 @@ class HostNic:
     def post(self, msg: Message) -> None:
         q = self._qp(msg)
         q.messages.append(msg)
+        if self.paused_until.get(q.priority, 0.0) > self.net.loop.now:
+            self.net.paused_qp(q)
         self._kick(self.net.loop.now)
 
     def _qp(self, msg: Message) -> _QP:
@@ -329,7 +346,7 @@ class HostNic:
             self.net.obs.pfc.start(key, now)
             for q in self.qps.values():
                 if q.priority == priority and q.messages:
-                    self.net.paused_qp(self.host, q)
+                    self.net.paused_qp(q)
         else:
             self.paused_until[priority] = now
             self.net.obs.pfc.end(key, now)
@@ -471,11 +488,24 @@ class Network:
                     view = parse_roce(data)
                     if view is not None:
                         self.cnp_origins[(view.dst_ip, view.dest_qp, "switch")].append(now)
-            elif data[15] & 3 == ECN_CE:
-                view = parse_roce(data)
-                if view is not None:
-                    self.mark_time.setdefault((view.src_ip, view.dest_qp, view.psn), now)
+            else:
+                self._check_victim(sw, port, data, now)
+                if data[15] & 3 == ECN_CE:
+                    view = parse_roce(data)
+                    if view is not None:
+                        self.mark_time.setdefault((view.src_ip, view.dest_qp, view.psn), now)
         self.carry(sw.name, port, data, done_us)
+
+    def _check_victim(self, sw: FabricSwitch, port: int, data: bytes, now: float) -> None:
+        """A data packet leaving (sw, port): if its queue was paused while it waited, its
+        flow was paused."""
+        arrived = sw.arrivals.pop(packet_identity(data), None)
+        if arrived is None or not self.obs.pfc.intervals:
+            return
+        rqp = int.from_bytes(data[BTH_OPCODE_OFFSET + 5:BTH_OPCODE_OFFSET + 8], "big")
+        key = (sw.name, port, self._prio_of_rqp.get(rqp, 0))
+        if self.obs.pfc.paused_during(key, arrived, now):
+            self.obs.pfc.paused_flows.add((data[26:30], data[30:34], rqp))
 
     # --- hosts ----------------------------------------------------------------------------
     def expect(self, rqp: int, psn: int, msg: Message, last: bool) -> None:
@@ -510,18 +540,19 @@ class Network:
             self.obs.cnp_delay_us[source].append(self.loop.now - origins.popleft())
         q.rp.on_cnp(self.loop.now)
 
-    def note_paused_flow(self, data: bytes) -> None:
-        view = parse_roce(data)
-        if view is not None and view.opcode != OPCODE_CNP:
-            self.obs.pfc.paused_flows.add((view.src_ip, view.dst_ip, view.dest_qp))
-
-    def paused_qp(self, host: int, q: _QP) -> None:
-        self.obs.pfc.paused_flows.add((q.addr.src_ip, q.addr.dst_ip, q.addr.dest_qp))
+    def paused_qp(self, q: _QP) -> None:
+        import ipaddress
+        self.obs.pfc.paused_flows.add((ipaddress.IPv4Address(q.addr.src_ip).packed,
+                                       ipaddress.IPv4Address(q.addr.dst_ip).packed,
+                                       q.addr.dest_qp))
 
     def innocent_victims(self) -> int:
-        """Flows caught in a paused queue whose destination is not a congested receiver:
-        they never crossed the congested egress."""
-        congested = {self.fabric.host_ip(h) for h in self.congested_hosts}
+        """Flows that waited in a paused queue (switch or NIC) although their
+        destination is not a congested receiver: they never crossed the congested
+        egress."""
+        import ipaddress
+        congested = {ipaddress.IPv4Address(self.fabric.host_ip(h)).packed
+                     for h in self.congested_hosts}
         return sum(1 for _, dst, _ in self.obs.pfc.paused_flows if dst not in congested)
 
     # --- run ----------------------------------------------------------------------------
