@@ -36,7 +36,7 @@ $(VENV)/.installed: pyproject.toml softswitch/p4runtime_stubs.py
 # `tailcc lab pd_cascade` is the full one).
 demo: setup
 	$(VENV)/bin/softswitch compile p4src/tailcc.p4 --p4runtime-files out/tailcc.p4info.txtpb
-	$(VENV)/bin/tailcc lab pd_cascade --duration-us 1500 --seeds 1,2,3 --out out/demo --fresh
+	$(VENV)/bin/tailcc lab pd_cascade --duration-us 1200 --seeds 1,2,3 --out out/demo --fresh
 
 # Real p4c/BMv2 from ../shared/p4lang when the bundle is there (seconds when installed).
 reference-tools:
@@ -54,6 +54,7 @@ conformance: setup
 bench: setup
 	$(PY) bench/pps.py
 	$(VENV)/bin/tailcc lab pd_cascade --out out/lab/pd_cascade
+	$(PY) -m taillab.ns3_check --packets 200000
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
