@@ -39,19 +39,24 @@ class ClassRole:
     fast_cnp: bool
 
 
-# The semantic classes of BRIEF §2 the lab knows. Mice: strict queue 5, a mark only on a
-# real incast of mice. MoE: queue 4. Bulk / training elephants / cold KV: queue 2, early
-# ECN and Fast CNP, so they slow down before PFC has to step in.
+# The semantic classes of BRIEF §2 the lab knows, highest queue first. Scheduling
+# signals alone in strict queue 5 (a 1 MB hot KV block must not sit in front of them),
+# hot KV and TP/PP in strict queue 4, both marked only on a real incast of mice. MoE,
+# KV-cache migration and training elephants share queues 3/2/1 by DWRR 3:1:1 with early
+# ECN and Fast CNP, so they slow down before PFC has to step in, and a pause for one of
+# them (a slow receiver of KV migrations) does not stop the others. Cold KV migration
+# (background) ranks below bulk.
 ROLES: dict[str, ClassRole] = {
-    "sched_signal": ClassRole(7, 5, (32, 64, 0.1), False),
-    "hot_kv": ClassRole(8, 5, (32, 64, 0.1), False),
     "control": ClassRole(9, 5, (32, 64, 0.1), False),
-    "tp_pp": ClassRole(6, 5, (32, 64, 0.1), False),
-    "moe_a2a": ClassRole(5, 4, (10, 50, 0.2), True),
-    "bulk": ClassRole(2, 2, (4, 32, 0.2), True),
-    "cold_kv": ClassRole(1, 1, (4, 32, 0.2), True),
+    "sched_signal": ClassRole(7, 5, (32, 64, 0.1), False),
+    "hot_kv": ClassRole(8, 4, (32, 64, 0.1), False),
+    "tp_pp": ClassRole(6, 4, (32, 64, 0.1), False),
+    "moe_a2a": ClassRole(5, 3, (10, 50, 0.2), True),
+    "kv_migration": ClassRole(4, 2, (4, 32, 0.2), True),
+    "bulk": ClassRole(2, 1, (4, 32, 0.2), True),
+    "cold_kv": ClassRole(1, 0, (4, 32, 0.2), True),
 }
-LOSSLESS_QUEUES_CLASSES = (5, 4, 2, 1)
+DWRR_WEIGHTS = {3: 3, 2: 1, 1: 1, 0: 1}
 
 
 def role(cls: str) -> ClassRole:
@@ -201,7 +206,9 @@ def scheme_commands(scheme: str, classes: list[str], buffers: Buffers) -> list[s
     if scheme == "tailcc":
         for tc in sorted({role(c).tc for c in classes if role(c).fast_cnp}):
             lines.append(f"add fast_cnp_policy 10 traffic_class:{tc}&&&0xf enable_fast_cnp("
-                         f"qdepth_threshold:8, min_interval:50, cnp_dscp:{CNP_DSCP}, "
+                         f"qdepth_threshold:{buffers.fast_cnp_qdepth_pkts}, "
+                         f"min_interval:{buffers.fast_cnp_interval_us}, "
+                         f"cnp_dscp:{CNP_DSCP}, "
                          f"cnp_priority:{CNP_QUEUE}, keep_ce:0)")
     return lines
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from taillab.leafspine import (
+    DWRR_WEIGHTS,
     Fabric,
     cnp_flow_commands,
     lossless_queues,
@@ -74,8 +75,9 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
             lines.append(f"set_queue_depth {b.queue_pkts} {port}")
             for q in lossless:
                 lines.append(f"set_pfc {port} {q} {b.pfc_xoff_pkts} {b.pfc_xon_pkts}")
-            if scheme != "baseline" and {2, 4} <= set(lossless):
-                lines += [f"set_queue_weight 3 {port} 4", f"set_queue_weight 1 {port} 2"]
+            weighted = [q for q in lossless if q in DWRR_WEIGHTS] if scheme != "baseline" else []
+            if len(weighted) > 1:
+                lines += [f"set_queue_weight {DWRR_WEIGHTS[q]} {port} {q}" for q in weighted]
         return lines
     return commands
 

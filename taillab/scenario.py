@@ -42,7 +42,8 @@ class Topology:
 
 @dataclass(frozen=True)
 class Buffers:
-    """Switch buffers and the congestion thresholds, in packets of one MTU."""
+    """Switch buffers and the congestion thresholds, in packets of one MTU (the intent's
+    numbers for the tailcc scheme; the baseline keeps its RED)."""
 
     queue_pkts: int = 4000            # per egress queue; PFC keeps them from filling
     shared_buffer_pkts: int = 12000   # whole switch: the peak occupancy is reported
@@ -53,6 +54,8 @@ class Buffers:
     ecn_kmin_pkts: int = 20           # the baseline's RED on the lossless queue
     ecn_kmax_pkts: int = 80
     ecn_pmax: float = 0.2
+    fast_cnp_qdepth_pkts: int = 8     # tailcc: Fast CNP once the egress queue holds this
+    fast_cnp_interval_us: int = 10    # tailcc: at most one Fast CNP per flow per interval
 
 
 @dataclass(frozen=True)
