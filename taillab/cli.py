@@ -20,6 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    + ") or a scenario YAML file")
     p.add_argument("--duration-us", type=_positive, help="override the scenario's duration")
     p.add_argument("--seeds", type=_seeds, help="override the seeds, e.g. 1,2,3")
+    p.add_argument("--load-scale", type=_positive, default=1.0,
+                   help="multiply every class's offered load (a point of a load sweep)")
     p.add_argument("--schemes", type=_schemes, help="subset of " + ",".join(SCHEMES))
     p.add_argument("--jobs", type=int, default=0,
                    help="parallel grid cells (default: every local core)")
@@ -64,10 +66,12 @@ def run(args: argparse.Namespace) -> int:
     from taillab.lab_report import aggregate, format_tables, format_verdict, verdict, write_outputs
     from taillab.runner import default_jobs, run_grid
 
-    scenario = load_scenario(args.scenario).scaled(args.duration_us, args.seeds)
+    scenario = load_scenario(args.scenario).scaled(args.duration_us, args.seeds,
+                                                   args.load_scale)
     if args.schemes:
         scenario = replace(scenario, schemes=args.schemes)
-    out = Path(args.out or f"out/lab/{scenario.name}")
+    suffix = f"-load{args.load_scale:g}" if args.load_scale != 1.0 else ""
+    out = Path(args.out or f"out/lab/{scenario.name}{suffix}")
     if args.fresh and (out / "cells").is_dir():
         for f in (out / "cells").glob("*.json"):
             f.unlink()

@@ -70,6 +70,8 @@ class TrafficSpec:
     log_range: bool = False
     load: float = 0.0               # offered share of each sender's link (Poisson)
     mean_gap_us: float = 0.0        # or an explicit mean gap per sender
+    period_us: float = 0.0          # or all-to-all: every period, each sender sends one
+                                    # message to every receiver (MoE dispatch/combine)
     max_messages: int = 0           # per sender; 0 = until the duration ends
     elephant: bool = False
 
@@ -95,11 +97,20 @@ class Scenario:
     source: str = ""
 
     def scaled(self, duration_us: float | None = None,
-               seeds: tuple[int, ...] | None = None) -> Scenario:
-        """The same scenario with another duration or seed list (``tailcc lab`` flags)."""
+               seeds: tuple[int, ...] | None = None, load_scale: float = 1.0) -> Scenario:
+        """The same scenario with another duration, seed list or every class's offered
+        load multiplied by ``load_scale`` (``tailcc lab`` flags; a load sweep)."""
         from dataclasses import replace
+        traffic = self.traffic
+        if load_scale != 1.0:
+            traffic = tuple(replace(t, load=t.load * load_scale,
+                                    mean_gap_us=t.mean_gap_us / load_scale,
+                                    period_us=t.period_us / load_scale) for t in traffic)
+            if any(t.load >= 1 for t in traffic):
+                raise ScenarioError(f"{self.source}: load scale {load_scale:g} puts a class "
+                                    f"at or above its link's rate")
         return replace(self, duration_us=duration_us or self.duration_us,
-                       seeds=seeds or self.seeds)
+                       seeds=seeds or self.seeds, traffic=traffic)
 
 
 def builtin_names() -> list[str]:
@@ -184,12 +195,14 @@ def _traffic(r: _Reader, topo: Topology) -> TrafficSpec:
         senders=tuple(r.hosts("senders", topo)),
         receivers=tuple(r.hosts("receivers", topo)), sizes=tuple(sizes),
         log_range=r.flag("log_range", False),
-        load=r.number("load", 0.0, minimum=0.0), mean_gap_us=r.number("mean_gap_us", 0.0,
-                                                                      minimum=0.0),
+        load=r.number("load", 0.0, minimum=0.0),
+        mean_gap_us=r.number("mean_gap_us", 0.0, minimum=0.0),
+        period_us=r.number("period_us", 0.0, minimum=0.0),
         max_messages=r.integer("max_messages", 0, 0, 10**9), elephant=r.flag("elephant", False))
     r.done()
-    if (spec.load > 0) == (spec.mean_gap_us > 0):
-        raise ScenarioError(f"{r.source}: {r.path}: give exactly one of load, mean_gap_us")
+    if sum(x > 0 for x in (spec.load, spec.mean_gap_us, spec.period_us)) != 1:
+        raise ScenarioError(f"{r.source}: {r.path}: give exactly one of load, mean_gap_us, "
+                            f"period_us")
     if spec.load >= 1:
         raise ScenarioError(f"{r.source}: {r.path}load: a share of the link, below 1")
     from taillab.leafspine import ROLES

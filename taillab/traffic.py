@@ -50,11 +50,32 @@ def mean_gap_us(spec: TrafficSpec, host_gbps: float) -> float:
     return mean_size(spec) * 8 / (spec.load * host_gbps * 1e3)
 
 
+def _all_to_all(spec: TrafficSpec, index: int, duration_us: float,
+                rng: random.Random) -> list[FabricMessage]:
+    """Every ``period_us`` (after a random phase), every sender sends one shard to every
+    other receiver at once: an expert-parallel dispatch, the incast at each receiver
+    that makes MoE bursty."""
+    out = []
+    t, n = rng.uniform(0, spec.period_us), 0
+    while t < duration_us and (not spec.max_messages or n < spec.max_messages):
+        for sender in spec.senders:
+            for receiver in spec.receivers:
+                if receiver != sender:
+                    out.append(FabricMessage(spec.name, index, spec.role, sender, receiver,
+                                             draw_size(spec, rng), t, 0, spec.elephant))
+        t += spec.period_us
+        n += 1
+    return out
+
+
 def generate(scenario: Scenario, seed: int) -> list[FabricMessage]:
     """Every message that starts within the scenario's duration, in start order."""
     out: list[FabricMessage] = []
     for index, spec in enumerate(scenario.traffic):
         rng = random.Random(seed * 1_000_003 + zlib.crc32(spec.name.encode()))
+        if spec.period_us:
+            out += _all_to_all(spec, index, scenario.duration_us, rng)
+            continue
         gap = mean_gap_us(spec, scenario.topology.host_gbps)
         for sender in spec.senders:
             receivers = [r for r in spec.receivers if r != sender]

@@ -102,3 +102,22 @@ def test_tailcc_lab_cli(tmp_path, capsys):
         assert (out / name).stat().st_size > 0, name
     assert tailcc(args) == 0                                 # a rerun keeps finished cells
     assert "done before (kept)" in capsys.readouterr().out
+
+
+def test_moe_scenario_offers_seventy_percent_and_scales():
+    from taillab.traffic import generate
+
+    moe = load_scenario("moe")
+    messages = generate(moe, 1)
+    per_host_gbps = sum(m.size for m in messages) * 8 / moe.duration_us / 1e3 / 16
+    assert 0.6 < per_host_gbps / moe.topology.host_gbps < 0.75
+    a2a = [m for m in messages if m.cls == "moe_a2a"]
+    first = min(m.start_us for m in a2a)
+    burst = [m for m in a2a if m.start_us == first]
+    assert len(burst) == 16 * 15                           # every host to every other
+    assert generate(moe, 1) == messages                    # same seed, same traffic
+    half = generate(moe.scaled(load_scale=0.5), 1)
+    assert sum(m.size for m in half) == pytest.approx(sum(m.size for m in messages) / 2,
+                                                      rel=0.1)
+    with pytest.raises(ScenarioError, match="at or above its link's rate"):
+        load_scenario("pd_cascade").scaled(load_scale=10)
