@@ -25,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schemes", type=_schemes, help="subset of " + ",".join(SCHEMES))
     p.add_argument("--jobs", type=int, default=0,
                    help="parallel grid cells (default: every local core)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the grid on this Dask cluster (tcp://host:8786) instead of "
+                   "local cores")
     p.add_argument("--out", help="output directory (default out/lab/SCENARIO)")
     p.add_argument("--fastpath", choices=("auto", "off", "require"), default="auto",
                    help="softswitch packet path (default auto: C where it builds)")
@@ -76,12 +79,13 @@ def run(args: argparse.Namespace) -> int:
         for f in (out / "cells").glob("*.json"):
             f.unlink()
     jobs = args.jobs or default_jobs()
+    where = f"Dask at {args.scheduler}" if args.scheduler else f"{jobs} parallel job(s)"
     print(f"{scenario.name}: {scenario.description}\n  {len(scenario.schemes)} schemes x "
           f"{len(scenario.seeds)} seeds, {scenario.duration_us:.0f} us each, "
           f"{scenario.topology.leaves} leaves x {scenario.topology.hosts_per_leaf} hosts, "
-          f"{scenario.topology.spines} spines; {jobs} parallel job(s)", flush=True)
+          f"{scenario.topology.spines} spines; {where}", flush=True)
     cells = run_grid(scenario, out, jobs, args.fastpath,
-                     progress=lambda line: print(line, flush=True))
+                     progress=lambda line: print(line, flush=True), scheduler=args.scheduler)
     summary = aggregate(scenario, cells)
     print(format_tables(summary))
     rows = verdict(summary)

@@ -153,9 +153,11 @@ def _cell_path(out: Path, scheme: str, seed: int) -> Path:
 
 
 def run_grid(scenario: Scenario, out: Path, jobs: int, fastpath: str = "auto",
-             progress: Callable[[str], None] = print) -> list[dict[str, Any]]:
+             progress: Callable[[str], None] = print,
+             scheduler: str | None = None) -> list[dict[str, Any]]:
     """Every (scheme, seed) cell; finished cells (same scenario, written before) are
-    read back instead of rerun."""
+    read back instead of rerun. ``scheduler``: the address of a Dask cluster (or a
+    ``distributed.Client``) to run the cells on instead of local processes."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "cells").mkdir(exist_ok=True)
     (out / "scenario.json").write_text(json.dumps(asdict(scenario), indent=1))
@@ -184,7 +186,10 @@ def run_grid(scenario: Scenario, out: Path, jobs: int, fastpath: str = "auto",
                  f"{res['pfc_paused_us']:.0f} us  ({res['wall_s']:.0f} s; "
                  f"{time.monotonic() - started:.0f} s elapsed)")
 
-    if jobs <= 1 or len(todo) <= 1:
+    if scheduler is not None and todo:
+        for res in _on_dask(scheduler, scenario, todo, fastpath):
+            finished(res)
+    elif jobs <= 1 or len(todo) <= 1:
         checked = compile_tailcc() if todo else None
         for scheme, seed in todo:
             finished(run_cell(scenario, scheme, seed, fastpath, checked))
@@ -195,6 +200,28 @@ def run_grid(scenario: Scenario, out: Path, jobs: int, fastpath: str = "auto",
             for fut in as_completed(futures):
                 finished(fut.result())
     return [results[c] for c in cells]
+
+
+def _on_dask(scheduler: Any, scenario: Scenario, todo: list[tuple[str, int]],
+             fastpath: str) -> Any:
+    """One Dask task per cell, results as they finish (``distributed``)."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise LabError("--scheduler needs the 'distributed' package (pip install "
+                       "distributed)") from None
+    try:
+        client = scheduler if isinstance(scheduler, Client) else Client(scheduler, timeout=10)
+    except OSError as exc:
+        raise LabError(f"Dask scheduler {scheduler}: {exc}") from None
+    try:
+        futures = [client.submit(run_cell, scenario, scheme, seed, fastpath, pure=False)
+                   for scheme, seed in todo]
+        for fut in as_completed(futures):
+            yield fut.result()
+    finally:
+        if client is not scheduler:
+            client.close()
 
 
 def _p(values: list[float], p: float) -> float:

@@ -121,3 +121,21 @@ def test_moe_scenario_offers_seventy_percent_and_scales():
                                                       rel=0.1)
     with pytest.raises(ScenarioError, match="at or above its link's rate"):
         load_scenario("pd_cascade").scaled(load_scale=10)
+
+
+def test_grid_on_local_dask_cluster_equals_serial(tmp_path):
+    from distributed import Client, LocalCluster
+
+    from taillab.runner import run_grid
+
+    scenario = replace(parse_scenario(LONE, "lone.yaml"), seeds=(1, 2))
+    serial = run_grid(scenario, tmp_path / "serial", jobs=1, progress=lambda _: None)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        dask = run_grid(scenario, tmp_path / "dask", jobs=1, progress=lambda _: None,
+                        scheduler=client)
+    assert len(dask) == 4
+    for a, b in zip(serial, dask, strict=True):
+        a, b = dict(a), dict(b)
+        a.pop("wall_s"), b.pop("wall_s")
+        assert a == b
