@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from taillab.runner import LabError
 from taillab.scenario import SCHEMES, ScenarioError, builtin_names, load_scenario
@@ -22,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=_seeds, help="override the seeds, e.g. 1,2,3")
     p.add_argument("--load-scale", type=_positive, default=1.0,
                    help="multiply every class's offered load (a point of a load sweep)")
+    p.add_argument("--sweep", type=_loads, metavar="LOADS",
+                   help="a load sweep: run at each average host-link load (e.g. "
+                   "0.3,0.5,0.7,0.9) and plot P99 slowdown against load")
     p.add_argument("--schemes", type=_schemes, help="subset of " + ",".join(SCHEMES))
     p.add_argument("--jobs", type=int, default=0,
                    help="parallel grid cells (default: every local core)")
@@ -53,6 +57,17 @@ def _seeds(text: str) -> tuple[int, ...]:
     return seeds
 
 
+def _loads(text: str) -> tuple[float, ...]:
+    try:
+        loads = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"loads are numbers separated by commas, not "
+                                         f"{text!r}") from None
+    if not all(0 < x < 1 for x in loads):
+        raise argparse.ArgumentTypeError(f"loads are shares of a link, in (0, 1): {text!r}")
+    return loads
+
+
 def _schemes(text: str) -> tuple[str, ...]:
     names = tuple(text.split(","))
     bad = [n for n in names if n not in SCHEMES]
@@ -64,6 +79,36 @@ def _schemes(text: str) -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     """Returns the exit status; raises ScenarioError for a bad scenario."""
+    if args.sweep:
+        return run_sweep(args)
+    run_one(args)
+    return 0
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    """Each load of the sweep is one ordinary run (its own directory, cells kept), then
+    P99 slowdown per class and scheme against load: sweep.csv and sweep.png."""
+    from taillab.lab_report import write_sweep
+    from taillab.traffic import average_load
+
+    base = load_scenario(args.scenario).scaled(args.duration_us, args.seeds)
+    nominal = average_load(base, base.seeds[0])
+    root = Path(args.out or f"out/lab/{base.name}-sweep")
+    points = []
+    for load in args.sweep:
+        print(f"\n=== average load {load:.0%} (x{load / nominal:.2f} of the scenario's "
+              f"{nominal:.0%})", flush=True)
+        sub = argparse.Namespace(**{**vars(args), "sweep": None,
+                                    "load_scale": load / nominal,
+                                    "out": str(root / f"load{load:g}")})
+        points.append((load, run_one(sub)))
+    paths = write_sweep(points, root)
+    print("\nwrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def run_one(args: argparse.Namespace) -> dict[str, Any]:
+    """One run of a scenario; returns its summary (per scheme)."""
     from dataclasses import replace
 
     from taillab.lab_report import aggregate, format_tables, format_verdict, verdict, write_outputs
@@ -94,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_verdict(rows))
     paths = write_outputs(scenario, cells, summary, out)
     print("\nwrote " + ", ".join(str(p) for p in paths))
-    return 0
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -229,3 +229,40 @@ def plot_cascade(cells: list[dict[str, Any]], path: Path) -> list[Path]:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return [path]
+
+
+def write_sweep(points: list[tuple[float, dict[str, Any]]], out: Path) -> list[Path]:
+    """P99 slowdown (with its CI) per class and scheme against load: CSV and a plot."""
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, png_path = out / "sweep.csv", out / "sweep.png"
+    rows = []
+    for load, summary in points:
+        for scheme, s in summary.items():
+            for name, c in s["classes"].items():
+                rows.append((load, scheme, name, c["messages"], c["p99"]["value"],
+                             c["p99"]["ci_low"], c["p99"]["ci_high"]))
+    with csv_path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["load", "scheme", "class", "messages", "p99", "p99_ci_low", "p99_ci_high"])
+        w.writerows(rows)
+    plt = _pyplot()
+    names = list(dict.fromkeys(r[2] for r in rows))
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        for scheme in dict.fromkeys(r[1] for r in rows):
+            pts = sorted((r[0], r[4], r[5], r[6]) for r in rows
+                         if r[1] == scheme and r[2] == name)
+            xs = [p[0] * 100 for p in pts]
+            ax.plot(xs, [p[1] for p in pts], marker="o", label=scheme)
+            lo = [p[2] for p in pts]
+            if not any(math.isnan(v) for v in lo):
+                ax.fill_between(xs, lo, [p[3] for p in pts], alpha=0.15)
+        ax.set_yscale("log")
+        ax.set_title(f"{name}: P99 slowdown")
+        ax.set_xlabel("average host-link load (%)")
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=100)
+    plt.close(fig)
+    return [csv_path, png_path]

@@ -91,3 +91,15 @@ def generate(scenario: Scenario, seed: int) -> list[FabricMessage]:
     return [FabricMessage(m.cls, m.spec, m.role, m.sender, m.receiver, m.size, m.start_us, i,
                           m.elephant)
             for i, m in enumerate(out)]
+
+
+def average_load(scenario: Scenario, seed: int) -> float:
+    """Offered bytes on the wire per host link, as a share of its rate (what a load
+    sweep's x axis means)."""
+    from taillab.roce import ETH_IP_UDP_BTH_ICRC
+
+    mtu = scenario.topology.mtu_payload
+    wire = sum(m.size + -(-m.size // mtu) * ETH_IP_UDP_BTH_ICRC
+               for m in generate(scenario, seed))
+    return wire * 8 / (scenario.duration_us * 1e3 * scenario.topology.num_hosts
+                       * scenario.topology.host_gbps)

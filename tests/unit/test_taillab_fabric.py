@@ -139,3 +139,19 @@ def test_grid_on_local_dask_cluster_equals_serial(tmp_path):
         a, b = dict(a), dict(b)
         a.pop("wall_s"), b.pop("wall_s")
         assert a == b
+
+
+def test_load_sweep(tmp_path, capsys):
+    """Two loads of a small scenario: one run per load, then sweep.csv and sweep.png."""
+    lone = tmp_path / "lone.yaml"
+    lone.write_text(LONE.replace("max_messages: 1", "max_messages: 2"))
+    out = tmp_path / "sweep"
+    assert tailcc(["lab", str(lone), "--schemes", "tailcc", "--jobs", "1", "--out", str(out),
+                   "--sweep", "0.001,0.002"]) == 0
+    rows = (out / "sweep.csv").read_text().splitlines()
+    assert rows[0].startswith("load,scheme,class") and len(rows) == 1 + 2 * 4
+    assert (out / "sweep.png").stat().st_size > 0
+    with pytest.raises(SystemExit) as exc:                  # argparse: usage error
+        tailcc(["lab", str(lone), "--sweep", "0.5,1.5"])
+    assert exc.value.code == 2
+    assert "loads are shares of a link" in capsys.readouterr().err
