@@ -188,6 +188,7 @@ def plot_cdfs(scenario: Scenario, cells: list[dict[str, Any]], path: Path) -> li
             ax.plot(v, [1 - i / n for i in range(n)], label=scheme, drawstyle="steps-post")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_title(name)
         ax.set_xlabel("slowdown")
         ax.grid(alpha=0.3, which="both")

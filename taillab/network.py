@@ -55,6 +55,7 @@ from taillab.roce import (
     OPCODE_RC_WRITE_MIDDLE,
     OPCODE_RC_WRITE_ONLY,
     RoceFlowAddr,
+    RoceView,
     build_roce,
     parse_roce,
 )
@@ -515,7 +516,7 @@ class Network:
         view = parse_roce(data)
         return self._prio_of_rqp.get(view.dest_qp, 0) if view else 0
 
-    def on_delivered(self, view, now: float) -> str:  # noqa: ANN001 - RoceView
+    def on_delivered(self, view: RoceView, now: float) -> str:
         msg, last = self._expect.pop((view.dest_qp, view.psn), (None, False))
         if msg is None:
             return "?"
