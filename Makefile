@@ -3,9 +3,11 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages the project and its tests need (cpp: P4 preprocessing as p4c does it;
-# gcc, python3-dev: softswitch compiles each pipeline to C, softswitch/fastpath/).
+# gcc, python3-dev: softswitch compiles each pipeline to C, softswitch/fastpath/;
+# g++: libstdc++ headers, which ns-3's Python bindings (cppyy) parse at run time for the
+# lab's ns-3 cross-check).
 APT_PKGS := cpp python3-venv python3-pip iproute2 mininet iputils-ping ethtool procps \
-	gcc libc6-dev python3-dev
+	gcc libc6-dev python3-dev g++
 CONFORMANCE ?= $(abspath ../shared/conformance)
 # The reference p4lang tools (real p4c + BMv2), prebuilt beside the checkout: when the
 # bundle is here, `make test` installs it and cross-runs every suite on BMv2 too.
