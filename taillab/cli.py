@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from taillab.runner import LabError
 from taillab.scenario import SCHEMES, ScenarioError, builtin_names, load_scenario
 
 
@@ -146,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="taillab", description=__doc__.split("\n\n")[0])
     add_arguments(p)
     args = p.parse_args(argv)
+    from taillab.runner import LabError  # the simulator loads only when a run starts
+
     try:
         return run(args)
     except (ScenarioError, LabError) as exc:
