@@ -3,9 +3,11 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages the project and its tests need (cpp: P4 preprocessing as p4c does it;
-# gcc, python3-dev: softswitch compiles each pipeline to C, softswitch/fastpath/).
+# gcc, python3-dev: softswitch compiles each pipeline to C, softswitch/fastpath/;
+# g++: libstdc++ headers, which ns-3's Python bindings (cppyy) parse at run time for the
+# lab's ns-3 cross-check).
 APT_PKGS := cpp python3-venv python3-pip iproute2 mininet iputils-ping ethtool procps \
-	gcc libc6-dev python3-dev
+	gcc libc6-dev python3-dev g++
 CONFORMANCE ?= $(abspath ../shared/conformance)
 # The reference p4lang tools (real p4c + BMv2), prebuilt beside the checkout: when the
 # bundle is here, `make test` installs it and cross-runs every suite on BMv2 too.
@@ -30,11 +32,13 @@ $(VENV)/.installed: pyproject.toml softswitch/p4runtime_stubs.py
 	$(PY) -m pip install -q --no-deps 'p4runtime-shell==0.0.4'
 	touch $@
 
-# The main job: tailcc's pipeline on softswitch under mixed mouse/elephant inference
-# traffic, training-era vs tailcc configuration, per-class P50/P99/P999 and a plot.
+# The main job: the P/D cascade on a leaf-spine fabric (every switch runs tailcc.p4 on
+# softswitch), baseline / priority-only / tailcc on identical traffic, per-class slowdown
+# with 95% CIs over 3 seeds, PFC/ECN/CNP figures, plots under out/demo/ (a small run:
+# `tailcc lab pd_cascade` is the full one).
 demo: setup
 	$(VENV)/bin/softswitch compile p4src/tailcc.p4 --p4runtime-files out/tailcc.p4info.txtpb
-	$(PY) bench/tail_latency.py --duration-us 20000 --plot out/tail_latency.png
+	$(VENV)/bin/tailcc lab pd_cascade --duration-us 1200 --seeds 1,2,3 --out out/demo --fresh
 
 # Real p4c/BMv2 from ../shared/p4lang when the bundle is there (seconds when installed).
 reference-tools:
@@ -42,7 +46,7 @@ reference-tools:
 	else echo "reference p4c/BMv2: no bundle at $(P4LANG_INSTALL); BMv2 legs will skip"; fi
 
 test: setup reference-tools
-	$(VENV)/bin/ruff check softswitch controlplane tests bench topologies ptf_tests
+	$(VENV)/bin/ruff check softswitch controlplane taillab tests bench topologies ptf_tests
 	$(PY) -m mypy
 	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m pytest -q -p no:cacheprovider tests
 
@@ -51,6 +55,8 @@ conformance: setup
 
 bench: setup
 	$(PY) bench/pps.py
+	$(VENV)/bin/tailcc lab pd_cascade --out out/lab/pd_cascade
+	$(PY) -m taillab.ns3_check --packets 200000
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

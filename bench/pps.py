@@ -6,7 +6,7 @@ Each program is measured on both packet paths in one run (``fastpath="off"`` and
 * pass-through (parse Ethernet, forward, emit) and an inline L3 forwarder;
 * ``p4src/samples/l3_basic.p4`` (LPM + TTL + IPv4 checksums) with its sample routes;
 * ``p4src/tailcc.p4`` programmed as the tail-latency lab's tailcc fabric
-  (``bench/taillab/fabric.py:tailcc()``: routes, semantic classes, ECN profiles, Fast
+  (``taillab/fabric.py:tailcc()``: routes, semantic classes, ECN profiles, Fast
   CNP policy and flows, the CNP mirror session) under a RoCEv2 mix of its four classes;
 * lookup cost against table size (1k/10k/100k entries; exact, LPM, ternary, range):
   ns per lookup in the interpreter's tables and in C, and the L3 forwarder's pps with
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
 
 from softswitch.frontend.compiler import compile_program  # noqa: E402
 from softswitch.v1model.control import KeyMatch  # noqa: E402
@@ -212,13 +212,12 @@ def l3_routes(routes: int) -> tuple[dict[str, Switch], list[tuple[int, bytes]]]:
 
 
 def tailcc_lab() -> tuple[dict[str, Switch], list[tuple[int, bytes]]]:
+    from softswitch.runtime_channel import RuntimeChannel
+    from softswitch.tm import TrafficManager
     from taillab.fabric import CNP_RECIRCULATION_PORT, CNP_SESSION, TAILCC_P4, tailcc
     from taillab.roce import OPCODE_RC_WRITE_MIDDLE, RoceFlowAddr, build_roce
     from taillab.sim import RECEIVER_PORT, RECEIVER_QP_OFFSET, SWITCH_MAC, host_ip, host_mac
     from taillab.workload import BULK, HOT_KV, MOE, SCHED_SIGNAL
-
-    from softswitch.runtime_channel import RuntimeChannel
-    from softswitch.tm import TrafficManager
 
     hosts = 8
     sws = both(compile_program(str(TAILCC_P4)))

@@ -17,7 +17,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from taillab.fabric import CONFIGS, TAILCC_P4, LabSwitch  # noqa: E402
 from taillab.report import ClassLatency, format_table, plot, summarise  # noqa: E402

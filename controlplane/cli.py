@@ -15,6 +15,7 @@ from typing import NoReturn
 from controlplane.commands import (
     intent_cmds,
     interactive,
+    lab,
     observe,
     runtime_json,
     state,
@@ -27,7 +28,7 @@ from controlplane.p4rt.errors import P4RuntimeClientError
 
 # Every subcommand module, in the order ``tailcc --help`` lists them: each has
 # ``add_parsers(sub)``.
-COMMAND_MODULES = (intent_cmds, table, state, runtime_json, observe, interactive)
+COMMAND_MODULES = (intent_cmds, table, state, runtime_json, observe, interactive, lab)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -218,19 +218,18 @@ def test_tables_at_scale_match_the_interpreter(tmp_path):
 
 # ---------------------------------------------------------------- queued (softswitch run)
 def test_lab_through_traffic_manager_identical():
-    """The tail-latency lab (bench/taillab): tailcc.p4 behind the traffic manager
+    """The tail-latency lab (taillab/): tailcc.p4 behind the traffic manager
     (QueuedSwitch, real queue depths and timestamps, ECN marking with random(), Fast CNPs
     cloned, recirculated and truncated, digests), both configurations: the same frames
     leave at the same simulated times on both packet paths."""
     import sys
 
-    sys.path.insert(0, str(ROOT / "bench"))
+    sys.path.insert(0, str(ROOT))
+    from softswitch.frontend.compiler import compile_program
+    from softswitch.v1model.switch import Switch
     from taillab.fabric import CONFIGS, LabSwitch
     from taillab.sim import LinkSpec, Simulation
     from taillab.workload import generate
-
-    from softswitch.frontend.compiler import compile_program
-    from softswitch.v1model.switch import Switch
 
     checked = compile_program(str(TAILCC))
     duration = 1000.0

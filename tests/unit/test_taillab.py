@@ -1,19 +1,14 @@
 """The lab's own models: packet bytes equal scapy's, DCQCN reacts as BRIEF §4 says."""
 
-import sys
-from pathlib import Path
-
 import pytest
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from taillab.dcqcn import NotificationPoint, ReactionPoint  # noqa: E402
-from taillab.report import percentile, summarise  # noqa: E402
-from taillab.roce import RoceFlowAddr, build_roce, parse_roce  # noqa: E402
-from taillab.workload import generate  # noqa: E402
+from taillab.dcqcn import NotificationPoint, ReactionPoint
+from taillab.report import percentile, summarise
+from taillab.roce import RoceFlowAddr, build_roce, parse_roce
+from taillab.workload import generate
 
 ADDR = RoceFlowAddr("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.1.1",
                     50000, 0x10101)

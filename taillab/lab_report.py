@@ -1,0 +1,269 @@
+"""What a scenario run reports: the per-class slowdown table with confidence intervals,
+PFC/ECN/CNP figures per scheme, the issue's targets checked against the numbers, and
+the JSON, CSV and PNG files."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from taillab.leafspine import ROLES
+from taillab.metrics import Stat, pooled_stat
+from taillab.scenario import MOUSE_CLASSES, Scenario
+
+PCTS = (("p50", 50.0), ("p99", 99.0), ("p999", 99.9))
+
+
+def aggregate(scenario: Scenario, cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per scheme: per-class slowdown statistics over the seeds, and the fabric's
+    PFC/ECN/CNP figures (means over seeds)."""
+    by_scheme: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in cells:
+        by_scheme[c["scheme"]].append(c)
+    roles = {t.name: t.role for t in scenario.traffic}
+    out: dict[str, Any] = {}
+    for scheme, runs in by_scheme.items():
+        classes: dict[str, Any] = {}
+        for name in roles:
+            per_seed = [r["slowdown"].get(name, []) for r in runs]
+            n = sum(len(s) for s in per_seed)
+            if not n:
+                continue
+            stats = {k: pooled_stat(per_seed, p) for k, p in PCTS}
+            classes[name] = {
+                "role": roles[name], "mouse": roles[name] in MOUSE_CLASSES, "messages": n,
+                **{k: vars(v) for k, v in stats.items()},
+                "p99_over_p50": stats["p99"].value / stats["p50"].value,
+                "ecn_mark_rate": _mean(r["ecn_mark_rate"].get(name, 0.0) for r in runs),
+                "goodput_gbps": _mean(r["goodput_gbps"].get(name, 0.0) for r in runs),
+            }
+        delays = {src: [d for r in runs for d in r["cnp_delay_us"].get(src, [])]
+                  for src in ("switch", "receiver")}
+        out[scheme] = {
+            "seeds": [r["seed"] for r in runs], "classes": classes,
+            "elephant_goodput_gbps": _mean(sum(r["goodput_gbps"].get(c, 0.0)
+                                               for c in r["elephant_classes"]) for r in runs),
+            "pfc_frames": _mean(r["pfc_frames"] for r in runs),
+            "pfc_paused_us": _mean(r["pfc_paused_us"] for r in runs),
+            "innocent_victims": _mean(r["innocent_victims"] for r in runs),
+            "paused_flows": _mean(r["paused_flows"] for r in runs),
+            "cnps": {s: _mean(r["cnps"].get(s, 0) for r in runs) for s in delays},
+            "cnp_delay_us_median": {s: statistics.median(v) if v else math.nan
+                                    for s, v in delays.items()},
+            "peak_buffer_pkts": max(max(r["peak_buffer_pkts"].values(), default=0)
+                                    for r in runs),
+            "wall_s": sum(r["wall_s"] for r in runs),
+        }
+    return out
+
+
+def _mean(values: Any) -> float:
+    v = list(values)
+    return statistics.fmean(v) if v else math.nan
+
+
+def _stat(d: dict[str, float]) -> Stat:
+    return Stat(d["value"], d["ci_low"], d["ci_high"])
+
+
+def format_tables(summary: dict[str, Any]) -> str:
+    lines = []
+    for scheme, s in summary.items():
+        lines.append(f"\n{scheme} (seeds {', '.join(map(str, s['seeds']))}): slowdown "
+                     f"= completion / unloaded completion, [95% CI over seeds]")
+        lines.append(f"  {'class':<15}{'msgs':>7}  {'P50':<24}{'P99':<24}{'P999':<24}"
+                     f"{'P99/P50':>8}{'ECN':>7}{'Gb/s':>7}")
+        for name, c in s["classes"].items():
+            tag = name + ("*" if c["mouse"] else "")
+            lines.append(f"  {tag:<15}{c['messages']:>7}  " + "".join(
+                f"{_stat(c[k]).fmt():<24}" for k, _ in PCTS)
+                + f"{c['p99_over_p50']:>8.2f}{c['ecn_mark_rate']:>7.3f}"
+                  f"{c['goodput_gbps']:>7.2f}")
+        cd = s["cnp_delay_us_median"]
+        lines.append(f"  PFC: {s['pfc_frames']:.0f} frames, paused {s['pfc_paused_us']:.0f} "
+                     f"us (port-priority time), {s['innocent_victims']:.0f} innocent victim "
+                     f"flows of {s['paused_flows']:.0f} paused;  elephant goodput "
+                     f"{s['elephant_goodput_gbps']:.2f} Gb/s")
+        lines.append(f"  CNPs: switch {s['cnps']['switch']:.0f} (median feedback "
+                     f"{cd['switch']:.1f} us), receiver {s['cnps']['receiver']:.0f} (median "
+                     f"{cd['receiver']:.1f} us);  peak switch buffer "
+                     f"{s['peak_buffer_pkts']} pkts;  {s['wall_s']:.0f} s simulated")
+    lines.append("  (* mouse class)")
+    return "\n".join(lines)
+
+
+def verdict(summary: dict[str, Any]) -> list[tuple[str, bool, str]]:
+    """The issue's 'Done when' targets, each with its measured figure."""
+    if "baseline" not in summary or "tailcc" not in summary:
+        return []
+    base, ours = summary["baseline"], summary["tailcc"]
+    out: list[tuple[str, bool, str]] = []
+    mice = [n for n, c in ours["classes"].items() if c["mouse"]]
+    for n in mice:
+        c = ours["classes"][n]
+        out.append((f"tailcc {n} P99 <= 1.5, P999 <= 2.0",
+                    c["p99"]["value"] <= 1.5 and c["p999"]["value"] <= 2.0,
+                    f"P99 {c['p99']['value']:.2f}, P999 {c['p999']['value']:.2f}"))
+        b = base["classes"].get(n)
+        if b:
+            ratio = b["p99"]["value"] / c["p99"]["value"]
+            out.append((f"baseline {n} P99 >= 3x tailcc's", ratio >= 3.0, f"{ratio:.3g}x"))
+    below_bulk = {name for name, r in ROLES.items() if r.queue < ROLES["bulk"].queue}
+    for n, c in ours["classes"].items():
+        b = base["classes"].get(n)
+        if b and c["role"] not in below_bulk:
+            ratio = c["p99"]["value"] / b["p99"]["value"]
+            out.append((f"{n} P99 no worse than baseline +10%", ratio <= 1.10,
+                        f"{ratio:.3g}x baseline"))
+    g = ours["elephant_goodput_gbps"] / base["elephant_goodput_gbps"]
+    out.append(("elephant goodput >= 0.95x baseline", g >= 0.95, f"{g:.3f}x"))
+    if base["pfc_paused_us"] > 0:
+        red = 1 - ours["pfc_paused_us"] / base["pfc_paused_us"]
+        out.append(("PFC paused time >= 90% lower", red >= 0.90, f"{red * 100:.1f}% lower"))
+    return out
+
+
+def format_verdict(rows: list[tuple[str, bool, str]]) -> str:
+    return "\n".join(f"  [{'met' if ok else 'MISSED'}] {what}: {fig}" for what, ok, fig in rows)
+
+
+def write_outputs(scenario: Scenario, cells: list[dict[str, Any]], summary: dict[str, Any],
+                  out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "summary.json", out / "slowdown.csv"]
+    paths[0].write_text(json.dumps({"scenario": scenario.name, "summary": summary,
+                                    "verdict": [{"target": w, "met": ok, "measured": f}
+                                                for w, ok, f in verdict(summary)]},
+                                   indent=1, default=_json_default))
+    with paths[1].open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["scheme", "class", "role", "mouse", "messages", "p50", "p50_ci_low",
+                    "p50_ci_high", "p99", "p99_ci_low", "p99_ci_high", "p999", "p999_ci_low",
+                    "p999_ci_high", "p99_over_p50", "ecn_mark_rate", "goodput_gbps"])
+        for scheme, s in summary.items():
+            for name, c in s["classes"].items():
+                w.writerow([scheme, name, c["role"], c["mouse"], c["messages"]]
+                           + [round(c[k][f], 4) for k, _ in PCTS
+                              for f in ("value", "ci_low", "ci_high")]
+                           + [round(c["p99_over_p50"], 4), round(c["ecn_mark_rate"], 5),
+                              round(c["goodput_gbps"], 4)])
+    paths += plot_cdfs(scenario, cells, out / "slowdown_cdf.png")
+    paths += plot_cascade(cells, out / "queues_pfc.png")
+    return paths
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, float) and math.isnan(o):
+        return None
+    raise TypeError(type(o).__name__)
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def plot_cdfs(scenario: Scenario, cells: list[dict[str, Any]], path: Path) -> list[Path]:
+    """One panel per class: the CDF of slowdown (log x), one line per scheme; the tail
+    is drawn on a 1 - CDF log scale so P99 and P999 are visible."""
+    plt = _pyplot()
+    names = [t.name for t in scenario.traffic]
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.8))
+    schemes = list(dict.fromkeys(c["scheme"] for c in cells))
+    for ax, name in zip(list(axes) if len(names) > 1 else [axes], names, strict=True):
+        for scheme in schemes:
+            v = sorted(x for c in cells if c["scheme"] == scheme
+                       for x in c["slowdown"].get(name, []))
+            if not v:
+                continue
+            n = len(v)
+            ax.plot(v, [1 - i / n for i in range(n)], label=scheme, drawstyle="steps-post")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        ax.set_title(name)
+        ax.set_xlabel("slowdown")
+        ax.grid(alpha=0.3, which="both")
+    (axes[0] if len(names) > 1 else axes).set_ylabel("fraction of messages slower (1-CDF)")
+    (axes[0] if len(names) > 1 else axes).legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return [path]
+
+
+def plot_cascade(cells: list[dict[str, Any]], path: Path) -> list[Path]:
+    """Queue depth of the congested downlink, the spine port above it and another
+    leaf's uplink, and the number of paused port-priorities, over time (first seed)."""
+    plt = _pyplot()
+    first: dict[str, dict[str, Any]] = {}
+    for c in cells:
+        first.setdefault(c["scheme"], c)
+    fig, axes = plt.subplots(len(first), 1, figsize=(10, 2.6 * len(first)), sharex=True,
+                             squeeze=False)
+    for ax, (scheme, cell) in zip(axes[:, 0], first.items(), strict=True):
+        samples = cell["depth_samples"]
+        if not samples:
+            continue
+        t = [s[0] / 1000 for s in samples]
+        for key in samples[0][1]:
+            if key == "paused_queues":
+                continue
+            ax.plot(t, [s[1][key] for s in samples], label=f"depth {key}", lw=0.8)
+        ax2 = ax.twinx()
+        ax2.fill_between(t, [s[1]["paused_queues"] for s in samples], step="post",
+                         alpha=0.2, color="red", label="paused port-priorities")
+        ax2.set_ylabel("paused", color="red")
+        ax.set_ylabel("packets")
+        ax.set_title(f"{scheme} (seed {cell['seed']})")
+        ax.legend(loc="upper left", fontsize=7)
+    axes[-1, 0].set_xlabel("ms")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return [path]
+
+
+def write_sweep(points: list[tuple[float, dict[str, Any]]], out: Path) -> list[Path]:
+    """P99 slowdown (with its CI) per class and scheme against load: CSV and a plot."""
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, png_path = out / "sweep.csv", out / "sweep.png"
+    rows = []
+    for load, summary in points:
+        for scheme, s in summary.items():
+            for name, c in s["classes"].items():
+                rows.append((load, scheme, name, c["messages"], c["p99"]["value"],
+                             c["p99"]["ci_low"], c["p99"]["ci_high"]))
+    with csv_path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["load", "scheme", "class", "messages", "p99", "p99_ci_low", "p99_ci_high"])
+        w.writerows(rows)
+    plt = _pyplot()
+    names = list(dict.fromkeys(r[2] for r in rows))
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        for scheme in dict.fromkeys(r[1] for r in rows):
+            pts = sorted((r[0], r[4], r[5], r[6]) for r in rows
+                         if r[1] == scheme and r[2] == name)
+            xs = [p[0] * 100 for p in pts]
+            ax.plot(xs, [p[1] for p in pts], marker="o", label=scheme)
+            lo = [p[2] for p in pts]
+            if not any(math.isnan(v) for v in lo):
+                ax.fill_between(xs, lo, [p[3] for p in pts], alpha=0.15)
+        ax.set_yscale("log")
+        ax.set_title(f"{name}: P99 slowdown")
+        ax.set_xlabel("average host-link load (%)")
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=100)
+    plt.close(fig)
+    return [csv_path, png_path]

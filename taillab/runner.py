@@ -1,0 +1,256 @@
+"""Run a scenario: one grid cell per (scheme, seed), each a full network simulation with
+tailcc.p4 on softswitch in every switch; cells run on local cores in parallel, each
+cell's result is written as it finishes, and a rerun skips the cells already written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from taillab.leafspine import (
+    DWRR_WEIGHTS,
+    Fabric,
+    cnp_flow_commands,
+    lossless_queues,
+    scheme_commands,
+)
+from taillab.metrics import unloaded_us
+from taillab.network import Network
+from taillab.scenario import Scenario
+from taillab.traffic import FabricMessage, generate
+
+TAILCC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "tailcc.p4"
+
+
+class LabError(RuntimeError):
+    """The lab cannot run here (e.g. no tailcc.p4); the message says why."""
+
+
+def tailcc_program() -> Path:
+    """tailcc.p4 of this checkout, or $TAILCC_P4."""
+    path = Path(os.environ.get("TAILCC_P4", TAILCC_P4))
+    if not path.is_file():
+        raise LabError(f"{path}: tailcc.p4 not found (run from a tailcc checkout or set "
+                       f"TAILCC_P4)")
+    return path
+
+
+def compile_tailcc() -> Any:
+    from softswitch.diagnostics import P4Error
+    from softswitch.frontend.compiler import compile_program
+
+    try:
+        return compile_program(str(tailcc_program()))
+    except P4Error as exc:
+        raise LabError(str(exc)) from None
+RESULT_VERSION = 1
+
+
+def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
+                    messages: list[FabricMessage]) -> Callable[[str], list[str]]:
+    """Every configuration line of one switch: routes, the scheme's classes/ECN/Fast
+    CNP, and the traffic manager (link rates, queue depths, PFC, DWRR)."""
+    classes = [t.role for t in scenario.traffic]
+    elephants = sorted({(m.spec, m.sender, m.receiver) for m in messages if m.elephant})
+    b = scenario.buffers
+    policy = scheme_commands(scheme, classes, b)
+    if scheme == "tailcc":
+        policy += cnp_flow_commands(fabric, elephants)
+    lossless = lossless_queues(scheme, classes)
+
+    def commands(name: str) -> list[str]:
+        lines = fabric.routes(name) + policy
+        for port in fabric.ports(name):
+            rate = fabric.port_rate(name, port)
+            lines.append(f"set_link_rate {int(rate)} {port}")
+            lines.append(f"set_queue_depth {b.queue_pkts} {port}")
+            for q in lossless:
+                lines.append(f"set_pfc {port} {q} {b.pfc_xoff_pkts} {b.pfc_xon_pkts}")
+            weighted = [q for q in lossless if q in DWRR_WEIGHTS] if scheme != "baseline" else []
+            if len(weighted) > 1:
+                lines += [f"set_queue_weight {DWRR_WEIGHTS[q]} {port} {q}" for q in weighted]
+        return lines
+    return commands
+
+
+def run_cell(scenario: Scenario, scheme: str, seed: int, fastpath: str = "auto",
+             checked: Any = None) -> dict[str, Any]:
+    """One simulation; returns plain data (JSON-able) for the report."""
+    from softswitch.v1model.switch import Switch
+
+    if checked is None:
+        checked = compile_tailcc()
+    fabric = Fabric(scenario.topology)
+    messages = generate(scenario, seed)
+    slow = sorted(s.host for s in scenario.slow_receivers)
+    sample_ports = _sample_ports(fabric, slow[0] if slow else 0)
+    started = time.monotonic()
+    net = Network(scenario, scheme, lambda: Switch.from_program(checked, fastpath=fastpath),
+                  switch_commands(scenario, scheme, fabric, messages), sample_ports)
+    obs = net.run(messages)
+    return _summarise(scenario, scheme, seed, fabric, messages, net, obs,
+                      time.monotonic() - started)
+
+
+def _sample_ports(fabric: Fabric, host: int) -> list[tuple[str, int]]:
+    """The congested downlink, the spine port feeding its leaf, and another leaf's
+    uplink: where a cascade shows."""
+    leaf = fabric.leaf_of(host)
+    other = (leaf + 1) % fabric.topo.leaves
+    return [(f"l{leaf}", host % fabric.H), ("s0", leaf), (f"l{other}", fabric.H)]
+
+
+def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
+               messages: list[FabricMessage], net: Network, obs: Any,
+               wall_s: float) -> dict[str, Any]:
+    t = scenario.topology
+    slow = {s.host: s.rx_gbps * 1e9 for s in scenario.slow_receivers}
+    slowdown: dict[str, list[float]] = defaultdict(list)
+    fct: dict[str, list[float]] = defaultdict(list)
+    for msg, done in obs.completions:
+        if msg.start_us > scenario.duration_us:
+            continue
+        base = unloaded_us(msg.size, t.mtu_payload,
+                           tuple(fabric.path_rates(msg.sender, msg.receiver)), t.prop_us,
+                           slow.get(msg.receiver))
+        slowdown[msg.cls].append((done - msg.start_us) / base)
+        fct[msg.cls].append(done - msg.start_us)
+    offered: dict[str, int] = defaultdict(int)
+    for m in messages:
+        offered[m.cls] += 1
+    pfc = obs.pfc
+    return {
+        "version": RESULT_VERSION, "scenario": scenario.name, "scheme": scheme, "seed": seed,
+        "messages": len(messages), "offered": dict(offered),
+        "completed": len(obs.completions),
+        "slowdown": dict(slowdown), "fct_us": dict(fct),
+        "elephant_classes": sorted({m.cls for m in messages if m.elephant}),
+        "goodput_gbps": {c: b * 8 / scenario.duration_us / 1e3
+                         for c, b in obs.delivered_bytes.items()},
+        "ecn_mark_rate": {c: obs.ce_pkts.get(c, 0) / n for c, n in obs.delivered_pkts.items()
+                          if n},
+        "pfc_frames": pfc.frames, "pfc_paused_us": pfc.total_paused_us,
+        "paused_flows": len(pfc.paused_flows), "innocent_victims": net.innocent_victims(),
+        "cnp_delay_us": {k: v for k, v in obs.cnp_delay_us.items()},
+        "cnps": {k: len(v) for k, v in obs.cnp_delay_us.items()},
+        "peak_buffer_pkts": obs.peak_buffer_pkts,
+        "depth_samples": obs.depth_samples,
+        "wall_s": round(wall_s, 1),
+    }
+
+
+def _cell_path(out: Path, scheme: str, seed: int) -> Path:
+    return out / "cells" / f"{scheme}-seed{seed}.json"
+
+
+def run_grid(scenario: Scenario, out: Path, jobs: int, fastpath: str = "auto",
+             progress: Callable[[str], None] = print,
+             scheduler: str | None = None) -> list[dict[str, Any]]:
+    """Every (scheme, seed) cell; finished cells (same scenario, written before) are
+    read back instead of rerun. ``scheduler``: the address of a Dask cluster (or a
+    ``distributed.Client``) to run the cells on instead of local processes."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cells").mkdir(exist_ok=True)
+    (out / "scenario.json").write_text(json.dumps(asdict(scenario), indent=1))
+    cells = [(scheme, seed) for seed in scenario.seeds for scheme in scenario.schemes]
+    results: dict[tuple[str, int], dict[str, Any]] = {}
+    todo = []
+    for scheme, seed in cells:
+        cached = _read_cell(_cell_path(out, scheme, seed), scenario)
+        if cached is not None:
+            results[(scheme, seed)] = cached
+            progress(f"  {scheme:<14} seed {seed}: done before (kept)")
+        else:
+            todo.append((scheme, seed))
+    started = time.monotonic()
+
+    def finished(res: dict[str, Any]) -> None:
+        key = (res["scheme"], res["seed"])
+        results[key] = res
+        path = _cell_path(out, *key)
+        path.write_text(json.dumps({"scenario_digest": _digest(scenario), **res}))
+        done = len(results)
+        mice = [c for c in res["slowdown"] if c not in res["elephant_classes"]]
+        p99 = ", ".join(f"{c} P99 {_p(res['slowdown'][c], 99):.2f}" for c in mice)
+        progress(f"  [{done}/{len(cells)}] {res['scheme']:<14} seed {res['seed']}: "
+                 f"{res['completed']}/{res['messages']} msgs, {p99}, PFC paused "
+                 f"{res['pfc_paused_us']:.0f} us  ({res['wall_s']:.0f} s; "
+                 f"{time.monotonic() - started:.0f} s elapsed)")
+
+    if scheduler is not None and todo:
+        for res in _on_dask(scheduler, scenario, todo, fastpath):
+            finished(res)
+    elif jobs <= 1 or len(todo) <= 1:
+        checked = compile_tailcc() if todo else None
+        for scheme, seed in todo:
+            finished(run_cell(scenario, scheme, seed, fastpath, checked))
+    else:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+            futures = [pool.submit(run_cell, scenario, scheme, seed, fastpath)
+                       for scheme, seed in todo]
+            for fut in as_completed(futures):
+                finished(fut.result())
+    return [results[c] for c in cells]
+
+
+def _on_dask(scheduler: Any, scenario: Scenario, todo: list[tuple[str, int]],
+             fastpath: str) -> Any:
+    """One Dask task per cell, results as they finish (``distributed``)."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise LabError("--scheduler needs the 'distributed' package (pip install "
+                       "distributed)") from None
+    try:
+        client = scheduler if isinstance(scheduler, Client) else Client(scheduler, timeout=10)
+    except OSError as exc:
+        raise LabError(f"Dask scheduler {scheduler}: {exc}") from None
+    try:
+        futures = [client.submit(run_cell, scenario, scheme, seed, fastpath, pure=False)
+                   for scheme, seed in todo]
+        for fut in as_completed(futures):
+            yield fut.result()
+    finally:
+        if client is not scheduler:
+            client.close()
+
+
+def _p(values: list[float], p: float) -> float:
+    from taillab.report import percentile
+    return percentile(sorted(values), p)
+
+
+def _digest(scenario: Scenario) -> str:
+    import hashlib
+    return hashlib.sha256(json.dumps(asdict(scenario), sort_keys=True).encode()).hexdigest()
+
+
+def _read_cell(path: Path, scenario: Scenario) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if doc.get("scenario_digest") != _digest(scenario) or doc.get("version") != RESULT_VERSION:
+        return None
+    doc.pop("scenario_digest")
+    return doc
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else (os.cpu_count() or 1))
+
+
+if __name__ == "__main__":  # pragma: no cover - use `tailcc lab`
+    sys.exit("use: tailcc lab SCENARIO")

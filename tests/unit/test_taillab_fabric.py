@@ -1,0 +1,157 @@
+"""The leaf-spine lab: tailcc.p4 on softswitch in every switch (issue 14).
+
+A lone message's slowdown is exactly 1 (the unloaded time is computed right); the same
+seed gives the same numbers; the cascade scenario really cascades in the baseline
+(pauses reach flows that never crossed the slow receiver's port) and tailcc keeps the
+signals out of it; scenario files and ``tailcc lab`` fail with located messages."""
+
+from dataclasses import replace
+
+import pytest
+
+from controlplane.cli import main as tailcc
+from taillab.runner import compile_tailcc, run_cell
+from taillab.scenario import ScenarioError, load_scenario, parse_scenario
+
+LONE = """
+name: lone
+duration_us: 3000
+drain_us: 3000
+seeds: [1]
+schemes: [baseline, tailcc]
+slow_receivers: [{host: "0.0", rx_gbps: 2}]
+traffic:
+  - {name: sched_signal, senders: ["1.0"], receivers: ["2.1"], sizes: [300],
+     mean_gap_us: 1000, max_messages: 1}
+  - {name: hot_kv, senders: ["1.1"], receivers: ["3.1"], sizes: [40000],
+     mean_gap_us: 1000, max_messages: 1}
+  - {name: tp_pp, senders: ["2.2"], receivers: ["2.3"], sizes: [5000],
+     mean_gap_us: 1000, max_messages: 1}
+  - {name: bulk, senders: ["3.2"], receivers: ["0.0"], sizes: [20000],
+     mean_gap_us: 1000, max_messages: 1, elephant: true}
+"""
+
+
+@pytest.fixture(scope="module")
+def checked():
+    return compile_tailcc()
+
+
+@pytest.mark.parametrize("scheme", ["baseline", "tailcc"])
+def test_lone_messages_have_slowdown_one(checked, scheme):
+    scenario = parse_scenario(LONE, "lone.yaml")
+    res = run_cell(scenario, scheme, 1, checked=checked)
+    assert res["completed"] == 4
+    for cls in ("sched_signal", "hot_kv", "tp_pp", "bulk"):   # cross-leaf, same leaf, slow rx
+        assert res["slowdown"][cls] == [pytest.approx(1.0, abs=1e-9)], cls
+    assert res["pfc_frames"] == 0 and res["innocent_victims"] == 0
+
+
+def test_cascade_in_baseline_not_for_tailcc_signals(checked):
+    scenario = replace(load_scenario("pd_cascade").scaled(600.0, (1,)), drain_us=1500.0)
+    base = run_cell(scenario, "baseline", 1, checked=checked)
+    again = run_cell(scenario, "baseline", 1, checked=checked)
+    ours = run_cell(scenario, "tailcc", 1, checked=checked)
+    for r in (base, again):
+        r.pop("wall_s")
+    assert base == again                                   # same seed, same numbers
+    assert base["offered"] == ours["offered"]              # identical offered traffic
+    assert base["pfc_paused_us"] > 0 and base["innocent_victims"] > 0
+    p99 = {n: sorted(r["slowdown"]["sched_signal"])[int(0.99 * len(r["slowdown"]
+                                                                     ["sched_signal"]))]
+           for n, r in (("base", base), ("ours", ours))}
+    assert p99["base"] > 3 * p99["ours"], p99
+    assert ours["cnps"].get("switch", 0) > 0               # Fast CNPs reached senders
+
+
+@pytest.mark.parametrize("text, where", [
+    ("name: x\nduration_us: 10\ntraffic: []\n", "traffic: a scenario needs traffic"),
+    ("name: x\nduration_us: 10\nbogus: 1\ntraffic: [{name: bulk, senders: [0], "
+     "receivers: [1], sizes: [1], load: 0.1}]\n", "bogus: unknown key"),
+    ("name: x\nduration_us: 10\ntraffic: [{name: bulk, senders: ['9.0'], receivers: [1], "
+     "sizes: [1], load: 0.1}]\n", "traffic[0].senders"),
+    ("name: x\nduration_us: 10\ntraffic: [{name: weird, senders: [0], receivers: [1], "
+     "sizes: [1], load: 0.1}]\n", "traffic[0].class: 'weird'"),
+    ("name: x\nduration_us: -1\ntraffic: []\n", "duration_us: expected a number"),
+    ("name: x\nduration_us: 10\ntraffic: [{name: bulk, senders: [0], receivers: [1], "
+     "sizes: [1], load: 0.1, mean_gap_us: 3}]\n", "exactly one of load, mean_gap_us"),
+    ("[1, 2", "not valid YAML"),
+])
+def test_scenario_errors_are_located(text, where):
+    with pytest.raises(ScenarioError) as exc:
+        parse_scenario(text, "s.yaml")
+    assert str(exc.value).startswith("s.yaml: ") and where in str(exc.value)
+
+
+def test_tailcc_lab_cli(tmp_path, capsys):
+    assert tailcc(["lab", "no_such_scenario"]) == 2
+    err = capsys.readouterr().err
+    assert "tailcc: error: no_such_scenario: no such scenario" in err and "Traceback" not in err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nduration_us: 10\ntraffic: 3\n")
+    assert tailcc(["lab", str(bad)]) == 2
+    assert "bad.yaml: traffic: expected a list" in capsys.readouterr().err
+    lone = tmp_path / "lone.yaml"
+    lone.write_text(LONE)
+    out = tmp_path / "out"
+    args = ["lab", str(lone), "--schemes", "baseline", "--jobs", "1", "--out", str(out)]
+    assert tailcc(args) == 0
+    first = capsys.readouterr().out
+    assert "sched_signal*" in first and "1.00" in first
+    for name in ("summary.json", "slowdown.csv", "slowdown_cdf.png", "queues_pfc.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert tailcc(args) == 0                                 # a rerun keeps finished cells
+    assert "done before (kept)" in capsys.readouterr().out
+
+
+def test_moe_scenario_offers_seventy_percent_and_scales():
+    from taillab.traffic import generate
+
+    moe = load_scenario("moe")
+    messages = generate(moe, 1)
+    per_host_gbps = sum(m.size for m in messages) * 8 / moe.duration_us / 1e3 / 16
+    assert 0.6 < per_host_gbps / moe.topology.host_gbps < 0.75
+    a2a = [m for m in messages if m.cls == "moe_a2a"]
+    first = min(m.start_us for m in a2a)
+    burst = [m for m in a2a if m.start_us == first]
+    assert len(burst) == 16 * 15                           # every host to every other
+    assert generate(moe, 1) == messages                    # same seed, same traffic
+    half = generate(moe.scaled(load_scale=0.5), 1)
+    assert sum(m.size for m in half) == pytest.approx(sum(m.size for m in messages) / 2,
+                                                      rel=0.1)
+    with pytest.raises(ScenarioError, match="at or above its link's rate"):
+        load_scenario("pd_cascade").scaled(load_scale=10)
+
+
+def test_grid_on_local_dask_cluster_equals_serial(tmp_path):
+    from distributed import Client, LocalCluster
+
+    from taillab.runner import run_grid
+
+    scenario = replace(parse_scenario(LONE, "lone.yaml"), seeds=(1, 2))
+    serial = run_grid(scenario, tmp_path / "serial", jobs=1, progress=lambda _: None)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        dask = run_grid(scenario, tmp_path / "dask", jobs=1, progress=lambda _: None,
+                        scheduler=client)
+    assert len(dask) == 4
+    for a, b in zip(serial, dask, strict=True):
+        a, b = dict(a), dict(b)
+        a.pop("wall_s"), b.pop("wall_s")
+        assert a == b
+
+
+def test_load_sweep(tmp_path, capsys):
+    """Two loads of a small scenario: one run per load, then sweep.csv and sweep.png."""
+    lone = tmp_path / "lone.yaml"
+    lone.write_text(LONE.replace("max_messages: 1", "max_messages: 2"))
+    out = tmp_path / "sweep"
+    assert tailcc(["lab", str(lone), "--schemes", "tailcc", "--jobs", "1", "--out", str(out),
+                   "--sweep", "0.001,0.002"]) == 0
+    rows = (out / "sweep.csv").read_text().splitlines()
+    assert rows[0].startswith("load,scheme,class") and len(rows) == 1 + 2 * 4
+    assert (out / "sweep.png").stat().st_size > 0
+    with pytest.raises(SystemExit) as exc:                  # argparse: usage error
+        tailcc(["lab", str(lone), "--sweep", "0.5,1.5"])
+    assert exc.value.code == 2
+    assert "loads are shares of a link" in capsys.readouterr().err
