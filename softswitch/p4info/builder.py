@@ -212,6 +212,8 @@ class Builder:
             self._collect_table_externs(t)
         for ext in e.externs:
             kind = self._kind(ext)
+            if kind is None and self._is_digest(ext):
+                kind = ids.DIGEST
             if kind is not None and ext.qualified:
                 self.symbols.add(kind, ext.qualified, _explicit_id(ext.decl), ext.loc)
         for vs in e.value_sets:
@@ -441,6 +443,9 @@ class Builder:
         self.types.touch()  # p4c's handler creates type_info for every extern instance
         if not ext.qualified:
             return
+        if self._is_digest(ext):
+            self._digest_instance(ext)
+            return
         # p4c's v1model handler does not look at @hidden on extern instances
         if tn == "counter":
             c = self.p4info.counters.add()
@@ -458,6 +463,22 @@ class Builder:
             self._register(ext)
         elif tn in ("action_profile", "action_selector"):
             self._action_profile(ext)
+
+    def _is_digest(self, ext: ExternInstance) -> bool:
+        return self.arch.digest_extern is not None and ext.type_name == self.arch.digest_extern
+
+    def _digest_instance(self, ext: ExternInstance) -> None:
+        """PNA's ``Digest<T>`` instance: a digest named after the instance."""
+        dg = self.p4info.digests.add()
+        self._preamble(dg.preamble, ids.DIGEST, ext.qualified, self._anns(ext))
+        t = _type_of_ref(ext.type_args[0]) if ext.type_args else None
+        if t is None:
+            inst_t = getattr(getattr(ext.decl, "type_ref", None), "resolved", None)
+            targs = getattr(inst_t, "type_args", ())
+            t = targs[0] if targs else None
+        if t is None:
+            raise P4Error(f"Digest '{ext.name}' has no data type", ext.loc)
+        self.types.convert(t, dg.type_spec)
 
     def _index_type(self, ext: ExternInstance, pos: int, msg: Any) -> None:
         """``index_type_name`` when an indexed extern's index type is a ``type``."""
