@@ -46,3 +46,16 @@ def detect(elab: Any, requested: str | None = None) -> str:
         raise P4Error(f"--arch {requested} was given, but main is a {name}, which is the "
                       f"{found} architecture", getattr(main, "loc", None))
     return found
+
+
+def load_target(checked: Any, arch: str | None = None, fastpath: str | None = None) -> Any:
+    """The loaded pipeline of a checked program on its architecture's target: a v1model
+    :class:`~softswitch.v1model.switch.Switch` or a PNA :class:`~softswitch.pna.nic.Nic`
+    (both imported lazily: each is heavy)."""
+    from softswitch.frontend.elaborate import elaborate
+
+    if detect(elaborate(checked), arch) == PNA:
+        from softswitch.pna.nic import Nic
+        return Nic.from_program(checked, fastpath=fastpath)
+    from softswitch.v1model.switch import Switch
+    return Switch.from_program(checked, fastpath=fastpath)

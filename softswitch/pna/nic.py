@@ -130,6 +130,11 @@ class Nic(Switch):
                           ">= 0 µs")
         self.rt.expire_profiles[profile] = timeout_us
 
+    def queued_view(self, tm: Any) -> Any:
+        """This NIC behind per-class transmit queues (``softswitch run``)."""
+        from softswitch.pna.tm import NicQueues
+        return NicQueues(self, tm)
+
     # ------------------------------------------------------------ packets
     def inject(self, port: int, data: bytes) -> list[PacketOut]:
         out: list[PacketOut] = []
