@@ -91,6 +91,7 @@ class RunOptions:
     limits: Limits = DEFAULT_LIMITS
     host_ports: set[int] = field(default_factory=set)   # PNA: ports facing the host
     net_ports: set[int] = field(default_factory=set)    # PNA: ports facing the network
+    loopback_port: int | None = None                     # PNA: turns packets around
 
 
 class _Parser(argparse.ArgumentParser):
@@ -149,6 +150,9 @@ def _switch_parser() -> _Parser:
                    help="PNA programs: port N faces the host (repeatable)")
     p.add_argument("--net-port", action="append", type=int, default=[], metavar="N",
                    help="PNA programs: port N faces the network (repeatable)")
+    p.add_argument("--loopback-port", type=int, metavar="N",
+                   help="PNA programs: packets sent or mirrored to port N (no interface) "
+                        "re-enter in the other direction with loopedback set")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                    help="include directory for compiling PROG.p4")
     limits_mod.add_arguments(p, no_limits=False)     # for configs sent by controllers
@@ -215,6 +219,11 @@ def parse_args(argv: list[str]) -> RunOptions:
             main_parser.error(f"interface '{iface}' is given twice")
         opts.interfaces[port] = iface
     _port_roles(main_parser, opts, ns.host_port, ns.net_port)
+    if ns.loopback_port is not None:
+        if not 0 <= ns.loopback_port <= MAX_PORT or ns.loopback_port in opts.interfaces:
+            main_parser.error(f"--loopback-port {ns.loopback_port}: must be a port 0..{MAX_PORT} "
+                              "with no interface")
+        opts.loopback_port = ns.loopback_port
     for item in ns.defines:
         name, eq, value = item.partition("=")
         if not name:
@@ -262,8 +271,9 @@ def apply_port_roles(opts: RunOptions, switch: object) -> None:
     every attached port); a v1model switch must not be given any."""
     set_ports = getattr(switch, "set_ports", None)
     if set_ports is None:
-        if opts.host_ports or opts.net_ports:
-            raise P4Error("--host-port/--net-port are for PNA programs (main a PNA_NIC); "
+        if opts.host_ports or opts.net_ports or opts.loopback_port is not None:
+            raise P4Error("--host-port/--net-port/--loopback-port are for PNA programs "
+                          "(main a PNA_NIC); "
                           "this program is a v1model switch")
         return
     missing = sorted(set(opts.interfaces) - opts.host_ports - opts.net_ports)
@@ -273,7 +283,7 @@ def apply_port_roles(opts: RunOptions, switch: object) -> None:
     host = set(opts.host_ports)
     if opts.cpu_port is not None:
         host.add(opts.cpu_port)       # PacketOut enters as HOST_TO_NET
-    set_ports(host=host, net=opts.net_ports)
+    set_ports(host=host, net=opts.net_ports, loopback=opts.loopback_port)
 
 
 def tls_config(opts: RunOptions) -> TlsConfig | None:

@@ -19,7 +19,12 @@ main_deparser (p4c's generic ``pna.p4``), then acts on what main_control decided
 * ``mirror_packet(slot, session)``: one copy per slot of the deparsed packet to the
   session's port (P4Runtime ``CloneSessionEntry``), the original still forwarded;
 * ``ostd.class_of_service`` travels with the packet (``PacketOut.meta``) to the NIC's
-  transmit queues (:mod:`softswitch.pna.tm`).
+  transmit queues (:mod:`softswitch.pna.tm`);
+* the loopback port (:class:`PortRoles`, optional): a packet sent or mirrored to it
+  re-enters the pipeline at once with ``loopedback`` true, in the other direction
+  (a packet the NIC turns around, e.g. a receiver CNP built from a data packet), with
+  ``pass`` 0 and the loopback port as ``input_port``; re-entries count against the
+  same limit of 8 passes per arriving packet.
 
 The control-plane side (tables, counters, registers, meters, clone sessions, digests)
 is the v1model switch's (:class:`~softswitch.v1model.switch.Switch`), which this class
@@ -57,11 +62,14 @@ class PortRoles:
 
     host: set[int] = field(default_factory=set)
     net: set[int] = field(default_factory=set)
+    loopback: int | None = None
 
     def __post_init__(self) -> None:
         both = self.host & self.net
         if both:
             raise P4Error(f"port(s) {sorted(both)} given as both host and network ports")
+        if self.loopback is not None and self.loopback in self.host | self.net:
+            raise P4Error(f"loopback port {self.loopback} is also a host or network port")
 
     def direction(self, port: int) -> str | None:
         if port in self.host:
@@ -119,8 +127,9 @@ class Nic(Switch):
         pb.finish()
         return cls(pb, roles, _pipeline_types(elab, pb))
 
-    def set_ports(self, host: Iterable[int] = (), net: Iterable[int] = ()) -> None:
-        self.ports = PortRoles(set(host), set(net))
+    def set_ports(self, host: Iterable[int] = (), net: Iterable[int] = (),
+                  loopback: int | None = None) -> None:
+        self.ports = PortRoles(set(host), set(net), loopback)
 
     def set_expire_profile(self, profile: int, timeout_us: int) -> None:
         """The idle time after which entries added with this expire-time profile are
@@ -143,34 +152,41 @@ class Nic(Switch):
             self.unknown_port_drops += 1
             return out
         self.rt.expire(self.clock.now_us())
-        work: deque[tuple[bytes, int]] = deque([(bytes(data), 0)])
+        work: deque[_Arrival] = deque([_Arrival(bytes(data), port, direction)])
+        passes = 0
         while work:
-            packet, pass_no = work.popleft()
+            a = work.popleft()
+            passes += 1
+            if passes > MAX_PASS + 1:
+                self.pass_limit_drops += 1
+                break
+            sent: list[PacketOut] = []
             try:
-                again = self._pass(port, direction, packet, pass_no, out)
+                again = self._pass(a, sent)
             except SwitchAbort:
                 raise
             except ParserError:
                 continue   # a stack fault outside the parser: the packet is dropped
-            if again is None:
-                continue
-            if pass_no >= MAX_PASS:
-                self.pass_limit_drops += 1
-                continue
-            work.append((again, pass_no + 1))
+            if again is not None:
+                work.append(_Arrival(again, a.port, a.direction, a.pass_no + 1, a.loopedback))
+            for o in sent:
+                if self.ports.loopback is not None and o.port == self.ports.loopback:
+                    work.append(_Arrival(o.data, o.port, _OTHER[a.direction], 0, True))
+                else:
+                    out.append(o)
         return out
 
-    def _pass(self, port: int, direction: str, data: bytes, pass_no: int,
-              out: list[PacketOut]) -> bytes | None:
+    def _pass(self, a: _Arrival, out: list[PacketOut]) -> bytes | None:
         """One pass; returns the packet to recirculate, or None."""
         t = self.types
+        data, port, direction, pass_no = a.data, a.port, a.direction, a.pass_no
         dcode = self.directions[direction]
         for obj in self.pb.per_packet:
             obj.clear()
         state = self.rt.begin_pass(len(data))
         hdr, meta = self.hdr_cls(), self.meta_cls()
         pistd = t["parser_istd"]()
-        _set(pistd, direction=dcode, pass_=pass_no, loopedback=False, input_port=port)
+        _set(pistd, direction=dcode, pass_=pass_no, loopedback=a.loopedback, input_port=port)
         reader = PacketReader(data)
         error = 0
         try:
@@ -184,13 +200,13 @@ class Nic(Switch):
         self.rt.payload = payload
         pre_in, pre_out = t["pre_istd"](), t["pre_ostd"]()
         _set(pre_in, input_port=port, parser_error=error, direction=dcode, pass_=pass_no,
-             loopedback=False)
+             loopedback=a.loopedback)
         meta, pre_out = self._run_control("pre_control", hdr, meta, pre_in, pre_out)
         if getattr(pre_out, "f_decrypt", False):
             self.decrypt_refused += 1
             return None
         istd, ostd = t["main_istd"](), t["main_ostd"]()
-        _set(istd, direction=dcode, pass_=pass_no, loopedback=False,
+        _set(istd, direction=dcode, pass_=pass_no, loopedback=a.loopedback,
              timestamp=self.clock.now_us() * 1000, parser_error=error, class_of_service=0,
              input_port=port)
         hdr, meta, ostd = self._run_control("main_control", hdr, meta, istd, ostd)
@@ -203,7 +219,7 @@ class Nic(Switch):
         if state.dest == RECIRCULATE:
             return packet
         if state.dest == PORT:
-            if self.ports.direction(state.port) is None:
+            if self.ports.direction(state.port) is None and state.port != self.ports.loopback:
                 self.unknown_port_drops += 1
             else:
                 out.append(PacketOut(state.port, packet, {"class_of_service": cos}))
@@ -224,6 +240,20 @@ class Nic(Switch):
     def _run_control(self, role: str, *args: Any) -> Any:
         values = super()._run_control(role, *args)
         return values if values is not None else ()
+
+
+_OTHER = {NET_TO_HOST: HOST_TO_NET, HOST_TO_NET: NET_TO_HOST}
+
+
+@dataclass
+class _Arrival:
+    """A packet entering the pipeline: from a port, recirculated or looped back."""
+
+    data: bytes
+    port: int
+    direction: str
+    pass_no: int = 0
+    loopedback: bool = False
 
 
 def _set(obj: Any, **fields: Any) -> None:
