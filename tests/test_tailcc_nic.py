@@ -169,7 +169,7 @@ def test_tx_entropy_skips_values_recently_seen_with_ce(nic: Nic) -> None:
     ports = [Ether(_one(nic.inject(HOST, _roce(RC_WRITE_ONLY, PEER_QP)), NET).data)[UDP].sport
              - EV_BASE for _ in range(6)]
     assert 2 not in ports and ports[:3] == [1, 3, 0]
-    nic.clock.advance(2_000)                       # EV_CE_HOLD_NS (1 ms) later
+    nic.clock.advance(60_000)                      # EV_CE_HOLD_NS (50 ms) later
     later = {Ether(_one(nic.inject(HOST, _roce(RC_WRITE_ONLY, PEER_QP)), NET).data)[UDP].sport
              - EV_BASE for _ in range(4)}
     assert 2 in later

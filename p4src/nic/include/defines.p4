@@ -46,8 +46,9 @@ const bit<8> QUEUE_URGENT     = 7;   /* small urgent messages, CNPs, NAK/trim fa
 
 /* Receiver CNPs: at most one per QP per this many ns (DCQCN's notification point). */
 const bit<64> CNP_MIN_INTERVAL_NS = 50000;
-/* An EV stays "seen with CE" this long after a CNP named it. */
-const bit<64> EV_CE_HOLD_NS = 1000000;
+/* An EV stays "seen with CE" this long after a CNP named it (50 ms: several
+ * round trips of the slowest path, long enough to steer a flow off it). */
+const bit<64> EV_CE_HOLD_NS = 50000000;
 /* A QP's rate recovers by 1/8 per this many ns without a CNP. */
 const bit<64> RATE_RECOVERY_NS = 100000;
 
