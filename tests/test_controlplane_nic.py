@@ -45,6 +45,8 @@ nics:
           urgent_max_len: 200, max_rate: 100, burst: 2000}}
     app_tags:
       - {{protocol: tcp, dport: 6000, class: cold_kv}}
+    class_meters:
+      - {{class: cold_kv, cir: 1000000, cburst: 20000, pir: 2000000, pburst: 40000}}
 """
 
 
@@ -81,6 +83,8 @@ def test_apply_programs_a_switch_and_a_nic_from_one_intent(servers) -> None:
     leaf, nic = results
     assert leaf.pipeline_loaded and not nic.pipeline_loaded   # the NIC keeps its program
     assert nic.written == sum(nic.plan.counts().values()) > 10
+    assert any(c.entity.WhichOneof("entity") == "meter_entry" and c.kind == "MODIFY"
+               for c in nic.plan.changes)                              # the class meter
     again = reconcile_all(intent, pipeline)
     assert [r.plan.counts() for r in again] == [{"INSERT": 0, "MODIFY": 0, "DELETE": 0}] * 2
 
@@ -110,6 +114,7 @@ def test_validate_counts_nics(tmp_path: Path) -> None:
     (("net_port: 1", "net_port: 0"), "must differ"),
     (("ev_count: 4,", "ev_count: 4, ev_base: 7,"), "multiple of 16"),
     (("name: nic1", "name: leaf"), "also a switch name"),
+    (("cir: 1000000", "cir: 3000000"), "exceeds pir"),
 ])
 def test_bad_nic_intents_name_the_problem(edit, message) -> None:
     text = INTENT.format(switch="127.0.0.1:1", nic="127.0.0.1:2").replace(*edit)

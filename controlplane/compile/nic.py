@@ -22,6 +22,7 @@ QP_RATE = "rate.qp_rate"
 RX_FAST_PATH = "fast_path.rx_fast_path"
 MANAGED_TABLES = (PORT_MAP, QP_CLASS, APP_CLASS, CLASS_POLICY, LOCAL_QP, QP_RATE,
                   RX_FAST_PATH)
+CLASS_METER = "rate.class_meter"
 # include/defines.p4: CNP_MIRROR_SESSION
 CNP_SESSION = 7
 RC_ACKNOWLEDGE = 0x11
@@ -33,6 +34,8 @@ def compile_nic(intent: m.Intent, nic: m.Nic, index: P4InfoIndex) -> DesiredStat
     classes = {c.name: c for c in intent.classes}
     built = _ports(nic, b) + _qps(nic, classes, b) + _app_tags(nic, classes, b)
     built += _class_policies(intent, b) + _fast_path(nic, b)
+    built += [b.meter_entry(CLASS_METER, classes[c.nic_class].id, c.cir, c.cburst, c.pir,
+                            c.pburst) for c in nic.class_meters]
     if nic.receiver_cnp and nic.loopback_port is not None:
         built.append(b.clone_session(CNP_SESSION, [nic.loopback_port]))
     state = DesiredState()

@@ -69,6 +69,10 @@ def _check_nics(intent: m.Intent, problems: Problems) -> None:
         refs = [(f"{path}.qps[{j}].class", q.nic_class) for j, q in enumerate(nic.qps)]
         refs += [(f"{path}.app_tags[{j}].class", t.nic_class)
                  for j, t in enumerate(nic.app_tags)]
+        refs += [(f"{path}.class_meters[{j}].class", c.nic_class)
+                 for j, c in enumerate(nic.class_meters)]
+        _unique(problems, f"{path}.class_meters", nic.class_meters, lambda c: c.nic_class,
+                "class")
         for where, name in refs:
             tc = classes.get(name)
             if tc is None:

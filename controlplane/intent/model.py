@@ -243,6 +243,18 @@ class NicAppTag:
 
 
 @dataclass(frozen=True)
+class NicMeter:
+    """A class's policer on a NIC (class_meter, bytes): rates in bytes/s, bursts in
+    bytes; traffic above the peak rate is dropped."""
+
+    nic_class: str
+    cir: int
+    cburst: int
+    pir: int
+    pburst: int
+
+
+@dataclass(frozen=True)
 class Nic(Switch):
     """A NIC running p4src/nic/tailcc_nic.p4 (softswitch's PNA target): reached over
     P4Runtime like a switch, between its host (host_port) and the network (net_port)."""
@@ -253,6 +265,7 @@ class Nic(Switch):
     scheduler: str | None = None    # transmit queues of the network port
     qps: tuple[NicQp, ...] = ()
     app_tags: tuple[NicAppTag, ...] = ()
+    class_meters: tuple[NicMeter, ...] = ()
     receiver_cnp: bool = True
     nak_fast_path: bool = True
     trim_dscp: int | None = None    # DSCP a switch gives trimmed packets (None: no fast path)

@@ -361,7 +361,8 @@ def parse_switch(node: Node) -> m.Switch | None:
 # --- NICs ----------------------------------------------------------------------------------
 NIC_KEYS = ("name", "address", "device_id", "election_id", "cpu_port", "runtime_address",
             "tls", "runtime_token_file", "host_port", "net_port", "loopback_port",
-            "scheduler", "qps", "app_tags", "receiver_cnp", "nak_fast_path", "trim_dscp")
+            "scheduler", "qps", "app_tags", "class_meters", "receiver_cnp", "nak_fast_path",
+            "trim_dscp")
 
 
 def parse_nic(node: Node) -> m.Nic | None:
@@ -387,6 +388,7 @@ def parse_nic(node: Node) -> m.Nic | None:
         scheduler=_opt(node, "scheduler", Node.name),
         qps=_each(node.get("qps", []), parse_nic_qp),
         app_tags=_each(node.get("app_tags", []), parse_app_tag),
+        class_meters=_each(node.get("class_meters", []), parse_nic_meter),
         receiver_cnp=_or(_opt(node, "receiver_cnp", Node.boolean), True),
         nak_fast_path=_or(_opt(node, "nak_fast_path", Node.boolean), True),
         trim_dscp=_opt(node, "trim_dscp", Node.integer, 0, 63),
@@ -417,6 +419,20 @@ def parse_nic_qp(node: Node) -> m.NicQp | None:
                    _or(_opt(node, "max_rate", Node.integer, 0, 2**32 - 1), 0),
                    _or(_opt(node, "min_rate", Node.integer, 1, 2**32 - 1), 1),
                    _or(_opt(node, "burst", Node.integer, 1, 2**32 - 1), 4096))
+
+
+def parse_nic_meter(node: Node) -> m.NicMeter | None:
+    if not node.mapping(("class", "cir", "cburst", "pir", "pburst")):
+        return None
+    cls = _req(node, "class", Node.name)
+    vals = [_req(node, k, Node.integer, 1, 2**40) for k in ("cir", "cburst", "pir", "pburst")]
+    if cls is None or None in vals:
+        return None
+    cir, cburst, pir, pburst = (int(v) for v in vals if v is not None)
+    if cir > pir:
+        node.error(f"cir {cir} exceeds pir {pir}")
+        return None
+    return m.NicMeter(cls, cir, cburst, pir, pburst)
 
 
 def parse_app_tag(node: Node) -> m.NicAppTag | None:
