@@ -14,12 +14,15 @@ Then SIGTERM (a controller's StreamChannel open, a 200k-update Write being appli
 timing how long the process takes to exit and checking that its gRPC port can be
 bound again at once. Prints the figures; asserts nothing.
 
-    python bench/server_resources.py [--entries N] [--batch B]
+    python bench/server_resources.py [--entries N] [--batch B] [--json FILE]
+
+``--json`` also writes the figures as JSON (tests/test_server_resources.py bounds them).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import signal
@@ -121,6 +124,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--batch", type=int, default=50_000)
     ap.add_argument("--settle", type=float, default=3.0,
                     help="seconds to wait before the after-delete figure")
+    ap.add_argument("--huge", type=int, default=HUGE_UPDATES,
+                    help="updates in the batch over the server's request limit")
+    ap.add_argument("--json", type=pathlib.Path, help="also write the figures here")
     args = ap.parse_args(argv)
     if not 1 <= args.entries <= 1 << 24 or args.batch < 1:
         ap.error("--entries must be 1..2^24 and --batch >= 1")
@@ -173,9 +179,9 @@ def main(argv: list[str]) -> int:
         figures.append(("after deleting them", _rss(pid), ""))
         time.sleep(args.settle)
         figures.append((f"{args.settle:g} s later", _rss(pid), ""))
-        verdict = _huge_batch(channel, table, action)
-        figures.append((f"a {HUGE_UPDATES // 1000}k-update batch "
-                        f"({HUGE_UPDATES * 64 // MiB} MiB)", _rss(pid), verdict))
+        verdict = _huge_batch(channel, table, action, args.huge)
+        figures.append((f"a {args.huge // 1000}k-update batch "
+                        f"({args.huge * 64 // MiB} MiB)", _rss(pid), verdict))
         time.sleep(args.settle)
         figures.append((f"{args.settle:g} s later", _rss(pid), ""))
         # SIGTERM with a controller's stream open and a big Write being applied
@@ -203,6 +209,11 @@ def main(argv: list[str]) -> int:
         print(f"  {label:48s} {rss:8.1f}  {100 * (rss - base) / base:+6.0f}%  {note}")
     print(f"  SIGTERM to exit: {stop_s:.2f} s (exit code {server.returncode}); "
           f"gRPC port free at once: {'yes' if free else 'no'}")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "rss_mib": [{"step": label, "rss": rss, "note": note}
+                        for label, rss, note in figures],
+            "sigterm_s": stop_s, "exit_code": server.returncode, "port_free": free}))
     return 0
 
 

@@ -128,3 +128,22 @@ def test_oversized_file_is_refused_before_parsing():
     text = "# " + "x" * (yamlsrc.MAX_TEXT_BYTES + 1) + "\n"
     with pytest.raises(IntentError, match="byte limit"):
         parse_intent_text(text, "big.yaml")
+
+
+@pytest.mark.parametrize("key,message", [
+    ("[1]", "cannot be a key"),
+    ("{a: 1}", "cannot be a key"),
+    ("true", "is not a queue"),
+    ("1.5", "must be strings"),
+    ("null", "must be strings"),
+    ("8", "is not a queue"),
+    ("'x'", "is not a queue"),
+])
+def test_queue_keys_that_are_not_queue_numbers(key: str, message: str):
+    """A scheduler's queue key that is a list, mapping, boolean, float or null once ended
+    in a TypeError (exit 2): each is a located problem now."""
+    text = f"schedulers:\n  - name: s\n    queues:\n      {key}: {{mode: strict}}\n"
+    with pytest.raises(IntentError) as info:
+        parse_intent_text(text, "q.yaml")
+    assert "q.yaml:4: schedulers[0].queues" in str(info.value)
+    assert message in str(info.value)
