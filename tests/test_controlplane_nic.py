@@ -99,6 +99,29 @@ def test_apply_programs_a_switch_and_a_nic_from_one_intent(servers) -> None:
     assert Ether(data)[UDP].sport & 0xFFF0 == 0xC000                  # EV spraying
 
 
+def _tailcc(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "controlplane.cli", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_show_and_counters_on_a_nic(servers, tmp_path: Path) -> None:
+    (switch_addr, nic_addr), nic_device, _sent = servers
+    path = tmp_path / "i.yaml"
+    path.write_text(INTENT.format(switch=switch_addr, nic=nic_addr))
+    intent = parse_intent_text(path.read_text(), str(path))
+    [result] = reconcile_all(intent, None, switches=["nic1"])
+    assert result.error is None, result.error
+    bth = bytes([0x0A, 0, 0xFF, 0xFF, 0, 0, 0x03, 0x00, 0, 0, 0, 0])
+    nic_device.receive(HOST, bytes(Ether() / IP(src="10.0.0.1", dst="10.0.1.1")
+                                   / UDP(sport=1, dport=4791) / bth))
+    show = _tailcc("show", "--intent", str(path), "--switch", "nic1")
+    assert show.returncode == 0, show.stderr
+    assert "qp_class" in show.stdout and "port_map" in show.stdout
+    counters = _tailcc("counters", "class_packets", "--intent", str(path), "--switch", "nic1")
+    assert counters.returncode == 0, counters.stderr
+    assert "[8]" in counters.stdout                      # hot_kv (id 8) to the network
+
+
 def test_validate_counts_nics(tmp_path: Path) -> None:
     path = tmp_path / "i.yaml"
     path.write_text(INTENT.format(switch="127.0.0.1:1", nic="127.0.0.1:2"))
