@@ -290,3 +290,21 @@ def test_v1model_program_is_refused_by_the_nic() -> None:
     v1 = Path(__file__).resolve().parent / "p4" / "bmv2_semantics" / "recirculate_truncate.p4"
     with pytest.raises(P4Error, match="PNA_NIC"):
         Nic.from_file(v1)
+
+
+def test_stf_runs_pna_programs() -> None:
+    """`softswitch stf` loads the target of main's architecture: a PNA program runs as
+    a NIC (every port on the network side)."""
+    from softswitch.stf import run_stf
+
+    result = run_stf(str(PNA_DIR / "pna_stf_forward.p4"), str(PNA_DIR / "pna_stf_forward.stf"))
+    assert result.ok, result.report
+    bad = PNA_DIR / "pna_stf_forward.stf"
+    wrong = bad.read_text().replace("88B5", "0800")
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".stf", delete=False) as f:
+        f.write(wrong)
+    try:
+        assert not run_stf(str(PNA_DIR / "pna_stf_forward.p4"), f.name).ok
+    finally:
+        Path(f.name).unlink()
