@@ -292,19 +292,14 @@ def test_v1model_program_is_refused_by_the_nic() -> None:
         Nic.from_file(v1)
 
 
-def test_stf_runs_pna_programs() -> None:
+def test_stf_runs_pna_programs(tmp_path: Path) -> None:
     """`softswitch stf` loads the target of main's architecture: a PNA program runs as
-    a NIC (every port on the network side)."""
+    a NIC (every port on the network side); a wrong expectation fails."""
     from softswitch.stf import run_stf
 
-    result = run_stf(str(PNA_DIR / "pna_stf_forward.p4"), str(PNA_DIR / "pna_stf_forward.stf"))
+    program, stf = PNA_DIR / "pna_stf_forward.p4", PNA_DIR / "pna_stf_forward.stf"
+    result = run_stf(str(program), str(stf))
     assert result.ok, result.report
-    bad = PNA_DIR / "pna_stf_forward.stf"
-    wrong = bad.read_text().replace("88B5", "0800")
-    import tempfile
-    with tempfile.NamedTemporaryFile("w", suffix=".stf", delete=False) as f:
-        f.write(wrong)
-    try:
-        assert not run_stf(str(PNA_DIR / "pna_stf_forward.p4"), f.name).ok
-    finally:
-        Path(f.name).unlink()
+    wrong = tmp_path / "wrong.stf"
+    wrong.write_text(stf.read_text().replace("88B5", "0800"))
+    assert not run_stf(str(program), str(wrong)).ok
