@@ -303,3 +303,9 @@ def test_stf_runs_pna_programs(tmp_path: Path) -> None:
     wrong = tmp_path / "wrong.stf"
     wrong.write_text(stf.read_text().replace("88B5", "0800"))
     assert not run_stf(str(program), str(wrong)).ok
+
+
+def test_c_fast_path_required_is_refused_for_pna() -> None:
+    with pytest.raises(P4Error, match="v1model programs only"):
+        Nic.from_file(PNA_DIR / "pna_basic.p4", fastpath="require")
+    assert "interpreter" in Nic.from_file(PNA_DIR / "pna_basic.p4", fastpath="auto").fastpath

@@ -101,15 +101,18 @@ class Nic(Switch):
                   defines: dict[str, str] | None = None,
                   fastpath: str | None = None) -> Nic:
         from softswitch.frontend.compiler import compile_program
-        return cls.from_program(compile_program(str(path), include_dirs, defines))
+        return cls.from_program(compile_program(str(path), include_dirs, defines), fastpath)
 
     @classmethod
     def from_program(cls, checked: Any, fastpath: str | None = None) -> Nic:
-        """The loaded NIC (the interpreter: softswitch's C fast path is v1model only;
-        ``fastpath='require'`` is refused)."""
-        if fastpath == "require":
+        """The loaded NIC. It runs in the interpreter: softswitch's C fast path is
+        v1model only, so ``fastpath`` (default ``$SOFTSWITCH_FASTPATH``) ``require`` is
+        refused and ``auto`` notes why in ``.fastpath``, as a v1model switch does."""
+        from softswitch.fastpath import mode
+
+        if mode(fastpath) == "require":
             raise P4Error("the C fast path runs v1model programs only; PNA programs run "
-                          "in the interpreter")
+                          "in the interpreter (SOFTSWITCH_FASTPATH=auto or off)")
         program = getattr(checked, "program", checked)
         elab = E.elaborate(checked)
         if elab.package is None or elab.package.name != "PNA_NIC":
@@ -125,7 +128,9 @@ class Nic(Switch):
             roles[role] = pb.compile_block(blk)
         _error_key_widths(pb)
         pb.finish()
-        return cls(pb, roles, _pipeline_types(elab, pb))
+        nic = cls(pb, roles, _pipeline_types(elab, pb))
+        nic.fastpath = "interpreter: the C fast path runs v1model programs only"
+        return nic
 
     def set_ports(self, host: Iterable[int] = (), net: Iterable[int] = (),
                   loopback: int | None = None) -> None:
