@@ -3,6 +3,13 @@
 
     ptf_tests/run.py [--target softswitch|bmv2] [--bmv2-json FILE] [--p4info FILE]
                      [--ports 1,2,3,4,5,6] [--no-netns] [--keep DIR] [-- PTF ARGS / TESTS]
+    ptf_tests/run.py --suite nic [--keep DIR] [-- PTF ARGS / TESTS]
+
+``--suite nic`` runs ptf_tests/nic/ against the tailcc NIC (p4src/nic/tailcc_nic.p4, a
+PNA program) on softswitch: ``softswitch run`` gets ``--host-port 1 --net-port 2
+--loopback-port 9`` and the tests send into the host port and the network port.
+BMv2 has no target for p4c's generic PNA programs (softswitch/pna/README.md), so the
+NIC suite runs on softswitch only.
 
 What it does, in order, and undoes in reverse whatever happens (failure, Ctrl-C):
 
@@ -57,8 +64,10 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PROGRAM = ROOT / "p4src" / "tailcc.p4"
+NIC_PROGRAM = ROOT / "p4src" / "nic" / "tailcc_nic.p4"
 CPU_PORT = 255
 DEFAULT_PORTS = (1, 2, 3, 4, 5, 6)
+NIC_HOST_PORT, NIC_NET_PORT, NIC_LOOPBACK_PORT = 1, 2, 9
 GRPC_PORT = 9559
 RUNTIME_PORT = 9090     # BMv2 Thrift / softswitch runtime channel (queue rates)
 SWITCH_START_TIMEOUT = 60.0
@@ -76,6 +85,15 @@ class Options:
     ptf_args: list[str]
     inner_workdir: Path | None = None
     switch_cmd: str | None = None
+    suite: str = "switch"
+
+    @property
+    def program(self) -> Path:
+        return NIC_PROGRAM if self.suite == "nic" else PROGRAM
+
+    @property
+    def test_dir(self) -> Path:
+        return HERE / "nic" if self.suite == "nic" else HERE
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -99,8 +117,17 @@ def parse_args(argv: list[str]) -> Options:
                         "wrapper); it gets the same simple_switch_grpc arguments")
     p.add_argument("--keep", type=Path, metavar="DIR",
                    help="keep the work directory (logs, pcaps, results.txt) in DIR")
+    p.add_argument("--suite", choices=["switch", "nic"], default="switch",
+                   help="switch: tailcc.p4 and ptf_tests/*_test.py (default); nic: "
+                        "tailcc_nic.p4 and ptf_tests/nic/ (softswitch only)")
     p.add_argument("--inner-workdir", type=Path, help=argparse.SUPPRESS)
     ns = p.parse_args(argv[:split])
+    if ns.suite == "nic":
+        if ns.target != "softswitch":
+            p.error("--suite nic runs on softswitch only: BMv2's pna_nic cannot run p4c's "
+                    "generic PNA programs")
+        if "--ports" not in " ".join(argv[:split]):
+            ns.ports = f"{NIC_HOST_PORT},{NIC_NET_PORT}"
     try:
         ports = tuple(sorted({int(x) for x in ns.ports.split(",") if x.strip()}))
     except ValueError:
@@ -116,8 +143,12 @@ def parse_args(argv: list[str]) -> Options:
             p.error(f"--bmv2-json {ns.bmv2_json}: no such file")
     elif ns.bmv2_json is not None:
         p.error("--bmv2-json goes with --target bmv2")
+    if ns.suite == "nic" and ports != (NIC_HOST_PORT, NIC_NET_PORT):
+        p.error(f"--suite nic: the NIC's ports are {NIC_HOST_PORT} (host) and "
+                f"{NIC_NET_PORT} (network)")
     return Options(ns.target, ns.bmv2_json, ns.p4info, ports, not ns.no_netns, ns.keep,
-                   ns.grpc_port, argv[split + 1:], ns.inner_workdir, ns.switch_cmd)
+                   ns.grpc_port, argv[split + 1:], ns.inner_workdir, ns.switch_cmd,
+                   ns.suite)
 
 
 def reference_tools() -> ReferenceTools | None:
@@ -164,8 +195,8 @@ def prepare(opts: Options, work: Path) -> tuple[Path, Path]:
                 raise SystemExit(f"p4c-bm2-ss failed ({proc.returncode}):\n{proc.stderr}")
             p4info = p4info or p4c_p4info
     if p4info is None:
-        p4info = work / "tailcc.p4info.txtpb"
-        proc = subprocess.run([venv_bin("softswitch"), "compile", str(PROGRAM),
+        p4info = work / f"{opts.program.stem}.p4info.txtpb"
+        proc = subprocess.run([venv_bin("softswitch"), "compile", str(opts.program),
                                "--p4runtime-files", str(p4info)],
                               capture_output=True, text=True)
         if proc.returncode != 0:
@@ -174,8 +205,8 @@ def prepare(opts: Options, work: Path) -> tuple[Path, Path]:
         return p4info.resolve(), config.resolve()
     from softswitch.p4runtime.pipeline import make_artifact
 
-    config = work / "tailcc.softswitch.json"
-    config.write_bytes(make_artifact(str(PROGRAM)).to_bytes())
+    config = work / f"{opts.program.stem}.softswitch.json"
+    config.write_bytes(make_artifact(str(opts.program)).to_bytes())
     return p4info.resolve(), config
 
 
@@ -240,6 +271,9 @@ def switch_command(opts: Options, work: Path) -> list[str]:
                 "--notifications-addr", f"ipc://{work}/bmv2-notifications.ipc",
                 "--thrift-port", str(RUNTIME_PORT), *tail]
     prefix = shlex.split(opts.switch_cmd) if opts.switch_cmd else [venv_bin("softswitch"), "run"]
+    if opts.suite == "nic":
+        ifaces += ["--host-port", str(NIC_HOST_PORT), "--net-port", str(NIC_NET_PORT),
+                   "--loopback-port", str(NIC_LOOPBACK_PORT)]
     return [*prefix, "--no-p4", *ifaces, "--pcap", str(work / "pcap"),
             "--log-file", str(work / "switch.log"), "--thrift-port", str(RUNTIME_PORT), *tail]
 
@@ -286,7 +320,7 @@ def ptf_command(opts: Options, p4info: Path, config: Path, work: Path) -> list[s
               "target": opts.target, "ports": ",".join(map(str, opts.ports)),
               "runtime_cli": runtime_cli(opts)}
     ifaces = [x for i, port in enumerate(opts.ports) for x in ("-i", f"{port}@{test_iface(i)}")]
-    return [venv_bin("ptf"), "--test-dir", str(HERE), *ifaces,
+    return [venv_bin("ptf"), "--test-dir", str(opts.test_dir), *ifaces,
             "--test-params", ";".join(f"{k}='{v}'" for k, v in params.items()),
             "--log-dir", str(work / "ptf-logs"),
             # a positive check returns as soon as its packet arrives, so a generous limit

@@ -56,8 +56,10 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
     if args.target not in ("bmv2", "softswitch"):
         raise P4Error(f"--target {args.target}: only bmv2 (v1model) is supported")
-    if args.arch != "v1model":
-        raise P4Error(f"--arch {args.arch}: only v1model is supported")
+    from softswitch.architecture import ARCHITECTURES
+
+    if args.arch is not None and args.arch not in ARCHITECTURES:
+        raise P4Error(f"--arch {args.arch}: softswitch supports {', '.join(ARCHITECTURES)}")
     limits = limits_mod.from_arguments(args)
     named = [os.path.dirname(os.path.abspath(args.program)), *args.include_dirs,
              str(P4INCLUDE_DIR)]
@@ -69,6 +71,10 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         err.diagnostics = limits_mod.redact(err.diagnostics, named)
         raise
     _require_main(checked, args.program)
+    from softswitch.architecture import detect
+    from softswitch.frontend.elaborate import elaborate
+
+    detect(elaborate(checked), args.arch)   # --arch must agree with main's package
     for warning in limits_mod.redact(list(getattr(checked, "warnings", [])), named):
         print(warning, file=sys.stderr)
     if args.output:
@@ -76,7 +82,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if args.p4runtime_files:
         from softswitch import p4info
 
-        info = p4info.generate(checked)
+        info = p4info.generate(checked, args.arch)
         for path in args.p4runtime_files.split(","):
             _ensure_parent(path)
             p4info.write(info, path)
@@ -175,7 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compile", help="compile a P4_16 program (p4c-compatible flags)")
     _add_program_args(c)
     c.add_argument("--target", default="bmv2", help="target (bmv2)")
-    c.add_argument("--arch", default="v1model", help="architecture (v1model)")
+    c.add_argument("--arch", default=None,
+                   help="architecture: v1model or pna (default: from main's package, "
+                        "V1Switch or PNA_NIC; given, it must match)")
     c.add_argument("--std", default="p4-16", choices=["p4-16", "p4_16"], help="language")
     c.add_argument("-o", dest="output", metavar="DIR|FILE.json",
                    help="write the device config (softswitch's JSON artifact, pushed with "

@@ -15,6 +15,12 @@ softswitch's DWRR/PFC extensions set over the runtime channel). ``--thrift-port 
 serves that runtime channel — the ``simple_switch_CLI`` command language, spoken by
 ``softswitch cli --port P`` — where BMv2 serves Thrift. Options BMv2 has but softswitch
 does not need (``--nanolog`` …) are accepted so existing command lines keep working.
+
+A PNA program (``main`` a ``PNA_NIC``) runs as a NIC: ``--host-port N`` and
+``--net-port N`` say which ports face the host (HOST_TO_NET traffic enters there) and
+which the network; every ``-i`` port must be one or the other, and the CPU port counts
+as a host port. What the NIC sends waits in per-class transmit queues (class_of_service
+→ queue, ``--priority-queues N`` of them; see softswitch/pna/tm.py).
 """
 
 from __future__ import annotations
@@ -83,6 +89,9 @@ class RunOptions:
     grpc_client_auth: bool = False
     max_request_bytes: int = MAX_MESSAGE_BYTES
     limits: Limits = DEFAULT_LIMITS
+    host_ports: set[int] = field(default_factory=set)   # PNA: ports facing the host
+    net_ports: set[int] = field(default_factory=set)    # PNA: ports facing the network
+    loopback_port: int | None = None                     # PNA: turns packets around
 
 
 class _Parser(argparse.ArgumentParser):
@@ -137,6 +146,13 @@ def _switch_parser() -> _Parser:
     p.add_argument("--role-config", metavar="FILE",
                    help="controller roles and what each may write (YAML/JSON; see README, "
                         "softswitch section); the default role always has full access")
+    p.add_argument("--host-port", action="append", type=int, default=[], metavar="N",
+                   help="PNA programs: port N faces the host (repeatable)")
+    p.add_argument("--net-port", action="append", type=int, default=[], metavar="N",
+                   help="PNA programs: port N faces the network (repeatable)")
+    p.add_argument("--loopback-port", type=int, metavar="N",
+                   help="PNA programs: packets sent or mirrored to port N (no interface) "
+                        "re-enter in the other direction with loopedback set")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                    help="include directory for compiling PROG.p4")
     limits_mod.add_arguments(p, no_limits=False)     # for configs sent by controllers
@@ -202,6 +218,12 @@ def parse_args(argv: list[str]) -> RunOptions:
         if iface in opts.interfaces.values():
             main_parser.error(f"interface '{iface}' is given twice")
         opts.interfaces[port] = iface
+    _port_roles(main_parser, opts, ns.host_port, ns.net_port)
+    if ns.loopback_port is not None:
+        if not 0 <= ns.loopback_port <= MAX_PORT or ns.loopback_port in opts.interfaces:
+            main_parser.error(f"--loopback-port {ns.loopback_port}: must be a port 0..{MAX_PORT} "
+                              "with no interface")
+        opts.loopback_port = ns.loopback_port
     for item in ns.defines:
         name, eq, value = item.partition("=")
         if not name:
@@ -228,6 +250,40 @@ def parse_args(argv: list[str]) -> RunOptions:
         main_parser.error("--grpc-server-with-client-auth needs --grpc-server-cacert (the CA "
                           "client certificates are checked against)")
     return opts
+
+
+def _port_roles(parser: _Parser, opts: RunOptions, host: list[int], net: list[int]) -> None:
+    """--host-port/--net-port: each port once, on one side, and an attached one."""
+    for flag, ports in (("--host-port", host), ("--net-port", net)):
+        for port in ports:
+            if not 0 <= port <= MAX_PORT:
+                parser.error(f"{flag} {port}: ports are 0..{MAX_PORT}")
+            if port not in opts.interfaces:
+                parser.error(f"{flag} {port}: no -i {port}@IFACE attaches that port")
+    both = set(host) & set(net)
+    if both:
+        parser.error(f"port {min(both)} is given as both --host-port and --net-port")
+    opts.host_ports, opts.net_ports = set(host), set(net)
+
+
+def apply_port_roles(opts: RunOptions, switch: object) -> None:
+    """Give a PNA NIC its host and network ports (P4Error when the flags do not cover
+    every attached port); a v1model switch must not be given any."""
+    set_ports = getattr(switch, "set_ports", None)
+    if set_ports is None:
+        if opts.host_ports or opts.net_ports or opts.loopback_port is not None:
+            raise P4Error("--host-port/--net-port/--loopback-port are for PNA programs "
+                          "(main a PNA_NIC); "
+                          "this program is a v1model switch")
+        return
+    missing = sorted(set(opts.interfaces) - opts.host_ports - opts.net_ports)
+    if missing:
+        raise P4Error(f"PNA program: port {missing[0]} faces neither side; give "
+                      f"--host-port {missing[0]} or --net-port {missing[0]} for every -i port")
+    host = set(opts.host_ports)
+    if opts.cpu_port is not None:
+        host.add(opts.cpu_port)       # PacketOut enters as HOST_TO_NET
+    set_ports(host=host, net=opts.net_ports, loopback=opts.loopback_port)
 
 
 def tls_config(opts: RunOptions) -> TlsConfig | None:
@@ -276,14 +332,28 @@ def load_program(opts: RunOptions) -> tuple[p4runtime_pb2.ForwardingPipelineConf
         if path.endswith(".p4") or path.endswith(".p4_16"):
             artifact = pipeline.make_artifact(path, opts.defines)
             compiled = pipeline.compile_file(path, opts.defines, tuple(opts.include_dirs))
+            apply_port_roles(opts, compiled.switch)
         else:
             with open(path, "rb") as f:          # the operator's own file: trusted
                 artifact = pipeline.parse_device_config(f.read(), UNLIMITED)
             compiled = pipeline.build(artifact, limits=None)
+            apply_port_roles(opts, compiled.switch)
     except errors.P4RuntimeError as exc:
         raise P4Error(f"{path}: {exc.message}") from None
     config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=artifact.to_bytes())
     return config, compiled
+
+
+def _compiler(opts: RunOptions) -> pipeline.Compiler:
+    """How configs from controllers compile: as always, then a NIC gets its ports."""
+    def compile_config(path: str, defines: dict[str, str]) -> pipeline.Compiled:
+        compiled = pipeline.compile_file(path, defines)
+        try:
+            apply_port_roles(opts, compiled.switch)
+        except P4Error as exc:
+            raise errors.invalid(exc.message) from None
+        return compiled
+    return compile_config
 
 
 def _setup_logging(opts: RunOptions) -> None:
@@ -307,7 +377,7 @@ def main(argv: list[str]) -> int:
     _setup_logging(opts)
     roles = RoleTable.load(opts.role_config) if opts.role_config else None
     device = Device(opts.device_id, opts.cpu_port, opts.drop_port, roles=roles,
-                    limits=opts.limits)
+                    limits=opts.limits, compiler=_compiler(opts))
     if opts.program is not None:
         config, compiled = load_program(opts)
         if roles is not None:

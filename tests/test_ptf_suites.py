@@ -353,3 +353,23 @@ def test_ptf_suites_on_bmv2(tmp_path: Path, reference_tools):
     assert proc.returncode == 0, proc.stderr[-3000:]
     _run_whole_suite("bmv2", tmp_path / "run", "--bmv2-json", str(json), "--p4info",
                      str(p4info))
+
+
+@NEEDS_ROOT
+@pytest.mark.timeout(600)
+def test_nic_ptf_suite_on_softswitch(tmp_path: Path):
+    """ptf_tests/nic/ against the tailcc NIC under `softswitch run` (host port 1,
+    network port 2, loopback 9): every test passes."""
+    res = _runner("--suite", "nic", "--keep", str(tmp_path), timeout=500)
+    assert _own_namespace(res.stdout) not in _namespaces(), "the runner left its namespace"
+    results = expectations.read_results(tmp_path / "results.txt")
+    assert len(results) >= 8, f"too few NIC PTF tests ran: {sorted(results)}"
+    failed = {name: v for name, v in results.items() if v.verdict != "PASS"}
+    assert not failed, f"{failed}\n{res.stdout[-4000:]}"
+
+
+def test_nic_suite_refuses_bmv2_and_other_ports():
+    for args, message in ((["--suite", "nic", "--target", "bmv2"], "softswitch only"),
+                          (["--suite", "nic", "--ports", "1,2,3"], "the NIC's ports")):
+        res = _runner(*args, timeout=60)
+        assert res.returncode != 0 and message in res.stderr, res.stderr

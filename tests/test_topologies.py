@@ -415,3 +415,16 @@ def test_p4switch_in_a_users_own_mininet_script(tmp_path: Path):
         net.stop()
     assert switch_pid is not None and not pid_alive(switch_pid)
     assert not any(Path("/sys/class/net", n).exists() for n in ("s1-eth1", "s1-eth2"))
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_nic_instances_between_hosts_and_switch_ping(tmp_path: Path):
+    """nic_single.yaml: each host behind a tailcc NIC (PNA, softswitch run --host-port/
+    --net-port); one tailcc apply programs the switch and both NICs; every pair pings."""
+    topo = on_free_ports(load_topology(ROOT / "topologies" / "nic_single.yaml"))
+    assert [s.name for s in topo.switches if s.is_nic] == ["tnic1", "tnic2"]
+    results = run_and_ping(topo, "netns", tmp_path)
+    assert len(results) == 2 and all(r.ok for r in results), [r.line() for r in results]
+    applied = (tmp_path / "intent.apply.log").read_text()
+    assert all(f"{name}: wrote" in applied for name in ("tsw", "tnic1", "tnic2")), applied

@@ -116,6 +116,15 @@ class SwitchProcess:
         argv = list(head)
         for port, intf in sorted(self.ports.items()):
             argv += ["-i", f"{port}@{intf}"]
+        if spec.is_nic:
+            if self.kind == "bmv2":
+                raise SwitchStartError(f"{spec.name} is a NIC (a PNA program): BMv2's "
+                                       "pna_nic cannot run p4c's generic PNA programs; use "
+                                       "--switch softswitch")
+            argv += [f"--host-port={p}" for p in spec.host_ports]
+            argv += [f"--net-port={p}" for p in spec.net_ports]
+            if spec.loopback_port is not None:
+                argv += ["--loopback-port", str(spec.loopback_port)]
         argv += ["--device-id", str(spec.device_id), "--thrift-port", str(spec.thrift_port),
                  "--log-file", log_file, "--log-level", spec.log_level]
         if spec.pcap:

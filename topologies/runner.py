@@ -686,10 +686,12 @@ def derive_intent(topo: Topology, kind: str = "softswitch") -> str:
     if isinstance(base, str) and (topo.intent.parent / base).is_file():
         data["base"] = str((topo.intent.parent / base).resolve())
     names = {sw.name for sw in topo.switches}
-    for i, entry in enumerate(data.get("switches") or []):
+    devices = [(f"switches[{i}]", e) for i, e in enumerate(data.get("switches") or [])]
+    devices += [(f"nics[{i}]", e) for i, e in enumerate(data.get("nics") or [])]
+    for where, entry in devices:
         name = entry.get("name") if isinstance(entry, dict) else None
         if name not in names:
-            raise RunnerError(f"{topo.intent}: switches[{i}]: {name!r} is not a switch of "
+            raise RunnerError(f"{topo.intent}: {where}: {name!r} is not a switch of "
                               f"topology {topo.name} (switches: {', '.join(sorted(names))})")
         sw = topo.switch(name)
         entry["address"] = f"127.0.0.1:{sw.grpc_port}"

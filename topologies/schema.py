@@ -28,7 +28,8 @@ MAX_PORT = 511          # v1model's 9-bit port numbers
 TOP_KEYS = ("name", "intent", "hosts", "switches", "links")
 HOST_KEYS = ("name", "ip", "mac", "gateway", "gateway_mac", "commands")
 SWITCH_KEYS = ("name", "program", "grpc_port", "thrift_port", "device_id", "cpu_port",
-               "priority_queues", "runtime_json", "cli_commands", "pcap", "log_level")
+               "priority_queues", "runtime_json", "cli_commands", "pcap", "log_level",
+               "host_ports", "net_ports", "loopback_port")
 LINK_KEYS = ("ends", "bw", "delay", "loss", "max_queue_size")
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
 
@@ -60,6 +61,15 @@ class SwitchSpec:
     cli_commands: Path | None = None
     pcap: bool = False
     log_level: str = "info"
+    # a NIC (a PNA program such as p4src/nic/tailcc_nic.p4): softswitch run
+    # --host-port/--net-port/--loopback-port
+    host_ports: tuple[int, ...] = ()
+    net_ports: tuple[int, ...] = ()
+    loopback_port: int | None = None
+
+    @property
+    def is_nic(self) -> bool:
+        return bool(self.host_ports or self.net_ports)
 
     def intf(self, port: int) -> str:
         """The root-namespace interface of ``port`` (Mininet's naming: ``s1-eth3``)."""
@@ -257,12 +267,32 @@ def _switch(node: Node, index: int, base_dir: Path) -> SwitchSpec | None:
     cli_commands = _file(node.get("cli_commands", None), base_dir)
     pcap = node.get("pcap", False).boolean()
     level = node.get("log_level", "info").choice(LOG_LEVELS)
+    host_ports = _ports(node.get("host_ports", []))
+    net_ports = _ports(node.get("net_ports", []))
+    loop_n = node.get("loopback_port", None)
+    loopback = loop_n.integer(0, MAX_PORT) if loop_n is not None and \
+        loop_n.value is not None else None
+    if set(host_ports) & set(net_ports):
+        node.error("a port cannot be in both host_ports and net_ports")
+        return None
+    if loopback is not None and not (host_ports or net_ports):
+        node.error("loopback_port is for NICs (give host_ports and net_ports)")
+        return None
     if None in (name, program, grpc, thrift, device_id, cpu, queues, pcap, level):
         return None
     return SwitchSpec(name=name, program=program, grpc_port=grpc, thrift_port=thrift,
                       device_id=device_id, cpu_port=cpu, priority_queues=queues,
                       runtime_json=runtime_json, cli_commands=cli_commands, pcap=pcap,
-                      log_level=level)
+                      log_level=level, host_ports=host_ports, net_ports=net_ports,
+                      loopback_port=loopback)
+
+
+def _ports(node: Node | None) -> tuple[int, ...]:
+    """A list of port numbers (``host_ports``/``net_ports``)."""
+    if node is None or node.value is None:
+        return ()
+    out = [p.integer(0, MAX_PORT) for p in node.items()]
+    return tuple(p for p in out if p is not None)
 
 
 def _end(node: Node, hosts: dict[str, HostSpec], switches: dict[str, SwitchSpec]

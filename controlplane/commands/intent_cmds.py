@@ -64,7 +64,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     rules = sum(len(c.rules) for c in intent.classes)
     rules_seg = sum(len(t.rules) for t in intent.tenants)
     routes = sum(len(s.routes) for s in intent.switches)
-    print(f"{args.intent}: ok: {len(intent.switches)} switches, {len(intent.classes)} "
+    nics = f"{len(intent.nics)} NICs, " if intent.nics else ""
+    print(f"{args.intent}: ok: {len(intent.switches)} switches, {nics}{len(intent.classes)} "
           f"classes ({rules} rules), {len(intent.ecn_profiles)} ECN profiles, "
           f"{len(intent.tenants)} tenants ({rules_seg} rules), {routes} routes, "
           f"Fast CNP {'on' if intent.fast_cnp.enabled else 'off'}")
@@ -81,9 +82,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _check_switch_names(args: argparse.Namespace, intent: Intent) -> None:
-    unknown = sorted(set(args.switch or ()) - {s.name for s in intent.switches})
+    unknown = sorted(set(args.switch or ()) - {s.name for s in intent.devices})
     if unknown:
-        names = ", ".join(s.name for s in intent.switches) or "none"
+        names = ", ".join(s.name for s in intent.devices) or "none"
         raise UsageError(f"no switch {', '.join(unknown)} in {args.intent} "
                          f"(switches: {names})")
 
@@ -92,7 +93,7 @@ def _apply_once(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
                 quiet_in_sync: bool, learning: Learning | None = None) -> int:
     """One reconcile of every chosen switch; the number of switches that failed."""
     clients = learning.sessions(intent, args.switch) if learning else None
-    count = len([s for s in intent.switches if not args.switch or s.name in args.switch])
+    count = len([s for s in intent.devices if not args.switch or s.name in args.switch])
     progress = Progress(count, "reconciled")
     results = reconcile_all(intent, pipeline, args.switch, dry_run=args.dry_run,
                             timeout=args.timeout, clients=clients,
@@ -163,7 +164,7 @@ class Learning:
         self._switches: dict[str, m.Switch] = {}
 
     def sessions(self, intent: Intent, chosen: list[str] | None) -> dict[str, Client]:
-        wanted = {s.name: s for s in intent.switches
+        wanted = {s.name: s for s in intent.devices
                   if intent.fast_cnp.enabled and intent.fast_cnp.learning
                   and (not chosen or s.name in chosen)}
         for name in list(self.clients):

@@ -88,7 +88,7 @@ def _scope(args: argparse.Namespace, switch_name: str) -> Scope | None:
     if not args.intent:
         return None
     intent = load_intent(args.intent)
-    switch = next((s for s in intent.switches if s.name == switch_name), None)
+    switch = next((s for s in intent.devices if s.name == switch_name), None)
     if switch is None or not switch.ports:
         return None
     return Scope(tuple(p.number for p in switch.ports), tuple(t.vrf for t in intent.tenants))
@@ -100,7 +100,7 @@ def _thrift(args: argparse.Namespace, switch_name: str):
     if not args.intent:
         return None
     intent = load_intent(args.intent)
-    switch = next((s for s in intent.switches if s.name == switch_name), None)
+    switch = next((s for s in intent.devices if s.name == switch_name), None)
     if switch is None or switch.target != "bmv2" or switch.runtime_address is None:
         return None
     from controlplane.reconcile.bmv2_thrift import Bmv2Thrift
@@ -240,7 +240,7 @@ def _scrape_targets(args: argparse.Namespace):
     if not args.intent:
         raise UsageError("name switches: --intent FILE [--switch NAME], or --address")
     intent = load_intent(args.intent)
-    chosen = [s for s in intent.switches if args.switch in (None, s.name)]
+    chosen = [s for s in intent.devices if args.switch in (None, s.name)]
     if not chosen:
         raise UsageError(f"no switch {args.switch!r} in {args.intent}")
     vrfs = tuple(t.vrf for t in intent.tenants)

@@ -108,17 +108,17 @@ def resolve_target(args: argparse.Namespace) -> Target:
     if not args.intent:
         raise UsageError("name a switch: --intent FILE --switch NAME, or --address HOST:PORT")
     intent = load_intent(args.intent)
-    if not intent.switches:
+    if not intent.devices:
         raise UsageError(f"{args.intent}: the intent has no switches")
     if args.switch is None:
-        if len(intent.switches) > 1:
-            names = ", ".join(s.name for s in intent.switches)
+        if len(intent.devices) > 1:
+            names = ", ".join(s.name for s in intent.devices)
             raise UsageError(f"--switch is required: the intent has several ({names})")
-        sw = intent.switches[0]
+        sw = intent.devices[0]
     else:
-        matches = [s for s in intent.switches if s.name == args.switch]
+        matches = [s for s in intent.devices if s.name == args.switch]
         if not matches:
-            names = ", ".join(s.name for s in intent.switches)
+            names = ", ".join(s.name for s in intent.devices)
             raise UsageError(f"no switch {args.switch!r} in {args.intent} (switches: {names})")
         sw = matches[0]
     return Target(sw.name, sw.address,

@@ -32,8 +32,13 @@ class CompileError(Exception):
 
 
 def compile_switch(intent: m.Intent, switch: m.Switch, index: P4InfoIndex) -> DesiredState:
+    """What ``switch`` should hold; a :class:`~controlplane.intent.model.Nic` gets the
+    NIC program's entities (:mod:`controlplane.compile.nic`)."""
     b = EntityBuilder(index)
     try:
+        if isinstance(switch, m.Nic):
+            from controlplane.compile.nic import compile_nic
+            return compile_nic(intent, switch, index)
         return _compile(intent, switch, index, b)
     except P4RuntimeClientError as exc:
         raise CompileError(f"switch {switch.name}: the pipeline cannot hold this intent: "

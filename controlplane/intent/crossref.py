@@ -39,6 +39,49 @@ def check_intent(intent: m.Intent, problems: Problems) -> None:
                              f"unknown tenant {port.tenant!r}{_known(tenants)}")
     _check_scheduler_profiles(intent, problems)
     _check_fast_cnp(intent, problems)
+    _check_nics(intent, problems)
+
+
+def _check_nics(intent: m.Intent, problems: Problems) -> None:
+    """NIC names/addresses are unique among all devices; the classes, scheduler and
+    ports a NIC names exist and differ; its QP slots and QPs are unique."""
+    names = {s.name for s in intent.switches}
+    places = {(s.address, s.device_id) for s in intent.switches}
+    _unique(problems, "nics", intent.nics, lambda n: n.name, "NIC name")
+    classes = {c.name: c for c in intent.classes}
+    schedulers = {s.name for s in intent.schedulers}
+    for i, nic in enumerate(intent.nics):
+        path = f"nics[{i}]"
+        if nic.name in names:
+            problems.add(path, f"{nic.name!r} is also a switch name")
+        if (nic.address, nic.device_id) in places:
+            problems.add(path, f"a switch has address {nic.address} and device_id "
+                         f"{nic.device_id} too")
+        ports = [nic.host_port, nic.net_port, nic.loopback_port]
+        if len({p for p in ports if p is not None}) != len([p for p in ports if p is not None]):
+            problems.add(path, "host_port, net_port and loopback_port must differ")
+        if nic.scheduler is not None and nic.scheduler not in schedulers:
+            problems.add(f"{path}.scheduler",
+                         f"unknown scheduler {nic.scheduler!r}{_known(schedulers)}")
+        _unique(problems, f"{path}.qps", nic.qps, lambda q: q.local_qp, "local_qp")
+        _unique(problems, f"{path}.qps", nic.qps, lambda q: q.peer_qp, "peer_qp")
+        _unique(problems, f"{path}.qps", nic.qps, lambda q: q.slot, "slot")
+        refs = [(f"{path}.qps[{j}].class", q.nic_class) for j, q in enumerate(nic.qps)]
+        refs += [(f"{path}.app_tags[{j}].class", t.nic_class)
+                 for j, t in enumerate(nic.app_tags)]
+        refs += [(f"{path}.class_meters[{j}].class", c.nic_class)
+                 for j, c in enumerate(nic.class_meters)]
+        _unique(problems, f"{path}.class_meters", nic.class_meters, lambda c: c.nic_class,
+                "class")
+        for where, name in refs:
+            tc = classes.get(name)
+            if tc is None:
+                problems.add(where, f"unknown class {name!r}{_known(set(classes))}")
+            elif tc.stamped_dscp() is None:
+                problems.add(where, f"class {name!r} matches no single DSCP and has no "
+                             "dscp_rewrite: the NIC stamps its classes' DSCP, give it one")
+        if nic.receiver_cnp and nic.loopback_port is None:
+            problems.add(f"{path}.receiver_cnp", "receiver CNPs need a loopback_port")
 
 
 def _unique(problems: Problems, path: str, items: Iterable[Any],

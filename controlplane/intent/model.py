@@ -49,6 +49,17 @@ class TrafficClass:
     lossless: bool = False
     path: str = ""
 
+    def stamped_dscp(self) -> int | None:
+        """The DSCP a NIC stamps on the class's traffic: ``dscp_rewrite``, else the one
+        DSCP its first rule matches (what the switches classify it by), else None."""
+        if self.dscp_rewrite is not None:
+            return self.dscp_rewrite
+        if self.rules:
+            lo, hi = self.rules[0].get("dscp")
+            if lo == hi:
+                return lo
+        return None
+
 
 @dataclass(frozen=True)
 class EcnProfile:
@@ -202,6 +213,65 @@ class Switch:
 
 
 @dataclass(frozen=True)
+class NicQp:
+    """One RoCEv2 QP of a NIC's host, as the serving stack reports it: our QP, the
+    peer's, the class of its traffic, the state slot the NIC keeps for it, its EVs,
+    the size of a small urgent message, and its pacing bounds."""
+
+    local_qp: int
+    peer_qp: int
+    nic_class: str
+    slot: int
+    ev_count: int = 1
+    ev_base: int = 0xC000        # multiple of 16: EVs are ev_base .. ev_base + ev_count - 1
+    urgent_max_len: int = 0      # IPv4 total length of a small urgent message (0: none)
+    max_rate: int = 0            # bytes per 1024 ns (0: no pacing state)
+    min_rate: int = 1
+    burst: int = 4096
+
+
+@dataclass(frozen=True)
+class NicAppTag:
+    """Non-RoCE traffic the application tags: protocol, optional destination port and
+    optional DSCP tag -> class."""
+
+    protocol: int
+    nic_class: str
+    dport: int | None = None
+    tag: int | None = None
+    priority: int = 1
+
+
+@dataclass(frozen=True)
+class NicMeter:
+    """A class's policer on a NIC (class_meter, bytes): rates in bytes/s, bursts in
+    bytes; traffic above the peak rate is dropped."""
+
+    nic_class: str
+    cir: int
+    cburst: int
+    pir: int
+    pburst: int
+
+
+@dataclass(frozen=True)
+class Nic(Switch):
+    """A NIC running p4src/nic/tailcc_nic.p4 (softswitch's PNA target): reached over
+    P4Runtime like a switch, between its host (host_port) and the network (net_port)."""
+
+    host_port: int = 0
+    net_port: int = 1
+    loopback_port: int | None = 9   # receiver CNPs are built on a loopback pass
+    scheduler: str | None = None    # transmit queues of the network port
+    qps: tuple[NicQp, ...] = ()
+    app_tags: tuple[NicAppTag, ...] = ()
+    class_meters: tuple[NicMeter, ...] = ()
+    receiver_cnp: bool = True
+    nak_fast_path: bool = True
+    trim_dscp: int | None = None    # DSCP a switch gives trimmed packets (None: no fast path)
+
+
+@dataclass(frozen=True)
 class Intent:
     switches: tuple[Switch, ...] = ()
     classes: tuple[TrafficClass, ...] = ()
@@ -210,10 +280,19 @@ class Intent:
     schedulers: tuple[Scheduler, ...] = ()
     fast_cnp: FastCnp = field(default_factory=FastCnp)
     tenants: tuple[Tenant, ...] = ()
+    nics: tuple[Nic, ...] = ()
     source: str | None = None
 
+    @property
+    def devices(self) -> tuple[Switch, ...]:
+        """Every P4Runtime device the intent programs: switches, then NICs."""
+        return self.switches + self.nics
+
     def switch(self, name: str) -> Switch:
-        return next(s for s in self.switches if s.name == name)
+        return next(s for s in self.devices if s.name == name)
+
+    def traffic_class(self, name: str) -> TrafficClass:
+        return next(c for c in self.classes if c.name == name)
 
     def ecn_profile(self, name: str) -> EcnProfile:
         return next(p for p in self.ecn_profiles if p.name == name)

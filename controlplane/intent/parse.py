@@ -16,7 +16,7 @@ from controlplane.intent import model as m
 from controlplane.intent.reader import Node
 
 TOP_KEYS = ("version", "base", "switches", "classes", "default_class", "ecn_profiles",
-            "schedulers", "fast_cnp", "tenants")
+            "schedulers", "fast_cnp", "tenants", "nics")
 IP_PROTOS = {"icmp": 1, "tcp": 6, "udp": 17}
 MAX_EXPANDED_RULES = 64
 T = TypeVar("T")
@@ -42,6 +42,7 @@ def parse_intent(root: Node) -> m.Intent:
         fast_cnp=parse_fast_cnp(fast_cnp) if fast_cnp and fast_cnp.value is not None
         else m.FastCnp(),
         tenants=_each(root.get("tenants", []), parse_tenant),
+        nics=_each(root.get("nics", []), parse_nic),
     )
 
 
@@ -355,6 +356,102 @@ def parse_switch(node: Node) -> m.Switch | None:
         routes=_each(node.get("routes", []), parse_route),
     )
     return None if name is None or address is None or device_id is None else result
+
+
+# --- NICs ----------------------------------------------------------------------------------
+NIC_KEYS = ("name", "address", "device_id", "election_id", "cpu_port", "runtime_address",
+            "tls", "runtime_token_file", "host_port", "net_port", "loopback_port",
+            "scheduler", "qps", "app_tags", "class_meters", "receiver_cnp", "nak_fast_path",
+            "trim_dscp")
+
+
+def parse_nic(node: Node) -> m.Nic | None:
+    """A NIC running p4src/nic/tailcc_nic.p4 (docs/NIC.md)."""
+    if not node.mapping(NIC_KEYS):
+        return None
+    name = _req(node, "name", Node.name)
+    address = _req(node, "address", Node.address)
+    device_id = _req(node, "device_id", Node.integer, 0, 2**64 - 1)
+    host_port = _req(node, "host_port", Node.integer, 0, 511)
+    net_port = _req(node, "net_port", Node.integer, 0, 511)
+    loop = node.get("loopback_port", None)
+    loopback = (9 if loop is None else None if loop.value is None
+                else loop.integer(0, 511))
+    result = m.Nic(
+        name=name or "", address=address or "", device_id=device_id or 0,
+        election_id=_or(_opt(node, "election_id", Node.integer, 1, 2**64 - 1), 1),
+        cpu_port=_or(_opt(node, "cpu_port", Node.integer, 0, 511), 255),
+        runtime_address=_opt(node, "runtime_address", Node.address),
+        tls=_opt(node, "tls", parse_tls),
+        runtime_token_file=_opt(node, "runtime_token_file", Node.string),
+        host_port=host_port or 0, net_port=net_port or 0, loopback_port=loopback,
+        scheduler=_opt(node, "scheduler", Node.name),
+        qps=_each(node.get("qps", []), parse_nic_qp),
+        app_tags=_each(node.get("app_tags", []), parse_app_tag),
+        class_meters=_each(node.get("class_meters", []), parse_nic_meter),
+        receiver_cnp=_or(_opt(node, "receiver_cnp", Node.boolean), True),
+        nak_fast_path=_or(_opt(node, "nak_fast_path", Node.boolean), True),
+        trim_dscp=_opt(node, "trim_dscp", Node.integer, 0, 63),
+    )
+    if None in (name, address, device_id, host_port, net_port):
+        return None
+    return result
+
+
+def parse_nic_qp(node: Node) -> m.NicQp | None:
+    keys = ("local_qp", "peer_qp", "class", "slot", "ev_count", "ev_base",
+            "urgent_max_len", "max_rate", "min_rate", "burst")
+    if not node.mapping(keys):
+        return None
+    local = _req(node, "local_qp", Node.integer, 0, 2**24 - 1)
+    peer = _req(node, "peer_qp", Node.integer, 0, 2**24 - 1)
+    cls = _req(node, "class", Node.name)
+    slot = _req(node, "slot", Node.integer, 0, 1023)
+    ev_base = _or(_opt(node, "ev_base", Node.integer, 0, 0xFFF0), 0xC000)
+    if ev_base % 16:
+        node.get("ev_base").error(f"must be a multiple of 16, got {ev_base}")
+        return None
+    if None in (local, peer, cls, slot):
+        return None
+    return m.NicQp(local, peer, cls, slot,
+                   _or(_opt(node, "ev_count", Node.integer, 1, 16), 1), ev_base,
+                   _or(_opt(node, "urgent_max_len", Node.integer, 0, 65535), 0),
+                   _or(_opt(node, "max_rate", Node.integer, 0, 2**32 - 1), 0),
+                   _or(_opt(node, "min_rate", Node.integer, 1, 2**32 - 1), 1),
+                   _or(_opt(node, "burst", Node.integer, 1, 2**32 - 1), 4096))
+
+
+def parse_nic_meter(node: Node) -> m.NicMeter | None:
+    if not node.mapping(("class", "cir", "cburst", "pir", "pburst")):
+        return None
+    cls = _req(node, "class", Node.name)
+    vals = [_req(node, k, Node.integer, 1, 2**40) for k in ("cir", "cburst", "pir", "pburst")]
+    if cls is None or None in vals:
+        return None
+    cir, cburst, pir, pburst = (int(v) for v in vals if v is not None)
+    if cir > pir:
+        node.error(f"cir {cir} exceeds pir {pir}")
+        return None
+    return m.NicMeter(cls, cir, cburst, pir, pburst)
+
+
+def parse_app_tag(node: Node) -> m.NicAppTag | None:
+    if not node.mapping(("protocol", "dport", "tag", "class", "priority")):
+        return None
+    proto_node = node.get("protocol")
+    proto = None
+    if proto_node is not None:
+        proto = (IP_PROTOS.get(proto_node.value) if isinstance(proto_node.value, str)
+                 else proto_node.integer(0, 255))
+        if proto is None and isinstance(proto_node.value, str):
+            proto_node.error(f"unknown protocol {proto_node.value!r} "
+                             f"(one of {', '.join(IP_PROTOS)} or a number)")
+    cls = _req(node, "class", Node.name)
+    if proto is None or cls is None:
+        return None
+    return m.NicAppTag(proto, cls, _opt(node, "dport", Node.integer, 0, 65535),
+                       _opt(node, "tag", Node.integer, 0, 63),
+                       _or(_opt(node, "priority", Node.integer, 1, 2**31 - 1), 1))
 
 
 def parse_tls(node: Node) -> m.Tls | None:

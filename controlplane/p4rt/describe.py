@@ -140,6 +140,9 @@ def entry_key(entity: p4runtime_pb2.Entity) -> tuple:
     if kind == "register_entry":
         r = entity.register_entry
         return (kind, r.register_id, r.index.index)
+    if kind == "meter_entry":
+        m = entity.meter_entry
+        return (kind, m.meter_id, m.index.index)
     return (kind, entity.SerializeToString(deterministic=True))
 
 
@@ -172,4 +175,7 @@ def entry_value(entity: p4runtime_pb2.Entity) -> tuple:
         return tuple(sorted((r.egress_port, r.instance) for r in mg.replicas))
     if kind == "register_entry":
         return (values.canonical(entity.register_entry.data.bitstring),)
+    if kind == "meter_entry":
+        c = entity.meter_entry.config
+        return (c.cir, c.cburst, c.pir, c.pburst)
     return ()

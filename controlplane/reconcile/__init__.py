@@ -30,11 +30,13 @@ def reconcile_all(intent: m.Intent, pipeline: Pipeline | None, switches: list[st
     ``allow_partial``: apply what a switch's traffic manager can take, warn about the
     rest; ``atomic_writes=False``: the controller rolls back failed writes itself even
     where the target grants ROLLBACK_ON_ERROR (see ``reconcile_switch``)."""
-    chosen = [s for s in intent.switches if not switches or s.name in switches]
+    chosen = [s for s in intent.devices if not switches or s.name in switches]
     if not chosen:
         return []
     with ThreadPoolExecutor(max_workers=min(workers, len(chosen))) as pool:
-        futures = [pool.submit(reconcile_switch, intent, s, pipeline, dry_run, timeout,
+        # --pipeline is the switches' program; a NIC keeps the NIC program it runs
+        futures = [pool.submit(reconcile_switch, intent, s,
+                               None if isinstance(s, m.Nic) else pipeline, dry_run, timeout,
                                client=(clients or {}).get(s.name),
                                allow_partial=allow_partial, atomic_writes=atomic_writes)
                    for s in chosen]

@@ -77,7 +77,9 @@ def diff(desired: DesiredState, current: list[Entity]) -> Plan:
     for key, entity in want.items():
         old = have.get(key)
         if old is None:
-            is_default = _kind(entity) == "table_entry" and entity.table_entry.is_default_action
+            # default entries and meter cells always exist: they are modified, never added
+            is_default = (_kind(entity) == "table_entry" and entity.table_entry.is_default_action
+                          or _kind(entity) == "meter_entry")
             bucket = modifies if is_default else inserts
             bucket.setdefault(_kind(entity), []).append(Change(
                 "MODIFY" if is_default else "INSERT", entity))
@@ -97,7 +99,7 @@ def diff(desired: DesiredState, current: list[Entity]) -> Plan:
         pick(inserts, mem) + pick(modifies, mem),
         pick(inserts, grp) + pick(modifies, grp) + pick(deletes, grp),
         pick(deletes, mem),
-        pick(inserts, te) + pick(modifies, te),
+        pick(inserts, te) + pick(modifies, te) + pick(modifies, "meter_entry"),
         # Alone: targets may refuse replication entries in atomic batches.
         pick(inserts, pre) + pick(modifies, pre) + pick(deletes, pre),
     ]

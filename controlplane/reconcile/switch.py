@@ -56,6 +56,10 @@ def read_current(client: Client, b: EntityBuilder, desired: DesiredState
                      for t in sorted(desired.managed_tables | desired.additive_tables)]
     filters += [p4runtime_pb2.TableEntry(table_id=d.table_entry.table_id,
                                          is_default_action=True) for d in desired.defaults]
+    # meter cells always exist: read the ones the intent configures (NIC class meters)
+    filters += [p4runtime_pb2.MeterEntry(meter_id=e.meter_entry.meter_id,
+                                         index=e.meter_entry.index)
+                for e in desired.entities if e.WhichOneof("entity") == "meter_entry"]
     pre = p4runtime_pb2.PacketReplicationEngineEntry()
     pre.clone_session_entry.session_id = 0          # wildcard: every clone session
     filters.append(pre)

@@ -1,6 +1,7 @@
 """``python -m softswitch.difftest [--seed S] [--count N] [--jobs J] [--keep DIR]``.
 
-Mutates the corpus' small v1model programs and tests/p4/frontend's, compiles every
+Mutates the corpus' small v1model programs and tests/p4/frontend's (``--arch pna``: the
+PNA corpus' programs and tests/p4/pna's, checked with ``p4test --arch pna``), compiles every
 mutant with p4test and softswitch, prints each disagreement and a summary; exit status 1
 when a disagreement is not in the known list (tests/differential_known.txt).
 """
@@ -25,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--corpus", help="corpus directory (default: the conformance corpus)")
     ap.add_argument("--only", help="only seed programs whose name contains this")
+    ap.add_argument("--arch", choices=("v1model", "pna"), default="v1model",
+                    help="seed set and p4test --arch (pna: the PNA corpus and tests/p4/pna)")
     ap.add_argument("--keep", type=Path, help="keep the mutants (and p4test's P4Info) here")
     ap.add_argument("--known", type=Path, default=R.DEFAULT_KNOWN)
     ap.add_argument("--results", type=Path, default=conformance.REPO_ROOT / "out" /
@@ -36,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     if tools is None:
         print(f"error: {reference_tools.missing_reason()}", file=sys.stderr)
         return 2
-    sources = R.default_sources(conformance.corpus_dir(args.corpus))
+    corpus = conformance.corpus_dir(args.corpus)
+    pna = args.arch == "pna"
+    sources = R.pna_sources(corpus) if pna else R.default_sources(corpus)
     if args.only:
         sources = [s for s in sources if args.only in s[0]]
     if not sources:
@@ -53,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.monotonic()
     cases = R.run(sources, args.seed, args.count, tools.p4test, tools.exe("p4c-bm2-ss"),
-                  args.jobs, args.keep, progress)
+                  args.jobs, args.keep, progress, arch="pna" if pna else None)
     R.write_results(args.results, cases, known)
     print(R.summarize(cases, known) + f" ({time.monotonic() - start:.0f} s, seed {args.seed};"
           f" results in {args.results})")

@@ -15,6 +15,10 @@ own test corpus was made) and by softswitch (front end plus P4Info generation, w
 * p4test itself crashes (``Compiler Bug``), runs out of memory or time: there is no
   reference verdict, so the mutant is counted apart (``p4test-crash``), not compared.
 
+PNA programs (:func:`pna_sources`) run the same way with ``p4test --arch pna``; there is
+no p4c back end for p4c's generic PNA to escalate to, so a rejection by softswitch alone
+is always a disagreement.
+
 A disagreement is either a bug to fix or listed in the known-disagreements file
 (``tests/differential_known.txt``): a kind and a regular expression over the case's
 summary line, with the reason. :func:`undocumented` returns the rest.
@@ -112,9 +116,12 @@ def _first_error(text: str) -> str:
 
 
 def run_p4c(exe: str, path: Path, include_dirs: Iterable[str], out: Path | None,
-            timeout: float = P4TEST_TIMEOUT) -> Verdict:
-    """``p4test``/``p4c-bm2-ss`` on ``path``; ``out`` receives the P4Info (text)."""
+            timeout: float = P4TEST_TIMEOUT, arch: str | None = None) -> Verdict:
+    """``p4test``/``p4c-bm2-ss`` on ``path``; ``out`` receives the P4Info (text);
+    ``arch`` is p4c's ``--arch`` (None: its default, v1model)."""
     cmd = [exe, "--std", "p4-16"]
+    if arch is not None:
+        cmd += ["--arch", arch]
     for d in include_dirs:
         cmd += ["-I", str(d)]
     if out is not None:
@@ -137,7 +144,8 @@ def run_p4c(exe: str, path: Path, include_dirs: Iterable[str], out: Path | None,
     return Verdict("reject", _first_error(text), lines)
 
 
-def run_softswitch(path: Path, include_dirs: Iterable[str]) -> tuple[Verdict, object]:
+def run_softswitch(path: Path, include_dirs: Iterable[str],
+                   arch: str | None = None) -> tuple[Verdict, object]:
     """softswitch's front end and P4Info generator on ``path``, in this process:
     the verdict and, when it accepts, the P4Info message."""
     from softswitch import p4info
@@ -146,7 +154,7 @@ def run_softswitch(path: Path, include_dirs: Iterable[str]) -> tuple[Verdict, ob
 
     try:
         checked = compile_program(str(path), tuple(str(d) for d in include_dirs), None)
-        info = p4info.generate(checked)
+        info = p4info.generate(checked, arch)
     except P4Error as err:
         return Verdict("reject", str(err).splitlines()[0] if str(err) else "error"), None
     except Exception as err:  # noqa: BLE001 - a bug is a verdict here, never a crash
@@ -176,12 +184,13 @@ def p4info_difference(ours: object, theirs_text: str) -> str:
 
 
 def check_mutant(index: int, source: str, what: str, path: Path,
-                 include_dirs: list[str], p4test: str, p4c_bmv2: str | None) -> Case:
+                 include_dirs: list[str], p4test: str, p4c_bmv2: str | None,
+                 arch: str | None = None) -> Case:
     """Compile one mutant with both and classify the outcome."""
     start = time.monotonic()
     ref_info = path.with_suffix(".p4test.p4info.txtpb")
-    ref = run_p4c(p4test, path, include_dirs, ref_info)
-    ours, info = run_softswitch(path, include_dirs)
+    ref = run_p4c(p4test, path, include_dirs, ref_info, arch=arch)
+    ours, info = run_softswitch(path, include_dirs, arch)
     case = Case(index, source, what, "agree", ref, ours)
     if ours.outcome == "internal":
         case.kind = "internal"
@@ -195,7 +204,7 @@ def check_mutant(index: int, source: str, what: str, path: Path,
         case.kind = "softswitch-accepts"
     elif ref.outcome == "accept" and ours.outcome == "reject":
         case.kind = "softswitch-rejects"
-        if p4c_bmv2:
+        if p4c_bmv2 and arch in (None, "v1model"):
             case.bmv2 = run_p4c(p4c_bmv2, path, include_dirs, None)
             if case.bmv2.outcome == "reject":
                 case.kind = "target"
@@ -234,9 +243,10 @@ def _case(d: dict) -> Case:
 def run(sources: list[tuple[str, Path]], seed: int, count: int, p4test: str,
         p4c_bmv2: str | None = None, jobs: int = 2, workdir: Path | None = None,
         progress: Callable[[Case], None] | None = None,
-        budget_s: float | None = None) -> list[Case]:
+        budget_s: float | None = None, arch: str | None = None) -> list[Case]:
     """Mutate ``sources`` (name, path) ``count`` times from ``seed`` and check every
-    mutant, ``jobs`` at a time; stops starting new ones after ``budget_s`` seconds."""
+    mutant, ``jobs`` at a time; stops starting new ones after ``budget_s`` seconds.
+    ``arch`` is passed to p4test as ``--arch`` and to softswitch's P4Info generator."""
     from softswitch.conformance import _preload
 
     _preload()
@@ -263,7 +273,7 @@ def run(sources: list[tuple[str, Path]], seed: int, count: int, p4test: str,
                 path = workdir / f"m{index:05d}.p4"
                 path.write_text(m.text)
                 parent, child = ctx.Pipe(duplex=False)
-                args = (index, name, m.what, path, [dirs[name]], p4test, p4c_bmv2)
+                args = (index, name, m.what, path, [dirs[name]], p4test, p4c_bmv2, arch)
                 proc = ctx.Process(target=_worker, args=(args, child), daemon=True)
                 proc.start()
                 child.close()
@@ -374,3 +384,27 @@ def default_sources(corpus: Path | None, own: Path | None = None,
         out += [(f"tests/p4/frontend/{p.name}", p) for p in sorted(own.glob("*.p4"))]
     return out
 
+
+
+def pna_sources(corpus: Path | None, own: Path | None = None,
+                max_lines: int = 400) -> list[tuple[str, Path]]:
+    """Seed programs for ``--arch pna``: the PNA corpus' accepted programs written
+    against the generic ``pna.p4`` (the DPDK dialect's are left out: its extra externs
+    would make most mutants test p4c's DPDK include, not the language) and the
+    project's own PNA samples (tests/p4/pna)."""
+    out: list[tuple[str, Path]] = []
+    pna = corpus / "pna" if corpus is not None else None
+    if pna is not None and (pna / "manifest.json").exists():
+        for row in json.loads((pna / "manifest.json").read_text())["programs"]:
+            path = pna / "p4_16_samples" / row["program"]
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:
+                continue
+            if row["kind"] == "accept" and "<pna.p4>" in text and \
+                    text.count("\n") <= max_lines:
+                out.append((f"pna/{row['program']}", path))
+    own = own if own is not None else REPO_ROOT / "tests" / "p4" / "pna"
+    if own.is_dir():
+        out += [(f"tests/p4/pna/{p.name}", p) for p in sorted(own.glob("*.p4"))]
+    return out

@@ -162,6 +162,7 @@ class TableInstance:
     has_entries: bool = False
     const_entries: bool = False
     support_timeout: bool = False
+    add_on_miss: bool = False          # PNA: the default action may call add_entry
     qualified: str = ""
 
     @property
@@ -360,7 +361,13 @@ def _const_value(expr: ast.Expr, env: dict[str, Any], scope: _Scope) -> Any:
 # The elaborator
 # ---------------------------------------------------------------------------
 
-_PROPERTY_EXTERNS = ("implementation", "counters", "meters")
+#: Table properties naming an extern instance -> the TableInstance field it fills. The
+#: v1model names and the PNA/PSA-style ones (``pna_implementation`` …) mean the same.
+_PROPERTY_EXTERNS = {
+    "implementation": "implementation", "counters": "counters", "meters": "meters",
+    "pna_implementation": "implementation", "pna_direct_counter": "counters",
+    "pna_direct_meter": "meters",
+}
 
 
 class _Elaborator:
@@ -842,8 +849,12 @@ class _Elaborator:
         elif prop.name == "support_timeout":
             val = _const_value(v, blk.args, scope) if isinstance(v, ast.Expr) else None
             t.support_timeout = val is True
+        elif prop.name == "add_on_miss":
+            val = _const_value(v, blk.args, scope) if isinstance(v, ast.Expr) else None
+            t.add_on_miss = val is True
         elif prop.name in _PROPERTY_EXTERNS and isinstance(v, ast.Expr):
-            setattr(t, prop.name, self._property_extern(t, prop, v, blk, scope))
+            setattr(t, _PROPERTY_EXTERNS[prop.name],
+                    self._property_extern(t, prop, v, blk, scope))
 
     def _property_extern(self, t: TableInstance, prop: ast.TableProperty, v: ast.Expr,
                          blk: BlockInstance, scope: _Scope) -> ExternInstance | None:

@@ -149,9 +149,9 @@ def _sandbox(scratch: str) -> bool:
 
 def _compile(job: dict) -> dict:
     from softswitch import p4info
+    from softswitch.architecture import load_target
     from softswitch.frontend.compiler import compile_program
     from softswitch.frontend.limits import process_limits
-    from softswitch.v1model.switch import Switch
 
     limits = Limits(**{k: (tuple(v) if k == "include_roots" and v is not None else v)
                        for k, v in job["limits"].items()})
@@ -164,7 +164,7 @@ def _compile(job: dict) -> dict:
         with process_limits(limits), applied(limits):
             checked = compile_program(job["main"], (), job["defines"])
             p4info.generate(checked)
-            Switch.from_program(checked)
+            load_target(checked)   # the target of main's architecture (v1model, PNA)
     except LimitExceeded as exc:
         return {"ok": False, "kind": "limit", "limit": exc.limit, "message": exc.detail}
     except P4Error as exc:

@@ -1,19 +1,23 @@
-"""Build the P4Info message of a v1model program exactly as p4c writes it.
+"""Build the P4Info message of a v1model or PNA program exactly as p4c writes it.
 
 The elaboration (:mod:`softswitch.frontend.elaborate`) supplies the objects, their
 control-plane names and their order; this module assigns ids and aliases
 (:mod:`softswitch.p4info.ids`), converts types (:mod:`softswitch.p4info.typespec`) and
 fills the protobuf. Field by field it follows p4c's P4RuntimeSerializer and its
-v1model architecture handler, because controllers compare P4Info files and ids.
+architecture handlers (v1model, PNA), because controllers compare P4Info files and
+ids. The two architectures name their externs differently (``counter`` / ``Counter``,
+``size`` / ``n_counters``); :class:`ArchExterns` maps each to one set of roles.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from p4.config.v1 import p4info_pb2, p4types_pb2
 
+from softswitch import architecture
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
@@ -35,7 +39,6 @@ from softswitch.p4info import ids
 from softswitch.p4info.annotations import add_annotations, add_doc, const_of
 from softswitch.p4info.typespec import TypeSpecs, cp_name, value_bytes
 
-ARCH = "v1model"
 DEFAULT_TABLE_SIZE = 1024
 
 _PROFILE_ONLY = {"max_group_size", "selector_size_semantics", "max_member_weight"}
@@ -58,20 +61,62 @@ _EXTERN_KINDS = {
     "action_selector": ids.ACTION_PROFILE,
 }
 
-_COUNTER_UNITS = {
+_COUNTER_UNITS = {  # v1model's CounterType members, and PNA's PNA_CounterType_t
     "packets": p4info_pb2.CounterSpec.PACKETS,
     "bytes": p4info_pb2.CounterSpec.BYTES,
     "packets_and_bytes": p4info_pb2.CounterSpec.BOTH,
+    "PACKETS": p4info_pb2.CounterSpec.PACKETS,
+    "BYTES": p4info_pb2.CounterSpec.BYTES,
+    "PACKETS_AND_BYTES": p4info_pb2.CounterSpec.BOTH,
 }
 _METER_UNITS = {
     "packets": p4info_pb2.MeterSpec.PACKETS,
     "bytes": p4info_pb2.MeterSpec.BYTES,
+    "PACKETS": p4info_pb2.MeterSpec.PACKETS,
+    "BYTES": p4info_pb2.MeterSpec.BYTES,
 }
 
 
-def generate(checked: Any) -> p4info_pb2.P4Info:
-    """The P4Info of a type-checked v1model program (empty when it has no ``main``)."""
-    return Builder(elaborate(checked)).build()
+@dataclass(frozen=True)
+class ArchExterns:
+    """How one architecture spells the externs P4Info describes.
+
+    ``roles`` maps an extern type name to its role (the v1model spelling, used by the
+    builder); ``size_params`` names each role's size constructor parameter;
+    ``index_arg`` gives the position of the index type argument of indexed externs.
+    """
+
+    name: str
+    roles: dict[str, str]
+    size_params: dict[str, str] = field(default_factory=dict)
+    index_arg: dict[str, int] = field(default_factory=dict)
+    digest_extern: str | None = None   # PNA's Digest<T> instances (v1model: digest())
+
+
+V1MODEL_EXTERNS = ArchExterns(
+    architecture.V1MODEL,
+    {k: k for k in ("counter", "direct_counter", "meter", "direct_meter", "register",
+                    "action_profile", "action_selector")},
+    index_arg={"counter": 0, "meter": 0, "register": 1})
+
+PNA_EXTERNS = ArchExterns(
+    architecture.PNA,
+    {"Counter": "counter", "DirectCounter": "direct_counter", "Meter": "meter",
+     "DirectMeter": "direct_meter", "Register": "register",
+     "ActionProfile": "action_profile", "ActionSelector": "action_selector"},
+    size_params={"counter": "n_counters", "meter": "n_meters"},
+    index_arg={"counter": 1, "meter": 0, "register": 1},
+    digest_extern="Digest")
+
+ARCH_EXTERNS = {a.name: a for a in (V1MODEL_EXTERNS, PNA_EXTERNS)}
+
+
+def generate(checked: Any, arch: str | None = None) -> p4info_pb2.P4Info:
+    """The P4Info of a type-checked program (empty when it has no ``main``).
+
+    ``arch`` is the requested architecture (None: detected from ``main``'s package)."""
+    elab = elaborate(checked)
+    return Builder(elab, ARCH_EXTERNS[architecture.detect(elab, arch)]).build()
 
 
 # ---------------------------------------------------------------------------
@@ -119,14 +164,26 @@ def _value_set_type_supported(decl: ast.ValueSetDecl, et: Any) -> None:
 class Builder:
     """Two passes like p4c: collect symbols (ids need all names), then emit."""
 
-    def __init__(self, elab: Elaboration) -> None:
+    def __init__(self, elab: Elaboration, arch: ArchExterns = V1MODEL_EXTERNS) -> None:
         self.elab = elab
+        self.arch = arch
         self.p4info = p4info_pb2.P4Info()
         self.symbols = ids.SymbolTable()
         self.types = TypeSpecs(self.p4info, self._error_members())
         self.digests: list[tuple[str, Any, ast.Call]] = []
         self.profile_tables: dict[int, list[TableInstance]] = {}
         self.table_actions = {r.action.name for t in elab.tables for r in t.action_refs}
+
+    def _role(self, ext: ExternInstance) -> str | None:
+        """The extern's role in v1model spelling (``counter`` …), None if P4Info has none."""
+        return self.arch.roles.get(ext.type_name)
+
+    def _kind(self, ext: ExternInstance) -> int | None:
+        role = self._role(ext)
+        return _EXTERN_KINDS.get(role) if role is not None else None
+
+    def _size(self, ext: ExternInstance, role: str) -> int:
+        return _int_arg(ext, self.arch.size_params.get(role, "size"))
 
     def _error_members(self) -> list[str]:
         out: list[str] = []
@@ -154,7 +211,9 @@ class Builder:
             self.symbols.add(ids.TABLE, t.qualified, _explicit_id(t.decl), t.decl.loc)
             self._collect_table_externs(t)
         for ext in e.externs:
-            kind = _EXTERN_KINDS.get(ext.type_name)
+            kind = self._kind(ext)
+            if kind is None and self._is_digest(ext):
+                kind = ids.DIGEST
             if kind is not None and ext.qualified:
                 self.symbols.add(kind, ext.qualified, _explicit_id(ext.decl), ext.loc)
         for vs in e.value_sets:
@@ -174,7 +233,7 @@ class Builder:
                 raise P4Error(f"Table '{t.name}' has an anonymous table property '{prop}' "
                               "with no name annotation, which is not supported by "
                               "P4Runtime", ext.loc)
-            kind = _EXTERN_KINDS.get(ext.type_name)
+            kind = self._kind(ext)
             if kind == ids.ACTION_PROFILE:
                 self.profile_tables.setdefault(id(ext), []).append(t)
             if kind is not None and ext.qualified:
@@ -214,8 +273,8 @@ class Builder:
             dg = self.p4info.digests.add()
             self._preamble(dg.preamble, ids.DIGEST, name, [])
             self.types.convert(t, dg.type_spec)
-        if e.extern_calls:
-            self.types.touch()
+        if e.extern_calls and self.arch.digest_extern is None:
+            self.types.touch()  # v1model's handler inspects each call for digest()
         self._check_duplicates()
         self._pkg_info()
 
@@ -273,12 +332,12 @@ class Builder:
         self._default_action(t, msg)
         msg.size = t.size if t.size else DEFAULT_TABLE_SIZE
         if t.implementation is not None and t.implementation.qualified:
-            kind = _EXTERN_KINDS.get(t.implementation.type_name)
+            kind = self._kind(t.implementation)
             if kind is not None:
                 msg.implementation_id = self.symbols.id_of(kind, t.implementation.qualified)
         for ext in (t.counters, t.meters):
             if ext is not None and ext.qualified:
-                kind = _EXTERN_KINDS.get(ext.type_name)
+                kind = self._kind(ext)
                 if kind in (ids.DIRECT_COUNTER, ids.DIRECT_METER):
                     msg.direct_resource_ids.append(self.symbols.id_of(kind, ext.qualified))
         if t.support_timeout:
@@ -380,27 +439,46 @@ class Builder:
 
     # --- externs -----------------------------------------------------------------
     def _extern(self, ext: ExternInstance) -> None:
-        tn = ext.type_name
+        tn = self._role(ext)
         self.types.touch()  # p4c's handler creates type_info for every extern instance
         if not ext.qualified:
+            return
+        if self._is_digest(ext):
+            self._digest_instance(ext)
             return
         # p4c's v1model handler does not look at @hidden on extern instances
         if tn == "counter":
             c = self.p4info.counters.add()
             self._preamble(c.preamble, ids.COUNTER, ext.qualified, self._anns(ext))
             c.spec.unit = _unit(ext, _COUNTER_UNITS, p4info_pb2.CounterSpec.UNSPECIFIED)
-            c.size = _int_arg(ext, "size")
-            self._index_type(ext, 0, c)
+            c.size = self._size(ext, tn)
+            self._index_type(ext, self.arch.index_arg["counter"], c)
         elif tn == "meter":
             m = self.p4info.meters.add()
             self._preamble(m.preamble, ids.METER, ext.qualified, self._anns(ext))
             m.spec.unit = _unit(ext, _METER_UNITS, p4info_pb2.MeterSpec.UNSPECIFIED)
-            m.size = _int_arg(ext, "size")
-            self._index_type(ext, 0, m)
+            m.size = self._size(ext, tn)
+            self._index_type(ext, self.arch.index_arg["meter"], m)
         elif tn == "register":
             self._register(ext)
         elif tn in ("action_profile", "action_selector"):
             self._action_profile(ext)
+
+    def _is_digest(self, ext: ExternInstance) -> bool:
+        return self.arch.digest_extern is not None and ext.type_name == self.arch.digest_extern
+
+    def _digest_instance(self, ext: ExternInstance) -> None:
+        """PNA's ``Digest<T>`` instance: a digest named after the instance."""
+        dg = self.p4info.digests.add()
+        self._preamble(dg.preamble, ids.DIGEST, ext.qualified, self._anns(ext))
+        t = _type_of_ref(ext.type_args[0]) if ext.type_args else None
+        if t is None:
+            inst_t = getattr(getattr(ext.decl, "type_ref", None), "resolved", None)
+            targs = getattr(inst_t, "type_args", ())
+            t = targs[0] if targs else None
+        if t is None:
+            raise P4Error(f"Digest '{ext.name}' has no data type", ext.loc)
+        self.types.convert(t, dg.type_spec)
 
     def _index_type(self, ext: ExternInstance, pos: int, msg: Any) -> None:
         """``index_type_name`` when an indexed extern's index type is a ``type``."""
@@ -431,7 +509,7 @@ class Builder:
             self.types.convert(t, r.type_spec)
         r.size = _int_arg(ext, "size")
         if len(ext.type_args) > 1:
-            self._index_type(ext, 1, r)
+            self._index_type(ext, self.arch.index_arg["register"], r)
 
     def _action_profile(self, ext: ExternInstance) -> None:
         ap = self.p4info.action_profiles.add()
@@ -442,7 +520,7 @@ class Builder:
                            key=str.encode):
             ap.table_ids.append(self.symbols.id_of(ids.TABLE, name))
         ap.size = _int_arg(ext, "size")
-        if ext.type_name != "action_selector":
+        if self._role(ext) != "action_selector":
             return
         ap.with_selector = True
         anns = {a.name: a for a in reversed(self._anns(ext))}  # the first one wins
@@ -463,7 +541,7 @@ class Builder:
         if t.name is None:
             return
         tid = self.symbols.id_of(ids.TABLE, t.name)
-        if t.counters is not None and t.counters.type_name == "direct_counter" \
+        if t.counters is not None and self._role(t.counters) == "direct_counter" \
                 and t.counters.qualified:
             dc = self.p4info.direct_counters.add()
             self._preamble(dc.preamble, ids.DIRECT_COUNTER, t.counters.qualified,
@@ -471,7 +549,7 @@ class Builder:
             dc.spec.unit = _unit(t.counters, _COUNTER_UNITS,
                                  p4info_pb2.CounterSpec.UNSPECIFIED)
             dc.direct_table_id = tid
-        if t.meters is not None and t.meters.type_name == "direct_meter" \
+        if t.meters is not None and self._role(t.meters) == "direct_meter" \
                 and t.meters.qualified:
             dm = self.p4info.direct_meters.add()
             self._preamble(dm.preamble, ids.DIRECT_METER, t.meters.qualified,
@@ -540,7 +618,7 @@ class Builder:
     def _pkg_info(self) -> None:
         main = self.elab.main
         pkg = self.p4info.pkg_info
-        pkg.arch = ARCH
+        pkg.arch = self.arch.name
         assert main is not None
         for a in main.annotations:
             if a.name != "pkginfo":

@@ -145,13 +145,14 @@ Compiler = Callable[[str, dict[str, str]], Compiled]
 
 def compile_file(path: str, defines: dict[str, str],
                  include_dirs: tuple[str, ...] = ()) -> Compiled:
-    """Compile with softswitch's front end, P4Info generator and v1model target."""
+    """Compile with softswitch's front end, P4Info generator and the target of the
+    program's architecture (v1model switch or PNA NIC, from ``main``'s package)."""
     from softswitch import p4info
+    from softswitch.architecture import load_target
     from softswitch.frontend.compiler import compile_program
-    from softswitch.v1model.switch import Switch
 
     checked = compile_program(path, include_dirs, defines)
-    return Compiled(p4info.generate(checked), Switch.from_program(checked))
+    return Compiled(p4info.generate(checked), load_target(checked))
 
 
 def build(artifact: Artifact, compiler: Compiler = compile_file,

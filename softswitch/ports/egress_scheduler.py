@@ -43,7 +43,7 @@ class EgressScheduler:
         self.port_mac = port_mac
         self._origin = time.monotonic()
         tm.clock = self.now_us      # queues made by set_queue_rate start their interval now
-        self._queued: QueuedSwitch | None = None
+        self._queued: Any = None       # QueuedSwitch, or a NIC's NicQueues
         self._wake = threading.Condition(device.lock)
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="egress-scheduler",
@@ -75,12 +75,14 @@ class EgressScheduler:
             if self.tm.next_event_us(now) is not None:
                 self._wake.notify()
 
-    def _queued_for(self, switch: Any) -> QueuedSwitch:
+    def _queued_for(self, switch: Any) -> Any:
         """The queued view of the current pipeline; a new pipeline starts with empty
         queues (the old one's packets cannot run through the new program)."""
         if self._queued is None or self._queued.switch is not switch:
             self.tm.flush()
-            self._queued = QueuedSwitch(switch, self.tm)
+            # a PNA NIC brings its own view (per-class transmit queues, softswitch.pna.tm)
+            view = getattr(switch, "queued_view", None)
+            self._queued = view(self.tm) if view is not None else QueuedSwitch(switch, self.tm)
         return self._queued
 
     def _transmit(self, loaded: Any, now: float) -> None:

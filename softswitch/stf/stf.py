@@ -114,8 +114,11 @@ def run_stf(program_path: str, stf_path: str, include_dirs=(), defines=None,
     0 is dropped, as on BMv2.
     """
     commands = parse_stf_file(stf_path)
-    from softswitch.v1model.switch import Switch  # the target loads lazily: it is heavy
+    # the target of main's architecture (loaded lazily: it is heavy); a PNA program runs
+    # as a NIC whose ports all face the network (STF has no port roles)
+    from softswitch.architecture import load_target
+    from softswitch.frontend.compiler import compile_program
 
-    switch = Switch.from_file(program_path, tuple(include_dirs or ()), defines)
+    switch = load_target(compile_program(program_path, tuple(include_dirs or ()), defines))
     switch.priority_queues = priority_queues
     return run_commands(switch, commands)

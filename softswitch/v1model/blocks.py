@@ -417,10 +417,11 @@ class BlockLowerer(StmtLowerer):
             state.meter_factory = self.pb.direct_meter_factory(ti.meters)
             self.pb.register_direct_meter(ti.meters, state)
         if ti is not None and ti.implementation is not None and \
-                ti.implementation.type_name == "action_selector":
+                self.pb.is_selector(ti.implementation):
             state.selector = self.pb.selector_hash(ti.implementation)
         if ti is not None and ti.counters is not None:
-            state.has_direct_counter = True
+            # v1model counts every hit; PNA counts when the action calls count()
+            state.has_direct_counter = self.pb.direct_resources_on_hit
             self.pb.register_direct_counter(ti.counters, state)
         self._table_defs(d, ti, state)
 
@@ -454,14 +455,19 @@ class BlockLowerer(StmtLowerer):
             buf.emit(f"_e = {tname}.lookup(({', '.join(keys)}{',' if len(keys) == 1 else ''}))")
             buf.emit("if _e is None:")
             with buf.block():
+                if self.pb.table_context:
+                    buf.emit(f"_RT.table_miss({tname}, "
+                             f"({', '.join(keys)}{',' if len(keys) == 1 else ''}))")
                 buf.emit(f"_a = {tname}.default_action")
                 buf.emit(f"_a.fn(*{tname}.default_args)")
                 buf.emit("return (False, _a)")
             if state.has_direct_counter:
                 buf.emit("_e.packets += 1")
                 buf.emit("_e.bytes += _RT.pkt.length")
-            if state.meter_factory is not None:
+            if state.meter_factory is not None and self.pb.direct_resources_on_hit:
                 buf.emit(f"{tname}.color = _e.meter.execute(_RT.pkt.length)")
+            if self.pb.table_context:
+                buf.emit(f"_RT.table_hit({tname}, _e)")
             if state.selector is not None:
                 self.selector_pick(ti, state, fn)
             buf.emit("_a = _e.action")

@@ -63,6 +63,19 @@ class ValueSet:
 
 
 class ProgramBuilder:
+    """Compiles a program's blocks and builds its control-plane objects.
+
+    The class attributes are the hooks another architecture's target overrides
+    (softswitch.pna.build): its extern lowering, how it recognises a selector, whether
+    direct counters/meters act on every table hit (v1model) or only when an action
+    calls them (PNA), and whether tables tell the runtime which entry matched."""
+
+    target_name = "v1model"
+    extern_functions: dict[str, Any] | None = None   # None: v1model's (lower_externs)
+    extern_methods: dict[tuple[str, str], Any] | None = None
+    direct_resources_on_hit = True
+    table_context = False
+
     def __init__(self, program: ast.Program, elab: E.Elaboration) -> None:
         self.program = program
         self.elab = elab
@@ -214,6 +227,9 @@ class ProgramBuilder:
                           f"'{algo}' is not supported", ext.loc)
         width = _int_arg(ext, "outputWidth") or 32
         return fn, width
+
+    def is_selector(self, ext: E.ExternInstance) -> bool:
+        return ext.type_name == "action_selector"
 
     def direct_meter_factory(self, ext: E.ExternInstance) -> Callable[[], Meter]:
         by_packets = _enum_arg(ext.args.get("type")) == "packets"

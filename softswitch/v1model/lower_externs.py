@@ -29,16 +29,21 @@ Handler = Callable[["BlockLowerer", ast.Call, Any, FnCtx], str | None]
 
 def lower_extern_call(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx,
                       want_value: bool) -> str | None:
+    """Lower one extern call with the handlers of the program's architecture: the
+    builder's ``extern_functions``/``extern_methods`` (v1model's unless another target,
+    such as softswitch.pna, supplies its own)."""
+    target = lw.pb.target_name
     if info.kind == "extern_function":
         name = info.decl.name
-        h = FUNCTIONS.get(name)
+        h = (lw.pb.extern_functions or FUNCTIONS).get(name)
         if h is None:
-            raise lw.fail(f"extern function '{name}' is not supported by the v1model target", e)
+            raise lw.fail(f"extern function '{name}' is not supported by the {target} target",
+                          e)
         return h(lw, e, info, fn)
     ext = info.extern.name if info.extern is not None else ""
-    h = METHODS.get((ext, info.decl.name))
+    h = (lw.pb.extern_methods or METHODS).get((ext, info.decl.name))
     if h is None:
-        raise lw.fail(f"method '{ext}.{info.decl.name}' is not supported by the v1model "
+        raise lw.fail(f"method '{ext}.{info.decl.name}' is not supported by the {target} "
                       "target", e)
     return h(lw, e, info, fn)
 
