@@ -343,6 +343,9 @@ class ExprChecker:
                        f"'{lt}'", e)
         if op in ("/", "%"):
             self._check_division(e, b)
+        if op in ("|+|", "|-|") and isinstance(b, T.IntType):
+            # saturation needs a width: there is no bound to saturate an ``int`` at
+            raise fail(f"{describe(e)}: saturating operation on untyped values", e)
         return t
 
     def _negative_literal_operand(self, e: ast.Binary) -> None:
