@@ -560,7 +560,7 @@ class ExprChecker:
             if not self.coerce(e.expr, to, ctx, quiet=True):
                 raise fail(f"'({to}){describe(e.expr)}': cast not supported", e)
             return to
-        if not castable(src, to):
+        if not castable(src, to) and not self._constant_bits_cast(e.expr, src, to):
             raise fail(f"'({to}){describe(e.expr)}': Illegal cast from {src} to {to}", e)
         if isinstance(base(to), T.BoolType) and isinstance(base(src), (T.IntType, T.BitsType)) \
                 and isinstance(e.expr.const, int) and e.expr.const not in (0, 1):
@@ -568,6 +568,16 @@ class ExprChecker:
         if isinstance(src, T.IntType) and isinstance(base(to), T.BitsType):
             self.coerce(e.expr, to if isinstance(to, T.BitsType) else base(to), ctx)
         return to
+
+    @staticmethod
+    def _constant_bits_cast(expr: ast.Expr, src: T.Type, to: T.Type) -> bool:
+        """A compile-time known bit<W>/int<W> value casts to any bit<V>/int<V>, changing
+        sign and width at once (p4c folds it: ``(bit<16>)32s5`` is ``16w5``); a run-time
+        value changes one of them per cast (spec 8.11.1)."""
+        if not (isinstance(base(src), T.BitsType) and isinstance(base(to), T.BitsType)):
+            return False
+        value = consteval.evaluate(expr)
+        return isinstance(value, int) and not isinstance(value, bool)
 
     # ------------------------------------------------------------------ aggregates
     def _e_ListExpr(self, e: ast.ListExpr, ctx: Ctx) -> T.Type:
@@ -825,12 +835,15 @@ def castable(src: T.Type, to: T.Type) -> bool:
             return s.width == 1 and not s.signed
         if isinstance(d, T.IntType):
             return True
-        return isinstance(d, T.EnumType) and d.underlying is not None
+        # a serializable enum converts from exactly its underlying type (spec 8.3)
+        return isinstance(d, T.EnumType) and d.underlying is not None and compatible(
+            s, d.underlying)
     if isinstance(s, T.BoolType):
         return (isinstance(d, T.BitsType) and d.width == 1 and not d.signed) or isinstance(
             d, T.IntType)
     if isinstance(s, T.EnumType) and s.underlying is not None:
-        return isinstance(d, (T.BitsType, T.IntType)) or (
+        # ... and to exactly that type, or another enum over it (spec 8.3)
+        return (isinstance(d, T.BitsType) and compatible(s.underlying, d)) or (
             isinstance(d, T.EnumType) and d.underlying is not None
             and d.underlying == s.underlying)
     return False
