@@ -332,6 +332,10 @@ def check_argument(ck: Checker, p: T.ParamInfo, pt: T.Type, a: ast.Expr, ctx: Ct
 def _method_call(ck: Checker, e: ast.Call, tgt: ast.Member, ctx: Ctx) -> T.Type:
     obj = tgt.expr
     ot_raw = ck.expr(obj, ctx.with_(switch_expr=False))
+    if e.type_args and not isinstance(base(ot_raw), (T.ExternType, T.DontCareType)):
+        # only an extern's methods can be generic; the built-in ones (isValid, apply,
+        # push_front, minSizeInBits, ...) take no type arguments
+        raise fail(f"{describe(e)}: {tgt.name} takes no type arguments", e)
     if tgt.name in SIZE_METHODS and not e.args:
         return _size_method(e, tgt, ot_raw)
     if ck.names_type(obj) and tgt.name == "apply" and isinstance(

@@ -115,6 +115,8 @@ class ExprChecker:
         if e.width > 2048:
             raise fail(f"{e.width}: this implementation does not support bitstrings this large",
                        e)
+        if e.width == 0 and e.signed:   # int<0> has no sign bit (spec 7.1.6.2)
+            raise fail("Width of signed type cannot be zero", e)
         t = T.BitsType(e.width, e.signed)
         e.const = consteval.wrap(e.value, t)
         return t
@@ -275,7 +277,17 @@ class ExprChecker:
                 raise fail(f"{describe(b)}: expected slice indexes to be non-negative", b)
         hi, lo = e.hi.const, e.lo.const
         if isinstance(t, T.EnumType) and t.underlying is not None:
+            if isinstance(e.expr.const, consteval.MemberConst):
+                # p4c folds the slice and finds an enum member, not a number
+                raise fail(f"{describe(e.expr)}: expected an integer value", e.expr)
             t = t.underlying
+        if isinstance(t, T.IntType):
+            # an untyped integer is a compile-time value of unbounded width (two's
+            # complement for negatives): any bits of it can be taken, as p4c folds them
+            if lo > hi:
+                raise fail(f"{describe(e)}: bit slice indexes reversed ({hi} < {lo})", e)
+            consteval.evaluate(e)
+            return T.BitsType(hi - lo + 1)
         if not isinstance(t, T.BitsType):
             raise fail(f"{describe(e)}: bit extraction only defined for bit<> types", e)
         if hi >= t.width or lo >= t.width:
@@ -574,8 +586,8 @@ class ExprChecker:
         """A compile-time known bit<W>/int<W> value casts to any bit<V>/int<V>, changing
         sign and width at once (p4c folds it: ``(bit<16>)32s5`` is ``16w5``); a run-time
         value changes one of them per cast (spec 8.11.1)."""
-        if not (isinstance(base(src), T.BitsType) and isinstance(base(to), T.BitsType)):
-            return False
+        if not (isinstance(src, T.BitsType) and isinstance(to, T.BitsType)):
+            return False    # (a newtype converts only from its own underlying type)
         value = consteval.evaluate(expr)
         return isinstance(value, int) and not isinstance(value, bool)
 
@@ -691,7 +703,7 @@ class ExprChecker:
         if len(elems) != len(items) and not (dots and len(items) <= len(elems)):
             return False
         for item, et in zip(items, elems, strict=False):
-            if not self._coerce(item, et, ctx):
+            if _int_into_enum(item, et) or not self._coerce(item, et, ctx):
                 return False
         if dots:
             e.items[-1].type = target
@@ -714,7 +726,7 @@ class ExprChecker:
                 continue
             f = tb.field(name)
             assert f is not None
-            if not self._coerce(v, f.type, ctx):
+            if _int_into_enum(v, f.type) or not self._coerce(v, f.type, ctx):
                 return False
         e.type = target
         consteval.evaluate(e)
@@ -733,7 +745,8 @@ class ExprChecker:
             return isinstance(d, ast.Param) and d.direction in ("out", "inout")
         if isinstance(e, ast.Member):
             if isinstance(base(e.expr.type), T.StackType):
-                return e.name in ("next", "last") and self.is_lvalue(e.expr)
+                # ``last`` names the element extracted last: readable, never written
+                return e.name == "next" and self.is_lvalue(e.expr)
             return not self.names_type(e.expr) and self.is_lvalue(e.expr)
         if isinstance(e, (ast.Index, ast.Slice)):
             return self.is_lvalue(e.expr)
@@ -813,6 +826,12 @@ def _as_tuple(t: T.Type) -> T.Type:
     if isinstance(t, T.ListType):
         return T.TupleType(tuple(_as_tuple(x) for x in t.elements))
     return t
+
+
+def _int_into_enum(item: ast.Expr, target: T.Type) -> bool:
+    """An untyped integer as an element or field of serializable enum type: p4c does not
+    convert it implicitly there (it does in comparisons and select keysets)."""
+    return isinstance(item.type, T.IntType) and isinstance(base(target), T.EnumType)
 
 
 def castable(src: T.Type, to: T.Type) -> bool:
