@@ -519,7 +519,12 @@ class ExprChecker:
         if not isinstance(rb, (T.BitsType, T.IntType)):
             raise fail(f"{describe(e)}: shift amount must be a number, not {rt}", e.right)
         if isinstance(rb, T.BitsType) and rb.signed:
-            raise fail(f"{describe(e)}: shift amount must be an unsigned number", e.right)
+            amount = consteval.evaluate(e.right)
+            if amount is ast.NOT_CONST:
+                raise fail(f"{describe(e)}: shift amount must be an unsigned number", e.right)
+            if amount < 0:   # a known signed amount counts by its value, as p4c folds it
+                raise fail(f"{describe(e)}: Shifts with negative amounts are not permitted",
+                           e.right)
         if isinstance(e.right.const, int) and e.right.const < 0:
             raise fail(f"{describe(e)}: negative shift amount", e.right)
         if isinstance(lb, T.IntType) and e.right.const is ast.NOT_CONST:
