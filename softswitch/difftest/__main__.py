@@ -1,8 +1,10 @@
-"""``python -m softswitch.difftest [--seed S] [--count N] [--jobs J] [--keep DIR]``.
+"""``python -m softswitch.difftest [--seed S] [--count N] [--jobs J] [--keep DIR]
+[--generated SHARE]``.
 
-Mutates the corpus' small v1model programs and tests/p4/frontend's (``--arch pna``: the
-PNA corpus' programs and tests/p4/pna's, checked with ``p4test --arch pna``), compiles every
-mutant with p4test and softswitch, prints each disagreement and a summary; exit status 1
+Mutates the corpus' small v1model programs and tests/p4/frontend's and generates small
+programs of its own (softswitch.difftest.generate); ``--arch pna``: the PNA corpus'
+programs and tests/p4/pna's, checked with ``p4test --arch pna``. Compiles every one
+with p4test and softswitch, prints each disagreement and a summary; exit status 1
 when a disagreement is not in the known list (tests/differential_known.txt).
 """
 
@@ -33,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=conformance.REPO_ROOT / "out" /
                     "difftest-results.json")
     ap.add_argument("--all", action="store_true", help="print documented disagreements too")
+    ap.add_argument("--generated", type=float, default=R.GENERATED_SHARE, metavar="SHARE",
+                    help="share of generated programs, 0..1 (the rest are mutants; "
+                    f"default {R.GENERATED_SHARE})")
     args = ap.parse_args(argv)
 
     tools = reference_tools.find()
@@ -44,8 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     sources = R.pna_sources(corpus) if pna else R.default_sources(corpus)
     if args.only:
         sources = [s for s in sources if args.only in s[0]]
-    if not sources:
-        print("error: no seed programs", file=sys.stderr)
+    if not 0.0 <= args.generated <= 1.0:
+        print(f"error: --generated {args.generated}: expected a share from 0 to 1",
+              file=sys.stderr)
+        return 2
+    if not sources and args.generated < 1.0:
+        print("error: no seed programs (use --generated 1 to run generated ones only)",
+              file=sys.stderr)
         return 2
     known = R.read_known(args.known)
 
@@ -58,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.monotonic()
     cases = R.run(sources, args.seed, args.count, tools.p4test, tools.exe("p4c-bm2-ss"),
-                  args.jobs, args.keep, progress, arch="pna" if pna else None)
+                  args.jobs, args.keep, progress, arch="pna" if pna else None,
+                  generated_share=args.generated)
     R.write_results(args.results, cases, known)
     print(R.summarize(cases, known) + f" ({time.monotonic() - start:.0f} s, seed {args.seed};"
           f" results in {args.results})")

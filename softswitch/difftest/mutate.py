@@ -17,6 +17,12 @@ says what it did. They are token-level, so most mutants still parse and the fron
 ``ident``      a name becomes another name of the program, or a table's ``.apply().hit``
 ``priority``   a table entry gains ``priority = N:``
 ``swap``       two call arguments change places
+``cast``       a value in an expression gets a cast to another type
+``slice``      a value in an expression gets a bit slice, in or out of its width
+``index``      a constant index changes (past a stack's end, negative) or becomes
+               ``.next``/``.last``/a run-time value; a ``.next``/``.last`` becomes an index
+``typeargs``   a call gets explicit type arguments (right, wrong or too many)
+``label``      a ``switch`` or ``select`` case label becomes another value or ``default``
 
 :func:`mutants` yields them deterministically from a seed, so a failing mutant is
 reproduced by its ``(seed, index)``.
@@ -315,11 +321,108 @@ class _Mutator:
             self.text[b.end:]
         return Mutant(text, f"swap {a.text}, {b.text} (line {_line_of(self.text, a.start)})")
 
+    def _value_at(self, i: int, t: Tok) -> bool:
+        """An identifier or number standing alone as an operand in an expression."""
+        prev, nxt = self.at(i, -1), self.at(i, 1)
+        return (t.kind in ("ident", "number") and t.text not in KEYWORDS and prev is not None
+                and prev.text in ("=", "(", ",", "+", "-", "&", "|", "^", "==", "!=", "<=",
+                                  ">=", "return")
+                and nxt is not None and nxt.text in (";", ")", ",", "+", "-", "&", "|", "^",
+                                                     "==", "!=", "<=", ">="))
+
+    def cast(self) -> Mutant | None:
+        i = self.pick(self._value_at)
+        if i is None:
+            return None
+        tok = self.toks[i]
+        to = self.rng.choice(_CAST_TYPES)
+        return self.done(tok, f"({to}){tok.text}", f"cast {tok.text} to {to}")
+
+    def slice(self) -> Mutant | None:
+        i = self.pick(self._value_at)
+        if i is None:
+            return None
+        tok = self.toks[i]
+        hi, lo = self.rng.choice(_SLICES)
+        return self.done(tok, f"{tok.text}[{hi}:{lo}]", f"slice {tok.text}[{hi}:{lo}]")
+
+    def index(self) -> Mutant | None:
+        def at_index(i: int, t: Tok) -> bool:
+            prev, nxt = self.at(i, -1), self.at(i, 1)
+            if t.text in ("next", "last", "lastIndex") and prev is not None and \
+                    prev.text == ".":
+                return True
+            return (t.kind == "number" and prev is not None and prev.text == "["
+                    and nxt is not None and nxt.text == "]")
+        i = self.pick(at_index)
+        if i is None:
+            return None
+        tok = self.toks[i]
+        if tok.kind == "number":
+            new = self.rng.choice(("0", "1", "2", "3", "5", "(-1)", "32w1", "meta_index"))
+            if new == "meta_index":
+                return self._runtime_index(i)
+            return self.done(tok, new, f"index [{tok.text}] -> [{new}]")
+        dot = self.toks[i - 1]
+        new = self.rng.choice(("[0]", "[1]", ".next", ".last", ".lastIndex", "[7]"))
+        span = Tok("member", self.text[dot.start:tok.end], dot.start, tok.end)
+        return self.done(span, new, f"index .{tok.text} -> {new}")
+
+    def _runtime_index(self, i: int) -> Mutant | None:
+        """``[N]`` becomes ``[x]`` for a name of the program that may hold a number."""
+        names = sorted({t.text for k, t in enumerate(self.toks[:-2]) if t.kind == "ident"
+                        and self.toks[k + 1].text == "." and self.toks[k + 2].kind == "ident"
+                        and t.text not in KEYWORDS})
+        if not names:
+            return None
+        tok = self.toks[i]
+        k = next(k for k, t in enumerate(self.toks[:-2]) if t.text in names
+                 and self.toks[k + 1].text == "." and self.toks[k + 2].kind == "ident")
+        new = f"{self.toks[k].text}.{self.toks[k + 2].text}"
+        return self.done(tok, new, f"index [{tok.text}] -> [{new}]")
+
+    def typeargs(self) -> Mutant | None:
+        def call_name(i: int, t: Tok) -> bool:
+            nxt, prev = self.at(i, 1), self.at(i, -1)
+            return (t.kind == "ident" and t.text not in KEYWORDS and nxt is not None
+                    and nxt.text == "(" and prev is not None and prev.text in (
+                        ";", "{", "}", "=", "(", ",", ".", "return"))
+        i = self.pick(call_name)
+        if i is None:
+            return None
+        tok = self.toks[i]
+        args = self.rng.choice(_TYPE_ARGS)
+        return self.done(tok, f"{tok.text}{args}", f"typeargs {tok.text}{args}")
+
+    def label(self) -> Mutant | None:
+        def case_label(i: int, t: Tok) -> bool:
+            nxt, prev = self.at(i, 1), self.at(i, -1)
+            return (nxt is not None and nxt.text == ":" and prev is not None
+                    and prev.text in ("{", "}", ";", ":") and t.kind in ("ident", "number")
+                    and t.text not in ("key", "actions", "size", "default_action", "entries",
+                                       "implementation", "counters", "meters", "support_timeout"))
+        i = self.pick(case_label)
+        if i is None:
+            return None
+        tok = self.toks[i]
+        names = sorted({t.text for t in self.toks if t.kind == "ident" and t.text not in KEYWORDS})
+        new = self.rng.choice(["default", "_", "0", "1", "256", "8w1", "true"]
+                              + self.rng.sample(names, min(3, len(names))))
+        return self.done(tok, new, f"label {tok.text} -> {new}")
+
+
+_CAST_TYPES = ("bit<8>", "bit<1>", "bit<16>", "bit<32>", "int<8>", "int<16>", "bool", "int",
+               "bit<9>", "bit<48>")
+_SLICES = (("0", "0"), ("7", "0"), ("3", "0"), ("15", "8"), ("8", "0"), ("31", "0"),
+           ("0", "1"), ("63", "0"), ("47", "40"))
+_TYPE_ARGS = ("<bit<8>>", "<bit<16>>", "<bit<8>, bit<8>>", "<bool>", "<int>", "<bit<32>>",
+              "<_>")
 
 MUTATIONS: tuple[str, ...] = ("binop", "literal", "width", "type_keyword", "match_kind",
-                              "direction", "const", "drop", "dup", "ident", "priority", "swap")
+                              "direction", "const", "drop", "dup", "ident", "priority", "swap",
+                              "cast", "slice", "index", "typeargs", "label")
 # How often each is tried: the semantic ones (types, tables) more than the others.
-_WEIGHTS = (3, 3, 3, 1, 2, 1, 2, 2, 1, 3, 1, 1)
+_WEIGHTS = (3, 3, 3, 1, 2, 1, 2, 2, 1, 3, 1, 1, 2, 2, 2, 1, 1)
 
 
 def mutate(text: str, rng: random.Random, steps: int = 1) -> Mutant | None:

@@ -30,6 +30,7 @@ import json
 import multiprocessing
 import multiprocessing.connection
 import os
+import random
 import re
 import resource
 import signal
@@ -38,11 +39,12 @@ import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from softswitch.difftest.mutate import mutants
+from softswitch.difftest import generate
+from softswitch.difftest.mutate import Mutant, mutants, mutate
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_KNOWN = REPO_ROOT / "tests" / "differential_known.txt"
@@ -240,13 +242,42 @@ def _case(d: dict) -> Case:
     return Case(**d)
 
 
+GENERATED = "generated"
+GENERATED_SHARE = 0.35
+
+
+def programs(texts: list[tuple[str, str]], seed: int, count: int,
+             generated_share: float = GENERATED_SHARE) -> Iterator[tuple[int, str, Mutant]]:
+    """``count`` test programs, deterministic in ``seed``: about ``generated_share`` of
+    them generated (:mod:`softswitch.difftest.generate`, a third of those mutated once
+    more), the rest mutants of ``texts``. Yields ``(index, source name, program)``."""
+    rng = random.Random(seed ^ 0x5EED)
+    from_corpus = mutants(texts, seed, count) if texts else iter(())
+    made = generate.programs(seed, count)
+    for index in range(count):
+        if rng.random() < generated_share or not texts:
+            prog = next(made)
+            if rng.random() < 0.33:
+                twice = mutate(prog.text, rng)
+                if twice is not None:
+                    prog = Mutant(twice.text, f"{prog.what}; then {twice.what}")
+            yield index, GENERATED, prog
+            continue
+        item = next(from_corpus, None)
+        if item is None:
+            return
+        yield index, item[1], item[2]
+
+
 def run(sources: list[tuple[str, Path]], seed: int, count: int, p4test: str,
         p4c_bmv2: str | None = None, jobs: int = 2, workdir: Path | None = None,
         progress: Callable[[Case], None] | None = None,
-        budget_s: float | None = None, arch: str | None = None) -> list[Case]:
-    """Mutate ``sources`` (name, path) ``count`` times from ``seed`` and check every
-    mutant, ``jobs`` at a time; stops starting new ones after ``budget_s`` seconds.
-    ``arch`` is passed to p4test as ``--arch`` and to softswitch's P4Info generator."""
+        budget_s: float | None = None, arch: str | None = None,
+        generated_share: float = GENERATED_SHARE) -> list[Case]:
+    """Check ``count`` programs from ``seed`` (mutants of ``sources`` (name, path) and
+    generated ones, see :func:`programs`), ``jobs`` at a time; stops starting new ones
+    after ``budget_s`` seconds. ``arch`` is passed to p4test as ``--arch`` and to
+    softswitch's P4Info generator."""
     from softswitch.conformance import _preload
 
     _preload()
@@ -258,7 +289,9 @@ def run(sources: list[tuple[str, Path]], seed: int, count: int, p4test: str,
         workdir = Path(tmp.name)
     workdir.mkdir(parents=True, exist_ok=True)
     ctx = multiprocessing.get_context("fork")
-    pending = mutants(texts, seed, count)
+    if arch is not None:          # the generator writes v1model programs only
+        generated_share = 0.0
+    pending = programs(texts, seed, count, generated_share)
     running: dict = {}
     cases: list[Case] = []
     start = time.monotonic()
@@ -273,7 +306,8 @@ def run(sources: list[tuple[str, Path]], seed: int, count: int, p4test: str,
                 path = workdir / f"m{index:05d}.p4"
                 path.write_text(m.text)
                 parent, child = ctx.Pipe(duplex=False)
-                args = (index, name, m.what, path, [dirs[name]], p4test, p4c_bmv2, arch)
+                args = (index, name, m.what, path, [dirs.get(name, str(workdir))], p4test,
+                        p4c_bmv2, arch)
                 proc = ctx.Process(target=_worker, args=(args, child), daemon=True)
                 proc.start()
                 child.close()

@@ -269,11 +269,26 @@ def _check_inferred(params: tuple[T.ParamInfo, ...], bound: list[ast.Expr | None
         if isinstance(got, T.StringType) and p.direction:
             raise fail(f"{p.name}: a parameter with type string cannot have a direction",
                        p.decl or a)
-        if isinstance(got, T.IntType):
-            raise fail(f"{describe(a)}: could not infer a width", a)
+        untyped = _untyped_int(a) if _holds_int(got) else None
+        if untyped is not None:
+            raise fail(f"{describe(untyped)}: could not infer a width", untyped)
         if isinstance(got, T.DontCareType):
             raise fail(f"{describe(a)}: Could not infer a type for parameter {p.name} "
                        "(inferred type is don't care '_')", a)
+
+
+def _holds_int(t: T.Type | None) -> bool:
+    """``int`` itself or inside a tuple/list type: a type variable bound so has no width."""
+    if isinstance(t, T.IntType):
+        return True
+    return isinstance(t, (T.TupleType, T.ListType)) and any(map(_holds_int, t.elements))
+
+
+def _untyped_int(a: ast.Expr) -> ast.Expr | None:
+    """The (first) part of ``a`` whose type is an untyped ``int``, as p4c names it."""
+    if isinstance(a, ast.ListExpr):
+        return next((x for x in map(_untyped_int, a.items) if x is not None), None)
+    return a if isinstance(a.type, T.IntType) else None
 
 
 def _ctor_argument(a: ast.Expr) -> None:
@@ -317,6 +332,10 @@ def check_argument(ck: Checker, p: T.ParamInfo, pt: T.Type, a: ast.Expr, ctx: Ct
 def _method_call(ck: Checker, e: ast.Call, tgt: ast.Member, ctx: Ctx) -> T.Type:
     obj = tgt.expr
     ot_raw = ck.expr(obj, ctx.with_(switch_expr=False))
+    if e.type_args and not isinstance(base(ot_raw), (T.ExternType, T.DontCareType)):
+        # only an extern's methods can be generic; the built-in ones (isValid, apply,
+        # push_front, minSizeInBits, ...) take no type arguments
+        raise fail(f"{describe(e)}: {tgt.name} takes no type arguments", e)
     if tgt.name in SIZE_METHODS and not e.args:
         return _size_method(e, tgt, ot_raw)
     if ck.names_type(obj) and tgt.name == "apply" and isinstance(

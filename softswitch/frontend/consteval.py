@@ -195,6 +195,10 @@ def evaluate(expr: ast.Expr) -> Any:
     return value
 
 
+def _member_value(v: Any) -> Any:
+    return v.value if isinstance(v, MemberConst) else v
+
+
 def _evaluate(expr: ast.Expr) -> Any:
     typ = expr.type
     if isinstance(expr, ast.IntLiteral):
@@ -214,6 +218,11 @@ def _evaluate(expr: ast.Expr) -> Any:
         lv, rv = evaluate(expr.left), evaluate(expr.right)
         if lv is ast.NOT_CONST or rv is ast.NOT_CONST:
             return ast.NOT_CONST
+        if expr.op in ("==", "!=", "<", "<=", ">", ">="):
+            if isinstance(lv, MemberConst) != isinstance(rv, MemberConst):
+                return ast.NOT_CONST    # p4c does not fold an enum member against a number
+        else:   # a serializable enum's member takes part in arithmetic as its value
+            lv, rv = _member_value(lv), _member_value(rv)
         return fold_binary(expr.op, lv, rv, typ, expr.loc, expr.right.type)
     if isinstance(expr, ast.Ternary):
         c = evaluate(expr.cond)

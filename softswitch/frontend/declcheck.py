@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from softswitch.frontend import ast
+from softswitch.frontend import ast, consteval
 from softswitch.frontend import types as T
 from softswitch.frontend.annotations import check_annotations
 from softswitch.frontend.callcheck import construct, param_infos
@@ -121,7 +121,8 @@ class DeclChecker(TableChecker):
         if isinstance(base(t), (T.ExternType, T.BlockType)):
             raise fail(f"{d.name}: Cannot declare constants of extern types", d)
         self.expr(d.value, ctx)
-        self.coerce(d.value, t, ctx)
+        if not _typed_into_int(d.value, t):
+            self.coerce(d.value, t, ctx)
         if d.value.const is ast.NOT_CONST:
             raise fail(f"{d.name}: expression must evaluate to a constant", d.value)
         self.declare(ctx.scope, d)
@@ -149,8 +150,9 @@ class DeclChecker(TableChecker):
                                                T.TupleType)):
             raise fail(f"{t}: Illegal type for value_set element type", d.element)
         self.expr(d.size, ctx)
-        if d.size.const is ast.NOT_CONST:
-            raise fail(f"{d.name}: value_set size must be constant", d.size)
+        if d.size.const is ast.NOT_CONST or not isinstance(d.size.const, int) or \
+                isinstance(d.size.const, bool):
+            raise fail(f"{describe(d.size)}: value_set size must be constant", d.size)
         self.declare(ctx.scope, d)
 
     def _no_param_shadowing(self, d: ast.Decl, ctx: Ctx) -> None:
@@ -638,6 +640,12 @@ class DeclChecker(TableChecker):
                        "target", s)
         t = self.expr(s.expr, ctx.with_(switch_expr=True))
         b = base(t)
+        if isinstance(b, T.IntType):
+            label = next((c.label for c in s.cases if not isinstance(c.label, ast.DefaultExpr)),
+                         None)
+            if label is not None:   # an untyped int has no width to match labels against
+                raise fail(f"'{describe(s.expr)}' with type 'int' cannot be compared to "
+                           f"'{describe(label)}'", s.expr)
         if isinstance(b, T.ActionEnumType):
             self.action_switch(s, b, ctx)
         elif isinstance(b, (T.BitsType, T.EnumType, T.IntType)):
@@ -681,13 +689,22 @@ class DeclChecker(TableChecker):
             if not isinstance(decl, ast.ActionDecl):
                 raise fail(f"{label.name}: 'switch' label must be an action name or "
                            "'default'", label)
-            if decl not in actions:
+            if decl not in actions and not self._implicit_default(t.table, decl, ctx):
                 raise fail(f"{label.name}: not an action of table {t.table.name}", label)
             label.decl = decl
             label.type = t
             return decl
 
         self._switch_labels(s, check)
+
+    @staticmethod
+    def _implicit_default(table: ast.Node, decl: ast.ActionDecl, ctx: Ctx) -> bool:
+        """A table without ``default_action`` runs ``NoAction`` on a miss (p4c adds it to
+        the table's actions as its default), so ``NoAction`` is one of its labels."""
+        prop = getattr(table, "prop", None)
+        return (decl.name == "NoAction" and prop is not None
+                and prop("default_action") is None
+                and ctx.scope.lookup("NoAction", want_type=False) is decl)
 
     def value_switch(self, s: ast.SwitchStmt, t: T.Type, ctx: Ctx) -> None:
         def check(label: ast.Expr) -> object:
@@ -701,6 +718,13 @@ class DeclChecker(TableChecker):
             return label.const
 
         self._switch_labels(s, check)
+
+
+def _typed_into_int(value: ast.Expr, t: T.Type) -> bool:
+    """An ``int`` constant may be initialized with a compile-time known bit<W>/int<W>
+    value (p4c takes its number, ``const int K = 8s127`` is 127)."""
+    return isinstance(base(t), T.IntType) and isinstance(base(value.type), T.BitsType) and \
+        consteval.evaluate(value) is not ast.NOT_CONST
 
 
 def _need_const(e: ast.Expr) -> None:

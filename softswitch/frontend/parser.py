@@ -360,6 +360,19 @@ class Parser:
             t = ast.StackTypeRef(t, size, loc=t.loc or lb.loc)
         return t
 
+    def parse_priority(self) -> ast.Expr:
+        """An entry's ``priority = N``: an integer literal or a parenthesized expression
+        (the P4_16 grammar's entryPriority; ``priority = 1 + 1:`` is a syntax error)."""
+        t = self.tok
+        if t.kind == "INT":
+            return self.int_literal(self.advance())
+        if t.kind == "(":
+            self.advance()
+            value = self.parse_expr()
+            self.expect(")")
+            return value
+        raise self.error("an integer or `(`")
+
     def parse_width(self) -> ast.Expr:
         """``<W>`` of bit/int/varbit: a literal or a parenthesized expression (p4c's rule;
         ``bit<W>`` with a bare name is a syntax error there too)."""
@@ -1433,7 +1446,7 @@ class Parser:
             if self.at_word("priority") and self.peek().kind == "=":
                 self.advance()
                 self.advance()
-                priority = self.parse_expr()
+                priority = self.parse_priority()
                 self.expect(":")
             keys = self.parse_keyset()
             self.expect(":")

@@ -312,7 +312,8 @@ class TableChecker(ExprChecker):
             ks.type = T.ListType(tuple(i.type or T.DontCareType() for i in ks.items))
         if entry.priority is not None:
             self.expr(entry.priority, ctx)
-            self.coerce(entry.priority, T.IntType(), ctx)
+            if not isinstance(base(entry.priority.type), T.BitsType):   # bit<W> counts too
+                self.coerce(entry.priority, T.IntType(), ctx)
         self._listed_action(entry.action, refs, d, ctx)
         if self._list_annotation(entry.action, refs, "defaultonly"):
             raise fail(f"{describe(entry.action.name)}: Action marked with @defaultonly used in "

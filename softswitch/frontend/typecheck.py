@@ -115,6 +115,8 @@ class ExprChecker:
         if e.width > 2048:
             raise fail(f"{e.width}: this implementation does not support bitstrings this large",
                        e)
+        if e.width == 0 and e.signed:   # int<0> has no sign bit (spec 7.1.6.2)
+            raise fail("Width of signed type cannot be zero", e)
         t = T.BitsType(e.width, e.signed)
         e.const = consteval.wrap(e.value, t)
         return t
@@ -275,7 +277,17 @@ class ExprChecker:
                 raise fail(f"{describe(b)}: expected slice indexes to be non-negative", b)
         hi, lo = e.hi.const, e.lo.const
         if isinstance(t, T.EnumType) and t.underlying is not None:
+            if isinstance(e.expr.const, consteval.MemberConst):
+                # p4c folds the slice and finds an enum member, not a number
+                raise fail(f"{describe(e.expr)}: expected an integer value", e.expr)
             t = t.underlying
+        if isinstance(t, T.IntType):
+            # an untyped integer is a compile-time value of unbounded width (two's
+            # complement for negatives): any bits of it can be taken, as p4c folds them
+            if lo > hi:
+                raise fail(f"{describe(e)}: bit slice indexes reversed ({hi} < {lo})", e)
+            consteval.evaluate(e)
+            return T.BitsType(hi - lo + 1)
         if not isinstance(t, T.BitsType):
             raise fail(f"{describe(e)}: bit extraction only defined for bit<> types", e)
         if hi >= t.width or lo >= t.width:
@@ -343,6 +355,9 @@ class ExprChecker:
                        f"'{lt}'", e)
         if op in ("/", "%"):
             self._check_division(e, b)
+        if op in ("|+|", "|-|") and isinstance(b, T.IntType):
+            # saturation needs a width: there is no bound to saturate an ``int`` at
+            raise fail(f"{describe(e)}: saturating operation on untyped values", e)
         return t
 
     def _negative_literal_operand(self, e: ast.Binary) -> None:
@@ -504,7 +519,12 @@ class ExprChecker:
         if not isinstance(rb, (T.BitsType, T.IntType)):
             raise fail(f"{describe(e)}: shift amount must be a number, not {rt}", e.right)
         if isinstance(rb, T.BitsType) and rb.signed:
-            raise fail(f"{describe(e)}: shift amount must be an unsigned number", e.right)
+            amount = consteval.evaluate(e.right)
+            if amount is ast.NOT_CONST:
+                raise fail(f"{describe(e)}: shift amount must be an unsigned number", e.right)
+            if amount < 0:   # a known signed amount counts by its value, as p4c folds it
+                raise fail(f"{describe(e)}: Shifts with negative amounts are not permitted",
+                           e.right)
         if isinstance(e.right.const, int) and e.right.const < 0:
             raise fail(f"{describe(e)}: negative shift amount", e.right)
         if isinstance(lb, T.IntType) and e.right.const is ast.NOT_CONST:
@@ -557,7 +577,7 @@ class ExprChecker:
             if not self.coerce(e.expr, to, ctx, quiet=True):
                 raise fail(f"'({to}){describe(e.expr)}': cast not supported", e)
             return to
-        if not castable(src, to):
+        if not castable(src, to) and not self._constant_bits_cast(e.expr, src, to):
             raise fail(f"'({to}){describe(e.expr)}': Illegal cast from {src} to {to}", e)
         if isinstance(base(to), T.BoolType) and isinstance(base(src), (T.IntType, T.BitsType)) \
                 and isinstance(e.expr.const, int) and e.expr.const not in (0, 1):
@@ -565,6 +585,16 @@ class ExprChecker:
         if isinstance(src, T.IntType) and isinstance(base(to), T.BitsType):
             self.coerce(e.expr, to if isinstance(to, T.BitsType) else base(to), ctx)
         return to
+
+    @staticmethod
+    def _constant_bits_cast(expr: ast.Expr, src: T.Type, to: T.Type) -> bool:
+        """A compile-time known bit<W>/int<W> value casts to any bit<V>/int<V>, changing
+        sign and width at once (p4c folds it: ``(bit<16>)32s5`` is ``16w5``); a run-time
+        value changes one of them per cast (spec 8.11.1)."""
+        if not (isinstance(src, T.BitsType) and isinstance(to, T.BitsType)):
+            return False    # (a newtype converts only from its own underlying type)
+        value = consteval.evaluate(expr)
+        return isinstance(value, int) and not isinstance(value, bool)
 
     # ------------------------------------------------------------------ aggregates
     def _e_ListExpr(self, e: ast.ListExpr, ctx: Ctx) -> T.Type:
@@ -678,7 +708,7 @@ class ExprChecker:
         if len(elems) != len(items) and not (dots and len(items) <= len(elems)):
             return False
         for item, et in zip(items, elems, strict=False):
-            if not self._coerce(item, et, ctx):
+            if _int_into_enum(item, et) or not self._coerce(item, et, ctx):
                 return False
         if dots:
             e.items[-1].type = target
@@ -701,7 +731,7 @@ class ExprChecker:
                 continue
             f = tb.field(name)
             assert f is not None
-            if not self._coerce(v, f.type, ctx):
+            if _int_into_enum(v, f.type) or not self._coerce(v, f.type, ctx):
                 return False
         e.type = target
         consteval.evaluate(e)
@@ -720,7 +750,8 @@ class ExprChecker:
             return isinstance(d, ast.Param) and d.direction in ("out", "inout")
         if isinstance(e, ast.Member):
             if isinstance(base(e.expr.type), T.StackType):
-                return e.name in ("next", "last") and self.is_lvalue(e.expr)
+                # ``last`` names the element extracted last: readable, never written
+                return e.name == "next" and self.is_lvalue(e.expr)
             return not self.names_type(e.expr) and self.is_lvalue(e.expr)
         if isinstance(e, (ast.Index, ast.Slice)):
             return self.is_lvalue(e.expr)
@@ -802,6 +833,12 @@ def _as_tuple(t: T.Type) -> T.Type:
     return t
 
 
+def _int_into_enum(item: ast.Expr, target: T.Type) -> bool:
+    """An untyped integer as an element or field of serializable enum type: p4c does not
+    convert it implicitly there (it does in comparisons and select keysets)."""
+    return isinstance(item.type, T.IntType) and isinstance(base(target), T.EnumType)
+
+
 def castable(src: T.Type, to: T.Type) -> bool:
     """P4_16's explicit casts (section 8.11)."""
     if compatible(src, to):
@@ -822,12 +859,15 @@ def castable(src: T.Type, to: T.Type) -> bool:
             return s.width == 1 and not s.signed
         if isinstance(d, T.IntType):
             return True
-        return isinstance(d, T.EnumType) and d.underlying is not None
+        # a serializable enum converts from exactly its underlying type (spec 8.3)
+        return isinstance(d, T.EnumType) and d.underlying is not None and compatible(
+            s, d.underlying)
     if isinstance(s, T.BoolType):
         return (isinstance(d, T.BitsType) and d.width == 1 and not d.signed) or isinstance(
             d, T.IntType)
     if isinstance(s, T.EnumType) and s.underlying is not None:
-        return isinstance(d, (T.BitsType, T.IntType)) or (
+        # ... and to exactly that type, or another enum over it (spec 8.3)
+        return (isinstance(d, T.BitsType) and compatible(s.underlying, d)) or (
             isinstance(d, T.EnumType) and d.underlying is not None
             and d.underlying == s.underlying)
     return False

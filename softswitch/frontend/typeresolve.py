@@ -236,6 +236,11 @@ class TypeResolver:
                 if m.value is None:
                     raise P4Error(f"{m.name}: serializable enum member needs a value", m.loc)
                 raw = self.const_int(m.value, scope)
+                got = m.value.type
+                if got is not None and not isinstance(got, T.IntType) and got != underlying:
+                    # a typed value is not converted implicitly: only an untyped integer is
+                    raise P4Error(f"{m.name}: value of type {got} does not match the enum's "
+                                  f"type {underlying}", m.loc)
                 members[m.name] = consteval.wrap(raw, underlying)
                 if raw != members[m.name]:
                     raise P4Error(f"{m.name}: Serialized enum constant value {raw} is out of "

@@ -563,6 +563,10 @@ class Builder:
             return
         msg = self.p4info.value_sets.add()
         self._preamble(msg.preamble, ids.VALUE_SET, vs.name, vs.decl.annotations)
+        if vs.size is not None and vs.size < 0:
+            # P4Info sizes are unsigned; p4c refuses to write a negative one
+            raise P4Error(f"@size should be a positive integer for declaration {vs.name}",
+                          vs.decl.size.loc)
         msg.size = vs.size or 0
         et = _type_of_ref(vs.decl.element)
         _value_set_type_supported(vs.decl, et)
