@@ -365,9 +365,9 @@ def _digest(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         else:
             vals.append(_py_value(lw, code, _t))
     tup = _py_tuple(lw, vals, fn)
-    from softswitch.v1model.lower_externs import digest_name
-    dtype = (getattr(info, "type_args", None) or {}).get("T") or data.type
-    tname = lw.prog.obj(digest_name(T.strip_newtype(dtype)))
+    # named as in P4Info (as the interpreter names it), so digests match what clients see
+    from softswitch.frontend.cpnames import digest_data_type
+    tname = lw.prog.obj(lw.pb.elab.digest_names.get(id(e)) or str(digest_data_type(e)))
     rv = lw.tmp("o")
     fn.buf.emit(f"PyObject *{rv} = {_py_value(lw, recv, info.args[0].type)};")
     fn.buf.emit(f"if (!{rv}) {{ Py_DECREF({tup}); return ST_ABORT; }}")
