@@ -15,6 +15,7 @@ import socket
 import struct
 
 from softswitch.diagnostics import P4Error
+from softswitch.ports import batchio
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -74,6 +75,25 @@ class RawPort:
             if level == SOL_PACKET and kind == PACKET_AUXDATA and len(payload) >= _AUXDATA.size:
                 data = _restore_vlan(data, payload)
         return data
+
+    def receive_batch(self, limit: int = batchio.MAX_BATCH) -> list[bytes]:
+        """Every pending incoming frame, at most ``limit`` (empty when none is pending)."""
+        mod = batchio.native()
+        if mod is not None:
+            frames: list[bytes] = mod.recv_batch(self.sock.fileno(), limit)
+            return frames
+        frames = []
+        while len(frames) < limit and (frame := self.receive()) is not None:
+            frames.append(frame)
+        return frames
+
+    def send_batch(self, frames: list[bytes]) -> int:
+        """Send frames in order; how many the kernel accepted (refused ones are skipped)."""
+        mod = batchio.native()
+        if mod is not None:
+            sent: int = mod.send_batch(self.sock.fileno(), frames)
+            return sent
+        return batchio.python_send_batch(self.sock, frames)
 
     def send(self, frame: bytes) -> bool:
         """Send a frame; False if the kernel refused it (too short, link down, …)."""
