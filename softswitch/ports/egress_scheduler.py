@@ -71,24 +71,25 @@ class EgressScheduler:
                 return
             queued = self._queued_for(loaded.switch)
             tm = self.tm
+            outs: list[Any] = []      # passed straight through; dispatched in order
             for frame in frames:
                 now = self.now_us()
                 if frame[12:14] == _MAC_CONTROL:
                     self._apply_pause(port, frame, now)
-                outs: list[Any] = []
                 try:
                     queued.receive(port, frame, now, outs)
-                    if outs:
-                        self.device._dispatch(loaded, outs)
                 except P4Error as exc:
                     log.warning("port %d: packet dropped: %s", port, exc.message)
-                    continue
                 except Exception as exc:  # noqa: BLE001 - one bad frame must not stop ports
                     log.error("port %d: frame dropped, internal error: %s: %s", port,
                               type(exc).__name__, exc)
-                    continue
                 if tm.queued:
+                    if outs:
+                        self.device._dispatch(loaded, outs)
+                        outs = []
                     self._transmit(loaded, now)
+            if outs:
+                self.device._dispatch(loaded, outs)
             # The scheduler thread only has work when something waits for later (a rate,
             # link rate or pause holds it); waking it for every frame hands the GIL back
             # and forth for nothing (veth l3_basic/tailcc: ~1.6x the frames per second).
