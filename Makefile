@@ -49,8 +49,11 @@ test: setup reference-tools
 conformance: setup
 	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m softswitch.conformance $(CONFORMANCE)
 
-bench: setup
-	$(PY) bench/pps.py
+# Every benchmark, softswitch beside BMv2 (when the reference tools are installed) in one
+# run, one ratio table; JSON in out/bench/ (bench/run_all.py). Needs root (veth).
+# BENCH_ARGS e.g. "--quick", "--latency-seconds 10", "--skip p4runtime apply".
+bench: setup reference-tools
+	$(PY) bench/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

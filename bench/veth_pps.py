@@ -7,7 +7,8 @@ in flight) — what the kernel and the sender cost without a switch. Then each t
 the reference tools are installed, ``veth_switch.py``) forwards them between two veth
 pairs with ``l3_basic.p4`` (LPM + checksums) and with ``tailcc.p4`` (the full tailcc
 pipeline), routes installed over the CLI channel. Each figure is printed with its
-ratio to the baseline and the loss. Needs root (veth pairs, AF_PACKET).
+ratio to the baseline and the loss; each path is run ``--repeats`` times and the best
+run counts (on a shared machine a slow run measures the other processes). Needs root.
 
     python bench/veth_pps.py [--frames 3000] [--targets softswitch bmv2] [--json PATH]
 """
@@ -71,26 +72,33 @@ def _pump(tx: RawPort, rx: RawPort, frames: list[bytes], window: int = 256,
             written_off += window // 2
 
 
-def baseline(frames: list[bytes]) -> tuple[int, float]:
+def _best(tx: RawPort, rx: RawPort, frames: list[bytes], repeats: int) -> tuple[int, float]:
+    """The best of ``repeats`` runs (highest rate): on a shared machine a run that other
+    processes slowed down measures them, not the path."""
+    runs = [_pump(tx, rx, frames) for _ in range(repeats)]
+    return max(runs, key=lambda r: r[0] / r[1] if r[1] else 0.0)
+
+
+def baseline(frames: list[bytes], repeats: int = 3) -> tuple[int, float]:
     with veth_pairs(1, "b") as pairs:
         sw, host = pairs[0]
         tx, rx = RawPort(host), RawPort(sw)
         try:
-            return _pump(tx, rx, frames)
+            return _best(tx, rx, frames, repeats)
         finally:
             tx.close()
             rx.close()
 
 
 def through_switch(target: str, program: Path, routes: list[str],
-                   frames: list[bytes]) -> tuple[int, float]:
+                   frames: list[bytes], repeats: int = 3) -> tuple[int, float]:
     with veth_pairs(2, "b") as pairs:
         (sw1, h1), (sw2, h2) = pairs
         with veth_switch.running(target, program, {1: sw1, 2: sw2}) as switch:
             switch.configure(routes)
             tx, rx = RawPort(h1), RawPort(h2)
             try:
-                return _pump(tx, rx, frames)
+                return _best(tx, rx, frames, repeats)
             finally:
                 tx.close()
                 rx.close()
@@ -109,13 +117,13 @@ TAILCC_ROUTES = [
     f"0 10.0.2.0/24 => 2 {_mac(ROUTER_MAC)} 0x0200000000bb"]
 
 
-def measure(frames_count: int, targets: list[str]) -> dict:
+def measure(frames_count: int, targets: list[str], repeats: int = 3) -> dict:
     """Every row of the benchmark: {"rows": [{path, target, program, delivered,
     seconds, pps, ratio, loss}], "notes": [...]}."""
     l3_frames = [_frame(i) for i in range(frames_count)]
     tc_frames = [_frame(i, ROUTER_MAC) for i in range(frames_count)]
     notes: list[str] = []
-    got, secs = baseline(l3_frames)
+    got, secs = baseline(l3_frames, repeats)
     base_pps = got / secs if secs else 0.0
     rows = [{"path": "bare veth pair (baseline)", "target": "veth", "program": None,
              "delivered": got, "seconds": secs, "pps": base_pps}]
@@ -128,14 +136,15 @@ def measure(frames_count: int, targets: list[str]) -> dict:
                 ("l3_basic", ROOT / "p4src/samples/l3_basic.p4", L3_ROUTES, l3_frames),
                 ("tailcc", ROOT / "p4src/tailcc.p4", TAILCC_ROUTES, tc_frames)):
             print(f"veth: {target} {prog} ...", file=sys.stderr, flush=True)
-            got, secs = through_switch(target, program, routes, frames)
+            got, secs = through_switch(target, program, routes, frames, repeats)
             rows.append({"path": f"{target}, {prog}.p4", "target": target, "program": prog,
                          "delivered": got, "seconds": secs,
                          "pps": got / secs if secs else 0.0})
     for row in rows:
         row["ratio"] = row["pps"] / base_pps if base_pps else 0.0
         row["loss"] = 1 - row["delivered"] / frames_count
-    return {"frames": frames_count, "rows": rows, "notes": notes}
+    return {"frames": frames_count, "repeats": repeats, "rows": rows, "notes": notes,
+            "loadavg": os.getloadavg()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--targets", nargs="+", choices=veth_switch.TARGETS,
                     default=["softswitch"], help="switches to run (softswitch; bmv2 too "
                     "when the reference tools are installed)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="runs per path, the best one counts (3)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -151,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.frames < 100:
         ap.error("--frames must be at least 100")
-    report = measure(args.frames, args.targets)
+    if args.repeats < 1:
+        ap.error("--repeats must be >= 1")
+    report = measure(args.frames, args.targets, args.repeats)
     print(f"{'path':<30}{'delivered':>10}{'seconds':>9}{'pkt/s':>10}{'ratio':>8}{'loss':>7}")
     for r in report["rows"]:
         print(f"{r['path']:<30}{r['delivered']:>10}{r['seconds']:>9.2f}{r['pps']:>10.0f}"

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <linux/if_packet.h>
 
 #define BATCH 32
@@ -52,10 +53,27 @@ static PyObject *frame_of(int i, size_t len) {
     return PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
 }
 
-/* recv_batch(fd, max) -> list of frames (empty when nothing is pending) */
+/* The kernel's receive time (SO_TIMESTAMPNS) of message i, in ns; 0 when absent. */
+static long long stamp_of(int i) {
+    struct msghdr *mh = &rx_msgs[i].msg_hdr;
+    struct cmsghdr *c;
+    for (c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS
+            && c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+        }
+    }
+    return 0;
+}
+
+/* recv_batch(fd, max[, stamps]) -> list of frames (empty when nothing is pending);
+ * with stamps true, (frame, receive time in ns) pairs, for a socket with SO_TIMESTAMPNS
+ * on (benchmarks measuring latency) */
 static PyObject *recv_batch(PyObject *self, PyObject *args) {
-    int fd, max;
-    if (!PyArg_ParseTuple(args, "ii", &fd, &max))
+    int fd, max, stamps = 0;
+    if (!PyArg_ParseTuple(args, "ii|p", &fd, &max, &stamps))
         return NULL;
     PyObject *out = PyList_New(0);
     if (!out)
@@ -84,6 +102,8 @@ static PyObject *recv_batch(PyObject *self, PyObject *args) {
             if (rx_addr[i].sll_pkttype == PACKET_OUTGOING)
                 continue;
             PyObject *f = frame_of(i, rx_msgs[i].msg_len);
+            if (f && stamps)
+                f = Py_BuildValue("(NL)", f, stamp_of(i));
             if (!f || PyList_Append(out, f) < 0) {
                 Py_XDECREF(f);
                 Py_DECREF(out);
@@ -143,7 +163,8 @@ static PyObject *send_batch(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"recv_batch", recv_batch, METH_VARARGS, "recv_batch(fd, max) -> [frame, ...]"},
+    {"recv_batch", recv_batch, METH_VARARGS,
+     "recv_batch(fd, max[, stamps]) -> [frame, ...] or [(frame, ns), ...]"},
     {"send_batch", send_batch, METH_VARARGS, "send_batch(fd, frames) -> frames accepted"},
     {NULL, NULL, 0, NULL},
 };

@@ -74,6 +74,7 @@ class EgressScheduler:
             outs: list[Any] = []      # passed straight through; dispatched in order
             for frame in frames:
                 now = self.now_us()
+                enqueues = tm.enqueues
                 if frame[12:14] == _MAC_CONTROL:
                     self._apply_pause(port, frame, now)
                 try:
@@ -83,7 +84,9 @@ class EgressScheduler:
                 except Exception as exc:  # noqa: BLE001 - one bad frame must not stop ports
                     log.error("port %d: frame dropped, internal error: %s: %s", port,
                               type(exc).__name__, exc)
-                if tm.queued:
+                # Only a packet that took a queue can make something leave now: what
+                # waits for a rate or a pause is the scheduler thread's.
+                if tm.enqueues != enqueues and tm.queued:
                     if outs:
                         self.device._dispatch(loaded, outs)
                         outs = []

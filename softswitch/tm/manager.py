@@ -39,6 +39,7 @@ class TrafficManager:
         # packets held in all queues, and the ports holding them: an idle switch (the
         # common case between bursts) answers dequeue_ready/next_event_us without a scan
         self.queued = 0
+        self.enqueues = 0                      # calls of enqueue, dropped ones included
         self._holding: dict[int, EgressPort] = {}
 
     def port(self, port: int) -> EgressPort:
@@ -97,6 +98,7 @@ class TrafficManager:
         the port does not have, as BMv2)."""
         ep = self.port(egress_port)
         queued = ep.enqueue(item, size, priority, now_us)
+        self.enqueues += 1
         if queued is not None:
             self.queued += 1
             self._holding[egress_port] = ep
@@ -107,9 +109,9 @@ class TrafficManager:
     def pass_through(self, item: Any, size: int, egress_port: int, priority: int,
                      ingress_port: int, now_us: float) -> Dequeued | None:
         """Enqueue and dequeue at once, when that is what :meth:`enqueue` followed by
-        :meth:`dequeue_ready` at ``now_us`` would do: the port holds nothing, and its
-        queue has no rate, weight or pause, the port no link rate, and (ingress port,
-        priority) no PFC thresholds. None otherwise (the caller enqueues as usual)."""
+        :meth:`dequeue_ready` at ``now_us`` would do for this packet
+        (:meth:`EgressPort.pass_through`) and (ingress port, priority) has no PFC
+        thresholds. None otherwise (the caller enqueues as usual)."""
         if not 0 <= priority < self.num_queues or (ingress_port, priority) in \
                 self.pfc.thresholds:
             return None

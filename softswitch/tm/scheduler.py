@@ -174,16 +174,28 @@ class EgressPort:
     def pass_through(self, item: Any, size: int, priority: int,
                      now_us: float) -> Dequeued | None:
         """:meth:`enqueue` then :meth:`dequeue` at ``now_us``, without the queue, when
-        the result is certain: nothing held on the port, no link rate, and the queue
-        unlimited, strict and not paused. Counters and the rate origin move as the
-        round trip would move them. None when the packet must really be queued."""
+        the result is certain: the packet's queue empty, unlimited, strict and not
+        paused, no link rate, and no higher strict queue that may send now. Counters
+        and the rate origin move as the round trip would move them. None when the
+        packet must really be queued."""
         q = self.queues[priority]
         cfg = q.config
-        if self.held or self.link_rate_bps or cfg.rate_pps or cfg.weight \
+        if q.packets or self.link_rate_bps or cfg.rate_pps or cfg.weight \
                 or now_us < q.paused_until_us or now_us < self.busy_until_us \
                 or q.last_sent_us > now_us \
                 or (cfg.capacity_bytes and size > cfg.capacity_bytes):
             return None
+        if self.held:
+            # Lower queues holding packets (elephants behind a rate) leave after this one
+            # anyway; a higher strict queue that may send now goes first, and a port-wide
+            # depth would count the others: then the packet takes the queue.
+            if not self.per_queue_depth:
+                return None
+            for higher in self.queues[priority + 1:]:
+                if higher.packets and higher.config.weight == 0 \
+                        and now_us >= higher.packets[0].send_us \
+                        and now_us >= higher.paused_until_us:
+                    return None
         q.last_sent_us = now_us
         self.busy_until_us = now_us
         st = q.stats
