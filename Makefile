@@ -53,8 +53,11 @@ test: setup reference-tools
 conformance: setup
 	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m softswitch.conformance $(CONFORMANCE)
 
-bench: setup
-	$(PY) bench/pps.py
+# Every benchmark, softswitch beside BMv2 (when the reference tools are installed) in one
+# run, one ratio table; JSON in out/bench/ (bench/run_all.py). Needs root (veth).
+# BENCH_ARGS e.g. "--quick", "--latency-seconds 10", "--skip p4runtime apply".
+bench: setup reference-tools
+	$(PY) bench/run_all.py $(BENCH_ARGS)
 	$(VENV)/bin/tailcc lab pd_cascade --out out/lab/pd_cascade
 	$(PY) -m taillab.ns3_check --packets 200000
 

@@ -1,28 +1,32 @@
-"""End-to-end packets/s through ``softswitch run`` over veth pairs, beside a baseline.
+"""End-to-end packets/s through a switch over veth pairs, beside a baseline.
 
-Baseline (measured in the same run): the same frames over a bare veth pair, read with
-the same AF_PACKET code — what the kernel and our port I/O cost without a switch.
-Then ``softswitch run`` forwards them between two veth pairs with ``l3_basic.p4`` (LPM +
-checksums) and with ``tailcc.p4`` (the full tailcc pipeline), routes installed over the
-runtime channel. Each figure is printed with its ratio to the baseline and the loss.
-Needs root (veth pairs, AF_PACKET).
+Baseline (measured in the same run): the same frames over a bare veth pair, sent and
+read by the same sender (bursts of ``send_batch``/``receive_batch``, at most 256 frames
+in flight) — what the kernel and the sender cost without a switch. Then each target
+(``softswitch run``; BMv2 ``simple_switch_grpc`` with ``--targets softswitch bmv2`` when
+the reference tools are installed, ``veth_switch.py``) forwards them between two veth
+pairs with ``l3_basic.p4`` (LPM + checksums) and with ``tailcc.p4`` (the full tailcc
+pipeline), routes installed over the CLI channel. Each figure is printed with its
+ratio to the baseline and the loss; each path is run ``--repeats`` times and the best
+run counts (on a shared machine a slow run measures the other processes). Needs root.
 
-    python bench/veth_pps.py [--frames 3000]
+    python bench/veth_pps.py [--frames 3000] [--targets softswitch bmv2] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from softswitch.ports.afpacket import RawPort
-from softswitch.ports.veth import veth_pairs
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import veth_switch  # noqa: E402
+
+from softswitch.ports.afpacket import RawPort  # noqa: E402
+from softswitch.ports.veth import veth_pairs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUTER_MAC = "02:00:00:00:ff:01"
@@ -37,125 +41,139 @@ def _frame(i: int, dst_mac: str = "02:00:00:00:00:01") -> bytes:
                  / UDP(sport=1000 + i % 1000, dport=9) / (b"x" * 64))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pump(tx: RawPort, rx: RawPort, frames: list[bytes], window: int = 64,
+def _pump(tx: RawPort, rx: RawPort, frames: list[bytes], window: int = 256,
           idle_s: float = 1.0) -> tuple[int, float]:
-    """Send with at most ``window`` frames in flight; (received, seconds from the first
-    send to the last arrival). A window that stalls is presumed lost and reopened, so a
-    drop slows the run down instead of hanging it; only real arrivals are counted."""
+    """Send with at most ``window`` frames in flight, in bursts (``send_batch``), and
+    read arrivals in bursts; (received, seconds from the first send to the last
+    arrival). A window that stalls is presumed lost and reopened, so a drop slows the
+    run down instead of hanging it; only real arrivals are counted. The same sender
+    drives the bare veth pair and the switches, so their ratio is the switch's cost."""
     received = sent = written_off = 0
     start = last = time.monotonic()
     while True:
-        while sent < len(frames) and sent - received - written_off < window:
-            tx.send(frames[sent])
-            sent += 1
-        got = rx.receive()
+        room = window - (sent - received - written_off)
+        if sent < len(frames) and room > 0:
+            burst = frames[sent:sent + min(room, 64)]
+            tx.send_batch(burst)
+            sent += len(burst)
+        got = rx.receive_batch()
         now = time.monotonic()
-        if got is not None:
-            if got[12:14] == b"\x08\x00":
-                received += 1
+        if got:
+            arrived = sum(1 for frame in got if frame[12:14] == b"\x08\x00")
+            if arrived:
+                received += arrived
                 last = now
             continue
         if received >= len(frames) or now - last > idle_s:
             return received, last - start
-        time.sleep(0.0002)
+        if sent >= len(frames) or room <= 0:
+            time.sleep(0.0001)
         if sent - received - written_off >= window and now - last > idle_s / 4:
             written_off += window // 2
 
 
-def baseline(frames: list[bytes]) -> tuple[int, float]:
+def _best(tx: RawPort, rx: RawPort, frames: list[bytes], repeats: int) -> tuple[int, float]:
+    """The best of ``repeats`` runs (highest rate): on a shared machine a run that other
+    processes slowed down measures them, not the path."""
+    runs = [_pump(tx, rx, frames) for _ in range(repeats)]
+    return max(runs, key=lambda r: r[0] / r[1] if r[1] else 0.0)
+
+
+def baseline(frames: list[bytes], repeats: int = 3) -> tuple[int, float]:
     with veth_pairs(1, "b") as pairs:
         sw, host = pairs[0]
         tx, rx = RawPort(host), RawPort(sw)
         try:
-            return _pump(tx, rx, frames)
+            return _best(tx, rx, frames, repeats)
         finally:
             tx.close()
             rx.close()
 
 
-def through_switch(program: Path, routes: list[str], frames: list[bytes]) -> tuple[int, float]:
+def through_switch(target: str, program: Path, routes: list[str],
+                   frames: list[bytes], repeats: int = 3) -> tuple[int, float]:
     with veth_pairs(2, "b") as pairs:
         (sw1, h1), (sw2, h2) = pairs
-        cli_port = _free_port()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "softswitch", "run", str(program), "-i", f"1@{sw1}",
-             "-i", f"2@{sw2}", "--thrift-port", str(cli_port), "--",
-             "--grpc-server-addr", f"127.0.0.1:{_free_port()}", "--priority-queues", "8"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            _wait(cli_port, proc)
-            cli = subprocess.run([sys.executable, "-m", "softswitch", "cli", "--port",
-                                  str(cli_port)], input="\n".join(routes), text=True,
-                                 capture_output=True, timeout=60)
-            if cli.returncode != 0:
-                raise SystemExit(f"installing routes failed: {cli.stderr}")
+        with veth_switch.running(target, program, {1: sw1, 2: sw2}) as switch:
+            switch.configure(routes)
             tx, rx = RawPort(h1), RawPort(h2)
             try:
-                return _pump(tx, rx, frames)
+                return _best(tx, rx, frames, repeats)
             finally:
                 tx.close()
                 rx.close()
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
-def _wait(port: int, proc: subprocess.Popen, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"softswitch run exited: {proc.stderr.read() if proc.stderr else ''}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise SystemExit("softswitch run did not come up")
 
 
 def _mac(mac: str) -> str:
     return "0x" + mac.replace(":", "")
 
 
+L3_ROUTES = ["table_add L3Ingress.ipv4_lpm L3Ingress.set_next_hop 10.0.2.0/24 => 2 "
+             "0x0200000000aa 0x0200000000bb"]
+TAILCC_ROUTES = [
+    "table_add TailccIngress.forwarding.my_station TailccIngress.forwarding.set_router_mac "
+    f"{_mac(ROUTER_MAC)} =>",
+    "table_add TailccIngress.forwarding.routing_v4 TailccIngress.forwarding.set_nexthop "
+    f"0 10.0.2.0/24 => 2 {_mac(ROUTER_MAC)} 0x0200000000bb"]
+
+
+def measure(frames_count: int, targets: list[str], repeats: int = 3) -> dict:
+    """Every row of the benchmark: {"rows": [{path, target, program, delivered,
+    seconds, pps, ratio, loss}], "notes": [...]}."""
+    l3_frames = [_frame(i) for i in range(frames_count)]
+    tc_frames = [_frame(i, ROUTER_MAC) for i in range(frames_count)]
+    notes: list[str] = []
+    got, secs = baseline(l3_frames, repeats)
+    base_pps = got / secs if secs else 0.0
+    rows = [{"path": "bare veth pair (baseline)", "target": "veth", "program": None,
+             "delivered": got, "seconds": secs, "pps": base_pps}]
+    for target in targets:
+        why = veth_switch.available(target)
+        if why is not None:
+            notes.append(f"{target} left out: {why}")
+            continue
+        for prog, program, routes, frames in (
+                ("l3_basic", ROOT / "p4src/samples/l3_basic.p4", L3_ROUTES, l3_frames),
+                ("tailcc", ROOT / "p4src/tailcc.p4", TAILCC_ROUTES, tc_frames)):
+            print(f"veth: {target} {prog} ...", file=sys.stderr, flush=True)
+            got, secs = through_switch(target, program, routes, frames, repeats)
+            rows.append({"path": f"{target}, {prog}.p4", "target": target, "program": prog,
+                         "delivered": got, "seconds": secs,
+                         "pps": got / secs if secs else 0.0})
+    for row in rows:
+        row["ratio"] = row["pps"] / base_pps if base_pps else 0.0
+        row["loss"] = 1 - row["delivered"] / frames_count
+    return {"frames": frames_count, "repeats": repeats, "rows": rows, "notes": notes,
+            "loadavg": os.getloadavg()}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--frames", type=int, default=3000, help="frames per measurement")
+    ap.add_argument("--targets", nargs="+", choices=veth_switch.TARGETS,
+                    default=["softswitch"], help="switches to run (softswitch; bmv2 too "
+                    "when the reference tools are installed)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="runs per path, the best one counts (3)")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("veth_pps needs root (veth pairs, AF_PACKET)", file=sys.stderr)
         return 1
     if args.frames < 100:
         ap.error("--frames must be at least 100")
-    l3_frames = [_frame(i) for i in range(args.frames)]
-    tc_frames = [_frame(i, ROUTER_MAC) for i in range(args.frames)]
-    rows = []
-    got, secs = baseline(l3_frames)
-    base_pps = got / secs if secs else 0.0
-    rows.append(("bare veth pair (baseline)", got, secs, base_pps))
-    l3_routes = ["table_add ipv4_lpm set_next_hop 10.0.2.0/24 => 2 0x0200000000aa "
-                 "0x0200000000bb"]
-    tc_routes = [f"table_add my_station set_router_mac {_mac(ROUTER_MAC)} =>",
-                 "table_add routing_v4 set_nexthop 0 10.0.2.0/24 => 2 "
-                 f"{_mac(ROUTER_MAC)} 0x0200000000bb"]
-    for name, program, routes, frames in (
-            ("softswitch run, l3_basic.p4", ROOT / "p4src/samples/l3_basic.p4", l3_routes,
-             l3_frames),
-            ("softswitch run, tailcc.p4", ROOT / "p4src/tailcc.p4", tc_routes, tc_frames)):
-        got, secs = through_switch(program, routes, frames)
-        rows.append((name, got, secs, got / secs if secs else 0.0))
+    if args.repeats < 1:
+        ap.error("--repeats must be >= 1")
+    report = measure(args.frames, args.targets, args.repeats)
     print(f"{'path':<30}{'delivered':>10}{'seconds':>9}{'pkt/s':>10}{'ratio':>8}{'loss':>7}")
-    for name, got, secs, pps in rows:
-        ratio = pps / base_pps if base_pps else 0.0
-        loss = 1 - got / args.frames
-        print(f"{name:<30}{got:>10}{secs:>9.2f}{pps:>10.0f}{ratio:>8.3f}{loss:>7.1%}")
+    for r in report["rows"]:
+        print(f"{r['path']:<30}{r['delivered']:>10}{r['seconds']:>9.2f}{r['pps']:>10.0f}"
+              f"{r['ratio']:>8.3f}{r['loss']:>7.1%}")
+    for note in report["notes"]:
+        print(f"  {note}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 

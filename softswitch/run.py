@@ -49,6 +49,7 @@ from softswitch.p4runtime.idle import Sweeper
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.roles import RoleTable
 from softswitch.p4runtime.server import MAX_MESSAGE_BYTES, ServerError, TlsConfig, serve
+from softswitch.ports import gc_tuning
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.egress_scheduler import EgressScheduler
 from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer, read_token
@@ -424,9 +425,10 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     sweeper = Sweeper(device)
     sweeper.start()
     scheduler.start()
+    gc_tuning.settle()
     try:
         if not stop.is_set():
-            plane.run(scheduler.deliver)
+            plane.run_batches(scheduler.deliver_batch)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

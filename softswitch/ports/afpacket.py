@@ -1,8 +1,9 @@
 """One switch port on a Linux interface through an AF_PACKET raw socket.
 
 The socket sees every frame on the wire in both directions, so frames the switch
-itself sent (``PACKET_OUTGOING``) are skipped, or every packet would loop back
-into the pipeline. The interface is put in promiscuous mode, as BMv2 (libpcap)
+itself sent (``PACKET_OUTGOING``) are not delivered to it (``PACKET_IGNORE_OUTGOING``)
+or, on kernels without that option, skipped, or every packet would loop back into the
+pipeline. The interface is put in promiscuous mode, as BMv2 (libpcap)
 does, so frames addressed to other MACs reach the pipeline. The kernel strips the
 802.1Q tag of received frames into ancillary data; it is put back so the pipeline
 sees the frame as it was on the wire.
@@ -15,6 +16,7 @@ import socket
 import struct
 
 from softswitch.diagnostics import P4Error
+from softswitch.ports import batchio
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -22,6 +24,7 @@ PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_AUXDATA = 8
 PACKET_OUTGOING = 4
+PACKET_IGNORE_OUTGOING = 23
 TP_STATUS_VLAN_VALID = 0x10
 TP_STATUS_VLAN_TPID_VALID = 0x40
 _AUXDATA = struct.Struct("IIIHHHH")
@@ -48,6 +51,7 @@ class RawPort:
             mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
             sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
             sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            _ignore_outgoing(sock)
             # Bursts arrive faster than the pipeline runs: queue them in the kernel
             # (libpcap, which BMv2 uses, asks for a similar buffer).
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF_BYTES)
@@ -75,6 +79,25 @@ class RawPort:
                 data = _restore_vlan(data, payload)
         return data
 
+    def receive_batch(self, limit: int = batchio.MAX_BATCH) -> list[bytes]:
+        """Every pending incoming frame, at most ``limit`` (empty when none is pending)."""
+        mod = batchio.native()
+        if mod is not None:
+            frames: list[bytes] = mod.recv_batch(self.sock.fileno(), limit)
+            return frames
+        frames = []
+        while len(frames) < limit and (frame := self.receive()) is not None:
+            frames.append(frame)
+        return frames
+
+    def send_batch(self, frames: list[bytes]) -> int:
+        """Send frames in order; how many the kernel accepted (refused ones are skipped)."""
+        mod = batchio.native()
+        if mod is not None:
+            sent: int = mod.send_batch(self.sock.fileno(), frames)
+            return sent
+        return batchio.python_send_batch(self.sock, frames)
+
     def send(self, frame: bytes) -> bool:
         """Send a frame; False if the kernel refused it (too short, link down, …)."""
         try:
@@ -85,6 +108,16 @@ class RawPort:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _ignore_outgoing(sock: socket.socket) -> None:
+    """Ask the kernel (Linux >= 4.20) not to queue the frames we send back to us: on a
+    busy port they doubled the frames the port loop reads, only to skip them. Older
+    kernels refuse the option; ``receive`` skips ``PACKET_OUTGOING`` frames anyway."""
+    try:
+        sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    except OSError:
+        pass
 
 
 def _restore_vlan(frame: bytes, aux: bytes) -> bytes:

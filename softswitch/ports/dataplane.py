@@ -1,9 +1,14 @@
 """The port loop of ``softswitch run``: frames in from every port, frames out.
 
-One thread waits on all port sockets and hands each arriving frame to ``deliver``
-(the device, which runs it through the switch under its lock); frames leaving the
-switch come back through :meth:`DataPlane.transmit`. Traces are written as BMv2's
-``--pcap`` does. A wake-up pipe lets :meth:`stop` end the loop at once.
+One thread waits on all port sockets and, per wake-up, reads every frame ready on a
+port in one call and hands the burst to ``deliver`` (the egress scheduler, which runs
+it through the switch under the device's lock); frames leaving the switch come back
+through :meth:`DataPlane.transmit`. Frames the port loop's own thread transmits while
+it handles a burst are held and sent in one call per port when the burst is done, after
+the device lock is released, so no lock is held across socket I/O and a burst costs
+one system call each way (``batchio``). Frames other threads transmit (the egress
+scheduler's timer, PacketOut) go out at once. Traces are written as BMv2's ``--pcap``
+does, by a writer thread (``pcap``). A wake-up pipe lets :meth:`stop` end the loop.
 """
 
 from __future__ import annotations
@@ -11,14 +16,16 @@ from __future__ import annotations
 import logging
 import os
 import selectors
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from softswitch.ports.afpacket import RawPort
 from softswitch.ports.pcap import PcapWriter, trace_paths
 
 log = logging.getLogger("softswitch.ports")
 Deliver = Callable[[int, bytes], None]
+DeliverBatch = Callable[[int, list[bytes]], None]
 
 
 @dataclass
@@ -27,6 +34,7 @@ class Port:
     raw: RawPort
     pcap_in: PcapWriter | None = None
     pcap_out: PcapWriter | None = None
+    pending: list[bytes] = field(default_factory=list)   # held during a burst
 
 
 class DataPlane:
@@ -38,6 +46,8 @@ class DataPlane:
         self._stopping = False
         self.received = 0
         self.sent = 0
+        self._loop_thread: int | None = None   # set while the loop handles a burst
+        self._held: list[Port] = []             # ports with pending frames
         try:
             for number, iface in interfaces.items():
                 port = Port(number, RawPort(iface))
@@ -50,21 +60,57 @@ class DataPlane:
             raise
 
     def transmit(self, number: int, frame: bytes) -> None:
-        """Send a frame out of a port (frames to unknown ports are dropped, as in BMv2)."""
+        """Send a frame out of a port (frames to unknown ports are dropped, as in BMv2);
+        held until the end of the burst when the port loop itself is sending."""
         port = self.ports.get(number)
         if port is None:
             log.debug("dropping frame to port %d: no interface", number)
             return
+        if self._loop_thread is not None and threading.get_ident() == self._loop_thread:
+            if not port.pending:
+                self._held.append(port)
+            port.pending.append(frame)
+            return
         if port.raw.send(frame):
-            self.sent += 1
-            if port.pcap_out is not None:
-                port.pcap_out.write(frame)
+            self._sent(port, [frame])
         else:
-            log.info("port %d (%s) refused a %d-byte frame", number, port.raw.iface,
-                     len(frame))
+            self._refused(port, 1)
+
+    def _flush(self) -> None:
+        """Send what the port loop held during the burst, one call per port."""
+        held, self._held = self._held, []
+        for port in held:
+            frames, port.pending = port.pending, []
+            accepted = port.raw.send_batch(frames)
+            if accepted == len(frames):
+                self._sent(port, frames)
+            else:               # a refused frame is skipped; which one is not known here
+                self.sent += accepted
+                self._refused(port, len(frames) - accepted)
+
+    def _sent(self, port: Port, frames: list[bytes]) -> None:
+        self.sent += len(frames)
+        if port.pcap_out is not None:
+            for frame in frames:
+                port.pcap_out.write(frame)
+
+    def _refused(self, port: Port, count: int) -> None:
+        log.info("port %d (%s) refused %d frame(s)", port.number, port.raw.iface, count)
 
     def run(self, deliver: Deliver) -> None:
-        """Feed arriving frames to ``deliver`` until :meth:`stop`."""
+        """Feed arriving frames one by one to ``deliver`` until :meth:`stop`."""
+        def each(number: int, frames: list[bytes]) -> None:
+            for frame in frames:
+                try:
+                    deliver(number, frame)
+                except Exception as exc:  # noqa: BLE001 - one bad frame must not stop ports
+                    log.error("port %d: frame dropped, internal error: %s: %s", number,
+                              type(exc).__name__, exc)
+        self.run_batches(each)
+
+    def run_batches(self, deliver: DeliverBatch) -> None:
+        """Feed each port's ready frames, as one list per wake-up, to ``deliver`` until
+        :meth:`stop`."""
         with selectors.DefaultSelector() as sel:
             for port in self.ports.values():
                 sel.register(port.raw, selectors.EVENT_READ, port)
@@ -76,19 +122,24 @@ class DataPlane:
                         continue
                     self._drain(key.data, deliver)
 
-    def _drain(self, port: Port, deliver: Deliver) -> None:
-        for _ in range(64):     # bounded, so one busy port cannot starve the others
-            frame = port.raw.receive()
-            if frame is None:
-                return
-            self.received += 1
-            if port.pcap_in is not None:
+    def _drain(self, port: Port, deliver: DeliverBatch) -> None:
+        # bounded (MAX_BATCH), so one busy port cannot starve the others
+        frames = port.raw.receive_batch()
+        if not frames:
+            return
+        self.received += len(frames)
+        if port.pcap_in is not None:
+            for frame in frames:
                 port.pcap_in.write(frame)
-            try:
-                deliver(port.number, frame)
-            except Exception as exc:  # noqa: BLE001 - one bad frame must not stop the ports
-                log.error("port %d: frame dropped, internal error: %s: %s", port.number,
-                          type(exc).__name__, exc)
+        self._loop_thread = threading.get_ident()
+        try:
+            deliver(port.number, frames)
+        except Exception as exc:  # noqa: BLE001 - one bad burst must not stop the ports
+            log.error("port %d: frames dropped, internal error: %s: %s", port.number,
+                      type(exc).__name__, exc)
+        finally:
+            self._loop_thread = None
+            self._flush()
 
     def stop(self) -> None:
         self._stopping = True

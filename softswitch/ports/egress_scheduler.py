@@ -31,6 +31,7 @@ from softswitch.v1model.queueing import QueuedSwitch
 
 log = logging.getLogger("softswitch.tm")
 IDLE_WAIT_S = 0.5
+_MAC_CONTROL = b"\x88\x08"      # PFC frames are MAC control frames (pfc.parse_pfc_frame)
 
 
 class EgressScheduler:
@@ -55,24 +56,47 @@ class EgressScheduler:
 
     # --- port loop side ---------------------------------------------------------------
     def deliver(self, port: int, frame: bytes) -> None:
-        """A frame arrived on a front-panel port (the DataPlane's callback)."""
+        """A frame arrived on a front-panel port."""
+        self.deliver_batch(port, [frame])
+
+    def deliver_batch(self, port: int, frames: list[bytes]) -> None:
+        """Frames that arrived together on a front-panel port (the DataPlane's callback),
+        under one hold of the device lock. Each frame leaves the queues before the next
+        one goes through ingress, as if it had come alone (queue depths do not grow
+        because frames were read in one call); a frame held by a rate, link rate or
+        pause stays queued for the scheduler thread."""
         with self.device.lock:
             loaded = self.device.current
             if loaded is None:
                 return
             queued = self._queued_for(loaded.switch)
-            now = self.now_us()
-            self._apply_pause(port, frame, now)
-            try:
-                queued.receive(port, frame, now)
-            except P4Error as exc:
-                log.warning("port %d: packet dropped: %s", port, exc.message)
-                return
-            self._transmit(loaded, now)
+            tm = self.tm
+            outs: list[Any] = []      # passed straight through; dispatched in order
+            for frame in frames:
+                now = self.now_us()
+                enqueues = tm.enqueues
+                if frame[12:14] == _MAC_CONTROL:
+                    self._apply_pause(port, frame, now)
+                try:
+                    queued.receive(port, frame, now, outs)
+                except P4Error as exc:
+                    log.warning("port %d: packet dropped: %s", port, exc.message)
+                except Exception as exc:  # noqa: BLE001 - one bad frame must not stop ports
+                    log.error("port %d: frame dropped, internal error: %s: %s", port,
+                              type(exc).__name__, exc)
+                # Only a packet that took a queue can make something leave now: what
+                # waits for a rate or a pause is the scheduler thread's.
+                if tm.enqueues != enqueues and tm.queued:
+                    if outs:
+                        self.device._dispatch(loaded, outs)
+                        outs = []
+                    self._transmit(loaded, now)
+            if outs:
+                self.device._dispatch(loaded, outs)
             # The scheduler thread only has work when something waits for later (a rate,
             # link rate or pause holds it); waking it for every frame hands the GIL back
             # and forth for nothing (veth l3_basic/tailcc: ~1.6x the frames per second).
-            if self.tm.next_event_us(now) is not None:
+            if tm.queued and self.tm.next_event_us(self.now_us()) is not None:
                 self._wake.notify()
 
     def _queued_for(self, switch: Any) -> Any:

@@ -36,6 +36,11 @@ class TrafficManager:
         self.pfc = PfcMonitor()
         self.pfc_received: dict[tuple[int, int], int] = {}  # (port, priority) -> frames
         self._ingress_of: dict[int, int] = {}  # id(QueuedPacket) -> ingress port
+        # packets held in all queues, and the ports holding them: an idle switch (the
+        # common case between bursts) answers dequeue_ready/next_event_us without a scan
+        self.queued = 0
+        self.enqueues = 0                      # calls of enqueue, dropped ones included
+        self._holding: dict[int, EgressPort] = {}
 
     def port(self, port: int) -> EgressPort:
         """The egress port, created on first use with the switch-wide defaults."""
@@ -91,27 +96,50 @@ class TrafficManager:
                 ingress_port: int, now_us: float) -> QueuedPacket | None:
         """Queue a packet for ``egress_port``; None when dropped (full queue or a priority
         the port does not have, as BMv2)."""
-        queued = self.port(egress_port).enqueue(item, size, priority, now_us)
+        ep = self.port(egress_port)
+        queued = ep.enqueue(item, size, priority, now_us)
+        self.enqueues += 1
         if queued is not None:
+            self.queued += 1
+            self._holding[egress_port] = ep
             self._ingress_of[id(queued)] = ingress_port
             self.pfc.on_enqueue(ingress_port, priority, now_us)
         return queued
 
+    def pass_through(self, item: Any, size: int, egress_port: int, priority: int,
+                     ingress_port: int, now_us: float) -> Dequeued | None:
+        """Enqueue and dequeue at once, when that is what :meth:`enqueue` followed by
+        :meth:`dequeue_ready` at ``now_us`` would do for this packet
+        (:meth:`EgressPort.pass_through`) and (ingress port, priority) has no PFC
+        thresholds. None otherwise (the caller enqueues as usual)."""
+        if not 0 <= priority < self.num_queues or (ingress_port, priority) in \
+                self.pfc.thresholds:
+            return None
+        return self.port(egress_port).pass_through(item, size, priority, now_us)
+
     def next_event_us(self, now_us: float) -> float | None:
-        times = [t for ep in self.ports.values() if (t := ep.next_event_us(now_us)) is not None]
+        if not self.queued:
+            return None
+        times = [t for ep in self._holding.values()
+                 if (t := ep.next_event_us(now_us)) is not None]
         return min(times) if times else None
 
     def dequeue_ready(self, now_us: float) -> list[Dequeued]:
         """Every packet that may leave at ``now_us`` (at most one per port per call when
         the port has a link rate; all eligible ones otherwise)."""
         out: list[Dequeued] = []
-        for ep in self.ports.values():
+        if not self.queued:
+            return out
+        for number, ep in list(self._holding.items()):
             while (d := ep.dequeue(now_us)) is not None:
                 ingress = self._ingress_of.pop(id(d.packet), 0)
                 self.pfc.on_dequeue(ingress, d.packet.priority, now_us)
                 out.append(d)
                 if ep.link_rate_bps:
                     break
+            if not ep.held:
+                del self._holding[number]
+        self.queued -= len(out)
         return out
 
     def flush(self) -> int:
@@ -124,6 +152,9 @@ class TrafficManager:
                 q.packets.clear()
                 q.bytes = 0
                 q.deficit = 0
+            ep.held = 0
+        self.queued = 0
+        self._holding.clear()
         self._ingress_of.clear()
         self.pfc.held.clear()
         for port, prio in sorted(self.pfc.paused):  # the neighbours must not stay paused

@@ -123,6 +123,7 @@ class EgressPort:
         self.per_queue_depth = per_queue_depth
         self._dwrr_pos = 0
         self._dwrr_fresh = True
+        self.held = 0                    # packets in all queues of the port
 
     # --- configuration ------------------------------------------------------------------
     def queue_config(self, priority: int) -> QueueConfig:
@@ -142,7 +143,7 @@ class EgressPort:
         return sum(len(q.packets) for q in self.queues)
 
     def _reported_depth(self, priority: int) -> int:
-        return self.depth(priority) if self.per_queue_depth else self.depth()
+        return len(self.queues[priority].packets) if self.per_queue_depth else self.held
 
     def stats(self, priority: int) -> QueueStats:
         return self._queue(priority).stats
@@ -163,11 +164,48 @@ class EgressPort:
         q.last_sent_us = send
         pkt = QueuedPacket(item, size, priority, now_us, self._reported_depth(priority), send)
         q.packets.append(pkt)
+        self.held += 1
         q.bytes += size
         q.stats.enqueued += 1
         q.stats.bytes_enqueued += size
         q.stats.max_depth = max(q.stats.max_depth, len(q.packets))
         return pkt
+
+    def pass_through(self, item: Any, size: int, priority: int,
+                     now_us: float) -> Dequeued | None:
+        """:meth:`enqueue` then :meth:`dequeue` at ``now_us``, without the queue, when
+        the result is certain: the packet's queue empty, unlimited, strict and not
+        paused, no link rate, and no higher strict queue that may send now. Counters
+        and the rate origin move as the round trip would move them. None when the
+        packet must really be queued."""
+        q = self.queues[priority]
+        cfg = q.config
+        if q.packets or self.link_rate_bps or cfg.rate_pps or cfg.weight \
+                or now_us < q.paused_until_us or now_us < self.busy_until_us \
+                or q.last_sent_us > now_us \
+                or (cfg.capacity_bytes and size > cfg.capacity_bytes):
+            return None
+        if self.held:
+            # Lower queues holding packets (elephants behind a rate) leave after this one
+            # anyway; a higher strict queue that may send now goes first, and a port-wide
+            # depth would count the others: then the packet takes the queue.
+            if not self.per_queue_depth:
+                return None
+            for higher in self.queues[priority + 1:]:
+                if higher.packets and higher.config.weight == 0 \
+                        and now_us >= higher.packets[0].send_us \
+                        and now_us >= higher.paused_until_us:
+                    return None
+        q.last_sent_us = now_us
+        self.busy_until_us = now_us
+        st = q.stats
+        st.enqueued += 1
+        st.dequeued += 1
+        st.bytes_enqueued += size
+        if not st.max_depth:
+            st.max_depth = 1
+        return Dequeued(QueuedPacket(item, size, priority, now_us, 0, now_us), self.port,
+                        0, 0.0, now_us)
 
     # --- dequeue -----------------------------------------------------------------------------
     def next_event_us(self, now_us: float) -> float | None:
@@ -179,12 +217,13 @@ class EgressPort:
 
     def dequeue(self, now_us: float) -> Dequeued | None:
         """The next packet to transmit at ``now_us``, or None if none may leave yet."""
-        if now_us < self.busy_until_us:
+        if not self.held or now_us < self.busy_until_us:
             return None
         q = self._pick_strict(now_us) or self._pick_dwrr(now_us)
         if q is None:
             return None
         pkt = q.packets.popleft()
+        self.held -= 1
         q.bytes -= pkt.size
         q.stats.dequeued += 1
         tx_time = pkt.size * 8 * 1e6 / self.link_rate_bps if self.link_rate_bps else 0.0
@@ -194,13 +233,16 @@ class EgressPort:
 
     def _pick_strict(self, now_us: float) -> _Queue | None:
         for q in reversed(self.queues):  # highest priority first
-            if q.config.weight == 0 and q.eligible(now_us):
+            if q.packets and q.config.weight == 0 and now_us >= q.packets[0].send_us \
+                    and now_us >= q.paused_until_us:
                 return q
         return None
 
     def _pick_dwrr(self, now_us: float) -> _Queue | None:
         """Deficit round robin over the weighted queues that may send now."""
         weighted = [q for q in self.queues if q.config.weight > 0]
+        if not weighted:
+            return None
         for q in weighted:
             if not q.packets:
                 q.deficit = 0

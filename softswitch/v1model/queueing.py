@@ -29,9 +29,16 @@ class QueuedSwitch:
         self.tm = tm
         self.dropped_at_enqueue = 0
 
-    def receive(self, port: int, data: bytes, now_us: float) -> None:
-        """A packet arrives on ``port``: run ingress (with resubmits) and queue its copies."""
-        self._run(deque([_Work("ingress", port, bytes(data))]), now_us, [])
+    def receive(self, port: int, data: bytes, now_us: float,
+                out: list[PacketOut] | None = None) -> None:
+        """A packet arrives on ``port``: run ingress (with resubmits) and queue its copies.
+
+        With ``out`` (``softswitch run``, which transmits right after each packet), a
+        copy whose queue is empty and free to send now goes through egress at once
+        (:meth:`TrafficManager.pass_through`: same metadata and counters as a trip
+        through the queue at this ``now_us``), and what leaves is appended to ``out``."""
+        self._run(deque([_Work("ingress", port, bytes(data))]), now_us,
+                  [] if out is None else out, out is not None)
 
     def next_event_us(self, now_us: float) -> float | None:
         return self.tm.next_event_us(now_us)
@@ -49,7 +56,8 @@ class QueuedSwitch:
             out.extend((p, dq.tx_done_us) for p in emitted)
         return out
 
-    def _run(self, work: deque[_Work], now_us: float, out: list[PacketOut]) -> None:
+    def _run(self, work: deque[_Work], now_us: float, out: list[PacketOut],
+             pass_through: bool = False) -> None:
         """Process work items: ingress runs now; egress items are queued unless they have
         just been dequeued (``queue`` set), in which case egress runs now."""
         self.switch.clock.freeze(int(now_us))
@@ -61,11 +69,20 @@ class QueuedSwitch:
                 if w.stage == "ingress":
                     self.switch._ingress(w, work)
                 elif w.queue is None:
-                    self._enqueue(w, now_us)
+                    if pass_through and self._pass_through(w, now_us):
+                        self.switch._egress(w, work, out)
+                    else:
+                        self._enqueue(w, now_us)
                 else:
                     self.switch._egress(w, work, out)
             except ParserError:
                 continue  # a stack/parse fault outside the parser: BMv2 drops the packet
+
+    def _pass_through(self, w: _Work, now_us: float) -> bool:
+        sm = w.sm
+        w.queue = self.tm.pass_through(w, w.length, w.port, int(getattr(sm, "f_priority", 0)),
+                                       int(getattr(sm, "f_ingress_port", 0)), now_us)
+        return w.queue is not None
 
     def _enqueue(self, w: _Work, now_us: float) -> None:
         priority = int(getattr(w.sm, "f_priority", 0))

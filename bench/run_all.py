@@ -1,0 +1,251 @@
+"""``make bench``: every benchmark, softswitch beside BMv2 in one run, one ratio table.
+
+Runs, in this order (each writes its own JSON under ``out/bench/``):
+
+* ``veth_pps.py``: bare veth, then l3_basic.p4 and tailcc.p4 over veth on each target;
+* ``urgent_latency.py``: urgent class at 50% of each target's tailcc.p4 veth rate just
+  measured, idle / elephants queued / elephants + 1000 writes/s;
+* ``pps.py``: in-process packets/s (interpreter vs C), tailcc.p4 included;
+* ``p4runtime_write.py``: P4Runtime insert/modify/delete/read at batches 1/100/1000;
+* ``tailcc_apply.py --default-intent``: the whole ``tailcc apply`` command;
+* compile time of tailcc.p4: ``softswitch compile`` vs ``p4c-bm2-ss`` (whole commands).
+
+BMv2 legs run where the reference tools are installed (``softswitch/reference_tools``)
+and are left out with a note otherwise. The summary table (measure, BMv2, softswitch,
+ratio, where the ratio is "softswitch better" when > 1) is printed and written to
+``out/bench/summary.json``. A benchmark that fails is reported in the table and the
+run goes on; the exit status is 1 then. Needs root for the veth legs.
+
+    python bench/run_all.py [--quick] [--latency-seconds 60] [--skip NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import veth_pps  # noqa: E402
+import veth_switch  # noqa: E402
+
+from softswitch import reference_tools  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "out" / "bench"
+BENCHES = ("veth", "latency", "pps", "p4runtime", "apply", "compile")
+Row = dict[str, Any]       # measure, unit, bmv2, softswitch, better ("higher"/"lower")
+
+
+def row(measure: str, unit: str, bmv2: float | None, soft: float | None,
+        better: str = "higher") -> Row:
+    return {"measure": measure, "unit": unit, "bmv2": bmv2, "softswitch": soft,
+            "better": better}
+
+
+def ratio(r: Row) -> float | None:
+    """How many times better softswitch is (> 1: better), whichever way is better."""
+    a, b = r["softswitch"], r["bmv2"]
+    if not a or not b:
+        return None
+    return a / b if r["better"] == "higher" else b / a
+
+
+# --- the benchmarks ------------------------------------------------------------------------
+def veth(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+    report = veth_pps.measure(args.frames, targets)
+    (OUT / "veth_pps.json").write_text(json.dumps(report, indent=2) + "\n")
+    pps = {(r["target"], r["program"]): r["pps"] for r in report["rows"]}
+    state["tailcc_pps"] = {t: pps[(t, "tailcc")] for t in targets if (t, "tailcc") in pps}
+    bare = pps.get(("veth", None))
+    rows = [row("veth, bare pair, same sender", "frames/s", None, bare)]
+    for prog in ("l3_basic", "tailcc"):
+        rows.append(row(f"veth, {prog}.p4, max rate", "frames/s", pps.get(("bmv2", prog)),
+                        pps.get(("softswitch", prog))))
+    soft_l3 = pps.get(("softswitch", "l3_basic"))
+    if bare and soft_l3:
+        rows.append(row("veth, l3_basic.p4 / bare veth (softswitch)", "fraction", None,
+                        soft_l3 / bare))
+    return rows
+
+
+def latency(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+    cmd = [sys.executable, str(ROOT / "bench" / "urgent_latency.py"), "--seconds",
+           str(args.latency_seconds), "--targets", *targets, "--json",
+           str(OUT / "urgent_latency.json")]
+    for target, pps in state.get("tailcc_pps", {}).items():
+        cmd += ["--max-pps", f"{target}={pps:.0f}"]
+    _run(cmd)
+    report = json.loads((OUT / "urgent_latency.json").read_text())
+    rows = []
+    by = {t: {s["scenario"]: s for s in r["scenarios"]} for t, r in report["targets"].items()}
+    for scenario in ("idle", "elephants", "elephants+writes"):
+        for key, label in (("p50_us", "P50"), ("p99_us", "P99"), ("p999_us", "P999"),
+                           ("max_us", "max")):
+            rows.append(row(f"urgent latency, {scenario}, {label}", "µs",
+                            by.get("bmv2", {}).get(scenario, {}).get(key),
+                            by.get("softswitch", {}).get(scenario, {}).get(key), "lower"))
+    return rows
+
+
+def pps(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+    quick = ["--seconds", "0.5", "--sizes", "1000,10000", "--programs", "0"]
+    _run([sys.executable, str(ROOT / "bench" / "pps.py"), *(quick if args.quick else []),
+          "--json", str(OUT / "pps.json")])
+    results = json.loads((OUT / "pps.json").read_text())
+    rows = []
+    for name, r in results.items():
+        if isinstance(r, dict) and "c_pps" in r and name.startswith(("tailcc", "l3_basic")):
+            rows.append(row(f"in process, {name}, C", "packets/s", None, r["c_pps"]))
+            rows.append(row(f"in process, {name}, interpreter", "packets/s", None,
+                            r["interpreter_pps"]))
+    return rows
+
+
+def p4runtime(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+    path = OUT / "p4runtime_write.json"
+    cmd = [sys.executable, str(ROOT / "bench" / "p4runtime_write.py"), "--targets",
+           *targets, "--json", str(path)]
+    if args.quick:
+        cmd += ["--entries", "2000"]
+    _run(cmd)
+    report = json.loads(path.read_text())
+    phases = {t: {(p["phase"], p["batch"]): p["entries_per_s"] for p in r["phases"]}
+              for t, r in report["targets"].items()}
+    keys = list(phases.get("softswitch", {}))
+    return [row(f"P4Runtime {phase}{f', batch {batch}' if batch else ''}", "entries/s",
+                phases.get("bmv2", {}).get((phase, batch)),
+                phases.get("softswitch", {}).get((phase, batch))) for phase, batch in keys]
+
+
+def apply(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+    out = _run([sys.executable, str(ROOT / "bench" / "tailcc_apply.py"), "--default-intent"])
+    (OUT / "tailcc_apply.txt").write_text(out)
+    rows = []
+    for line in out.splitlines():
+        m = re.match(r"(tailcc apply \(command\).*?)\s+([0-9.]+)\s*$", line)
+        if m:
+            rows.append(row(m.group(1).strip(), "s", None, float(m.group(2)), "lower"))
+    if not rows:
+        raise RuntimeError("tailcc_apply.py printed no 'tailcc apply (command)' rows")
+    return rows
+
+
+def compile_time(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+    program = ROOT / "p4src" / "tailcc.p4"
+    with tempfile.TemporaryDirectory(prefix="bench-compile-") as tmp:
+        soft = _timed([sys.executable, "-m", "softswitch", "compile", str(program), "-o",
+                       f"{tmp}/s.json", "--p4runtime-files", f"{tmp}/s.p4info.txtpb"])
+        tools = reference_tools.find() if "bmv2" in targets else None
+        bmv2 = _timed([tools.p4c, "-o", f"{tmp}/b.json", "--p4runtime-files",
+                       f"{tmp}/b.p4info.txtpb", str(program)]) if tools else None
+    return [row("compile tailcc.p4 (whole command; BMv2: p4c-bm2-ss)", "s", bmv2, soft,
+                "lower")]
+
+
+# --- plumbing --------------------------------------------------------------------------------
+def _run(cmd: list[str]) -> str:
+    """Run a benchmark script; its output goes to the console and is returned."""
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    sys.stderr.write(proc.stderr[-4000:])
+    print(proc.stdout, flush=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{Path(cmd[1]).name} exited {proc.returncode}")
+    return proc.stdout
+
+
+def _timed(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{Path(cmd[0]).name} failed: {proc.stderr.strip()[:500]}")
+    return time.perf_counter() - t0
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "fraction":
+        return f"{value:.2f}"
+    if unit == "s":
+        return f"{value:.3f} s"
+    if unit == "µs":
+        return f"{value:,.0f} µs"
+    return f"{value / 1000:,.1f}k" if value >= 10000 else f"{value:,.0f}"
+
+
+def table(rows: list[Row]) -> str:
+    lines = [f"| {'measure':<58} | {'BMv2':>12} | {'softswitch':>12} | {'ratio':>7} |",
+             f"|{'-' * 60}|{'-' * 14}|{'-' * 14}|{'-' * 9}|"]
+    for r in rows:
+        x = ratio(r)
+        lines.append(f"| {r['measure']:<58} | {_fmt(r['bmv2'], r['unit']):>12} | "
+                     f"{_fmt(r['softswitch'], r['unit']):>12} | "
+                     f"{f'{x:.2f}x' if x else '-':>7} |")
+    lines.append("ratio: how many times better softswitch is (rate: soft/BMv2; time: BMv2/soft)")
+    return "\n".join(lines)
+
+
+STEPS: dict[str, Callable[[argparse.Namespace, list[str], dict], list[Row]]] = {
+    "veth": veth, "latency": latency, "pps": pps, "p4runtime": p4runtime, "apply": apply,
+    "compile": compile_time}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="short runs (a smoke test of the whole bench, not figures)")
+    ap.add_argument("--latency-seconds", type=float, default=None,
+                    help="per latency scenario (60; --quick: 4)")
+    ap.add_argument("--frames", type=int, default=None, help="veth frames (30000)")
+    ap.add_argument("--skip", nargs="*", default=[], choices=BENCHES)
+    args = ap.parse_args(argv)
+    args.latency_seconds = args.latency_seconds or (4.0 if args.quick else 60.0)
+    args.frames = args.frames or (5000 if args.quick else 30000)
+    if os.geteuid() != 0 and not {"veth", "latency"} <= set(args.skip):
+        print("make bench needs root for the veth legs (or --skip veth latency)",
+              file=sys.stderr)
+        return 1
+    OUT.mkdir(parents=True, exist_ok=True)
+    targets = ["softswitch"]
+    notes = []
+    why = veth_switch.available("bmv2")
+    if why is None:
+        targets.append("bmv2")
+    else:
+        notes.append(f"BMv2 left out: {why}")
+    rows: list[Row] = []
+    failed: list[str] = []
+    state: dict = {}
+    for name in BENCHES:
+        if name in args.skip:
+            continue
+        print(f"== {name}", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            rows += STEPS[name](args, targets, state)
+        except (RuntimeError, OSError, KeyError, ValueError, SystemExit) as exc:
+            failed.append(name)
+            rows.append(row(f"{name}: FAILED ({exc})"[:58], "", None, None))
+        print(f"== {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    print(table(rows))
+    for note in notes:
+        print(f"  {note}")
+    summary = {"rows": [{**r, "ratio": ratio(r)} for r in rows], "notes": notes,
+               "failed": failed, "loadavg": os.getloadavg(), "cpus": os.cpu_count(),
+               "quick": args.quick, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    (OUT / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"  written to {OUT / 'summary.json'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

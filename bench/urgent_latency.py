@@ -1,0 +1,329 @@
+"""Forwarding latency of an urgent class through tailcc.p4 over veth, idle and loaded.
+
+tailcc's promise is the urgent class's tail: whatever the elephants do, an urgent packet
+waits for at most one bulk frame plus the pipeline. Per target (``softswitch run``, and
+BMv2 ``simple_switch_grpc`` when the reference tools are installed; ``veth_switch.py``),
+on two veth pairs, with tailcc.p4 routing 10.0.2.0/24 out of port 2:
+
+1. the target's max rate is measured (``veth_pps``'s sender, tailcc frames), unless
+   given with ``--max-pps TARGET=N``;
+2. urgent frames (DSCP 46, classified into queue 7) are sent at 50% of that rate for
+   ``--seconds``, in three scenarios: ``idle`` (urgent only); ``elephants`` (1400-byte
+   best-effort frames, queue 0, offered at 25% of the max rate while queue 0 of port 2
+   is limited to 10% with ``set_queue_rate``, so it stays full: elephants queued);
+   ``elephants+writes`` (the same while a controller adds 1000 routes/s through the CLI
+   channel — softswitch's runtime channel, BMv2's Thrift — into routing_v4);
+3. each urgent frame carries its send time (``time.time_ns`` just before the burst it is
+   in goes out); the receive time is the kernel's (``SO_TIMESTAMPNS``), so the
+   receiver's own scheduling does not count. The first 0.5 s are warm-up.
+
+Prints P50/P99/P999/max (µs) and loss per target and scenario, and BMv2/softswitch
+ratios; writes ``out/bench/urgent_latency.json``. Needs root. The sender is a separate
+process; on a 2-core machine it, the receiver and the switch share the cores, so an
+otherwise idle machine matters.
+
+    python bench/urgent_latency.py [--seconds 60] [--targets softswitch bmv2]
+                                   [--max-pps softswitch=30000] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import select
+import socket
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import veth_pps  # noqa: E402
+import veth_switch  # noqa: E402
+
+from softswitch.ports import batchio  # noqa: E402
+from softswitch.ports.afpacket import PACKET_OUTGOING, RawPort  # noqa: E402
+from softswitch.ports.veth import veth_pairs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAM = ROOT / "p4src" / "tailcc.p4"
+DEFAULT_JSON = ROOT / "out" / "bench" / "urgent_latency.json"
+SCENARIOS = ("idle", "elephants", "elephants+writes")
+MAGIC = b"URG!"
+STAMP = struct.Struct("!4sIQ")                  # magic, sequence, send time (ns)
+SO_TIMESTAMPNS = 35
+URGENT_DSCP, URGENT_QUEUE, BULK_QUEUE = 46, 7, 0
+WARMUP_S = 0.5
+WRITES_PER_S = 1000
+ROUTE_SIZE = 131072                             # room for 60+ s of 1000 routes/s
+T = "TailccIngress"
+
+
+def _config(max_pps: float) -> list[str]:
+    any_range = "0->65535 0->65535 0&&&0 0->255 0->16777215 0->65535"
+    return veth_pps.TAILCC_ROUTES + [
+        f"table_add {T}.classify.traffic_class {T}.classify.set_class 0&&&0 0&&&0 "
+        f"{URGENT_DSCP}&&&0x3f 0&&&0 0&&&0 {any_range} => 7 {URGENT_QUEUE} 0 10",
+        f"set_queue_rate {max(1, int(max_pps * 0.10))} 2 {BULK_QUEUE}",
+    ]
+
+
+def _urgent(seq: int, now_ns: int) -> bytes:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    return bytes(Ether(dst=veth_pps.ROUTER_MAC, src="02:00:00:00:00:99")
+                 / IP(src="10.0.1.1", dst="10.0.2.7", tos=URGENT_DSCP << 2)
+                 / UDP(sport=4000, dport=5001) / (STAMP.pack(MAGIC, seq, now_ns)
+                                                 + b"u" * 48))
+
+
+def _elephant() -> bytes:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    return bytes(Ether(dst=veth_pps.ROUTER_MAC, src="02:00:00:00:00:98")
+                 / IP(src="10.0.1.2", dst="10.0.2.8") / UDP(sport=4001, dport=5002)
+                 / (b"e" * 1400))
+
+
+def _send(iface: str, urgent_pps: float, elephant_pps: float, seconds: float,
+          sent: multiprocessing.Value) -> None:   # type: ignore[valid-type]
+    """Sender process: both classes paced on the monotonic clock, bursts sent at once."""
+    port = RawPort(iface)
+    template = _urgent(0, 0)
+    at = template.index(MAGIC)
+    elephant = _elephant()
+    start = time.monotonic()
+    n_urgent = n_elephant = 0
+    while (elapsed := time.monotonic() - start) < seconds:
+        burst: list[bytes] = []
+        now_ns = time.time_ns()
+        while n_urgent < elapsed * urgent_pps:
+            stamp = STAMP.pack(MAGIC, n_urgent, now_ns)
+            burst.append(template[:at] + stamp + template[at + len(stamp):])
+            n_urgent += 1
+        while n_elephant < elapsed * elephant_pps:
+            burst.append(elephant)
+            n_elephant += 1
+        if burst:
+            port.send_batch(burst)
+        time.sleep(0.0002)
+    sent.value = n_urgent
+    port.close()
+
+
+def _stamped_frames(rx: socket.socket) -> list[tuple[bytes, int]]:
+    """Pending incoming frames with their kernel receive times (ns)."""
+    mod = batchio.native()
+    if mod is not None:
+        got: list[tuple[bytes, int]] = mod.recv_batch(rx.fileno(), batchio.MAX_BATCH, True)
+        return got
+    out = []
+    while True:
+        try:
+            data, anc, _flags, addr = rx.recvmsg(2048, 256)
+        except (BlockingIOError, InterruptedError):
+            return out
+        if addr[2] == PACKET_OUTGOING:
+            continue
+        stamp = next((s * 1_000_000_000 + ns for level, kind, payload in anc
+                      if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS
+                      for s, ns in [struct.unpack("qq", payload[:16])]), time.time_ns())
+        out.append((data, stamp))
+
+
+def _receive(rx: socket.socket, until: float, start_ns: int) -> list[int]:
+    """Latencies (ns) of urgent frames arriving until ``until`` (monotonic) that were
+    sent after ``start_ns`` + warm-up."""
+    out: list[int] = []
+    cutoff = start_ns + int(WARMUP_S * 1e9)
+    while time.monotonic() < until:
+        ready, _, _ = select.select([rx], [], [], 0.05)
+        if not ready:
+            continue
+        for data, rx_ns in _stamped_frames(rx):
+            at = data.find(MAGIC, 40, 60)
+            if at < 0:
+                continue
+            _m, _seq, sent_ns = STAMP.unpack_from(data, at)
+            if sent_ns >= cutoff:
+                out.append(rx_ns - sent_ns)
+    return out
+
+
+def _writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
+            result: dict) -> None:
+    """A controller adding WRITES_PER_S distinct routes a second through the CLI."""
+    cli = switch.cli_process()
+    assert cli.stdin is not None
+    start = time.monotonic()
+    n = 0
+    while not stop.is_set():
+        due = int((time.monotonic() - start) * WRITES_PER_S)
+        lines = []
+        while n < due:
+            vrf, net = 1 + (n >> 16), n & 0xFFFF
+            lines.append(f"table_add {T}.forwarding.routing_v4 {T}.forwarding.set_nexthop "
+                         f"{vrf} 11.{net >> 8}.{net & 255}.0/24 => 2 "
+                         f"{veth_pps._mac(veth_pps.ROUTER_MAC)} 0x0200000000bb\n")
+            n += 1
+        if lines:
+            try:
+                cli.stdin.write("".join(lines))
+                cli.stdin.flush()
+            except BrokenPipeError:
+                break
+        time.sleep(0.01)
+    offered_s = time.monotonic() - start
+    try:
+        cli.stdin.close()
+    except BrokenPipeError:
+        pass
+    cli.wait(timeout=300)
+    result.update(writes=n, offered_per_s=n / offered_s if offered_s else 0.0,
+                  applied_per_s=n / (time.monotonic() - start))
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its threads, from /proc."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _percentile(sorted_ns: list[int], q: float) -> float:
+    if not sorted_ns:
+        return float("nan")
+    return sorted_ns[min(len(sorted_ns) - 1, int(q * len(sorted_ns)))] / 1000.0
+
+
+def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
+              max_pps: float, seconds: float) -> dict:
+    urgent_pps = 0.5 * max_pps
+    elephant_pps = 0.25 * max_pps if name != "idle" else 0.0
+    rx_port = RawPort(h2)
+    rx = rx_port.sock
+    rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    while rx_port.receive_batch():       # stale frames of an earlier scenario
+        pass
+    stop = threading.Event()
+    writes: dict = {}
+    writer = None
+    if name.endswith("writes"):
+        writer = threading.Thread(target=_writer, args=(switch, stop, writes), daemon=True)
+        writer.start()
+    sent = multiprocessing.Value("q", 0)
+    cpu0 = _cpu_seconds(switch.proc.pid)
+    start_ns = time.time_ns()
+    proc = multiprocessing.get_context("fork").Process(
+        target=_send, args=(h1, urgent_pps, elephant_pps, seconds, sent))
+    proc.start()
+    lat = sorted(_receive(rx, time.monotonic() + seconds + 1.0, start_ns))
+    proc.join()
+    cpu = _cpu_seconds(switch.proc.pid) - cpu0
+    stop.set()
+    if writer is not None:
+        writer.join()
+    rx_port.close()
+    expected = max(1, int(sent.value * (seconds - WARMUP_S) / seconds))
+    row = {"scenario": name, "urgent_pps": urgent_pps, "elephant_pps": elephant_pps,
+           "received": len(lat), "loss": max(0.0, 1 - len(lat) / expected),
+           "p50_us": _percentile(lat, 0.50), "p99_us": _percentile(lat, 0.99),
+           "p999_us": _percentile(lat, 0.999), "max_us": lat[-1] / 1000.0 if lat else None,
+           "switch_cpu_share": cpu / (seconds + 1.0), "loadavg": os.getloadavg()[0]}
+    if writes:
+        row["writes"] = writes
+    return row
+
+
+def run_target(target: str, seconds: float, max_pps: float | None) -> dict:
+    with veth_pairs(2, "u") as pairs:
+        (sw1, h1), (sw2, h2) = pairs
+        with veth_switch.running(target, PROGRAM, {1: sw1, 2: sw2},
+                                 {"TAILCC_ROUTE_SIZE": str(ROUTE_SIZE)}) as switch:
+            switch.configure(veth_pps.TAILCC_ROUTES)
+            if max_pps is None:
+                frames = [veth_pps._frame(i, veth_pps.ROUTER_MAC) for i in range(10000)]
+                tx, rx = RawPort(h1), RawPort(h2)
+                try:
+                    got, secs = veth_pps._pump(tx, rx, frames)
+                finally:
+                    tx.close()
+                    rx.close()
+                max_pps = got / secs if secs else 1000.0
+            switch.configure(_config(max_pps)[len(veth_pps.TAILCC_ROUTES):])
+            rows = []
+            for name in SCENARIOS:
+                print(f"urgent latency: {target} {name} ...", file=sys.stderr, flush=True)
+                rows.append(_scenario(switch, h1, h2, name, max_pps, seconds))
+    return {"max_pps": max_pps, "scenarios": rows}
+
+
+def table(report: dict) -> str:
+    targets = list(report["targets"])
+    head = f"{'scenario':<18}{'target':<12}{'urgent/s':>9}{'P50 µs':>9}{'P99 µs':>9}" \
+           f"{'P999 µs':>10}{'max µs':>10}{'loss':>7}{'CPU':>6}{'load':>6}"
+    lines = [head]
+    for i, name in enumerate(SCENARIOS):
+        for target in targets:
+            r = report["targets"][target]["scenarios"][i]
+            lines.append(f"{name:<18}{target:<12}{r['urgent_pps']:>9.0f}{r['p50_us']:>9.0f}"
+                         f"{r['p99_us']:>9.0f}{r['p999_us']:>10.0f}{r['max_us'] or 0:>10.0f}"
+                         f"{r['loss']:>7.1%}{r['switch_cpu_share']:>6.2f}"
+                         f"{r['loadavg']:>6.1f}")
+        if len(targets) == 2:
+            a, b = (report["targets"][t]["scenarios"][i] for t in targets)
+            ratios = [b[k] / a[k] if a[k] else 0.0 for k in ("p50_us", "p99_us", "p999_us")]
+            lines.append(f"{'':<18}{'bmv2/soft':<12}{'':>9}" + "".join(
+                f"{r:>9.1f}x" if j else f"{r:>8.1f}x" for j, r in enumerate(ratios)))
+    for target in targets:
+        for r in report["targets"][target]["scenarios"]:
+            if "writes" in r:
+                w = r["writes"]
+                lines.append(f"  {target}: controller offered {w['offered_per_s']:.0f} "
+                             f"writes/s, applied {w['applied_per_s']:.0f}/s")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=10.0, help="per scenario (10)")
+    ap.add_argument("--targets", nargs="+", choices=veth_switch.TARGETS,
+                    default=list(veth_switch.TARGETS))
+    ap.add_argument("--max-pps", action="append", default=[], metavar="TARGET=N",
+                    help="a target's max rate instead of measuring it")
+    ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("urgent_latency needs root (veth pairs, AF_PACKET)", file=sys.stderr)
+        return 1
+    if args.seconds < 2:
+        ap.error("--seconds must be at least 2")
+    given: dict[str, float] = {}
+    for item in args.max_pps:
+        name, _, value = item.partition("=")
+        try:
+            given[name] = float(value)
+        except ValueError:
+            ap.error(f"--max-pps {item!r}: expected TARGET=N")
+    report: dict = {"seconds": args.seconds, "targets": {}, "notes": []}
+    for target in args.targets:
+        why = veth_switch.available(target)
+        if why is not None:
+            report["notes"].append(f"{target} left out: {why}")
+            continue
+        report["targets"][target] = run_target(target, args.seconds, given.get(target))
+    print(table(report))
+    for note in report["notes"]:
+        print(f"  {note}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""A switch under test on veth pairs: ``softswitch run`` or BMv2 ``simple_switch_grpc``.
+
+The veth benchmarks (``veth_pps.py``, ``urgent_latency.py``) start either target the
+way users start it, with the same interfaces, ``--priority-queues 8`` and a
+``simple_switch_CLI``-language channel (softswitch's runtime channel, BMv2's Thrift) that
+installs routes and queue settings, so one list of CLI lines configures both. BMv2 gets
+the JSON that the real ``p4c-bm2-ss`` compiles from the same source and defines.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from softswitch import reference_tools
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = ("softswitch", "bmv2")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class RunningSwitch:
+    """A started switch: its process and how to talk to its CLI channel."""
+
+    target: str
+    proc: subprocess.Popen
+    cli_command: list[str]
+    cli_env: dict[str, str] | None
+
+    def configure(self, lines: list[str]) -> None:
+        """Run CLI lines; SystemExit naming the target when one fails."""
+        cli = subprocess.run(self.cli_command, input="\n".join(lines) + "\n", text=True,
+                             capture_output=True, timeout=120, env=self.cli_env)
+        failed = [line for line in cli.stdout.splitlines()
+                  if "Error" in line or "error" in line or "Invalid" in line]
+        if cli.returncode != 0 or failed:
+            raise SystemExit(f"{self.target}: configuring failed: "
+                             f"{(failed or [cli.stderr.strip()])[:3]}")
+
+    def cli_process(self) -> subprocess.Popen:
+        """A CLI process reading commands from a pipe (a controller writing entries)."""
+        return subprocess.Popen(self.cli_command, stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                text=True, env=self.cli_env)
+
+
+def available(target: str) -> str | None:
+    """None when ``target`` can run here, else why not."""
+    if target == "bmv2" and reference_tools.find() is None:
+        return reference_tools.missing_reason()
+    return None
+
+
+@contextmanager
+def running(target: str, program: Path, interfaces: dict[int, str],
+            defines: dict[str, str] | None = None) -> Iterator[RunningSwitch]:
+    """Start ``target`` on ``interfaces`` (port -> interface) and stop it afterwards."""
+    defines = defines or {}
+    dflags = [f"-D{k}={v}" for k, v in defines.items()]
+    ifaces = [arg for port, iface in sorted(interfaces.items())
+              for arg in ("-i", f"{port}@{iface}")]
+    cli_port = free_port()
+    grpc = ["--", "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--priority-queues", "8"]
+    with tempfile.TemporaryDirectory(prefix=f"veth-{target}-") as tmp:
+        work = Path(tmp)
+        env: dict[str, str] | None = None
+        if target == "softswitch":
+            cmd = [sys.executable, "-m", "softswitch", "run", str(program), *dflags, *ifaces,
+                   "--thrift-port", str(cli_port), *grpc]
+            cli = [sys.executable, "-m", "softswitch", "cli", "--port", str(cli_port)]
+        else:
+            tools = reference_tools.find()
+            if tools is None:
+                raise SystemExit(reference_tools.missing_reason())
+            out_json = work / "prog.json"
+            comp = subprocess.run([tools.p4c, *dflags, "-o", str(out_json), str(program)],
+                                  capture_output=True, text=True)
+            if comp.returncode != 0:
+                raise SystemExit(f"p4c-bm2-ss {program}: {comp.stderr.strip()[:2000]}")
+            cmd = [tools.simple_switch_grpc, str(out_json), *ifaces, "--thrift-port",
+                   str(cli_port), "--log-level", "off", "--notifications-addr",
+                   f"ipc://{work}/notifications.ipc", *grpc]
+            cli = tools.cli_command(cli_port)
+            env = {**os.environ, **tools.env()}
+        log = open(work / "switch.log", "w")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        try:
+            _wait(cli_port, proc, work / "switch.log", target)
+            yield RunningSwitch(target, proc, cli, env)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait(port: int, proc: subprocess.Popen, log: Path, target: str,
+          seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{target} exited: {log.read_text()[-2000:]}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                time.sleep(0.2)
+                return
+        time.sleep(0.1)
+    raise SystemExit(f"{target} did not come up in {seconds:.0f} s")

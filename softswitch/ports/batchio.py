@@ -1,0 +1,52 @@
+"""Batched port I/O: every ready frame of a socket in one call, a burst out in one call.
+
+Per frame, Python's ``socket.recvmsg``/``send`` cost more than the compiled pipeline
+itself, so the port loop reads and writes bursts. ``batchio.c`` does it with
+``recvmmsg``/``sendmmsg``, compiled once into the fast path's cache; where there is no
+compiler (or ``SOFTSWITCH_BATCHIO=off``) the same functions loop over the single-frame
+socket calls, so behaviour is identical either way, only slower.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("softswitch.ports")
+SOURCE = Path(__file__).with_name("batchio.c")
+MAX_BATCH = 256            # frames read from one socket per wake-up, at most
+
+RecvBatch = Callable[[int, int], list[bytes]]
+SendBatch = Callable[[int, Sequence[bytes]], int]
+
+
+@cache
+def native() -> Any | None:
+    """The compiled module, or None (logged once) when it cannot be built here."""
+    if os.environ.get("SOFTSWITCH_BATCHIO", "auto") == "off":
+        return None
+    from softswitch.fastpath import build
+
+    try:
+        mod, _key, _built = build.load(SOURCE.read_text())
+    except (build.BuildError, OSError) as exc:
+        log.warning("batched port I/O unavailable, using per-frame socket calls: %s", exc)
+        return None
+    return mod
+
+
+def python_send_batch(sock: socket.socket, frames: Sequence[bytes]) -> int:
+    """``send_batch`` without the C module: one ``send`` per frame."""
+    sent = 0
+    for frame in frames:
+        try:
+            sock.send(frame)
+            sent += 1
+        except OSError:
+            pass
+    return sent
