@@ -208,7 +208,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path):
 
 def test_shipped_topologies_are_valid():
     for name, hosts, switches, links in (("single", 3, 1, 3), ("leaf_spine", 4, 4, 8),
-                                         ("single_l3", 2, 1, 2)):
+                                         ("single_l3", 2, 1, 2), ("nic_single", 2, 3, 4)):
         topo = load_topology(ROOT / "topologies" / f"{name}.yaml")
         assert (len(topo.hosts), len(topo.switches), len(topo.links)) == \
             (hosts, switches, links)
