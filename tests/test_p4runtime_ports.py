@@ -198,3 +198,25 @@ def test_burst_replies_leave_after_the_burst_in_one_call(veth):
         plane.stop()
         thread.join(2)
         plane.close()
+
+
+def test_pcap_records_reach_the_file_while_the_switch_runs(tmp_path):
+    """The writer thread puts records in the file within a few FLUSH_S, so a live trace
+    can be read; close writes the rest."""
+    from softswitch.ports.pcap import FLUSH_S, PcapWriter
+
+    path = tmp_path / "t.pcap"
+    writer = PcapWriter(str(path))
+    try:
+        first = _frame(b"one")
+        writer.write(first)
+        deadline = time.monotonic() + 50 * FLUSH_S
+        while time.monotonic() < deadline and path.stat().st_size <= 24:
+            time.sleep(FLUSH_S)
+        assert [bytes(p) for p in rdpcap(str(path))] == [first]
+        later = [_frame(bytes([i])) for i in range(20)]
+        for frame in later:
+            writer.write(frame)
+    finally:
+        writer.close()
+    assert [bytes(p) for p in rdpcap(str(path))] == [first, *later]

@@ -19,8 +19,10 @@ THRESHOLDS = (50_000, 20, 100)
 
 
 def settle() -> None:
-    """Collect once, freeze what survives and set the real-time thresholds; call when
-    the switch is loaded and before packets flow (and again after a new pipeline)."""
+    """Collect once, freeze what survives and set the real-time thresholds; call once,
+    when the switch is loaded and before packets flow. (A pipeline a controller sets
+    later is not frozen: freezing without a collection would keep the old pipeline's
+    garbage forever, and a collection then would be the very stall this avoids.)"""
     gc.collect()
     gc.freeze()
     gc.set_threshold(*THRESHOLDS)
