@@ -532,8 +532,8 @@ class ExprChecker:
                        "operand is not constant; width of left operand of shift needs to be "
                        "specified", e)
         if (isinstance(lb, T.IntType) and isinstance(e.right.const, int)
-                and e.right.const > 1 << 12):
-            raise fail(f"{describe(e)}: Compiler only supports widths up to 4096", e)
+                and e.right.const > 2048):
+            raise fail(f"{describe(e)}: Compiler only supports widths up to 2048", e)
         return lt
 
     def _concat(self, e: ast.Binary, lt: T.Type, rt: T.Type, ctx: Ctx) -> T.Type:
@@ -559,6 +559,8 @@ class ExprChecker:
             self.coerce(e.otherwise, a, ctx)
             return a
         if isinstance(a, T.IntType) and isinstance(b, T.IntType):
+            if isinstance(consteval.evaluate(e.cond), bool):
+                return T.IntType()      # a known condition folds to one untyped branch
             raise fail(f"Width must be specified for at least one of {describe(e.then)} or "
                        f"{describe(e.otherwise)}", e)
         if not compatible(a, b):
