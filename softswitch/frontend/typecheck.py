@@ -268,7 +268,10 @@ class ExprChecker:
         raise fail(f"Indexing {describe(e)} applied to non-array and non-tuple type {obj_t}", e)
 
     def _e_Slice(self, e: ast.Slice, ctx: Ctx) -> T.Type:
-        t = base(self.expr(e.expr, ctx))
+        raw = self.expr(e.expr, ctx)
+        if isinstance(raw, T.NewType):
+            raise fail(f"{describe(e)}: bit extraction only defined for bit<> types", e)
+        t = base(raw)
         for b in (e.hi, e.lo):
             self.expr(b, ctx)
             if not isinstance(b.const, int) or isinstance(b.const, bool):
@@ -302,6 +305,8 @@ class ExprChecker:
     # ------------------------------------------------------------------ operators
     def _e_Unary(self, e: ast.Unary, ctx: Ctx) -> T.Type:
         t = self.expr(e.expr, ctx)
+        if isinstance(t, T.NewType):
+            raise fail(f"Cannot apply {e.op} to value {describe(e.expr)} of type {t}", e)
         b = base(t)
         if e.op == "!":
             if not isinstance(b, T.BoolType):
@@ -325,6 +330,8 @@ class ExprChecker:
         lt = self.expr(e.left, ctx)
         rt = self.expr(e.right, ctx)
         op = e.op
+        if op not in ("==", "!=", "&&&", ".."):
+            _no_newtype_operand(e, op, ((e.left, lt), (e.right, rt)))
         if op in ("&&", "||"):
             for side, t in ((e.left, lt), (e.right, rt)):
                 if not isinstance(base(t), T.BoolType):
@@ -833,6 +840,16 @@ def _as_tuple(t: T.Type) -> T.Type:
     if isinstance(t, T.ListType):
         return T.TupleType(tuple(_as_tuple(x) for x in t.elements))
     return t
+
+
+def _no_newtype_operand(e: ast.Binary, op: str,
+                        sides: tuple[tuple[ast.Expr, T.Type], ...]) -> None:
+    """A type made with ``type`` keeps its values but none of the underlying type's
+    operators: only assignment, ``==``/``!=`` and casts (spec 7.6)."""
+    for side, t in sides:
+        if isinstance(t, T.NewType):
+            raise fail(f"{op}: cannot be applied to expression '{describe(side)}' with type "
+                       f"'{t}'", side)
 
 
 def _int_into_enum(item: ast.Expr, target: T.Type) -> bool:
