@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 def _contains_exit(node: Any) -> bool:
-    return any(isinstance(n, ast.ExitStmt) for n in E.walk(node))
+    return any(isinstance(n, ast.ExitStmt) for n in ast.walk(node))
 
 
 class CBlock(StmtGen):
@@ -220,7 +220,7 @@ class CBlock(StmtGen):
         body = getattr(decl, "body", None) or getattr(decl, "apply", None) or decl
         result = _contains_exit(body)
         if not result:
-            for n in E.walk(body):
+            for n in ast.walk(body):
                 if isinstance(n, ast.Call):
                     info = n.resolved
                     k = getattr(info, "kind", "")

@@ -18,6 +18,7 @@ from softswitch.fastpath.cexpr import FnCtx
 from softswitch.fastpath.ctypes_ import Unsupported, fit, is_wide, scalar, scalar_bits
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
+from softswitch.frontend.cpnames import digest_data_type
 from softswitch.v1model.lower_externs import enum_name
 
 if TYPE_CHECKING:
@@ -255,8 +256,11 @@ def _advance(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     n = lw.expr(info.args[0], fn)
     short = lw.prog.error_code("PacketTooShort", 1)
+    invalid = lw.prog.error_code("ParserInvalidArgument", 6)
     t = lw.tmp("adv")
     fn.buf.emit(f"u128 {t} = (u128)({n});")
+    # BMv2 (ParserOpAdvance), as the interpreter: whole bytes only, then enough packet
+    lw.perr(fn, f"{t} % 8 != 0", invalid)
     lw.perr(fn, f"(u128){pkt}->pos + {t} > (u128){pkt}->nbits", short)
     fn.buf.emit(f"{pkt}->pos += (uint64_t){t};")
     return None
@@ -365,9 +369,8 @@ def _digest(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         else:
             vals.append(_py_value(lw, code, _t))
     tup = _py_tuple(lw, vals, fn)
-    from softswitch.v1model.lower_externs import digest_name
-    dtype = (getattr(info, "type_args", None) or {}).get("T") or data.type
-    tname = lw.prog.obj(digest_name(T.strip_newtype(dtype)))
+    # named as in P4Info (one naming rule, cpnames), as the interpreter names them
+    tname = lw.prog.obj(lw.prog.pb.elab.digest_names.get(id(e)) or str(digest_data_type(e)))
     rv = lw.tmp("o")
     fn.buf.emit(f"PyObject *{rv} = {_py_value(lw, recv, info.args[0].type)};")
     fn.buf.emit(f"if (!{rv}) {{ Py_DECREF({tup}); return ST_ABORT; }}")

@@ -153,9 +153,16 @@ class CProgram:
                  "    const uint8_t *p = r->data;",
                  "    (void)vb;"]
         if any(k == "v" for _, _, k in fields):
+            # BMv2's checks (extract_VL), in its order and before any field is written,
+            # as the interpreter does them: whole bytes, enough packet, within the maximum
             vmax = max(w for _, w, k in fields if k == "v")
+            fixed = sum(w for _, w, k in fields if k != "v")
             hts = self.error_code("HeaderTooShort", 4)
-            lines.append(f"    if (vb > {vmax} || vb < 0) {{ c->perr = {hts}; return ST_PERR; }}")
+            invalid = self.error_code("ParserInvalidArgument", 6)
+            lines += [f"    if (vb % 8 != 0) {{ c->perr = {invalid}; return ST_PERR; }}",
+                      f"    if ((i128)r->pos + {fixed} + vb > (i128)r->nbits) {{ "
+                      f"c->perr = {short}; return ST_PERR; }}",
+                      f"    if (vb > {vmax} || vb < 0) {{ c->perr = {hts}; return ST_PERR; }}"]
             i = 0
             while i < len(fields):
                 path, w, kind = fields[i]
