@@ -588,6 +588,11 @@ class ExprChecker:
             if not self.coerce(e.expr, to, ctx, quiet=True):
                 raise fail(f"'({to}){describe(e.expr)}': cast not supported", e)
             return to
+        tb = base(to)
+        if isinstance(tb, T.EnumType) and tb.underlying is None:
+            # a plain enum has no representation to convert from, not even itself
+            raise fail(f"{describe(e.to) if isinstance(e.to, ast.Expr) else tb.name}: cast not "
+                       "supported", e)
         if not castable(src, to) and not self._constant_bits_cast(e.expr, src, to):
             raise fail(f"'({to}){describe(e.expr)}': Illegal cast from {src} to {to}", e)
         if isinstance(base(to), T.BoolType) and isinstance(base(src), (T.IntType, T.BitsType)) \
