@@ -344,6 +344,12 @@ class ExprChecker:
         if op == "++":
             return self._concat(e, lt, rt, ctx)
         if op in ("==", "!="):
+            for (side, t), (other, ot) in (((e.left, lt), (e.right, rt)),
+                                           ((e.right, rt), (e.left, lt))):
+                if isinstance(t, T.NewType) and isinstance(ot, T.IntType):
+                    # an untyped int is not implicitly a value of a 'type' newtype
+                    raise fail(f"'{describe(side)}' with type '{t}' cannot be compared to "
+                               f"'{describe(other)}' with type 'int'", e)
             self._equality(e, ctx)
             return T.BoolType()
         if op in ("&&&", ".."):
