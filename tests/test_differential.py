@@ -1,8 +1,9 @@
 """softswitch's front end against real p4test on seeded mutants (softswitch.difftest).
 
-The bounded run in ``make test``: ``DIFF_COUNT`` mutants (default 240, about two
-minutes on two cores) of the corpus' small v1model programs and tests/p4/frontend's,
-from ``DIFF_SEED`` (default 1). Every disagreement must be a fixed bug or listed, with
+The bounded run in ``make test``: ``DIFF_COUNT`` programs (default 240, about two
+minutes on two cores) from ``DIFF_SEED`` (default 1): mutants of the corpus' small
+v1model programs and tests/p4/frontend's, and generated programs
+(softswitch.difftest.generate). Every disagreement must be a fixed bug or listed, with
 its reason, in tests/differential_known.txt; softswitch's internal errors never are.
 A larger run: ``make difftest`` (``python -m softswitch.difftest --count N``).
 """
@@ -15,7 +16,7 @@ import random
 import pytest
 
 from softswitch import conformance
-from softswitch.difftest import mutate
+from softswitch.difftest import generate, mutate
 from softswitch.difftest import run as R
 
 SEED = int(os.environ.get("DIFF_SEED", "1"))
@@ -44,6 +45,36 @@ def test_each_mutation_changes_one_thing():
         m = getattr(mutate._Mutator(text, rng), name)()
         if m is not None:
             assert m.text != text and m.what, name
+
+
+def test_generated_programs_are_deterministic_and_varied():
+    first = [(m.text, m.what) for m in generate.programs(5, 30)]
+    assert first == [(m.text, m.what) for m in generate.programs(5, 30)]
+    assert len({text for text, _ in first}) == 30
+
+
+def test_every_piece_reaches_its_language_area():
+    """Each piece puts its construct into a whole program (skeleton around it)."""
+    marks = {"cast": "= (", "slice_": ":", "consteval": "const ", "switch": "switch (",
+             "generics": "<", "stack_union": "hdr.", "abstract": "abstract ",
+             "value_set": "value_set<", "compare": "if (", "keysets": "select(",
+             "entries": "entries = {", "tuples": "tuple<", "shifts": "<<",
+             "functions": "bit<8> fn"}
+    rng = random.Random(11)
+    for piece in generate.PIECES:
+        part = piece(generate._Gen(rng))
+        body = part.top + part.parser_locals + part.start + part.transition + part.locals + \
+            part.apply
+        assert part.what and (marks[piece.__name__] in body or (
+            piece.__name__ == "shifts" and ">>" in body)), (piece.__name__, body)
+
+
+def test_runs_mix_generated_programs_and_mutants():
+    sources = [("a.p4", "control c(inout bit<8> x) { apply { if (x == 8w1) { x = x + 1; } } }")]
+    names = [name for _, name, _ in R.programs(sources, 3, 60, generated_share=0.5)]
+    assert len(names) == 60 and R.GENERATED in names and "a.p4" in names
+    again = [(n, m.text) for _, n, m in R.programs(sources, 3, 60, generated_share=0.5)]
+    assert again == [(n, m.text) for _, n, m in R.programs(sources, 3, 60, generated_share=0.5)]
 
 
 @pytest.fixture(scope="module")

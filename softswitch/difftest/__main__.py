@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         if case.kind in R.DISAGREEMENTS or case.kind == "p4test-crash":
             doc = R.explain(case, known)
             if doc is None or args.all:
-                tag = f"known: {doc.reason}" if doc else "UNDOCUMENTED"
+                tag = f"known: {doc.reason}" if doc else (
+                    "no reference verdict" if case.kind == "p4test-crash" else "UNDOCUMENTED")
                 print(f"[{case.index}] {tag}: {case.summary()}", flush=True)
 
     start = time.monotonic()

@@ -218,9 +218,11 @@ def _evaluate(expr: ast.Expr) -> Any:
         lv, rv = evaluate(expr.left), evaluate(expr.right)
         if lv is ast.NOT_CONST or rv is ast.NOT_CONST:
             return ast.NOT_CONST
+        members = isinstance(lv, MemberConst) + isinstance(rv, MemberConst)
         if expr.op in ("==", "!=", "<", "<=", ">", ">="):
-            if isinstance(lv, MemberConst) != isinstance(rv, MemberConst):
-                return ast.NOT_CONST    # p4c does not fold an enum member against a number
+            # p4c folds no enum member against a number, and does not order members
+            if members == 1 or (members and expr.op not in ("==", "!=")):
+                return ast.NOT_CONST
         else:   # a serializable enum's member takes part in arithmetic as its value
             lv, rv = _member_value(lv), _member_value(rv)
         return fold_binary(expr.op, lv, rv, typ, expr.loc, expr.right.type)

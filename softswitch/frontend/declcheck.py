@@ -564,9 +564,35 @@ class DeclChecker(TableChecker):
         t = self.expr(s.cond, ctx)
         if not isinstance(base(t), T.BoolType):
             raise fail(f"Condition of IfStatement does not evaluate to a bool but {t}", s.cond)
+        known = consteval.evaluate(s.cond)
+        if isinstance(known, bool):
+            self._fold_if(s, known, ctx)
+            return
         self.guard(lambda: self.sub_stmt(s.then, ctx))
         if s.otherwise is not None:
             self.guard(lambda: self.sub_stmt(s.otherwise, ctx))
+
+    def _fold_if(self, s: ast.IfStmt, known: bool, ctx: Ctx) -> None:
+        """An ``if`` on a compile-time known condition: like p4c, which folds it before
+        type checking, only the taken branch is type-checked and kept; the dead one only
+        has to name declarations that exist (p4c resolves names first), then goes."""
+        live, dead = (s.then, s.otherwise) if known else (s.otherwise, s.then)
+        if live is not None:
+            self.guard(lambda: self.sub_stmt(live, ctx))
+        if dead is not None:
+            saved = self.sink.diagnostics
+            self.sink.diagnostics = []
+            try:
+                self.guard(lambda: self.sub_stmt(dead, ctx))
+                unresolved = [d for d in self.sink.errors if "not found" in d.message]
+            finally:
+                self.sink.diagnostics = saved
+            self.sink.diagnostics.extend(unresolved)
+        empty = ast.BlockStmt([], loc=dead.loc) if dead is not None else None
+        if known:
+            s.otherwise = None
+        elif empty is not None:
+            s.then = empty
 
     def sub_stmt(self, s: ast.Stmt, ctx: Ctx) -> None:
         """A statement nested in if/for: its declarations get their own scope."""
@@ -748,6 +774,8 @@ def always_returns(s: ast.Stmt | None) -> bool:
     if isinstance(s, ast.BlockStmt):
         return any(always_returns(x) for x in s.stmts)
     if isinstance(s, ast.IfStmt):
+        if isinstance(s.cond.const, bool):     # folded: only the live branch counts
+            return always_returns(s.then if s.cond.const else s.otherwise)
         return always_returns(s.then) and always_returns(s.otherwise)
     if isinstance(s, ast.SwitchStmt):
         has_default = any(isinstance(c.label, ast.DefaultExpr) for c in s.cases)

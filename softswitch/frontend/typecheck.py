@@ -268,7 +268,10 @@ class ExprChecker:
         raise fail(f"Indexing {describe(e)} applied to non-array and non-tuple type {obj_t}", e)
 
     def _e_Slice(self, e: ast.Slice, ctx: Ctx) -> T.Type:
-        t = base(self.expr(e.expr, ctx))
+        raw = self.expr(e.expr, ctx)
+        if isinstance(raw, T.NewType):
+            raise fail(f"{describe(e)}: bit extraction only defined for bit<> types", e)
+        t = base(raw)
         for b in (e.hi, e.lo):
             self.expr(b, ctx)
             if not isinstance(b.const, int) or isinstance(b.const, bool):
@@ -290,7 +293,9 @@ class ExprChecker:
             return T.BitsType(hi - lo + 1)
         if not isinstance(t, T.BitsType):
             raise fail(f"{describe(e)}: bit extraction only defined for bit<> types", e)
-        if hi >= t.width or lo >= t.width:
+        known = consteval.evaluate(e.expr)
+        if (hi >= t.width or lo >= t.width) and (not isinstance(known, int) or lo > hi):
+            # (p4c folds a slice of a constant before checking widths: 8w2[15:8] is 8w0)
             raise fail(f"Bit index {max(hi, lo)} greater than width {t.width}", e.hi)
         if lo > hi:
             raise fail(f"{describe(e)}: bit slice indexes reversed ({hi} < {lo})", e)
@@ -302,6 +307,8 @@ class ExprChecker:
     # ------------------------------------------------------------------ operators
     def _e_Unary(self, e: ast.Unary, ctx: Ctx) -> T.Type:
         t = self.expr(e.expr, ctx)
+        if isinstance(t, T.NewType):
+            raise fail(f"Cannot apply {e.op} to value {describe(e.expr)} of type {t}", e)
         b = base(t)
         if e.op == "!":
             if not isinstance(b, T.BoolType):
@@ -325,6 +332,8 @@ class ExprChecker:
         lt = self.expr(e.left, ctx)
         rt = self.expr(e.right, ctx)
         op = e.op
+        if op not in ("==", "!=", "&&&", ".."):
+            _no_newtype_operand(e, op, ((e.left, lt), (e.right, rt)))
         if op in ("&&", "||"):
             for side, t in ((e.left, lt), (e.right, rt)):
                 if not isinstance(base(t), T.BoolType):
@@ -335,6 +344,12 @@ class ExprChecker:
         if op == "++":
             return self._concat(e, lt, rt, ctx)
         if op in ("==", "!="):
+            for (side, t), (other, ot) in (((e.left, lt), (e.right, rt)),
+                                           ((e.right, rt), (e.left, lt))):
+                if isinstance(t, T.NewType) and isinstance(ot, T.IntType):
+                    # an untyped int is not implicitly a value of a 'type' newtype
+                    raise fail(f"'{describe(side)}' with type '{t}' cannot be compared to "
+                               f"'{describe(other)}' with type 'int'", e)
             self._equality(e, ctx)
             return T.BoolType()
         if op in ("&&&", ".."):
@@ -532,8 +547,8 @@ class ExprChecker:
                        "operand is not constant; width of left operand of shift needs to be "
                        "specified", e)
         if (isinstance(lb, T.IntType) and isinstance(e.right.const, int)
-                and e.right.const > 1 << 12):
-            raise fail(f"{describe(e)}: Compiler only supports widths up to 4096", e)
+                and e.right.const > 2048):
+            raise fail(f"{describe(e)}: Compiler only supports widths up to 2048", e)
         return lt
 
     def _concat(self, e: ast.Binary, lt: T.Type, rt: T.Type, ctx: Ctx) -> T.Type:
@@ -559,6 +574,8 @@ class ExprChecker:
             self.coerce(e.otherwise, a, ctx)
             return a
         if isinstance(a, T.IntType) and isinstance(b, T.IntType):
+            if isinstance(consteval.evaluate(e.cond), bool):
+                return T.IntType()      # a known condition folds to one untyped branch
             raise fail(f"Width must be specified for at least one of {describe(e.then)} or "
                        f"{describe(e.otherwise)}", e)
         if not compatible(a, b):
@@ -577,6 +594,11 @@ class ExprChecker:
             if not self.coerce(e.expr, to, ctx, quiet=True):
                 raise fail(f"'({to}){describe(e.expr)}': cast not supported", e)
             return to
+        tb = base(to)
+        if isinstance(tb, T.EnumType) and tb.underlying is None:
+            # a plain enum has no representation to convert from, not even itself
+            raise fail(f"{describe(e.to) if isinstance(e.to, ast.Expr) else tb.name}: cast not "
+                       "supported", e)
         if not castable(src, to) and not self._constant_bits_cast(e.expr, src, to):
             raise fail(f"'({to}){describe(e.expr)}': Illegal cast from {src} to {to}", e)
         if isinstance(base(to), T.BoolType) and isinstance(base(src), (T.IntType, T.BitsType)) \
@@ -831,6 +853,16 @@ def _as_tuple(t: T.Type) -> T.Type:
     if isinstance(t, T.ListType):
         return T.TupleType(tuple(_as_tuple(x) for x in t.elements))
     return t
+
+
+def _no_newtype_operand(e: ast.Binary, op: str,
+                        sides: tuple[tuple[ast.Expr, T.Type], ...]) -> None:
+    """A type made with ``type`` keeps its values but none of the underlying type's
+    operators: only assignment, ``==``/``!=`` and casts (spec 7.6)."""
+    for side, t in sides:
+        if isinstance(t, T.NewType):
+            raise fail(f"{op}: cannot be applied to expression '{describe(side)}' with type "
+                       f"'{t}'", side)
 
 
 def _int_into_enum(item: ast.Expr, target: T.Type) -> bool:
