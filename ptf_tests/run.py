@@ -325,7 +325,14 @@ def ptf_command(opts: Options, p4info: Path, config: Path, work: Path) -> list[s
             "--log-dir", str(work / "ptf-logs"),
             # a positive check returns as soon as its packet arrives, so a generous limit
             # costs nothing on a healthy switch and spares a busy 2-core machine
-            "--default-timeout", "10", "--test-case-timeout", "300", *opts.ptf_args]
+            "--default-timeout", "10", "--test-case-timeout", "300",
+            *(opts.ptf_args or _default_specs(opts))]
+
+
+def _default_specs(opts: Options) -> list[str]:
+    """What runs when the user names no tests: the standard group, or the NIC suite's
+    module (its tests are outside the standard group; see ptf_tests/nic/nic_test.py)."""
+    return ["nic_test"] if opts.suite == "nic" else []
 
 
 VERDICT = re.compile(r"^(?P<name>[\w.]+) \.\.\. "

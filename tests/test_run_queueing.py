@@ -204,3 +204,61 @@ def _drain_eth(port: RawPort, seconds: float) -> list[bytes]:
         elif got[12:14] == ETHERTYPE.to_bytes(2, "big"):
             out.append(got)
     return out
+
+
+def test_packet_out_waits_in_the_egress_queues(veths, tmp_path):
+    """A controller's PacketOut goes through ingress and then the egress queues, as on
+    BMv2 (it once skipped them): behind a rate-limited backlog of its queue, it leaves
+    after that backlog, at the queue's pace."""
+    import grpc
+    from p4.v1 import p4runtime_pb2
+
+    from softswitch.p4runtime.client import StreamClient
+
+    prog = tmp_path / "prio.p4"
+    prog.write_text(PROGRAM)
+    grpc_port, cli_port = free_port(), free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "softswitch", "run", str(prog), "-i", f"0@{veths[0][0]}",
+         "-i", f"1@{veths[1][0]}", "--thrift-port", str(cli_port), "--",
+         "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--priority-queues", "8",
+         "--cpu-port", "255"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
+    try:
+        wait_for_port(cli_port, proc)
+        wait_for_port(grpc_port, proc)
+        rate = 50
+        assert _cli(cli_port, f"set_queue_rate {rate} 1").returncode == 0
+        stream = StreamClient(channel)
+        stream.arbitrate(1)
+        stream.next()
+        tx, rx = RawPort(veths[0][1]), RawPort(veths[1][1])
+        for seq in range(6):
+            assert tx.send(frame(0, seq))
+        time.sleep(0.05)
+        sent_at = time.monotonic()
+        stream.send(p4runtime_pb2.StreamMessageRequest(
+            packet=p4runtime_pb2.PacketOut(payload=frame(0, 77))))
+        arrivals: list[tuple[float, int]] = []
+        deadline = time.monotonic() + 5
+        while len(arrivals) < 7 and time.monotonic() < deadline:
+            got = rx.receive()
+            if got is None:
+                time.sleep(0.001)
+            elif got[12:14] == ETHERTYPE.to_bytes(2, "big"):
+                arrivals.append((time.monotonic(), got[10]))
+        stream.close()
+        order = [seq for _, seq in arrivals]
+        assert order == [0, 1, 2, 3, 4, 5, 77], order
+        # queued behind the backlog still waiting at 50/s: several intervals, not at once
+        assert arrivals[-1][0] - sent_at >= 3 * (1 / rate) * 0.8, arrivals
+    finally:
+        channel.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err, err

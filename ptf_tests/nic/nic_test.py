@@ -43,7 +43,12 @@ def from_peer(opcode: int, dst_qp: int, **kw: object) -> Ether:
 
 
 class NicTest(TailccTest):
-    """The NIC with the controller's tables: ports, one QP, hot_kv's class policy."""
+    """The NIC with the controller's tables: ports, one QP, hot_kv's class policy.
+
+    Not in PTF's standard group: the switch suite's run (PTF walks ptf_tests/ and its
+    subfolders) must not run these against tailcc.p4; ``run.py --suite nic`` names them."""
+
+    _nonstandard = True
 
     def setUp(self) -> None:
         super().setUp()

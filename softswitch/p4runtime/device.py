@@ -67,6 +67,10 @@ class Device:
         self.current: Loaded | None = None
         self.saved: Loaded | None = None
         self.transmit: Transmit = lambda port, data: None
+        # Where frames entering the pipeline go when the switch has queues: softswitch
+        # run's EgressScheduler (deliver_batch), so PacketOut waits in the egress queues
+        # as on BMv2. None: straight through the pipeline (in-process devices, tests).
+        self.ingress: Callable[[int, list[bytes]], None] | None = None
         self._digest_list_ids = itertools.count(1)
         self.packets_in = 0
         self.packets_in_dropped = 0
@@ -266,6 +270,9 @@ class Device:
                                                  "PacketOut is not available")
             frame = loaded.packet_io.frame_of(packet)
             self.packets_out += 1
+            if self.ingress is not None:
+                self.ingress(self.cpu_port, [frame])
+                return
             outs = self._inject(loaded, self.cpu_port, frame)
             self._dispatch(loaded, outs)
 

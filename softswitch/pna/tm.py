@@ -50,8 +50,11 @@ class NicQueues:
         except ValueError as exc:
             raise P4Error(f"class {class_of_service}: {exc}") from None
 
-    def receive(self, port: int, data: bytes, now_us: float) -> None:
-        """Run the pipeline on an arriving frame now and queue what it sends."""
+    def receive(self, port: int, data: bytes, now_us: float,
+                out: list[PacketOut] | None = None) -> None:
+        """Run the pipeline on an arriving frame now and queue what it sends. Every copy
+        takes its transmit queue (``out``, the v1model view's pass-through list, stays
+        empty): the port loop sends what may leave at once right after."""
         self.switch.clock.freeze(int(now_us))
         for out in self.switch.inject(port, data):
             self.enqueue(out, now_us)

@@ -5,8 +5,8 @@ the traffic manager's queues (``--priority-queues N``, 64 packets each, rates an
 set over the runtime channel) and leave when the scheduler lets them, from the port
 loop's thread when they may leave at once and from this module's thread when a rate
 limit or link rate holds them. Everything touching the switch runs under the device's
-lock. Packets a controller injects with PacketOut skip the queues, as they reach the
-switch through the CPU port rather than a front-panel port.
+lock. Packets a controller injects with PacketOut take the same path from the CPU port
+(ingress, then the egress queues), as on BMv2.
 
 PFC (a softswitch extension, thresholds set with the runtime channel's ``set_pfc``):
 when the packets held from an ingress port and priority reach XOFF, an 802.1Qbb frame
@@ -49,6 +49,7 @@ class EgressScheduler:
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="egress-scheduler",
                                          daemon=True)
+        device.ingress = self.deliver_batch       # PacketOut queues too
 
     def now_us(self) -> float:
         """Microseconds since the switch started (BMv2's timestamp origin)."""
