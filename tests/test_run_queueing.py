@@ -113,21 +113,29 @@ def test_urgent_frame_overtakes_rate_limited_bulk(veths, tmp_path):
         assert after >= 3 and spread >= (after - 1) * (1 / rate) * 0.8, (
             f"bulk not rate limited: {after} frames in {spread:.3f}s")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=15)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        err = _stop(proc)
     assert proc.returncode == 0 and "Traceback" not in err, err
 
 
-def _start_switch(prog: Path, veths, cli_port: int, grpc_port: int) -> subprocess.Popen:
+def _start_switch(prog: Path, veths, cli_port: int, grpc_port: int,
+                  *target_args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "softswitch", "run", str(prog), "-i", f"0@{veths[0][0]}",
          "-i", f"1@{veths[1][0]}", "--thrift-port", str(cli_port), "--",
-         "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--priority-queues", "8"],
+         "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--priority-queues", "8",
+         *target_args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    """SIGTERM, as an operator stops the switch; its stderr."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return err
 
 
 def _cli(cli_port: int, *commands: str) -> subprocess.CompletedProcess:
@@ -186,12 +194,7 @@ def test_pfc_pauses_the_upstream_and_honours_received_pauses(veths, tmp_path):
         released = [f for f in _drain_eth(down, 1.0) if f[11] == 7]
         assert len(released) == 1
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=15)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        err = _stop(proc)
     assert proc.returncode == 0 and "Traceback" not in err, err
 
 
@@ -218,12 +221,7 @@ def test_packet_out_waits_in_the_egress_queues(veths, tmp_path):
     prog = tmp_path / "prio.p4"
     prog.write_text(PROGRAM)
     grpc_port, cli_port = free_port(), free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "softswitch", "run", str(prog), "-i", f"0@{veths[0][0]}",
-         "-i", f"1@{veths[1][0]}", "--thrift-port", str(cli_port), "--",
-         "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--priority-queues", "8",
-         "--cpu-port", "255"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _start_switch(prog, veths, cli_port, grpc_port, "--cpu-port", "255")
     channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
     try:
         wait_for_port(cli_port, proc)
@@ -255,10 +253,5 @@ def test_packet_out_waits_in_the_egress_queues(veths, tmp_path):
         assert arrivals[-1][0] - sent_at >= 3 * (1 / rate) * 0.8, arrivals
     finally:
         channel.close()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=15)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        err = _stop(proc)
     assert proc.returncode == 0 and "Traceback" not in err, err

@@ -22,15 +22,17 @@ from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
 from softswitch.v1model import wire
-from softswitch.v1model.blocks import PARSER_STATE_LIMIT, REJECT_CODE, _StateRef, match_keys
+from softswitch.v1model.blocks import (
+    PARSER_STATE_LIMIT,
+    REJECT_CODE,
+    _StateRef,
+    match_keys,
+    may_exit,
+)
 from softswitch.v1model.tables import EMPTY_GROUP_ACTION
 
 if TYPE_CHECKING:
     from softswitch.fastpath.cprogram import CProgram, ExternRef
-
-
-def _contains_exit(node: Any) -> bool:
-    return any(isinstance(n, ast.ExitStmt) for n in ast.walk(node))
 
 
 class CBlock(StmtGen):
@@ -213,25 +215,7 @@ class CBlock(StmtGen):
         return name
 
     def may_exit(self, decl: Any) -> bool:
-        key = id(decl)
-        if key in self._exit_cache:
-            return self._exit_cache[key]
-        self._exit_cache[key] = False
-        body = getattr(decl, "body", None) or getattr(decl, "apply", None) or decl
-        result = _contains_exit(body)
-        if not result:
-            for n in ast.walk(body):
-                if isinstance(n, ast.Call):
-                    info = n.resolved
-                    k = getattr(info, "kind", "")
-                    if k in ("action", "control_apply") and self.may_exit(info.decl):
-                        result = True
-                        break
-                    if k == "table_apply":
-                        result = True
-                        break
-        self._exit_cache[key] = result
-        return result
+        return may_exit(decl, self._exit_cache)
 
     def compile_callable(self, decl: Any, cname: str) -> None:
         buf = CBuf()

@@ -36,6 +36,31 @@ def _contains_exit(node: Any) -> bool:
     return any(isinstance(n, ast.ExitStmt) for n in ast.walk(node))
 
 
+def may_exit(decl: Any, cache: dict[int, bool]) -> bool:
+    """Whether running ``decl`` (an action, function or control) can end in ``exit``:
+    its own body, the actions and controls it calls, and any table it applies (an
+    action of the table may exit). Both back ends (this one and softswitch.fastpath)
+    wrap such calls so ``out`` arguments are copied back; ``cache`` (by ``id``) is the
+    caller's, and breaks recursion through a callable being computed."""
+    key = id(decl)
+    if key in cache:
+        return cache[key]
+    cache[key] = False
+    body = getattr(decl, "body", None) or getattr(decl, "apply", None) or decl
+    result = _contains_exit(body)
+    if not result:
+        for n in ast.walk(body):
+            if isinstance(n, ast.Call):
+                info = n.resolved
+                k = getattr(info, "kind", "")
+                if k == "table_apply" or (k in ("action", "control_apply")
+                                          and may_exit(info.decl, cache)):
+                    result = True
+                    break
+    cache[key] = result
+    return result
+
+
 class BlockLowerer(StmtLowerer):
     def __init__(self, pb: ProgramBuilder, block: E.BlockInstance) -> None:
         super().__init__(pb.env, pb.base_namespace())
@@ -170,25 +195,7 @@ class BlockLowerer(StmtLowerer):
         return name
 
     def may_exit(self, decl: Any) -> bool:
-        key = id(decl)
-        if key in self._exit_cache:
-            return self._exit_cache[key]
-        self._exit_cache[key] = False
-        body = getattr(decl, "body", None) or getattr(decl, "apply", None) or decl
-        result = _contains_exit(body)
-        if not result:
-            for n in ast.walk(body):
-                if isinstance(n, ast.Call):
-                    info = n.resolved
-                    k = getattr(info, "kind", "")
-                    if k in ("action", "control_apply") and self.may_exit(info.decl):
-                        result = True
-                        break
-                    if k == "table_apply":
-                        result = True
-                        break
-        self._exit_cache[key] = result
-        return result
+        return may_exit(decl, self._exit_cache)
 
     def compile_callable(self, decl: Any, pyname: str) -> None:
         buf = CodeBuf()
