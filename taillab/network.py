@@ -21,8 +21,6 @@ What each part does, and why it is here rather than in the P4 program:
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +30,7 @@ from softswitch.tm import TrafficManager
 from softswitch.v1model.queueing import QueuedSwitch
 from softswitch.v1model.switch import Switch
 from taillab.dcqcn import NotificationPoint, ReactionPoint
+from taillab.events import EventLoop
 from taillab.leafspine import (
     CNP_DSCP,
     CNP_RECIRCULATION_PORT,
@@ -72,23 +71,6 @@ def packet_identity(data: bytes) -> bytes:
     """What stays the same hop by hop (MACs, TTL, ECN and checksum change): source IP,
     destination IP, BTH destination QP and PSN."""
     return data[26:34] + data[BTH_OPCODE_OFFSET + 4:BTH_OPCODE_OFFSET + 12]
-
-
-class EventLoop:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
-        self._seq = itertools.count()
-
-    def at(self, t: float, fn: Callable[[], None]) -> None:
-        heapq.heappush(self._heap, (max(t, self.now), next(self._seq), fn))
-
-    def run(self, until_us: float) -> None:
-        while self._heap and self._heap[0][0] <= until_us:
-            t, _, fn = heapq.heappop(self._heap)
-            self.now = t
-            fn()
-        self.now = until_us
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from softswitch.tm.scheduler import EgressPort
 from taillab.dcqcn import NotificationPoint, ReactionPoint
-from taillab.network import EventLoop
+from taillab.events import EventLoop
 
 WIRE_BYTES = 1000
 

@@ -10,14 +10,12 @@ notification point, returns CNPs for CE-marked packets. The switch is anything w
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from taillab.dcqcn import NotificationPoint, ReactionPoint
+from taillab.events import EventLoop
 from taillab.roce import (
     ECN_CE,
     ECN_ECT0,
@@ -74,23 +72,6 @@ class Completion:
     @property
     def latency_us(self) -> float:
         return self.done_us - self.msg.start_us
-
-
-class EventLoop:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
-        self._seq = itertools.count()
-
-    def at(self, t: float, fn: Callable[[], None]) -> None:
-        heapq.heappush(self._heap, (max(t, self.now), next(self._seq), fn))
-
-    def run(self, until_us: float) -> None:
-        while self._heap and self._heap[0][0] <= until_us:
-            t, _, fn = heapq.heappop(self._heap)
-            self.now = t
-            fn()
-        self.now = until_us
 
 
 @dataclass

@@ -1,0 +1,28 @@
+"""The lab's discrete-event clock: callbacks ordered by time (microseconds), ties in
+the order they were scheduled, so a seed gives the same run every time. One loop for
+the single-switch lab (sim.py) and the fabric (network.py)."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+
+
+class EventLoop:
+    """Run callbacks at simulated times; ``now`` is the time of the one running."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+
+    def at(self, t: float, fn: Callable[[], None]) -> None:
+        heapq.heappush(self._heap, (max(t, self.now), next(self._seq), fn))
+
+    def run(self, until_us: float) -> None:
+        while self._heap and self._heap[0][0] <= until_us:
+            t, _, fn = heapq.heappop(self._heap)
+            self.now = t
+            fn()
+        self.now = until_us
