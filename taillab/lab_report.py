@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from taillab.leafspine import ROLES
+from taillab.classes import ROLES
 from taillab.metrics import Stat, pooled_stat
 from taillab.scenario import MOUSE_CLASSES, Scenario
 

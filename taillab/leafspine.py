@@ -16,8 +16,7 @@ ECN thresholds and switch-generated Fast CNPs for the elephant classes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from taillab.classes import role
 from taillab.scenario import Buffers, Topology
 
 RECEIVER_QP_OFFSET = 0x100000
@@ -26,45 +25,6 @@ CNP_QUEUE = 6
 BASELINE_QUEUE = 3
 CNP_SESSION = 1024               # defines.p4 TAILCC_CNP_SESSION
 CNP_RECIRCULATION_PORT = 510
-
-
-@dataclass(frozen=True)
-class ClassRole:
-    """How tailcc treats a semantic class: its traffic class, queue, ECN
-    profile and whether the switch sends Fast CNPs for it (the elephants)."""
-
-    tc: int
-    queue: int
-    ecn: tuple[int, int, float]      # kmin, kmax (packets), pmax
-    fast_cnp: bool
-
-
-# The semantic classes of BRIEF §2 the lab knows, highest queue first. Scheduling
-# signals alone in strict queue 5 (a 1 MB hot KV block must not sit in front of them),
-# hot KV and TP/PP in strict queue 4, both marked only on a real incast of mice. MoE,
-# KV-cache migration and training elephants share queues 3/2/1 by DWRR 3:1:1 with early
-# ECN and Fast CNP, so they slow down before PFC has to step in, and a pause for one of
-# them (a slow receiver of KV migrations) does not stop the others. Cold KV migration
-# (background) ranks below bulk.
-ROLES: dict[str, ClassRole] = {
-    "control": ClassRole(9, 5, (32, 64, 0.1), False),
-    "sched_signal": ClassRole(7, 5, (32, 64, 0.1), False),
-    "hot_kv": ClassRole(8, 4, (32, 64, 0.1), False),
-    "tp_pp": ClassRole(6, 4, (32, 64, 0.1), False),
-    "moe_a2a": ClassRole(5, 3, (10, 50, 0.2), True),
-    "kv_migration": ClassRole(4, 2, (4, 32, 0.2), True),
-    "bulk": ClassRole(2, 1, (4, 32, 0.2), True),
-    "cold_kv": ClassRole(1, 0, (4, 32, 0.2), True),
-}
-DWRR_WEIGHTS = {3: 3, 2: 1, 1: 1, 0: 1}
-
-
-def role(cls: str) -> ClassRole:
-    r = ROLES.get(cls)
-    if r is None:
-        raise ValueError(f"traffic class {cls!r} unknown to the lab (known: "
-                         f"{', '.join(ROLES)})")
-    return r
 
 
 def sender_qp(spec: int, sender: int, receiver: int) -> int:

@@ -16,8 +16,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from taillab.classes import DWRR_WEIGHTS
 from taillab.leafspine import (
-    DWRR_WEIGHTS,
     Fabric,
     cnp_flow_commands,
     lossless_queues,

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from taillab.classes import ROLES
+
 SCHEMES = ("baseline", "priority-only", "tailcc")
 MOUSE_CLASSES = ("control", "cnp", "hot_kv", "sched_signal", "tp_pp")
 
@@ -63,7 +65,7 @@ class TrafficSpec:
     """One traffic class: who sends to whom, message sizes, and how much."""
 
     name: str                       # what the report calls it
-    role: str                       # the semantic class it is (leafspine.ROLES)
+    role: str                       # the semantic class it is (classes.ROLES)
     senders: tuple[int, ...]
     receivers: tuple[int, ...]
     sizes: tuple[int, ...]          # drawn uniformly (log-uniform when ``log_range``)
@@ -205,7 +207,6 @@ def _traffic(r: _Reader, topo: Topology) -> TrafficSpec:
                             f"period_us")
     if spec.load >= 1:
         raise ScenarioError(f"{r.source}: {r.path}load: a share of the link, below 1")
-    from taillab.leafspine import ROLES
     if spec.role not in ROLES:
         raise ScenarioError(f"{r.source}: {r.path}class: {spec.role!r} is not a class the lab "
                             f"knows ({', '.join(ROLES)})")
