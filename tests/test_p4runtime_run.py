@@ -67,14 +67,20 @@ def _start(args: list[str]) -> subprocess.Popen:
 
 def _wait_ready(addr: str, proc: subprocess.Popen) -> grpc.Channel:
     channel = grpc.insecure_channel(addr)
+    # one readiness future, waited on in slices; a future left polling would raise in
+    # its thread once the test closes the channel
+    ready = grpc.channel_ready_future(channel)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        try:
-            grpc.channel_ready_future(channel).result(timeout=0.5)
-            return channel
-        except grpc.FutureTimeoutError:
-            continue
+    try:
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            try:
+                ready.result(timeout=0.5)
+                return channel
+            except grpc.FutureTimeoutError:
+                continue
+    finally:
+        ready.cancel()
     raise AssertionError("server did not come up")
 
 
