@@ -419,12 +419,18 @@ def test_p4switch_in_a_users_own_mininet_script(tmp_path: Path):
 
 @needs_root
 @pytest.mark.timeout(300)
-def test_nic_instances_between_hosts_and_switch_ping(tmp_path: Path):
+@pytest.mark.parametrize("backend", [
+    "netns",
+    pytest.param("mininet", marks=pytest.mark.skipif(
+        _mininet_missing(), reason="Debian's mininet is not installed"))])
+def test_nic_instances_between_hosts_and_switch_ping(tmp_path: Path, backend: str):
     """nic_single.yaml: each host behind a tailcc NIC (PNA, softswitch run --host-port/
-    --net-port); one tailcc apply programs the switch and both NICs; every pair pings."""
+    --net-port); one tailcc apply programs the switch and both NICs; every pair pings —
+    in plain namespaces and as Mininet nodes (the NICs are Mininet switches between each
+    host and tsw)."""
     topo = on_free_ports(load_topology(ROOT / "topologies" / "nic_single.yaml"))
     assert [s.name for s in topo.switches if s.is_nic] == ["tnic1", "tnic2"]
-    results = run_and_ping(topo, "netns", tmp_path)
+    results = run_and_ping(topo, backend, tmp_path)
     assert len(results) == 2 and all(r.ok for r in results), [r.line() for r in results]
     applied = (tmp_path / "intent.apply.log").read_text()
     assert all(f"{name}: wrote" in applied for name in ("tsw", "tnic1", "tnic2")), applied
