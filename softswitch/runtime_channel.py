@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from typing import Any
 
+from softswitch.core.control import SwitchControl
 from softswitch.diagnostics import P4Error
 from softswitch.stf.session import CommandSession
 from softswitch.tm import PfcThresholds, TrafficManager
-from softswitch.v1model.control import SwitchControl
 
 MAX_LINE = 1 << 20
 

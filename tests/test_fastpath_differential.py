@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from softswitch.conformance import corpus_dir, load_programs
+from softswitch.core.control import KeyMatch
 from softswitch.fastpath.differential import Job, run_jobs
-from softswitch.v1model.control import KeyMatch
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUSALS = ROOT / "tests" / "fastpath_refusals.txt"

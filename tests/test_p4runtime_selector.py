@@ -12,8 +12,8 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 from test_p4runtime_entities import Rig, upd
 
+from softswitch.core import hashes
 from softswitch.p4runtime import pipeline
-from softswitch.v1model import hashes
 
 Update = p4runtime_pb2.Update
 ROLLBACK = p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR

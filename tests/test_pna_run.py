@@ -18,6 +18,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from test_p4runtime_run import _free_port, _wait_ready
 
+from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import pipeline
 from softswitch.p4runtime.client import StreamClient
@@ -26,7 +27,6 @@ from softswitch.p4runtime.server import serve
 from softswitch.pna.nic import Nic
 from softswitch.run import RunOptions, _compiler, apply_port_roles, parse_args
 from softswitch.tm import TrafficManager
-from softswitch.v1model.control import KeyMatch
 
 PNA = Path(__file__).resolve().parent / "p4" / "pna"
 BASIC = PNA / "pna_basic.p4"

@@ -20,9 +20,9 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from test_p4info_corpus import strip_doc
 
+from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
 from softswitch.pna.nic import Nic
-from softswitch.v1model.control import KeyMatch
 
 PNA_DIR = Path(__file__).resolve().parent / "p4" / "pna"
 SAMPLES = sorted(PNA_DIR.glob("*.p4"))

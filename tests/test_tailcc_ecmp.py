@@ -15,8 +15,8 @@ from scapy.layers.l2 import Ether
 from test_p4runtime_entities import Rig, upd
 
 from controlplane.p4rt import EntityBuilder, P4InfoIndex
+from softswitch.core import hashes
 from softswitch.p4runtime import pipeline
-from softswitch.v1model import hashes
 
 Update = p4runtime_pb2.Update
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,9 +16,9 @@ from scapy.contrib.roce import BTH  # binds UDP port 4791 to BTH for parsing
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
+from softswitch.core.control import KeyMatch
 from softswitch.pna.nic import Nic
 from softswitch.tm import TrafficManager
-from softswitch.v1model.control import KeyMatch
 
 NIC_P4 = Path(__file__).resolve().parent.parent / "p4src" / "nic" / "tailcc_nic.p4"
 HOST, NET, LOOP = 0, 1, 9

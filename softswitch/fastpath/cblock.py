@@ -1,5 +1,5 @@
 """C for one parser or control instance (the interpreter's
-:mod:`softswitch.v1model.blocks`, rule for rule).
+:mod:`softswitch.core.blocks`, rule for rule).
 
 A block becomes: a frame struct (pointers to its apply parameters, its control-level
 variables), one C function per action/function it uses (taking the frame), per table an
@@ -13,6 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from softswitch.core import wire
+from softswitch.core.blocks import (
+    PARSER_STATE_LIMIT,
+    REJECT_CODE,
+    _StateRef,
+    match_keys,
+    may_exit,
+)
+from softswitch.core.tables import EMPTY_GROUP_ACTION
 from softswitch.fastpath import cexterns
 from softswitch.fastpath.cexpr import CBuf, FnCtx
 from softswitch.fastpath.cstmt import StmtGen, _is_packet, const_int
@@ -21,15 +30,6 @@ from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
-from softswitch.v1model import wire
-from softswitch.v1model.blocks import (
-    PARSER_STATE_LIMIT,
-    REJECT_CODE,
-    _StateRef,
-    match_keys,
-    may_exit,
-)
-from softswitch.v1model.tables import EMPTY_GROUP_ACTION
 
 if TYPE_CHECKING:
     from softswitch.fastpath.cprogram import CProgram, ExternRef

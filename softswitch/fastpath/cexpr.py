@@ -1,5 +1,5 @@
 """Lowering of typed P4 expressions into C, rule for rule the interpreter's
-:mod:`softswitch.v1model.lower` (which stays the oracle).
+:mod:`softswitch.core.lower` (which stays the oracle).
 
 Every expression becomes a side-effect-free C expression; whatever has effects (a
 call, a table apply, a bounds check that may fail the packet) is emitted first as
@@ -91,7 +91,7 @@ def _is_type_ref(e: ast.Expr) -> bool:
 
 def flatten_slice(e: ast.Expr) -> ast.Expr:
     """``x[h1:l1][h2:l2]`` as one slice of x (the interpreter's flatten_slice)."""
-    from softswitch.v1model.lower import flatten_slice as fs
+    from softswitch.core.lower import flatten_slice as fs
     return fs(e)
 
 
@@ -145,7 +145,7 @@ class ExprGen:
                 return lit(int(c), scalar(t))
             return "1" if c else "0"
         if isinstance(c, int):
-            from softswitch.v1model.lower import wrap_int
+            from softswitch.core.lower import wrap_int
             return lit(wrap_int(c, t), scalar(t))
         if isinstance(c, str):
             return None
@@ -189,7 +189,7 @@ class ExprGen:
         return out
 
     def x_IntLiteral(self, e: ast.IntLiteral, fn: FnCtx) -> str:
-        from softswitch.v1model.lower import wrap_int
+        from softswitch.core.lower import wrap_int
         return lit(wrap_int(e.value, e.type), scalar(e.type))
 
     def x_BoolLiteral(self, e: ast.BoolLiteral, fn: FnCtx) -> str:

@@ -1,5 +1,5 @@
 """C for calls of core and v1model externs (the interpreter's
-:mod:`softswitch.v1model.lower_externs`, rule for rule).
+:mod:`softswitch.core.extern_calls`, rule for rule).
 
 Hash, checksum and digest data are flattened at generation time into the fields BMv2
 serializes; fields of headers that may be invalid are skipped at run time, as BMv2's
@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from softswitch.core.extern_calls import enum_name
 from softswitch.fastpath.cexpr import FnCtx
 from softswitch.fastpath.ctypes_ import Unsupported, fit, is_wide, scalar, scalar_bits
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.cpnames import digest_data_type
-from softswitch.v1model.lower_externs import enum_name
 
 if TYPE_CHECKING:
     from softswitch.fastpath.cblock import CBlock

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from softswitch.core import wire
+from softswitch.core.blocks import REJECT_CODE
+from softswitch.core.externs import CounterArray, MeterArray, RegisterArray
+from softswitch.core.tables import EMPTY_GROUP_ACTION
 from softswitch.fastpath.cblock import CBlock
 from softswitch.fastpath.ctypes_ import CTypes, Unsupported
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
-from softswitch.v1model import wire
-from softswitch.v1model.blocks import REJECT_CODE
-from softswitch.v1model.externs import CounterArray, MeterArray, RegisterArray
-from softswitch.v1model.tables import EMPTY_GROUP_ACTION
 
 HERE = Path(__file__).resolve().parent
 ROLES = ("p", "vr", "ig", "eg", "ck", "dep")

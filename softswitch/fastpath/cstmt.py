@@ -1,5 +1,5 @@
 """Lowering of P4 statements and of calls with copy-in/copy-out into C, rule for rule
-the interpreter's :mod:`softswitch.v1model.stmts`.
+the interpreter's :mod:`softswitch.core.stmts`.
 
 A callee gets ``in`` values by value and ``out``/``inout`` values through pointers to
 the caller's temporaries, which the caller copies back (BMv2's assign semantics for
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from softswitch.core.stmts import LOOP_LIMIT, _overlap, _static_path, const_int
 from softswitch.fastpath.cexpr import ExprGen, FnCtx, flatten_slice
 from softswitch.fastpath.ctypes_ import Unsupported, scalar
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
-from softswitch.v1model.stmts import LOOP_LIMIT, _overlap, _static_path, const_int
 
 __all__ = ["StmtGen", "const_int"]
 
@@ -92,7 +92,7 @@ class StmtGen(ExprGen):
 
     def s_VarDecl(self, s: ast.VarDecl, fn: FnCtx) -> None:
         t = s.type_ref.resolved
-        from softswitch.v1model.lower import FRESH_NODES
+        from softswitch.core.lower import FRESH_NODES
         if s.init is not None and isinstance(T.strip_newtype(t), T.StructLikeType) and \
                 not isinstance(s.init, FRESH_NODES):
             src = self.expr(s.init, fn)

@@ -676,7 +676,7 @@ typedef struct {
 
 typedef struct {
     PyObject *objs;          /* tuple: Python objects the generated code calls back */
-    PyObject *clock;         /* softswitch.v1model.externs.Clock */
+    PyObject *clock;         /* softswitch.core.externs.Clock */
     double origin;
     int fixed_valid;         /* clock frozen for this call: fixed_us */
     uint64_t fixed_us;

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from softswitch.core.control import EntryView, PacketOut
+from softswitch.core.device import resolve_name
 from softswitch.diagnostics import P4Error
-from softswitch.v1model.control import EntryView, PacketOut
-from softswitch.v1model.switch import Switch, _resolve, _Work
+from softswitch.v1model.switch import Switch, _Work
 
 STAGES = ("ingress", "egress")
 
@@ -251,7 +252,7 @@ class FastSwitch(Switch):
                 raise P4Error(f"direct counter '{name}': no entry with handle {index}")
             s = self._mod.tbl_stats(self._ctx, lay.tid, index)
             return (s[0], s[1]) if s is not None else (0, 0)
-        full = _resolve(name, list(self.pb.counters), "counter")
+        full = resolve_name(name, list(self.pb.counters), "counter")
         self._check(full, self.pb.counters[full].size, index)
         return tuple(self._mod.cnt_read(self._ctx, self._cids[full], index))  # type: ignore
 
@@ -262,7 +263,7 @@ class FastSwitch(Switch):
                 raise P4Error(f"direct counter '{name}': no entry with handle {index}")
             self._mod.tbl_set_stats(self._ctx, lay.tid, index, packets, bytes_)
             return
-        full = _resolve(name, list(self.pb.counters), "counter")
+        full = resolve_name(name, list(self.pb.counters), "counter")
         self._check(full, self.pb.counters[full].size, index)
         self._mod.cnt_write(self._ctx, self._cids[full], index, packets, bytes_)
 
@@ -272,7 +273,7 @@ class FastSwitch(Switch):
             for h in lay.state.entries:
                 self._mod.tbl_set_stats(self._ctx, lay.tid, h, 0, 0)
             return
-        full = _resolve(name, list(self.pb.counters), "counter")
+        full = resolve_name(name, list(self.pb.counters), "counter")
         self._mod.cnt_reset(self._ctx, self._cids[full])
 
     @staticmethod
@@ -281,17 +282,17 @@ class FastSwitch(Switch):
             raise P4Error(f"index {index} out of range for '{name}' (size {size})")
 
     def register_read(self, name: str, index: int) -> int:
-        full = _resolve(name, list(self.pb.registers), "register")
+        full = resolve_name(name, list(self.pb.registers), "register")
         self._check(full, self.pb.registers[full].size, index)
         return int(self._mod.reg_read(self._ctx, self._rids[full], index))
 
     def register_write(self, name: str, index: int, value: int) -> None:
-        full = _resolve(name, list(self.pb.registers), "register")
+        full = resolve_name(name, list(self.pb.registers), "register")
         self._check(full, self.pb.registers[full].size, index)
         self._mod.reg_write(self._ctx, self._rids[full], index, value)
 
     def register_reset(self, name: str) -> None:
-        full = _resolve(name, list(self.pb.registers), "register")
+        full = resolve_name(name, list(self.pb.registers), "register")
         self._mod.reg_reset(self._ctx, self._rids[full])
 
     # ------------------------------------------------------------ benchmarks

@@ -5,7 +5,7 @@
 channel must not change state behind P4Runtime's back: a table entry written there
 would be invisible to P4Runtime Read, and a controller's ``tailcc diff`` would call
 a modified switch "in sync". So the channel drives the switch through
-:class:`ManagedControl`, a :class:`~softswitch.v1model.control.SwitchControl` that
+:class:`ManagedControl`, a :class:`~softswitch.core.control.SwitchControl` that
 
 * carries out table commands (``table_add``, ``table_modify``, ``table_delete``,
   ``table_set_default``, ``table_clear``) as P4Runtime Write updates of the loaded
@@ -29,11 +29,11 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2
 
+from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import actions, errors, matches
 from softswitch.p4runtime.p4index import TableIndex
 from softswitch.p4runtime.runtime import PipelineRuntime
-from softswitch.v1model.control import KeyMatch
 
 Update = p4runtime_pb2.Update
 # SwitchControl methods that change state P4Runtime holds apart from the switch.

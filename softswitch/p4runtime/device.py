@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from softswitch.core.control import PacketOut
 from softswitch.diagnostics import P4Error
 from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
 from softswitch.frontend.limits import Limits
@@ -29,7 +30,6 @@ from softswitch.p4runtime.packetio import PacketIO
 from softswitch.p4runtime.reclaim import Reclaimer
 from softswitch.p4runtime.roles import Role, RoleTable
 from softswitch.p4runtime.runtime import PipelineRuntime
-from softswitch.v1model.control import PacketOut
 
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest

@@ -13,12 +13,12 @@ from typing import Any
 
 from p4.v1 import p4data_pb2, p4runtime_pb2
 
+from softswitch.core.control import SwitchControl
 from softswitch.p4runtime import bytestrings, errors
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.tables import TableEntries
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.v1model.control import SwitchControl
 
 Update = p4runtime_pb2.Update
 

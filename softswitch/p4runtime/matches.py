@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from softswitch.core.control import KeyMatch
 from softswitch.p4runtime import bytestrings, errors
 from softswitch.p4runtime.p4index import MATCH_KINDS, FieldPlan, TableIndex
-from softswitch.v1model.control import KeyMatch
 
 MF = p4info_pb2.MatchField
 # Canonical per-field match: (kind, a, b): exact (v, 0), lpm (v, plen), ternary (v, mask),

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from p4.v1 import p4runtime_pb2
 
+from softswitch.core.control import SwitchControl
 from softswitch.p4runtime import errors
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.v1model.control import SwitchControl
 
 MeterConfig = p4runtime_pb2.MeterConfig
 

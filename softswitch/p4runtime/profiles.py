@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from softswitch.core.control import SwitchControl
 from softswitch.p4runtime import actions, errors
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.v1model.control import SwitchControl
 
 Update = p4runtime_pb2.Update
 

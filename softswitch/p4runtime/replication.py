@@ -20,9 +20,9 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2
 
+from softswitch.core.control import SwitchControl
 from softswitch.p4runtime import bytestrings, errors
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.v1model.control import SwitchControl
 
 Update = p4runtime_pb2.Update
 # Clone sessions with several replicas use a hidden multicast group with this id base,

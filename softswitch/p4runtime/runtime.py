@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 from p4.v1 import p4runtime_pb2
 
+from softswitch.core.control import SwitchControl
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import errors
 from softswitch.p4runtime.externs import Externs
@@ -29,7 +30,6 @@ from softswitch.p4runtime.tables import TableEntries
 from softswitch.p4runtime.undo import UndoLog
 from softswitch.p4runtime.valuesets import ValueSets
 from softswitch.p4runtime.wire import LazyRequest, WireError
-from softswitch.v1model.control import SwitchControl
 
 WriteRequest = p4runtime_pb2.WriteRequest
 _log = logging.getLogger("softswitch.p4runtime")

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from softswitch.core.control import EntryView, KeyMatch, SwitchControl
 from softswitch.p4runtime import actions, errors, matches, wire
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.profiles import ActionProfiles, Group, Member
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.v1model.control import EntryView, KeyMatch, SwitchControl
 
 Update = p4runtime_pb2.Update
 TableEntry = p4runtime_pb2.TableEntry

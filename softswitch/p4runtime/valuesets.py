@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from softswitch.core.control import SwitchControl
 from softswitch.p4runtime import errors, matches
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.undo import UndoLog
-from softswitch.v1model.control import SwitchControl
 
 
 class ValueSets:

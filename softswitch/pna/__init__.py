@@ -4,7 +4,8 @@ Entry point: :class:`softswitch.pna.nic.Nic` (``from_file``/``from_program``), w
 host-side and network-side ports. Modules: ``runtime`` (per-pass forwarding state,
 add-on-miss, expire timers, direct resources, checksum state), ``lower_externs`` (PNA
 extern calls to Python), ``build`` (PNA extern objects on the shared block lowering),
-``nic`` (the pipeline), ``tm`` (per-class transmit queues). The block lowering,
-tables, counters, registers and meters are shared with the v1model target
-(:mod:`softswitch.v1model`); README.md lists the semantics and what is refused.
+``nic`` (the pipeline, a :class:`~softswitch.core.device.Device`), ``tm`` (per-class
+transmit queues). The block lowering, tables, counters, registers, meters and the
+control-plane side come from :mod:`softswitch.core`, shared with the v1model target;
+README.md lists the semantics and what is refused.
 """

@@ -1,6 +1,6 @@
 """Builds a PNA program's blocks and extern objects on the shared lowering.
 
-:class:`PnaProgramBuilder` is the v1model :class:`~softswitch.v1model.build.ProgramBuilder`
+:class:`PnaProgramBuilder` is the core :class:`~softswitch.core.build.ProgramBuilder`
 with PNA's hooks: PNA's extern lowering (:mod:`softswitch.pna.lower_externs`), its
 extern constructors (``Counter(n_counters, type)``, ``Register(size[, initial])``,
 ``Hash(algo)`` …), direct counters and meters that act only when an action calls them
@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from softswitch.core import hashes
+from softswitch.core.build import Opaque, ProgramBuilder, enum_arg, int_arg, type_arg
+from softswitch.core.externs import CounterArray, Meter, MeterArray, RegisterArray
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.pna import lower_externs
 from softswitch.pna.runtime import AccumulatingHash, OnesComplement16, PnaRuntime, meter_color
-from softswitch.v1model import hashes
-from softswitch.v1model.build import ProgramBuilder, _enum_arg, _int_arg, _Opaque, _type_arg
-from softswitch.v1model.externs import CounterArray, Meter, MeterArray, RegisterArray
 
 #: PNA_HashAlgorithm_t members (generic pna.p4: TARGET_DEFAULT; dpdk/pna.p4 adds the
 #: rest) -> softswitch's hash functions. TARGET_DEFAULT is CRC32 here.
@@ -46,14 +46,13 @@ class PnaProgramBuilder(ProgramBuilder):
     target_name = "pna"
     extern_functions = lower_externs.FUNCTIONS
     extern_methods = lower_externs.METHODS
+    runtime_class = PnaRuntime
     direct_resources_on_hit = False
     table_context = True
 
     def __init__(self, program: ast.Program, elab: E.Elaboration) -> None:
         super().__init__(program, elab)
-        self.runtime = PnaRuntime()
         self.runtime.clock = self.clock
-        self._base["_RT"] = self.runtime
         self._base["_meter_color"] = meter_color
         # checksum objects: their state is per packet, cleared before each pass
         self.per_packet: list[Any] = []
@@ -63,10 +62,10 @@ class PnaProgramBuilder(ProgramBuilder):
 
     def selector_hash(self, ext: E.ExternInstance) -> tuple[Callable[[bytes], int], int]:
         fn = _hash_fn(ext, "algo")
-        return fn, _int_arg(ext, "outputWidth") or 32
+        return fn, int_arg(ext, "outputWidth") or 32
 
     def direct_meter_factory(self, ext: E.ExternInstance) -> Callable[[], Meter]:
-        by_packets = _enum_arg(ext.args.get("type")) == "PACKETS"
+        by_packets = enum_arg(ext.args.get("type")) == "PACKETS"
         clock = self.clock
         return lambda: Meter(clock, by_packets)
 
@@ -75,12 +74,12 @@ class PnaProgramBuilder(ProgramBuilder):
         tname = inst.type_name
         obj: Any
         if tname == "Counter":
-            kind = _COUNTER_KINDS.get(_enum_arg(inst.args.get("type")), "packets_and_bytes")
-            obj = CounterArray(name, int(_int_arg(inst, "n_counters") or 0), kind)
+            kind = _COUNTER_KINDS.get(enum_arg(inst.args.get("type")), "packets_and_bytes")
+            obj = CounterArray(name, int(int_arg(inst, "n_counters") or 0), kind)
             self.counters[name] = obj
         elif tname == "Meter":
-            obj = MeterArray(name, int(_int_arg(inst, "n_meters") or 0),
-                             _enum_arg(inst.args.get("type")) == "PACKETS", self.clock)
+            obj = MeterArray(name, int(int_arg(inst, "n_meters") or 0),
+                             enum_arg(inst.args.get("type")) == "PACKETS", self.clock)
             self.meters[name] = obj
         elif tname == "Register":
             obj = self._register(inst, name)
@@ -93,19 +92,19 @@ class PnaProgramBuilder(ProgramBuilder):
             obj = OnesComplement16()
             self.per_packet.append(obj)
         elif tname == "Random":
-            obj = (_int_arg(inst, "min") or 0, _int_arg(inst, "max") or 0)
+            obj = (int_arg(inst, "min") or 0, int_arg(inst, "max") or 0)
         elif tname == "Digest":
             obj = DigestSink(name)
         elif tname in ("ActionProfile", "ActionSelector", "DirectCounter", "DirectMeter"):
-            obj = _Opaque(name, tname)
+            obj = Opaque(name, tname)
         else:
             raise P4Error(f"extern '{tname}' is not supported by softswitch's PNA target",
                           inst.loc)
         return obj
 
     def _register(self, inst: E.ExternInstance, name: str) -> RegisterArray:
-        size = int(_int_arg(inst, "size") or 0)
-        t = _type_arg(inst, 0)
+        size = int(int_arg(inst, "size") or 0)
+        t = type_arg(inst, 0)
         if isinstance(t, T.EnumType) and t.underlying is not None:
             t = t.underlying
         initial = inst.args.get("initial_value")
@@ -120,7 +119,7 @@ class PnaProgramBuilder(ProgramBuilder):
 
 
 def _hash_fn(inst: E.ExternInstance, param: str) -> Callable[[bytes], int]:
-    algo = _enum_arg(inst.args.get(param))
+    algo = enum_arg(inst.args.get(param))
     fn = hashes.ALGORITHMS.get(HASH_ALGORITHMS.get(algo, ""))
     if fn is None:
         raise P4Error(f"{inst.type_name} '{inst.name or inst.local_name}': hash algorithm "

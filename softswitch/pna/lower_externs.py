@@ -1,7 +1,7 @@
 """Code generation for calls of PNA's extern functions and extern object methods.
 
 The core library's calls (``extract``, ``emit``, ``verify`` …) lower as for v1model
-(:mod:`softswitch.v1model.lower_externs`, whose helpers flatten data arguments and
+(:mod:`softswitch.core.extern_calls`, whose helpers flatten data arguments and
 pick hash functions); PNA's own calls lower to the NIC runtime ``_RT``
 (:class:`softswitch.pna.runtime.PnaRuntime`) or to the extern objects the builder
 made (:mod:`softswitch.pna.build`). Each handler returns the value's code, or None
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from softswitch.core import extern_calls as core
+from softswitch.core.lower import FnCtx, fit
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
-from softswitch.v1model import lower_externs as core
-from softswitch.v1model.lower import FnCtx, fit
 
 if TYPE_CHECKING:
-    from softswitch.v1model.blocks import BlockLowerer
+    from softswitch.core.blocks import BlockLowerer
 
 
 def _opt(lw: BlockLowerer, info: Any, i: int, fn: FnCtx) -> str:
@@ -181,9 +181,8 @@ def _csum_set_state(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str 
 
 
 FUNCTIONS: dict[str, Any] = {
-    "verify": core.FUNCTIONS["verify"],
-    "static_assert": core.FUNCTIONS["static_assert"],
-    "log_msg": core.FUNCTIONS["log_msg"],
+    **core.CORE_FUNCTIONS,
+    "log_msg": core.log_msg,
     "drop_packet": _drop_packet,
     "send_to_port": _send_to_port,
     "recirculate": _recirculate,
@@ -196,7 +195,7 @@ FUNCTIONS: dict[str, Any] = {
 }
 
 METHODS: dict[tuple[str, str], Any] = {
-    **{k: v for k, v in core.METHODS.items() if k[0] in ("packet_in", "packet_out")},
+    **core.CORE_METHODS,
     ("Counter", "count"): _counter_count,
     ("DirectCounter", "count"): _direct_counter_count,
     ("Meter", "execute"): _meter_execute,

@@ -27,8 +27,8 @@ main_deparser (p4c's generic ``pna.p4``), then acts on what main_control decided
   same limit of 8 passes per arriving packet.
 
 The control-plane side (tables, counters, registers, meters, clone sessions, digests)
-is the v1model switch's (:class:`~softswitch.v1model.switch.Switch`), which this class
-extends, so the same P4Runtime server and STF runner drive a NIC.
+is the shared :class:`~softswitch.core.device.Device`, as for a v1model switch, so the
+same P4Runtime server and STF runner drive a NIC.
 """
 
 from __future__ import annotations
@@ -39,16 +39,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from softswitch.core.bits import BitWriter, PacketReader
+from softswitch.core.blocks import REJECT_CODE
+from softswitch.core.control import PacketOut
+from softswitch.core.device import Device, error_key_widths
+from softswitch.core.execution import ParserError, SwitchAbort
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.pna.build import PnaProgramBuilder
 from softswitch.pna.runtime import DROP, PORT, RECIRCULATE, PnaRuntime
-from softswitch.v1model.bits import BitWriter, PacketReader
-from softswitch.v1model.blocks import REJECT_CODE
-from softswitch.v1model.control import PacketOut
-from softswitch.v1model.execution import ParserError, SwitchAbort
-from softswitch.v1model.switch import Switch, _error_key_widths
 
 ROLES = ("main_parser", "pre_control", "main_control", "main_deparser")
 NET_TO_HOST, HOST_TO_NET = "NET_TO_HOST", "HOST_TO_NET"
@@ -79,7 +79,7 @@ class PortRoles:
         return None
 
 
-class Nic(Switch):
+class Nic(Device):
     """One PNA pipeline; all packet processing is synchronous in :meth:`inject`."""
 
     rt: PnaRuntime
@@ -126,7 +126,7 @@ class Nic(Switch):
                 raise P4Error(f"PNA_NIC argument '{role}' is not a parser/control instance",
                               elab.main.loc if elab.main else None)
             roles[role] = pb.compile_block(blk)
-        _error_key_widths(pb)
+        error_key_widths(pb)
         pb.finish()
         nic = cls(pb, roles, _pipeline_types(elab, pb))
         nic.fastpath = "interpreter: the C fast path runs v1model programs only"

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from softswitch.core.control import KeyMatch
+from softswitch.core.execution import Runtime
+from softswitch.core.externs import GREEN, RED, YELLOW
+from softswitch.core.tables import Entry, TableState
 from softswitch.diagnostics import P4Error
-from softswitch.v1model.control import KeyMatch
-from softswitch.v1model.execution import Runtime
-from softswitch.v1model.externs import GREEN, RED, YELLOW
-from softswitch.v1model.tables import Entry, TableState
 
 DROP, PORT, RECIRCULATE = "drop", "port", "recirculate"
 
@@ -49,7 +49,7 @@ class Learned:
 
 
 class PnaRuntime(Runtime):
-    """:class:`~softswitch.v1model.execution.Runtime` plus PNA's per-pass and per-NIC
+    """:class:`~softswitch.core.execution.Runtime` plus PNA's per-pass and per-NIC
     state (flow ids, expire-time profiles, learned entries)."""
 
     def __init__(self, seed: int = 0) -> None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from softswitch.core.control import PacketOut
 from softswitch.diagnostics import P4Error
 from softswitch.tm import TrafficManager
-from softswitch.v1model.control import PacketOut
 
 
 class NicQueues:

@@ -2,7 +2,7 @@
 
 One parser turns a line into a typed command, and one
 :class:`~softswitch.stf.session.CommandSession` executes commands against any
-:class:`~softswitch.v1model.control.SwitchControl`, so an STF test and an operator typing
+:class:`~softswitch.core.control.SwitchControl`, so an STF test and an operator typing
 ``simple_switch_CLI`` commands program the switch identically.
 
 STF forms (p4c's ``bmv2stf.py``; keywords case-insensitive)::

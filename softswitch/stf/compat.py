@@ -42,11 +42,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from softswitch.core.control import TableInfo
 from softswitch.diagnostics import P4Error, SourceLoc
 from softswitch.stf import commands as c
 from softswitch.stf import names
 from softswitch.stf.reader import PacketCmd
-from softswitch.v1model.control import TableInfo
 
 # Commands of p4c's STF grammar (bmv2stf.py's Bmv2StfParser): keyword -> whether the
 # driver executes it (False: parsed, then "ignoring stf command").

@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from softswitch.core.control import ActionInfo, KeyInfo, TableInfo
 from softswitch.diagnostics import P4Error, SourceLoc
-from softswitch.v1model.control import ActionInfo, KeyInfo, TableInfo
 
 T = TypeVar("T")
 

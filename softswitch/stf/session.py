@@ -1,11 +1,11 @@
 """Execution of control commands against a switch.
 
 :class:`CommandSession` turns the typed commands of :mod:`softswitch.stf.commands` into
-:class:`~softswitch.v1model.control.SwitchControl` calls: it resolves written names to
+:class:`~softswitch.core.control.SwitchControl` calls: it resolves written names to
 control-plane names (:mod:`softswitch.stf.names`), interprets key and argument text by
 the key's match kind and width (:mod:`softswitch.stf.values`), converts BMv2 CLI
 priorities (lower wins) and p4c's STF driver's (``10000 - PRIO``) to the switch's
-(higher wins, :func:`~softswitch.v1model.control.from_bmv2_priority`), and remembers STF
+(higher wins, :func:`~softswitch.core.control.from_bmv2_priority`), and remembers STF
 entry ids.
 """
 
@@ -15,6 +15,15 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from softswitch.core.control import (
+    BMV2_PRIORITY_BASE,
+    ActionInfo,
+    KeyMatch,
+    SwitchControl,
+    TableInfo,
+    bmv2_match_type,
+    from_bmv2_priority,
+)
 from softswitch.diagnostics import P4Error, SourceLoc
 from softswitch.stf import names
 from softswitch.stf.commands import (
@@ -46,15 +55,6 @@ from softswitch.stf.commands import (
     parse_command,
 )
 from softswitch.stf.values import default_key_match, parse_int, parse_key_value
-from softswitch.v1model.control import (
-    BMV2_PRIORITY_BASE,
-    ActionInfo,
-    KeyMatch,
-    SwitchControl,
-    TableInfo,
-    bmv2_match_type,
-    from_bmv2_priority,
-)
 
 # BMv2's CLI priority counts the other way round from SwitchControl's (higher wins).
 CLI_PRIORITY_BASE = BMV2_PRIORITY_BASE

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from softswitch.core.control import SwitchControl
 from softswitch.stf import compat
 from softswitch.stf.compat import CompatNote
 from softswitch.stf.expect import ExpectedPacket, PortReport, check_outputs, format_report
@@ -30,7 +31,6 @@ from softswitch.stf.reader import (
     parse_stf_text,
 )
 from softswitch.stf.session import CommandSession
-from softswitch.v1model.control import SwitchControl
 
 __all__ = ["ExpectCmd", "IgnoredCmd", "PacketCmd", "StfCommand", "StfResult", "WaitCmd",
            "parse_stf_file", "parse_stf_line", "parse_stf_text", "run_commands", "run_stf"]

@@ -26,8 +26,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from softswitch.core.control import KeyInfo, KeyMatch
 from softswitch.diagnostics import P4Error, SourceLoc
-from softswitch.v1model.control import KeyInfo, KeyMatch
 
 _BASES = {"x": 16, "b": 2, "o": 8, "d": 10}
 _BITS_PER_DIGIT = {16: 4, 2: 1, 8: 3}

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections import deque
 
+from softswitch.core.control import PacketOut
+from softswitch.core.execution import ParserError
 from softswitch.tm import TrafficManager
-from softswitch.v1model.control import PacketOut
-from softswitch.v1model.execution import ParserError
 from softswitch.v1model.switch import MAX_PASSES, Switch, _Work
 
 

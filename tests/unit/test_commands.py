@@ -6,11 +6,11 @@ own); it raises like a switch on unknown counters so error paths are exercised t
 
 import pytest
 
+from softswitch.core.control import ActionInfo, KeyInfo, KeyMatch, PacketOut, TableInfo
 from softswitch.diagnostics import P4Error, SourceLoc
 from softswitch.stf.commands import parse_command
 from softswitch.stf.session import CLI_PRIORITY_BASE, CommandSession
 from softswitch.stf.stf import parse_stf_text, run_commands
-from softswitch.v1model.control import ActionInfo, KeyInfo, KeyMatch, PacketOut, TableInfo
 
 TABLES = [
     TableInfo("ingress.ipv4_lpm", (KeyInfo("hdr.ipv4.dstAddr", "lpm", 32),),

@@ -8,11 +8,11 @@ import logging
 
 import pytest
 
+from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
 from softswitch.fastpath import build
 from softswitch.fastpath.switch import FastSwitch
 from softswitch.frontend.compiler import compile_program
-from softswitch.v1model.control import KeyMatch
 from softswitch.v1model.switch import Switch
 
 PROG = r"""

@@ -2,7 +2,7 @@
 
 import pytest
 
-from softswitch.v1model.bits import (
+from softswitch.core.bits import (
     BitWriter,
     PacketReader,
     PacketTooShort,

@@ -1,6 +1,6 @@
 """Counters, registers and trTCM meters with a controlled clock."""
 
-from softswitch.v1model.externs import (
+from softswitch.core.externs import (
     GREEN,
     RED,
     YELLOW,

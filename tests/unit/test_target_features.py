@@ -3,7 +3,7 @@ initial-entry priorities, parser loops."""
 
 from __future__ import annotations
 
-from softswitch.v1model.control import KeyMatch
+from softswitch.core.control import KeyMatch
 from softswitch.v1model.switch import Switch
 
 HEAD = """
@@ -118,7 +118,7 @@ control D(packet_out pk, in H h) { apply { pk.emit(h); } }
 
 
 def test_action_selector_group_picks_member_by_hash(tmp_path):
-    from softswitch.v1model import hashes
+    from softswitch.core import hashes
     sw = load(tmp_path, """
 header e_t { bit<8> grp; bit<16> flow; bit<8> res; }
 struct H { e_t e; }

@@ -1,6 +1,6 @@
 """BMv2-identical hash and checksum algorithms (standard check values)."""
 
-from softswitch.v1model import hashes
+from softswitch.core import hashes
 
 CHECK = b"123456789"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
-from softswitch.v1model.control import KeyMatch
 from softswitch.v1model.switch import Switch
 
 PROGRAM = """

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from softswitch.core.control import KeyMatch
+from softswitch.core.execution import SwitchAbort
 from softswitch.diagnostics import P4Error
-from softswitch.v1model.control import KeyMatch
-from softswitch.v1model.execution import SwitchAbort
 from softswitch.v1model.switch import Switch
 
 PRELUDE = """
@@ -200,7 +200,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         sm.egress_spec = 1;
     }
 }""")
-    from softswitch.v1model import hashes
+    from softswitch.core import hashes
     _, data = one(sw, bytes([0x31, 0, 0, 0]))
     b = hashes.crc16(b"\x31") % 100
     assert data[1] == b

@@ -2,9 +2,9 @@
 
 import pytest
 
+from softswitch.core.control import KeyMatch
+from softswitch.core.tables import ActionDef, KeySpec, TableState
 from softswitch.diagnostics import P4Error
-from softswitch.v1model.control import KeyMatch
-from softswitch.v1model.tables import ActionDef, KeySpec, TableState
 
 
 def make(kinds, size=16):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 
+from softswitch.core.bits import BitWriter, PacketReader
+from softswitch.core.execution import ParserError
+from softswitch.core.values import Layouts, attr
+from softswitch.core.wire import WireCodegen
 from softswitch.frontend import types as T
-from softswitch.v1model.bits import BitWriter, PacketReader
-from softswitch.v1model.execution import ParserError
-from softswitch.v1model.values import Layouts, attr
-from softswitch.v1model.wire import WireCodegen
 
 ERRORS = {"PacketTooShort": 1, "HeaderTooShort": 4, "StackOutOfBounds": 3}
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from softswitch.core.control import EntryView, KeyMatch
 from softswitch.diagnostics import P4Error
-from softswitch.v1model.control import EntryView, KeyMatch
 
 
 @dataclass

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from softswitch.core.bits import BitWriter, PacketReader, PacketTooShort
+from softswitch.core.execution import ParserError
+from softswitch.core.values import Layouts, Stack, attr
 from softswitch.frontend import types as T
-from softswitch.v1model.bits import BitWriter, PacketReader, PacketTooShort
-from softswitch.v1model.execution import ParserError
-from softswitch.v1model.values import Layouts, Stack, attr
 
 
 def field_bits(t: Any) -> tuple[int, str]:

@@ -13,7 +13,7 @@ BMv2:
 * Calls use copy-in/copy-out: callees return their ``out``/``inout`` values and the
   caller assigns them back, also when the callee ``exit``s.
 * ``&&``, ``||`` and ``?:`` short-circuit, and statements an operand needs are kept
-  in left-to-right order (:class:`~softswitch.v1model.codebuf.CodeBuf`).
+  in left-to-right order (:class:`~softswitch.core.codebuf.CodeBuf`).
 
 Block-level structure (controls, parsers, tables, instances) is in :mod:`blocks`;
 v1model and core externs in :mod:`lower_externs`.
@@ -24,12 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from softswitch.core.codebuf import CodeBuf
+from softswitch.core.values import Layouts, attr, is_aggregate
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
-from softswitch.v1model.codebuf import CodeBuf
-from softswitch.v1model.values import Layouts, attr, is_aggregate
 
 FRESH_NODES = (ast.ListExpr, ast.StructExpr, ast.InvalidHeaderExpr, ast.Call)
 

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from softswitch.core.values import copy_value
 from softswitch.diagnostics import P4Error
-from softswitch.v1model.values import copy_value
 
 GREEN, YELLOW, RED = 0, 1, 2
 

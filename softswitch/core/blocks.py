@@ -12,20 +12,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from softswitch.core import extern_calls, wire
+from softswitch.core.codebuf import CodeBuf
+from softswitch.core.lower import FnCtx, scalar_bits
+from softswitch.core.stmts import StmtLowerer, const_int
+from softswitch.core.tables import ActionDef, KeySpec, TableState
+from softswitch.core.values import attr
 from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
 from softswitch.frontend.cpnames import qualify
-from softswitch.v1model import lower_externs, wire
-from softswitch.v1model.codebuf import CodeBuf
-from softswitch.v1model.lower import FnCtx, scalar_bits
-from softswitch.v1model.stmts import StmtLowerer, const_int
-from softswitch.v1model.tables import ActionDef, KeySpec, TableState
-from softswitch.v1model.values import attr
 
 if TYPE_CHECKING:
-    from softswitch.v1model.build import ProgramBuilder
+    from softswitch.core.build import ProgramBuilder
 
 
 PARSER_STATE_LIMIT = 100_000
@@ -613,7 +613,7 @@ class BlockLowerer(StmtLowerer):
         if kind == "builtin":
             return self.builtin(e, info, fn)
         if kind in ("extern_function", "extern_method"):
-            return lower_externs.lower_extern_call(self, e, info, fn, want_value)
+            return extern_calls.lower_extern_call(self, e, info, fn, want_value)
         raise self.fail(f"calls of kind '{kind}' are not supported by the v1model target", e)
 
     def block_call(self, e: ast.Call, info: Any, fn: FnCtx) -> str | None:

@@ -1,12 +1,14 @@
 """What lowered code runs with: control-flow signals, per-packet state, switch services.
 
-The v1model lowering turns each block into generated Python; this module is that
-code's support at run time, shared with the pipeline that drives it.
+The lowering turns each block into generated Python; this module is that code's
+support at run time, shared with the pipeline that drives it, for every architecture.
 
 Generated code signals P4 control flow with Python exceptions (``exit`` unwinds every
 enclosing control; a parser error unwinds every enclosing parser), and reaches the
-packet being processed through :class:`PacketState`, because v1model externs such as
-``clone`` or ``resubmit`` act on the packet rather than on their arguments.
+packet being processed through ``_RT.pkt``, because forwarding externs (v1model's
+``clone``, ``resubmit``; PNA's ``send_to_port``) act on the packet rather than on their
+arguments. Each architecture's runtime (softswitch.v1model.runtime,
+softswitch.pna.runtime) extends :class:`Runtime` with those.
 """
 
 from __future__ import annotations
@@ -45,16 +47,9 @@ class SwitchAbort(P4Error):
 
 @dataclass(slots=True)
 class PacketState:
-    """Per-packet side state written by v1model externs and read by the traffic manager."""
+    """Per-packet state every architecture has: the length meters and counters see."""
 
     length: int = 0
-    clone_session: int = 0
-    clone_field_list: int | None = None
-    clone_type: int = 0
-    checksum_error: int = 0
-    resubmit_field_list: int | None = None
-    recirculate_field_list: int | None = None
-    truncate_len: int | None = None
 
 
 def shl(value: int, amount: int, width: int) -> int:
@@ -81,7 +76,7 @@ class Runtime:
     def __init__(self, seed: int = 0) -> None:
         import random
 
-        from softswitch.v1model import hashes
+        from softswitch.core import hashes
         self._hashes = hashes
         self.rng = random.Random(seed)
         self.pkt = PacketState()
@@ -104,21 +99,6 @@ class Runtime:
 
     def digest(self, receiver: int, type_name: str, values: tuple[Any, ...]) -> None:
         self.digests.append((receiver, type_name, values))
-
-    def clone(self, kind: str, session: int, field_list: int | None) -> None:
-        p = self.pkt
-        p.clone_session = session
-        p.clone_type = 2 if kind == "E2E" else 1
-        p.clone_field_list = field_list
-
-    def resubmit(self, field_list: int) -> None:
-        self.pkt.resubmit_field_list = field_list
-
-    def recirculate(self, field_list: int) -> None:
-        self.pkt.recirculate_field_list = field_list
-
-    def truncate(self, length: int) -> None:
-        self.pkt.truncate_len = length
 
     def abort(self, what: str, loc: SourceLoc | None) -> None:
         raise SwitchAbort(f"{what} failed while processing a packet; BMv2 aborts the "

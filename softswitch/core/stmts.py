@@ -1,20 +1,20 @@
 """Lowering of P4 statements and of calls with copy-in/copy-out.
 
-Extends :class:`~softswitch.v1model.lower.ExprLowerer`. Calls of actions, functions and
+Extends :class:`~softswitch.core.lower.ExprLowerer`. Calls of actions, functions and
 sub-blocks pass ``in``/``inout`` arguments as copies and receive ``out``/``inout``
 results back as a tuple the caller assigns, left to right, which is P4's copy-in/
 copy-out rule; an ``exit`` inside the callee still performs the copy-out (the values
-travel on the :class:`~softswitch.v1model.execution.ExitSignal`).
+travel on the :class:`~softswitch.core.execution.ExitSignal`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from softswitch.core.lower import FRESH_NODES, ExprLowerer, FnCtx, flatten_slice
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
-from softswitch.v1model.lower import FRESH_NODES, ExprLowerer, FnCtx, flatten_slice
 
 LOOP_LIMIT = 1 << 20
 

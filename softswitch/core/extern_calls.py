@@ -1,0 +1,302 @@
+"""Lowering of extern calls: the dispatcher, the argument helpers, core.p4's externs.
+
+Each extern call becomes a few lines calling the packet cursor, the stateful extern
+objects, the hash functions (:mod:`hashes`) or the per-packet runtime ``_RT``. Which
+handler lowers a call is the architecture's choice: the program builder's
+``extern_functions``/``extern_methods`` (:mod:`softswitch.v1model.lower_externs`,
+:mod:`softswitch.pna.lower_externs`), both built on the helpers here — ``flatten`` and
+``packed`` turn a data argument into the fields BMv2 would serialize (fields of invalid
+headers skipped, as BMv2's field-list builder does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from softswitch.core import hashes
+from softswitch.core.lower import FnCtx, fit, scalar_bits
+from softswitch.core.values import attr
+from softswitch.frontend import ast
+from softswitch.frontend import types as T
+from softswitch.frontend.ast import NOT_CONST
+
+if TYPE_CHECKING:
+    from softswitch.core.blocks import BlockLowerer
+
+Handler = Callable[["BlockLowerer", ast.Call, Any, FnCtx], str | None]
+
+
+def lower_extern_call(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx,
+                      want_value: bool) -> str | None:
+    """Lower one extern call with the handlers of the program's architecture: the
+    builder's ``extern_functions``/``extern_methods``."""
+    target = lw.pb.target_name
+    if info.kind == "extern_function":
+        name = info.decl.name
+        h = lw.pb.extern_functions.get(name)
+        if h is None:
+            raise lw.fail(f"extern function '{name}' is not supported by the {target} target",
+                          e)
+        return h(lw, e, info, fn)
+    ext = info.extern.name if info.extern is not None else ""
+    h = lw.pb.extern_methods.get((ext, info.decl.name))
+    if h is None:
+        raise lw.fail(f"method '{ext}.{info.decl.name}' is not supported by the {target} "
+                      "target", e)
+    return h(lw, e, info, fn)
+
+
+# ---------------------------------------------------------------- helpers
+def enum_name(e: ast.Expr | None) -> str:
+    """The member name of an enum-valued constant argument (``HashAlgorithm.crc16``)."""
+    if e is None:
+        return ""
+    c = e.const
+    if c is not NOT_CONST and hasattr(c, "name"):
+        return str(c.name)
+    if isinstance(e, ast.Member):
+        return e.name
+    return ""
+
+
+def flatten(lw: BlockLowerer, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, str | None]]:
+    """(value code, width, validity code or None) for every field in ``e``, in order."""
+    out: list[tuple[str, int, str | None]] = []
+    if isinstance(e, ast.ListExpr) and not isinstance(
+            T.strip_newtype(e.type), T.StructLikeType):
+        for item in e.items:
+            out.extend(flatten(lw, item, fn))
+        return out
+    t = T.strip_newtype(e.type)
+    code = lw.expr(e, fn)
+    _flatten_value(lw, code, t, None, out, fn)
+    return out
+
+
+def _flatten_value(lw: BlockLowerer, code: str, t: Any, valid: str | None,
+                   out: list[tuple[str, int, str | None]], fn: FnCtx) -> None:
+    t = T.strip_newtype(t)
+    if isinstance(t, T.StructLikeType | T.StackType | T.TupleType | T.ListType):
+        if not code.isidentifier():
+            tmp = lw.tmp()
+            fn.buf.emit(f"{tmp} = {code}")
+            code = tmp
+    if isinstance(t, T.HeaderType):
+        v = f"{code}._v"
+        for f in t.fields:
+            _flatten_value(lw, f"{code}.{attr(f.name)}", f.type, v, out, fn)
+    elif isinstance(t, T.StructType | T.HeaderUnionType):
+        for f in t.fields:
+            _flatten_value(lw, f"{code}.{attr(f.name)}", f.type, valid, out, fn)
+    elif isinstance(t, T.StackType):
+        for i in range(t.size):
+            _flatten_value(lw, f"{code}.items[{i}]", t.element, valid, out, fn)
+    elif isinstance(t, T.TupleType | T.ListType):
+        for i, et in enumerate(t.elements):
+            _flatten_value(lw, f"{code}[{i}]", et, valid, out, fn)
+    elif isinstance(t, T.BoolType):
+        out.append((f"int({code})", 1, valid))
+    elif isinstance(t, T.VarbitType):
+        out.append((code, -1, valid))
+    else:
+        b = scalar_bits(t)
+        out.append((code, b[0] if b else 0, valid))
+
+
+def packed(lw: BlockLowerer, e: ast.Expr, fn: FnCtx) -> str:
+    """Python expression for the bytes BMv2 hashes for data argument ``e``."""
+    items = flatten(lw, e, fn)
+    if all(v is None for _, w, v in items) and all(w >= 0 for _, w, _ in items):
+        # Widths are known now: build the integer inline and convert once.
+        acc = ""
+        total = 0
+        for code, w, _ in items:
+            part = f"(({code}) & {(1 << w) - 1})"
+            acc = part if not acc else f"(({acc}) << {w}) | {part}"
+            total += w
+        if not acc:
+            return "b''"
+        pad = (-total) % 8
+        if pad:
+            acc = f"(({acc}) << {pad})"
+        return f"({acc}).to_bytes({(total + pad) // 8}, 'big')"
+    # Fields of headers that may be invalid (skipped) or varbits: accumulate in
+    # statements, one step per run of fields sharing a validity condition.
+    acc, n = lw.tmp("_pk"), lw.tmp("_pn")
+    fn.buf.emit(f"{acc} = 0")
+    fn.buf.emit(f"{n} = 0")
+    i = 0
+    while i < len(items):
+        valid = items[i][2]
+        j = i
+        while j < len(items) and items[j][2] == valid:
+            j += 1
+        run = items[i:j]
+        if valid is not None:
+            fn.buf.emit(f"if {valid}:")
+            fn.buf.level += 1
+        fixed = 0
+        expr = acc
+        for code, w, _ in run:
+            if w < 0:
+                if fixed:
+                    fn.buf.emit(f"{acc} = {expr}")
+                    fn.buf.emit(f"{n} += {fixed}")
+                    fixed, expr = 0, acc
+                fn.buf.emit(f"{acc} = ({acc} << {code}[0]) | {code}[1]")
+                fn.buf.emit(f"{n} += {code}[0]")
+            else:
+                expr = f"(({expr}) << {w}) | (({code}) & {(1 << w) - 1})"
+                fixed += w
+        if fixed:
+            fn.buf.emit(f"{acc} = {expr}")
+            fn.buf.emit(f"{n} += {fixed}")
+        if valid is not None:
+            fn.buf.level -= 1
+        i = j
+    return f"({acc} << (-{n} % 8)).to_bytes(({n} + 7) >> 3, 'big')"
+
+
+def hash_call(lw: BlockLowerer, algo: str, data: str, e: ast.Node) -> str:
+    """A call of the named hash on ``data``, bound directly when it is deterministic."""
+    fn = hashes.ALGORITHMS.get(algo)
+    if fn is None:
+        if algo != "random":
+            raise lw.fail(f"hash algorithm '{algo}' is not supported by the "
+                          f"{lw.pb.target_name} target", e)
+        return f"_RT.hash('random', {data})"
+    return f"{lw.const_obj(fn, '_hf')}({data})"
+
+
+def arg(info: Any, i: int) -> ast.Expr | None:
+    return info.args[i] if i < len(info.args) else None
+
+
+def receiver(lw: BlockLowerer, info: Any, fn: FnCtx) -> str:
+    recv = info.receiver
+    name = lw.names.get(id(getattr(recv, "decl", None)))
+    if name is None:
+        return lw.expr(recv, fn)
+    return name
+
+
+def out_assign(lw: BlockLowerer, target: ast.Expr | None, code: str, fn: FnCtx) -> None:
+    if target is None or isinstance(target, ast.DontCareExpr):
+        fn.buf.emit(code)
+        return
+    lw.assign(target, fit(code, target.type), fn)
+
+
+# ---------------------------------------------------------------- packet_in / packet_out
+def _extract(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+    pkt = receiver(lw, info, fn)
+    target = info.args[0]
+    tt = T.strip_newtype(info.params[0].type if info.params else target.type)
+    if not isinstance(tt, T.HeaderType):
+        raise lw.fail(f"only headers can be extracted by the {lw.pb.target_name} target", target)
+    ext = lw.const_obj(lw.pb.wire.extractor(tt), "_ext")
+    varbits = ""
+    if len(info.args) > 1 and info.args[1] is not None:
+        varbits = ", " + lw.expr(info.args[1], fn)
+    if isinstance(target, ast.Member) and target.name == "next" and isinstance(
+            T.strip_newtype(target.expr.type), T.StackType):
+        stack = lw.expr(target.expr, fn)
+        fn.buf.emit(f"_extract_next({pkt}, {stack}, {ext}{varbits})")
+        return None
+    if (isinstance(target, ast.Member) and isinstance(target.expr, ast.Member)
+            and target.expr.name == "next"
+            and isinstance(T.strip_newtype(target.expr.expr.type), T.StackType)):
+        # ``stack.next.member`` of a stack of unions: extract, then advance nextIndex.
+        stack = lw.expr(target.expr.expr, fn)
+        elem = lw.tmp()
+        fn.buf.emit(f"{elem} = _stk_next({stack})")
+        fn.buf.emit(f"{ext}({pkt}, {elem}.{attr(target.name)}{varbits})")
+        ut = T.strip_newtype(target.expr.type)
+        if isinstance(ut, T.HeaderUnionType):
+            for f in ut.fields:
+                if f.name != target.name:
+                    fn.buf.emit(f"{elem}.{attr(f.name)}._v = False")
+        fn.buf.emit(f"{stack}.nxt += 1")
+        return None
+    h = lw.default_of(tt) if isinstance(target, ast.DontCareExpr) else lw.expr(target, fn)
+    fn.buf.emit(f"{ext}({pkt}, {h}{varbits})")
+    lw.after_header_write(target, fn)
+    return None
+
+
+def _lookahead(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+    pkt = receiver(lw, info, fn)
+    t = T.strip_newtype(e.type)
+    if isinstance(t, T.HeaderType | T.StructType):
+        look = lw.const_obj(lw.pb.wire.lookahead_header(t), "_look")
+        return f"{look}({pkt})"
+    if isinstance(t, T.BoolType):
+        return f"bool(_peek({pkt}, 1))"
+    b = scalar_bits(t)
+    if b is None:
+        raise lw.fail(f"lookahead of {t} is not supported", e)
+    return fit(f"_peek({pkt}, {b[0]})", t) if b[1] else f"_peek({pkt}, {b[0]})"
+
+
+def _advance(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+    pkt = receiver(lw, info, fn)
+    return f"_advance({pkt}, {lw.expr(info.args[0], fn)})"
+
+
+def _length(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+    return f"({receiver(lw, info, fn)}.total_bits >> 3)"
+
+
+def _emit(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+    pkt = receiver(lw, info, fn)
+    target = info.args[0]
+    t = T.strip_newtype(target.type)
+    if isinstance(target, ast.ListExpr) and not isinstance(t, T.StructLikeType):
+        for item in target.items:
+            it = T.strip_newtype(item.type)
+            em = lw.const_obj(lw.pb.wire.emitter(it), "_em")
+            fn.buf.emit(f"{em}({pkt}, {lw.expr(item, fn)})")
+        return None
+    em = lw.const_obj(lw.pb.wire.emitter(t), "_em")
+    return f"{em}({pkt}, {lw.expr(target, fn)})"
+
+
+# ---------------------------------------------------------------- core functions
+# (log_msg too: v1model.p4 and pna.p4 both declare it)
+def verify(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+    cond = lw.expr(info.args[0], fn)
+    err = lw.expr(info.args[1], fn)
+    fn.buf.emit(f"if not ({cond}):")
+    with fn.buf.block():
+        fn.buf.emit(f"raise _PErr({err})")
+    return None
+
+
+def log_msg(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+    msg = lw.expr(info.args[0], fn)
+    data = arg(info, 1)
+    if data is None:
+        return f"_RT.log({msg}, ())"
+    items = flatten(lw, data, fn)
+    vals = ", ".join(c for c, _, _ in items)
+    return f"_RT.log({msg}, ({vals}{',' if len(items) == 1 else ''}))"
+
+
+def static_assert(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+    return "True"
+
+
+#: core.p4's functions and packet_in/packet_out methods: every architecture has them.
+CORE_FUNCTIONS: dict[str, Handler] = {
+    "verify": verify,
+    "static_assert": static_assert,
+}
+
+CORE_METHODS: dict[tuple[str, str], Handler] = {
+    ("packet_in", "extract"): _extract,
+    ("packet_in", "lookahead"): _lookahead,
+    ("packet_in", "advance"): _advance,
+    ("packet_in", "length"): _length,
+    ("packet_out", "emit"): _emit,
+}
