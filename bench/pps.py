@@ -33,8 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from softswitch.core.control import KeyMatch  # noqa: E402
 from softswitch.frontend.compiler import compile_program  # noqa: E402
-from softswitch.v1model.control import KeyMatch  # noqa: E402
 from softswitch.v1model.switch import Switch  # noqa: E402
 
 PASS_THROUGH = r"""
