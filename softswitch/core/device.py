@@ -13,13 +13,14 @@ with host and network ports).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from softswitch.core.blocks import match_keys
 from softswitch.core.build import ProgramBuilder
 from softswitch.core.control import ActionInfo, EntryView, KeyInfo, KeyMatch, TableInfo
 from softswitch.core.execution import ExitSignal
 from softswitch.diagnostics import P4Error
+from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
 
 
@@ -33,6 +34,32 @@ def resolve_name(name: str, names: Sequence[str], what: str) -> str:
     if not cands:
         raise P4Error(f"no {what} named '{name}'")
     raise P4Error(f"{what} name '{name}' is ambiguous: {', '.join(sorted(cands))}")
+
+
+B = TypeVar("B", bound=ProgramBuilder)
+
+
+def build_program(checked: Any, package: str, target: str, roles: Sequence[str],
+                  builder: type[B]) -> tuple[B, dict[str, Any]]:
+    """Elaborate ``checked``, check its main is a ``package``, and compile the block
+    passed for each of ``roles`` (the package's parameters) with ``builder``: the
+    program builder, finished, and role -> compiled block."""
+    program = getattr(checked, "program", checked)
+    elab = E.elaborate(checked)
+    where = elab.main.loc if elab.main is not None else None
+    if elab.package is None or elab.package.name != package:
+        raise P4Error(f"the {target} target runs programs whose main is a {package}", where)
+    pb = builder(program, elab)
+    blocks: dict[str, Any] = {}
+    for role in roles:
+        blk = elab.top_block(role)
+        if blk is None:
+            raise P4Error(f"{package} argument '{role}' is not a parser/control instance",
+                          where)
+        blocks[role] = pb.compile_block(blk)
+    error_key_widths(pb)
+    pb.finish()
+    return pb, blocks
 
 
 class Device:

@@ -42,7 +42,7 @@ from typing import Any
 from softswitch.core.bits import BitWriter, PacketReader
 from softswitch.core.blocks import REJECT_CODE
 from softswitch.core.control import PacketOut
-from softswitch.core.device import Device, error_key_widths
+from softswitch.core.device import Device, build_program
 from softswitch.core.execution import ParserError, SwitchAbort
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import elaborate as E
@@ -113,22 +113,8 @@ class Nic(Device):
         if mode(fastpath) == "require":
             raise P4Error("the C fast path runs v1model programs only; PNA programs run "
                           "in the interpreter (SOFTSWITCH_FASTPATH=auto or off)")
-        program = getattr(checked, "program", checked)
-        elab = E.elaborate(checked)
-        if elab.package is None or elab.package.name != "PNA_NIC":
-            where = elab.main.loc if elab.main is not None else None
-            raise P4Error("the PNA target runs programs whose main is a PNA_NIC", where)
-        pb = PnaProgramBuilder(program, elab)
-        roles: dict[str, Any] = {}
-        for role in ROLES:
-            blk = elab.top_block(role)
-            if blk is None:
-                raise P4Error(f"PNA_NIC argument '{role}' is not a parser/control instance",
-                              elab.main.loc if elab.main else None)
-            roles[role] = pb.compile_block(blk)
-        error_key_widths(pb)
-        pb.finish()
-        nic = cls(pb, roles, _pipeline_types(elab, pb))
+        pb, roles = build_program(checked, "PNA_NIC", "PNA", ROLES, PnaProgramBuilder)
+        nic = cls(pb, roles, _pipeline_types(pb.elab, pb))
         nic.fastpath = "interpreter: the C fast path runs v1model programs only"
         return nic
 

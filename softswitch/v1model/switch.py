@@ -23,7 +23,7 @@ from softswitch.core.build import ProgramBuilder
 from softswitch.core.control import (
     PacketOut,
 )
-from softswitch.core.device import Device, error_key_widths
+from softswitch.core.device import Device, build_program
 from softswitch.core.execution import ParserError, SwitchAbort
 from softswitch.core.values import attr, copy_value
 from softswitch.diagnostics import P4Error
@@ -97,22 +97,9 @@ class Switch(Device):
 
     @classmethod
     def _interpreter(cls, checked: Any) -> Switch:
-        program = getattr(checked, "program", checked)
-        elab = E.elaborate(checked)
-        if elab.package is None or elab.package.name != "V1Switch":
-            where = elab.main.loc if elab.main is not None else None
-            raise P4Error("the v1model target runs programs whose main is a V1Switch", where)
-        pb = V1ModelProgramBuilder(program, elab)
-        roles: dict[str, Any] = {}
-        for role in ROLES:
-            blk = elab.top_block(role)
-            if blk is None:
-                raise P4Error(f"V1Switch argument '{role}' is not a parser/control instance",
-                              elab.main.loc if elab.main else None)
-            roles[role] = pb.compile_block(blk)
-        error_key_widths(pb)
-        pb.finish()
-        types = cls._pipeline_types(elab, pb)
+        pb, roles = build_program(checked, "V1Switch", "v1model", ROLES,
+                                  V1ModelProgramBuilder)
+        types = cls._pipeline_types(pb.elab, pb)
         return cls(pb, roles, types)
 
     @staticmethod
