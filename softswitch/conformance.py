@@ -28,7 +28,6 @@ import argparse
 import fnmatch
 import json
 import multiprocessing
-import multiprocessing.connection
 import os
 import re
 import resource
@@ -38,9 +37,9 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from pathlib import Path
+
+from softswitch.forked_jobs import run_forked
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_KNOWN_FAILURES = REPO_ROOT / "tests" / "conformance_known_failures.txt"
@@ -296,29 +295,20 @@ def _timed(fn: Callable[..., CheckResult], *args: object) -> CheckResult:
 
 # --- the worker pool ----------------------------------------------------------------------
 
-def _silence() -> None:
-    """Send a worker's own prints (warnings, debug output) to /dev/null: the parent
-    reports results, and interleaved output of parallel workers is unreadable."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    os.close(devnull)
-
-
-def _worker(prog: Program, conn: Connection) -> None:
-    """Child process: run one program, send the results, exit without cleanup."""
+def _run_one(prog: Program) -> list[dict]:
+    """In a worker: one program's results (as dicts: they cross a pipe)."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-        _silence()
         results = run_program(prog)
-        conn.send([asdict(r) for r in results])
-    except BaseException as err:  # noqa: BLE001 - report, never hang the parent
+    except BaseException as err:  # noqa: BLE001 - an internal error fails every check
         msg, detail = _internal(err)
-        conn.send([asdict(CheckResult(c, prog.name, False, msg, detail=detail))
-                   for c in prog.categories()])
-    finally:
-        conn.close()
-        os._exit(0)
+        results = [CheckResult(c, prog.name, False, msg, detail=detail)
+                   for c in prog.categories()]
+    return [asdict(r) for r in results]
+
+
+def _failed_dicts(prog: Program, why: str) -> list[dict]:
+    return [asdict(r) for r in _failed_all(prog, why)]
 
 
 def _failed_all(prog: Program, message: str) -> list[CheckResult]:
@@ -354,56 +344,25 @@ def _context() -> multiprocessing.context.BaseContext:
     return ctx
 
 
-def _collect(conn: Connection, proc: BaseProcess, prog: Program, started: float,
-             now: float, ready: list, timeout: float) -> list[CheckResult] | None:
-    """A finished worker's results, a failure for a dead or overdue one, else None."""
-    if conn in ready:
-        try:
-            return [CheckResult(**r) for r in conn.recv()]
-        except (EOFError, OSError):
-            proc.join(5)
-            return _failed_all(prog, f"worker died (exit code {proc.exitcode})")
-    if now - started > timeout:
-        proc.kill()
-        return _failed_all(prog, f"timeout after {timeout:.0f} s")
-    return None
-
-
 Progress = Callable[[int, int, list[CheckResult]], None]
 
 
 def run_corpus(programs: list[Program], jobs: int = 2, timeout: float = DEFAULT_TIMEOUT,
                progress: Progress | None = None) -> list[CheckResult]:
     """Run every program in a forked worker, ``jobs`` at a time."""
-    ctx = _context()
-    queue = list(reversed(programs))
-    running: dict = {}
     results: list[CheckResult] = []
-    try:
-        while queue or running:
-            while queue and len(running) < max(1, jobs):
-                prog = queue.pop()
-                parent, child = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_worker, args=(prog, child), daemon=True)
-                proc.start()
-                child.close()
-                running[parent] = (proc, prog, time.monotonic())
-            ready = multiprocessing.connection.wait(list(running), timeout=0.2)
-            now = time.monotonic()
-            for conn in list(running):
-                proc, prog, started = running[conn]
-                got = _collect(conn, proc, prog, started, now, ready, timeout)
-                if got is None:
-                    continue
-                proc.join(5)
-                conn.close()
-                del running[conn]
-                results.extend(got)
-                if progress:
-                    progress(len(programs) - len(queue) - len(running), len(programs), got)
-    finally:  # interrupted: leave no orphan workers behind
-        for proc, _, _ in running.values():
-            proc.kill()
+    done = 0
+
+    def finished(_prog: Program, got: list[dict]) -> None:
+        nonlocal done
+        done += 1
+        checks = [CheckResult(**r) for r in got]
+        results.extend(checks)
+        if progress:
+            progress(done, len(programs), checks)
+
+    run_forked(programs, _run_one, _failed_dicts, workers=jobs, timeout=timeout,
+               context=_context(), on_result=finished)
     order = {p.name: i for i, p in enumerate(programs)}
     results.sort(key=lambda r: (order[r.program], CATEGORIES.index(r.category)))
     return results

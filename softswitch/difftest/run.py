@@ -27,9 +27,6 @@ summary line, with the reason. :func:`undocumented` returns the rest.
 from __future__ import annotations
 
 import json
-import multiprocessing
-import multiprocessing.connection
-import os
 import random
 import re
 import resource
@@ -45,6 +42,7 @@ from pathlib import Path
 
 from softswitch.difftest import generate
 from softswitch.difftest.mutate import Mutant, mutants, mutate
+from softswitch.forked_jobs import run_forked
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_KNOWN = REPO_ROOT / "tests" / "differential_known.txt"
@@ -217,21 +215,18 @@ def check_mutant(index: int, source: str, what: str, path: Path,
 
 # --- the run -------------------------------------------------------------------------------
 
-def _worker(args: tuple, conn: multiprocessing.connection.Connection) -> None:
-    try:
-        _limit_memory()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        signal.alarm(int(CASE_TIMEOUT))
-        conn.send(asdict(check_mutant(*args)))
-    except BaseException as err:  # noqa: BLE001 - report, never hang the parent
-        index, source, what = args[:3]
-        conn.send(asdict(Case(index, source, what, "internal", Verdict("?"),
-                              Verdict("internal", f"worker: {type(err).__name__}: {err}"))))
-    finally:
-        conn.close()
-        os._exit(0)
+def _check_in_worker(args: tuple) -> dict:
+    """In a worker: one mutant, under a memory limit and an alarm (as a dict: it
+    crosses a pipe)."""
+    _limit_memory()
+    signal.alarm(int(CASE_TIMEOUT))
+    return asdict(check_mutant(*args))
+
+
+def _worker_failed(args: tuple, why: str) -> dict:
+    index, source, what = args[:3]
+    return asdict(Case(index, source, what, "internal", Verdict("?"),
+                       Verdict("internal", why)))
 
 
 def _case(d: dict) -> Case:
@@ -288,60 +283,29 @@ def run(sources: list[tuple[str, Path]], seed: int, count: int, p4test: str,
         tmp = tempfile.TemporaryDirectory(prefix="softswitch-difftest-")
         workdir = Path(tmp.name)
     workdir.mkdir(parents=True, exist_ok=True)
-    ctx = multiprocessing.get_context("fork")
     if arch is not None:          # the generator writes v1model programs only
         generated_share = 0.0
-    pending = programs(texts, seed, count, generated_share)
-    running: dict = {}
-    cases: list[Case] = []
-    start = time.monotonic()
+
+    def work_items() -> Iterator[tuple]:
+        """Each program written to ``workdir`` just before its worker starts."""
+        for index, name, m in programs(texts, seed, count, generated_share):
+            path = workdir / f"m{index:05d}.p4"
+            path.write_text(m.text)
+            yield (index, name, m.what, path, [dirs.get(name, str(workdir))], p4test,
+                   p4c_bmv2, arch)
+
+    def finished(_args: tuple, got: dict) -> None:
+        if progress is not None:
+            progress(_case(got))
+
     try:
-        while True:
-            while len(running) < max(1, jobs) and (
-                    budget_s is None or time.monotonic() - start < budget_s):
-                item = next(pending, None)
-                if item is None:
-                    break
-                index, name, m = item
-                path = workdir / f"m{index:05d}.p4"
-                path.write_text(m.text)
-                parent, child = ctx.Pipe(duplex=False)
-                args = (index, name, m.what, path, [dirs.get(name, str(workdir))], p4test,
-                        p4c_bmv2, arch)
-                proc = ctx.Process(target=_worker, args=(args, child), daemon=True)
-                proc.start()
-                child.close()
-                running[parent] = (proc, index, name, m.what, time.monotonic())
-            if not running:
-                break
-            ready = multiprocessing.connection.wait(list(running), timeout=1.0)
-            now = time.monotonic()
-            for conn in list(running):
-                proc, index, name, what, began = running[conn]
-                case = None
-                if conn in ready:
-                    try:
-                        case = _case(conn.recv())
-                    except (EOFError, OSError):
-                        case = Case(index, name, what, "internal", Verdict("?"),
-                                    Verdict("internal", f"worker died ({proc.exitcode})"))
-                elif now - began > CASE_TIMEOUT + 10:
-                    proc.kill()
-                    case = Case(index, name, what, "internal", Verdict("?"),
-                                Verdict("internal", "timeout"))
-                if case is None:
-                    continue
-                proc.join(5)
-                conn.close()
-                del running[conn]
-                cases.append(case)
-                if progress is not None:
-                    progress(case)
+        found = run_forked(work_items(), _check_in_worker, _worker_failed, workers=jobs,
+                           timeout=CASE_TIMEOUT + 10, budget_s=budget_s,
+                           on_result=finished)
     finally:
-        for proc, *_rest in running.values():
-            proc.kill()
         if tmp is not None:
             tmp.cleanup()
+    cases = [_case(d) for d in found]
     return sorted(cases, key=lambda c: c.index)
 
 

@@ -234,66 +234,29 @@ class Job:
     queues: int = 1
 
 
-def _job_worker(job: Job, conn: Any) -> None:
-    import os
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        r = (compare_stf(job.program, job.stf, queues=job.queues) if job.stf
-             else compare_random(job.program))
-        r.program = job.name
-        conn.send(r)
-    except BaseException as e:  # noqa: BLE001 - report, never hang the parent
-        conn.send(DiffResult(job.name, "different", f"worker error: {type(e).__name__}: {e}"))
-    finally:
-        conn.close()
-        os._exit(0)
+def _run_job(job: Job) -> DiffResult:
+    """In a worker: one program through both paths."""
+    r = (compare_stf(job.program, job.stf, queues=job.queues) if job.stf
+         else compare_random(job.program))
+    r.program = job.name
+    return r
+
+
+def _job_failed(job: Job, why: str) -> DiffResult:
+    return DiffResult(job.name, "different", why)
 
 
 def run_jobs(jobs: list[Job], workers: int = 2, timeout: float = 300.0) -> list[DiffResult]:
     """Each job in a forked worker (a crash in C is one failed program, not a dead run),
     ``workers`` at a time."""
     import multiprocessing
-    import multiprocessing.connection
     import threading
-    import time
+
+    from softswitch.forked_jobs import run_forked
+
     ctx = multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
-    queue = list(reversed(jobs))
-    running: dict[Any, tuple[Any, Job, float]] = {}
-    results: list[DiffResult] = []
-    try:
-        while queue or running:
-            while queue and len(running) < max(1, workers):
-                job = queue.pop()
-                parent, child = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_job_worker, args=(job, child), daemon=True)
-                proc.start()
-                child.close()
-                running[parent] = (proc, job, time.monotonic())
-            ready = multiprocessing.connection.wait(list(running), timeout=0.2)
-            now = time.monotonic()
-            for conn in list(running):
-                proc, job, started = running[conn]
-                got: DiffResult | None = None
-                if conn in ready:
-                    try:
-                        got = conn.recv()
-                    except (EOFError, OSError):
-                        proc.join(5)
-                        got = DiffResult(job.name, "different",
-                                         f"worker died (exit code {proc.exitcode})")
-                elif now - started > timeout:
-                    proc.kill()
-                    got = DiffResult(job.name, "different", f"timeout after {timeout:.0f} s")
-                if got is None:
-                    continue
-                proc.join(5)
-                conn.close()
-                del running[conn]
-                results.append(got)
-    finally:
-        for proc, _, _ in running.values():
-            proc.kill()
+    results = run_forked(jobs, _run_job, _job_failed, workers=workers, timeout=timeout,
+                         context=ctx)
     order = {j.name: i for i, j in enumerate(jobs)}
     results.sort(key=lambda r: order.get(r.program, 0))
     return results
