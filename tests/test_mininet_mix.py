@@ -35,7 +35,9 @@ from topologies.mix_plan import (  # noqa: E402
     choose_bottleneck_kind,
     fifo,
     pinned,
+    queue_frames,
     read_intent,
+    write_intent,
 )
 from topologies.mix_stats import per_class, percentile, verdict  # noqa: E402
 from topologies.runner import derive_intent, leftovers_of  # noqa: E402
@@ -81,6 +83,27 @@ def test_bottleneck_per_target():
     plan = build_plan(topo, pinned(read_intent(topo)), "queue-rate", 500)
     assert plan.bottleneck.commands() == [f"set_queue_rate 500 3 {q}" for q in range(8)]
     assert "isolation, not a shared link" in plan.bottleneck.describe()
+
+
+def test_queue_rates_follow_each_queues_frames(tmp_path):
+    """queue-rate: each queue is held to a link of ``rate`` bulk frames/s in its own
+    largest frames (what strict priority gives it on a real link); under FIFO every
+    class shares queue 0 at the bulk rate."""
+    from controlplane.intent import load_intent
+
+    topo = load_topology(SINGLE)
+    tailcc = pinned(read_intent(topo))
+    plan = build_plan(topo, tailcc, "queue-rate", 250)
+    frames = queue_frames(load_intent(write_intent(tailcc, tmp_path / "t.yaml")))
+    # default profile: hot KV (554 B) + signals (242 B) in 5, control (170 B) in 7,
+    # MoE 4, storage 3, training bulk 2 (1042 B frames)
+    assert frames == {5: 554, 7: 170, 4: 1042, 3: 1042, 2: 1042}
+    rates = plan.bottleneck.queue_rates(frames)
+    assert rates == {0: 250, 1: 250, 2: 250, 3: 250, 4: 250, 5: 470, 6: 250, 7: 1532}
+    assert plan.bottleneck.commands(frames)[5] == "set_queue_rate 470 3 5"
+    fifo_frames = queue_frames(load_intent(write_intent(fifo(tailcc), tmp_path / "f.yaml")))
+    assert fifo_frames == {0: 1042}
+    assert set(plan.bottleneck.queue_rates(fifo_frames).values()) == {250}
 
 
 def test_fifo_intent_puts_everything_in_one_queue(tmp_path):

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from controlplane.intent import load_intent
 from controlplane.p4rt.errors import P4RuntimeClientError
 from softswitch import reference_tools
 from topologies.mix_plan import (
@@ -34,6 +35,7 @@ from topologies.mix_plan import (
     choose_bottleneck_kind,
     fifo,
     pinned,
+    queue_frames,
     read_intent,
     write_intent,
 )
@@ -60,10 +62,12 @@ def topology_path(name: str) -> Path:
     return PROJECT_ROOT / NAMED[name] if name in NAMED else Path(name)
 
 
-def apply_bottleneck(switch_kind: str, topo: Topology, bottleneck: Bottleneck) -> None:
-    """Send the bottleneck's commands to the switch's runtime port (its --thrift-port)."""
+def apply_bottleneck(switch_kind: str, topo: Topology, bottleneck: Bottleneck,
+                     frames: dict[int, int] | None = None) -> None:
+    """Send the bottleneck's commands to the switch's runtime port (its --thrift-port).
+    ``frames``: queue -> largest frame there, for per-queue rates (queue-rate)."""
     address = f"127.0.0.1:{topo.switch(bottleneck.switch).thrift_port}"
-    commands = bottleneck.commands()
+    commands = bottleneck.commands(frames)
     if switch_kind == "bmv2":
         from controlplane.reconcile.bmv2_thrift import Bmv2Thrift, run_command
         with Bmv2Thrift(address) as bm:
@@ -201,17 +205,25 @@ def run_mix(opts: MixOptions, log: Callable[[str], None]) -> dict[str, Any]:
     intents = {"fifo": write_intent(fifo(dict(tailcc_intent)), work / "fifo-intent.yaml"),
                "tailcc": write_intent(tailcc_intent, work / "tailcc-intent.yaml")}
     runs: dict[str, dict[str, ClassResult]] = {}
+    queue_rates: dict[str, dict[int, int]] = {}
     for config in CONFIGS:
         variant = dataclasses.replace(topo, intent=intents[config])
         runner = Runner(variant, opts.switch, opts.backend, work / config, log=log)
+        frames = queue_frames(load_intent(intents[config]))
         with runner:
-            apply_bottleneck(opts.switch, variant, plan.bottleneck)
+            apply_bottleneck(opts.switch, variant, plan.bottleneck, frames)
+            if plan.bottleneck.kind == "queue-rate":
+                rates = plan.bottleneck.queue_rates(frames)
+                queue_rates[config] = {q: rates[q] for q in sorted(frames)}
+                log(f"mix: [{config}] queue rates (pkt/s, queue: rate): " + ", ".join(
+                    f"{q}: {rates[q]}" for q in sorted(frames)))
             log(f"mix: [{config}] bottleneck applied; {opts.duration:g} s of traffic")
             records, sent = run_traffic(runner, plan, config, opts.duration, opts.seed,
                                         work / f"{config}.records")
         runs[config] = per_class(plan, records, sent, opts.duration)
     return {"topology": topo.name, "switch": opts.switch, "duration_s": opts.duration,
             "seed": opts.seed, "bottleneck": dataclasses.asdict(plan.bottleneck),
+            "queue_rates": queue_rates,
             "senders": plan.senders, "receiver": plan.receiver,
             "flows": [{"id": f.id, "class": f.cls.name, "src": f.src, "dst": f.dst,
                        "pps": round(f.pps, 2), "size": f.cls.size} for f in plan.flows],

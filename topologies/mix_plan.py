@@ -18,19 +18,26 @@ How the bottleneck is made, per target (``--bottleneck``):
 - ``link-rate`` (softswitch ``set_link_rate``): the port's shaper, shared by all its
   queues: strict priority and DWRR decide who goes first on one link;
 - ``queue-rate`` (``set_queue_rate`` on every priority queue of the port, BMv2's only
-  knob; softswitch has it too): each queue gets the rate on its own, so the comparison
-  shows isolation between queues, not priority on a shared link.
+  knob; softswitch has it too): each queue gets a rate on its own, so the comparison
+  shows isolation between queues, not priority on a shared link. ``--rate`` is in bulk
+  frames per second; each queue is limited to what a link of that bit rate carries of
+  the largest frames the configuration puts in it (:func:`queue_frames`): the rate a
+  strict-priority queue gets on a real link. A queue of 200 B signals is not held to
+  the bulk queue's frames per second (BMv2 counts packets, not bytes).
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from controlplane.intent import Intent
+from controlplane.intent.model import MatchRule
 from topologies.schema import Topology
 
 BOTTLENECKS = ("auto", "link-rate", "queue-rate")
@@ -65,6 +72,7 @@ CLASSES = (
     TrafficClass("training_bulk", 18, 1000, 5203, mouse=False, urgent=False),
 )
 ELEPHANT_LOAD = 2.0                       # elephants offer twice the bottleneck
+BULK_FRAME = 1000 + ETH_IP_UDP            # what --rate counts in queue-rate mode
 
 
 @dataclass(frozen=True)
@@ -92,11 +100,20 @@ class Bottleneck:
     rate: int                           # bits/s (link-rate) or packets/s per queue
     why: str = ""
 
-    def commands(self) -> list[str]:
-        """simple_switch_CLI-syntax commands (softswitch channel; BMv2 over Thrift)."""
+    def commands(self, frames: Mapping[int, int] | None = None) -> list[str]:
+        """simple_switch_CLI-syntax commands (softswitch channel; BMv2 over Thrift).
+        ``frames``: queue -> largest frame in bytes it carries (queue-rate only; see
+        :meth:`queue_rates`)."""
         if self.kind == "link-rate":
             return [f"set_link_rate {self.rate} {self.port}"]
-        return [f"set_queue_rate {self.rate} {self.port} {q}" for q in QUEUES]
+        rates = self.queue_rates(frames or {})
+        return [f"set_queue_rate {rates[q]} {self.port} {q}" for q in QUEUES]
+
+    def queue_rates(self, frames: Mapping[int, int]) -> dict[int, int]:
+        """Packets/s per queue: ``rate`` bulk frames/s as bits, in the queue's largest
+        frames (queues not in ``frames``, and bulk queues, keep ``rate``)."""
+        return {q: max(1, round(self.rate * BULK_FRAME / frames[q])) if q in frames
+                else self.rate for q in QUEUES}
 
     def describe(self) -> str:
         what = (f"set_link_rate {self.rate / 1e6:g} Mb/s (one shaper for all queues)"
@@ -235,3 +252,54 @@ def write_intent(data: dict[str, Any], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
+
+
+#: Header fields of the mix's packets the classifier can see but the plan cannot
+#: know (ephemeral source ports, per-flow QPs): a rule on them is taken to match.
+_VARIES = ("l4_src_port", "dst_qp")
+
+
+def packet_fields(cls: TrafficClass) -> dict[str, int]:
+    """What the switch classifies one of ``cls``'s packets by (mix_traffic.py's
+    packets: UDP, ECN 0, a BTH with opcode 0x0A (RDMA WRITE only) on port 4791)."""
+    fields = {"dscp": cls.dscp, "ecn": 0, "ip_proto": 17, "l4_dst_port": cls.port,
+              "packet_size": cls.size + ETH_IP_UDP}
+    if cls.port == 4791:
+        fields["bth_opcode"] = 0x0A
+    return fields
+
+
+def _rule_matches(rule: MatchRule, fields: dict[str, int]) -> bool:
+    for name, (lo, hi) in rule.fields.items():
+        if name in _VARIES:
+            continue
+        value = fields.get(name)
+        if value is None or not lo <= value <= hi:
+            return False
+    return True
+
+
+def queue_of(intent: Intent, cls: TrafficClass) -> int:
+    """The queue ``intent`` puts ``cls``'s packets in: the highest-priority class with a
+    rule they match, else the default class."""
+    fields = packet_fields(cls)
+    best = None
+    for tc in intent.classes:
+        if any(_rule_matches(r, fields) for r in tc.rules) and \
+                (best is None or tc.priority > best.priority):
+            best = tc
+    if best is None:
+        best = next((c for c in intent.classes if c.name == intent.default_class), None)
+    if best is None:
+        raise PlanError(f"the intent classifies {cls.name} into no class and has no "
+                        "default class")
+    return best.queue
+
+
+def queue_frames(intent: Intent) -> dict[int, int]:
+    """Queue -> the largest frame (bytes) of the mix's classes ``intent`` puts there."""
+    out: dict[int, int] = {}
+    for cls in CLASSES:
+        q = queue_of(intent, cls)
+        out[q] = max(out.get(q, 0), cls.size + ETH_IP_UDP)
+    return out
