@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
-from test_p4info_corpus import strip_doc
+from p4info_support import strip_doc
 
 ROOT = Path(__file__).resolve().parent.parent
 P4SRC = ROOT / "p4src"

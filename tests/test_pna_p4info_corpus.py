@@ -12,14 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-import traceback
-from collections import Counter
 from pathlib import Path
 
 import pytest
-from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
-from test_p4info_corpus import strip_doc
+from p4info_support import Outcome, compare, equal_rate, internal_errors, reference_p4info, report
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("P4_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
@@ -32,58 +28,33 @@ pytestmark = pytest.mark.skipif(
     reason=f"PNA corpus not found at {PNA} (set P4_CONFORMANCE_DIR)")
 
 
-def check_one(program: str, p4info_file: str) -> tuple[str, str, str]:
-    """(program, outcome, detail); outcome: equal, differ, rejected, internal-error."""
-    from softswitch.diagnostics import P4Error
-    from softswitch.frontend.compiler import compile_program
-    from softswitch.p4info import generate
-
-    expected = p4info_pb2.P4Info()
-    text_format.Parse((SAMPLES / p4info_file).read_text(), expected)
-    strip_doc(expected)
-    try:
-        got = generate(compile_program(SAMPLES / program))
-    except P4Error as exc:
-        if expected == p4info_pb2.P4Info():
-            return program, "equal", ""
-        return program, "rejected", str(exc).splitlines()[0]
-    except Exception:  # noqa: BLE001 - an internal error is what this test reports
-        return program, "internal-error", traceback.format_exc(limit=3)
-    strip_doc(got)
-    if got == expected:
-        return program, "equal", ""
-    return program, "differ", ""
+def check_one(program: str, p4info_file: str) -> Outcome:
+    return compare(program, SAMPLES / program, reference_p4info(SAMPLES / p4info_file))
 
 
 @pytest.fixture(scope="module")
-def results() -> list[tuple[str, str, str]]:
+def results() -> list[Outcome]:
     manifest = json.loads((PNA / "manifest.json").read_text())
     out = [check_one(p["program"], p["p4info"]) for p in manifest["programs"]
            if p.get("p4info")]
-    counts = Counter(outcome for _, outcome, _ in out)
-    print(f"\nPNA P4Info equal to p4test --arch pna's: {counts['equal']}/{len(out)} "
-          f"({counts['equal'] / len(out):.1%}); {dict(counts)}")
-    for name, outcome, detail in out:
-        if outcome != "equal":
-            print(f"  {outcome}: {name} {detail[:200]}")
+    report(out, "PNA P4Info equal to p4test --arch pna's")
     return out
 
 
-def test_pna_corpus_has_programs(results: list[tuple[str, str, str]]) -> None:
+def test_pna_corpus_has_programs(results: list[Outcome]) -> None:
     assert len(results) >= 50, "the PNA corpus should hold p4c's 51 pna-* programs"
 
 
-def test_no_internal_errors(results: list[tuple[str, str, str]]) -> None:
-    crashes = [f"{n}:\n{d}" for n, o, d in results if o == "internal-error"]
+def test_no_internal_errors(results: list[Outcome]) -> None:
+    crashes = internal_errors(results)
     assert not crashes, "internal errors:\n" + "\n".join(crashes)
 
 
-def test_equality_rate_reaches_floor(results: list[tuple[str, str, str]]) -> None:
-    equal = sum(1 for _, o, _ in results if o == "equal")
-    assert equal / len(results) >= RATE_FLOOR
+def test_equality_rate_reaches_floor(results: list[Outcome]) -> None:
+    assert equal_rate(results) >= RATE_FLOOR
 
 
-def test_pkg_info_names_pna(results: list[tuple[str, str, str]]) -> None:
+def test_pkg_info_names_pna(results: list[Outcome]) -> None:
     """The architecture is detected from main's package: every PNA program says pna."""
     from softswitch.frontend.compiler import compile_program
     from softswitch.p4info import generate

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
+from p4info_support import strip_doc
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
-from test_p4info_corpus import strip_doc
 
 from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error

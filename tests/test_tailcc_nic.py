@@ -303,7 +303,7 @@ def test_p4test_accepts_the_nic_without_warnings_and_p4info_matches(reference_to
 
     from google.protobuf import text_format
     from p4.config.v1 import p4info_pb2
-    from test_p4info_corpus import strip_doc
+    from p4info_support import strip_doc
 
     from softswitch.frontend.compiler import compile_program
     from softswitch.p4info import generate
