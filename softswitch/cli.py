@@ -9,6 +9,7 @@ reaches a user otherwise.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import traceback
@@ -283,12 +284,24 @@ def _system_allocator() -> None:
         return                                      # carry on with pymalloc
 
 
+def _exit_now(code: int) -> NoReturn:
+    """End ``softswitch run`` once it has stopped: its sockets, pcap files and logs are
+    closed by then, and the interpreter's teardown only delays the exit (seconds with a
+    large Write abandoned mid-way: its request and gRPC's core are torn down object by
+    object), which a supervisor restarting the switch waits for."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in _PASSTHROUGH:
         if argv[0] == "run" and from_command_line:
             _system_allocator()
+            _exit_now(_passthrough(argv[0], argv[1:]))
         return _passthrough(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     return _run_guarded(args.func, args)

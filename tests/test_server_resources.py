@@ -28,5 +28,7 @@ def test_memory_comes_back_after_deletes_and_sigterm_is_prompt(tmp_path):
     assert "RESOURCE_EXHAUSTED" in figures["rss_mib"][5]["note"], figures
     assert rss[6] - base <= 0.5 * (peak - base) + 32, figures
     # (was 8-10 s; a 200k-update Write in flight is cut short, ~1-4 s here)
-    assert figures["sigterm_s"] < 6.0 and figures["exit_code"] == 0, figures
+    # measured 0.5-0.65 s (softswitch run ends with os._exit once stopped; through the
+    # interpreter's teardown it was 3-3.6 s with the abandoned Write's objects)
+    assert figures["sigterm_s"] < 3.0 and figures["exit_code"] == 0, figures
     assert figures["port_free"], figures
