@@ -142,6 +142,17 @@ class FastSwitch(Switch):
         self._sync_entry(self._lay(table), h)
         return h
 
+    def table_add_checked(self, table: str, match: tuple[Any, ...], action: Any,
+                          args: list[int], priority: int | None = None) -> int:
+        h = super().table_add_checked(table, match, action, args, priority)
+        self._sync_entry(self._lay(table), h)
+        return h
+
+    def table_modify_checked(self, table: str, handle: int, action: Any,
+                             args: list[int]) -> None:
+        super().table_modify_checked(table, handle, action, args)
+        self._sync_entry(self._lay(table), handle)
+
     def table_add_group(self, table: str, keys: Any, members: list[tuple[str, list[int]]],
                         priority: int | None = None) -> int:
         h = super().table_add_group(table, keys, members, priority)

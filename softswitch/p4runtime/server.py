@@ -58,7 +58,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             with self.device.lock:
                 loaded = self.device.require_pipeline()
                 scope = self.device.arbiter.roles.scope(role, loaded.runtime.index)
-                results = loaded.runtime.write(request, permit=scope.update_error,
+                permit = None if scope.full else scope.update_error
+                results = loaded.runtime.write(request, permit=permit,
                                                cancelled=self.device.stopping.is_set)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)

@@ -12,11 +12,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import actions, errors, matches, wire
+from softswitch.p4runtime.entryplan import TablePlan
+from softswitch.p4runtime.entrywire import Decoded
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.profiles import ActionProfiles, Group, Member
@@ -26,6 +30,7 @@ from softswitch.v1model.control import EntryView, KeyMatch, SwitchControl
 Update = p4runtime_pb2.Update
 TableEntry = p4runtime_pb2.TableEntry
 _log = logging.getLogger("softswitch.p4runtime")
+_UNPLANNED = object()      # TableEntries._plans: not looked at yet
 
 
 @dataclass(slots=True)
@@ -39,7 +44,7 @@ class Record:
 
     handle: int
     stored: bytes
-    switch_keys: list[KeyMatch]
+    switch_keys: list[KeyMatch] | None   # None: added by a plain write (see ``match``)
     call: actions.ActionCall | None  # the action; None for a group or one-shot entry
     from_program: bool = False
     key: matches.MatchKey = ((), 0)
@@ -51,6 +56,9 @@ class Record:
     # What the switch picks from per packet (group and one-shot entries), else None
     members: list[tuple[str, list[int]]] | None = None
     idle_timeout_ns: int = 0
+    # The switch's normalised match of an entry added by a plain write (entryplan),
+    # which keeps no KeyMatch list: what re-adding it after an undone DELETE needs.
+    match: tuple[Any, ...] | None = None
 
     @property
     def entry(self) -> TableEntry:
@@ -97,11 +105,105 @@ class TableEntries:
         self._records: dict[int, dict[matches.MatchKey, Record]] = {
             tid: {} for tid in index.tables}
         self._defaults: dict[int, TableEntry] = {}
+        self._plans: dict[int, TablePlan | None] = {}       # see write_plain
         # The entries with an idle timeout, per table (by record id): the idle sweeper
         # visits these only, not every entry, several times a second.
         self._timed: dict[int, dict[int, Record]] = {tid: {} for tid in index.tables}
         for tid, table in index.tables.items():
             self._import_program_entries(tid, table)
+
+    # ------------------------------------------------------------------ plain writes
+    def write_plain(self, d: Decoded, log: UndoLog) -> bool:
+        """Apply a plain update decoded from the wire (:mod:`entrywire`) when its
+        table's plan accepts it; False — with nothing changed — sends it down the
+        general path (:meth:`write`), which reports any error. This is the same
+        write, minus parsing a message and validating twice."""
+        plan = self._plans.get(d[1], _UNPLANNED)
+        if plan is _UNPLANNED:
+            plan = self._plans[d[1]] = self._plan(d[1])
+        if plan is None:
+            return False
+        kind = d[0]
+        if kind == Update.INSERT:
+            return self._insert_plain(plan, d, log)
+        if kind == Update.MODIFY:
+            return self._modify_plain(plan, d, log)
+        if kind == Update.DELETE:
+            accepted = plan.accept(d, with_action=False)
+            record = None if accepted is None else self._records[d[1]].get(accepted.key)
+            if record is None:
+                return False
+            self._delete(plan.table, record, log)
+            return True
+        return False
+
+    def _plan(self, table_id: int) -> TablePlan | None:
+        """The table's plan, when plain writes can take it (direct actions, a
+        switch that takes checked entries)."""
+        table = self.index.tables.get(table_id)
+        state_of = getattr(self.switch, "table_state", None)
+        if table is None or state_of is None or table.is_const or table.implementation_id:
+            return None
+        try:
+            state = state_of(table.name)
+        except (P4Error, KeyError):
+            return None
+        return TablePlan.build(table, self.index, state)
+
+    def _insert_plain(self, plan: TablePlan, d: Decoded, log: UndoLog) -> bool:
+        accepted = plan.accept(d, with_action=True)
+        if accepted is None:
+            return False
+        table = plan.table
+        tid = table.id
+        records = self._records[tid]
+        key = accepted.key
+        if key in records or (table.size and len(records) >= table.size):
+            return False          # ALREADY_EXISTS / RESOURCE_EXHAUSTED, from write()
+        call = accepted.call
+        assert call is not None
+        name = table.name
+        handle = self.switch.table_add_checked(name, accepted.match, accepted.switch_action,
+                                               list(call.args), key[1] or None)
+        record = Record(handle, d[7], None, call, False, key, idle_timeout_ns=d[3],
+                        match=accepted.match)
+        records[key] = record
+        timed = self._timed[tid]
+        if d[3]:
+            timed[id(record)] = record
+
+        def undo_insert() -> None:
+            self.switch.table_delete(name, record.handle)
+            records.pop(key, None)
+            timed.pop(id(record), None)
+        log.push(undo_insert)
+        return True
+
+    def _modify_plain(self, plan: TablePlan, d: Decoded, log: UndoLog) -> bool:
+        table = plan.table
+        if table.direct_meter is not None:
+            return False          # a meter config is carried over: write() does it
+        accepted = plan.accept(d, with_action=True)
+        record = None if accepted is None else self._records[table.id].get(accepted.key)
+        if record is None:
+            return False
+        call = accepted.call
+        assert call is not None
+        name = table.name
+        old = (record.call, record.stored, record.idle_timeout_ns)
+        self.switch.table_modify_checked(name, record.handle, accepted.switch_action,
+                                         list(call.args))
+        record.call, record.stored, record.idle_timeout_ns = call, d[7], d[3]
+        record.wire = None
+        self._track_idle(table.id, record)
+
+        def undo_modify() -> None:
+            self._switch_set(name, record.handle, old[0], None)
+            record.call, record.stored, record.idle_timeout_ns = old
+            record.wire = None
+            self._track_idle(table.id, record)
+        log.push(undo_modify)
+        return True
 
     # ------------------------------------------------------------------ program entries
     def _import_program_entries(self, tid: int, table: TableIndex) -> None:
@@ -215,6 +317,11 @@ class TableEntries:
     def _switch_add(self, name: str, record: Record) -> int:
         """Install a record's entry in the switch; returns the new handle."""
         prio = record.priority or None
+        if record.switch_keys is None:       # from a plain write: its checked match
+            assert record.call is not None and record.match is not None
+            action = self.switch.table_state(name).resolve_action(record.call.name)
+            return self.switch.table_add_checked(name, record.match, action,
+                                                 list(record.call.args), prio)
         if record.members is not None:
             return self.switch.table_add_group(name, record.switch_keys, record.members,
                                                prio)

@@ -1,0 +1,196 @@
+"""Per-table validation of plain table-entry updates, compiled once per pipeline.
+
+A :class:`TablePlan` checks an update decoded by :mod:`entrywire` exactly as
+:func:`matches.parse` and :func:`actions.parse` check a parsed one, from plain values
+read out of P4Info once, and yields at the same time the canonical key (for the
+server's entry store), the switch's normalised match (``TableState.add_checked``), the
+action call and the switch's action. It never raises: anything the general path would
+refuse — or that this plan does not cover — gives None, and the caller runs the general
+path on the parsed update, which then reports the specification's error. So errors keep
+one source, and the plan only has to be right about what it accepts (the fuzz and spec
+tests run both paths).
+
+A table gets a plan only when the switch's key order, kinds and widths are P4Info's
+and every action resolves to the switch's; otherwise its updates take the general path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+
+from softswitch.diagnostics import P4Error
+from softswitch.p4runtime.actions import ActionCall
+from softswitch.p4runtime.entrywire import Decoded
+from softswitch.p4runtime.matches import MatchKey, Norm
+from softswitch.p4runtime.p4index import ActionPlan, FieldPlan, P4InfoIndex, TableIndex
+
+DEFAULT_ONLY = p4info_pb2.ActionRef.DEFAULT_ONLY
+SwitchMatch = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _ActionRoute:
+    """An action a table's entries may use: its P4Info plan and the switch's action."""
+
+    plan: ActionPlan
+    switch_action: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A plain update that passed every check."""
+
+    key: MatchKey
+    match: SwitchMatch | None        # None for DELETE (the switch needs only the handle)
+    call: ActionCall | None          # None for DELETE
+    switch_action: Any
+
+
+class TablePlan:
+    """Validation of one table's plain updates (see the module docstring)."""
+
+    def __init__(self, table: TableIndex, index: P4InfoIndex, switch_keys: list[Any],
+                 state: Any) -> None:
+        self.table = table
+        self._fields = table.plans
+        self._ordered = table.ordered
+        self._exact_ids = table.exact_ids
+        self._needs_priority = table.needs_priority
+        self._idle_ok = table.idle_timeouts
+        self._positions = {plan.id: i for i, plan in enumerate(table.ordered)}
+        # The switch match of an entry that omits every optional field: don't-cares.
+        self._blank = tuple(_dont_care(spec.kind, spec.width) for spec in switch_keys)
+        self._actions: dict[int, _ActionRoute] = {}
+        for aid, ref in table.actions.items():
+            plan = index.action_plans.get(aid)
+            if plan is None or ref.scope == DEFAULT_ONLY:
+                continue
+            try:
+                act = state.resolve_action(plan.name)
+            except P4Error:
+                continue
+            if act.default_only:
+                continue
+            if tuple(w for _, w in act.params) != tuple(p.width for p in plan.params):
+                continue
+            self._actions[aid] = _ActionRoute(plan, act)
+
+    @classmethod
+    def build(cls, table: TableIndex, index: P4InfoIndex, state: Any) -> TablePlan | None:
+        """A plan when the switch's table agrees with P4Info on keys, else None."""
+        specs = list(state.keys)
+        if len(specs) != len(table.ordered):
+            return None
+        for plan, spec in zip(table.ordered, specs, strict=True):
+            if (plan.kind is None or plan.kind != spec.kind or plan.width != spec.width
+                    or plan.width <= 0):
+                return None
+        return cls(table, index, specs, state)
+
+    # ------------------------------------------------------------------ checks
+    def accept(self, d: Decoded, with_action: bool) -> Accepted | None:
+        """The checked key (and action, ``with_action``) of a decoded update, or None."""
+        priority = d[2]
+        if d[3] and not self._idle_ok:
+            return None
+        if self._needs_priority:
+            if priority <= 0 or priority > 0x7FFFFFFF:
+                return None
+        elif priority:
+            return None
+        given: dict[int, Norm] = {}
+        fields = self._fields
+        for fid, kind, a, b in d[5]:
+            plan = fields.get(fid)
+            if plan is None or plan.kind != kind or fid in given:
+                return None
+            norm = _norm(plan, kind, a, b)
+            if norm is None:
+                return None
+            given[fid] = norm
+        if not self._exact_ids <= given.keys():
+            return None
+        key = (tuple(sorted(given.items())), priority)
+        if not with_action:
+            return Accepted(key, None, None, None)
+        route = self._actions.get(d[4])
+        if route is None:
+            return None
+        args = _args(route.plan, d[6])
+        if args is None:
+            return None
+        match = list(self._blank)
+        positions = self._positions
+        for fid, norm in given.items():
+            match[positions[fid]] = _switch_norm(norm, fields[fid].width)
+        call = ActionCall(route.plan.name, args, None, route.plan.info)
+        return Accepted(key, tuple(match), call, route.switch_action)
+
+
+def _dont_care(kind: str, width: int) -> tuple[Any, ...]:
+    if kind == "lpm":
+        return (0, 0, 0)
+    if kind == "range":
+        return ("r", 0, (1 << width) - 1)
+    return (0, 0)       # ternary, optional (exact fields are never omitted)
+
+
+def _norm(plan: FieldPlan, kind: str, a: bytes, b: Any) -> Norm | None:
+    """``matches._normalise`` for a valid field; None where it would raise."""
+    if not a:
+        return None
+    width = plan.width
+    value = int.from_bytes(a)
+    if value >> width:
+        return None
+    if kind == "exact":
+        return ("exact", value, 0)
+    if kind == "lpm":
+        if not 0 < b <= width or value & ((1 << (width - b)) - 1):
+            return None
+        return ("lpm", value, b)
+    if kind == "optional":
+        return ("optional", value, 0)
+    if not b:
+        return None
+    second = int.from_bytes(b)
+    if second >> width:
+        return None
+    if kind == "ternary":
+        if second == 0 or value & ~second:
+            return None
+        return ("ternary", value, second)
+    if value > second or (value == 0 and second == (1 << width) - 1):
+        return None
+    return ("range", value, second)
+
+
+def _switch_norm(norm: Norm, width: int) -> tuple[Any, ...]:
+    """The switch's normalised match of a canonical field (``TableState._norm_one``)."""
+    kind, a, b = norm
+    full = (1 << width) - 1
+    if kind == "lpm":
+        return (a, full ^ ((1 << (width - b)) - 1), b)
+    if kind == "ternary":
+        return (a, b)
+    if kind == "range":
+        return ("r", a, b)
+    return (a, full)       # exact, optional
+
+
+def _args(plan: ActionPlan, params: tuple[tuple[int, bytes], ...]) -> list[int] | None:
+    """``actions.parse``'s arguments for valid parameters; None where it would raise."""
+    given = dict(params)
+    if len(given) != len(params) or given.keys() != plan.ids:
+        return None
+    values = [given[pid] for pid in plan.order]
+    if b"" in values:
+        return None
+    args = list(map(int.from_bytes, values))
+    for value, limit in zip(args, plan.limits, strict=True):
+        if value > limit:
+            return None
+    return args
