@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch.p4runtime import errors, reclaim, wire
+from softswitch.p4runtime import errors, reclaim, unary_lane, wire
 from softswitch.p4runtime.arbitration import Connection, election_id_of, role_name
 from softswitch.p4runtime.device import Device
 
@@ -221,14 +221,28 @@ def _stream_error(exc: errors.P4RuntimeError) -> p4runtime_pb2.StreamMessageResp
     return message
 
 
+def _write_handler(servicer: P4RuntimeServicer) -> unary_lane.Handler:
+    pb = p4runtime_pb2
+    return (lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
+            servicer.Write, pb.WriteResponse.SerializeToString)
+
+
+def _lane_handlers(servicer: P4RuntimeServicer) -> dict[str, unary_lane.Handler]:
+    """The RPCs the unary lane answers (short, unary, and Write the hot one)."""
+    pb = p4runtime_pb2
+    return {"/p4.v1.P4Runtime/Write": _write_handler(servicer),
+            "/p4.v1.P4Runtime/Capabilities": (pb.CapabilitiesRequest.FromString,
+                                              servicer.Capabilities,
+                                              pb.CapabilitiesResponse.SerializeToString)}
+
+
 def _handlers(servicer: P4RuntimeServicer) -> grpc.GenericRpcHandler:
     """The service's method table, as the generated code builds it, except that
     Read's responses may be pre-encoded bytes (see :mod:`wire`)."""
     pb = p4runtime_pb2
+    deserialize, _, serialize = _write_handler(servicer)
     methods = {
-        "Write": grpc.unary_unary_rpc_method_handler(
-            servicer.Write, lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
-            pb.WriteResponse.SerializeToString),
+        "Write": grpc.unary_unary_rpc_method_handler(servicer.Write, deserialize, serialize),
         "Read": grpc.unary_stream_rpc_method_handler(
             servicer.Read, pb.ReadRequest.FromString, wire.serialize),
         "SetForwardingPipelineConfig": grpc.unary_unary_rpc_method_handler(
@@ -283,7 +297,9 @@ def serve(device: Device, address: str = "127.0.0.1:9559",
                          options=[("grpc.max_receive_message_length", max_message_bytes),
                                   ("grpc.max_send_message_length", 64 << 20),
                                   ("grpc.so_reuseport", 0)])
-    server.add_generic_rpc_handlers((_handlers(P4RuntimeServicer(device)),))
+    servicer = P4RuntimeServicer(device)
+    lane = unary_lane.attach(server, _lane_handlers(servicer))
+    server.add_generic_rpc_handlers((_handlers(servicer),))
     device.start_reclaimer()
     try:
         if tls is None:
@@ -295,4 +311,7 @@ def serve(device: Device, address: str = "127.0.0.1:9559",
     if port == 0:
         raise ServerError(f"cannot listen on {address}")
     server.start()
-    return server, port
+    if lane is None:
+        return server, port
+    lane.start()
+    return unary_lane.LanedServer(server, lane), port  # type: ignore[return-value]
