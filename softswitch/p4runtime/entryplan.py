@@ -16,6 +16,7 @@ and every action resolves to the switch's; otherwise its updates take the genera
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ from softswitch.diagnostics import P4Error
 from softswitch.p4runtime.actions import ActionCall
 from softswitch.p4runtime.entrywire import Decoded
 from softswitch.p4runtime.matches import MatchKey, Norm
-from softswitch.p4runtime.p4index import ActionPlan, FieldPlan, P4InfoIndex, TableIndex
+from softswitch.p4runtime.p4index import ActionPlan, P4InfoIndex, TableIndex
 
 DEFAULT_ONLY = p4info_pb2.ActionRef.DEFAULT_ONLY
 SwitchMatch = tuple[Any, ...]
@@ -39,14 +40,9 @@ class _ActionRoute:
     switch_action: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Accepted:
-    """A plain update that passed every check."""
-
-    key: MatchKey
-    match: SwitchMatch | None        # None for DELETE (the switch needs only the handle)
-    call: ActionCall | None          # None for DELETE
-    switch_action: Any
+# A plain update that passed every check: its canonical key, the switch's normalised
+# match, the action call and the switch's action.
+Accepted = tuple[MatchKey, SwitchMatch, ActionCall, Any]
 
 
 class TablePlan:
@@ -91,13 +87,13 @@ class TablePlan:
         return cls(table, index, specs, state)
 
     # ------------------------------------------------------------------ checks
-    def accept(self, d: Decoded, with_action: bool) -> Accepted | None:
-        """The checked key (and action, ``with_action``) of a decoded update, or None."""
+    def key(self, d: Decoded) -> tuple[MatchKey, dict[int, Norm]] | None:
+        """The canonical key of a decoded update (and its fields by id), or None."""
         priority = d[2]
         if d[3] and not self._idle_ok:
             return None
         if self._needs_priority:
-            if priority <= 0 or priority > 0x7FFFFFFF:
+            if not 0 < priority <= 0x7FFFFFFF:
                 return None
         elif priority:
             return None
@@ -107,27 +103,38 @@ class TablePlan:
             plan = fields.get(fid)
             if plan is None or plan.kind != kind or fid in given:
                 return None
-            norm = _norm(plan, kind, a, b)
+            norm = _norm(plan.width, kind, a, b)
             if norm is None:
                 return None
             given[fid] = norm
         if not self._exact_ids <= given.keys():
             return None
-        key = (tuple(sorted(given.items())), priority)
-        if not with_action:
-            return Accepted(key, None, None, None)
+        items = tuple(given.items())
+        if len(items) > 1:
+            items = tuple(sorted(items))
+        return (items, priority), given
+
+    def accept(self, d: Decoded) -> Accepted | None:
+        """The checked key, match and action of a decoded INSERT/MODIFY, or None."""
+        keyed = self.key(d)
         route = self._actions.get(d[4])
-        if route is None:
+        if keyed is None or route is None:
             return None
-        args = _args(route.plan, d[6])
+        plan = route.plan
+        args = _args(plan, d[6])
         if args is None:
             return None
-        match = list(self._blank)
-        positions = self._positions
-        for fid, norm in given.items():
-            match[positions[fid]] = _switch_norm(norm, fields[fid].width)
-        call = ActionCall(route.plan.name, args, None, route.plan.info)
-        return Accepted(key, tuple(match), call, route.switch_action)
+        key, given = keyed
+        fields = self._fields
+        if len(given) == len(self._blank):          # every field given: no don't-cares
+            match = tuple([_switch_norm(given[p.id], p.width) for p in self._ordered])
+        else:
+            slots = list(self._blank)
+            positions = self._positions
+            for fid, norm in given.items():
+                slots[positions[fid]] = _switch_norm(norm, fields[fid].width)
+            match = tuple(slots)
+        return key, match, ActionCall(plan.name, args, None, plan.info), route.switch_action
 
 
 def _dont_care(kind: str, width: int) -> tuple[Any, ...]:
@@ -138,11 +145,10 @@ def _dont_care(kind: str, width: int) -> tuple[Any, ...]:
     return (0, 0)       # ternary, optional (exact fields are never omitted)
 
 
-def _norm(plan: FieldPlan, kind: str, a: bytes, b: Any) -> Norm | None:
+def _norm(width: int, kind: str, a: bytes, b: Any) -> Norm | None:
     """``matches._normalise`` for a valid field; None where it would raise."""
     if not a:
         return None
-    width = plan.width
     value = int.from_bytes(a)
     if value >> width:
         return None
@@ -183,14 +189,16 @@ def _switch_norm(norm: Norm, width: int) -> tuple[Any, ...]:
 
 def _args(plan: ActionPlan, params: tuple[tuple[int, bytes], ...]) -> list[int] | None:
     """``actions.parse``'s arguments for valid parameters; None where it would raise."""
-    given = dict(params)
-    if len(given) != len(params) or given.keys() != plan.ids:
-        return None
-    values = [given[pid] for pid in plan.order]
+    if tuple([p[0] for p in params]) == plan.order:       # in order, each once: common
+        values = [p[1] for p in params]
+    else:
+        given = dict(params)
+        if len(given) != len(params) or given.keys() != plan.ids:
+            return None
+        values = [given[pid] for pid in plan.order]
     if b"" in values:
         return None
     args = list(map(int.from_bytes, values))
-    for value, limit in zip(args, plan.limits, strict=True):
-        if value > limit:
-            return None
+    if not all(map(operator.le, args, plan.limits)):
+        return None
     return args

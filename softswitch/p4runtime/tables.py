@@ -129,8 +129,8 @@ class TableEntries:
         if kind == Update.MODIFY:
             return self._modify_plain(plan, d, log)
         if kind == Update.DELETE:
-            accepted = plan.accept(d, with_action=False)
-            record = None if accepted is None else self._records[d[1]].get(accepted.key)
+            keyed = plan.key(d)
+            record = None if keyed is None else self._records[d[1]].get(keyed[0])
             if record is None:
                 return False
             self._delete(plan.table, record, log)
@@ -151,22 +151,20 @@ class TableEntries:
         return TablePlan.build(table, self.index, state)
 
     def _insert_plain(self, plan: TablePlan, d: Decoded, log: UndoLog) -> bool:
-        accepted = plan.accept(d, with_action=True)
+        accepted = plan.accept(d)
         if accepted is None:
             return False
+        key, match, call, switch_action = accepted
         table = plan.table
         tid = table.id
         records = self._records[tid]
-        key = accepted.key
         if key in records or (table.size and len(records) >= table.size):
             return False          # ALREADY_EXISTS / RESOURCE_EXHAUSTED, from write()
-        call = accepted.call
-        assert call is not None
         name = table.name
-        handle = self.switch.table_add_checked(name, accepted.match, accepted.switch_action,
-                                               list(call.args), key[1] or None)
+        handle = self.switch.table_add_checked(name, match, switch_action, list(call.args),
+                                               key[1] or None)
         record = Record(handle, d[7], None, call, False, key, idle_timeout_ns=d[3],
-                        match=accepted.match)
+                        match=match)
         records[key] = record
         timed = self._timed[tid]
         if d[3]:
@@ -183,16 +181,15 @@ class TableEntries:
         table = plan.table
         if table.direct_meter is not None:
             return False          # a meter config is carried over: write() does it
-        accepted = plan.accept(d, with_action=True)
-        record = None if accepted is None else self._records[table.id].get(accepted.key)
+        accepted = plan.accept(d)
+        record = None if accepted is None else self._records[table.id].get(accepted[0])
         if record is None:
             return False
-        call = accepted.call
-        assert call is not None
+        assert accepted is not None
+        _, _, call, switch_action = accepted
         name = table.name
         old = (record.call, record.stored, record.idle_timeout_ns)
-        self.switch.table_modify_checked(name, record.handle, accepted.switch_action,
-                                         list(call.args))
+        self.switch.table_modify_checked(name, record.handle, switch_action, list(call.args))
         record.call, record.stored, record.idle_timeout_ns = call, d[7], d[3]
         record.wire = None
         self._track_idle(table.id, record)
