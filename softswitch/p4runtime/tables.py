@@ -170,6 +170,9 @@ class TableEntries:
         if d[3]:
             timed[id(record)] = record
 
+        if not log.atomic:
+            return True       # nothing after the switch call can fail: no undo needed
+
         def undo_insert() -> None:
             self.switch.table_delete(name, record.handle)
             records.pop(key, None)
@@ -193,6 +196,8 @@ class TableEntries:
         record.call, record.stored, record.idle_timeout_ns = call, d[7], d[3]
         record.wire = None
         self._track_idle(table.id, record)
+        if not log.atomic:
+            return True       # nothing after the switch call can fail: no undo needed
 
         def undo_modify() -> None:
             self._switch_set(name, record.handle, old[0], None)
