@@ -226,6 +226,9 @@ def corpus(ids: dict) -> list[Update]:
     wrong_kind = route(ids, 0x190000000000)
     wrong_kind.match[0].exact.value = b"\x01"
     out.append(upd(INSERT, wrong_kind))
+    tagged = route(ids, 0x1A0000000000)
+    tagged.controller_metadata, tagged.metadata = 77, b"kept as written"
+    out.append(upd(INSERT, tagged))                                      # metadata fields
     deleted = route(ids, 0x0B0000000000)
     deleted.ClearField("action")                                         # DELETE: key only
     out.append(upd(DELETE, deleted))

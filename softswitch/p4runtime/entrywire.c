@@ -18,7 +18,10 @@
  * decode(data: bytes, spans: list[tuple[int, int]]) -> list[tuple | None], one item
  * per span (an Update's encoding within data):
  *     (type, table_id, priority, idle_timeout_ns, action_id,
- *      ((field_id, kind, a, b), ...), ((param_id, value), ...), table_entry_bytes)
+ *      ((field_id, kind, a, b), ...), ((param_id, value), ...), table_entry_bytes,
+ *      has_metadata)
+ * has_metadata is 1 when the entry carries controller_metadata or metadata (kept as
+ * written: Read then re-encodes the entry through protobuf);
  * kind is "exact", "lpm", "ternary", "range" or "optional" (protobuf's oneof names);
  * action_id is 0 when the entry has no action (as a DELETE may);
  * a, b are bytes (lpm: b is the prefix length; exact/optional: b is None).
@@ -330,9 +333,9 @@ static int update(const unsigned char *start, const unsigned char *end, PyObject
             rc = -1;
             goto done;
         }
-        *out = Py_BuildValue("(iILLINNy#)", (int)type, table_id, (long long)priority,
+        *out = Py_BuildValue("(iILLINNy#i)", (int)type, table_id, (long long)priority,
                              (long long)idle, action_id, mt, pt, (const char *)te.p,
-                             (Py_ssize_t)(te.end - te.p));
+                             (Py_ssize_t)(te.end - te.p), s_cm || s_md);
         rc = *out ? 0 : -1;
     }
 done:

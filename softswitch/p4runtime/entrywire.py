@@ -26,9 +26,9 @@ SOURCE = Path(__file__).with_name("entrywire.c")
 # (lpm: b is the prefix length; exact/optional: b is None).
 Field = tuple[int, str, bytes, Any]
 # (update type, table_id, priority, idle_timeout_ns, action_id, fields,
-#  ((param_id, value), ...), the TableEntry's encoding)
+#  ((param_id, value), ...), the TableEntry's encoding, has controller_metadata/metadata)
 Decoded = tuple[int, int, int, int, int, tuple[Field, ...], tuple[tuple[int, bytes], ...],
-                bytes]
+                bytes, int]
 
 
 @cache

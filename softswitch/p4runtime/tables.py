@@ -18,7 +18,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import actions, errors, matches, wire
+from softswitch.p4runtime import actions, bytestrings, errors, matches, wire
 from softswitch.p4runtime.entryplan import TablePlan
 from softswitch.p4runtime.entrywire import Decoded
 from softswitch.p4runtime.meters import MeterDriver
@@ -59,6 +59,9 @@ class Record:
     # The switch's normalised match of an entry added by a plain write (entryplan),
     # which keeps no KeyMatch list: what re-adding it after an undone DELETE needs.
     match: tuple[Any, ...] | None = None
+    # ``stored`` has entrywire's plain shape and no metadata fields: Read builds the
+    # canonical encoding straight from ``key`` and ``call`` (see ``_plain_wire``).
+    plain: bool = False
 
     @property
     def entry(self) -> TableEntry:
@@ -164,7 +167,7 @@ class TableEntries:
         handle = self.switch.table_add_checked(name, match, switch_action, list(call.args),
                                                key[1] or None)
         record = Record(handle, d[7], None, call, False, key, idle_timeout_ns=d[3],
-                        match=match)
+                        match=match, plain=not d[8])
         records[key] = record
         timed = self._timed[tid]
         if d[3]:
@@ -191,9 +194,10 @@ class TableEntries:
         assert accepted is not None
         _, _, call, switch_action = accepted
         name = table.name
-        old = (record.call, record.stored, record.idle_timeout_ns)
+        old = (record.call, record.stored, record.idle_timeout_ns, record.plain)
         self.switch.table_modify_checked(name, record.handle, switch_action, list(call.args))
         record.call, record.stored, record.idle_timeout_ns = call, d[7], d[3]
+        record.plain = not d[8]
         record.wire = None
         self._track_idle(table.id, record)
         if not log.atomic:
@@ -201,7 +205,7 @@ class TableEntries:
 
         def undo_modify() -> None:
             self._switch_set(name, record.handle, old[0], None)
-            record.call, record.stored, record.idle_timeout_ns = old
+            record.call, record.stored, record.idle_timeout_ns, record.plain = old
             record.wire = None
             self._track_idle(table.id, record)
         log.push(undo_modify)
@@ -432,7 +436,8 @@ class TableEntries:
         binding = self._action_of(table, entry)
         extras = self._check_extras(table, entry)
         old = (record.call, record.stored, record.member, record.group, record.oneshot,
-               record.members, record.idle_timeout_ns)
+               record.members, record.idle_timeout_ns, record.plain)
+        record.plain = False
         new_meter = extras.meter
         counter = extras.counter
         members = self._switch_members(binding, log)
@@ -453,7 +458,7 @@ class TableEntries:
         def undo_modify() -> None:
             self._switch_set(name, record.handle, old[0], old[5])
             (record.call, record.stored, record.member, record.group, record.oneshot,
-             record.members, record.idle_timeout_ns) = old
+             record.members, record.idle_timeout_ns, record.plain) = old
             record.wire = None
             self._track_idle(table.id, record)
         log.push(undo_modify)
@@ -630,7 +635,10 @@ class TableEntries:
     def wire_of(self, table: TableIndex, record: Record) -> bytes:
         """The encoded canonical TableEntry of a record (cached until it changes)."""
         if record.wire is None:
-            record.wire = self.canonical(table, record).SerializeToString()
+            if record.plain and record.call is not None and record.call.info is not None:
+                record.wire = _plain_wire(table.id, record)
+            else:
+                record.wire = self.canonical(table, record).SerializeToString()
         return record.wire
 
     # ------------------------------------------------------------------ for direct resources
@@ -660,6 +668,38 @@ class TableEntries:
                for tid, records in self._records.items() for r in records.values()
                if not r.from_program]
         return out + list(self._defaults.values())
+
+
+# FieldMatch's oneof field tags (field number << 3 | 2) by kind.
+_KIND_TAGS = {"exact": b"\x12", "ternary": b"\x1a", "lpm": b"\x22", "range": b"\x32",
+              "optional": b"\x3a"}
+
+
+def _plain_wire(table_id: int, record: Record) -> bytes:
+    """The canonical TableEntry of a plain record, encoded directly: what
+    ``canonical(...).SerializeToString()`` gives for an entry of entrywire's shape
+    (fields in number order, defaults omitted), at a fraction of the cost — a Read's
+    first pass over a big table builds one per entry. Tags: TableEntry table_id 1,
+    match 2, action 3, priority 4, idle_timeout_ns 9; FieldMatch field_id 1, the kind
+    (_KIND_TAGS) holding value/low 1 and mask/high 2 (bytes) or prefix_len 2 (varint);
+    TableAction.action 1."""
+    varint, field, enc = wire.varint, wire.field, bytestrings.encode
+    parts = [b"\x08" + varint(table_id)]
+    for fid, (kind, a, b) in record.key[0]:
+        if kind == "lpm":
+            body = field(b"\x0a", enc(a)) + b"\x10" + varint(b)
+        elif kind in ("ternary", "range"):
+            body = field(b"\x0a", enc(a)) + field(b"\x12", enc(b))
+        else:
+            body = field(b"\x0a", enc(a))
+        parts.append(field(b"\x12", b"\x08" + varint(fid) + field(_KIND_TAGS[kind], body)))
+    assert record.call is not None
+    parts.append(field(b"\x1a", field(b"\x0a", record.call.canonical_bytes())))
+    if record.key[1]:
+        parts.append(b"\x20" + varint(record.key[1]))
+    if record.idle_timeout_ns:
+        parts.append(b"\x48" + varint(record.idle_timeout_ns & 0xFFFFFFFFFFFFFFFF))
+    return b"".join(parts)
 
 
 def _calls(oneshot: list[tuple[actions.ActionCall, int]] | None

@@ -26,7 +26,13 @@ READ_RESPONSE_ENTITIES = b"\x0a"      # ReadResponse.entities = 1
 _DECODE_SLICE = 1024
 
 
+_ONE_BYTE = tuple(bytes((i,)) for i in range(128))   # the varints below 128
+
+
 def varint(n: int) -> bytes:
+    """The protobuf varint of ``n`` >= 0 (most are one byte: a table lookup)."""
+    if n < 128:
+        return _ONE_BYTE[n]
     out = bytearray()
     while True:
         byte = n & 0x7F
