@@ -166,8 +166,11 @@ class TableEntries:
         name = table.name
         handle = self.switch.table_add_checked(name, match, switch_action, list(call.args),
                                                key[1] or None)
-        record = Record(handle, d[7], None, call, False, key, idle_timeout_ns=d[3],
-                        match=match, plain=not d[8])
+        # Positional (keywords cost more): handle, stored, switch_keys, call,
+        # from_program, key, wire, idle_notified, member, group, oneshot, members,
+        # idle_timeout_ns, match, plain.
+        record = Record(handle, d[7], None, call, False, key, None, False, None, None, None,
+                        None, d[3], match, not d[8])
         records[key] = record
         timed = self._timed[tid]
         if d[3]:
