@@ -361,3 +361,72 @@ def test_decoder_leaves_uncommon_shapes_to_protobuf(change):
     elif change == "field_twice_scalar":
         data += b"\x08\x02"                          # a second Update.type
     assert entrywire.decode(data, [(0, len(data))]) == [None]
+
+
+def test_native_checks_agree_with_the_python_plan(devices):
+    """entrywire's C checks (native plans) accept exactly what the Python plan
+    accepts, with the same key, switch match and arguments — over random valid and
+    broken updates of both tables."""
+    dev, _ = devices
+    tables = dev.device.current.runtime.tables
+    plans = tables.native_plans
+    assert set(plans) == {dev.ids["I.route"], dev.ids["I.acl"]}
+    rng = random.Random(7)
+
+    def value(width: int) -> bytes:
+        pick = rng.random()
+        if pick < 0.05:
+            return b""
+        if pick < 0.15:
+            return rng.randbytes(rng.randrange(1, 10))              # maybe too wide
+        v = rng.getrandbits(width) if rng.random() < 0.7 else rng.choice((0, 1))
+        return v.to_bytes((width + 7) // 8 + rng.choice((0, 0, 1)), "big")
+
+    updates = []
+    for _ in range(3000):
+        if rng.random() < 0.5:
+            plen = rng.choice((0, 1, 8, 24, 48, 49, rng.randrange(50)))
+            dst = rng.getrandbits(48) & ~((1 << (48 - min(plen, 48))) - 1) \
+                if rng.random() < 0.7 else rng.getrandbits(48)
+            te = route(dev.ids, dst, plen, priority=rng.choice((0, 0, 0, 3)),
+                       action=rng.choice(("I.fwd", "I.fwd", "I.drop", "I.miss")),
+                       params=[(1, value(9)), (2, value(48))][:rng.choice((2, 2, 1))],
+                       idle=rng.choice((0, 0, 5)))
+            if te.action.action.action_id != dev.ids["I.fwd"]:
+                del te.action.action.params[:]
+        else:
+            src = (rng.getrandbits(48), rng.getrandbits(48))
+            if rng.random() < 0.6:
+                src = (src[0] & src[1], src[1])
+            lo, hi = sorted((rng.getrandbits(48), rng.getrandbits(48)))
+            te = acl(dev.ids, rng.getrandbits(16),
+                     src=src if rng.random() < 0.7 else None,
+                     dst=(lo, hi) if rng.random() < 0.8 else (hi, lo),
+                     tag=rng.getrandbits(13) if rng.random() < 0.5 else None,
+                     priority=rng.choice((0, 1, 7, -5, (1 << 31) - 1, rng.randrange(1 << 31))),
+                     t=rng.getrandbits(12))
+            te.match[0].exact.value = value(16)
+            if rng.random() < 0.1:
+                te.match[1].field_id = 1                              # id twice
+        if rng.random() < 0.05:
+            te.ClearField("action")
+        updates.append(upd(rng.choice((INSERT, MODIFY, DELETE)), te))
+    data = b"".join(wire.field(b"\x22", u.SerializeToString()) for u in updates)
+    _, spans = wire.split(data, 4)
+    checked = entrywire.decode(data, spans, plans)
+    plain = entrywire.decode(data, spans)
+    accepted = 0
+    for c, p in zip(checked, plain, strict=True):
+        plan = tables._plans[p[1]]
+        python = plan.accept(p)
+        if len(c) == entrywire.CHECKED_LEN:
+            assert c[2] == plan.key(p)[0]
+            if c[6] is None:
+                assert python is None and p[4] == 0
+                continue
+            assert python is not None
+            assert (c[2], c[5], c[6]) == (python[0], python[1], python[2].args)
+            accepted += 1
+        else:
+            assert c == p and python is None
+    assert accepted > 300

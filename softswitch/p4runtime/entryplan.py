@@ -24,7 +24,7 @@ from p4.config.v1 import p4info_pb2
 
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime.actions import ActionCall
-from softswitch.p4runtime.entrywire import Decoded
+from softswitch.p4runtime.entrywire import Checked, Decoded
 from softswitch.p4runtime.matches import MatchKey, Norm
 from softswitch.p4runtime.p4index import ActionPlan, P4InfoIndex, TableIndex
 
@@ -73,6 +73,21 @@ class TablePlan:
             if tuple(w for _, w in act.params) != tuple(p.width for p in plan.params):
                 continue
             self._actions[aid] = _ActionRoute(plan, act)
+        self.native = self._native_plan()
+
+    def _native_plan(self) -> tuple | None:
+        """The plan as ``entrywire.c`` checks it (see "checked updates" there), or None
+        when a key field is wider than 64 bits; actions with wider (or zero-width)
+        parameters are left to the Python plan."""
+        if not all(0 < p.width <= 64 for p in self._ordered):
+            return None
+        fields = {p.id: (_KIND_NUMBERS[p.kind], p.width, i)
+                  for i, p in enumerate(self._ordered)}
+        actions = {aid: (route.plan.order, tuple(p.width for p in route.plan.params))
+                   for aid, route in self._actions.items()
+                   if all(0 < p.width <= 64 for p in route.plan.params)}
+        return (int(self._needs_priority), int(self._idle_ok), fields, len(self._exact_ids),
+                self._blank, actions)
 
     @classmethod
     def build(cls, table: TableIndex, index: P4InfoIndex, state: Any) -> TablePlan | None:
@@ -114,6 +129,15 @@ class TablePlan:
             items = tuple(sorted(items))
         return (items, priority), given
 
+    def accept_checked(self, d: Checked) -> Accepted | None:
+        """:meth:`accept` of an update entrywire has checked (None without an action)."""
+        route = self._actions.get(d[4])
+        args = d[6]
+        if route is None or args is None:
+            return None
+        plan = route.plan
+        return d[2], d[5], ActionCall(plan.name, args, None, plan.info), route.switch_action
+
     def accept(self, d: Decoded) -> Accepted | None:
         """The checked key, match and action of a decoded INSERT/MODIFY, or None."""
         keyed = self.key(d)
@@ -135,6 +159,10 @@ class TablePlan:
                 slots[positions[fid]] = _switch_norm(norm, fields[fid].width)
             match = tuple(slots)
         return key, match, ActionCall(plan.name, args, None, plan.info), route.switch_action
+
+
+# FieldMatch's oneof field numbers, by kind (how entrywire.c names kinds).
+_KIND_NUMBERS = {"exact": 2, "ternary": 3, "lpm": 4, "range": 6, "optional": 7}
 
 
 def _dont_care(kind: str, width: int) -> tuple[Any, ...]:

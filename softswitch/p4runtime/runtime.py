@@ -100,7 +100,8 @@ class PipelineRuntime:
         elif permit is None:
             # Plain table-entry updates come decoded from the wire (entrywire); one the
             # fast checks do not take is parsed again and goes the general way.
-            updates, reparse = request.plain_elements(), request.element
+            updates = request.plain_elements(self.tables.native_plans)
+            reparse = request.element
         else:
             updates = request.elements()
         count = len(request) if lazy else len(request.updates)

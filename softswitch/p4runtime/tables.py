@@ -19,8 +19,8 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import actions, bytestrings, errors, matches, wire
-from softswitch.p4runtime.entryplan import TablePlan
-from softswitch.p4runtime.entrywire import Decoded
+from softswitch.p4runtime.entryplan import Accepted, TablePlan
+from softswitch.p4runtime.entrywire import CHECKED_LEN, Checked, Decoded
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.profiles import ActionProfiles, Group, Member
@@ -30,7 +30,6 @@ from softswitch.v1model.control import EntryView, KeyMatch, SwitchControl
 Update = p4runtime_pb2.Update
 TableEntry = p4runtime_pb2.TableEntry
 _log = logging.getLogger("softswitch.p4runtime")
-_UNPLANNED = object()      # TableEntries._plans: not looked at yet
 
 
 @dataclass(slots=True)
@@ -108,7 +107,11 @@ class TableEntries:
         self._records: dict[int, dict[matches.MatchKey, Record]] = {
             tid: {} for tid in index.tables}
         self._defaults: dict[int, TableEntry] = {}
-        self._plans: dict[int, TablePlan | None] = {}       # see write_plain
+        # Plain writes (write_plain): each table's plan, and the native plans that
+        # entrywire checks updates with.
+        self._plans = {tid: self._plan(tid) for tid in index.tables}
+        self.native_plans = {tid: plan.native for tid, plan in self._plans.items()
+                             if plan is not None and plan.native is not None}
         # The entries with an idle timeout, per table (by record id): the idle sweeper
         # visits these only, not every entry, several times a second.
         self._timed: dict[int, dict[int, Record]] = {tid: {} for tid in index.tables}
@@ -116,29 +119,37 @@ class TableEntries:
             self._import_program_entries(tid, table)
 
     # ------------------------------------------------------------------ plain writes
-    def write_plain(self, d: Decoded, log: UndoLog) -> bool:
-        """Apply a plain update decoded from the wire (:mod:`entrywire`) when its
-        table's plan accepts it; False — with nothing changed — sends it down the
-        general path (:meth:`write`), which reports any error. This is the same
-        write, minus parsing a message and validating twice."""
-        plan = self._plans.get(d[1], _UNPLANNED)
-        if plan is _UNPLANNED:
-            plan = self._plans[d[1]] = self._plan(d[1])
+    def write_plain(self, d: Decoded | Checked, log: UndoLog) -> bool:
+        """Apply a plain update decoded from the wire (:mod:`entrywire`, checked there
+        already when its table has a native plan) when its table's plan accepts it;
+        False — with nothing changed — sends it down the general path (:meth:`write`),
+        which reports any error. This is the same write, minus parsing a message and
+        validating twice."""
+        plan = self._plans.get(d[1])
         if plan is None:
             return False
         kind = d[0]
-        if kind == Update.INSERT:
-            return self._insert_plain(plan, d, log)
-        if kind == Update.MODIFY:
-            return self._modify_plain(plan, d, log)
+        checked = len(d) == CHECKED_LEN
         if kind == Update.DELETE:
-            keyed = plan.key(d)
-            record = None if keyed is None else self._records[d[1]].get(keyed[0])
+            if checked:
+                key = d[2]
+            else:
+                keyed = plan.key(d)  # type: ignore[arg-type]
+                key = None if keyed is None else keyed[0]
+            record = None if key is None else self._records[d[1]].get(key)
             if record is None:
                 return False
             self._delete(plan.table, record, log)
             return True
-        return False
+        if kind != Update.INSERT and kind != Update.MODIFY:
+            return False
+        accepted = (plan.accept_checked(d) if checked  # type: ignore[arg-type]
+                    else plan.accept(d))  # type: ignore[arg-type]
+        if accepted is None:
+            return False
+        if kind == Update.INSERT:
+            return self._insert_plain(plan, accepted, d, log)
+        return self._modify_plain(plan, accepted, d, log)
 
     def _plan(self, table_id: int) -> TablePlan | None:
         """The table's plan, when plain writes can take it (direct actions, a
@@ -153,10 +164,8 @@ class TableEntries:
             return None
         return TablePlan.build(table, self.index, state)
 
-    def _insert_plain(self, plan: TablePlan, d: Decoded, log: UndoLog) -> bool:
-        accepted = plan.accept(d)
-        if accepted is None:
-            return False
+    def _insert_plain(self, plan: TablePlan, accepted: Accepted, d: Decoded | Checked,
+                      log: UndoLog) -> bool:
         key, match, call, switch_action = accepted
         table = plan.table
         tid = table.id
@@ -186,15 +195,14 @@ class TableEntries:
         log.push(undo_insert)
         return True
 
-    def _modify_plain(self, plan: TablePlan, d: Decoded, log: UndoLog) -> bool:
+    def _modify_plain(self, plan: TablePlan, accepted: Accepted, d: Decoded | Checked,
+                      log: UndoLog) -> bool:
         table = plan.table
         if table.direct_meter is not None:
             return False          # a meter config is carried over: write() does it
-        accepted = plan.accept(d)
-        record = None if accepted is None else self._records[table.id].get(accepted[0])
+        record = self._records[table.id].get(accepted[0])
         if record is None:
             return False
-        assert accepted is not None
         _, _, call, switch_action = accepted
         name = table.name
         old = (record.call, record.stored, record.idle_timeout_ns, record.plain)

@@ -163,13 +163,15 @@ class LazyRequest:
         except Exception as exc:  # noqa: BLE001 - one bad element, reported alone
             return WireError(f"malformed {self._element_type.__name__}: {exc}")
 
-    def plain_elements(self) -> Iterator[object]:
+    def plain_elements(self, plans: dict[int, tuple] | None = None) -> Iterator[object]:
         """Each element of a Write batch: a plain table-entry update decoded straight
-        from the wire (a tuple, see :mod:`entrywire`), else parsed as :meth:`element`
-        does. The decoding is done per slice of updates, in one C call each."""
+        from the wire (a tuple, checked with ``plans`` where its table has one: see
+        :mod:`entrywire`), else parsed as :meth:`element` does. The decoding is done
+        per slice of updates, in one C call each."""
         spans = self._spans
         for start in range(0, len(spans), _DECODE_SLICE):
-            decoded = entrywire.decode(self._data, spans[start:start + _DECODE_SLICE])
+            decoded = entrywire.decode(self._data, spans[start:start + _DECODE_SLICE],
+                                       plans)
             for i, item in enumerate(decoded, start):
                 yield item if item is not None else self.element(i)
 
