@@ -13,7 +13,9 @@ multicast) in C; ``_ingress``/``_egress`` are the same steps for
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from softswitch.diagnostics import P4Error
@@ -38,6 +40,8 @@ class FastSwitch(Switch):
 
     def __init__(self, base: Switch, mod: Any, cprog: Any, key: str) -> None:
         self._mod = mod
+        # Handles per layout whose C entry waits for the end of a synced_batch.
+        self._pending: dict[int, tuple[Any, list[int]]] | None = None
         self.fastpath_key = key
         self._ctx = mod.new(tuple(cprog.objs), base.pb.clock, float(base.pb.clock._origin))
         types = {"H": base.hdr_cls, "M": base.meta_cls, "SM": base.sm_cls,
@@ -76,10 +80,12 @@ class FastSwitch(Switch):
 
     # ------------------------------------------------------------ packets
     def inject(self, port: int, data: bytes) -> list[PacketOut]:
+        self._settle()
         return [PacketOut(p, d) for p, d in self._mod.inject(self._ctx, port, bytes(data))]
 
     def inject_raw(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """``inject`` without PacketOut objects: (port, bytes) per packet out."""
+        self._settle()
         return self._mod.inject(self._ctx, port, data)
 
     def _items(self, items: list[tuple[Any, ...]], work: deque[_Work]) -> None:
@@ -88,6 +94,7 @@ class FastSwitch(Switch):
                               length=length))
 
     def _ingress(self, w: _Work, work: deque[_Work]) -> None:
+        self._settle()
         cap = w.hdr if w.hdr is not None and w.meta is None else None
         self._items(self._mod.ingress(self._ctx, w.port, w.data, cap), work)
 
@@ -145,13 +152,60 @@ class FastSwitch(Switch):
     def table_add_checked(self, table: str, match: tuple[Any, ...], action: Any,
                           args: list[int], priority: int | None = None) -> int:
         h = super().table_add_checked(table, match, action, args, priority)
-        self._sync_entry(self._lay(table), h)
+        self._sync_later(self._lay(table), h)
         return h
 
     def table_modify_checked(self, table: str, handle: int, action: Any,
                              args: list[int]) -> None:
         super().table_modify_checked(table, handle, action, args)
-        self._sync_entry(self._lay(table), handle)
+        self._sync_later(self._lay(table), handle)
+
+    # ------------------------------------------------------------ batched mirroring
+    @contextlib.contextmanager
+    def synced_batch(self) -> Iterator[None]:
+        """Checked adds and modifies inside the block reach the C tables at its end,
+        one ``tbl_put_entries`` call per table (P4Runtime Write batches, which hold
+        the device lock throughout: no packet sees the tables in between). Anything
+        that reads or changes C table state on the way settles the pending ones
+        first."""
+        if self._pending is not None:
+            yield
+            return
+        self._pending = {}
+        try:
+            yield
+        finally:
+            self._settle()
+            self._pending = None
+
+    def _sync_later(self, lay: Any, handle: int) -> None:
+        if self._pending is None:
+            self._sync_entry(lay, handle)
+            return
+        slot = self._pending.get(lay.tid)
+        if slot is None:
+            slot = self._pending[lay.tid] = (lay, [])
+        slot[1].append(handle)
+
+    def _settle(self) -> None:
+        """Mirror the pending entries into C (those deleted since are skipped)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = {}
+        for lay, handles in pending.values():
+            st = lay.state
+            entries = []
+            for h in dict.fromkeys(handles):
+                e = st.entries.get(h)
+                if e is None:
+                    continue
+                if e.group is not None:
+                    self._sync_entry(lay, h)
+                else:
+                    entries.append(e)
+            self._mod.tbl_put_entries(self._ctx, lay.tid, entries, lay.index,
+                                      st.meter_factory is not None)
 
     def table_add_group(self, table: str, keys: Any, members: list[tuple[str, list[int]]],
                         priority: int | None = None) -> int:
@@ -173,6 +227,7 @@ class FastSwitch(Switch):
         self._mod.tbl_del(self._ctx, self._lay(table).tid, handle)
 
     def table_clear(self, table: str) -> None:
+        self._settle()
         super().table_clear(table)
         lay = self._lay(table)
         self._mod.tbl_clear(self._ctx, lay.tid)
@@ -184,6 +239,7 @@ class FastSwitch(Switch):
         self._sync_default(self._lay(table))
 
     def table_entries(self, table: str) -> list[EntryView]:
+        self._settle()
         lay = self._lay(table)
         views = super().table_entries(table)
         for v in views:
@@ -193,6 +249,7 @@ class FastSwitch(Switch):
         return views
 
     def entry_idle_us(self, table: str, handle: int) -> int:
+        self._settle()
         lay = self._lay(table)
         lay.state._get(handle)   # P4Error when there is no such entry
         s = self._mod.tbl_stats(self._ctx, lay.tid, handle)
@@ -256,6 +313,7 @@ class FastSwitch(Switch):
         return None if direct is None else self._by_state[id(direct)]
 
     def counter_read(self, name: str, index: int) -> tuple[int, int]:
+        self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
             if index not in lay.state.entries:
@@ -267,6 +325,7 @@ class FastSwitch(Switch):
         return tuple(self._mod.cnt_read(self._ctx, self._cids[full], index))  # type: ignore
 
     def counter_write(self, name: str, index: int, packets: int, bytes_: int) -> None:
+        self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
             if index not in lay.state.entries:
@@ -278,6 +337,7 @@ class FastSwitch(Switch):
         self._mod.cnt_write(self._ctx, self._cids[full], index, packets, bytes_)
 
     def counter_reset(self, name: str) -> None:
+        self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
             for h in lay.state.entries:

@@ -105,9 +105,14 @@ class PipelineRuntime:
         else:
             updates = request.elements()
         count = len(request) if lazy else len(request.updates)
+        # The switch may mirror the batch's entries into its data path in one go at
+        # the end (FastSwitch.synced_batch); the device lock is held throughout.
+        synced = getattr(self.switch, "synced_batch", contextlib.nullcontext)
         if count < _PAUSE_GC_FROM:
-            return self._write_batch(updates, count, atomic, permit, cancelled, reparse)
-        with _collector_paused():
+            with synced():
+                return self._write_batch(updates, count, atomic, permit, cancelled,
+                                         reparse)
+        with _collector_paused(), synced():
             return self._write_batch(updates, count, atomic, permit, cancelled, reparse)
 
     def _write_batch(self, updates: Iterable[Any], count: int, atomic: bool,

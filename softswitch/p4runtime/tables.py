@@ -488,14 +488,18 @@ class TableEntries:
         tid = table.id
         name = table.name
         counters = None
-        if table.direct_counter is not None:
+        if log.atomic and table.direct_counter is not None:      # kept for the undo
             counters = self.switch.counter_read(table.direct_counter.preamble.name,
                                                 record.handle)
         self.switch.table_delete(name, record.handle)
         del self._records[tid][record.key]
         self._timed[tid].pop(id(record), None)
-        self._use(record.member, name, record, log, add=False)
-        self._use(record.group, name, record, log, add=False)
+        if record.member is not None:
+            self._use(record.member, name, record, log, add=False)
+        if record.group is not None:
+            self._use(record.group, name, record, log, add=False)
+        if not log.atomic:
+            return     # a DELETE ends its update: outside atomic batches nothing undoes it
 
         def undo_delete() -> None:
             record.handle = self._switch_add(name, record)
