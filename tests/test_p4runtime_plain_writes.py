@@ -20,7 +20,7 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
 
-from softswitch.p4runtime import bytestrings, entrywire, pipeline, wire
+from softswitch.p4runtime import actions, bytestrings, entrywire, pipeline, wire
 from softswitch.p4runtime.device import Device
 
 WriteRequest = p4runtime_pb2.WriteRequest
@@ -430,3 +430,19 @@ def test_native_checks_agree_with_the_python_plan(devices):
         else:
             assert c == p and python is None
     assert accepted > 300
+
+
+def test_canonical_action_bytes_from_the_plan_are_protobufs(devices):
+    """ActionCall.canonical_bytes built from the plan's prefixes is the canonical
+    Action protobuf serializes (what Read returns for every entry's action)."""
+    dev, _ = devices
+    index = dev.device.current.runtime.index
+    rng = random.Random(3)
+    for plan in index.action_plans.values():
+        for _ in range(50):
+            args = [rng.getrandbits(rng.choice((1, 8, 9, 48, 64, 1100))) for _ in plan.params]
+            fast = actions.ActionCall(plan.name, args, None, plan.info, plan)
+            want = p4runtime_pb2.Action(action_id=plan.id)
+            for p, v in zip(plan.params, args, strict=True):
+                want.params.add(param_id=p.id, value=bytestrings.encode(v))
+            assert fast.canonical_bytes() == want.SerializeToString()

@@ -136,7 +136,7 @@ class TablePlan:
         if route is None or args is None:
             return None
         plan = route.plan
-        return d[2], d[5], ActionCall(plan.name, args, None, plan.info), route.switch_action
+        return d[2], d[5], ActionCall(plan.name, args, None, plan.info, plan), route.switch_action
 
     def accept(self, d: Decoded) -> Accepted | None:
         """The checked key, match and action of a decoded INSERT/MODIFY, or None."""
@@ -158,7 +158,7 @@ class TablePlan:
             for fid, norm in given.items():
                 slots[positions[fid]] = _switch_norm(norm, fields[fid].width)
             match = tuple(slots)
-        return key, match, ActionCall(plan.name, args, None, plan.info), route.switch_action
+        return key, match, ActionCall(plan.name, args, None, plan.info, plan), route.switch_action
 
 
 # FieldMatch's oneof field numbers, by kind (how entrywire.c names kinds).
