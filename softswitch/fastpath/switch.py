@@ -13,9 +13,7 @@ multicast) in C; ``_ingress``/``_egress`` are the same steps for
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
-from collections.abc import Iterator
 from typing import Any
 
 from softswitch.diagnostics import P4Error
@@ -33,6 +31,28 @@ class _SM:
     def __init__(self, priority: int, ingress_port: int) -> None:
         self.f_priority = priority
         self.f_ingress_port = ingress_port
+
+
+class _SyncedBatch:
+    """FastSwitch.synced_batch's context (nested ones join the outermost)."""
+
+    __slots__ = ("_switch", "_outer")
+
+    def __init__(self, switch: FastSwitch) -> None:
+        self._switch = switch
+        self._outer = False
+
+    def __enter__(self) -> None:
+        if self._switch._pending is None:
+            self._switch._pending = {}
+            self._outer = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._outer:
+            try:
+                self._switch._settle()
+            finally:
+                self._switch._pending = None
 
 
 class FastSwitch(Switch):
@@ -161,22 +181,14 @@ class FastSwitch(Switch):
         self._sync_later(self._lay(table), handle)
 
     # ------------------------------------------------------------ batched mirroring
-    @contextlib.contextmanager
-    def synced_batch(self) -> Iterator[None]:
-        """Checked adds and modifies inside the block reach the C tables at its end,
-        one ``tbl_put_entries`` call per table (P4Runtime Write batches, which hold
-        the device lock throughout: no packet sees the tables in between). Anything
-        that reads or changes C table state on the way settles the pending ones
-        first."""
-        if self._pending is not None:
-            yield
-            return
-        self._pending = {}
-        try:
-            yield
-        finally:
-            self._settle()
-            self._pending = None
+    def synced_batch(self) -> _SyncedBatch:
+        """A context in which checked adds and modifies reach the C tables at its
+        end, one ``tbl_put_entries`` call per table (P4Runtime Write batches, which
+        hold the device lock throughout: no packet sees the tables in between).
+        Anything that reads or changes C table state on the way settles the pending
+        ones first. (A plain object, not a generator: a batch of one update pays for
+        it too.)"""
+        return _SyncedBatch(self)
 
     def _sync_later(self, lay: Any, handle: int) -> None:
         if self._pending is None:

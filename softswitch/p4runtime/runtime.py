@@ -87,13 +87,12 @@ class PipelineRuntime:
         the error of an update the writer's role may not make (checked first). A
         :class:`~softswitch.p4runtime.wire.LazyRequest` is parsed update by update.
         Once ``cancelled()`` (the switch is stopping) the rest is UNAVAILABLE."""
-        atomic = request.atomicity in (WriteRequest.ROLLBACK_ON_ERROR,
-                                       WriteRequest.DATAPLANE_ATOMIC)
-        if request.atomicity not in (WriteRequest.CONTINUE_ON_ERROR,
-                                     WriteRequest.ROLLBACK_ON_ERROR,
-                                     WriteRequest.DATAPLANE_ATOMIC):
-            raise errors.invalid(f"unknown atomicity {request.atomicity}")
         lazy = isinstance(request, LazyRequest)
+        atomicity = request.header.atomicity if lazy else request.atomicity
+        atomic = atomicity in (WriteRequest.ROLLBACK_ON_ERROR, WriteRequest.DATAPLANE_ATOMIC)
+        if atomicity not in (WriteRequest.CONTINUE_ON_ERROR, WriteRequest.ROLLBACK_ON_ERROR,
+                             WriteRequest.DATAPLANE_ATOMIC):
+            raise errors.invalid(f"unknown atomicity {atomicity}")
         reparse: Callable[[int], Any] | None = None
         if not lazy:
             updates: Iterable[Any] = request.updates

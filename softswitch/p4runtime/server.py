@@ -32,6 +32,7 @@ API_VERSION = "1.4.1"
 MAX_MESSAGE_BYTES = 16 << 20
 log = logging.getLogger("softswitch.p4runtime")
 _CLOSE = object()   # stream queue sentinel: the RPC is over
+_WRITE_RESPONSE = p4runtime_pb2.WriteResponse().SerializeToString()   # it has no fields
 
 
 class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
@@ -46,15 +47,16 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
     def Write(self, request: wire.LazyRequest,  # noqa: N802
-              context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
-        """Updates are parsed one by one, after the checks (see wire.LazyRequest)."""
+              context: grpc.ServicerContext) -> bytes:
+        """Updates are parsed one by one, after the checks (see wire.LazyRequest).
+        The answer is the (empty) WriteResponse, encoded."""
+        head = request.header
         try:
             if request.error is not None:
                 raise errors.invalid(request.error)
-            self.device.check_device(request.device_id)
+            self.device.check_device(head.device_id)
             role = self.device.arbiter.check_writer(
-                role_name(name=request.role, role_id=request.role_id),
-                election_id_of(request))
+                role_name(name=head.role, role_id=head.role_id), election_id_of(head))
             with self.device.lock:
                 loaded = self.device.require_pipeline()
                 scope = self.device.arbiter.roles.scope(role, loaded.runtime.index)
@@ -68,12 +70,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         finally:
             request.release()
             self.device.note_request(request.size)
-        if any(r is not None for r in results):
+        if results.count(None) != len(results):
             if self.device.stopping.is_set():
                 context.abort(grpc.StatusCode.UNAVAILABLE, "the switch is shutting down: "
                               "the batch was cut short (updates before the cut applied)")
             errors.abort_with_details(context, errors.write_failure_bytes(results))
-        return p4runtime_pb2.WriteResponse()
+        return _WRITE_RESPONSE
 
     def Read(self, request: p4runtime_pb2.ReadRequest,  # noqa: N802
              context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.ReadResponse]:
@@ -224,7 +226,7 @@ def _stream_error(exc: errors.P4RuntimeError) -> p4runtime_pb2.StreamMessageResp
 def _write_handler(servicer: P4RuntimeServicer) -> unary_lane.Handler:
     pb = p4runtime_pb2
     return (lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
-            servicer.Write, pb.WriteResponse.SerializeToString)
+            servicer.Write, wire.serialize)
 
 
 def _lane_handlers(servicer: P4RuntimeServicer) -> dict[str, unary_lane.Handler]:
