@@ -81,7 +81,7 @@ class TablePlan:
         parameters are left to the Python plan."""
         if not all(0 < p.width <= 64 for p in self._ordered):
             return None
-        fields = {p.id: (_KIND_NUMBERS[p.kind], p.width, i)
+        fields = {p.id: (_KIND_NUMBERS[p.kind or ""], p.width, i)   # kinds: build() checked
                   for i, p in enumerate(self._ordered)}
         actions = {aid: (route.plan.order, tuple(p.width for p in route.plan.params))
                    for aid, route in self._actions.items()
