@@ -122,8 +122,9 @@ class UnaryLane:
             return                                 # a call's last batch completed
         _, method, call = tag
         message = event.batch_operations[0].message() if event.success else None
-        if message is None:                        # the client went away
-            ops = _status(grpc.StatusCode.CANCELLED, "no request message", None)
+        if message is None:       # no message: half-closed at once, or gone (as grpcio)
+            ops = _status(grpc.StatusCode.UNIMPLEMENTED,
+                          f'"{method}" requires exactly one request message.', None)
         else:
             ops = self._answer(self._handlers[method], message)
         call.start_server_batch(ops, (_DONE,))
