@@ -22,8 +22,9 @@
  *     (type, table_id, key, idle_timeout_ns, action_id, match, args or None,
  *      table_entry_bytes, has_metadata, True)
  * (idle_timeout_ns, action_id, table_entry_bytes and has_metadata where the plain
- * form has them; key is the server's canonical key, match the switch's normalised
- * match, args the action's arguments, None without an action)
+ * form has them; key is the server's canonical key; match the switch's normalised
+ * match, for an INSERT only (else None); args the action's arguments, None for a
+ * DELETE or without an action)
  * and any other plain update as:
  *     (type, table_id, priority, idle_timeout_ns, action_id,
  *      ((field_id, kind, a, b), ...), ((param_id, value), ...), table_entry_bytes,
@@ -506,13 +507,17 @@ static int check(upd_t *u, PyObject *plan, PyObject **out) {
     for (int i = 1; i < u->nf; i++)
         if (u->f[i].fid == u->f[i - 1].fid)
             return NOT_SIMPLE;
+    /* An INSERT needs the switch's match, an INSERT or MODIFY the arguments; a DELETE
+     * only the key (its action, if any, is not looked at, as matches.parse does not) */
+    int need_match = u->type == 1, need_args = u->type != 3;
     Py_ssize_t nk = PyTuple_GET_SIZE(blank);
-    PyObject *items = PyTuple_New(u->nf), *match = PyTuple_New(nk), *args = NULL;
+    PyObject *items = PyTuple_New(u->nf), *match = need_match ? PyTuple_New(nk) : NULL;
+    PyObject *args = NULL;
     int rc = -1;
     long exact = 0;
-    if (!items || !match)
+    if (!items || (need_match && !match))
         goto done;
-    for (Py_ssize_t i = 0; i < nk; i++) {
+    for (Py_ssize_t i = 0; need_match && i < nk; i++) {
         PyObject *b = PyTuple_GET_ITEM(blank, i);
         Py_INCREF(b);
         PyTuple_SET_ITEM(match, i, b);
@@ -549,15 +554,27 @@ static int check(upd_t *u, PyObject *plan, PyObject **out) {
             goto done;
         }
         PyTuple_SET_ITEM(items, i, item);
-        Py_SETREF(((PyTupleObject *)match)->ob_item[pos], sw);
+        if (need_match)
+            Py_SETREF(((PyTupleObject *)match)->ob_item[pos], sw);
+        else
+            Py_DECREF(sw);
     }
     if (exact != exact_count) {
         rc = NOT_SIMPLE;
         goto done;
     }
-    rc = check_args(u, PyTuple_GET_ITEM(plan, 5), &args);
-    if (rc)
-        goto done;
+    if (need_args) {
+        rc = check_args(u, PyTuple_GET_ITEM(plan, 5), &args);
+        if (rc)
+            goto done;
+    } else {
+        Py_INCREF(Py_None);
+        args = Py_None;
+    }
+    if (!need_match) {
+        Py_INCREF(Py_None);
+        match = Py_None;
+    }
     PyObject *key = Py_BuildValue("(OL)", items, (long long)u->priority);
     if (!key) {
         rc = -1;

@@ -35,9 +35,11 @@ Decoded = tuple[int, int, int, int, int, tuple[Field, ...], tuple[tuple[int, byt
                 bytes, int]
 # An update of a table with a native plan (entryplan.TablePlan.native) that passed every
 # check in C: (update type, table_id, canonical key, idle_timeout_ns, action_id, switch
-# match, args or None (no action), the TableEntry's encoding, has metadata, True).
+# match (INSERT only, else None), args (None for a DELETE or without action), the
+# TableEntry's encoding, has metadata, True).
 # Positions 0, 1, 3, 4, 7 and 8 mean what they mean in Decoded.
-Checked = tuple[int, int, Any, int, int, tuple[Any, ...], list[int] | None, bytes, int, bool]
+Checked = tuple[int, int, Any, int, int, tuple[Any, ...] | None, list[int] | None, bytes,
+                int, bool]
 CHECKED_LEN = 10
 
 
