@@ -145,13 +145,15 @@ def test_rollback_costs_the_batch_not_the_table(l3):
 
     def counted(name: str):
         method = getattr(switch, name)
+        kind = name.removesuffix("_checked")     # plain writes use the checked calls
 
         def call(*args, **kwargs):
-            calls[name] = calls.get(name, 0) + 1
+            calls[kind] = calls.get(kind, 0) + 1
             return method(*args, **kwargs)
         return call
 
-    ops = ("table_add", "table_delete", "table_modify", "table_clear", "table_entries")
+    ops = ("table_add", "table_delete", "table_modify", "table_clear", "table_entries",
+           "table_add_checked", "table_modify_checked")
     for name in ops:
         setattr(switch, name, counted(name))
     try:
@@ -238,16 +240,19 @@ def test_an_internal_error_mid_batch_is_undone_like_a_failure(l3):
     not leave a ROLLBACK_ON_ERROR batch half-applied: INTERNAL for that update, the
     rest ABORTED, the table as before."""
     switch = l3.device.current.switch
-    add = switch.table_add
     calls = []
 
-    def failing_add(*args, **kwargs):
-        calls.append(args)
-        if len(calls) == 3:
-            raise RuntimeError("injected fault")
-        return add(*args, **kwargs)
+    def failing(add):
+        def failing_add(*args, **kwargs):
+            calls.append(args)
+            if len(calls) == 3:
+                raise RuntimeError("injected fault")
+            return add(*args, **kwargs)
+        return failing_add
 
-    switch.table_add = failing_add
+    # Both ways in: plain writes (entryplan) use the checked call.
+    switch.table_add = failing(switch.table_add)
+    switch.table_add_checked = failing(switch.table_add_checked)
     try:
         batch = [(Update.INSERT, l3.route(i)) for i in range(5)]
         codes = _codes(l3.write(batch, WriteRequest.ROLLBACK_ON_ERROR))
@@ -259,4 +264,4 @@ def test_an_internal_error_mid_batch_is_undone_like_a_failure(l3):
         assert codes == [None, None, grpc.StatusCode.INTERNAL, None, None]
         assert len(l3.table_state()) == 4 and l3.forwards(2) is None
     finally:
-        del switch.table_add
+        del switch.table_add, switch.table_add_checked

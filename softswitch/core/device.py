@@ -19,6 +19,7 @@ from softswitch.core.blocks import match_keys
 from softswitch.core.build import ProgramBuilder
 from softswitch.core.control import ActionInfo, EntryView, KeyInfo, KeyMatch, TableInfo
 from softswitch.core.execution import ExitSignal
+from softswitch.core.tables import ActionDef, TableState
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
@@ -114,6 +115,22 @@ class Device:
     def table_add(self, table: str, keys: list[KeyMatch], action: str, args: list[int],
                   priority: int | None = None) -> int:
         return self.pb.tables[self._table_name(table)].add(keys, action, args, priority)
+
+    def table_state(self, table: str) -> TableState:
+        """A table's runtime state, for writers that validate entries themselves and
+        then use :meth:`table_add_checked` / :meth:`table_modify_checked`."""
+        return self.pb.tables[self._table_name(table)]
+
+    def table_add_checked(self, table: str, match: tuple[Any, ...], action: ActionDef,
+                          args: list[int], priority: int | None = None) -> int:
+        """``table_add`` of an entry already validated (``TableState.add_checked``):
+        P4Runtime's batched writes."""
+        return self.pb.tables[self._table_name(table)].add_checked(match, action, args, priority)
+
+    def table_modify_checked(self, table: str, handle: int, action: ActionDef,
+                             args: list[int]) -> None:
+        """``table_modify`` with an action and arguments already validated."""
+        self.pb.tables[self._table_name(table)].modify_checked(handle, action, args)
 
     def table_add_group(self, table: str, keys: list[KeyMatch],
                         members: list[tuple[str, list[int]]],

@@ -68,7 +68,7 @@ class ActionDef:
 @dataclass(slots=True, eq=False)
 class Entry:
     handle: int
-    keys: list[KeyMatch]
+    keys: list[KeyMatch] | None   # None: derived from ``match`` (see add_checked)
     action: ActionDef
     args: list[int]               # as the control plane gave them (unsigned)
     priority: int
@@ -323,10 +323,27 @@ class TableState:
         args = self.check_args(action, args)
         if len(self.entries) >= self.size:
             raise P4Error(f"table '{self.name}' is full ({self.size} entries)")
+        return self._place(ordered, match, action, args, priority)
+
+    def add_checked(self, match: tuple[Any, ...], action: ActionDef, args: list[int],
+                    priority: int | None) -> int:
+        """Insert an entry its writer has already validated (P4Runtime checks every
+        key, argument and scope against P4Info first): ``match`` is the normalised
+        match in key order (as ``_normalise`` builds it), ``args`` fit their widths.
+        Skipping the second validation and the per-key KeyMatch objects is most of an
+        insert's cost here; the keys are derived from ``match`` when viewed."""
+        if self.entries_const:
+            raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
+        if len(self.entries) >= self.size:
+            raise P4Error(f"table '{self.name}' is full ({self.size} entries)")
+        return self._place(None, match, action, args, priority)
+
+    def _place(self, keys: list[KeyMatch] | None, match: tuple[Any, ...], action: ActionDef,
+               args: list[int], priority: int | None) -> int:
         prio = priority if priority is not None else 0
         if self.mode == "lpm":
             prio = match[self.lpm_index][2]
-        entry = Entry(self._next_handle, ordered, action, args, prio, self._order, match,
+        entry = Entry(self._next_handle, keys, action, args, prio, self._order, match,
                       action.runtime_args(args))
         if self.clock is not None:
             entry.last_hit = self.clock.now_us()
@@ -445,7 +462,18 @@ class TableState:
             raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
         entry = self._get(handle)
         action = self.resolve_action(action_name)
-        entry.args = self.check_args(action, args)
+        self._set_action(entry, action, self.check_args(action, args))
+
+    def modify_checked(self, handle: int, action: ActionDef, args: list[int]) -> None:
+        """``modify`` with an action and arguments already validated (see
+        :meth:`add_checked`)."""
+        if self.entries_const:
+            raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
+        self._set_action(self._get(handle), action, args)
+
+    @staticmethod
+    def _set_action(entry: Entry, action: ActionDef, args: list[int]) -> None:
+        entry.args = args
         entry.run_args = action.runtime_args(entry.args)
         entry.action = action
         entry.group = None
@@ -474,6 +502,24 @@ class TableState:
             return 0
         return max(0, self.clock.now_us() - entry.last_hit)
 
+    def keys_of(self, entry: Entry) -> list[KeyMatch]:
+        """The KeyMatch list of an entry, from its normalised match (for an entry
+        added by :meth:`add_checked`, which keeps none)."""
+        out = []
+        for spec, m in zip(self.keys, entry.match, strict=True):
+            kind = spec.kind
+            if kind == "range":
+                out.append(KeyMatch(spec.name, "range", m[1], high=m[2]))
+            elif kind == "lpm":
+                out.append(KeyMatch(spec.name, "lpm", m[0], prefix_len=m[2]))
+            elif kind == "ternary":
+                out.append(KeyMatch(spec.name, "ternary", m[0], mask=m[1]))
+            elif kind == "optional" and not m[1]:
+                out.append(KeyMatch(spec.name, "optional", 0, wildcard=True))
+            else:
+                out.append(KeyMatch(spec.name, kind, m[0]))
+        return out
+
     def _get(self, handle: int) -> Entry:
         e = self.entries.get(handle)
         if e is None:
@@ -481,7 +527,8 @@ class TableState:
         return e
 
     def views(self) -> list[EntryView]:
-        return [EntryView(e.handle, list(e.keys), e.action.name, list(e.args),
+        return [EntryView(e.handle, list(e.keys) if e.keys is not None else self.keys_of(e),
+                          e.action.name, list(e.args),
                           e.priority if self.mode == "ternary" else None, e.packets, e.bytes)
                 for e in sorted(self.entries.values(), key=lambda e: e.handle)]
 

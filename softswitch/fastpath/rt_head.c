@@ -761,6 +761,13 @@ static int py_to_u128(PyObject *o, u128 *out) {
         PyErr_SetString(PyExc_TypeError, "int expected");
         return -1;
     }
+    int overflow;
+    long long small = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow) {                    /* fits 64 bits signed: no shift object needed */
+        if (small == -1 && PyErr_Occurred()) return -1;
+        *out = (u128)(__int128)small;   /* sign-extended: two's complement on 128 bits */
+        return 0;
+    }
     unsigned long long lo = PyLong_AsUnsignedLongLongMask(o);
     if (lo == (unsigned long long)-1 && PyErr_Occurred()) return -1;
     PyObject *sh = PyLong_FromLong(64);

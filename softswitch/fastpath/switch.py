@@ -34,11 +34,35 @@ class _SM:
         self.f_ingress_port = ingress_port
 
 
+class _SyncedBatch:
+    """FastSwitch.synced_batch's context (nested ones join the outermost)."""
+
+    __slots__ = ("_switch", "_outer")
+
+    def __init__(self, switch: FastSwitch) -> None:
+        self._switch = switch
+        self._outer = False
+
+    def __enter__(self) -> None:
+        if self._switch._pending is None:
+            self._switch._pending = {}
+            self._outer = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._outer:
+            try:
+                self._switch._settle()
+            finally:
+                self._switch._pending = None
+
+
 class FastSwitch(Switch):
     fastpath = "c"
 
     def __init__(self, base: Switch, mod: Any, cprog: Any, key: str) -> None:
         self._mod = mod
+        # Handles per layout whose C entry waits for the end of a synced_batch.
+        self._pending: dict[int, tuple[Any, list[int]]] | None = None
         self.fastpath_key = key
         self._ctx = mod.new(tuple(cprog.objs), base.pb.clock, float(base.pb.clock._origin))
         types = {"H": base.hdr_cls, "M": base.meta_cls, "SM": base.sm_cls,
@@ -77,10 +101,12 @@ class FastSwitch(Switch):
 
     # ------------------------------------------------------------ packets
     def inject(self, port: int, data: bytes) -> list[PacketOut]:
+        self._settle()
         return [PacketOut(p, d) for p, d in self._mod.inject(self._ctx, port, bytes(data))]
 
     def inject_raw(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """``inject`` without PacketOut objects: (port, bytes) per packet out."""
+        self._settle()
         return self._mod.inject(self._ctx, port, data)
 
     def _items(self, items: list[tuple[Any, ...]], work: deque[_Work]) -> None:
@@ -89,6 +115,7 @@ class FastSwitch(Switch):
                               length=length))
 
     def _ingress(self, w: _Work, work: deque[_Work]) -> None:
+        self._settle()
         cap = w.hdr if w.hdr is not None and w.meta is None else None
         self._items(self._mod.ingress(self._ctx, w.port, w.data, cap), work)
 
@@ -143,6 +170,56 @@ class FastSwitch(Switch):
         self._sync_entry(self._lay(table), h)
         return h
 
+    def table_add_checked(self, table: str, match: tuple[Any, ...], action: Any,
+                          args: list[int], priority: int | None = None) -> int:
+        h = super().table_add_checked(table, match, action, args, priority)
+        self._sync_later(self._lay(table), h)
+        return h
+
+    def table_modify_checked(self, table: str, handle: int, action: Any,
+                             args: list[int]) -> None:
+        super().table_modify_checked(table, handle, action, args)
+        self._sync_later(self._lay(table), handle)
+
+    # ------------------------------------------------------------ batched mirroring
+    def synced_batch(self) -> _SyncedBatch:
+        """A context in which checked adds and modifies reach the C tables at its
+        end, one ``tbl_put_entries`` call per table (P4Runtime Write batches, which
+        hold the device lock throughout: no packet sees the tables in between).
+        Anything that reads or changes C table state on the way settles the pending
+        ones first. (A plain object, not a generator: a batch of one update pays for
+        it too.)"""
+        return _SyncedBatch(self)
+
+    def _sync_later(self, lay: Any, handle: int) -> None:
+        if self._pending is None:
+            self._sync_entry(lay, handle)
+            return
+        slot = self._pending.get(lay.tid)
+        if slot is None:
+            slot = self._pending[lay.tid] = (lay, [])
+        slot[1].append(handle)
+
+    def _settle(self) -> None:
+        """Mirror the pending entries into C (those deleted since are skipped)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = {}
+        for lay, handles in pending.values():
+            st = lay.state
+            entries = []
+            for h in dict.fromkeys(handles):
+                e = st.entries.get(h)
+                if e is None:
+                    continue
+                if e.group is not None:
+                    self._sync_entry(lay, h)
+                else:
+                    entries.append(e)
+            self._mod.tbl_put_entries(self._ctx, lay.tid, entries, lay.index,
+                                      st.meter_factory is not None)
+
     def table_add_group(self, table: str, keys: Any, members: list[tuple[str, list[int]]],
                         priority: int | None = None) -> int:
         h = super().table_add_group(table, keys, members, priority)
@@ -163,6 +240,7 @@ class FastSwitch(Switch):
         self._mod.tbl_del(self._ctx, self._lay(table).tid, handle)
 
     def table_clear(self, table: str) -> None:
+        self._settle()
         super().table_clear(table)
         lay = self._lay(table)
         self._mod.tbl_clear(self._ctx, lay.tid)
@@ -174,6 +252,7 @@ class FastSwitch(Switch):
         self._sync_default(self._lay(table))
 
     def table_entries(self, table: str) -> list[EntryView]:
+        self._settle()
         lay = self._lay(table)
         views = super().table_entries(table)
         for v in views:
@@ -183,6 +262,7 @@ class FastSwitch(Switch):
         return views
 
     def entry_idle_us(self, table: str, handle: int) -> int:
+        self._settle()
         lay = self._lay(table)
         lay.state._get(handle)   # P4Error when there is no such entry
         s = self._mod.tbl_stats(self._ctx, lay.tid, handle)
@@ -246,6 +326,7 @@ class FastSwitch(Switch):
         return None if direct is None else self._by_state[id(direct)]
 
     def counter_read(self, name: str, index: int) -> tuple[int, int]:
+        self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
             if index not in lay.state.entries:
@@ -257,6 +338,7 @@ class FastSwitch(Switch):
         return tuple(self._mod.cnt_read(self._ctx, self._cids[full], index))  # type: ignore
 
     def counter_write(self, name: str, index: int, packets: int, bytes_: int) -> None:
+        self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
             if index not in lay.state.entries:
@@ -268,6 +350,7 @@ class FastSwitch(Switch):
         self._mod.cnt_write(self._ctx, self._cids[full], index, packets, bytes_)
 
     def counter_reset(self, name: str) -> None:
+        self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
             for h in lay.state.entries:

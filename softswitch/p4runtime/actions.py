@@ -30,6 +30,7 @@ class ActionCall:
     args: list[int]
     proto: p4runtime_pb2.Action | None
     info: p4info_pb2.Action | None = None
+    plan: ActionPlan | None = None     # the action's plan (its encoding prefixes)
 
     def canonical(self) -> p4runtime_pb2.Action:
         """The canonical Action (built afresh: a stored entry keeps only ints — a
@@ -46,6 +47,20 @@ class ActionCall:
         """The canonical Action, encoded directly (a Read of many entries builds one
         per entry: message objects cost ~5x more). Field numbers: Action.action_id = 1,
         params = 4; Param.param_id = 2, value = 3 (p4runtime.proto)."""
+        if self.plan is not None:         # the per-parameter prefixes are the plan's
+            head, prefixes = self.plan.wire_prefixes
+            encode = bytestrings.encode
+            parts = [head]
+            for prefix, value in zip(prefixes, self.args, strict=True):
+                data = encode(value)
+                size = len(prefix) + 1 + len(data)   # Param: id prefix, value length, value
+                if size >= 128:                       # lengths past one varint byte
+                    return self._canonical_bytes_slow()
+                parts.append(b"\x22" + bytes((size,)) + prefix + bytes((len(data),)) + data)
+            return b"".join(parts)
+        return self._canonical_bytes_slow()
+
+    def _canonical_bytes_slow(self) -> bytes:
         if self.info is None:
             assert self.proto is not None
             return self.proto.SerializeToString()
@@ -79,7 +94,7 @@ def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,
     if b"" in values or not all(map(operator.le, args, plan.limits)):
         args = [bytestrings.decode(v, p.width, p.what) for v, p in zip(values, plan.params,
                                                                         strict=True)]
-    return ActionCall(plan.name, args, None, plan.info)
+    return ActionCall(plan.name, args, None, plan.info, plan)
 
 
 def _refuse_params(plan: ActionPlan, params: Iterable[p4runtime_pb2.Action.Param]) -> None:

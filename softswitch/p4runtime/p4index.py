@@ -15,6 +15,7 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 
 from softswitch.p4runtime import errors
+from softswitch.p4runtime.wire import varint
 
 # P4Info's repeated fields whose elements have a preamble, by the kind of object.
 _KINDS = ("tables", "actions", "action_profiles", "counters", "direct_counters", "meters",
@@ -68,6 +69,10 @@ class ActionPlan:
     ids: frozenset[int]
     order: tuple[int, ...]       # parameter ids in order
     limits: tuple[float, ...]    # the largest value of each (inf: no width)
+    # The canonical Action's encoding around its values: Action.action_id (field 1),
+    # and per parameter Param.param_id (2) up to the value's tag (3); see
+    # ActionCall.canonical_bytes.
+    wire_prefixes: tuple[bytes, tuple[bytes, ...]]
 
     @classmethod
     def of(cls, info: p4info_pb2.Action) -> ActionPlan:
@@ -75,9 +80,12 @@ class ActionPlan:
         params = tuple(ParamPlan(p.id, p.name, p.bitwidth,
                                  f"parameter '{p.name}' of action '{name}'")
                        for p in info.params)
+        prefixes = (b"\x08" + varint(info.preamble.id),
+                    tuple(b"\x10" + varint(p.id) + b"\x1a" for p in params))
         return cls(info, info.preamble.id, name, params, frozenset(p.id for p in params),
                    tuple(p.id for p in params),
-                   tuple((1 << p.width) - 1 if p.width > 0 else math.inf for p in params))
+                   tuple((1 << p.width) - 1 if p.width > 0 else math.inf for p in params),
+                   prefixes)
 
 
 @dataclass

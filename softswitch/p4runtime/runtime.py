@@ -87,28 +87,43 @@ class PipelineRuntime:
         the error of an update the writer's role may not make (checked first). A
         :class:`~softswitch.p4runtime.wire.LazyRequest` is parsed update by update.
         Once ``cancelled()`` (the switch is stopping) the rest is UNAVAILABLE."""
-        atomic = request.atomicity in (WriteRequest.ROLLBACK_ON_ERROR,
-                                       WriteRequest.DATAPLANE_ATOMIC)
-        if request.atomicity not in (WriteRequest.CONTINUE_ON_ERROR,
-                                     WriteRequest.ROLLBACK_ON_ERROR,
-                                     WriteRequest.DATAPLANE_ATOMIC):
-            raise errors.invalid(f"unknown atomicity {request.atomicity}")
         lazy = isinstance(request, LazyRequest)
-        updates: Iterable[Any] = request.elements() if lazy else request.updates
+        atomicity = request.header.atomicity if lazy else request.atomicity
+        atomic = atomicity in (WriteRequest.ROLLBACK_ON_ERROR, WriteRequest.DATAPLANE_ATOMIC)
+        if atomicity not in (WriteRequest.CONTINUE_ON_ERROR, WriteRequest.ROLLBACK_ON_ERROR,
+                             WriteRequest.DATAPLANE_ATOMIC):
+            raise errors.invalid(f"unknown atomicity {atomicity}")
+        reparse: Callable[[int], Any] | None = None
+        if not lazy:
+            updates: Iterable[Any] = request.updates
+        elif permit is None:
+            # Plain table-entry updates come decoded from the wire (entrywire); one the
+            # fast checks do not take is parsed again and goes the general way.
+            updates = request.plain_elements(self.tables.native_plans)
+            reparse = request.element
+        else:
+            updates = request.elements()
         count = len(request) if lazy else len(request.updates)
+        # The switch may mirror the batch's entries into its data path in one go at
+        # the end (FastSwitch.synced_batch); the device lock is held throughout.
+        synced = getattr(self.switch, "synced_batch", contextlib.nullcontext)
         if count < _PAUSE_GC_FROM:
-            return self._write_batch(updates, count, atomic, permit, cancelled)
-        with _collector_paused():
-            return self._write_batch(updates, count, atomic, permit, cancelled)
+            with synced():
+                return self._write_batch(updates, count, atomic, permit, cancelled,
+                                         reparse)
+        with _collector_paused(), synced():
+            return self._write_batch(updates, count, atomic, permit, cancelled, reparse)
 
     def _write_batch(self, updates: Iterable[Any], count: int, atomic: bool,
                      permit: Callable[[p4runtime_pb2.Update], Result] | None,
-                     cancelled: Callable[[], bool] | None) -> list[Result]:
+                     cancelled: Callable[[], bool] | None,
+                     reparse: Callable[[int], Any] | None = None) -> list[Result]:
         log = UndoLog(atomic)
         results: list[Result] = []
         failed = False
         apply = self._apply
-        for update in updates:
+        plain = self.tables.write_plain
+        for i, update in enumerate(updates):
             if cancelled is not None and cancelled():
                 results.append(errors.P4RuntimeError(grpc.StatusCode.UNAVAILABLE,
                                                      "the switch is shutting down"))
@@ -116,6 +131,14 @@ class PipelineRuntime:
                 break
             mark = log.mark()
             try:
+                if type(update) is tuple:
+                    if plain(update, log):
+                        results.append(None)
+                        if not atomic:
+                            log.forget(mark)
+                        continue
+                    assert reparse is not None
+                    update = reparse(i)
                 if isinstance(update, WireError):
                     raise errors.invalid(str(update))
                 refused = permit(update) if permit is not None else None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch.p4runtime import errors, reclaim, wire
+from softswitch.p4runtime import errors, reclaim, unary_lane, wire
 from softswitch.p4runtime.arbitration import Connection, election_id_of, role_name
 from softswitch.p4runtime.device import Device
 
@@ -32,6 +32,7 @@ API_VERSION = "1.4.1"
 MAX_MESSAGE_BYTES = 16 << 20
 log = logging.getLogger("softswitch.p4runtime")
 _CLOSE = object()   # stream queue sentinel: the RPC is over
+_WRITE_RESPONSE = p4runtime_pb2.WriteResponse().SerializeToString()   # it has no fields
 
 
 class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
@@ -46,19 +47,21 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
     def Write(self, request: wire.LazyRequest,  # noqa: N802
-              context: grpc.ServicerContext) -> p4runtime_pb2.WriteResponse:
-        """Updates are parsed one by one, after the checks (see wire.LazyRequest)."""
+              context: grpc.ServicerContext) -> bytes:
+        """Updates are parsed one by one, after the checks (see wire.LazyRequest).
+        The answer is the (empty) WriteResponse, encoded."""
+        head = request.header
         try:
             if request.error is not None:
                 raise errors.invalid(request.error)
-            self.device.check_device(request.device_id)
+            self.device.check_device(head.device_id)
             role = self.device.arbiter.check_writer(
-                role_name(name=request.role, role_id=request.role_id),
-                election_id_of(request))
+                role_name(name=head.role, role_id=head.role_id), election_id_of(head))
             with self.device.lock:
                 loaded = self.device.require_pipeline()
                 scope = self.device.arbiter.roles.scope(role, loaded.runtime.index)
-                results = loaded.runtime.write(request, permit=scope.update_error,
+                permit = None if scope.full else scope.update_error
+                results = loaded.runtime.write(request, permit=permit,
                                                cancelled=self.device.stopping.is_set)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
@@ -67,12 +70,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         finally:
             request.release()
             self.device.note_request(request.size)
-        if any(r is not None for r in results):
+        if results.count(None) != len(results):
             if self.device.stopping.is_set():
                 context.abort(grpc.StatusCode.UNAVAILABLE, "the switch is shutting down: "
                               "the batch was cut short (updates before the cut applied)")
             errors.abort_with_details(context, errors.write_failure_bytes(results))
-        return p4runtime_pb2.WriteResponse()
+        return _WRITE_RESPONSE
 
     def Read(self, request: p4runtime_pb2.ReadRequest,  # noqa: N802
              context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.ReadResponse]:
@@ -220,14 +223,28 @@ def _stream_error(exc: errors.P4RuntimeError) -> p4runtime_pb2.StreamMessageResp
     return message
 
 
+def _write_handler(servicer: P4RuntimeServicer) -> unary_lane.Handler:
+    pb = p4runtime_pb2
+    return (lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
+            servicer.Write, wire.serialize)
+
+
+def _lane_handlers(servicer: P4RuntimeServicer) -> dict[str, unary_lane.Handler]:
+    """The RPCs the unary lane answers (short, unary, and Write the hot one)."""
+    pb = p4runtime_pb2
+    return {"/p4.v1.P4Runtime/Write": _write_handler(servicer),
+            "/p4.v1.P4Runtime/Capabilities": (pb.CapabilitiesRequest.FromString,
+                                              servicer.Capabilities,
+                                              pb.CapabilitiesResponse.SerializeToString)}
+
+
 def _handlers(servicer: P4RuntimeServicer) -> grpc.GenericRpcHandler:
     """The service's method table, as the generated code builds it, except that
     Read's responses may be pre-encoded bytes (see :mod:`wire`)."""
     pb = p4runtime_pb2
+    deserialize, _, serialize = _write_handler(servicer)
     methods = {
-        "Write": grpc.unary_unary_rpc_method_handler(
-            servicer.Write, lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
-            pb.WriteResponse.SerializeToString),
+        "Write": grpc.unary_unary_rpc_method_handler(servicer.Write, deserialize, serialize),
         "Read": grpc.unary_stream_rpc_method_handler(
             servicer.Read, pb.ReadRequest.FromString, wire.serialize),
         "SetForwardingPipelineConfig": grpc.unary_unary_rpc_method_handler(
@@ -282,7 +299,9 @@ def serve(device: Device, address: str = "127.0.0.1:9559",
                          options=[("grpc.max_receive_message_length", max_message_bytes),
                                   ("grpc.max_send_message_length", 64 << 20),
                                   ("grpc.so_reuseport", 0)])
-    server.add_generic_rpc_handlers((_handlers(P4RuntimeServicer(device)),))
+    servicer = P4RuntimeServicer(device)
+    lane = unary_lane.attach(server, _lane_handlers(servicer))
+    server.add_generic_rpc_handlers((_handlers(servicer),))
     device.start_reclaimer()
     try:
         if tls is None:
@@ -294,4 +313,7 @@ def serve(device: Device, address: str = "127.0.0.1:9559",
     if port == 0:
         raise ServerError(f"cannot listen on {address}")
     server.start()
-    return server, port
+    if lane is None:
+        return server, port
+    lane.start()
+    return unary_lane.LanedServer(server, lane), port  # type: ignore[return-value]

@@ -12,12 +12,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import EntryView, KeyMatch, SwitchControl
-from softswitch.p4runtime import actions, errors, matches, wire
+from softswitch.diagnostics import P4Error
+from softswitch.p4runtime import actions, bytestrings, errors, matches, wire
+from softswitch.p4runtime.entryplan import Accepted, TablePlan
+from softswitch.p4runtime.entrywire import CHECKED_LEN, Checked, Decoded
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
 from softswitch.p4runtime.profiles import ActionProfiles, Group, Member
@@ -39,7 +43,7 @@ class Record:
 
     handle: int
     stored: bytes
-    switch_keys: list[KeyMatch]
+    switch_keys: list[KeyMatch] | None   # None: added by a plain write (see ``match``)
     call: actions.ActionCall | None  # the action; None for a group or one-shot entry
     from_program: bool = False
     key: matches.MatchKey = ((), 0)
@@ -51,6 +55,12 @@ class Record:
     # What the switch picks from per packet (group and one-shot entries), else None
     members: list[tuple[str, list[int]]] | None = None
     idle_timeout_ns: int = 0
+    # The switch's normalised match of an entry added by a plain write (entryplan),
+    # which keeps no KeyMatch list: what re-adding it after an undone DELETE needs.
+    match: tuple[Any, ...] | None = None
+    # ``stored`` has entrywire's plain shape and no metadata fields: Read builds the
+    # canonical encoding straight from ``key`` and ``call`` (see ``_plain_wire``).
+    plain: bool = False
 
     @property
     def entry(self) -> TableEntry:
@@ -97,11 +107,120 @@ class TableEntries:
         self._records: dict[int, dict[matches.MatchKey, Record]] = {
             tid: {} for tid in index.tables}
         self._defaults: dict[int, TableEntry] = {}
+        # Plain writes (write_plain): each table's plan, and the native plans that
+        # entrywire checks updates with.
+        self._plans = {tid: self._plan(tid) for tid in index.tables}
+        self.native_plans = {tid: plan.native for tid, plan in self._plans.items()
+                             if plan is not None and plan.native is not None}
         # The entries with an idle timeout, per table (by record id): the idle sweeper
         # visits these only, not every entry, several times a second.
         self._timed: dict[int, dict[int, Record]] = {tid: {} for tid in index.tables}
         for tid, table in index.tables.items():
             self._import_program_entries(tid, table)
+
+    # ------------------------------------------------------------------ plain writes
+    def write_plain(self, d: Decoded | Checked, log: UndoLog) -> bool:
+        """Apply a plain update decoded from the wire (:mod:`entrywire`, checked there
+        already when its table has a native plan) when its table's plan accepts it;
+        False — with nothing changed — sends it down the general path (:meth:`write`),
+        which reports any error. This is the same write, minus parsing a message and
+        validating twice."""
+        plan = self._plans.get(d[1])
+        if plan is None:
+            return False
+        kind = d[0]
+        checked = len(d) == CHECKED_LEN
+        if kind == Update.DELETE:
+            if checked:
+                key = d[2]
+            else:
+                keyed = plan.key(d)  # type: ignore[arg-type]
+                key = None if keyed is None else keyed[0]
+            record = None if key is None else self._records[d[1]].get(key)
+            if record is None:
+                return False
+            self._delete(plan.table, record, log)
+            return True
+        if kind != Update.INSERT and kind != Update.MODIFY:
+            return False
+        accepted = (plan.accept_checked(d) if checked  # type: ignore[arg-type]
+                    else plan.accept(d))  # type: ignore[arg-type]
+        if accepted is None:
+            return False
+        if kind == Update.INSERT:
+            return self._insert_plain(plan, accepted, d, log)
+        return self._modify_plain(plan, accepted, d, log)
+
+    def _plan(self, table_id: int) -> TablePlan | None:
+        """The table's plan, when plain writes can take it (direct actions, a
+        switch that takes checked entries)."""
+        table = self.index.tables.get(table_id)
+        state_of = getattr(self.switch, "table_state", None)
+        if table is None or state_of is None or table.is_const or table.implementation_id:
+            return None
+        try:
+            state = state_of(table.name)
+        except (P4Error, KeyError):
+            return None
+        return TablePlan.build(table, self.index, state)
+
+    def _insert_plain(self, plan: TablePlan, accepted: Accepted, d: Decoded | Checked,
+                      log: UndoLog) -> bool:
+        key, match, call, switch_action = accepted
+        table = plan.table
+        tid = table.id
+        records = self._records[tid]
+        if key in records or (table.size and len(records) >= table.size):
+            return False          # ALREADY_EXISTS / RESOURCE_EXHAUSTED, from write()
+        name = table.name
+        handle = self.switch.table_add_checked(name, match, switch_action, list(call.args),
+                                               key[1] or None)
+        # Positional (keywords cost more): handle, stored, switch_keys, call,
+        # from_program, key, wire, idle_notified, member, group, oneshot, members,
+        # idle_timeout_ns, match, plain.
+        record = Record(handle, d[7], None, call, False, key, None, False, None, None, None,
+                        None, d[3], match, not d[8])
+        records[key] = record
+        timed = self._timed[tid]
+        if d[3]:
+            timed[id(record)] = record
+
+        if not log.atomic:
+            return True       # nothing after the switch call can fail: no undo needed
+
+        def undo_insert() -> None:
+            self.switch.table_delete(name, record.handle)
+            records.pop(key, None)
+            timed.pop(id(record), None)
+        log.push(undo_insert)
+        return True
+
+    def _modify_plain(self, plan: TablePlan, accepted: Accepted, d: Decoded | Checked,
+                      log: UndoLog) -> bool:
+        table = plan.table
+        if table.direct_meter is not None:
+            return False          # a meter config is carried over: write() does it
+        record = self._records[table.id].get(accepted[0])
+        if record is None:
+            return False
+        _, _, call, switch_action = accepted
+        name = table.name
+        old = (record.call, record.stored, record.idle_timeout_ns, record.plain)
+        self.switch.table_modify_checked(name, record.handle, switch_action, list(call.args))
+        record.call, record.stored, record.idle_timeout_ns = call, d[7], d[3]
+        record.plain = not d[8]
+        record.wire = None
+        self._track_idle(table.id, record)
+        if not log.atomic:
+            return True       # nothing after the switch call can fail: no undo needed
+
+        def undo_modify() -> None:
+            self._switch_set(name, record.handle, old[0], None)
+            record.call, record.stored, record.idle_timeout_ns, record.plain = old
+            record.wire = None
+            self._track_idle(table.id, record)
+        log.push(undo_modify)
+        return True
 
     # ------------------------------------------------------------------ program entries
     def _import_program_entries(self, tid: int, table: TableIndex) -> None:
@@ -215,6 +334,11 @@ class TableEntries:
     def _switch_add(self, name: str, record: Record) -> int:
         """Install a record's entry in the switch; returns the new handle."""
         prio = record.priority or None
+        if record.switch_keys is None:       # from a plain write: its checked match
+            assert record.call is not None and record.match is not None
+            action = self.switch.table_state(name).resolve_action(record.call.name)
+            return self.switch.table_add_checked(name, record.match, action,
+                                                 list(record.call.args), prio)
         if record.members is not None:
             return self.switch.table_add_group(name, record.switch_keys, record.members,
                                                prio)
@@ -323,7 +447,8 @@ class TableEntries:
         binding = self._action_of(table, entry)
         extras = self._check_extras(table, entry)
         old = (record.call, record.stored, record.member, record.group, record.oneshot,
-               record.members, record.idle_timeout_ns)
+               record.members, record.idle_timeout_ns, record.plain)
+        record.plain = False
         new_meter = extras.meter
         counter = extras.counter
         members = self._switch_members(binding, log)
@@ -344,7 +469,7 @@ class TableEntries:
         def undo_modify() -> None:
             self._switch_set(name, record.handle, old[0], old[5])
             (record.call, record.stored, record.member, record.group, record.oneshot,
-             record.members, record.idle_timeout_ns) = old
+             record.members, record.idle_timeout_ns, record.plain) = old
             record.wire = None
             self._track_idle(table.id, record)
         log.push(undo_modify)
@@ -363,14 +488,18 @@ class TableEntries:
         tid = table.id
         name = table.name
         counters = None
-        if table.direct_counter is not None:
+        if log.atomic and table.direct_counter is not None:      # kept for the undo
             counters = self.switch.counter_read(table.direct_counter.preamble.name,
                                                 record.handle)
         self.switch.table_delete(name, record.handle)
         del self._records[tid][record.key]
         self._timed[tid].pop(id(record), None)
-        self._use(record.member, name, record, log, add=False)
-        self._use(record.group, name, record, log, add=False)
+        if record.member is not None:
+            self._use(record.member, name, record, log, add=False)
+        if record.group is not None:
+            self._use(record.group, name, record, log, add=False)
+        if not log.atomic:
+            return     # a DELETE ends its update: outside atomic batches nothing undoes it
 
         def undo_delete() -> None:
             record.handle = self._switch_add(name, record)
@@ -521,7 +650,10 @@ class TableEntries:
     def wire_of(self, table: TableIndex, record: Record) -> bytes:
         """The encoded canonical TableEntry of a record (cached until it changes)."""
         if record.wire is None:
-            record.wire = self.canonical(table, record).SerializeToString()
+            if record.plain and record.call is not None and record.call.info is not None:
+                record.wire = _plain_wire(table.id, record)
+            else:
+                record.wire = self.canonical(table, record).SerializeToString()
         return record.wire
 
     # ------------------------------------------------------------------ for direct resources
@@ -551,6 +683,38 @@ class TableEntries:
                for tid, records in self._records.items() for r in records.values()
                if not r.from_program]
         return out + list(self._defaults.values())
+
+
+# FieldMatch's oneof field tags (field number << 3 | 2) by kind.
+_KIND_TAGS = {"exact": b"\x12", "ternary": b"\x1a", "lpm": b"\x22", "range": b"\x32",
+              "optional": b"\x3a"}
+
+
+def _plain_wire(table_id: int, record: Record) -> bytes:
+    """The canonical TableEntry of a plain record, encoded directly: what
+    ``canonical(...).SerializeToString()`` gives for an entry of entrywire's shape
+    (fields in number order, defaults omitted), at a fraction of the cost — a Read's
+    first pass over a big table builds one per entry. Tags: TableEntry table_id 1,
+    match 2, action 3, priority 4, idle_timeout_ns 9; FieldMatch field_id 1, the kind
+    (_KIND_TAGS) holding value/low 1 and mask/high 2 (bytes) or prefix_len 2 (varint);
+    TableAction.action 1."""
+    varint, field, enc = wire.varint, wire.field, bytestrings.encode
+    parts = [b"\x08" + varint(table_id)]
+    for fid, (kind, a, b) in record.key[0]:
+        if kind == "lpm":
+            body = field(b"\x0a", enc(a)) + b"\x10" + varint(b)
+        elif kind in ("ternary", "range"):
+            body = field(b"\x0a", enc(a)) + field(b"\x12", enc(b))
+        else:
+            body = field(b"\x0a", enc(a))
+        parts.append(field(b"\x12", b"\x08" + varint(fid) + field(_KIND_TAGS[kind], body)))
+    assert record.call is not None
+    parts.append(field(b"\x1a", field(b"\x0a", record.call.canonical_bytes())))
+    if record.key[1]:
+        parts.append(b"\x20" + varint(record.key[1]))
+    if record.idle_timeout_ns:
+        parts.append(b"\x48" + varint(record.idle_timeout_ns & 0xFFFFFFFFFFFFFFFF))
+    return b"".join(parts)
 
 
 def _calls(oneshot: list[tuple[actions.ActionCall, int]] | None

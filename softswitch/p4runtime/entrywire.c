@@ -1,0 +1,665 @@
+/* Decoding the table-entry updates of a P4Runtime Write batch straight from the wire.
+ *
+ * Built at first use by softswitch/p4runtime/entrywire.py through the fast path's compiler
+ * cache (softswitch/fastpath/build.py, which defines P4_MODNAME_STR and P4_PYINIT).
+ *
+ * Why: on protobuf's upb runtime, parsing an Update is cheap but every field read from
+ * Python is not (a wrapper object per sub-message): reading the ~25 fields of an LPM
+ * route costs ~7 us, most of what a batched insert cost. This walks the protobuf wire
+ * format of each Update once and returns the fields as plain Python values.
+ *
+ * It only takes the common shape: an Update (type, entity) whose Entity is a
+ * table_entry with a direct action, match fields of the five standard kinds, and no
+ * meter/counter data, default-action flag, is_const or unknown field; each field at
+ * most once. Anything else -- and anything malformed -- gives None for that update,
+ * and the caller parses it with protobuf as before, so every error the server reports
+ * still comes from the one general path.
+ *
+ * decode(data: bytes, spans: list[tuple[int, int]], plans=None) -> list[tuple | None],
+ * one item per span (an Update's encoding within data). With ``plans`` (table id ->
+ * native plan, see "checked updates" below) an update of a planned table that passes
+ * every check comes back checked:
+ *     (type, table_id, key, idle_timeout_ns, action_id, match, args or None,
+ *      table_entry_bytes, has_metadata, True)
+ * (idle_timeout_ns, action_id, table_entry_bytes and has_metadata where the plain
+ * form has them; key is the server's canonical key; match the switch's normalised
+ * match, for an INSERT only (else None); args the action's arguments, None for a
+ * DELETE or without an action)
+ * and any other plain update as:
+ *     (type, table_id, priority, idle_timeout_ns, action_id,
+ *      ((field_id, kind, a, b), ...), ((param_id, value), ...), table_entry_bytes,
+ *      has_metadata)
+ * has_metadata is 1 when the entry carries controller_metadata or metadata (kept as
+ * written: Read then re-encodes the entry through protobuf);
+ * kind is "exact", "lpm", "ternary", "range" or "optional" (protobuf's oneof names);
+ * action_id is 0 when the entry has no action (as a DELETE may);
+ * a, b are bytes (lpm: b is the prefix length; exact/optional: b is None).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+
+typedef struct {
+    const unsigned char *p, *end;
+} rd_t;
+
+/* 0 on success; -1 on a truncated or overlong varint. */
+static int rd_varint(rd_t *r, uint64_t *out) {
+    uint64_t v = 0;
+    int shift = 0;
+    while (r->p < r->end) {
+        unsigned char b = *r->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 0;
+        }
+        shift += 7;
+        if (shift > 63)
+            return -1;
+    }
+    return -1;
+}
+
+/* Reads a tag; 0 at the end, 1 with a tag, -1 on malformed input. */
+static int rd_tag(rd_t *r, uint32_t *field, uint32_t *wt) {
+    uint64_t t;
+    if (r->p >= r->end)
+        return 0;
+    if (rd_varint(r, &t) < 0 || (t >> 3) == 0 || (t >> 3) > 0x1fffffff)
+        return -1;
+    *field = (uint32_t)(t >> 3);
+    *wt = (uint32_t)(t & 7);
+    return 1;
+}
+
+/* A length-delimited payload as a sub-reader. */
+static int rd_sub(rd_t *r, rd_t *sub) {
+    uint64_t n;
+    if (rd_varint(r, &n) < 0 || n > (uint64_t)(r->end - r->p))
+        return -1;
+    sub->p = r->p;
+    sub->end = r->p + n;
+    r->p += n;
+    return 0;
+}
+
+static PyObject *K_EXACT, *K_LPM, *K_TERNARY, *K_RANGE, *K_OPTIONAL, *K_R;
+
+#define NOT_SIMPLE 1        /* return code: fall back to protobuf */
+#define MAXF 64             /* more match fields or parameters: fall back */
+
+typedef struct {
+    uint32_t fid, kind;                 /* kind: FieldMatch's field number (2,3,4,6,7) */
+    const unsigned char *a, *b;         /* value/low; mask/high */
+    Py_ssize_t na, nb;
+    int64_t plen;
+} fm_t;
+
+typedef struct {
+    uint32_t pid;
+    const unsigned char *v;
+    Py_ssize_t n;
+} prm_t;
+
+typedef struct {
+    uint64_t type;
+    uint32_t table_id, action_id;
+    int64_t priority, idle;
+    int has_action, has_md, nf, np;
+    fm_t f[MAXF];
+    prm_t p[MAXF];
+    const unsigned char *te;
+    Py_ssize_t nte;
+} upd_t;
+
+static const unsigned char EMPTY[1] = {0};
+
+/* One FieldMatch into f; NOT_SIMPLE on anything else. */
+static int field_match(rd_t *r, fm_t *f) {
+    uint32_t fld, wt;
+    int seen_id = 0, st;
+    rd_t body = {0, 0};
+    f->fid = 0; f->kind = 0; f->a = f->b = EMPTY; f->na = f->nb = 0; f->plen = 0;
+    while ((st = rd_tag(r, &fld, &wt)) == 1) {
+        if (fld == 1 && wt == 0 && !seen_id) {
+            uint64_t v;
+            if (rd_varint(r, &v) < 0 || v > 0xffffffffu)
+                return NOT_SIMPLE;
+            f->fid = (uint32_t)v;
+            seen_id = 1;
+        } else if ((fld == 2 || fld == 3 || fld == 4 || fld == 6 || fld == 7) && wt == 2
+                   && !f->kind) {
+            if (rd_sub(r, &body) < 0)
+                return NOT_SIMPLE;
+            f->kind = fld;
+        } else {
+            return NOT_SIMPLE;
+        }
+    }
+    if (st < 0 || !f->kind)
+        return NOT_SIMPLE;
+    /* The kind's own fields: 1 and 2 (value/mask, value/prefix_len, low/high). */
+    int s1 = 0, s2 = 0;
+    while ((st = rd_tag(&body, &fld, &wt)) == 1) {
+        rd_t v;
+        if (fld == 1 && wt == 2 && !s1) {
+            if (rd_sub(&body, &v) < 0)
+                return NOT_SIMPLE;
+            f->a = v.p; f->na = v.end - v.p; s1 = 1;
+        } else if (fld == 2 && !s2 && (f->kind == 3 || f->kind == 6) && wt == 2) {
+            if (rd_sub(&body, &v) < 0)
+                return NOT_SIMPLE;
+            f->b = v.p; f->nb = v.end - v.p; s2 = 1;
+        } else if (fld == 2 && !s2 && f->kind == 4 && wt == 0) {
+            uint64_t u;
+            if (rd_varint(&body, &u) < 0)
+                return NOT_SIMPLE;
+            f->plen = (int32_t)(uint32_t)u;       /* int32 on the wire */
+            s2 = 1;
+        } else {
+            return NOT_SIMPLE;
+        }
+    }
+    return st < 0 ? NOT_SIMPLE : 0;
+}
+
+/* One Action.Param into p. */
+static int param(rd_t *r, prm_t *p) {
+    uint32_t fld, wt;
+    int sp = 0, sv = 0, st;
+    p->pid = 0; p->v = EMPTY; p->n = 0;
+    while ((st = rd_tag(r, &fld, &wt)) == 1) {
+        if (fld == 2 && wt == 0 && !sp) {
+            uint64_t u;
+            if (rd_varint(r, &u) < 0 || u > 0xffffffffu)
+                return NOT_SIMPLE;
+            p->pid = (uint32_t)u;
+            sp = 1;
+        } else if (fld == 3 && wt == 2 && !sv) {
+            rd_t v;
+            if (rd_sub(r, &v) < 0)
+                return NOT_SIMPLE;
+            p->v = v.p; p->n = v.end - v.p;
+            sv = 1;
+        } else {
+            return NOT_SIMPLE;
+        }
+    }
+    return st < 0 ? NOT_SIMPLE : 0;
+}
+
+/* TableAction holding one direct Action. */
+static int table_action(rd_t *r, upd_t *u) {
+    uint32_t fld, wt;
+    int st, seen = 0, sid = 0;
+    rd_t act;
+    while ((st = rd_tag(r, &fld, &wt)) == 1) {
+        if (fld == 1 && wt == 2 && !seen) {
+            if (rd_sub(r, &act) < 0)
+                return NOT_SIMPLE;
+            seen = 1;
+        } else {
+            return NOT_SIMPLE;
+        }
+    }
+    if (st < 0 || !seen)
+        return NOT_SIMPLE;
+    while ((st = rd_tag(&act, &fld, &wt)) == 1) {
+        if (fld == 1 && wt == 0 && !sid) {
+            uint64_t v;
+            if (rd_varint(&act, &v) < 0 || v > 0xffffffffu)
+                return NOT_SIMPLE;
+            u->action_id = (uint32_t)v;
+            sid = 1;
+        } else if (fld == 4 && wt == 2) {
+            rd_t sub;
+            if (u->np >= MAXF || rd_sub(&act, &sub) < 0 || param(&sub, &u->p[u->np]))
+                return NOT_SIMPLE;
+            u->np++;
+        } else {
+            return NOT_SIMPLE;
+        }
+    }
+    return st < 0 ? NOT_SIMPLE : 0;
+}
+
+/* One Update into u; NOT_SIMPLE unless it has the plain shape. */
+static int parse_update(const unsigned char *start, const unsigned char *end, upd_t *u) {
+    rd_t r = {start, end}, entity = {0, 0}, te = {0, 0}, act = {0, 0};
+    uint32_t fld, wt;
+    uint64_t v;
+    int st, s_type = 0, s_ent = 0, s_te = 0;
+    memset(u, 0, offsetof(upd_t, f));
+    while ((st = rd_tag(&r, &fld, &wt)) == 1) {
+        if (fld == 1 && wt == 0 && !s_type) {
+            if (rd_varint(&r, &u->type) < 0)
+                return NOT_SIMPLE;
+            s_type = 1;
+        } else if (fld == 2 && wt == 2 && !s_ent) {
+            if (rd_sub(&r, &entity) < 0)
+                return NOT_SIMPLE;
+            s_ent = 1;
+        } else {
+            return NOT_SIMPLE;
+        }
+    }
+    if (st < 0 || !s_ent || u->type > 0x7fffffff)
+        return NOT_SIMPLE;
+    while ((st = rd_tag(&entity, &fld, &wt)) == 1) {
+        if (fld == 2 && wt == 2 && !s_te) {
+            if (rd_sub(&entity, &te) < 0)
+                return NOT_SIMPLE;
+            s_te = 1;
+        } else {
+            return NOT_SIMPLE;
+        }
+    }
+    if (st < 0 || !s_te)
+        return NOT_SIMPLE;
+    u->te = te.p;
+    u->nte = te.end - te.p;
+    int s_tid = 0, s_prio = 0, s_idle = 0, s_cm = 0, s_md = 0;
+    while ((st = rd_tag(&te, &fld, &wt)) == 1) {
+        if (fld == 1 && wt == 0 && !s_tid) {
+            if (rd_varint(&te, &v) < 0 || v > 0xffffffffu)
+                return NOT_SIMPLE;
+            u->table_id = (uint32_t)v;
+            s_tid = 1;
+        } else if (fld == 2 && wt == 2) {
+            rd_t sub;
+            if (u->nf >= MAXF || rd_sub(&te, &sub) < 0 || field_match(&sub, &u->f[u->nf]))
+                return NOT_SIMPLE;
+            u->nf++;
+        } else if (fld == 3 && wt == 2 && !u->has_action) {
+            if (rd_sub(&te, &act) < 0)
+                return NOT_SIMPLE;
+            u->has_action = 1;
+        } else if (fld == 4 && wt == 0 && !s_prio) {
+            if (rd_varint(&te, &v) < 0)
+                return NOT_SIMPLE;
+            u->priority = (int32_t)(uint32_t)v;    /* int32 on the wire */
+            s_prio = 1;
+        } else if (fld == 5 && wt == 0 && !s_cm) {  /* controller_metadata: kept as written */
+            if (rd_varint(&te, &v) < 0)
+                return NOT_SIMPLE;
+            s_cm = 1;
+        } else if (fld == 9 && wt == 0 && !s_idle) {
+            if (rd_varint(&te, &v) < 0)
+                return NOT_SIMPLE;
+            u->idle = (int64_t)v;
+            s_idle = 1;
+        } else if (fld == 11 && wt == 2 && !s_md) {  /* metadata: kept as written */
+            rd_t sub;
+            if (rd_sub(&te, &sub) < 0)
+                return NOT_SIMPLE;
+            s_md = 1;
+        } else {
+            return NOT_SIMPLE;   /* meter/counter data, default or const flags, unknown */
+        }
+    }
+    if (st < 0)
+        return NOT_SIMPLE;
+    u->has_md = s_cm || s_md;
+    if (u->has_action && table_action(&act, u))    /* no action: id 0 (a DELETE needs none) */
+        return NOT_SIMPLE;
+    return 0;
+}
+
+/* The plain decoding (see the top of the file). */
+static PyObject *generic(const upd_t *u) {
+    PyObject *mt = PyTuple_New(u->nf), *pt = PyTuple_New(u->np);
+    if (!mt || !pt)
+        goto fail;
+    for (int i = 0; i < u->nf; i++) {
+        const fm_t *f = &u->f[i];
+        PyObject *kind, *bb;
+        switch (f->kind) {
+        case 2: kind = K_EXACT; break;
+        case 3: kind = K_TERNARY; break;
+        case 4: kind = K_LPM; break;
+        case 6: kind = K_RANGE; break;
+        default: kind = K_OPTIONAL; break;
+        }
+        if (f->kind == 3 || f->kind == 6)
+            bb = PyBytes_FromStringAndSize((const char *)f->b, f->nb);
+        else if (f->kind == 4)
+            bb = PyLong_FromLongLong(f->plen);
+        else {
+            bb = Py_None;
+            Py_INCREF(bb);
+        }
+        PyObject *item = bb ? Py_BuildValue("(IOy#N)", f->fid, kind, (const char *)f->a,
+                                            f->na, bb) : NULL;
+        if (!item)
+            goto fail;
+        PyTuple_SET_ITEM(mt, i, item);
+    }
+    for (int i = 0; i < u->np; i++) {
+        PyObject *item = Py_BuildValue("(Iy#)", u->p[i].pid, (const char *)u->p[i].v,
+                                       u->p[i].n);
+        if (!item)
+            goto fail;
+        PyTuple_SET_ITEM(pt, i, item);
+    }
+    return Py_BuildValue("(iILLINNy#i)", (int)u->type, u->table_id, (long long)u->priority,
+                         (long long)u->idle, u->action_id, mt, pt, (const char *)u->te,
+                         u->nte, u->has_md);
+fail:
+    Py_XDECREF(mt);
+    Py_XDECREF(pt);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ checked updates
+ * A plan (entryplan.TablePlan.native_plan) is the tuple
+ *     (needs_priority, idle_ok, {field_id: (kind, width, position)}, exact_count,
+ *      blank_match, {action_id: ((param_id, ...), (width, ...))})
+ * with every width in 1..64 (a table or action with wider values has no native plan,
+ * and its updates are checked in Python). check() accepts exactly what
+ * matches.parse and actions.parse accept; anything else gives NOT_SIMPLE and the
+ * update goes on to the Python plan (then, if need be, the general path). */
+
+/* A byte string as a value of at most 64 bits: 0, or NOT_SIMPLE when empty or wider. */
+static int u64_of(const unsigned char *p, Py_ssize_t n, int width, uint64_t *out) {
+    if (n == 0)
+        return NOT_SIMPLE;
+    while (n > 0 && *p == 0) {
+        p++;
+        n--;
+    }
+    if (n > 8)
+        return NOT_SIMPLE;
+    uint64_t v = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    if (width < 64 && (v >> width))
+        return NOT_SIMPLE;
+    *out = v;
+    return 0;
+}
+
+static long as_long(PyObject *tuple, Py_ssize_t i) {
+    return PyLong_AsLong(PyTuple_GET_ITEM(tuple, i));
+}
+
+/* (kind, a, b) of a canonical key field and the switch's normalised match, or
+ * NOT_SIMPLE; -1 on a Python error. */
+static int check_field(const fm_t *f, int width, PyObject **norm, PyObject **sw) {
+    uint64_t full = width == 64 ? UINT64_MAX : ((uint64_t)1 << width) - 1, a, b = 0;
+    if (u64_of(f->a, f->na, width, &a))
+        return NOT_SIMPLE;
+    switch (f->kind) {
+    case 2:         /* exact */
+    case 7:         /* optional */
+        *norm = Py_BuildValue("(OKi)", f->kind == 2 ? K_EXACT : K_OPTIONAL,
+                              (unsigned long long)a, 0);
+        *sw = Py_BuildValue("(KK)", (unsigned long long)a, (unsigned long long)full);
+        break;
+    case 4: {       /* lpm */
+        if (f->plen <= 0 || f->plen > width)
+            return NOT_SIMPLE;
+        uint64_t host = (width - f->plen) >= 64 ? UINT64_MAX
+                        : ((uint64_t)1 << (width - f->plen)) - 1;
+        if (a & host)
+            return NOT_SIMPLE;
+        *norm = Py_BuildValue("(OKL)", K_LPM, (unsigned long long)a, (long long)f->plen);
+        *sw = Py_BuildValue("(KKL)", (unsigned long long)a,
+                            (unsigned long long)(full ^ host), (long long)f->plen);
+        break;
+    }
+    case 3:         /* ternary */
+        if (u64_of(f->b, f->nb, width, &b) || b == 0 || (a & ~b))
+            return NOT_SIMPLE;
+        *norm = Py_BuildValue("(OKK)", K_TERNARY, (unsigned long long)a,
+                              (unsigned long long)b);
+        *sw = Py_BuildValue("(KK)", (unsigned long long)a, (unsigned long long)b);
+        break;
+    default:        /* range */
+        if (u64_of(f->b, f->nb, width, &b) || a > b || (a == 0 && b == full))
+            return NOT_SIMPLE;
+        *norm = Py_BuildValue("(OKK)", K_RANGE, (unsigned long long)a,
+                              (unsigned long long)b);
+        *sw = Py_BuildValue("(OKK)", K_R, (unsigned long long)a, (unsigned long long)b);
+        break;
+    }
+    if (!*norm || !*sw) {
+        Py_XDECREF(*norm);
+        Py_XDECREF(*sw);
+        return -1;
+    }
+    return 0;
+}
+
+/* The action's arguments in parameter order, None without an action; NOT_SIMPLE when
+ * they are not valid (or the action is not in the plan). */
+static int check_args(const upd_t *u, PyObject *actions, PyObject **out) {
+    if (!u->has_action) {
+        Py_INCREF(Py_None);
+        *out = Py_None;
+        return 0;
+    }
+    PyObject *aid = PyLong_FromUnsignedLong(u->action_id);
+    if (!aid)
+        return -1;
+    PyObject *spec = PyDict_GetItemWithError(actions, aid);
+    Py_DECREF(aid);
+    if (!spec)
+        return PyErr_Occurred() ? -1 : NOT_SIMPLE;
+    PyObject *ids = PyTuple_GET_ITEM(spec, 0), *widths = PyTuple_GET_ITEM(spec, 1);
+    Py_ssize_t n = PyTuple_GET_SIZE(ids);
+    if (n != u->np)
+        return NOT_SIMPLE;
+    PyObject *args = PyList_New(n);
+    if (!args)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long pid = as_long(ids, i);
+        int found = -1;
+        for (int j = 0; j < u->np; j++) {
+            if ((long)u->p[j].pid == pid) {
+                if (found >= 0) {           /* given twice */
+                    found = -2;
+                    break;
+                }
+                found = j;
+            }
+        }
+        uint64_t v;
+        if (found < 0 || u64_of(u->p[found].v, u->p[found].n, (int)as_long(widths, i), &v)) {
+            Py_DECREF(args);
+            return PyErr_Occurred() ? -1 : NOT_SIMPLE;
+        }
+        PyObject *value = PyLong_FromUnsignedLongLong(v);
+        if (!value) {
+            Py_DECREF(args);
+            return -1;
+        }
+        PyList_SET_ITEM(args, i, value);
+    }
+    *out = args;
+    return 0;
+}
+
+/* The checked form (see the top of the file), or NOT_SIMPLE / -1. */
+static int check(upd_t *u, PyObject *plan, PyObject **out) {
+    int needs_priority = (int)as_long(plan, 0), idle_ok = (int)as_long(plan, 1);
+    PyObject *fields = PyTuple_GET_ITEM(plan, 2), *blank = PyTuple_GET_ITEM(plan, 4);
+    long exact_count = as_long(plan, 3);
+    if (PyErr_Occurred())
+        return -1;
+    if (u->idle && !idle_ok)
+        return NOT_SIMPLE;
+    if (needs_priority ? (u->priority <= 0 || u->priority > 0x7fffffff) : u->priority != 0)
+        return NOT_SIMPLE;
+    /* fields in id order (insertion sort: a handful); an id given twice is refused */
+    for (int i = 1; i < u->nf; i++) {
+        fm_t x = u->f[i];
+        int j = i - 1;
+        while (j >= 0 && u->f[j].fid > x.fid) {
+            u->f[j + 1] = u->f[j];
+            j--;
+        }
+        u->f[j + 1] = x;
+    }
+    for (int i = 1; i < u->nf; i++)
+        if (u->f[i].fid == u->f[i - 1].fid)
+            return NOT_SIMPLE;
+    /* An INSERT needs the switch's match, an INSERT or MODIFY the arguments; a DELETE
+     * only the key (its action, if any, is not looked at, as matches.parse does not) */
+    int need_match = u->type == 1, need_args = u->type != 3;
+    Py_ssize_t nk = PyTuple_GET_SIZE(blank);
+    PyObject *items = PyTuple_New(u->nf), *match = need_match ? PyTuple_New(nk) : NULL;
+    PyObject *args = NULL;
+    int rc = -1;
+    long exact = 0;
+    if (!items || (need_match && !match))
+        goto done;
+    for (Py_ssize_t i = 0; need_match && i < nk; i++) {
+        PyObject *b = PyTuple_GET_ITEM(blank, i);
+        Py_INCREF(b);
+        PyTuple_SET_ITEM(match, i, b);
+    }
+    for (int i = 0; i < u->nf; i++) {
+        const fm_t *f = &u->f[i];
+        PyObject *fid = PyLong_FromUnsignedLong(f->fid), *spec, *norm, *sw;
+        if (!fid)
+            goto done;
+        spec = PyDict_GetItemWithError(fields, fid);
+        if (!spec) {
+            Py_DECREF(fid);
+            rc = PyErr_Occurred() ? -1 : NOT_SIMPLE;
+            goto done;
+        }
+        long kind = as_long(spec, 0), width = as_long(spec, 1), pos = as_long(spec, 2);
+        if ((uint32_t)kind != f->kind) {
+            Py_DECREF(fid);
+            rc = NOT_SIMPLE;
+            goto done;
+        }
+        int r = check_field(f, (int)width, &norm, &sw);
+        if (r) {
+            Py_DECREF(fid);
+            rc = r;
+            goto done;
+        }
+        exact += kind == 2;
+        PyObject *item = PyTuple_Pack(2, fid, norm);
+        Py_DECREF(fid);
+        Py_DECREF(norm);
+        if (!item) {
+            Py_DECREF(sw);
+            goto done;
+        }
+        PyTuple_SET_ITEM(items, i, item);
+        if (need_match)
+            Py_SETREF(((PyTupleObject *)match)->ob_item[pos], sw);
+        else
+            Py_DECREF(sw);
+    }
+    if (exact != exact_count) {
+        rc = NOT_SIMPLE;
+        goto done;
+    }
+    if (need_args) {
+        rc = check_args(u, PyTuple_GET_ITEM(plan, 5), &args);
+        if (rc)
+            goto done;
+    } else {
+        Py_INCREF(Py_None);
+        args = Py_None;
+    }
+    if (!need_match) {
+        Py_INCREF(Py_None);
+        match = Py_None;
+    }
+    PyObject *key = Py_BuildValue("(OL)", items, (long long)u->priority);
+    if (!key) {
+        rc = -1;
+        goto done;
+    }
+    /* N steals key, match and args (also when building fails) */
+    *out = Py_BuildValue("(iINLINNy#iO)", (int)u->type, u->table_id, key,
+                         (long long)u->idle, u->action_id, match, args, (const char *)u->te,
+                         u->nte, u->has_md, Py_True);
+    match = NULL;
+    args = NULL;
+    rc = *out ? 0 : -1;
+done:
+    Py_XDECREF(items);
+    Py_XDECREF(match);
+    Py_XDECREF(args);
+    return rc;
+}
+
+static PyObject *decode(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    PyObject *spans, *plans = Py_None;
+    upd_t *u = NULL;
+    if (!PyArg_ParseTuple(args, "y*O!|O", &buf, &PyList_Type, &spans, &plans))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(spans);
+    PyObject *out = PyList_New(n);
+    u = (upd_t *)PyMem_Malloc(sizeof(upd_t));
+    if (!out || !u)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t s, e;
+        PyObject *item = NULL;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(spans, i), "nn", &s, &e))
+            goto fail;
+        if (s < 0 || e < s || e > buf.len) {
+            PyErr_SetString(PyExc_ValueError, "span outside the data");
+            goto fail;
+        }
+        if (parse_update((const unsigned char *)buf.buf + s,
+                         (const unsigned char *)buf.buf + e, u) == 0) {
+            int rc = NOT_SIMPLE;
+            if (plans != Py_None) {
+                PyObject *tid = PyLong_FromUnsignedLong(u->table_id);
+                PyObject *plan = tid ? PyDict_GetItemWithError(plans, tid) : NULL;
+                Py_XDECREF(tid);
+                if (plan)
+                    rc = check(u, plan, &item);
+                if (PyErr_Occurred())
+                    goto fail;
+            }
+            if (rc == NOT_SIMPLE && !(item = generic(u)))
+                goto fail;
+        } else {
+            item = Py_None;
+            Py_INCREF(item);
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    PyMem_Free(u);
+    PyBuffer_Release(&buf);
+    return out;
+fail:
+    PyMem_Free(u);
+    Py_XDECREF(out);
+    PyBuffer_Release(&buf);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", decode, METH_VARARGS,
+     "decode(data, spans[, plans]) -> per span a plain or checked tuple, or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, P4_MODNAME_STR, NULL, -1, methods};
+
+PyMODINIT_FUNC P4_PYINIT(void) {
+    K_EXACT = PyUnicode_InternFromString("exact");
+    K_LPM = PyUnicode_InternFromString("lpm");
+    K_TERNARY = PyUnicode_InternFromString("ternary");
+    K_RANGE = PyUnicode_InternFromString("range");
+    K_OPTIONAL = PyUnicode_InternFromString("optional");
+    K_R = PyUnicode_InternFromString("r");
+    if (!K_EXACT || !K_LPM || !K_TERNARY || !K_RANGE || !K_OPTIONAL || !K_R)
+        return NULL;
+    return PyModule_Create(&moddef);
+}

@@ -1,0 +1,144 @@
+"""The unary lane (Write, Capabilities answered inline from their own completion queue)
+answers exactly as grpcio's thread-pool server does, and stops with the server.
+
+Two servers run the same program, one with the lane and one without it (as where
+grpcio's internals differ); every request below, good or bad, must get the same code,
+message and per-update error details from both.
+"""
+
+from __future__ import annotations
+
+import time
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2
+
+from softswitch.p4runtime import errors, pipeline, unary_lane
+from softswitch.p4runtime.client import StreamClient
+from softswitch.p4runtime.device import Device
+from softswitch.p4runtime.server import serve
+
+PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+struct headers_t { eth_t eth; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
+         inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.eth); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    table route { key = { hdr.eth.dst: exact; } actions = { fwd; NoAction; } size = 16; }
+    apply { route.apply(); }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+class Target:
+    """A device with PROGRAM loaded behind a gRPC server, and a primary client."""
+
+    def __init__(self, program: str, lane: bool, monkeypatch) -> None:
+        compiled = pipeline.compile_file(program, {})
+        self.device = Device()
+        self.device.start_with(p4runtime_pb2.ForwardingPipelineConfig(
+            p4_device_config=PROGRAM.encode()), compiled)
+        info = compiled.p4info
+        self.ids = {o.preamble.name: o.preamble.id for o in (*info.tables, *info.actions)}
+        with monkeypatch.context() as m:
+            if not lane:
+                m.setattr(unary_lane, "attach", lambda *args: None)
+            self.server, port = serve(self.device, "127.0.0.1:0")
+        assert isinstance(self.server, unary_lane.LanedServer) == lane
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        self.stream = StreamClient(self.channel)
+        self.stream.arbitrate(7)
+        self.stream.next(timeout=10)
+        self.write = self.channel.unary_unary("/p4.v1.P4Runtime/Write")
+
+    def answer(self, data: bytes) -> tuple:
+        """(code, details, per-update errors) of a Write of these bytes."""
+        try:
+            self.write(data, timeout=10)
+            return (grpc.StatusCode.OK, None, [])
+        except grpc.RpcError as exc:
+            per_update = [(e.canonical_code, e.message) for e in errors.details_of(exc)]
+            return (exc.code(), exc.details(), per_update)
+
+    def close(self) -> None:
+        self.stream.close()
+        self.channel.close()
+        self.server.stop(0).wait(10)
+
+
+@pytest.fixture
+def targets(tmp_path, monkeypatch):
+    program = tmp_path / "lane.p4"
+    program.write_text(PROGRAM)
+    made = [Target(str(program), lane, monkeypatch) for lane in (True, False)]
+    yield made
+    for t in made:
+        t.close()
+
+
+def _requests(ids: dict) -> list[bytes]:
+    def entry(dst: int, port: int = 1, width: int = 2) -> p4runtime_pb2.TableEntry:
+        te = p4runtime_pb2.TableEntry(table_id=ids["I.route"])
+        te.match.add(field_id=1).exact.value = dst.to_bytes(6, "big")
+        te.action.action.action_id = ids["I.fwd"]
+        te.action.action.params.add(param_id=1, value=port.to_bytes(width, "big"))
+        return te
+
+    def request(*updates: tuple[int, p4runtime_pb2.TableEntry], election: int | None = 7,
+                device: int = 0, atomicity: int = 0) -> bytes:
+        req = p4runtime_pb2.WriteRequest(device_id=device, atomicity=atomicity)
+        if election is not None:
+            req.election_id.low = election
+        for kind, te in updates:
+            req.updates.add(type=kind).entity.table_entry.CopyFrom(te)
+        return req.SerializeToString()
+
+    ins, mod, dele = (p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY,
+                      p4runtime_pb2.Update.DELETE)
+    return [request((ins, entry(1)), (ins, entry(2))),
+            request((ins, entry(1))),                                   # ALREADY_EXISTS
+            request((ins, entry(3)), (ins, entry(4, width=3, port=1 << 16)),
+                    (mod, entry(9))),                                   # mixed results
+            request((ins, entry(5)), (dele, entry(9)), atomicity=1),    # rolled back
+            request((ins, entry(6)), election=3),                       # not primary
+            request((ins, entry(6)), election=None),                    # no election id
+            request((ins, entry(6)), device=4),                         # unknown device
+            request((ins, entry(6)), atomicity=9),                      # bad atomicity
+            request(*[(ins, entry(100 + i)) for i in range(20)]),       # table full
+            b"\x22\x05\x08\x01",                                        # truncated update
+            b"\xff\xff",                                                # not protobuf
+            b"",                                                        # empty request
+            request((dele, entry(1)), (dele, entry(2)), (dele, entry(3)))]
+
+
+def test_lane_answers_as_grpcio_does(targets):
+    laned, pooled = targets
+    for i, data in enumerate(_requests(laned.ids)):
+        assert laned.answer(data) == pooled.answer(data), f"request {i}"
+    caps = p4runtime_pb2.CapabilitiesRequest().SerializeToString()
+    for t in targets:
+        got = t.channel.unary_unary("/p4.v1.P4Runtime/Capabilities")(caps, timeout=10)
+        assert p4runtime_pb2.CapabilitiesResponse.FromString(got).p4runtime_api_version
+
+
+def test_lane_stops_with_the_server(targets):
+    laned, _ = targets
+    lane = laned.server._lane._thread
+    assert lane.is_alive() and lane.name == "p4rt-unary"
+    started = time.monotonic()
+    laned.close()
+    assert time.monotonic() - started < 5
+    lane.join(5)
+    assert not lane.is_alive()
