@@ -947,6 +947,9 @@ static PyObject *m_queues(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     return PyLong_FromUnsignedLongLong(c->priority_drops);
 }
 
+/* rt_loop.c, appended after this file */
+static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n);
+
 static PyMethodDef METHODS[] = {
     {"new", (PyCFunction)(void (*)(void))m_new, METH_FASTCALL, NULL},
     {"inject", (PyCFunction)(void (*)(void))m_inject, METH_FASTCALL, NULL},
@@ -968,6 +971,7 @@ static PyMethodDef METHODS[] = {
     {"reg_reset", (PyCFunction)(void (*)(void))m_reg_reset, METH_FASTCALL, NULL},
     {"set_repl", (PyCFunction)(void (*)(void))m_set_repl, METH_FASTCALL, NULL},
     {"queues", (PyCFunction)(void (*)(void))m_queues, METH_FASTCALL, NULL},
+    {"forward", (PyCFunction)(void (*)(void))m_forward, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,6 +15,8 @@ from typing import Any
 from softswitch.tm.pfc import PfcEvent, PfcMonitor, PfcThresholds
 from softswitch.tm.scheduler import Dequeued, EgressPort, QueueConfig, QueuedPacket
 
+GATE_PORTS = 512        # egress ports a pass-through gate covers (v1model: 9-bit ports)
+
 
 class TrafficManager:
     """``clock``: the caller's time in µs, read when a port's queues are created (a rate
@@ -116,6 +118,32 @@ class TrafficManager:
                 self.pfc.thresholds:
             return None
         return self.port(egress_port).pass_through(item, size, priority, now_us)
+
+    def pass_through_gate(self, ingress_port: int, now_us: float) -> bytes:
+        """For a burst from ``ingress_port`` run without a call per packet (the native
+        loop of ``softswitch run``, ``fastpath/rt_loop.c``): byte ``port`` (0..511) has bit
+        p set when :meth:`pass_through` would pass packets of priority p to that port
+        from ``now_us`` on, for as long as only pass-throughs happen
+        (:meth:`EgressPort.pass_through_mask`, and no PFC thresholds for
+        (``ingress_port``, p)). Ports not created yet stay closed: the first packet to a
+        port takes the usual path, which creates it."""
+        gate = bytearray(GATE_PORTS)
+        thresholds = self.pfc.thresholds
+        for number, ep in self.ports.items():
+            if 0 <= number < GATE_PORTS:
+                mask = ep.pass_through_mask(now_us)
+                if mask and thresholds:
+                    for prio in range(self.num_queues):
+                        if (ingress_port, prio) in thresholds:
+                            mask &= ~(1 << prio)
+                gate[number] = mask
+        return bytes(gate)
+
+    def count_passed(self, passed: list[tuple[int, int, int, int, float]]) -> None:
+        """Apply the native loop's pass-throughs, (egress port, priority, packets, bytes,
+        time of the last one) each, as :meth:`pass_through` would have one by one."""
+        for port, priority, packets, size, last_us in passed:
+            self.ports[port].count_passed(priority, packets, size, last_us)
 
     def next_event_us(self, now_us: float) -> float | None:
         if not self.queued:

@@ -207,6 +207,35 @@ class EgressPort:
         return Dequeued(QueuedPacket(item, size, priority, now_us, 0, now_us), self.port,
                         0, 0.0, now_us)
 
+    def pass_through_mask(self, now_us: float) -> int:
+        """Bit p set when :meth:`pass_through` would pass every packet of priority p from
+        ``now_us`` on, for as long as nothing but pass-throughs changes the port: its
+        queues all empty, no link rate, queue p unlimited, strict, without a byte limit
+        and not paused, and its last departure not in the future. (Keep in step with
+        :meth:`pass_through`; this may say no where it says yes, never the reverse.)"""
+        if self.held or self.link_rate_bps or now_us < self.busy_until_us:
+            return 0
+        mask = 0
+        for prio, q in enumerate(self.queues):
+            cfg = q.config
+            if not (cfg.rate_pps or cfg.weight or cfg.capacity_bytes
+                    or now_us < q.paused_until_us or q.last_sent_us > now_us):
+                mask |= 1 << prio
+        return mask
+
+    def count_passed(self, priority: int, packets: int, size: int, last_us: float) -> None:
+        """What ``packets`` calls of :meth:`pass_through` at priority ``priority``, of
+        ``size`` bytes in all, the last one at ``last_us``, change."""
+        q = self.queues[priority]
+        q.last_sent_us = last_us
+        self.busy_until_us = max(self.busy_until_us, last_us)
+        st = q.stats
+        st.enqueued += packets
+        st.dequeued += packets
+        st.bytes_enqueued += size
+        if not st.max_depth:
+            st.max_depth = 1
+
     # --- dequeue -----------------------------------------------------------------------------
     def next_event_us(self, now_us: float) -> float | None:
         """Earliest time at which :meth:`dequeue` could return a packet, None if empty."""
