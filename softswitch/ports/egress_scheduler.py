@@ -68,6 +68,8 @@ class EgressScheduler:
         self.port_mac = port_mac
         self.held_frames = held_frames
         self.native = native
+        self.native_frames = 0       # frames the native loop finished
+        self.handed_back = 0         # frames it handed back to the Python way
         self._origin = time.monotonic()
         tm.clock = self.now_us      # queues made by set_queue_rate start their interval now
         self._queued: Any = None       # QueuedSwitch, or a NIC's NicQueues
@@ -172,12 +174,14 @@ class EgressScheduler:
         nxt, kind, now, rest, passes, others, passed, emitted = switch.forward(
             port, frames, start, tm.pass_through_gate(port, self.now_us()), sinks,
             self._origin)
+        self.native_frames += nxt - start
         if passed:
             tm.count_passed(passed)
         if others:
             outs.extend(PacketOut(p, data) for p, data in others)
         if kind == _LOOP_DONE:
             return nxt, False, emitted
+        self.handed_back += 1
         if kind == _LOOP_FRAME:
             return nxt, True, emitted
         if kind == _LOOP_WORK:
