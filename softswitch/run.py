@@ -443,7 +443,8 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
         for channel in channels:
             channel.stop()
         server.stop(grace=0.2).wait()
-    log.info("stopped: %d frames in, %d frames out", plane.received, plane.sent)
+    log.info("stopped: %d frames in (%d bursts, %d through the native loop), %d frames out",
+             plane.received, plane.bursts, scheduler.native_frames, plane.sent)
     return 0
 
 

@@ -5,8 +5,9 @@
  * QueuedSwitch._run(pass_through=True) and Device._dispatch, without a trip to Python
  * per frame: ingress (with resubmits, clones, multicast copies, recirculations, all in
  * the C driver), then, for each packet instance the traffic manager would pass through
- * at once, egress and the deparser; each frame out is appended to its port's list of
- * held frames (the DataPlane's, sent in one call per port after the burst).
+ * at once, egress and the deparser; do_egress appends each frame out to its port's
+ * list of held frames (c->sinkv: the DataPlane's, sent in one call per port after the
+ * burst).
  *
  * Whether the traffic manager would pass an instance through is read from ``gate``:
  * one byte per egress port (0..511), bit p set when priority p's queue is free to send
@@ -38,12 +39,10 @@ typedef struct {
     rt_ctx *c;
     int64_t port;              /* the ingress port of the burst */
     const uint8_t *gate;
-    PyObject *sinks;           /* {port: list of held frames} */
     PyObject *outs;            /* [(port, bytes)] for Device._dispatch */
-    PyObject *tmp;             /* do_egress's output of one instance */
+    PyObject *sinkv[SINK_PORTS]; /* port -> its list of held frames (borrowed), or NULL */
     rt_pass passed[MAX_PASS_KEYS];
     int npassed;
-    long long emitted;
     double origin;
 } rt_loop;
 
@@ -88,20 +87,6 @@ static rt_pass *loop_gate(rt_loop *L, const rt_work *w) {
     return p;
 }
 
-/* Move one instance's frames out: to the port's held list, else to ``outs``. */
-static int loop_route(rt_loop *L) {
-    Py_ssize_t n = PyList_GET_SIZE(L->tmp);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyList_GET_ITEM(L->tmp, i);
-        PyObject *sink = PyDict_GetItemWithError(L->sinks, PyTuple_GET_ITEM(item, 0));
-        if (!sink && PyErr_Occurred()) return -1;
-        if (sink ? PyList_Append(sink, PyTuple_GET_ITEM(item, 1)) : PyList_Append(L->outs, item))
-            return -1;
-        L->emitted++;
-    }
-    return n ? PyList_SetSlice(L->tmp, 0, n, NULL) : 0;
-}
-
 /* One frame's work items, QueuedSwitch._run with pass_through and ``passes`` counted
  * the same way; RUN_HANDBACK leaves the first item Python must run at q->head. */
 static int loop_frame(rt_loop *L, rt_queue *q, double now, int *passes) {
@@ -127,10 +112,9 @@ static int loop_frame(rt_loop *L, rt_queue *q, double now, int *passes) {
             /* the qinfo of a pass-through Dequeued: enqueued now, depths 0, no wait */
             rt_qinfo qi = {1, ((uint64_t)now) & 0xFFFFFFFFu, 0, 0, 0};
             c->busy = 1;
-            st = do_egress(c, w, q, L->tmp, &qi);
+            st = do_egress(c, w, q, L->outs, &qi);
             c->busy = 0;
             work_free(w);
-            if (loop_route(L)) return RUN_ERROR;
         }
         if (st == ST_ABORT) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "fast path aborted");
@@ -183,31 +167,44 @@ static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     rt_ctx *c = get_ctx(args[0]);
     if (!c) return NULL;
     if (c->busy) { PyErr_SetString(PyExc_RuntimeError, "fast path: re-entered"); return NULL; }
-    rt_loop *L = (rt_loop *)calloc(1, sizeof(rt_loop));
-    if (!L) return PyErr_NoMemory();
-    L->c = c;
-    L->port = PyLong_AsLongLong(args[1]);
-    Py_ssize_t i = PyLong_AsSsize_t(args[3]);
-    L->origin = PyFloat_AsDouble(args[6]);
-    if (PyErr_Occurred()) { free(L); return NULL; }
-    L->gate = (const uint8_t *)PyBytes_AS_STRING(args[4]);
-    L->sinks = args[5];
-    L->outs = PyList_New(0);
-    L->tmp = PyList_New(0);
     PyObject *frames = args[2];
-    PyObject *rest = NULL;
-    int kind = LOOP_DONE, passes = 0;
-    double now = 0.0;
-    if (!L->outs || !L->tmp) goto fail;
-    if (i < 0) i = 0;
-    for (Py_ssize_t k = i; k < PyList_GET_SIZE(frames); k++) {
+    long long port = PyLong_AsLongLong(args[1]);
+    Py_ssize_t i = PyLong_AsSsize_t(args[3]);
+    double origin = PyFloat_AsDouble(args[6]);
+    if (PyErr_Occurred()) return NULL;
+    for (Py_ssize_t k = i < 0 ? 0 : i; k < PyList_GET_SIZE(frames); k++) {
         PyObject *f = PyList_GET_ITEM(frames, k);
         if (!PyBytes_Check(f) && !PyByteArray_Check(f)) {
             PyErr_SetString(PyExc_TypeError, "forward: frames must be bytes");
-            goto fail;
+            return NULL;
         }
     }
-    for (; i < PyList_GET_SIZE(frames); i++) {
+    rt_loop *L = (rt_loop *)calloc(1, sizeof(rt_loop));
+    if (!L) return PyErr_NoMemory();
+    L->c = c;
+    L->port = port;
+    L->origin = origin;
+    L->gate = (const uint8_t *)PyBytes_AS_STRING(args[4]);
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(args[5], &pos, &key, &value)) {
+        long p = PyLong_Check(key) ? PyLong_AsLong(key) : -1;
+        if (p == -1 && PyErr_Occurred()) PyErr_Clear();
+        if (p < 0 || p >= SINK_PORTS || !PyList_Check(value)) {
+            free(L);
+            PyErr_SetString(PyExc_TypeError, "forward: sinks maps ports 0..511 to lists");
+            return NULL;
+        }
+        L->sinkv[p] = value;
+    }
+    L->outs = PyList_New(0);
+    if (!L->outs) { free(L); return NULL; }
+    PyObject *rest = NULL;
+    int kind = LOOP_DONE, passes = 0;
+    double now = 0.0;
+    long long sunk0 = c->sunk;
+    c->sinkv = L->sinkv;
+    for (i = i < 0 ? 0 : i; i < PyList_GET_SIZE(frames); i++) {
         const uint8_t *d;
         Py_ssize_t len;
         get_bytes(PyList_GET_ITEM(frames, i), &d, &len);    /* checked above */
@@ -232,18 +229,18 @@ static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n) 
         q_free(&q);
         if (r == RUN_ERROR) { kind = LOOP_ERROR; rest = loop_taken_error(); break; }
     }
+    c->sinkv = NULL;
+    long long emitted = (c->sunk - sunk0) + PyList_GET_SIZE(L->outs);
     PyObject *passed = loop_passed(L);
-    if (!passed) goto fail;
-    if (!rest) { Py_INCREF(Py_None); rest = Py_None; }
-    PyObject *res = Py_BuildValue("(nidNiNNL)", i, kind, now, rest, passes, L->outs, passed,
-                                  L->emitted);
-    Py_DECREF(L->tmp);
+    PyObject *res = NULL;
+    if (passed) {
+        if (!rest) { Py_INCREF(Py_None); rest = Py_None; }
+        res = Py_BuildValue("(nidNiONL)", i, kind, now, rest, passes, L->outs, passed,
+                            emitted);
+        rest = NULL;
+    }
+    Py_XDECREF(rest);
+    Py_DECREF(L->outs);
     free(L);
     return res;
-fail:
-    Py_XDECREF(rest);
-    Py_XDECREF(L->outs);
-    Py_XDECREF(L->tmp);
-    free(L);
-    return NULL;
 }

@@ -46,6 +46,7 @@ class DataPlane:
         self._stopping = False
         self.received = 0
         self.sent = 0
+        self.bursts = 0                         # wake-ups that read frames
         self._loop_thread: int | None = None   # set while the loop handles a burst
         self._held: dict[int, list[bytes]] = {}  # port number -> its pending list
         try:
@@ -138,6 +139,7 @@ class DataPlane:
         if not frames:
             return
         self.received += len(frames)
+        self.bursts += 1
         if port.pcap_in is not None:
             for frame in frames:
                 port.pcap_in.write(frame)
