@@ -209,15 +209,23 @@ class EgressPort:
 
     def pass_through_mask(self, now_us: float) -> int:
         """Bit p set when :meth:`pass_through` would pass every packet of priority p from
-        ``now_us`` on, for as long as nothing but pass-throughs changes the port: its
-        queues all empty, no link rate, queue p unlimited, strict, without a byte limit
-        and not paused, and its last departure not in the future. (Keep in step with
-        :meth:`pass_through`; this may say no where it says yes, never the reverse.)"""
-        if self.held or self.link_rate_bps or now_us < self.busy_until_us:
+        ``now_us`` on, for as long as nothing but pass-throughs changes the port: no link
+        rate; queue p empty, unlimited, strict, without a byte limit and not paused, its
+        last departure not in the future; and, while the port holds packets (elephants
+        behind a rate), per-queue depths and no higher strict queue holding any (one
+        that may not send now may by the next packet). Keep in step with
+        :meth:`pass_through`: this may say no where it says yes, never the reverse."""
+        if self.link_rate_bps or now_us < self.busy_until_us \
+                or (self.held and not self.per_queue_depth):
             return 0
         mask = 0
-        for prio, q in enumerate(self.queues):
+        for prio in range(len(self.queues) - 1, -1, -1):
+            q = self.queues[prio]
             cfg = q.config
+            if q.packets:
+                if not cfg.weight:
+                    break             # this one and every lower one: not certain
+                continue
             if not (cfg.rate_pps or cfg.weight or cfg.capacity_bytes
                     or now_us < q.paused_until_us or q.last_sent_us > now_us):
                 mask |= 1 << prio
