@@ -122,6 +122,7 @@ def burst() -> list[bytes]:
         tagged(9, 2, op=4),           # loop: PacketIn for the device
         tagged(10, 3, op=5),          # loop, with a digest
         tagged(11, 2),                # loop
+        tagged(30, 1, prio=5),        # loop: port 1 holds 3, but in a lower queue
         pfc(2, 0),                    # handed back whole: resumes queue 2
         tagged(12, 1, prio=2),        # handed back: queued behind 3, both leave now
         tagged(13, 1),                # loop
@@ -227,16 +228,16 @@ def test_native_loop_and_python_way_leave_the_same_frames(program, veths):
     python_way = _run(program, veths, native=False)
     native = _run(program, veths, native=True)
     assert python_way["native_frames"] == 0
-    # the loop finished 17 frames itself and handed back the 8 marked above
-    assert (native["native_frames"], native["handed_back"]) == (17, 8), native
+    # the loop finished 18 frames itself and handed back the 8 marked above
+    assert (native["native_frames"], native["handed_back"]) == (18, 8), native
     frames = len(burst())
     assert native["received"] == python_way["received"] == frames
     for key in ("outs", "sent", "per_op", "routed", "order", "queues", "pfc_received",
                 "queued"):
         assert native[key] == python_way[key], key
     outs = native["outs"]
-    # port 1: 4 passes the paused queue 2; 3 and 12 leave once it resumes, in order
-    assert [s for s, _, _ in _seqs(outs[1])] == [2, 4, 3, 12, 13]
+    # port 1: 4 and 30 pass the paused queue 2; 3 and 12 leave once it resumes, in order
+    assert [s for s, _, _ in _seqs(outs[1])] == [2, 4, 30, 3, 12, 13]
     # ports 2 and 3: the frames handed back in the middle (6's clone, 8 after its
     # resubmit, 14 after its recirculation) keep their place among the loop's
     assert _seqs(outs[2]) == [(1, 0, 0), (5, 0, 0), (6, 0, 0), (7, 5, 0), (8, 0, 1),
@@ -244,7 +245,7 @@ def test_native_loop_and_python_way_leave_the_same_frames(program, veths):
                               (22, 0, 0)]
     assert _seqs(outs[3]) == [(6, 1, 0), (7, 5, 0), (10, 0, 0), (17, 0, 0), (19, 0, 0),
                               (21, 0, 0), (23, 0, 0)]
-    assert native["sent"] == sum(len(f) for f in outs.values()) == 23
+    assert native["sent"] == sum(len(f) for f in outs.values()) == 24
     assert native["queues"][(CPU_PORT, 0)]["dequeued"] == 1      # 9's PacketIn
     assert native["pfc_received"] == {(1, 2): 2} and native["queued"] == 0
 
