@@ -3,8 +3,9 @@ Python way (``SOFTSWITCH_NATIVE_LOOP=off``): one mixed burst over real veth pair
 leave the same frames, in the same order per port, with the same counters, registers and
 traffic-manager statistics. The burst mixes frames the loop finishes with every kind it
 hands back in the middle: PFC frames (pause, then resume, of a queue the burst uses),
-packets for the paused queue, clones, a resubmit, a recirculation, PacketIns to the CPU
-port, next to multicast copies, digests and counters the loop does itself. Needs root."""
+packets for the paused queue, clones, a resubmit, a recirculation, next to multicast
+copies, PacketIns to the CPU port, digests, counters and tail drops at the full paused
+queue that the loop does itself. Needs root."""
 
 from __future__ import annotations
 
@@ -123,8 +124,10 @@ def burst() -> list[bytes]:
         tagged(10, 3, op=5),          # loop, with a digest
         tagged(11, 2),                # loop
         tagged(30, 1, prio=5),        # loop: port 1 holds 3, but in a lower queue
+        tagged(31, 1, prio=2),        # handed back: queued behind 3 (queue 2 is now full)
+        tagged(32, 1, prio=2),        # loop: dropped, the paused queue 2 is full
         pfc(2, 0),                    # handed back whole: resumes queue 2
-        tagged(12, 1, prio=2),        # handed back: queued behind 3, both leave now
+        tagged(12, 1, prio=2),        # handed back: dropped (full), 3 and 31 leave now
         tagged(13, 1),                # loop
         tagged(14, 2, op=6),          # loop; the recirculated pass handed back
         tagged(15, 9),                # loop: no such route, dropped
@@ -181,6 +184,7 @@ def _run(program: str, veths: list[tuple[str, str]], native: bool) -> dict[str, 
     device.transmit = plane.transmit
     for port in (1, 2, 3, CPU_PORT):   # queues exist before the burst, as after a while
         tm.port(port)
+    tm.set_queue_depth(2, port=1, priority=2)
     hosts = [RawPort(host) for _, host in veths]
     frames = burst()
     try:
@@ -209,6 +213,7 @@ def _run(program: str, veths: list[tuple[str, str]], native: bool) -> dict[str, 
                        for q in range(8)},
             "pfc_received": dict(tm.pfc_received),
             "queued": tm.queued,
+            "dropped_at_enqueue": scheduler._queued.dropped_at_enqueue,
             "native_frames": scheduler.native_frames,
             "handed_back": scheduler.handed_back,
         }
@@ -228,16 +233,18 @@ def test_native_loop_and_python_way_leave_the_same_frames(program, veths):
     python_way = _run(program, veths, native=False)
     native = _run(program, veths, native=True)
     assert python_way["native_frames"] == 0
-    # the loop finished 18 frames itself and handed back the 8 marked above
-    assert (native["native_frames"], native["handed_back"]) == (18, 8), native
+    # the loop finished 19 frames itself and handed back the 9 marked above
+    assert (native["native_frames"], native["handed_back"]) == (19, 9), native
     frames = len(burst())
     assert native["received"] == python_way["received"] == frames
     for key in ("outs", "sent", "per_op", "routed", "order", "queues", "pfc_received",
-                "queued"):
+                "queued", "dropped_at_enqueue"):
         assert native[key] == python_way[key], key
     outs = native["outs"]
-    # port 1: 4 and 30 pass the paused queue 2; 3 and 12 leave once it resumes, in order
-    assert [s for s, _, _ in _seqs(outs[1])] == [2, 4, 30, 3, 12, 13]
+    # port 1: 4 and 30 pass the paused queue 2; 3 and 31 leave once it resumes, in
+    # order; 32 and 12 found it full
+    assert [s for s, _, _ in _seqs(outs[1])] == [2, 4, 30, 3, 31, 13]
+    assert native["queues"][(1, 2)]["dropped"] == native["dropped_at_enqueue"] == 2
     # ports 2 and 3: the frames handed back in the middle (6's clone, 8 after its
     # resubmit, 14 after its recirculation) keep their place among the loop's
     assert _seqs(outs[2]) == [(1, 0, 0), (5, 0, 0), (6, 0, 0), (7, 5, 0), (8, 0, 1),

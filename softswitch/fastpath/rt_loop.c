@@ -9,11 +9,14 @@
  * list of held frames (c->sinkv: the DataPlane's, sent in one call per port after the
  * burst).
  *
- * Whether the traffic manager would pass an instance through is read from ``gate``:
- * one byte per egress port (0..511), bit p set when priority p's queue is free to send
- * at once for packets from this ingress port (TrafficManager.pass_through_gate,
- * computed just before the call; it only says yes when that stays true while time
- * moves on and nothing else changes the traffic manager, and only this call runs).
+ * Whether the traffic manager would pass an instance through is read from ``gate``
+ * (TrafficManager.pass_through_gate, computed just before the call; it only says yes
+ * when that stays true while time moves on and nothing else changes the traffic
+ * manager, and only this call runs): byte ``port`` (0..511) has bit p set when
+ * priority p's queue is free to send at once for packets from this ingress port; byte
+ * 512 + ``port`` has bit p set when that queue is full, so enqueue would drop the
+ * instance, and the loop drops it when nothing may leave the queues before ``quiet``
+ * (then the dequeue Python runs after an enqueue would have found nothing).
  * Anything else stops the burst at that frame and hands it back, so Python finishes it
  * the usual way and the order of everything stays as it is without the loop:
  *   - a MAC control (PFC) frame: the whole frame (it pauses our queues first);
@@ -31,9 +34,10 @@ enum { RUN_DONE = 0, RUN_HANDBACK = 1, RUN_ERROR = 2 };
 #define GATE_PORTS 512
 #define MAX_PASS_KEYS 64
 
-/* Pass-through tallies per (egress port, priority): TrafficManager.count_passed applies
- * them as EgressPort.pass_through would have, one packet at a time. */
-typedef struct { int64_t port; uint64_t prio, count, bytes; double last; } rt_pass;
+/* Tallies per (egress port, priority, dropped?): TrafficManager.count_passed applies
+ * them as EgressPort.pass_through (or a tail drop in enqueue) would have, one packet
+ * at a time. */
+typedef struct { int64_t port; uint64_t prio, count, bytes; double last; int drop; } rt_pass;
 
 typedef struct {
     rt_ctx *c;
@@ -44,6 +48,7 @@ typedef struct {
     rt_pass passed[MAX_PASS_KEYS];
     int npassed;
     double origin;
+    double quiet;              /* nothing leaves a queue before this time (µs) */
 } rt_loop;
 
 /* Python's (time.monotonic() - origin) * 1e6, computed the way CPython computes
@@ -69,21 +74,29 @@ static int loop_freeze(rt_ctx *c, double now) {
     return r;
 }
 
-/* The tally of an egress instance that may pass through, or NULL when its queue is
- * closed (or the tally table is full: Python then does it). */
-static rt_pass *loop_gate(rt_loop *L, const rt_work *w) {
+/* The tally of an egress instance that may pass through (or is certain to be dropped
+ * at enqueue), or NULL when Python must queue it (or the tally table is full). */
+static rt_pass *loop_gate(rt_loop *L, const rt_work *w, double now) {
     uint64_t prio = w->sm.f_priority;
-    if (w->port < 0 || w->port >= GATE_PORTS || prio >= 8
-        || (int64_t)w->sm.f_ingress_port != L->port || !((L->gate[w->port] >> prio) & 1))
+    if (w->port < 0 || w->port >= GATE_PORTS || prio >= 8) return NULL;
+    int drop;
+    if ((int64_t)w->sm.f_ingress_port == L->port && ((L->gate[w->port] >> prio) & 1))
+        drop = 0;
+    else if (((L->gate[GATE_PORTS + w->port] >> prio) & 1) && now < L->quiet)
+        drop = 1;
+    else
         return NULL;
     for (int i = 0; i < L->npassed; i++)
-        if (L->passed[i].port == w->port && L->passed[i].prio == prio) return &L->passed[i];
+        if (L->passed[i].port == w->port && L->passed[i].prio == prio
+            && L->passed[i].drop == drop)
+            return &L->passed[i];
     if (L->npassed == MAX_PASS_KEYS) return NULL;
     rt_pass *p = &L->passed[L->npassed++];
     p->port = w->port;
     p->prio = prio;
     p->count = p->bytes = 0;
     p->last = 0.0;
+    p->drop = drop;
     return p;
 }
 
@@ -102,13 +115,17 @@ static int loop_frame(rt_loop *L, rt_queue *q, double now, int *passes) {
             c->busy = 0;
             work_free(w);
         } else {
-            rt_pass *p = loop_gate(L, w);
+            rt_pass *p = loop_gate(L, w, now);
             if (!p) return RUN_HANDBACK;
             ++*passes;
             q->items[q->head++] = NULL;
             p->count++;
             p->bytes += w->length;
             p->last = now;
+            if (p->drop) {       /* tail drop: no egress */
+                work_free(w);
+                continue;
+            }
             /* the qinfo of a pass-through Dequeued: enqueued now, depths 0, no wait */
             rt_qinfo qi = {1, ((uint64_t)now) & 0xFFFFFFFFu, 0, 0, 0};
             c->busy = 1;
@@ -140,28 +157,28 @@ static PyObject *loop_passed(const rt_loop *L) {
     if (!lst) return NULL;
     for (int i = 0; i < L->npassed; i++) {
         const rt_pass *p = &L->passed[i];
-        PyObject *t = Py_BuildValue("(LKKKd)", (long long)p->port, (unsigned long long)p->prio,
+        PyObject *t = Py_BuildValue("(LKKKdi)", (long long)p->port, (unsigned long long)p->prio,
                                     (unsigned long long)p->count, (unsigned long long)p->bytes,
-                                    p->last);
+                                    p->last, p->drop);
         if (!t) { Py_DECREF(lst); return NULL; }
         PyList_SET_ITEM(lst, i, t);
     }
     return lst;
 }
 
-/* forward(ctx, port, frames, start, gate, sinks, origin)
+/* forward(ctx, port, frames, start, gate, sinks, origin, quiet)
  *   -> (next, kind, now, rest, passes, outs, passed, emitted)
  * Frames [start, next) are done. kind LOOP_DONE: next == len(frames). LOOP_FRAME: frame
  * ``next`` is Python's, whole. LOOP_WORK: frame ``next`` ran ``passes`` passes at time
  * ``now``; ``rest`` is its remaining work (items as ingress()/egress() return them).
  * LOOP_ERROR: frame ``next`` raised ``rest``. ``passed``: [(port, priority, packets,
- * bytes, last now)]; ``emitted``: frames out (held or in ``outs``). */
+ * bytes, last now, dropped?)]; ``emitted``: frames out (held or in ``outs``). */
 static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    if (n != 7 || !PyList_Check(args[2]) || !PyBytes_Check(args[4])
-        || PyBytes_GET_SIZE(args[4]) != GATE_PORTS || !PyDict_Check(args[5])) {
+    if (n != 8 || !PyList_Check(args[2]) || !PyByteArray_Check(args[4])
+        || PyByteArray_GET_SIZE(args[4]) != 2 * GATE_PORTS || !PyDict_Check(args[5])) {
         PyErr_SetString(PyExc_TypeError,
-                        "forward(ctx, port, frames: list, start, gate: 512 bytes, sinks: dict, "
-                        "origin)");
+                        "forward(ctx, port, frames: list, start, gate: bytearray(1024), "
+                        "sinks: dict, origin, quiet)");
         return NULL;
     }
     rt_ctx *c = get_ctx(args[0]);
@@ -171,6 +188,7 @@ static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     long long port = PyLong_AsLongLong(args[1]);
     Py_ssize_t i = PyLong_AsSsize_t(args[3]);
     double origin = PyFloat_AsDouble(args[6]);
+    double quiet = PyFloat_AsDouble(args[7]);
     if (PyErr_Occurred()) return NULL;
     for (Py_ssize_t k = i < 0 ? 0 : i; k < PyList_GET_SIZE(frames); k++) {
         PyObject *f = PyList_GET_ITEM(frames, k);
@@ -184,7 +202,8 @@ static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     L->c = c;
     L->port = port;
     L->origin = origin;
-    L->gate = (const uint8_t *)PyBytes_AS_STRING(args[4]);
+    L->quiet = quiet;
+    L->gate = (const uint8_t *)PyByteArray_AS_STRING(args[4]);  /* not resized meanwhile */
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(args[5], &pos, &key, &value)) {

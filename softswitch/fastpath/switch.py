@@ -85,12 +85,13 @@ class FastSwitch(Switch):
         """``inject`` without PacketOut objects: (port, bytes) per packet out."""
         return self._mod.inject(self._ctx, port, data)
 
-    def forward(self, port: int, frames: list[bytes], start: int, gate: bytes,
-                sinks: dict[int, list[bytes]], origin: float) -> tuple[Any, ...]:
+    def forward(self, port: int, frames: list[bytes], start: int, gate: bytearray,
+                sinks: dict[int, list[bytes]], origin: float,
+                quiet: float) -> tuple[Any, ...]:
         """Run ``frames[start:]`` from ``port`` through the native forwarding loop
         (``rt_loop.c``: what it does, where it stops and what it returns)."""
         return self._mod.forward(self._ctx, port, frames, start, gate, sinks,  # type: ignore[no-any-return]
-                                 origin)
+                                 origin, quiet)
 
     def work_of(self, items: list[tuple[Any, ...]]) -> deque[_Work]:
         """The work items the native loop handed back, as QueuedSwitch runs them."""

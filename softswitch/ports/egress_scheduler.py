@@ -26,6 +26,7 @@ order per port are the same with the loop and without (``SOFTSWITCH_NATIVE_LOOP=
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -68,6 +69,7 @@ class EgressScheduler:
         self.port_mac = port_mac
         self.held_frames = held_frames
         self.native = native
+        self._gate: bytearray | None = None   # the native loop's, during a burst
         self.native_frames = 0       # frames the native loop finished
         self.handed_back = 0         # frames it handed back to the Python way
         self._origin = time.monotonic()
@@ -102,6 +104,7 @@ class EgressScheduler:
                 return
             queued = self._queued_for(loaded.switch)
             sinks = self._native_sinks(queued)
+            self._gate = None
             frames = frames if type(frames) is list else list(frames)
             outs: list[PacketOut] = []  # passed straight through; dispatched in order
             emitted = at = 0
@@ -113,6 +116,7 @@ class EgressScheduler:
                     if not whole:
                         continue
                 self._receive(loaded, queued, port, frames[at], outs)
+                self._gate = None     # a PFC frame may have paused a queue
                 at += 1
             if outs or emitted:
                 self.device._dispatch(loaded, outs)
@@ -171,12 +175,15 @@ class EgressScheduler:
             outs.clear()
         tm = self.tm
         switch = queued.switch
+        now = self.now_us()
+        self._gate = tm.pass_through_gate(port, now, self._gate)
+        quiet = tm.next_event_us(now)
         nxt, kind, now, rest, passes, others, passed, emitted = switch.forward(
-            port, frames, start, tm.pass_through_gate(port, self.now_us()), sinks,
-            self._origin)
+            port, frames, start, self._gate, sinks, self._origin,
+            math.inf if quiet is None else quiet)
         self.native_frames += nxt - start
         if passed:
-            tm.count_passed(passed)
+            queued.dropped_at_enqueue += tm.count_passed(passed)
         if others:
             outs.extend(PacketOut(p, data) for p, data in others)
         if kind == _LOOP_DONE:

@@ -231,6 +231,20 @@ class EgressPort:
                 mask |= 1 << prio
         return mask
 
+    def full_mask(self) -> int:
+        """Bit p set when queue p holds as many packets as it may: :meth:`enqueue` drops
+        what comes for it at any time until a packet leaves it."""
+        mask = 0
+        for prio, q in enumerate(self.queues):
+            if len(q.packets) >= q.config.capacity_pkts:
+                mask |= 1 << prio
+        return mask
+
+    def count_dropped(self, priority: int, packets: int) -> None:
+        """What ``packets`` calls of :meth:`enqueue` that drop at priority ``priority``
+        change."""
+        self.queues[priority].stats.dropped += packets
+
     def count_passed(self, priority: int, packets: int, size: int, last_us: float) -> None:
         """What ``packets`` calls of :meth:`pass_through` at priority ``priority``, of
         ``size`` bytes in all, the last one at ``last_us``, change."""

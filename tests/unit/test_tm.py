@@ -225,13 +225,14 @@ def test_pass_through_gate_never_opens_what_pass_through_refuses(seed):
     """softswitch run's native loop passes a packet when the gate
     (TrafficManager.pass_through_gate) has its priority's bit set for its egress port:
     then pass_through must pass it too, now and at any later time while only
-    pass-throughs happen. Random ports with queued packets (rates, weights, pauses, link
-    rates, PFC thresholds, a port-wide depth, ports created after the gate's time) and
-    pass-throughs at random later times."""
+    pass-throughs happen; and it drops one whose queue the gate says is full before the
+    next departure: then enqueue must drop it. Random ports with queued packets (rates,
+    weights, pauses, link rates, depths, PFC thresholds, a port-wide depth, ports created
+    after the gate's time) and pass-throughs at random later times."""
     import random
 
     rng = random.Random(seed)
-    opened = 0
+    opened = full = 0
     for _ in range(150):
         # a port's rate origin is its creation time, which may be after the gate's now
         tm = TrafficManager(num_queues=8, per_queue_depth=rng.random() < 0.8,
@@ -251,6 +252,8 @@ def test_pass_through_gate_never_opens_what_pass_through_refuses(seed):
                     ep.queue_config(prio).capacity_bytes = 3000
                 if rng.random() < 0.1:
                     tm.set_pfc(ingress, prio, PfcThresholds(5, 1))
+                if rng.random() < 0.2:
+                    tm.set_queue_depth(2, port, prio)
                 for _ in range(rng.choice([0, 0, 0, 1, 3])):
                     tm.enqueue(object(), 100, port, prio, 0, rng.uniform(0, 50))
                 if rng.random() < 0.1:
@@ -259,12 +262,19 @@ def test_pass_through_gate_never_opens_what_pass_through_refuses(seed):
                 tm.dequeue_ready(rng.uniform(0, 100))
         now = rng.uniform(50, 200)
         gate = tm.pass_through_gate(ingress, now)
+        quiet = tm.next_event_us(now)
         for _ in range(20):
             port, prio = rng.randrange(1, 4), rng.randrange(8)
+            if gate[512 + port] >> prio & 1:
+                # full: enqueue drops while nothing may leave (the loop checks quiet)
+                later = now + rng.uniform(0, 20)
+                if quiet is None or later < quiet:
+                    full += 1
+                    assert tm.enqueue(object(), 100, port, prio, ingress, later) is None
             if not gate[port] >> prio & 1:
                 continue
             opened += 1
             now += rng.uniform(0, 1e6 if rng.random() < 0.2 else 20)
             assert tm.pass_through(object(), 100, port, prio, ingress, now) is not None, \
                 (port, prio, now)
-    assert opened > 100
+    assert opened > 100 and full > 10
