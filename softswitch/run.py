@@ -375,6 +375,7 @@ def _setup_logging(opts: RunOptions) -> None:
 def main(argv: list[str]) -> int:
     """Run the switch until SIGINT/SIGTERM; 0 on a clean stop, 1 on a user error."""
     opts = parse_args(argv)
+    native = native_loop()
     _setup_logging(opts)
     roles = RoleTable.load(opts.role_config) if opts.role_config else None
     device = Device(opts.device_id, opts.cpu_port, opts.drop_port, roles=roles,
@@ -391,17 +392,18 @@ def main(argv: list[str]) -> int:
         os.makedirs(opts.pcap_dir, exist_ok=True)
     plane = DataPlane(opts.interfaces, opts.pcap_dir)
     try:
-        return _serve(opts, device, plane)
+        return _serve(opts, device, plane, native)
     finally:
         plane.close()
 
 
-def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
+def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = True) -> int:
     for port, iface in sorted(opts.interfaces.items()):
         log.info("Adding interface %s as port %d", iface, port)
     device.transmit = plane.transmit
     tm = TrafficManager(num_queues=opts.priority_queues)
-    scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port))
+    scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port),
+                                held_frames=plane.held_frames, native=native)
     tls = tls_config(opts)
     channels = _start_runtime_channel(opts, device, tm)
     try:
@@ -441,8 +443,18 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
         for channel in channels:
             channel.stop()
         server.stop(grace=0.2).wait()
-    log.info("stopped: %d frames in, %d frames out", plane.received, plane.sent)
+    log.info("stopped: %d frames in (%d bursts, %d through the native loop), %d frames out",
+             plane.received, plane.bursts, scheduler.native_frames, plane.sent)
     return 0
+
+
+def native_loop() -> bool:
+    """Whether bursts may take the native forwarding loop: ``SOFTSWITCH_NATIVE_LOOP``
+    ``on`` (default) or ``off`` (every frame the Python way; same results, slower)."""
+    value = os.environ.get("SOFTSWITCH_NATIVE_LOOP", "on").strip().lower()
+    if value not in ("on", "off"):
+        raise P4Error(f"SOFTSWITCH_NATIVE_LOOP must be 'on' or 'off', not '{value}'")
+    return value == "on"
 
 
 def _start_runtime_channel(opts: RunOptions, device: Device,

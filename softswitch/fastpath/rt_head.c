@@ -12,6 +12,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -696,7 +697,17 @@ typedef struct {
     uint8_t *scratch;        /* checksum-with-payload buffer */
     size_t scratch_cap;
     int busy;                /* a packet is in the pipeline (Python callbacks may run) */
+    rt_writer wr;            /* the deparser's buffer, all zero between packets */
+    PyObject **sinkv;        /* native loop: port -> list of frames held for it, or NULL */
+    long long sunk;          /* frames appended to sinkv lists */
 } rt_ctx;
+
+#define SINK_PORTS 512
+
+/* Zero the first n bytes written to the context's writer, for the next packet. */
+static void wr_clear(rt_writer *w, size_t n) {
+    if (w->buf) memset(w->buf, 0, n < w->cap ? n : w->cap);
+}
 
 static PyObject *STR_FIXED;
 

@@ -8,7 +8,10 @@ direct and indirect counters, registers, entry hit times; the control interface 
 and writes those there. Meters, digests, logs and ``random`` stay Python objects the C
 code calls back. ``inject`` runs the whole packet (clones, resubmits, recirculations,
 multicast) in C; ``_ingress``/``_egress`` are the same steps for
-:class:`~softswitch.v1model.queueing.QueuedSwitch`, with work items as opaque capsules.
+:class:`~softswitch.v1model.queueing.QueuedSwitch`, with work items as opaque capsules;
+``forward`` runs a whole burst of ``softswitch run`` through both while the traffic
+manager lets packets pass (``rt_loop.c``, driven by
+:class:`~softswitch.ports.egress_scheduler.EgressScheduler`).
 """
 
 from __future__ import annotations
@@ -108,6 +111,20 @@ class FastSwitch(Switch):
         """``inject`` without PacketOut objects: (port, bytes) per packet out."""
         self._settle()
         return self._mod.inject(self._ctx, port, data)
+
+    def forward(self, port: int, frames: list[bytes], start: int, gate: bytearray,
+                sinks: dict[int, list[bytes]], origin: float,
+                quiet: float) -> tuple[Any, ...]:
+        """Run ``frames[start:]`` from ``port`` through the native forwarding loop
+        (``rt_loop.c``: what it does, where it stops and what it returns)."""
+        return self._mod.forward(self._ctx, port, frames, start, gate, sinks,  # type: ignore[no-any-return]
+                                 origin, quiet)
+
+    def work_of(self, items: list[tuple[Any, ...]]) -> deque[_Work]:
+        """The work items the native loop handed back, as QueuedSwitch runs them."""
+        work: deque[_Work] = deque()
+        self._items(items, work)
+        return work
 
     def _items(self, items: list[tuple[Any, ...]], work: deque[_Work]) -> None:
         for stage, port, length, prio, iport, cap in items:

@@ -46,12 +46,14 @@ class DataPlane:
         self._stopping = False
         self.received = 0
         self.sent = 0
+        self.bursts = 0                         # wake-ups that read frames
         self._loop_thread: int | None = None   # set while the loop handles a burst
-        self._held: list[Port] = []             # ports with pending frames
+        self._held: dict[int, list[bytes]] = {}  # port number -> its pending list
         try:
             for number, iface in interfaces.items():
                 port = Port(number, RawPort(iface))
                 self.ports[number] = port
+                self._held[number] = port.pending
                 if pcap_dir is not None:
                     path_in, path_out = trace_paths(pcap_dir, iface)
                     port.pcap_in, port.pcap_out = PcapWriter(path_in), PcapWriter(path_out)
@@ -67,8 +69,6 @@ class DataPlane:
             log.debug("dropping frame to port %d: no interface", number)
             return
         if self._loop_thread is not None and threading.get_ident() == self._loop_thread:
-            if not port.pending:
-                self._held.append(port)
             port.pending.append(frame)
             return
         if port.raw.send(frame):
@@ -76,11 +76,22 @@ class DataPlane:
         else:
             self._refused(port, 1)
 
+    def held_frames(self) -> dict[int, list[bytes]] | None:
+        """Each port's list of the frames held during the current burst, for code on the
+        port loop's thread that appends frames out directly instead of calling
+        :meth:`transmit` per frame (the native loop); sent as :meth:`transmit`'s are.
+        None on any other thread or between bursts."""
+        if self._loop_thread is None or threading.get_ident() != self._loop_thread:
+            return None
+        return self._held
+
     def _flush(self) -> None:
         """Send what the port loop held during the burst, one call per port."""
-        held, self._held = self._held, []
-        for port in held:
-            frames, port.pending = port.pending, []
+        for port in self.ports.values():
+            if not port.pending:
+                continue
+            frames = port.pending[:]      # the list itself stays: held_frames hands it out
+            port.pending.clear()
             accepted = port.raw.send_batch(frames)
             if accepted == len(frames):
                 self._sent(port, frames)
@@ -128,6 +139,7 @@ class DataPlane:
         if not frames:
             return
         self.received += len(frames)
+        self.bursts += 1
         if port.pcap_in is not None:
             for frame in frames:
                 port.pcap_in.write(frame)
@@ -155,6 +167,7 @@ class DataPlane:
                 if pcap is not None:
                     pcap.close()
         self.ports.clear()
+        self._held.clear()
         for fd in (self._wake_r, self._wake_w):
             try:
                 os.close(fd)

@@ -14,11 +14,19 @@ pausing that priority (maximum quanta) goes out of that port, and one with quant
 they drain to XON. A PFC frame arriving on a port pauses that port's egress queue of
 each priority it names for its quanta; the frame still goes through the P4 pipeline,
 so a program can count it (tailcc does).
+
+The native loop: when the pipeline runs on the C fast path (``FastSwitch``), a burst
+goes through C in one call per run of frames the traffic manager lets pass at once
+(``fastpath/rt_loop.c``), frames out appended straight to the DataPlane's per-port
+lists; a frame needing anything else (a queue, a PFC frame, the CPU port's PacketIn)
+is handed back where it stands and finished here the Python way, so results and the
+order per port are the same with the loop and without (``SOFTSWITCH_NATIVE_LOOP=off``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -27,21 +35,43 @@ from typing import Any
 from softswitch.diagnostics import P4Error
 from softswitch.tm import TrafficManager
 from softswitch.tm.pfc import MAX_PAUSE_QUANTA, build_pfc_frame, parse_pfc_frame
+from softswitch.v1model.control import PacketOut
 from softswitch.v1model.queueing import QueuedSwitch
 
 log = logging.getLogger("softswitch.tm")
+_device_log = logging.getLogger("softswitch.device")
 IDLE_WAIT_S = 0.5
 _MAC_CONTROL = b"\x88\x08"      # PFC frames are MAC control frames (pfc.parse_pfc_frame)
+# what the native loop's forward() says of where it stopped (fastpath/rt_loop.c)
+_LOOP_DONE, _LOOP_FRAME, _LOOP_WORK, _LOOP_ERROR = 0, 1, 2, 3
+
+
+def _log_dropped(port: int, exc: BaseException) -> None:
+    """A frame the pipeline failed on is dropped and logged; the ports go on."""
+    if isinstance(exc, P4Error):
+        log.warning("port %d: packet dropped: %s", port, exc.message)
+    else:
+        log.error("port %d: frame dropped, internal error: %s: %s", port,
+                  type(exc).__name__, exc)
 
 
 class EgressScheduler:
     """Feeds arriving frames through a :class:`QueuedSwitch` and drains it on time."""
 
     def __init__(self, device: Any, tm: TrafficManager,
-                 port_mac: Callable[[int], bytes] = lambda port: bytes(6)) -> None:
+                 port_mac: Callable[[int], bytes] = lambda port: bytes(6),
+                 held_frames: Callable[[], dict[int, list[bytes]] | None] = lambda: None,
+                 native: bool = True) -> None:
+        """``held_frames``: the DataPlane's (its per-port lists of frames out during a
+        burst), which lets bursts take the native loop when ``native``."""
         self.device = device
         self.tm = tm
         self.port_mac = port_mac
+        self.held_frames = held_frames
+        self.native = native
+        self._gate: bytearray | None = None   # the native loop's, during a burst
+        self.native_frames = 0       # frames the native loop finished
+        self.handed_back = 0         # frames it handed back to the Python way
         self._origin = time.monotonic()
         tm.clock = self.now_us      # queues made by set_queue_rate start their interval now
         self._queued: Any = None       # QueuedSwitch, or a NIC's NicQueues
@@ -65,40 +95,112 @@ class EgressScheduler:
         under one hold of the device lock. Each frame leaves the queues before the next
         one goes through ingress, as if it had come alone (queue depths do not grow
         because frames were read in one call); a frame held by a rate, link rate or
-        pause stays queued for the scheduler thread."""
+        pause stays queued for the scheduler thread. On the C fast path, runs of frames
+        the traffic manager lets pass go through the native loop in one call
+        (:meth:`_forward`), with the same results."""
         with self.device.lock:
             loaded = self.device.current
             if loaded is None:
                 return
             queued = self._queued_for(loaded.switch)
-            tm = self.tm
-            outs: list[Any] = []      # passed straight through; dispatched in order
-            for frame in frames:
-                now = self.now_us()
-                enqueues = tm.enqueues
-                if frame[12:14] == _MAC_CONTROL:
-                    self._apply_pause(port, frame, now)
-                try:
-                    queued.receive(port, frame, now, outs)
-                except P4Error as exc:
-                    log.warning("port %d: packet dropped: %s", port, exc.message)
-                except Exception as exc:  # noqa: BLE001 - one bad frame must not stop ports
-                    log.error("port %d: frame dropped, internal error: %s: %s", port,
-                              type(exc).__name__, exc)
-                # Only a packet that took a queue can make something leave now: what
-                # waits for a rate or a pause is the scheduler thread's.
-                if tm.enqueues != enqueues and tm.queued:
-                    if outs:
-                        self.device._dispatch(loaded, outs)
-                        outs = []
-                    self._transmit(loaded, now)
-            if outs:
+            sinks = self._native_sinks(queued)
+            self._gate = None
+            frames = frames if type(frames) is list else list(frames)
+            outs: list[PacketOut] = []  # passed straight through; dispatched in order
+            emitted = at = 0
+            while at < len(frames):
+                if sinks is not None:
+                    at, whole, count = self._forward(loaded, queued, port, frames, at, sinks,
+                                                     outs)
+                    emitted += count
+                    if not whole:
+                        continue
+                self._receive(loaded, queued, port, frames[at], outs)
+                self._gate = None     # a PFC frame may have paused a queue
+                at += 1
+            if outs or emitted:
                 self.device._dispatch(loaded, outs)
             # The scheduler thread only has work when something waits for later (a rate,
             # link rate or pause holds it); waking it for every frame hands the GIL back
             # and forth for nothing (veth l3_basic/tailcc: ~1.6x the frames per second).
-            if tm.queued and self.tm.next_event_us(self.now_us()) is not None:
+            if self.tm.queued and self.tm.next_event_us(self.now_us()) is not None:
                 self._wake.notify()
+
+    def _receive(self, loaded: Any, queued: Any, port: int, frame: bytes,
+                 outs: list[PacketOut]) -> None:
+        """One frame, the Python way."""
+        now = self.now_us()
+        enqueues = self.tm.enqueues
+        if frame[12:14] == _MAC_CONTROL:
+            self._apply_pause(port, frame, now)
+        try:
+            queued.receive(port, frame, now, outs)
+        except Exception as exc:  # noqa: BLE001 - one bad frame must not stop ports
+            _log_dropped(port, exc)
+        self._after_frame(loaded, enqueues, now, outs)
+
+    def _after_frame(self, loaded: Any, enqueues: int, now: float,
+                     outs: list[PacketOut]) -> None:
+        # Only a packet that took a queue can make something leave now: what waits for
+        # a rate or a pause is the scheduler thread's.
+        if self.tm.enqueues != enqueues and self.tm.queued:
+            if outs:
+                self.device._dispatch(loaded, outs)
+                outs.clear()
+            self._transmit(loaded, now)
+
+    # --- the native loop ------------------------------------------------------------------
+    def _native_sinks(self, queued: Any) -> dict[int, list[bytes]] | None:
+        """The lists the native loop appends frames out to (one per front-panel port but
+        the CPU and drop ports), or None when this burst takes the Python way: the loop
+        is off, the pipeline is not on the C fast path, the caller is not the port loop
+        (PacketOut), or the device logs each frame (debug)."""
+        if not self.native or type(queued) is not QueuedSwitch \
+                or not hasattr(queued.switch, "forward"):
+            return None
+        held = self.held_frames()
+        if held is None or _device_log.isEnabledFor(logging.DEBUG):
+            return None
+        skip = (self.device.cpu_port, self.device.drop_port)
+        return {number: frames for number, frames in held.items() if number not in skip}
+
+    def _forward(self, loaded: Any, queued: Any, port: int, frames: list[bytes], start: int,
+                 sinks: dict[int, list[bytes]],
+                 outs: list[PacketOut]) -> tuple[int, bool, int]:
+        """Run ``frames[start:]`` through the native loop (``fastpath/rt_loop.c``) until
+        it is done or hands a frame back, and finish a handed-back frame here. Returns
+        (next frame, whether that frame must go the Python way whole, frames out)."""
+        if outs:        # frames out so far go before the ones the loop holds next
+            self.device._dispatch(loaded, outs)
+            outs.clear()
+        tm = self.tm
+        switch = queued.switch
+        now = self.now_us()
+        self._gate = tm.pass_through_gate(port, now, self._gate)
+        quiet = tm.next_event_us(now)
+        nxt, kind, now, rest, passes, others, passed, emitted = switch.forward(
+            port, frames, start, self._gate, sinks, self._origin,
+            math.inf if quiet is None else quiet)
+        self.native_frames += nxt - start
+        if passed:
+            queued.dropped_at_enqueue += tm.count_passed(passed)
+        if others:
+            outs.extend(PacketOut(p, data) for p, data in others)
+        if kind == _LOOP_DONE:
+            return nxt, False, emitted
+        self.handed_back += 1
+        if kind == _LOOP_FRAME:
+            return nxt, True, emitted
+        if kind == _LOOP_WORK:
+            enqueues = tm.enqueues
+            try:
+                queued.resume(switch.work_of(rest), now, outs, passes)
+            except Exception as exc:  # noqa: BLE001 - one bad frame must not stop ports
+                _log_dropped(port, exc)
+            self._after_frame(loaded, enqueues, now, outs)
+        else:
+            _log_dropped(port, rest)
+        return nxt + 1, False, emitted
 
     def _queued_for(self, switch: Any) -> Any:
         """The queued view of the current pipeline; a new pipeline starts with empty

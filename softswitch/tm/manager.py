@@ -15,6 +15,8 @@ from typing import Any
 from softswitch.tm.pfc import PfcEvent, PfcMonitor, PfcThresholds
 from softswitch.tm.scheduler import Dequeued, EgressPort, QueueConfig, QueuedPacket
 
+GATE_PORTS = 512        # egress ports a pass-through gate covers (v1model: 9-bit ports)
+
 
 class TrafficManager:
     """``clock``: the caller's time in µs, read when a port's queues are created (a rate
@@ -41,6 +43,9 @@ class TrafficManager:
         self.queued = 0
         self.enqueues = 0                      # calls of enqueue, dropped ones included
         self._holding: dict[int, EgressPort] = {}
+        # ports whose queues changed (created, enqueue, dequeue) since the last
+        # pass_through_gate: the only ones a refresh of a gate must look at again
+        self.touched: set[int] = set()
 
     def port(self, port: int) -> EgressPort:
         """The egress port, created on first use with the switch-wide defaults."""
@@ -49,6 +54,7 @@ class TrafficManager:
             ep = EgressPort(port, self.num_queues, self.default_link_rate_bps,
                             self.per_queue_depth, self.clock(), self.defaults)
             self.ports[port] = ep
+            self.touched.add(port)
         return ep
 
     # --- runtime configuration (simple_switch_CLI set_queue_*) -----------------------
@@ -99,6 +105,7 @@ class TrafficManager:
         ep = self.port(egress_port)
         queued = ep.enqueue(item, size, priority, now_us)
         self.enqueues += 1
+        self.touched.add(egress_port)
         if queued is not None:
             self.queued += 1
             self._holding[egress_port] = ep
@@ -117,6 +124,55 @@ class TrafficManager:
             return None
         return self.port(egress_port).pass_through(item, size, priority, now_us)
 
+    def pass_through_gate(self, ingress_port: int, now_us: float,
+                          gate: bytearray | None = None) -> bytearray:
+        """For a burst from ``ingress_port`` run without a call per packet (the native
+        loop of ``softswitch run``, ``fastpath/rt_loop.c``), two bit masks per egress port
+        (0..511). Byte ``port``: bit p set when :meth:`pass_through` would pass packets
+        of priority p to that port from ``now_us`` on, for as long as only pass-throughs
+        happen (:meth:`EgressPort.pass_through_mask`, and no PFC thresholds for
+        (``ingress_port``, p)). Byte ``GATE_PORTS + port``: bit p set when the queue is
+        full (:meth:`EgressPort.full_mask`): :meth:`enqueue` drops until something
+        leaves, which :meth:`next_event_us` bounds. Ports not created yet stay closed:
+        the first packet to a port takes the usual path, which creates it.
+
+        With ``gate``, this method's earlier answer for the same ingress port, while no
+        configuration changed and no pause arrived since: only the ports whose queues
+        changed since (``touched``) are looked at again, so a burst with many packets
+        for a full, rate-limited queue (elephants) does not rebuild it for each one."""
+        if gate is None:
+            gate = bytearray(2 * GATE_PORTS)
+            ports = list(self.ports)
+        else:
+            ports = list(self.touched)
+        self.touched.clear()
+        thresholds = self.pfc.thresholds
+        for number in ports:
+            if 0 <= number < GATE_PORTS:
+                ep = self.ports[number]
+                mask = ep.pass_through_mask(now_us)
+                if mask and thresholds:
+                    for prio in range(self.num_queues):
+                        if (ingress_port, prio) in thresholds:
+                            mask &= ~(1 << prio)
+                gate[number] = mask
+                gate[GATE_PORTS + number] = ep.full_mask() if ep.held else 0
+        return gate
+
+    def count_passed(self, passed: list[tuple[int, int, int, int, float, int]]) -> int:
+        """Apply the native loop's tallies, (egress port, priority, packets, bytes, time
+        of the last one, dropped?) each, as :meth:`pass_through` (or :meth:`enqueue`
+        dropping them) would have one by one; how many were dropped."""
+        dropped = 0
+        for port, priority, packets, size, last_us, drop in passed:
+            if drop:
+                self.ports[port].count_dropped(priority, packets)
+                self.enqueues += packets
+                dropped += packets
+            else:
+                self.ports[port].count_passed(priority, packets, size, last_us)
+        return dropped
+
     def next_event_us(self, now_us: float) -> float | None:
         if not self.queued:
             return None
@@ -131,6 +187,7 @@ class TrafficManager:
         if not self.queued:
             return out
         for number, ep in list(self._holding.items()):
+            self.touched.add(number)
             while (d := ep.dequeue(now_us)) is not None:
                 ingress = self._ingress_of.pop(id(d.packet), 0)
                 self.pfc.on_dequeue(ingress, d.packet.priority, now_us)
@@ -156,6 +213,7 @@ class TrafficManager:
         self.queued = 0
         self._holding.clear()
         self._ingress_of.clear()
+        self.touched.update(self.ports)
         self.pfc.held.clear()
         for port, prio in sorted(self.pfc.paused):  # the neighbours must not stay paused
             self.pfc.events.append(PfcEvent(port, prio, False, 0.0))

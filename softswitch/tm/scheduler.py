@@ -207,6 +207,57 @@ class EgressPort:
         return Dequeued(QueuedPacket(item, size, priority, now_us, 0, now_us), self.port,
                         0, 0.0, now_us)
 
+    def pass_through_mask(self, now_us: float) -> int:
+        """Bit p set when :meth:`pass_through` would pass every packet of priority p from
+        ``now_us`` on, for as long as nothing but pass-throughs changes the port: no link
+        rate; queue p empty, unlimited, strict, without a byte limit and not paused, its
+        last departure not in the future; and, while the port holds packets (elephants
+        behind a rate), per-queue depths and no higher strict queue holding any (one
+        that may not send now may by the next packet). Keep in step with
+        :meth:`pass_through`: this may say no where it says yes, never the reverse."""
+        if self.link_rate_bps or now_us < self.busy_until_us \
+                or (self.held and not self.per_queue_depth):
+            return 0
+        mask = 0
+        for prio in range(len(self.queues) - 1, -1, -1):
+            q = self.queues[prio]
+            cfg = q.config
+            if q.packets:
+                if not cfg.weight:
+                    break             # this one and every lower one: not certain
+                continue
+            if not (cfg.rate_pps or cfg.weight or cfg.capacity_bytes
+                    or now_us < q.paused_until_us or q.last_sent_us > now_us):
+                mask |= 1 << prio
+        return mask
+
+    def full_mask(self) -> int:
+        """Bit p set when queue p holds as many packets as it may: :meth:`enqueue` drops
+        what comes for it at any time until a packet leaves it."""
+        mask = 0
+        for prio, q in enumerate(self.queues):
+            if len(q.packets) >= q.config.capacity_pkts:
+                mask |= 1 << prio
+        return mask
+
+    def count_dropped(self, priority: int, packets: int) -> None:
+        """What ``packets`` calls of :meth:`enqueue` that drop at priority ``priority``
+        change."""
+        self.queues[priority].stats.dropped += packets
+
+    def count_passed(self, priority: int, packets: int, size: int, last_us: float) -> None:
+        """What ``packets`` calls of :meth:`pass_through` at priority ``priority``, of
+        ``size`` bytes in all, the last one at ``last_us``, change."""
+        q = self.queues[priority]
+        q.last_sent_us = last_us
+        self.busy_until_us = max(self.busy_until_us, last_us)
+        st = q.stats
+        st.enqueued += packets
+        st.dequeued += packets
+        st.bytes_enqueued += size
+        if not st.max_depth:
+            st.max_depth = 1
+
     # --- dequeue -----------------------------------------------------------------------------
     def next_event_us(self, now_us: float) -> float | None:
         """Earliest time at which :meth:`dequeue` could return a packet, None if empty."""

@@ -56,12 +56,18 @@ class QueuedSwitch:
             out.extend((p, dq.tx_done_us) for p in emitted)
         return out
 
+    def resume(self, work: deque[_Work], now_us: float, out: list[PacketOut],
+               passes: int) -> None:
+        """Finish a packet that arrived at ``now_us`` and whose first ``passes`` work
+        items ran elsewhere (the native loop of ``softswitch run``): as :meth:`receive`
+        with ``out`` would have gone on."""
+        self._run(work, now_us, out, True, passes)
+
     def _run(self, work: deque[_Work], now_us: float, out: list[PacketOut],
-             pass_through: bool = False) -> None:
+             pass_through: bool = False, passes: int = 0) -> None:
         """Process work items: ingress runs now; egress items are queued unless they have
         just been dequeued (``queue`` set), in which case egress runs now."""
         self.switch.clock.freeze(int(now_us))
-        passes = 0
         while work and passes < MAX_PASSES:
             passes += 1
             w = work.popleft()

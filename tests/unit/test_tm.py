@@ -218,3 +218,63 @@ def test_pass_through_is_what_enqueue_then_dequeue_would_do(seed):
     assert _stats(short) == _stats(plain)
     assert short.pfc.take_events() == plain.pfc.take_events()
     assert short.queued == plain.queued == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pass_through_gate_never_opens_what_pass_through_refuses(seed):
+    """softswitch run's native loop passes a packet when the gate
+    (TrafficManager.pass_through_gate) has its priority's bit set for its egress port:
+    then pass_through must pass it too, now and at any later time while only
+    pass-throughs happen; and it drops one whose queue the gate says is full before the
+    next departure: then enqueue must drop it. Random ports with queued packets (rates,
+    weights, pauses, link rates, depths, PFC thresholds, a port-wide depth, ports created
+    after the gate's time) and pass-throughs at random later times."""
+    import random
+
+    rng = random.Random(seed)
+    opened = full = 0
+    for _ in range(150):
+        # a port's rate origin is its creation time, which may be after the gate's now
+        tm = TrafficManager(num_queues=8, per_queue_depth=rng.random() < 0.8,
+                            clock=lambda: rng.uniform(0, 250))
+        ingress = rng.randrange(3)
+        for port in range(1, 4):
+            ep = tm.port(port)
+            if rng.random() < 0.15:
+                tm.set_link_rate(1e9, port)
+            for prio in range(8):
+                roll = rng.random()
+                if roll < 0.15:
+                    tm.set_queue_rate(rng.choice([100, 1e6]), port, prio)
+                elif roll < 0.25:
+                    tm.set_queue_weight(rng.randrange(1, 4), port, prio)
+                elif roll < 0.3:
+                    ep.queue_config(prio).capacity_bytes = 3000
+                if rng.random() < 0.1:
+                    tm.set_pfc(ingress, prio, PfcThresholds(5, 1))
+                if rng.random() < 0.2:
+                    tm.set_queue_depth(2, port, prio)
+                for _ in range(rng.choice([0, 0, 0, 1, 3])):
+                    tm.enqueue(object(), 100, port, prio, 0, rng.uniform(0, 50))
+                if rng.random() < 0.1:
+                    ep.pause(prio, rng.randrange(0, 300), rng.uniform(0, 100))
+            if rng.random() < 0.3:
+                tm.dequeue_ready(rng.uniform(0, 100))
+        now = rng.uniform(50, 200)
+        gate = tm.pass_through_gate(ingress, now)
+        quiet = tm.next_event_us(now)
+        for _ in range(20):
+            port, prio = rng.randrange(1, 4), rng.randrange(8)
+            if gate[512 + port] >> prio & 1:
+                # full: enqueue drops while nothing may leave (the loop checks quiet)
+                later = now + rng.uniform(0, 20)
+                if quiet is None or later < quiet:
+                    full += 1
+                    assert tm.enqueue(object(), 100, port, prio, ingress, later) is None
+            if not gate[port] >> prio & 1:
+                continue
+            opened += 1
+            now += rng.uniform(0, 1e6 if rng.random() < 0.2 else 20)
+            assert tm.pass_through(object(), 100, port, prio, ingress, now) is not None, \
+                (port, prio, now)
+    assert opened > 100 and full > 10
