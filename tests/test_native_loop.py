@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
 from softswitch.ports.afpacket import RawPort
 from softswitch.ports.dataplane import DataPlane
@@ -24,7 +25,6 @@ from softswitch.ports.egress_scheduler import EgressScheduler
 from softswitch.ports.veth import veth_pairs
 from softswitch.tm import TrafficManager
 from softswitch.tm.pfc import build_pfc_frame
-from softswitch.v1model.control import KeyMatch
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
 

@@ -32,10 +32,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from softswitch.core.control import PacketOut
 from softswitch.diagnostics import P4Error
 from softswitch.tm import TrafficManager
 from softswitch.tm.pfc import MAX_PAUSE_QUANTA, build_pfc_frame, parse_pfc_frame
-from softswitch.v1model.control import PacketOut
 from softswitch.v1model.queueing import QueuedSwitch
 
 log = logging.getLogger("softswitch.tm")
