@@ -230,6 +230,7 @@ class HostNic:
         self.control: deque[bytes] = deque()
         self.nic_free_us = 0.0
         self._scheduled_at: float | None = None
+        self._wake_token = 0
         self.paused_until: dict[int, float] = {}
         self.np = NotificationPoint()
         self.rx_rate = rx_rate_bps
@@ -262,15 +263,25 @@ class HostNic:
         return state
 
     def _kick(self, t: float) -> None:
+        """Wake the transmit path at ``t`` (not before the NIC is free). One wake-up is
+        pending at a time: an earlier one already pending covers ``t``; a new earlier one
+        supersedes the pending one, which then fires as a no-op. (Without the token a
+        superseded wake-up ran too and started a second polling chain: 20x the events.)"""
         t = max(t, self.nic_free_us)
-        if self._scheduled_at is not None and self.net.loop.now <= self._scheduled_at <= t:
+        if self._scheduled_at is not None and self._scheduled_at <= t:
             return
         self._scheduled_at = t
-        self.net.loop.at(t, self._send_next)
+        self._wake_token += 1
+        token = self._wake_token
+        self.net.loop.at(t, lambda: self._wake(token))
+
+    def _wake(self, token: int) -> None:
+        if token == self._wake_token:
+            self._scheduled_at = None
+            self._send_next()
 
     def _send_next(self) -> None:
         now = self.net.loop.now
-        self._scheduled_at = None
         if self.nic_free_us > now:
             self._kick(self.nic_free_us)
             return
