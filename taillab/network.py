@@ -124,6 +124,9 @@ class Observations:
     cnp_delay_us: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     pfc: PfcLedger = field(default_factory=PfcLedger)
     depth_samples: list[tuple[float, dict[str, int]]] = field(default_factory=list)
+    # message id -> when its first packet left the sender's NIC: what came before is
+    # waiting at the sender (its QP busy with an earlier message, the NIC with others)
+    first_tx_us: dict[int, float] = field(default_factory=dict)
     peak_buffer_pkts: dict[str, int] = field(default_factory=dict)
 
 
@@ -328,6 +331,8 @@ class HostNic:
             opcode = (OPCODE_RC_WRITE_FIRST if first else
                       OPCODE_RC_WRITE_LAST if last else OPCODE_RC_WRITE_MIDDLE)
         pkt = build_roce(q.addr, opcode, q.psn, chunk, ROCE_DSCP, ECN_ECT0)
+        if first:
+            self.net.obs.first_tx_us[msg.msg_id] = self.net.loop.now
         self.net.expect(q.addr.dest_qp, q.psn, msg, last)
         if last:
             q.messages.popleft()
