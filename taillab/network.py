@@ -147,8 +147,10 @@ class FabricSwitch:
         self._tick_token = 0
         self._forwarding_cnps: dict[tuple[bytes, bytes], int] = defaultdict(int)
         self.arrivals: dict[bytes, float] = {}   # packet identity -> arrival here
+        self.received = 0
 
     def receive(self, port: int, data: bytes) -> None:
+        self.received += 1
         if len(data) > BTH_OPCODE_OFFSET and data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
             self._forwarding_cnps[data[30:34], data[46:50]] += 1
         elif len(data) > BTH_OPCODE_OFFSET + 12:

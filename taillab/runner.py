@@ -153,6 +153,8 @@ def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
         "peak_buffer_pkts": obs.peak_buffer_pkts,
         "depth_samples": obs.depth_samples,
         "wall_s": round(wall_s, 1),
+        "sim_events": net.loop.executed,
+        "switch_packets": sum(sw.received for sw in net.switches.values()),
     }
 
 
