@@ -106,7 +106,7 @@ def format_tables(summary: dict[str, Any]) -> str:
         lines.append(f"  CNPs: switch {s['cnps']['switch']:.0f} (median feedback "
                      f"{cd['switch']:.1f} us), receiver {s['cnps']['receiver']:.0f} (median "
                      f"{cd['receiver']:.1f} us);  peak switch buffer "
-                     f"{s['peak_buffer_pkts']} pkts;  {s['wall_s']:.0f} s simulated")
+                     f"{s['peak_buffer_pkts']} pkts;  {s['wall_s']:.0f} s of cell run time (wall)")
     lines.append("  (* mouse class)")
     return "\n".join(lines)
 
