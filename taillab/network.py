@@ -81,7 +81,7 @@ class PfcLedger:
     paused_since: dict[tuple[str, int, int], float] = field(default_factory=dict)
     paused_us: dict[tuple[str, int, int], float] = field(default_factory=dict)
     intervals: dict[tuple[str, int, int], list[list[float]]] = field(default_factory=dict)
-    paused_flows: set[tuple[str, str, int]] = field(default_factory=set)
+    paused_flows: set[tuple[bytes, bytes, int]] = field(default_factory=set)  # src, dst IP, QP
 
     def start(self, key: tuple[str, int, int], now: float) -> None:
         self.frames += 1
