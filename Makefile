@@ -60,7 +60,7 @@ conformance: setup
 bench: setup reference-tools
 	$(PY) bench/run_all.py $(BENCH_ARGS)
 	$(VENV)/bin/tailcc lab pd_cascade --out out/lab/pd_cascade
-	$(VENV)/bin/tailcc lab moe --duration-us 100000 --out out/lab/moe
+	$(VENV)/bin/tailcc lab moe --duration-us 60000 --out out/lab/moe
 	$(VENV)/bin/tailcc lab moe --sweep 0.3,0.5,0.7,0.9 --duration-us 3000 --seeds 1,2 \
 		--out out/lab/moe-sweep
 	$(PY) -m taillab.ns3_check --packets 200000
