@@ -134,8 +134,9 @@ def verdict(summary: dict[str, Any]) -> list[tuple[str, bool, str]]:
             ratio = c["p99"]["value"] / b["p99"]["value"]
             out.append((f"{n} P99 no worse than baseline +10%", ratio <= 1.10,
                         f"{ratio:.3g}x baseline"))
-    g = ours["elephant_goodput_gbps"] / base["elephant_goodput_gbps"]
-    out.append(("elephant goodput >= 0.95x baseline", g >= 0.95, f"{g:.3f}x"))
+    if base["elephant_goodput_gbps"] > 0:   # a short run may deliver no elephant bytes
+        g = ours["elephant_goodput_gbps"] / base["elephant_goodput_gbps"]
+        out.append(("elephant goodput >= 0.95x baseline", g >= 0.95, f"{g:.3f}x"))
     if base["pfc_paused_us"] > 0:
         red = 1 - ours["pfc_paused_us"] / base["pfc_paused_us"]
         out.append(("PFC paused time >= 90% lower", red >= 0.90, f"{red * 100:.1f}% lower"))
