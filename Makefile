@@ -34,11 +34,12 @@ $(VENV)/.installed: pyproject.toml softswitch/p4runtime_stubs.py
 
 # The main job: the P/D cascade on a leaf-spine fabric (every switch runs tailcc.p4 on
 # softswitch), baseline / priority-only / tailcc on identical traffic, per-class slowdown
-# with 95% CIs over 3 seeds, PFC/ECN/CNP figures, plots under out/demo/ (a small run:
-# `tailcc lab pd_cascade` is the full one).
+# with 95% CIs over 3 seeds, PFC/ECN/CNP figures, plots under out/demo/ (5 ms x 3 seeds,
+# ~400 hot KV blocks per scheme: 84 s on 2 cores at load average 6; `tailcc lab
+# pd_cascade` is the full one, make bench).
 demo: setup
 	$(VENV)/bin/softswitch compile p4src/tailcc.p4 --p4runtime-files out/tailcc.p4info.txtpb
-	$(VENV)/bin/tailcc lab pd_cascade --duration-us 1200 --seeds 1,2,3 --out out/demo --fresh
+	$(VENV)/bin/tailcc lab pd_cascade --duration-us 5000 --seeds 1,2,3 --out out/demo --fresh
 
 # Real p4c/BMv2 from ../shared/p4lang when the bundle is there (seconds when installed).
 reference-tools:
@@ -59,6 +60,9 @@ conformance: setup
 bench: setup reference-tools
 	$(PY) bench/run_all.py $(BENCH_ARGS)
 	$(VENV)/bin/tailcc lab pd_cascade --out out/lab/pd_cascade
+	$(VENV)/bin/tailcc lab moe --duration-us 60000 --out out/lab/moe
+	$(VENV)/bin/tailcc lab moe --sweep 0.3,0.5,0.7,0.9 --duration-us 3000 --seeds 1,2 \
+		--out out/lab/moe-sweep
 	$(PY) -m taillab.ns3_check --packets 200000
 
 clean:

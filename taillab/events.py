@@ -16,6 +16,7 @@ class EventLoop:
         self.now = 0.0
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
+        self.executed = 0      # callbacks run: the simulation's cost, per packet a few
 
     def at(self, t: float, fn: Callable[[], None]) -> None:
         heapq.heappush(self._heap, (max(t, self.now), next(self._seq), fn))
@@ -24,5 +25,6 @@ class EventLoop:
         while self._heap and self._heap[0][0] <= until_us:
             t, _, fn = heapq.heappop(self._heap)
             self.now = t
+            self.executed += 1
             fn()
         self.now = until_us

@@ -81,7 +81,7 @@ class PfcLedger:
     paused_since: dict[tuple[str, int, int], float] = field(default_factory=dict)
     paused_us: dict[tuple[str, int, int], float] = field(default_factory=dict)
     intervals: dict[tuple[str, int, int], list[list[float]]] = field(default_factory=dict)
-    paused_flows: set[tuple[str, str, int]] = field(default_factory=set)
+    paused_flows: set[tuple[bytes, bytes, int]] = field(default_factory=set)  # src, dst IP, QP
 
     def start(self, key: tuple[str, int, int], now: float) -> None:
         self.frames += 1
@@ -124,6 +124,9 @@ class Observations:
     cnp_delay_us: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     pfc: PfcLedger = field(default_factory=PfcLedger)
     depth_samples: list[tuple[float, dict[str, int]]] = field(default_factory=list)
+    # message id -> when its first packet left the sender's NIC: what came before is
+    # waiting at the sender (its QP busy with an earlier message, the NIC with others)
+    first_tx_us: dict[int, float] = field(default_factory=dict)
     peak_buffer_pkts: dict[str, int] = field(default_factory=dict)
 
 
@@ -141,10 +144,13 @@ class FabricSwitch:
         switch.mirroring_add(CNP_SESSION, CNP_RECIRCULATION_PORT)
         self.queued = QueuedSwitch(switch, self.tm)
         self._scheduled: float | None = None
+        self._tick_token = 0
         self._forwarding_cnps: dict[tuple[bytes, bytes], int] = defaultdict(int)
         self.arrivals: dict[bytes, float] = {}   # packet identity -> arrival here
+        self.received = 0
 
     def receive(self, port: int, data: bytes) -> None:
+        self.received += 1
         if len(data) > BTH_OPCODE_OFFSET and data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
             self._forwarding_cnps[data[30:34], data[46:50]] += 1
         elif len(data) > BTH_OPCODE_OFFSET + 12:
@@ -169,14 +175,18 @@ class FabricSwitch:
             net.on_switch_transmit(self, out.port, out.data, now, done_us)
         self._send_pfc(now)
         nxt = self.queued.next_event_us(now)
-        if nxt is not None and (self._scheduled is None or nxt < self._scheduled
-                                or self._scheduled <= now):
+        if nxt is not None and (self._scheduled is None or nxt < self._scheduled):
+            # one pending wake-up: a superseded one fires as a no-op (token), else every
+            # earlier arrival started another polling chain (1.45M ticks for 35k packets)
             self._scheduled = nxt
-            net.loop.at(nxt, self._tick)
+            self._tick_token += 1
+            token = self._tick_token
+            net.loop.at(nxt, lambda: self._tick(token))
 
-    def _tick(self) -> None:
-        self._scheduled = None
-        self.service()
+    def _tick(self, token: int) -> None:
+        if token == self._tick_token:
+            self._scheduled = None
+            self.service()
 
     def _send_pfc(self, now: float) -> None:
         for ev in self.tm.pfc.take_events():
@@ -230,6 +240,7 @@ class HostNic:
         self.control: deque[bytes] = deque()
         self.nic_free_us = 0.0
         self._scheduled_at: float | None = None
+        self._wake_token = 0
         self.paused_until: dict[int, float] = {}
         self.np = NotificationPoint()
         self.rx_rate = rx_rate_bps
@@ -262,15 +273,25 @@ class HostNic:
         return state
 
     def _kick(self, t: float) -> None:
+        """Wake the transmit path at ``t`` (not before the NIC is free). One wake-up is
+        pending at a time: an earlier one already pending covers ``t``; a new earlier one
+        supersedes the pending one, which then fires as a no-op. (Without the token a
+        superseded wake-up ran too and started a second polling chain: 20x the events.)"""
         t = max(t, self.nic_free_us)
-        if self._scheduled_at is not None and self.net.loop.now <= self._scheduled_at <= t:
+        if self._scheduled_at is not None and self._scheduled_at <= t:
             return
         self._scheduled_at = t
-        self.net.loop.at(t, self._send_next)
+        self._wake_token += 1
+        token = self._wake_token
+        self.net.loop.at(t, lambda: self._wake(token))
+
+    def _wake(self, token: int) -> None:
+        if token == self._wake_token:
+            self._scheduled_at = None
+            self._send_next()
 
     def _send_next(self) -> None:
         now = self.net.loop.now
-        self._scheduled_at = None
         if self.nic_free_us > now:
             self._kick(self.nic_free_us)
             return
@@ -312,6 +333,8 @@ class HostNic:
             opcode = (OPCODE_RC_WRITE_FIRST if first else
                       OPCODE_RC_WRITE_LAST if last else OPCODE_RC_WRITE_MIDDLE)
         pkt = build_roce(q.addr, opcode, q.psn, chunk, ROCE_DSCP, ECN_ECT0)
+        if first:
+            self.net.obs.first_tx_us[msg.msg_id] = self.net.loop.now
         self.net.expect(q.addr.dest_qp, q.psn, msg, last)
         if last:
             q.messages.popleft()

@@ -52,7 +52,7 @@ def compile_tailcc() -> Any:
         return compile_program(str(tailcc_program()))
     except P4Error as exc:
         raise LabError(str(exc)) from None
-RESULT_VERSION = 1
+RESULT_VERSION = 2
 
 
 def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
@@ -116,6 +116,8 @@ def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
     slow = {s.host: s.rx_gbps * 1e9 for s in scenario.slow_receivers}
     slowdown: dict[str, list[float]] = defaultdict(list)
     fct: dict[str, list[float]] = defaultdict(list)
+    sender_wait: dict[str, list[float]] = defaultdict(list)
+    wire_slowdown: dict[str, list[float]] = defaultdict(list)
     for msg, done in obs.completions:
         if msg.start_us > scenario.duration_us:
             continue
@@ -124,6 +126,9 @@ def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
                            slow.get(msg.receiver))
         slowdown[msg.cls].append((done - msg.start_us) / base)
         fct[msg.cls].append(done - msg.start_us)
+        first = obs.first_tx_us[msg.msg_id]
+        sender_wait[msg.cls].append(first - msg.start_us)
+        wire_slowdown[msg.cls].append((done - first) / base)
     offered: dict[str, int] = defaultdict(int)
     for m in messages:
         offered[m.cls] += 1
@@ -133,6 +138,9 @@ def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
         "messages": len(messages), "offered": dict(offered),
         "completed": len(obs.completions),
         "slowdown": dict(slowdown), "fct_us": dict(fct),
+        # diagnostics: the wait before the first packet left the sender's NIC, and the
+        # slowdown counted from then (the part the switches can change)
+        "sender_wait_us": dict(sender_wait), "wire_slowdown": dict(wire_slowdown),
         "elephant_classes": sorted({m.cls for m in messages if m.elephant}),
         "goodput_gbps": {c: b * 8 / scenario.duration_us / 1e3
                          for c, b in obs.delivered_bytes.items()},
@@ -145,6 +153,8 @@ def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
         "peak_buffer_pkts": obs.peak_buffer_pkts,
         "depth_samples": obs.depth_samples,
         "wall_s": round(wall_s, 1),
+        "sim_events": net.loop.executed,
+        "switch_packets": sum(sw.received for sw in net.switches.values()),
     }
 
 

@@ -168,6 +168,7 @@ typedef bit<12> Vrf_t;
 typedef bit<24> Vni_t;
 typedef bit<24> Qpn_t;
 typedef bit<19> QDepth_t;
+#define QDEPTH_MAX 19w0x7ffff
 typedef bit<4>  EcnProfile_t;
 
 #endif  /* _TAILCC_DEFINES_ */

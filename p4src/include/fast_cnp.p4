@@ -4,7 +4,9 @@
  * Decision (ingress, FastCnpDecision): a RoCEv2 data packet (IPv4, not
  * tunnelled, ECN-capable, not itself a CNP or ACK) whose class has Fast CNP
  * enabled (fast_cnp_policy) and whose egress queue's published depth
- * (queue_state.p4) is at or above the class threshold triggers a CNP to its
+ * (queue_state.p4; this decision adds each such packet to it, so it keeps
+ * growing while the queue cannot drain) is at or above the class threshold
+ * triggers a CNP to its
  * *sender*.  A data packet carries only the receiver's QP, so cnp_flow maps
  * (src IP, dst IP, dst QP) to the sender's QP; the controller installs it
  * (from connection setup or the reverse direction's traffic).  No entry:
@@ -113,8 +115,17 @@ control FastCnpDecision(inout headers_t hdr,
         }
         if (meta.cnp_enabled == 1w1) {
             QDepth_t depth;
-            queue_depth.read(depth, ((bit<32>)standard_metadata.egress_spec << 3)
-                                    | (bit<32>)standard_metadata.priority);
+            bit<32> slot = ((bit<32>)standard_metadata.egress_spec << 3)
+                           | (bit<32>)standard_metadata.priority;
+            queue_depth.read(depth, slot);
+            /* Count this packet in: egress publishes the depth only when a
+             * packet leaves, so behind a PFC pause (nothing leaves) the value
+             * would stay what it was when the pause began and the senders
+             * filling the paused queue would get no CNP until XON.  Each
+             * dequeue overwrites the estimate with the true depth. */
+            if (depth != QDEPTH_MAX) {
+                queue_depth.write(slot, depth + 1);
+            }
             if (depth >= meta.cnp_qdepth_threshold) {
                 cnp_flow.apply();
                 if (meta.cnp_flow_hit == 1w0) {

@@ -62,3 +62,16 @@ def test_workload_is_seeded_and_ordered():
     assert [m.start_us for m in a] == [m.start_us for m in b]
     assert all(x.start_us <= y.start_us for x, y in zip(a, a[1:], strict=False))
     assert {m.cls for m in a} == {"sched_signal", "hot_kv", "moe_a2a", "bulk"}
+
+
+def test_verdict_without_elephant_bytes_skips_goodput():
+    """A short run (a low point of a load sweep) may deliver no elephant byte: the
+    goodput target is left out instead of dividing by zero."""
+    from taillab.lab_report import verdict
+
+    cls = {"role": "sched_signal", "mouse": True, "p99": {"value": 1.2},
+           "p999": {"value": 1.4}}
+    side = {"classes": {"sched_signal": cls}, "elephant_goodput_gbps": 0.0,
+            "pfc_paused_us": 0.0}
+    rows = verdict({"baseline": side, "tailcc": side})
+    assert rows and not any("goodput" in what for what, _, _ in rows)
