@@ -47,9 +47,10 @@ from topologies.schema import PROJECT_ROOT, Topology, TopologyError, load_topolo
 TRAFFIC = Path(__file__).resolve().parent / "mix_traffic.py"
 NAMED = {"single": "topologies/single.yaml", "leaf-spine": "topologies/leaf_spine.yaml"}
 CONFIGS = ("fifo", "tailcc")
-# What the switches carry today on the shared 2-core VM (see README.md): at 10 Mb/s
-# (2600 frames/s in) softswitch, and at 500/s per queue BMv2, fell behind and stalled.
-DEFAULT_RATES = {"link-rate": 4_000_000, "queue-rate": 250}
+# Measured on the idle 2-core VM (topologies/README.md): softswitch's link at 10 Mb/s
+# (~2600 frames/s in) and BMv2 at 500 bulk frames/s per queue keep up; slower links
+# put the mice's floor (one bulk frame ahead + their own frame) near the 3 ms target.
+DEFAULT_RATES = {"link-rate": 10_000_000, "queue-rate": 500}
 START_DELAY = 1.0                 # senders start after the receiver is listening
 DRAIN = 1.5                       # the receiver keeps listening after the senders stop
 
@@ -245,8 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto (a shared link where the target has one: softswitch "
                         "link-rate, BMv2 queue-rate), link-rate or queue-rate")
     p.add_argument("--rate", type=float, default=None,
-                   help="bottleneck rate: Mb/s for link-rate (4), packets/s per queue for "
-                        "queue-rate (250)")
+                   help="bottleneck rate: Mb/s for link-rate (10), bulk frames/s per queue "
+                        "for queue-rate (500)")
     p.add_argument("--backend", choices=("mininet", "netns"), default=None,
                    help="mininet (default where installed) or netns")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "out" / "mix",
