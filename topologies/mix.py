@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from controlplane.intent import load_intent
+from controlplane.intent import IntentError, load_intent
 from controlplane.p4rt.errors import P4RuntimeClientError
 from softswitch import reference_tools
 from topologies.mix_plan import (
@@ -189,6 +189,14 @@ class MixOptions:
     backend: str
 
 
+def _queue_frames(intent: Path) -> dict[int, int]:
+    """Queue -> largest frame the intent puts there; an invalid intent is a MixError."""
+    try:
+        return queue_frames(load_intent(intent))
+    except IntentError as exc:
+        raise MixError(str(exc)) from None
+
+
 def run_mix(opts: MixOptions, log: Callable[[str], None]) -> dict[str, Any]:
     """Both configurations, one after the other; the JSON-ready report."""
     try:
@@ -210,7 +218,7 @@ def run_mix(opts: MixOptions, log: Callable[[str], None]) -> dict[str, Any]:
     for config in CONFIGS:
         variant = dataclasses.replace(topo, intent=intents[config])
         runner = Runner(variant, opts.switch, opts.backend, work / config, log=log)
-        frames = queue_frames(load_intent(intents[config]))
+        frames = _queue_frames(intents[config])
         with runner:
             apply_bottleneck(opts.switch, variant, plan.bottleneck, frames)
             if plan.bottleneck.kind == "queue-rate":

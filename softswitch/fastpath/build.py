@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import importlib.util
+import logging
 import os
 import shutil
 import subprocess
@@ -96,6 +97,21 @@ def load(source: str) -> tuple[ModuleType, str, bool]:
             raise BuildError(f"cannot load {path}: {e}") from None
         _loaded[key] = mod
         return mod, key, built
+
+
+def load_helper(source: Path, switch_env: str, log: logging.Logger,
+                without: str) -> ModuleType | None:
+    """A hand-written C helper module (batched port I/O, the P4Runtime entry decoder)
+    built through the same cache, or None when ``$switch_env`` is ``off`` or it cannot
+    be built here; the failure is logged with what runs ``without`` it."""
+    if os.environ.get(switch_env, "auto") == "off":
+        return None
+    try:
+        mod, _key, _built = load(source.read_text())
+    except (BuildError, OSError) as exc:
+        log.warning("%s: %s", without, exc)
+        return None
+    return mod
 
 
 def _compile(source: str, name: str, path: Path) -> None:

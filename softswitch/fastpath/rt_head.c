@@ -442,6 +442,23 @@ static void table_init(rt_table *t, int mode, uint32_t nk, const uint8_t *range,
     t->def_action = A_NONE;
 }
 
+/* A new entry of table t with its key arrays (16-byte aligned after the struct) and
+ * the action; it owns av. NULL with MemoryError set (av freed) when out of memory. */
+static rt_entry *entry_new(rt_table *t, int64_t handle, int32_t action, uint32_t nargs,
+                           u128 *av) {
+    uint32_t nk = t->nk ? t->nk : 1;
+    rt_entry *e = (rt_entry *)calloc(1, sizeof(rt_entry) + 2 * sizeof(u128) * nk + 16);
+    if (!e) { free(av); PyErr_NoMemory(); return NULL; }
+    uintptr_t base = ((uintptr_t)(e + 1) + 15) & ~(uintptr_t)15;
+    e->v = (u128 *)base;
+    e->m = e->v + nk;
+    e->handle = handle;
+    e->action = action;
+    e->nargs = nargs;
+    e->args = av;
+    return e;
+}
+
 static void entry_free(rt_entry *e) {
     if (!e) return;
     for (uint32_t i = 0; i < e->ngroup; i++) free(e->group[i].args);

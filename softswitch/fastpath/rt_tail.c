@@ -681,17 +681,8 @@ static PyObject *m_tbl_put(PyObject *self, PyObject *const *args, Py_ssize_t n) 
         if (set_group(e, args[10])) return NULL;
         Py_RETURN_NONE;
     }
-    uint32_t nk = t->nk ? t->nk : 1;
-    e = (rt_entry *)calloc(1, sizeof(rt_entry) + 2 * sizeof(u128) * nk + 16);
-    if (!e) { free(av); return PyErr_NoMemory(); }
-    /* 16-byte alignment of the key arrays after the struct */
-    uintptr_t base = ((uintptr_t)(e + 1) + 15) & ~(uintptr_t)15;
-    e->v = (u128 *)base;
-    e->m = e->v + nk;
-    e->handle = handle;
-    e->action = action;
-    e->nargs = nargs;
-    e->args = av;
+    e = entry_new(t, handle, action, nargs, av);
+    if (!e) return NULL;
     if (u128_list(args[3], t->nk, e->v) || u128_list(args[4], t->nk, e->m)) { entry_free(e); return NULL; }
     e->plen = (int)PyLong_AsLong(args[5]);
     e->priority = PyLong_AsLongLong(args[6]);
@@ -831,16 +822,8 @@ static PyObject *m_tbl_put_entries(PyObject *self, PyObject *const *args, Py_ssi
             if (set_group(e, Py_None)) return NULL;
             continue;
         }
-        uint32_t nk = t->nk ? t->nk : 1;
-        e = (rt_entry *)calloc(1, sizeof(rt_entry) + 2 * sizeof(u128) * nk + 16);
-        if (!e) { free(av); return PyErr_NoMemory(); }
-        uintptr_t base = ((uintptr_t)(e + 1) + 15) & ~(uintptr_t)15;
-        e->v = (u128 *)base;
-        e->m = e->v + nk;
-        e->handle = handle;
-        e->action = action;
-        e->nargs = nargs;
-        e->args = av;
+        e = entry_new(t, handle, action, nargs, av);
+        if (!e) return NULL;
         if (entry_match(pe, t, e)) { entry_free(e); return NULL; }
         e->priority = attr_ll(pe, S_PRIORITY);
         e->order = (uint64_t)attr_ll(pe, S_ORDER);

@@ -18,7 +18,6 @@ update takes that general path: same results, slower.
 from __future__ import annotations
 
 import logging
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -46,17 +45,10 @@ CHECKED_LEN = 10
 @cache
 def native() -> Any | None:
     """The compiled decoder, or None (logged once) when it cannot be built here."""
-    if os.environ.get("SOFTSWITCH_ENTRYWIRE", "auto") == "off":
-        return None
     from softswitch.fastpath import build
 
-    try:
-        mod, _key, _built = build.load(SOURCE.read_text())
-    except (build.BuildError, OSError) as exc:
-        log.warning("P4Runtime entry decoder unavailable, parsing every update with "
-                    "protobuf: %s", exc)
-        return None
-    return mod
+    return build.load_helper(SOURCE, "SOFTSWITCH_ENTRYWIRE", log, "P4Runtime entry "
+                             "decoder unavailable, parsing every update with protobuf")
 
 
 def decode(data: bytes, spans: list[tuple[int, int]],

@@ -10,7 +10,6 @@ socket calls, so behaviour is identical either way, only slower.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -28,16 +27,10 @@ SendBatch = Callable[[int, Sequence[bytes]], int]
 @cache
 def native() -> Any | None:
     """The compiled module, or None (logged once) when it cannot be built here."""
-    if os.environ.get("SOFTSWITCH_BATCHIO", "auto") == "off":
-        return None
     from softswitch.fastpath import build
 
-    try:
-        mod, _key, _built = build.load(SOURCE.read_text())
-    except (build.BuildError, OSError) as exc:
-        log.warning("batched port I/O unavailable, using per-frame socket calls: %s", exc)
-        return None
-    return mod
+    return build.load_helper(SOURCE, "SOFTSWITCH_BATCHIO", log,
+                             "batched port I/O unavailable, using per-frame socket calls")
 
 
 def python_send_batch(sock: socket.socket, frames: Sequence[bytes]) -> int:
