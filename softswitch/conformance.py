@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from softswitch import forked_jobs
 from softswitch.forked_jobs import run_forked
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -319,29 +320,10 @@ _PRELOAD = ("softswitch.frontend.compiler", "softswitch.stf", "softswitch.v1mode
             "softswitch.p4info")
 
 
-def _preload() -> None:
-    """Import the heavy modules once in the parent, so every forked worker starts warm."""
-    import importlib
-
-    for name in _PRELOAD:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a missing part fails in its checks instead
-            pass
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    """``fork`` (cheap, warm) from a single-threaded parent; with other threads alive
-    (a test session that ran gRPC servers, say) a fork could inherit a held lock, so
-    workers then come from a clean ``forkserver`` with the same modules preloaded."""
-    import threading
-
-    if threading.active_count() == 1:
-        _preload()
-        return multiprocessing.get_context("fork")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["softswitch.conformance", *_PRELOAD])
-    return ctx
+def worker_context() -> multiprocessing.context.BaseContext:
+    """Workers start warm: the heavy modules imported once (see
+    :func:`softswitch.forked_jobs.worker_context`)."""
+    return forked_jobs.worker_context(["softswitch.conformance", *_PRELOAD])
 
 
 Progress = Callable[[int, int, list[CheckResult]], None]
@@ -362,7 +344,7 @@ def run_corpus(programs: list[Program], jobs: int = 2, timeout: float = DEFAULT_
             progress(done, len(programs), checks)
 
     run_forked(programs, _run_one, _failed_dicts, workers=jobs, timeout=timeout,
-               context=_context(), on_result=finished)
+               context=worker_context(), on_result=finished)
     order = {p.name: i for i, p in enumerate(programs)}
     results.sort(key=lambda r: (order[r.program], CATEGORIES.index(r.category)))
     return results

@@ -10,11 +10,13 @@ nothing is left running when the parent is interrupted.
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import multiprocessing.connection
 import os
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.context import BaseContext
 from typing import Any, TypeVar
 
@@ -29,6 +31,24 @@ def silence() -> None:
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)
+
+
+def worker_context(preload: Sequence[str] = ()) -> BaseContext:
+    """Where workers come from. ``fork`` is cheap and warm (``preload`` imported once
+    here first), but only from a single-threaded parent: with other threads alive (a
+    test session that ran gRPC servers, say) a forked child can inherit a lock another
+    thread held and hang until its deadline. Then workers come from a ``forkserver``,
+    a clean process with the same modules preloaded."""
+    if threading.active_count() == 1:
+        for name in preload:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - a missing part fails in its own checks
+                pass
+        return multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(list(preload))
+    return ctx
 
 
 def _child(work: Callable[[J], R], failed: Callable[[J, str], R], job: J,
@@ -67,10 +87,12 @@ def run_forked(jobs: Iterable[J], work: Callable[[J], R], failed: Callable[[J, s
                context: BaseContext | None = None, budget_s: float | None = None,
                on_result: Callable[[J, R], None] | None = None) -> list[R]:
     """``work(job)`` for each job in a forked worker, ``workers`` at a time; results in
-    the order the jobs finish. ``failed(job, why)`` stands for a job that raised, died
-    or ran past ``timeout`` seconds. With ``budget_s`` no job starts after that many
-    seconds (the ones running finish). ``jobs`` is read lazily, one job per start."""
-    ctx = context or multiprocessing.get_context("fork")
+    the order the jobs finish (``work``, ``failed`` and jobs must pickle when the
+    context is not ``fork``). ``failed(job, why)`` stands for a job that raised, died
+    or ran past ``timeout`` seconds. The context defaults to :func:`worker_context`.
+    With ``budget_s`` no job starts after that many seconds (the ones running finish).
+    ``jobs`` is read lazily, one job per start."""
+    ctx = context or worker_context()
     pending = iter(jobs)
     running: dict[Any, tuple[Any, J, float]] = {}
     results: list[R] = []

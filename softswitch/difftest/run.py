@@ -273,9 +273,9 @@ def run(sources: list[tuple[str, Path]], seed: int, count: int, p4test: str,
     generated ones, see :func:`programs`), ``jobs`` at a time; stops starting new ones
     after ``budget_s`` seconds. ``arch`` is passed to p4test as ``--arch`` and to
     softswitch's P4Info generator."""
-    from softswitch.conformance import _preload
+    from softswitch.conformance import worker_context
 
-    _preload()
+    context = worker_context()
     texts = [(name, path.read_text(errors="replace")) for name, path in sources]
     dirs = {name: str(path.parent) for name, path in sources}
     tmp = None
@@ -300,7 +300,7 @@ def run(sources: list[tuple[str, Path]], seed: int, count: int, p4test: str,
 
     try:
         found = run_forked(work_items(), _check_in_worker, _worker_failed, workers=jobs,
-                           timeout=CASE_TIMEOUT + 10, budget_s=budget_s,
+                           timeout=CASE_TIMEOUT + 10, budget_s=budget_s, context=context,
                            on_result=finished)
     finally:
         if tmp is not None:

@@ -249,12 +249,9 @@ def _job_failed(job: Job, why: str) -> DiffResult:
 def run_jobs(jobs: list[Job], workers: int = 2, timeout: float = 300.0) -> list[DiffResult]:
     """Each job in a forked worker (a crash in C is one failed program, not a dead run),
     ``workers`` at a time."""
-    import multiprocessing
-    import threading
+    from softswitch.forked_jobs import run_forked, worker_context
 
-    from softswitch.forked_jobs import run_forked
-
-    ctx = multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
+    ctx = worker_context(["softswitch.fastpath.differential"])
     results = run_forked(jobs, _run_job, _job_failed, workers=workers, timeout=timeout,
                          context=ctx)
     order = {j.name: i for i, j in enumerate(jobs)}
