@@ -213,15 +213,17 @@ def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
     stop = threading.Event()
     writes: dict = {}
     writer = None
-    if name.endswith("writes"):
-        writer = threading.Thread(target=_writer, args=(switch, stop, writes), daemon=True)
-        writer.start()
     sent = multiprocessing.Value("q", 0)
     cpu0 = _cpu_seconds(switch.proc.pid)
     start_ns = time.time_ns()
+    # The sender forks before the writer's gRPC thread exists: a child forked beside
+    # live threads may inherit a lock one of them holds.
     proc = multiprocessing.get_context("fork").Process(
         target=_send, args=(h1, urgent_pps, elephant_pps, seconds, sent))
     proc.start()
+    if name.endswith("writes"):
+        writer = threading.Thread(target=_writer, args=(switch, stop, writes), daemon=True)
+        writer.start()
     lat = sorted(_receive(rx, time.monotonic() + seconds + 1.0, start_ns))
     proc.join()
     cpu = _cpu_seconds(switch.proc.pid) - cpu0

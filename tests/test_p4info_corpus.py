@@ -10,12 +10,13 @@ below the floor this project has reached — a regression guard, not a hard-code
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 from pathlib import Path
 
 import pytest
 from p4info_support import Outcome, compare, equal_rate, internal_errors, reference_p4info, report
+
+from softswitch.forked_jobs import worker_context
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("P4_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
@@ -36,7 +37,7 @@ def check_one(name: str) -> Outcome:
 def results() -> list[Outcome]:
     manifest = json.loads((CORPUS / "manifest.json").read_text())
     names = [p["program"] for p in manifest["programs"] if p.get("p4info")]
-    ctx = multiprocessing.get_context("fork")
+    ctx = worker_context(["softswitch.p4info", "softswitch.frontend.compiler"])
     with ctx.Pool(2) as pool:
         out = pool.map(check_one, names, chunksize=4)
     report(out, "P4Info equal to p4c's")
