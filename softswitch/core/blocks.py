@@ -32,35 +32,6 @@ PARSER_STATE_LIMIT = 100_000
 REJECT_CODE = -1   # ParserError code of an explicit reject: parsing stops, no error set
 
 
-def _contains_exit(node: Any) -> bool:
-    return any(isinstance(n, ast.ExitStmt) for n in ast.walk(node))
-
-
-def may_exit(decl: Any, cache: dict[int, bool]) -> bool:
-    """Whether running ``decl`` (an action, function or control) can end in ``exit``:
-    its own body, the actions and controls it calls, and any table it applies (an
-    action of the table may exit). Both back ends (this one and softswitch.fastpath)
-    wrap such calls so ``out`` arguments are copied back; ``cache`` (by ``id``) is the
-    caller's, and breaks recursion through a callable being computed."""
-    key = id(decl)
-    if key in cache:
-        return cache[key]
-    cache[key] = False
-    body = getattr(decl, "body", None) or getattr(decl, "apply", None) or decl
-    result = _contains_exit(body)
-    if not result:
-        for n in ast.walk(body):
-            if isinstance(n, ast.Call):
-                info = n.resolved
-                k = getattr(info, "kind", "")
-                if k == "table_apply" or (k in ("action", "control_apply")
-                                          and may_exit(info.decl, cache)):
-                    result = True
-                    break
-    cache[key] = result
-    return result
-
-
 class BlockLowerer(StmtLowerer):
     def __init__(self, pb: ProgramBuilder, block: E.BlockInstance) -> None:
         super().__init__(pb.env, pb.base_namespace())
@@ -168,34 +139,18 @@ class BlockLowerer(StmtLowerer):
         fn = self.pb.compile_block(inst)
         return self.const_obj(fn, "_blk")
 
-    def direct_block(self, tdecl: Any) -> str:
-        for c in self.block.children:
-            if isinstance(c, E.BlockInstance) and c.decl is tdecl and c.local_name == tdecl.name:
-                key = ("direct", id(tdecl))
-                if key not in self.names:  # type: ignore[comparison-overlap]
-                    self.names[key] = self.sub_block(c)  # type: ignore[index]
-                return self.names[key]  # type: ignore[index]
-        raise self.fail(f"'{tdecl.name}' is applied but was not elaborated", tdecl)
+    def direct_block_of(self, inst: E.BlockInstance) -> str:
+        key = ("direct", id(inst.decl))
+        if key not in self.names:  # type: ignore[comparison-overlap]
+            self.names[key] = self.sub_block(inst)  # type: ignore[index]
+        return self.names[key]  # type: ignore[index]
 
-    def global_instance(self, decl: Any) -> str | None:
-        """Bind a top-level extern instance (``register<…>(8) r;`` outside any block)."""
-        for ext in self.pb.elab.externs:
-            if ext.decl is decl:
-                self.bind_extern(decl, ext)
-                return self.names[id(decl)]
-        return None
+    def bound_extern(self, decl: Any) -> str:
+        return self.names[id(decl)]
 
     # ------------------------------------------------------------ callables
-    def callable_name(self, decl: Any) -> str:
-        name = self.callables.get(id(decl))
-        if name is None:
-            name = self.tmp("_f") + "_" + decl.name
-            self.callables[id(decl)] = name
-            self._pending.append((decl, name))
-        return name
-
-    def may_exit(self, decl: Any) -> bool:
-        return may_exit(decl, self._exit_cache)
+    def new_callable_name(self, decl: Any) -> str:
+        return self.tmp("_f") + "_" + decl.name
 
     def compile_callable(self, decl: Any, pyname: str) -> None:
         buf = CodeBuf()
@@ -596,44 +551,17 @@ class BlockLowerer(StmtLowerer):
         return name
 
     # ------------------------------------------------------------ calls
-    def call(self, e: ast.Call, fn: FnCtx, want_value: bool) -> str | None:
-        info = e.resolved
-        kind = getattr(info, "kind", None)
-        if kind == "action":
-            return self.action_call(e, info, fn, want_value)
-        if kind == "function":
-            return self.function_call(e, info, fn, want_value)
-        if kind == "table_apply":
-            d = info.decl
-            if id(d) not in self.table_fns:
-                raise self.fail(f"table '{d.name}' is not part of this block", e)
-            return f"{self.table_fns[id(d)]}()"
-        if kind in ("control_apply", "parser_apply"):
-            return self.block_call(e, info, fn)
-        if kind == "builtin":
-            return self.builtin(e, info, fn)
-        if kind in ("extern_function", "extern_method"):
-            return extern_calls.lower_extern_call(self, e, info, fn, want_value)
-        raise self.fail(f"calls of kind '{kind}' are not supported by the v1model target", e)
+    def table_apply_call(self, table_fn: str, fn: FnCtx) -> str:
+        return f"{table_fn}()"
 
-    def block_call(self, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-        recv = info.receiver
-        decl = getattr(recv, "decl", None)
-        if isinstance(decl, ast.ParserDecl | ast.ControlDecl):
-            target = self.direct_block(decl)
-        elif isinstance(recv, ast.TypeNameExpr):
-            target = self.direct_block(getattr(recv.type_ref.resolved, "decl", None))
-        else:
-            target = self.names.get(id(decl))
-            if target is None:
-                raise self.fail("cannot find the instance being applied", e)
-        is_parser = info.kind == "parser_apply"
-        bdecl = info.decl
-        can_exit = not is_parser and isinstance(bdecl, ast.ControlDecl) and self.may_exit(bdecl)
-        if is_parser:
-            can_exit = True
-        return self.user_call(target, info.params, info.args, fn, False, can_exit, False,
-                              exc="_PErr" if is_parser else "_Exit", by_ref=True)
+    def extern_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
+        return extern_calls.lower_extern_call(self, e, info, fn, want_value)
+
+    def bound_block(self, decl: Any) -> str | None:
+        return self.names.get(id(decl))
+
+    def block_call_options(self, is_parser: bool) -> dict[str, Any]:
+        return {"exc": "_PErr" if is_parser else "_Exit"}
 
     def builtin(self, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         b = info.builtin

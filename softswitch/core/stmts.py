@@ -12,32 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from softswitch.core.lower import FRESH_NODES, ExprLowerer, FnCtx, flatten_slice
+from softswitch.core.walk import LoweringWalk, const_int
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
-from softswitch.frontend.ast import NOT_CONST
 
 LOOP_LIMIT = 1 << 20
 
 
-class StmtLowerer(ExprLowerer):
+__all__ = ["LOOP_LIMIT", "StmtLowerer", "const_int"]
+
+
+class StmtLowerer(LoweringWalk, ExprLowerer):
     """Statements and user-level calls; externs and tables are left to subclasses."""
 
-    # ------------------------------------------------------------ statements
-    def stmt(self, s: ast.Stmt, fn: FnCtx) -> None:
-        meth = getattr(self, "s_" + type(s).__name__, None)
-        if meth is None:
-            raise self.fail(f"statement {type(s).__name__} is not supported here", s)
-        meth(s, fn)
-
-    def stmts(self, ss: list[ast.Stmt], fn: FnCtx) -> None:
-        for s in ss:
-            self.stmt(s, fn)
-
-    def s_BlockStmt(self, s: ast.BlockStmt, fn: FnCtx) -> None:
-        self.stmts(s.stmts, fn)
-
-    def s_EmptyStmt(self, s: ast.EmptyStmt, fn: FnCtx) -> None:
-        pass
+    WHERE = "by softswitch"
 
     def s_AssignStmt(self, s: ast.AssignStmt, fn: FnCtx) -> None:
         if isinstance(s.target, ast.DontCareExpr):
@@ -217,21 +205,14 @@ class StmtLowerer(ExprLowerer):
             return f"{sel} is {name}"
         return f"{sel} == {self.expr(label, fn)}"
 
-    def action_label(self, table: Any, decl: Any, label: ast.Expr) -> str:  # pragma: no cover
-        raise NotImplementedError
-
     # ------------------------------------------------------------ user calls
-    def callable_name(self, decl: Any) -> str:  # pragma: no cover
-        raise NotImplementedError
-
-    def may_exit(self, decl: Any) -> bool:  # pragma: no cover
-        raise NotImplementedError
-
     def user_call(self, pyfunc: str, params: tuple[T.ParamInfo, ...],
                   args: tuple[Any, ...], fn: FnCtx, has_value: bool, can_exit: bool,
                   want_value: bool, extra_args: tuple[str, ...] = (),
-                  exc: str = "_Exit", by_ref: bool = False) -> str | None:
+                  exc: str = "_Exit", by_ref: bool = False,
+                  ret_type: Any = None) -> str | None:
         """Copy-in/copy-out call of a lowered callable returning (value?, outs…).
+        (``ret_type``: the C back end declares its result with it; Python needs not.)
 
         ``by_ref``: the callee sees nothing but its parameters (a sub-parser,
         sub-control or function), so ``inout`` aggregates that overlap no other
@@ -283,78 +264,8 @@ class StmtLowerer(ExprLowerer):
             return f"{res}[0]"
         return None
 
-    def shareable(self, params: tuple[T.ParamInfo, ...], args: tuple[Any, ...]) -> set[int]:
-        """Indices of inout aggregate arguments that may be passed by reference:
-        l-values with a static path that no other argument's path overlaps (``in``
-        arguments keep their copies: the callee may treat them as locals)."""
-        paths: list[tuple[int, tuple[Any, ...] | None]] = []
-        for i, a in enumerate(args[:len(params)]):
-            if a is None or isinstance(a, ast.DontCareExpr):
-                continue
-            paths.append((i, _static_path(a)))
-        out: set[int] = set()
-        for i, path in paths:
-            p = params[i]
-            if p.direction != "inout" or path is None:
-                continue
-            if not isinstance(T.strip_newtype(p.type), T.StructLikeType | T.StackType):
-                continue
-            if all(j == i or (other is not None and not _overlap(path, other))
-                   for j, other in paths):
-                out.add(i)
-        return out
-
     def copy_out(self, res: str, outs: list[tuple[ast.Expr, int]], has_value: bool,
                  fn: FnCtx) -> None:
         base = 1 if has_value else 0
         for a, idx in outs:
             self.assign(a, f"{res}[{base + idx}]", fn)
-
-    def action_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
-        decl = info.decl
-        name = self.callable_name(decl)
-        return self.user_call(name, info.params, info.args, fn, False, self.may_exit(decl),
-                              want_value)
-
-    def function_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
-        decl = info.decl
-        name = self.callable_name(decl)
-        rt = decl.return_type.resolved if decl.return_type is not None else None
-        has_value = rt is not None and not isinstance(rt, T.VoidType)
-        # A function sees only its parameters, so aggregates may go by reference.
-        return self.user_call(name, info.params, info.args, fn, has_value, False, want_value,
-                              by_ref=True)
-
-
-def const_int(e: ast.Expr | None) -> int | None:
-    if e is None:
-        return None
-    c = e.const
-    if c is NOT_CONST:
-        return None
-    if isinstance(c, bool):
-        return int(c)
-    if isinstance(c, int):
-        return c
-    v = getattr(c, "value", None)
-    return v if isinstance(v, int) else None
-
-
-def _static_path(e: ast.Expr) -> tuple[Any, ...] | None:
-    """The access path of an l-value (root declaration, then fields / constant
-    indices), or None when it is not a plain l-value with a static path."""
-    if isinstance(e, ast.PathExpr):
-        return (id(e.decl),)
-    if isinstance(e, ast.Member):
-        base = _static_path(e.expr)
-        return None if base is None else base + (e.name,)
-    if isinstance(e, ast.Index):
-        base = _static_path(e.expr)
-        idx = const_int(e.index)
-        return None if base is None or idx is None else base + (idx,)
-    return None
-
-
-def _overlap(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    n = min(len(a), len(b))
-    return a[:n] == b[:n]

@@ -14,13 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from softswitch.core import wire
-from softswitch.core.blocks import (
-    PARSER_STATE_LIMIT,
-    REJECT_CODE,
-    _StateRef,
-    match_keys,
-    may_exit,
-)
+from softswitch.core.blocks import PARSER_STATE_LIMIT, REJECT_CODE, _StateRef, match_keys
 from softswitch.core.tables import EMPTY_GROUP_ACTION
 from softswitch.fastpath import cexterns
 from softswitch.fastpath.cexpr import CBuf, FnCtx
@@ -174,22 +168,14 @@ class CBlock(StmtGen):
         self.externs[id(key_decl)] = self.prog.extern_ref(inst)
         self.names[id(key_decl)] = "@extern"
 
-    def direct_block(self, tdecl: Any) -> str:
-        for ch in self.block.children:
-            if isinstance(ch, E.BlockInstance) and ch.decl is tdecl and \
-                    ch.local_name == tdecl.name:
-                key = ("direct", id(tdecl))
-                if key not in self.blocks:
-                    self.blocks[key] = self.prog.block_fn(ch)
-                return self.blocks[key]
-        raise self.fail(f"'{tdecl.name}' is applied but was not elaborated", tdecl)
+    def direct_block_of(self, inst: E.BlockInstance) -> str:
+        key = ("direct", id(inst.decl))
+        if key not in self.blocks:
+            self.blocks[key] = self.prog.block_fn(inst)
+        return self.blocks[key]
 
-    def global_instance(self, decl: Any) -> ExternRef | None:
-        for ext in self.pb.elab.externs:
-            if ext.decl is decl:
-                self.bind_extern(decl, ext)
-                return self.externs[id(decl)]
-        return None
+    def bound_extern(self, decl: Any) -> ExternRef:
+        return self.externs[id(decl)]
 
     def is_lvalue(self, e: ast.Expr) -> bool:
         if isinstance(e, ast.PathExpr):
@@ -206,16 +192,8 @@ class CBlock(StmtGen):
         return False
 
     # ------------------------------------------------------------ callables
-    def callable_name(self, decl: Any) -> str:
-        name = self.callables.get(id(decl))
-        if name is None:
-            name = f"A{self.bid}_{len(self.callables)}_{ident(decl.name)}"
-            self.callables[id(decl)] = name
-            self._pending.append((decl, name))
-        return name
-
-    def may_exit(self, decl: Any) -> bool:
-        return may_exit(decl, self._exit_cache)
+    def new_callable_name(self, decl: Any) -> str:
+        return f"A{self.bid}_{len(self.callables)}_{ident(decl.name)}"
 
     def compile_callable(self, decl: Any, cname: str) -> None:
         buf = CBuf()
@@ -594,49 +572,22 @@ class CBlock(StmtGen):
         return "-99"
 
     # ------------------------------------------------------------ calls
-    def call(self, e: ast.Call, fn: FnCtx, want_value: bool) -> str | None:
-        info = e.resolved
-        kind = getattr(info, "kind", None)
-        if kind == "action":
-            return self.action_call(e, info, fn, want_value)
-        if kind == "function":
-            return self.function_call(e, info, fn, want_value)
-        if kind == "table_apply":
-            d = info.decl
-            if id(d) not in self.table_fns:
-                raise self.fail(f"table '{d.name}' is not part of this block", e)
-            r = self.tmp("ta")
-            fn.buf.emit(f"rt_ares {r};")
-            fn.buf.emit(f"st = {self.table_fns[id(d)]}(c, f, &{r});")
-            self.check(fn)
-            return r
-        if kind in ("control_apply", "parser_apply"):
-            return self.block_call(e, info, fn)
-        if kind == "builtin":
-            return self.builtin(e, info, fn)
-        if kind in ("extern_function", "extern_method"):
-            return cexterns.lower_extern_call(self, e, info, fn, want_value)
-        raise self.fail(f"calls of kind '{kind}' are not supported by the C back end", e)
+    def table_apply_call(self, table_fn: str, fn: FnCtx) -> str:
+        r = self.tmp("ta")
+        fn.buf.emit(f"rt_ares {r};")
+        fn.buf.emit(f"st = {table_fn}(c, f, &{r});")
+        self.check(fn)
+        return r
 
-    def block_call(self, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-        recv = info.receiver
-        decl = getattr(recv, "decl", None)
-        if isinstance(decl, ast.ParserDecl | ast.ControlDecl):
-            target = self.direct_block(decl)
-        elif isinstance(recv, ast.TypeNameExpr):
-            target = self.direct_block(getattr(recv.type_ref.resolved, "decl", None))
-        else:
-            target = self.blocks.get(id(decl))
-            if target is None:
-                raise self.fail("cannot find the instance being applied", e)
-        is_parser = info.kind == "parser_apply"
-        bdecl = info.decl
-        can_exit = not is_parser and isinstance(bdecl, ast.ControlDecl) and self.may_exit(bdecl)
-        if is_parser:
-            can_exit = True
-        return self.user_call(target, info.params, info.args, fn, False, can_exit, False,
-                              exc="ST_PERR" if is_parser else "ST_EXIT", by_ref=True,
-                              all_ptr=True, frame=False)
+    def extern_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
+        return cexterns.lower_extern_call(self, e, info, fn, want_value)
+
+    def bound_block(self, decl: Any) -> str | None:
+        return self.blocks.get(id(decl))
+
+    def block_call_options(self, is_parser: bool) -> dict[str, Any]:
+        return {"exc": "ST_PERR" if is_parser else "ST_EXIT", "all_ptr": True,
+                "frame": False}
 
     def builtin(self, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         b = info.builtin

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from softswitch.core.stmts import LOOP_LIMIT, _overlap, _static_path, const_int
+from softswitch.core.stmts import LOOP_LIMIT, const_int
+from softswitch.core.walk import LoweringWalk
 from softswitch.fastpath.cexpr import ExprGen, FnCtx, flatten_slice
 from softswitch.fastpath.ctypes_ import Unsupported, scalar
 from softswitch.frontend import ast
@@ -29,29 +30,18 @@ def _is_packet(t: Any) -> str | None:
     return None
 
 
-class StmtGen(ExprGen):
+class StmtGen(LoweringWalk, ExprGen):
+    WHERE = "by the C back end"
+
     # ------------------------------------------------------------ statements
     def stmt(self, s: ast.Stmt, fn: FnCtx) -> None:
-        meth = getattr(self, "s_" + type(s).__name__, None)
-        if meth is None:
-            raise self.fail(f"statement {type(s).__name__} is not supported by the C "
-                            "back end", s)
+        """As the interpreter's; what the C back end cannot do is located at ``s``."""
         try:
-            meth(s, fn)
+            super().stmt(s, fn)
         except Unsupported as e:
             if e.loc is None:
                 e.loc = s.loc
             raise
-
-    def stmts(self, ss: list[ast.Stmt], fn: FnCtx) -> None:
-        for s in ss:
-            self.stmt(s, fn)
-
-    def s_BlockStmt(self, s: ast.BlockStmt, fn: FnCtx) -> None:
-        self.stmts(s.stmts, fn)
-
-    def s_EmptyStmt(self, s: ast.EmptyStmt, fn: FnCtx) -> None:
-        pass
 
     def s_AssignStmt(self, s: ast.AssignStmt, fn: FnCtx) -> None:
         if isinstance(s.target, ast.DontCareExpr):
@@ -224,16 +214,7 @@ class StmtGen(ExprGen):
             return f"{sel} == {self.action_label(table, decl, label)}"
         return f"{sel} == {self.expr(label, fn)}"
 
-    def action_label(self, table: Any, decl: Any, label: ast.Expr) -> str:  # pragma: no cover
-        raise NotImplementedError
-
     # ------------------------------------------------------------ user calls
-    def callable_name(self, decl: Any) -> str:  # pragma: no cover
-        raise NotImplementedError
-
-    def may_exit(self, decl: Any) -> bool:  # pragma: no cover
-        raise NotImplementedError
-
     def user_call(self, cfunc: str, params: tuple[T.ParamInfo, ...], args: tuple[Any, ...],
                   fn: FnCtx, has_value: bool, can_exit: bool, want_value: bool,
                   exc: str = "ST_EXIT", by_ref: bool = False, all_ptr: bool = False,
@@ -298,38 +279,6 @@ class StmtGen(ExprGen):
                     self.assign(a, t, fn)
         self.check(fn)
         return res
-
-    def shareable(self, params: tuple[T.ParamInfo, ...], args: tuple[Any, ...]) -> set[int]:
-        paths: list[tuple[int, tuple[Any, ...] | None]] = []
-        for i, a in enumerate(args[:len(params)]):
-            if a is None or isinstance(a, ast.DontCareExpr):
-                continue
-            paths.append((i, _static_path(a)))
-        out: set[int] = set()
-        for i, path in paths:
-            p = params[i]
-            if p.direction != "inout" or path is None:
-                continue
-            if not isinstance(T.strip_newtype(p.type), T.StructLikeType | T.StackType):
-                continue
-            if all(j == i or (other is not None and not _overlap(path, other))
-                   for j, other in paths):
-                out.add(i)
-        return out
-
-    def action_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
-        decl = info.decl
-        name = self.callable_name(decl)
-        return self.user_call(name, info.params, info.args, fn, False, self.may_exit(decl),
-                              want_value)
-
-    def function_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
-        decl = info.decl
-        name = self.callable_name(decl)
-        rt = decl.return_type.resolved if decl.return_type is not None else None
-        has_value = rt is not None and not isinstance(rt, T.VoidType)
-        return self.user_call(name, info.params, info.args, fn, has_value, False, want_value,
-                              by_ref=True, ret_type=rt)
 
 
 def _c_name(name: str) -> str:
