@@ -217,13 +217,13 @@ class EgressScheduler:
         queues (the old one's packets cannot run through the new program)."""
         if self._queued is None or self._queued.switch is not switch:
             self.tm.flush()
-            # native egress queues: on the C fast path, unless the native loop is off
-            self.tm.attach_native(switch.native_queues(self.tm.num_queues)
-                                  if self.native and hasattr(switch, "native_queues")
-                                  else None)
             # a PNA NIC brings its own view (per-class transmit queues, softswitch.pna.tm)
             view = getattr(switch, "queued_view", None)
             self._queued = view(self.tm) if view is not None else QueuedSwitch(switch, self.tm)
+            # native egress queues: v1model on the C fast path, unless the loop is off
+            native = self.native and type(self._queued) is QueuedSwitch \
+                and hasattr(switch, "native_queues")
+            self.tm.attach_native(switch.native_queues(self.tm.num_queues) if native else None)
         return self._queued
 
     def _transmit(self, loaded: Any, now: float) -> None:
