@@ -17,6 +17,11 @@
  * 512 + ``port`` has bit p set when that queue is full, so enqueue would drop the
  * instance, and the loop drops it when nothing may leave the queues before ``quiet``
  * (then the dequeue Python runs after an enqueue would have found nothing).
+ * Ports whose queues are native (rt_queues.c, ``queues``) come first: an instance for
+ * one passes through, is queued or is dropped here, as EgressPort would, and after a
+ * frame that queued one, what may leave at that time leaves (EgressScheduler
+ * ._after_frame); when such a packet's egress leaves work (a recirculation, an egress
+ * clone), the loop stops after the frame with LOOP_DRAIN and Python finishes it.
  * Anything else stops the burst at that frame and hands it back, so Python finishes it
  * the usual way and the order of everything stays as it is without the loop:
  *   - a MAC control (PFC) frame: the whole frame (it pauses our queues first);
@@ -185,12 +190,13 @@ static PyObject *loop_passed(const rt_loop *L) {
     return lst;
 }
 
-/* forward(ctx, port, frames, start, gate, sinks, origin, quiet)
+/* forward(ctx, port, frames, start, gate, sinks, origin, quiet, queues|None)
  *   -> (next, kind, now, rest, passes, outs, passed, emitted)
  * Frames [start, next) are done. kind LOOP_DONE: next == len(frames). LOOP_FRAME: frame
  * ``next`` is Python's, whole. LOOP_WORK: frame ``next`` ran ``passes`` passes at time
  * ``now``; ``rest`` is its remaining work (items as ingress()/egress() return them).
- * LOOP_ERROR: frame ``next`` raised ``rest``. ``passed``: [(port, priority, packets,
+ * LOOP_ERROR: frame ``next`` raised ``rest``. LOOP_DRAIN: frame ``next`` is done, and
+ * ``rest`` is the hand-back of the drain after it (rt_queues.c ntm_drain). ``passed``: [(port, priority, packets,
  * bytes, last now, dropped?)]; ``emitted``: frames out (held or in ``outs``). */
 static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 9 || !PyList_Check(args[2]) || !PyByteArray_Check(args[4])

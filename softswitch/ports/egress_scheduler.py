@@ -21,6 +21,9 @@ goes through C in one call per run of frames the traffic manager lets pass at on
 lists; a frame needing anything else (a queue, a PFC frame, the CPU port's PacketIn)
 is handed back where it stands and finished here the Python way, so results and the
 order per port are the same with the loop and without (``SOFTSWITCH_NATIVE_LOOP=off``).
+With the loop, ports whose queues C can hold (``TrafficManager.native``,
+``fastpath/rt_queues.c``) keep their queued packets in C: the loop queues and drains
+them, and this module's thread drains them with one call per departure time.
 """
 
 from __future__ import annotations
