@@ -14,7 +14,6 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from softswitch.core.control import PacketOut
 from softswitch.tm.scheduler import Dequeued, QueuedPacket
 from softswitch.v1model.switch import _Work
 
@@ -65,9 +64,10 @@ class NativeQueues:
                                for t in packets]))
         return Evicted(busy, out)
 
-    def take(self) -> NativeTake:
-        enqueues, dropped, queues, held = self._mod.queues_take(self.capsule)
-        return NativeTake(enqueues, dropped, queues, held)
+    def take(self) -> NativeTake | None:
+        """The counters since the last take; None when none changed."""
+        got = self._mod.queues_take(self.capsule)
+        return None if got is None else NativeTake(*got)
 
     def next_event_us(self, now_us: float) -> float | None:
         return self._mod.queues_next(self.capsule, float(now_us))  # type: ignore[no-any-return]
@@ -104,6 +104,3 @@ class NativeQueues:
         (w,) = self.switch.work_of([t[:6]])
         return w
 
-
-def frames_out(frames: list[tuple[int, bytes]]) -> list[PacketOut]:
-    return [PacketOut(p, d) for p, d in frames]

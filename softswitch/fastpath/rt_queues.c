@@ -37,7 +37,11 @@ typedef struct {
     ntm_port *ports[NTM_PORTS];
     int32_t hdelta[NTM_PORTS][NTM_PRIOS];  /* held per (ingress port, priority): change */
     uint8_t htouch[NTM_PORTS][NTM_PRIOS];
-    int hdirty;
+    uint16_t hkeys[NTM_PORTS * NTM_PRIOS];  /* the touched (ingress port, priority) keys */
+    int nhkeys;
+    uint8_t pdirty[NTM_PORTS];
+    uint16_t dports[NTM_PORTS];            /* ports whose counters changed since a take */
+    int ndports;
     uint16_t holding[NTM_PORTS];           /* ports holding packets, TrafficManager order */
     int nholding;
     uint64_t held_total;
@@ -79,8 +83,19 @@ static void ntm_held(ntm_state *S, const rt_work *w, int d) {
     uint64_t ip = w->sm.f_ingress_port, pr = w->sm.f_priority;
     if (ip >= NTM_PORTS || pr >= NTM_PRIOS) return;
     S->hdelta[ip][pr] += d;
-    S->htouch[ip][pr] = 1;
-    S->hdirty = 1;
+    if (!S->htouch[ip][pr]) {
+        S->htouch[ip][pr] = 1;
+        S->hkeys[S->nhkeys++] = (uint16_t)(ip * NTM_PRIOS + pr);
+    }
+}
+
+/* queue ``q`` of ``port`` changed its counters */
+static void ntm_dirty(ntm_state *S, int64_t port, ntm_q *q) {
+    q->dirty = 1;
+    if (!S->pdirty[port]) {
+        S->pdirty[port] = 1;
+        S->dports[S->ndports++] = (uint16_t)port;
+    }
 }
 
 /* EgressPort.pass_through for a native port: the packet's queue empty, unlimited and
@@ -100,7 +115,7 @@ static int ntm_pass(ntm_state *S, ntm_port *P, const rt_work *w, double now) {
     q->deq++;
     q->bytes += w->length;
     if (!q->maxd) q->maxd = 1;
-    q->dirty = 1;
+    ntm_dirty(S, w->port, q);
     return 1;
 }
 
@@ -111,7 +126,7 @@ static int ntm_enqueue(ntm_state *S, ntm_port *P, int64_t port, rt_work *w, doub
     S->enqueues++;
     if (prio >= (uint64_t)S->nq) { S->dropped++; return 1; }
     ntm_q *q = &P->q[prio];
-    q->dirty = 1;
+    ntm_dirty(S, port, q);
     if (q->n >= q->capacity) { q->drop++; S->dropped++; return 1; }
     if (q->n == q->size) {
         uint32_t ns = q->size ? q->size * 2 : 64;
@@ -142,7 +157,7 @@ static int ntm_enqueue(ntm_state *S, ntm_port *P, int64_t port, rt_work *w, doub
 }
 
 /* EgressPort.dequeue without a link rate: the highest queue whose head may leave. */
-static int ntm_pop1(ntm_state *S, ntm_port *P, double now, ntm_out *o) {
+static int ntm_pop1(ntm_state *S, int port, ntm_port *P, double now, ntm_out *o) {
     if (!P->held || now < P->busy) return 0;
     for (int h = S->nq - 1; h >= 0; h--) {
         ntm_q *q = &P->q[h];
@@ -151,7 +166,7 @@ static int ntm_pop1(ntm_state *S, ntm_port *P, double now, ntm_out *o) {
         q->head = (q->head + 1) % q->size;
         q->n--;
         q->deq++;
-        q->dirty = 1;
+        ntm_dirty(S, port, q);
         P->held--;
         S->held_total--;
         P->busy = now;
@@ -189,7 +204,7 @@ static Py_ssize_t ntm_pop_all(ntm_state *S, double now, ntm_out **outp) {
                 }
                 out = no;
             }
-            if (!ntm_pop1(S, P, now, &out[n])) break;
+            if (!ntm_pop1(S, port, P, now, &out[n])) break;
             n++;
         }
         if (P->held) S->holding[keep++] = (uint16_t)port;
@@ -402,20 +417,22 @@ static PyObject *m_ntm_evict(PyObject *self, PyObject *const *args, Py_ssize_t n
 }
 
 /* queues_take(q) -> (enqueues, dropped, [(port, prio, enq, deq, drop, bytes, max_depth)],
- * [(ingress port, prio, held change)]): the counters since the last call, for the
- * traffic manager to fold into its statistics. */
+ * [(ingress port, prio, held change)]) | None: the counters since the last call (None:
+ * none changed), for the traffic manager to fold into its statistics. */
 static PyObject *m_ntm_take(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     ntm_state *S = n == 1 ? ntm_get(args[0]) : NULL;
     if (!S) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "queues_take(q)");
         return NULL;
     }
+    if (!S->ndports && !S->nhkeys && !S->enqueues) Py_RETURN_NONE;
     PyObject *qs = PyList_New(0), *hs = PyList_New(0);
     if (!qs || !hs) { Py_XDECREF(qs); Py_XDECREF(hs); return NULL; }
-    for (int p = 0; p < NTM_PORTS; p++) {
+    for (int i = 0; i < S->ndports; i++) {
+        int p = S->dports[i];
         ntm_port *P = S->ports[p];
-        if (!P) continue;
-        for (int k = 0; k < S->nq; k++) {
+        S->pdirty[p] = 0;
+        for (int k = 0; P && k < S->nq; k++) {
             ntm_q *q = &P->q[k];
             if (!q->dirty) continue;
             PyObject *t = Py_BuildValue("(iiKKKKK)", p, k, (unsigned long long)q->enq,
@@ -427,18 +444,16 @@ static PyObject *m_ntm_take(PyObject *self, PyObject *const *args, Py_ssize_t n)
             q->dirty = 0;
         }
     }
-    if (S->hdirty) {
-        for (int p = 0; p < NTM_PORTS; p++)
-            for (int k = 0; k < NTM_PRIOS; k++) {
-                if (!S->htouch[p][k]) continue;
-                PyObject *t = Py_BuildValue("(iii)", p, k, (int)S->hdelta[p][k]);
-                if (!t || PyList_Append(hs, t)) { Py_XDECREF(t); Py_DECREF(qs); Py_DECREF(hs); return NULL; }
-                Py_DECREF(t);
-                S->hdelta[p][k] = 0;
-                S->htouch[p][k] = 0;
-            }
-        S->hdirty = 0;
+    S->ndports = 0;
+    for (int i = 0; i < S->nhkeys; i++) {
+        int p = S->hkeys[i] / NTM_PRIOS, k = S->hkeys[i] % NTM_PRIOS;
+        PyObject *t = Py_BuildValue("(iii)", p, k, (int)S->hdelta[p][k]);
+        if (!t || PyList_Append(hs, t)) { Py_XDECREF(t); Py_DECREF(qs); Py_DECREF(hs); return NULL; }
+        Py_DECREF(t);
+        S->hdelta[p][k] = 0;
+        S->htouch[p][k] = 0;
     }
+    S->nhkeys = 0;
     PyObject *r = Py_BuildValue("(KKNN)", (unsigned long long)S->enqueues,
                                 (unsigned long long)S->dropped, qs, hs);
     S->enqueues = S->dropped = 0;

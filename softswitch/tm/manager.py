@@ -104,6 +104,8 @@ class TrafficManager:
         if self.native is None:
             return 0
         got = self.native.take()
+        if got is None:
+            return 0
         self.enqueues += got.enqueues
         for port, prio, enq, deq, drop, size, top in got.queues:
             st = self.ports[port].queues[prio].stats
