@@ -27,7 +27,7 @@ from softswitch.tm.pfc import build_pfc_frame
 
 CPU_PORT = 255
 TAG = 0x88B5
-INTERVAL_US = 50_000             # 20 packets/s: nothing leaves during a burst by chance
+INTERVAL_US = 100_000            # 10 packets/s: nothing leaves during a burst by chance
 # op: 0 forward, 1 clone to session 5 (port 3), 2 multicast group 1 (ports 2, 3),
 # 6 recirculate once (in egress)
 PROGRAM = r"""
@@ -94,8 +94,8 @@ def pfc(prio: int, quanta: int) -> bytes:
 
 
 def burst_a() -> list[bytes]:
-    """Into port 1. Port 2 queue 0 and port 1 queue 1: 20 pkt/s, 3 and 2 packets;
-    port 3 queue 1: 20 pkt/s, 2 packets."""
+    """Into port 1. Port 2 queue 0 and port 1 queue 1: 10 pkt/s, 3 and 2 packets;
+    port 3 queue 1: 10 pkt/s, 2 packets."""
     return [
         tagged(1, 2),                 # leaves at once (the first of its interval)
         tagged(2, 2),                 # waits
