@@ -143,10 +143,11 @@ class RuntimeChannel:
         (port,) = _ints(words, "show_queues PORT", 1, 1)
         tm = self._require_tm()
         ep = tm.port(port)
+        tm.sync_native()            # counters of queues C holds (native queues)
         lines = [f"port {port}: link {ep.link_rate_bps or 'unlimited'} b/s"]
         for prio in range(tm.num_queues - 1, -1, -1):
             cfg, st = ep.queue_config(prio), ep.stats(prio)
-            lines.append(f"  queue {prio}: depth {ep.depth(prio)}/{cfg.capacity_pkts} "
+            lines.append(f"  queue {prio}: depth {tm.depth(port, prio)}/{cfg.capacity_pkts} "
                          f"rate {cfg.rate_pps or 'unlimited'} pps weight {cfg.weight} "
                          f"enqueued {st.enqueued} dropped {st.dropped}")
         return "\n".join(lines)
@@ -155,6 +156,7 @@ class RuntimeChannel:
     def _show_pfc(self, words: list[str]) -> str:
         _ints(words, "show_pfc", 0, 0)
         tm = self._require_tm()
+        tm.sync_native()            # held counts of queues C holds (native queues)
         keys = sorted(set(tm.pfc.thresholds) | set(tm.pfc.pauses_sent) | set(tm.pfc_received))
         lines = ["port prio  xoff  xon  held  paused  xoff_sent  pfc_received"]
         for port, prio in keys:

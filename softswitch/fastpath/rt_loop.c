@@ -17,6 +17,11 @@
  * 512 + ``port`` has bit p set when that queue is full, so enqueue would drop the
  * instance, and the loop drops it when nothing may leave the queues before ``quiet``
  * (then the dequeue Python runs after an enqueue would have found nothing).
+ * Ports whose queues are native (rt_queues.c, ``queues``) come first: an instance for
+ * one passes through, is queued or is dropped here, as EgressPort would, and after a
+ * frame that queued one, what may leave at that time leaves (EgressScheduler
+ * ._after_frame); when such a packet's egress leaves work (a recirculation, an egress
+ * clone), the loop stops after the frame with LOOP_DRAIN and Python finishes it.
  * Anything else stops the burst at that frame and hands it back, so Python finishes it
  * the usual way and the order of everything stays as it is without the loop:
  *   - a MAC control (PFC) frame: the whole frame (it pauses our queues first);
@@ -29,7 +34,7 @@
  * returned in ``outs`` for Device._dispatch, in order.
  */
 
-enum { LOOP_DONE = 0, LOOP_FRAME = 1, LOOP_WORK = 2, LOOP_ERROR = 3 };
+enum { LOOP_DONE = 0, LOOP_FRAME = 1, LOOP_WORK = 2, LOOP_ERROR = 3, LOOP_DRAIN = 4 };
 enum { RUN_DONE = 0, RUN_HANDBACK = 1, RUN_ERROR = 2 };
 #define GATE_PORTS 512
 #define MAX_PASS_KEYS 64
@@ -49,6 +54,8 @@ typedef struct {
     int npassed;
     double origin;
     double quiet;              /* nothing leaves a queue before this time (µs) */
+    ntm_state *S;              /* the native queues (rt_queues.c), or NULL */
+    int enq_native;            /* the current frame called a native enqueue */
 } rt_loop;
 
 /* Python's (time.monotonic() - origin) * 1e6, computed the way CPython computes
@@ -106,12 +113,29 @@ static int loop_frame(rt_loop *L, rt_queue *q, double now, int *passes) {
     rt_ctx *c = L->c;
     while (q->head < q->n && *passes < MAX_PASSES) {
         rt_work *w = q->items[q->head];
+        ntm_port *P;
         int st;
         if (w->stage == 0) {
             ++*passes;
             q->items[q->head++] = NULL;
             c->busy = 1;
             st = do_ingress(c, w, q);
+            c->busy = 0;
+            work_free(w);
+        } else if ((P = ntm_native(L->S, w->port)) != NULL) {
+            /* a native port: pass through, or enqueue (or drop) here */
+            ++*passes;
+            q->items[q->head++] = NULL;
+            if (!ntm_pass(L->S, P, w, now)) {
+                L->enq_native = 1;
+                int r = ntm_enqueue(L->S, P, w->port, w, now);
+                if (r) work_free(w);
+                if (r < 0) return RUN_ERROR;
+                continue;
+            }
+            rt_qinfo qi = {1, ((uint64_t)now) & 0xFFFFFFFFu, 0, 0, 0};
+            c->busy = 1;
+            st = do_egress(c, w, q, L->outs, &qi);
             c->busy = 0;
             work_free(w);
         } else {
@@ -166,19 +190,20 @@ static PyObject *loop_passed(const rt_loop *L) {
     return lst;
 }
 
-/* forward(ctx, port, frames, start, gate, sinks, origin, quiet)
+/* forward(ctx, port, frames, start, gate, sinks, origin, quiet, queues|None)
  *   -> (next, kind, now, rest, passes, outs, passed, emitted)
  * Frames [start, next) are done. kind LOOP_DONE: next == len(frames). LOOP_FRAME: frame
  * ``next`` is Python's, whole. LOOP_WORK: frame ``next`` ran ``passes`` passes at time
  * ``now``; ``rest`` is its remaining work (items as ingress()/egress() return them).
- * LOOP_ERROR: frame ``next`` raised ``rest``. ``passed``: [(port, priority, packets,
+ * LOOP_ERROR: frame ``next`` raised ``rest``. LOOP_DRAIN: frame ``next`` is done, and
+ * ``rest`` is the hand-back of the drain after it (rt_queues.c ntm_drain). ``passed``: [(port, priority, packets,
  * bytes, last now, dropped?)]; ``emitted``: frames out (held or in ``outs``). */
 static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    if (n != 8 || !PyList_Check(args[2]) || !PyByteArray_Check(args[4])
+    if (n != 9 || !PyList_Check(args[2]) || !PyByteArray_Check(args[4])
         || PyByteArray_GET_SIZE(args[4]) != 2 * GATE_PORTS || !PyDict_Check(args[5])) {
         PyErr_SetString(PyExc_TypeError,
                         "forward(ctx, port, frames: list, start, gate: bytearray(1024), "
-                        "sinks: dict, origin, quiet)");
+                        "sinks: dict, origin, quiet, queues|None)");
         return NULL;
     }
     rt_ctx *c = get_ctx(args[0]);
@@ -190,6 +215,8 @@ static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     double origin = PyFloat_AsDouble(args[6]);
     double quiet = PyFloat_AsDouble(args[7]);
     if (PyErr_Occurred()) return NULL;
+    ntm_state *S = NULL;
+    if (args[8] != Py_None && !(S = ntm_get(args[8]))) return NULL;
     for (Py_ssize_t k = i < 0 ? 0 : i; k < PyList_GET_SIZE(frames); k++) {
         PyObject *f = PyList_GET_ITEM(frames, k);
         if (!PyBytes_Check(f) && !PyByteArray_Check(f)) {
@@ -203,6 +230,7 @@ static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     L->port = port;
     L->origin = origin;
     L->quiet = quiet;
+    L->S = S;
     L->gate = (const uint8_t *)PyByteArray_AS_STRING(args[4]);  /* not resized meanwhile */
     Py_ssize_t pos = 0;
     PyObject *key, *value;
@@ -247,6 +275,14 @@ static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n) 
         }
         q_free(&q);
         if (r == RUN_ERROR) { kind = LOOP_ERROR; rest = loop_taken_error(); break; }
+        if (L->enq_native) {
+            /* EgressScheduler._after_frame: what may leave now does */
+            L->enq_native = 0;
+            PyObject *hb = NULL;
+            int d = S->held_total ? ntm_drain(c, S, now, L->outs, &hb) : 0;
+            if (d < 0) { kind = LOOP_ERROR; rest = loop_taken_error(); break; }
+            if (d > 0) { kind = LOOP_DRAIN; rest = hb; break; }
+        }
     }
     c->sinkv = NULL;
     long long emitted = (c->sunk - sunk0) + PyList_GET_SIZE(L->outs);

@@ -1140,6 +1140,15 @@ static PyObject *m_queues(PyObject *self, PyObject *const *args, Py_ssize_t n) {
 
 /* rt_loop.c, appended after this file */
 static PyObject *m_forward(PyObject *self, PyObject *const *args, Py_ssize_t n);
+/* rt_queues.c, appended after this file */
+static PyObject *m_ntm_new(PyObject *self, PyObject *const *args, Py_ssize_t n);
+static PyObject *m_ntm_adopt(PyObject *self, PyObject *const *args, Py_ssize_t n);
+static PyObject *m_ntm_config(PyObject *self, PyObject *const *args, Py_ssize_t n);
+static PyObject *m_ntm_evict(PyObject *self, PyObject *const *args, Py_ssize_t n);
+static PyObject *m_ntm_take(PyObject *self, PyObject *const *args, Py_ssize_t n);
+static PyObject *m_ntm_next(PyObject *self, PyObject *const *args, Py_ssize_t n);
+static PyObject *m_ntm_depth(PyObject *self, PyObject *const *args, Py_ssize_t n);
+static PyObject *m_ntm_drain(PyObject *self, PyObject *const *args, Py_ssize_t n);
 
 static PyMethodDef METHODS[] = {
     {"new", (PyCFunction)(void (*)(void))m_new, METH_FASTCALL, NULL},
@@ -1164,6 +1173,14 @@ static PyMethodDef METHODS[] = {
     {"set_repl", (PyCFunction)(void (*)(void))m_set_repl, METH_FASTCALL, NULL},
     {"queues", (PyCFunction)(void (*)(void))m_queues, METH_FASTCALL, NULL},
     {"forward", (PyCFunction)(void (*)(void))m_forward, METH_FASTCALL, NULL},
+    {"queues_new", (PyCFunction)(void (*)(void))m_ntm_new, METH_FASTCALL, NULL},
+    {"queues_adopt", (PyCFunction)(void (*)(void))m_ntm_adopt, METH_FASTCALL, NULL},
+    {"queues_config", (PyCFunction)(void (*)(void))m_ntm_config, METH_FASTCALL, NULL},
+    {"queues_evict", (PyCFunction)(void (*)(void))m_ntm_evict, METH_FASTCALL, NULL},
+    {"queues_take", (PyCFunction)(void (*)(void))m_ntm_take, METH_FASTCALL, NULL},
+    {"queues_next", (PyCFunction)(void (*)(void))m_ntm_next, METH_FASTCALL, NULL},
+    {"queues_depth", (PyCFunction)(void (*)(void))m_ntm_depth, METH_FASTCALL, NULL},
+    {"queues_drain", (PyCFunction)(void (*)(void))m_ntm_drain, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,6 +22,7 @@ from typing import Any
 from softswitch.core.control import EntryView, PacketOut
 from softswitch.core.device import resolve_name
 from softswitch.diagnostics import P4Error
+from softswitch.fastpath.queues import NativeQueues
 from softswitch.v1model.switch import Switch, _Work
 
 STAGES = ("ingress", "egress")
@@ -114,11 +115,17 @@ class FastSwitch(Switch):
 
     def forward(self, port: int, frames: list[bytes], start: int, gate: bytearray,
                 sinks: dict[int, list[bytes]], origin: float,
-                quiet: float) -> tuple[Any, ...]:
+                quiet: float, queues: NativeQueues | None = None) -> tuple[Any, ...]:
         """Run ``frames[start:]`` from ``port`` through the native forwarding loop
-        (``rt_loop.c``: what it does, where it stops and what it returns)."""
+        (``rt_loop.c``: what it does, where it stops and what it returns), with the
+        native egress queues ``queues`` (``rt_queues.c``) for the ports they hold."""
         return self._mod.forward(self._ctx, port, frames, start, gate, sinks,  # type: ignore[no-any-return]
-                                 origin, quiet)
+                                 origin, quiet, None if queues is None else queues.capsule)
+
+    def native_queues(self, num_queues: int) -> NativeQueues:
+        """Egress queues in C for this pipeline's packets (``fastpath/queues.py``)."""
+        self._settle()
+        return NativeQueues(self, num_queues)
 
     def work_of(self, items: list[tuple[Any, ...]]) -> deque[_Work]:
         """The work items the native loop handed back, as QueuedSwitch runs them."""

@@ -21,6 +21,9 @@ goes through C in one call per run of frames the traffic manager lets pass at on
 lists; a frame needing anything else (a queue, a PFC frame, the CPU port's PacketIn)
 is handed back where it stands and finished here the Python way, so results and the
 order per port are the same with the loop and without (``SOFTSWITCH_NATIVE_LOOP=off``).
+With the loop, ports whose queues C can hold (``TrafficManager.native``,
+``fastpath/rt_queues.c``) keep their queued packets in C: the loop queues and drains
+them, and this module's thread drains them with one call per departure time.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ _device_log = logging.getLogger("softswitch.device")
 IDLE_WAIT_S = 0.5
 _MAC_CONTROL = b"\x88\x08"      # PFC frames are MAC control frames (pfc.parse_pfc_frame)
 # what the native loop's forward() says of where it stopped (fastpath/rt_loop.c)
-_LOOP_DONE, _LOOP_FRAME, _LOOP_WORK, _LOOP_ERROR = 0, 1, 2, 3
+_LOOP_DONE, _LOOP_FRAME, _LOOP_WORK, _LOOP_ERROR, _LOOP_DRAIN = 0, 1, 2, 3, 4
 
 
 def _log_dropped(port: int, exc: BaseException) -> None:
@@ -123,7 +126,7 @@ class EgressScheduler:
             # The scheduler thread only has work when something waits for later (a rate,
             # link rate or pause holds it); waking it for every frame hands the GIL back
             # and forth for nothing (veth l3_basic/tailcc: ~1.6x the frames per second).
-            if self.tm.queued and self.tm.next_event_us(self.now_us()) is not None:
+            if self.tm.holding() and self.tm.next_event_us(self.now_us()) is not None:
                 self._wake.notify()
 
     def _receive(self, loaded: Any, queued: Any, port: int, frame: bytes,
@@ -143,7 +146,7 @@ class EgressScheduler:
                      outs: list[PacketOut]) -> None:
         # Only a packet that took a queue can make something leave now: what waits for
         # a rate or a pause is the scheduler thread's.
-        if self.tm.enqueues != enqueues and self.tm.queued:
+        if self.tm.enqueues != enqueues and self.tm.holding():
             if outs:
                 self.device._dispatch(loaded, outs)
                 outs.clear()
@@ -180,14 +183,24 @@ class EgressScheduler:
         quiet = tm.next_event_us(now)
         nxt, kind, now, rest, passes, others, passed, emitted = switch.forward(
             port, frames, start, self._gate, sinks, self._origin,
-            math.inf if quiet is None else quiet)
+            math.inf if quiet is None else quiet, tm.native)
         self.native_frames += nxt - start
         if passed:
             queued.dropped_at_enqueue += tm.count_passed(passed)
+        if tm.native_ports:
+            queued.dropped_at_enqueue += tm.sync_native()
         if others:
             outs.extend(PacketOut(p, data) for p, data in others)
         if kind == _LOOP_DONE:
             return nxt, False, emitted
+        if kind == _LOOP_DRAIN:    # frame nxt is done; its drain left work for Python
+            self.native_frames += 1
+            try:
+                queued.finish_native(rest, now, outs)
+            except Exception as exc:  # noqa: BLE001 - one bad frame must not stop ports
+                _log_dropped(port, exc)
+            queued.dropped_at_enqueue += tm.sync_native()
+            return nxt + 1, False, emitted
         self.handed_back += 1
         if kind == _LOOP_FRAME:
             return nxt, True, emitted
@@ -210,17 +223,26 @@ class EgressScheduler:
             # a PNA NIC brings its own view (per-class transmit queues, softswitch.pna.tm)
             view = getattr(switch, "queued_view", None)
             self._queued = view(self.tm) if view is not None else QueuedSwitch(switch, self.tm)
+            # native egress queues: v1model on the C fast path, unless the loop is off
+            native = self.native and type(self._queued) is QueuedSwitch \
+                and hasattr(switch, "native_queues")
+            self.tm.attach_native(switch.native_queues(self.tm.num_queues) if native else None)
         return self._queued
 
     def _transmit(self, loaded: Any, now: float) -> None:
         assert self._queued is not None
+        sent: list[PacketOut] = []
         try:
-            outs = self._queued.transmit_ready(now)
+            sent.extend(packet for packet, _ in self._queued.transmit_ready(now))
+            if self.tm.native is not None and type(self._queued) is QueuedSwitch:
+                self._queued.transmit_native(now, sent)
         except P4Error as exc:
             log.warning("egress: packet dropped: %s", exc.message)
-            return
-        if outs:
-            self.device._dispatch(loaded, [packet for packet, _ in outs])
+        finally:
+            if self.tm.native_ports:
+                self._queued.dropped_at_enqueue += self.tm.sync_native()
+        if sent:
+            self.device._dispatch(loaded, sent)
         self._send_pfc()
 
     # --- PFC ------------------------------------------------------------------------------
@@ -229,10 +251,9 @@ class EgressScheduler:
         pause = parse_pfc_frame(frame)
         if not pause:
             return
-        egress = self.tm.port(port)
         for priority, quanta in pause.items():
             if priority < self.tm.num_queues:
-                egress.pause(priority, quanta, now)
+                self.tm.pause(port, priority, quanta, now)
                 key = (port, priority)
                 self.tm.pfc_received[key] = self.tm.pfc_received.get(key, 0) + 1
 

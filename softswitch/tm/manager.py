@@ -10,10 +10,13 @@ current time in microseconds; :meth:`next_event_us` tells an event loop when to 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from softswitch.tm.pfc import PfcEvent, PfcMonitor, PfcThresholds
 from softswitch.tm.scheduler import Dequeued, EgressPort, QueueConfig, QueuedPacket
+
+if TYPE_CHECKING:
+    from softswitch.fastpath.queues import NativeQueues
 
 GATE_PORTS = 512        # egress ports a pass-through gate covers (v1model: 9-bit ports)
 
@@ -46,6 +49,12 @@ class TrafficManager:
         # ports whose queues changed (created, enqueue, dequeue) since the last
         # pass_through_gate: the only ones a refresh of a gate must look at again
         self.touched: set[int] = set()
+        # Native queues (``softswitch run`` on the C fast path, fastpath/queues.py): the
+        # ports whose queues C holds, with their packets; this object keeps their
+        # configuration and statistics (folded in by sync_native) and takes a port back
+        # before anything else touches it (claim).
+        self.native: NativeQueues | None = None
+        self.native_ports: set[int] = set()
 
     def port(self, port: int) -> EgressPort:
         """The egress port, created on first use with the switch-wide defaults."""
@@ -57,9 +66,82 @@ class TrafficManager:
             self.touched.add(port)
         return ep
 
+    # --- native queues ---------------------------------------------------------------
+    def attach_native(self, native: NativeQueues | None) -> None:
+        """Use ``native`` (None: no native queues) from now on; ports held by the
+        previous one come back to Python first."""
+        for number in list(self.native_ports):
+            self.claim(number)
+        self.native = native
+
+    def claim(self, port: int) -> EgressPort:
+        """The port with its queues in Python: taken back from the native queues,
+        packets, departures and counters as they are, when C held them."""
+        ep = self.port(port)
+        if port not in self.native_ports:
+            return ep
+        assert self.native is not None
+        self.sync_native()
+        back = self.native.evict(port)
+        self.native_ports.discard(port)
+        self.touched.add(port)
+        ep.busy_until_us = max(ep.busy_until_us, back.busy_us)
+        for q, (last, packets) in zip(ep.queues, back.queues, strict=False):
+            q.last_sent_us = last
+            for pkt, ingress in packets:
+                q.packets.append(pkt)
+                q.bytes += pkt.size
+                self._ingress_of[id(pkt)] = ingress
+            ep.held += len(packets)
+            self.queued += len(packets)
+        if ep.held:
+            self._holding[port] = ep
+        return ep
+
+    def sync_native(self) -> int:
+        """Fold the native queues' counters into the statistics (queue stats, enqueue
+        calls, PFC held counts); how many packets they dropped since the last call."""
+        if self.native is None:
+            return 0
+        got = self.native.take()
+        if got is None:
+            return 0
+        self.enqueues += got.enqueues
+        for port, prio, enq, deq, drop, size, top in got.queues:
+            st = self.ports[port].queues[prio].stats
+            st.enqueued += enq
+            st.dequeued += deq
+            st.dropped += drop
+            st.bytes_enqueued += size
+            st.max_depth = max(st.max_depth, top)
+        held = self.pfc.held
+        for ingress, prio, change in got.held:
+            held[(ingress, prio)] = max(held.get((ingress, prio), 0) + change, 0)
+        return got.dropped
+
+    def _may_go_native(self, ep: EgressPort, now_us: float) -> bool:
+        """Whether C can hold the port's queues exactly as :class:`EgressPort` would:
+        empty queues, per-queue depths, strict priority, packet capacity and pps rate
+        only (no link rate, DWRR weight, byte capacity, pause) and no PFC thresholds."""
+        return (self.native is not None and not ep.held and self.per_queue_depth
+                and not ep.link_rate_bps and not self.pfc.thresholds
+                and 0 <= ep.port < GATE_PORTS
+                and all(not q.config.weight and not q.config.capacity_bytes
+                        and q.paused_until_us <= now_us for q in ep.queues))
+
+    def _adopt(self, ep: EgressPort) -> None:
+        assert self.native is not None
+        self.native.adopt(ep.port, [(q.config.capacity_pkts, float(q.config.rate_pps),
+                                     q.last_sent_us) for q in ep.queues], ep.busy_until_us)
+        self.native_ports.add(ep.port)
+
     # --- runtime configuration (simple_switch_CLI set_queue_*) -----------------------
-    def _targets(self, port: int | None, priority: int | None) -> list[tuple[EgressPort, int]]:
-        ports = [self.port(port)] if port is not None else list(self.ports.values())
+    def _targets(self, port: int | None, priority: int | None,
+                 claim: bool = False) -> list[tuple[EgressPort, int]]:
+        """The queues a set_queue_* names; with ``claim``, their ports back in Python
+        (the setting is one C does not implement)."""
+        get = self.claim if claim else self.port
+        ports = [get(port)] if port is not None else [get(n) for n in list(self.ports)]
         prios = [priority] if priority is not None else list(range(self.num_queues))
         return [(ep, p) for ep in ports for p in prios]
 
@@ -71,6 +153,7 @@ class TrafficManager:
             self.defaults.rate_pps = pps
         for ep, p in self._targets(port, priority):
             ep.queue_config(p).rate_pps = pps
+            self._configure_native(ep, p)
 
     def set_queue_depth(self, packets: int, port: int | None = None,
                         priority: int | None = None) -> None:
@@ -80,29 +163,42 @@ class TrafficManager:
             self.defaults.capacity_pkts = packets
         for ep, p in self._targets(port, priority):
             ep.queue_config(p).capacity_pkts = packets
+            self._configure_native(ep, p)
+
+    def _configure_native(self, ep: EgressPort, priority: int) -> None:
+        if ep.port in self.native_ports and self.native is not None:
+            cfg = ep.queue_config(priority)
+            self.native.configure(ep.port, priority, cfg.capacity_pkts, cfg.rate_pps)
 
     def set_queue_weight(self, weight: int, port: int | None = None,
                          priority: int | None = None) -> None:
         """DWRR weight (extension); 0 returns the queue to strict priority."""
         if weight < 0:
             raise ValueError(f"queue weight must be >= 0, not {weight}")
-        for ep, p in self._targets(port, priority):
+        for ep, p in self._targets(port, priority, claim=True):
             ep.queue_config(p).weight = weight
 
     def set_link_rate(self, bps: float, port: int) -> None:
         if bps < 0:
             raise ValueError(f"link rate must be >= 0 bits/s, not {bps}")
-        self.port(port).link_rate_bps = bps
+        self.claim(port).link_rate_bps = bps
 
     def set_pfc(self, ingress_port: int, priority: int, thresholds: PfcThresholds | None) -> None:
+        if thresholds is not None:         # PFC counts held packets per ingress in Python
+            for number in list(self.native_ports):
+                self.claim(number)
         self.pfc.configure(ingress_port, priority, thresholds)
+
+    def pause(self, port: int, priority: int, quanta: int, now_us: float) -> None:
+        """A received PFC frame pauses ``priority`` of ``port`` (:meth:`EgressPort.pause`)."""
+        self.claim(port).pause(priority, quanta, now_us)
 
     # --- data path ------------------------------------------------------------------
     def enqueue(self, item: Any, size: int, egress_port: int, priority: int,
                 ingress_port: int, now_us: float) -> QueuedPacket | None:
         """Queue a packet for ``egress_port``; None when dropped (full queue or a priority
         the port does not have, as BMv2)."""
-        ep = self.port(egress_port)
+        ep = self.claim(egress_port)
         queued = ep.enqueue(item, size, priority, now_us)
         self.enqueues += 1
         self.touched.add(egress_port)
@@ -122,7 +218,7 @@ class TrafficManager:
         if not 0 <= priority < self.num_queues or (ingress_port, priority) in \
                 self.pfc.thresholds:
             return None
-        return self.port(egress_port).pass_through(item, size, priority, now_us)
+        return self.claim(egress_port).pass_through(item, size, priority, now_us)
 
     def pass_through_gate(self, ingress_port: int, now_us: float,
                           gate: bytearray | None = None) -> bytearray:
@@ -134,7 +230,9 @@ class TrafficManager:
         (``ingress_port``, p)). Byte ``GATE_PORTS + port``: bit p set when the queue is
         full (:meth:`EgressPort.full_mask`): :meth:`enqueue` drops until something
         leaves, which :meth:`next_event_us` bounds. Ports not created yet stay closed:
-        the first packet to a port takes the usual path, which creates it.
+        the first packet to a port takes the usual path, which creates it. A port whose
+        queues may be native (:meth:`_may_go_native`) is handed to the native queues
+        here, and its bytes say nothing: the loop asks the native queues first.
 
         With ``gate``, this method's earlier answer for the same ingress port, while no
         configuration changed and no pause arrived since: only the ports whose queues
@@ -150,6 +248,11 @@ class TrafficManager:
         for number in ports:
             if 0 <= number < GATE_PORTS:
                 ep = self.ports[number]
+                if number not in self.native_ports and self._may_go_native(ep, now_us):
+                    self._adopt(ep)
+                if number in self.native_ports:
+                    gate[number] = gate[GATE_PORTS + number] = 0
+                    continue
                 mask = ep.pass_through_mask(now_us)
                 if mask and thresholds:
                     for prio in range(self.num_queues):
@@ -174,11 +277,19 @@ class TrafficManager:
         return dropped
 
     def next_event_us(self, now_us: float) -> float | None:
+        """When the next packet may leave, native queues included; None if none waits."""
+        native = self.native.next_event_us(now_us) if self.native is not None else None
         if not self.queued:
-            return None
+            return native
         times = [t for ep in self._holding.values()
                  if (t := ep.next_event_us(now_us)) is not None]
+        if native is not None:
+            times.append(native)
         return min(times) if times else None
+
+    def holding(self) -> bool:
+        """Whether any queue holds a packet, native ones included."""
+        return bool(self.queued) or (self.native is not None and self.native.held() > 0)
 
     def dequeue_ready(self, now_us: float) -> list[Dequeued]:
         """Every packet that may leave at ``now_us`` (at most one per port per call when
@@ -202,6 +313,8 @@ class TrafficManager:
     def flush(self) -> int:
         """Drop every queued packet (a new pipeline cannot run the old one's packets);
         configuration (rates, depths, weights, PFC) stays. Returns how many were dropped."""
+        for number in list(self.native_ports):
+            self.claim(number)
         dropped = 0
         for ep in self.ports.values():
             for q in ep.queues:
@@ -222,4 +335,7 @@ class TrafficManager:
 
     def depth(self, port: int, priority: int | None = None) -> int:
         ep = self.ports.get(port)
+        if ep is not None and port in self.native_ports and self.native is not None:
+            ep.depth(priority)          # the same error for a queue the port has not
+            return self.native.depth(port, priority)
         return ep.depth(priority) if ep is not None else 0

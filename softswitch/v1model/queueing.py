@@ -13,6 +13,7 @@ real values and a small urgent packet can overtake queued bulk. Time is the call
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from softswitch.core.control import PacketOut
 from softswitch.core.execution import ParserError
@@ -55,6 +56,27 @@ class QueuedSwitch:
             self._run(work, now_us, emitted)
             out.extend((p, dq.tx_done_us) for p in emitted)
         return out
+
+    def transmit_native(self, now_us: float, out: list[PacketOut]) -> None:
+        """What :meth:`transmit_ready` does for the ports whose queues are native
+        (``TrafficManager.native``): one drain in C, and in Python what a packet's
+        egress left (a recirculation, an egress clone) and the packets popped after it."""
+        native = self.tm.native
+        if native is None:
+            return
+        frames, handback = native.drain(now_us)
+        out.extend(PacketOut(p, d) for p, d in frames)
+        if handback is not None:
+            self.finish_native(handback, now_us, out)
+
+    def finish_native(self, handback: Any, now_us: float, out: list[PacketOut]) -> None:
+        """Finish a native drain's hand-back as :meth:`transmit_ready` would have gone on
+        (its first item follows the egress pass of a dequeued packet)."""
+        assert self.tm.native is not None
+        work, popped = self.tm.native.finish(handback, now_us)
+        self._run(work, now_us, out, False, 1)
+        for w in popped:
+            self._run(deque([w]), now_us, out)
 
     def resume(self, work: deque[_Work], now_us: float, out: list[PacketOut],
                passes: int) -> None:

@@ -1,0 +1,106 @@
+"""The native egress queues of ``softswitch run`` (``rt_queues.c``) seen from Python.
+
+:class:`~softswitch.tm.TrafficManager` hands an egress port's queues to C while their
+configuration is what C implements (BMv2's strict priority, packet capacity and pps
+rate) and takes them back, packets and all, the moment Python must touch them; this
+class is what it talks to: configuration in, counters and packets out, as the
+traffic manager's own types (:class:`~softswitch.tm.scheduler.QueuedPacket` holding
+the same work items :class:`~softswitch.v1model.queueing.QueuedSwitch` queues).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from softswitch.tm.scheduler import Dequeued, QueuedPacket
+from softswitch.v1model.switch import _Work
+
+# (port, priority, enqueued, dequeued, dropped, bytes enqueued, max depth) since the last take
+QueueCounts = tuple[int, int, int, int, int, int, int]
+
+
+@dataclass
+class NativeTake:
+    """The native queues' counters since the last :meth:`NativeQueues.take`."""
+
+    enqueues: int                              # TrafficManager.enqueue calls, drops included
+    dropped: int                               # of which dropped
+    queues: list[QueueCounts]
+    held: list[tuple[int, int, int]]           # (ingress port, priority, change of held)
+
+
+@dataclass
+class Evicted:
+    """A port's queues as C held them: the port's ``busy_until_us`` and, per priority,
+    the last departure given and the packets, oldest first."""
+
+    busy_us: float
+    queues: list[tuple[float, list[tuple[QueuedPacket, int]]]]   # (packet, ingress port)
+
+
+class NativeQueues:
+    """One C state of native queues for a :class:`FastSwitch` pipeline
+    (``num_queues`` priorities per port, as the traffic manager's)."""
+
+    def __init__(self, switch: Any, num_queues: int) -> None:
+        self.switch = switch
+        self._mod = switch._mod
+        self.capsule = self._mod.queues_new(num_queues)
+
+    def adopt(self, port: int, config: list[tuple[int, float, float]], busy_us: float) -> None:
+        """Make ``port``'s (empty) queues native: (capacity, rate, last departure) each."""
+        self._mod.queues_adopt(self.capsule, port, config, busy_us)
+
+    def configure(self, port: int, priority: int, capacity: int, rate_pps: float) -> None:
+        self._mod.queues_config(self.capsule, port, priority, capacity, float(rate_pps))
+
+    def evict(self, port: int) -> Evicted:
+        busy, queues = self._mod.queues_evict(self.capsule, port)
+        out = []
+        for last, packets in queues:
+            out.append((last, [(QueuedPacket(self._work(t), t[2], t[3], t[6], t[7], t[8]), t[4])
+                               for t in packets]))
+        return Evicted(busy, out)
+
+    def take(self) -> NativeTake | None:
+        """The counters since the last take; None when none changed."""
+        got = self._mod.queues_take(self.capsule)
+        return None if got is None else NativeTake(*got)
+
+    def next_event_us(self, now_us: float) -> float | None:
+        return self._mod.queues_next(self.capsule, float(now_us))  # type: ignore[no-any-return]
+
+    def depth(self, port: int, priority: int | None) -> int:
+        return int(self._mod.queues_depth(self.capsule, port, -1 if priority is None
+                                          else priority))
+
+    def held(self) -> int:
+        """Packets in all native queues."""
+        return int(self._mod.queues_depth(self.capsule, -1, -1))
+
+    def drain(self, now_us: float) -> tuple[list[tuple[int, bytes]], Any]:
+        """Egress and deparser of every packet that may leave at ``now_us``: the frames
+        out and what Python must finish (:meth:`finish`), or None."""
+        return self._mod.queues_drain(self.switch._ctx, self.capsule,  # type: ignore[no-any-return]
+                                      float(now_us))
+
+    def finish(self, handback: Any, now_us: float) -> tuple[deque[_Work], list[_Work]]:
+        """A drain's hand-back as work: the remaining work items of the packet whose
+        egress made them (recirculation, egress clone), and the packets popped after
+        it, each with its :class:`Dequeued` (egress still to run)."""
+        items, pending = handback
+        work = self.switch.work_of(items)
+        popped = []
+        for t in pending:
+            w = self._work(t)
+            w.queue = Dequeued(QueuedPacket(w, t[2], t[3], t[6], t[7], now_us), t[1], t[8],
+                               now_us - t[6], now_us)
+            popped.append(w)
+        return work, popped
+
+    def _work(self, t: tuple[Any, ...]) -> _Work:
+        (w,) = self.switch.work_of([t[:6]])
+        return w
+

@@ -1,0 +1,539 @@
+/* softswitch fast path: native egress queues for ``softswitch run``.
+ *
+ * Appended after rt_tail.c, before rt_loop.c. The queues of an egress port the traffic
+ * manager (softswitch/tm/manager.py) has handed over ("native" ports: strict priority,
+ * packet capacity, pps rate, no link rate, no DWRR weight, no byte capacity, no pause,
+ * no PFC thresholds anywhere) live here as packet instances (rt_work) with what egress
+ * metadata needs of their stay. Enqueue, pass-through, drop and dequeue follow
+ * EgressPort (softswitch/tm/scheduler.py) step for step: BMv2's QueueingLogicPriRL, the
+ * departure fixed at enqueue (max(now, last + 1e6/rate)), per-queue depths. The Python
+ * traffic manager stays the source of truth for configuration and statistics: it
+ * pushes a port's configuration in (ntm_adopt, ntm_config), folds the counters in
+ * (ntm_take) and takes a port back, packets and all, whenever Python must touch it
+ * (ntm_evict), so nothing here has to know about the extensions.
+ */
+
+#define NTM_PORTS 512
+#define NTM_PRIOS 8
+#define NTM_DEPTH_MAX ((1u << 19) - 1)
+static const char *NTM_NAME = "softswitch.fastpath.queues";
+
+typedef struct { rt_work *w; double enq, send; uint64_t enq_depth; } ntm_ent;
+
+typedef struct {
+    ntm_ent *ring;             /* FIFO, ring buffer of ``size`` slots */
+    uint32_t head, n, size;
+    uint64_t capacity;         /* packets */
+    double rate;               /* packets/s, 0 = unlimited */
+    double last_sent;          /* departure given to the last packet queued */
+    uint64_t enq, deq, drop, bytes, maxd;   /* since the last ntm_take */
+    int dirty;
+} ntm_q;
+
+typedef struct { int native; uint32_t held; double busy; ntm_q q[NTM_PRIOS]; } ntm_port;
+
+typedef struct {
+    int nq;                    /* priority queues per port */
+    ntm_port *ports[NTM_PORTS];
+    int32_t hdelta[NTM_PORTS][NTM_PRIOS];  /* held per (ingress port, priority): change */
+    uint8_t htouch[NTM_PORTS][NTM_PRIOS];
+    uint16_t hkeys[NTM_PORTS * NTM_PRIOS];  /* the touched (ingress port, priority) keys */
+    int nhkeys;
+    uint8_t pdirty[NTM_PORTS];
+    uint16_t dports[NTM_PORTS];            /* ports whose counters changed since a take */
+    int ndports;
+    uint16_t holding[NTM_PORTS];           /* ports holding packets, TrafficManager order */
+    int nholding;
+    uint64_t held_total;
+    uint64_t enqueues, dropped;            /* since the last ntm_take */
+} ntm_state;
+
+/* a packet popped by a drain, with its egress metadata */
+typedef struct { rt_work *w; double enq; uint64_t enq_depth, deq_depth; } ntm_out;
+
+static ntm_state *ntm_get(PyObject *o) {
+    return (ntm_state *)PyCapsule_GetPointer(o, NTM_NAME);
+}
+
+static void ntm_q_clear(ntm_q *q) {
+    for (uint32_t k = 0; k < q->n; k++) work_free(q->ring[(q->head + k) % q->size].w);
+    free(q->ring);
+    q->ring = NULL;
+    q->head = q->n = q->size = 0;
+}
+
+static void ntm_destroy(PyObject *cap) {
+    ntm_state *S = ntm_get(cap);
+    if (!S) return;
+    for (int p = 0; p < NTM_PORTS; p++) {
+        if (!S->ports[p]) continue;
+        for (int k = 0; k < NTM_PRIOS; k++) ntm_q_clear(&S->ports[p]->q[k]);
+        free(S->ports[p]);
+    }
+    free(S);
+}
+
+static ntm_port *ntm_native(ntm_state *S, int64_t port) {
+    if (!S || port < 0 || port >= NTM_PORTS) return NULL;
+    ntm_port *P = S->ports[port];
+    return (P && P->native) ? P : NULL;
+}
+
+static void ntm_held(ntm_state *S, const rt_work *w, int d) {
+    uint64_t ip = w->sm.f_ingress_port, pr = w->sm.f_priority;
+    if (ip >= NTM_PORTS || pr >= NTM_PRIOS) return;
+    S->hdelta[ip][pr] += d;
+    if (!S->htouch[ip][pr]) {
+        S->htouch[ip][pr] = 1;
+        S->hkeys[S->nhkeys++] = (uint16_t)(ip * NTM_PRIOS + pr);
+    }
+}
+
+/* queue ``q`` of ``port`` changed its counters */
+static void ntm_dirty(ntm_state *S, int64_t port, ntm_q *q) {
+    q->dirty = 1;
+    if (!S->pdirty[port]) {
+        S->pdirty[port] = 1;
+        S->dports[S->ndports++] = (uint16_t)port;
+    }
+}
+
+/* EgressPort.pass_through for a native port: the packet's queue empty, unlimited and
+ * its last departure not ahead; no higher queue that may send now. Counts as the round
+ * trip would. */
+static int ntm_pass(ntm_state *S, ntm_port *P, const rt_work *w, double now) {
+    uint64_t prio = w->sm.f_priority;
+    if (prio >= (uint64_t)S->nq) return 0;
+    ntm_q *q = &P->q[prio];
+    if (q->n || q->rate > 0 || q->last_sent > now || now < P->busy) return 0;
+    if (P->held)
+        for (int h = (int)prio + 1; h < S->nq; h++)
+            if (P->q[h].n && now >= P->q[h].ring[P->q[h].head].send) return 0;
+    q->last_sent = now;
+    P->busy = now;
+    q->enq++;
+    q->deq++;
+    q->bytes += w->length;
+    if (!q->maxd) q->maxd = 1;
+    ntm_dirty(S, w->port, q);
+    return 1;
+}
+
+/* EgressPort.enqueue (TrafficManager.enqueue): 0 queued (the queue owns ``w``), 1
+ * dropped (the caller frees it), -1 out of memory. */
+static int ntm_enqueue(ntm_state *S, ntm_port *P, int64_t port, rt_work *w, double now) {
+    uint64_t prio = w->sm.f_priority;
+    S->enqueues++;
+    if (prio >= (uint64_t)S->nq) { S->dropped++; return 1; }
+    ntm_q *q = &P->q[prio];
+    ntm_dirty(S, port, q);
+    if (q->n >= q->capacity) { q->drop++; S->dropped++; return 1; }
+    if (q->n == q->size) {
+        uint32_t ns = q->size ? q->size * 2 : 64;
+        ntm_ent *r = (ntm_ent *)malloc(ns * sizeof(ntm_ent));
+        if (!r) { PyErr_NoMemory(); return -1; }
+        for (uint32_t k = 0; k < q->n; k++) r[k] = q->ring[(q->head + k) % q->size];
+        free(q->ring);
+        q->ring = r;
+        q->head = 0;
+        q->size = ns;
+    }
+    double send = q->last_sent + (q->rate > 0 ? 1e6 / q->rate : 0.0);
+    if (send < now) send = now;
+    q->last_sent = send;
+    ntm_ent *e = &q->ring[(q->head + q->n) % q->size];
+    e->w = w;
+    e->enq = now;
+    e->send = send;
+    e->enq_depth = q->n;
+    q->n++;
+    q->enq++;
+    q->bytes += w->length;
+    if (q->n > q->maxd) q->maxd = q->n;
+    if (!P->held++) S->holding[S->nholding++] = (uint16_t)port;
+    S->held_total++;
+    ntm_held(S, w, 1);
+    return 0;
+}
+
+/* EgressPort.dequeue without a link rate: the highest queue whose head may leave. */
+static int ntm_pop1(ntm_state *S, int port, ntm_port *P, double now, ntm_out *o) {
+    if (!P->held || now < P->busy) return 0;
+    for (int h = S->nq - 1; h >= 0; h--) {
+        ntm_q *q = &P->q[h];
+        if (!q->n || now < q->ring[q->head].send) continue;
+        ntm_ent *e = &q->ring[q->head];
+        q->head = (q->head + 1) % q->size;
+        q->n--;
+        q->deq++;
+        ntm_dirty(S, port, q);
+        P->held--;
+        S->held_total--;
+        P->busy = now;
+        o->w = e->w;
+        o->enq = e->enq;
+        o->enq_depth = e->enq_depth;
+        o->deq_depth = q->n;
+        ntm_held(S, e->w, -1);
+        return 1;
+    }
+    return 0;
+}
+
+/* TrafficManager.dequeue_ready: every packet that may leave at ``now``, port by port in
+ * the order the ports got their packets. Returns how many (*outp: malloc'd), -1 on no
+ * memory. */
+static Py_ssize_t ntm_pop_all(ntm_state *S, double now, ntm_out **outp) {
+    *outp = NULL;
+    if (!S->held_total) return 0;
+    Py_ssize_t n = 0, cap = 0;
+    ntm_out *out = NULL;
+    int keep = 0;
+    for (int k = 0; k < S->nholding; k++) {
+        int port = S->holding[k];
+        ntm_port *P = S->ports[port];
+        for (;;) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                ntm_out *no = (ntm_out *)realloc(out, (size_t)cap * sizeof(ntm_out));
+                if (!no) {  /* what was popped already is lost, as an exception would */
+                    for (Py_ssize_t j = 0; j < n; j++) work_free(out[j].w);
+                    free(out);
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                out = no;
+            }
+            if (!ntm_pop1(S, port, P, now, &out[n])) break;
+            n++;
+        }
+        if (P->held) S->holding[keep++] = (uint16_t)port;
+    }
+    S->nholding = keep;
+    *outp = out;
+    return n;
+}
+
+/* A popped packet handed to Python: (stage, port, length, priority, ingress port,
+ * capsule, enq_time_us, enq_qdepth, deq_qdepth) */
+static PyObject *ntm_out_tuple(const ntm_out *o) {
+    PyObject *cap = PyCapsule_New(o->w, WORK_NAME, work_destroy);
+    if (!cap) { work_free(o->w); return NULL; }
+    return Py_BuildValue("(iLKKKNdKK)", 1, (long long)o->w->port,
+                         (unsigned long long)o->w->length,
+                         (unsigned long long)o->w->sm.f_priority,
+                         (unsigned long long)o->w->sm.f_ingress_port, cap, o->enq,
+                         (unsigned long long)o->enq_depth, (unsigned long long)o->deq_depth);
+}
+
+/* QueuedSwitch.transmit_ready for the native ports: pop everything ready at ``now``,
+ * then egress and deparser for each in turn (frames to ``out`` or the sinks). 0 when
+ * done; 1 when a packet's egress left work (a recirculation, an egress clone): then
+ * *handback = (its work items, [the packets popped after it]) for Python, which runs
+ * them as transmit_ready does; -1 on an exception. */
+static int ntm_drain(rt_ctx *c, ntm_state *S, double now, PyObject *out, PyObject **handback) {
+    *handback = NULL;
+    ntm_out *popped;
+    Py_ssize_t n = ntm_pop_all(S, now, &popped);
+    if (n <= 0) return (int)n;
+    int res = 0;
+    Py_ssize_t k = 0;
+    for (; k < n; k++) {
+        ntm_out *o = &popped[k];
+        rt_qinfo qi = {1, ((uint64_t)o->enq) & 0xFFFFFFFFu,
+                       o->enq_depth < NTM_DEPTH_MAX ? o->enq_depth : NTM_DEPTH_MAX,
+                       o->deq_depth < NTM_DEPTH_MAX ? o->deq_depth : NTM_DEPTH_MAX,
+                       ((uint64_t)(now - o->enq)) & 0xFFFFFFFFu};
+        rt_queue q = {NULL, 0, 0, 0};
+        c->busy = 1;
+        int st = do_egress(c, o->w, &q, out, &qi);
+        c->busy = 0;
+        work_free(o->w);
+        o->w = NULL;
+        if (st == ST_ABORT) {
+            q_free(&q);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "fast path aborted");
+            res = -1;
+            k++;
+            break;
+        }
+        if (q.head < q.n) {
+            PyObject *items = items_out(&q);
+            q_free(&q);
+            PyObject *rest = items ? PyList_New(0) : NULL;
+            for (Py_ssize_t j = k + 1; rest && j < n; j++) {
+                PyObject *t = ntm_out_tuple(&popped[j]);
+                popped[j].w = NULL;
+                if (!t || PyList_Append(rest, t)) { Py_XDECREF(t); Py_CLEAR(rest); }
+                else Py_DECREF(t);
+            }
+            k = n;
+            if (!rest) { Py_XDECREF(items); res = -1; break; }
+            *handback = Py_BuildValue("(NN)", items, rest);
+            res = *handback ? 1 : -1;
+            break;
+        }
+        q_free(&q);
+    }
+    for (; k < n; k++) work_free(popped[k].w);
+    free(popped);
+    return res;
+}
+
+/* ---- the Python methods -------------------------------------------------------- */
+
+/* queues_new(priority_queues) -> capsule */
+static PyObject *m_ntm_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    long nq = n == 1 ? PyLong_AsLong(args[0]) : -1;
+    if (nq < 1 || nq > NTM_PRIOS) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "queues_new(1..8)");
+        return NULL;
+    }
+    ntm_state *S = (ntm_state *)calloc(1, sizeof(ntm_state));
+    if (!S) return PyErr_NoMemory();
+    S->nq = (int)nq;
+    PyObject *cap = PyCapsule_New(S, NTM_NAME, ntm_destroy);
+    if (!cap) free(S);
+    return cap;
+}
+
+static ntm_port *ntm_arg_port(ntm_state *S, PyObject *o, long *port) {
+    *port = PyLong_AsLong(o);
+    if (*port < 0 || *port >= NTM_PORTS) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "native queues: port 0..511");
+        return NULL;
+    }
+    if (!S->ports[*port]) {
+        S->ports[*port] = (ntm_port *)calloc(1, sizeof(ntm_port));
+        if (!S->ports[*port]) { PyErr_NoMemory(); return NULL; }
+    }
+    return S->ports[*port];
+}
+
+/* queues_adopt(q, port, [(capacity, rate, last_sent)] * nq, busy): the port's queues
+ * (empty) are native from now on. */
+static PyObject *m_ntm_adopt(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    ntm_state *S = n == 4 ? ntm_get(args[0]) : NULL;
+    if (!S) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "queues_adopt(q, port, cfg, busy)");
+        return NULL;
+    }
+    long port;
+    ntm_port *P = ntm_arg_port(S, args[1], &port);
+    if (!P) return NULL;
+    if (P->native) { PyErr_SetString(PyExc_RuntimeError, "native queues: port adopted twice"); return NULL; }
+    PyObject *cfg = PySequence_Fast(args[2], "queues_adopt: cfg must be a sequence");
+    if (!cfg) return NULL;
+    if (PySequence_Fast_GET_SIZE(cfg) != S->nq) {
+        Py_DECREF(cfg);
+        PyErr_SetString(PyExc_ValueError, "queues_adopt: one (capacity, rate, last) per queue");
+        return NULL;
+    }
+    double busy = PyFloat_AsDouble(args[3]);
+    for (int k = 0; k < S->nq && !PyErr_Occurred(); k++) {
+        unsigned long long capn;
+        double rate, last;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(cfg, k), "Kdd", &capn, &rate, &last)) break;
+        ntm_q *q = &P->q[k];
+        q->capacity = capn;
+        q->rate = rate;
+        q->last_sent = last;
+    }
+    Py_DECREF(cfg);
+    if (PyErr_Occurred()) return NULL;
+    P->busy = busy;
+    P->native = 1;
+    Py_RETURN_NONE;
+}
+
+/* queues_config(q, port, priority, capacity, rate): a native queue's new configuration
+ * (set_queue_depth/set_queue_rate; a rate applies to packets queued after it). */
+static PyObject *m_ntm_config(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    ntm_state *S = n == 5 ? ntm_get(args[0]) : NULL;
+    if (!S) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "queues_config(q, port, prio, cap, rate)");
+        return NULL;
+    }
+    long port;
+    ntm_port *P = ntm_arg_port(S, args[1], &port);
+    if (!P) return NULL;
+    long prio = PyLong_AsLong(args[2]);
+    unsigned long long capn = PyLong_AsUnsignedLongLong(args[3]);
+    double rate = PyFloat_AsDouble(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if (prio < 0 || prio >= S->nq) { PyErr_SetString(PyExc_ValueError, "queues_config: no such queue"); return NULL; }
+    P->q[prio].capacity = capn;
+    P->q[prio].rate = rate;
+    Py_RETURN_NONE;
+}
+
+/* queues_evict(q, port) -> (busy, [(last_sent, [packet])] * nq): the port goes back to
+ * Python with its packets, oldest first: (stage, port, length, priority, ingress port,
+ * capsule, enq_time_us, enq_qdepth, send_us). */
+static PyObject *m_ntm_evict(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    ntm_state *S = n == 2 ? ntm_get(args[0]) : NULL;
+    if (!S) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "queues_evict(q, port)");
+        return NULL;
+    }
+    long port = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    ntm_port *P = ntm_native(S, port);
+    if (!P) { PyErr_SetString(PyExc_RuntimeError, "queues_evict: port not native"); return NULL; }
+    PyObject *queues = PyList_New(S->nq);
+    if (!queues) return NULL;
+    for (int k = 0; k < S->nq; k++) {
+        ntm_q *q = &P->q[k];
+        PyObject *pk = PyList_New(0);
+        if (!pk) { Py_DECREF(queues); return NULL; }
+        while (q->n) {
+            ntm_ent *e = &q->ring[q->head];
+            rt_work *w = e->w;
+            PyObject *cap = PyCapsule_New(w, WORK_NAME, work_destroy);
+            if (!cap) { Py_DECREF(pk); Py_DECREF(queues); return NULL; }
+            q->head = (q->head + 1) % q->size;
+            q->n--;
+            P->held--;
+            S->held_total--;
+            PyObject *t = Py_BuildValue("(iLKKKNdKd)", 1, (long long)w->port,
+                                        (unsigned long long)w->length,
+                                        (unsigned long long)w->sm.f_priority,
+                                        (unsigned long long)w->sm.f_ingress_port, cap, e->enq,
+                                        (unsigned long long)e->enq_depth, e->send);
+            if (!t || PyList_Append(pk, t)) { Py_XDECREF(t); Py_DECREF(pk); Py_DECREF(queues); return NULL; }
+            Py_DECREF(t);
+        }
+        ntm_q_clear(q);
+        PyObject *qt = Py_BuildValue("(dN)", q->last_sent, pk);
+        if (!qt) { Py_DECREF(queues); return NULL; }
+        PyList_SET_ITEM(queues, k, qt);
+    }
+    P->native = 0;
+    int keep = 0;
+    for (int k = 0; k < S->nholding; k++)
+        if (S->holding[k] != port) S->holding[keep++] = S->holding[k];
+    S->nholding = keep;
+    return Py_BuildValue("(dN)", P->busy, queues);
+}
+
+/* queues_take(q) -> (enqueues, dropped, [(port, prio, enq, deq, drop, bytes, max_depth)],
+ * [(ingress port, prio, held change)]) | None: the counters since the last call (None:
+ * none changed), for the traffic manager to fold into its statistics. */
+static PyObject *m_ntm_take(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    ntm_state *S = n == 1 ? ntm_get(args[0]) : NULL;
+    if (!S) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "queues_take(q)");
+        return NULL;
+    }
+    if (!S->ndports && !S->nhkeys && !S->enqueues) Py_RETURN_NONE;
+    PyObject *qs = PyList_New(0), *hs = PyList_New(0);
+    if (!qs || !hs) { Py_XDECREF(qs); Py_XDECREF(hs); return NULL; }
+    for (int i = 0; i < S->ndports; i++) {
+        int p = S->dports[i];
+        ntm_port *P = S->ports[p];
+        S->pdirty[p] = 0;
+        for (int k = 0; P && k < S->nq; k++) {
+            ntm_q *q = &P->q[k];
+            if (!q->dirty) continue;
+            PyObject *t = Py_BuildValue("(iiKKKKK)", p, k, (unsigned long long)q->enq,
+                                        (unsigned long long)q->deq, (unsigned long long)q->drop,
+                                        (unsigned long long)q->bytes, (unsigned long long)q->maxd);
+            if (!t || PyList_Append(qs, t)) { Py_XDECREF(t); Py_DECREF(qs); Py_DECREF(hs); return NULL; }
+            Py_DECREF(t);
+            q->enq = q->deq = q->drop = q->bytes = q->maxd = 0;
+            q->dirty = 0;
+        }
+    }
+    S->ndports = 0;
+    for (int i = 0; i < S->nhkeys; i++) {
+        int p = S->hkeys[i] / NTM_PRIOS, k = S->hkeys[i] % NTM_PRIOS;
+        PyObject *t = Py_BuildValue("(iii)", p, k, (int)S->hdelta[p][k]);
+        if (!t || PyList_Append(hs, t)) { Py_XDECREF(t); Py_DECREF(qs); Py_DECREF(hs); return NULL; }
+        Py_DECREF(t);
+        S->hdelta[p][k] = 0;
+        S->htouch[p][k] = 0;
+    }
+    S->nhkeys = 0;
+    PyObject *r = Py_BuildValue("(KKNN)", (unsigned long long)S->enqueues,
+                                (unsigned long long)S->dropped, qs, hs);
+    S->enqueues = S->dropped = 0;
+    return r;
+}
+
+/* queues_next(q, now) -> the earliest time a native queue may send (EgressPort
+ * .next_event_us over the ports holding packets), or None. Also: how many are held. */
+static PyObject *m_ntm_next(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    ntm_state *S = n == 2 ? ntm_get(args[0]) : NULL;
+    if (!S) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "queues_next(q, now)");
+        return NULL;
+    }
+    double now = PyFloat_AsDouble(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    int found = 0;
+    double best = 0.0;
+    for (int k = 0; k < S->nholding; k++) {
+        ntm_port *P = S->ports[S->holding[k]];
+        int any = 0;
+        double t = 0.0;
+        for (int h = 0; h < S->nq; h++) {
+            ntm_q *q = &P->q[h];
+            if (!q->n) continue;
+            double s = q->ring[q->head].send;
+            if (!any || s < t) t = s;
+            any = 1;
+        }
+        if (!any) continue;
+        if (P->busy > t) t = P->busy;
+        if (now > t) t = now;
+        if (!found || t < best) best = t;
+        found = 1;
+    }
+    if (!found) Py_RETURN_NONE;
+    return PyFloat_FromDouble(best);
+}
+
+/* queues_depth(q, port|-1, prio|-1) -> packets held (one queue, the port, or all) */
+static PyObject *m_ntm_depth(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    ntm_state *S = n == 3 ? ntm_get(args[0]) : NULL;
+    if (!S) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "queues_depth(q, port, prio)");
+        return NULL;
+    }
+    long port = PyLong_AsLong(args[1]), prio = PyLong_AsLong(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    if (port < 0) return PyLong_FromUnsignedLongLong(S->held_total);
+    ntm_port *P = ntm_native(S, port);
+    if (!P) return PyLong_FromLong(0);
+    if (prio < 0) return PyLong_FromUnsignedLong(P->held);
+    return PyLong_FromUnsignedLong(prio < S->nq ? P->q[prio].n : 0);
+}
+
+/* queues_drain(ctx, q, now) -> ([(port, bytes)], handback|None): what the native
+ * queues send at ``now`` (ntm_drain). */
+static PyObject *m_ntm_drain(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 3) { PyErr_SetString(PyExc_TypeError, "queues_drain(ctx, q, now)"); return NULL; }
+    rt_ctx *c = get_ctx(args[0]);
+    ntm_state *S = c ? ntm_get(args[1]) : NULL;
+    if (!S) return NULL;
+    double now = PyFloat_AsDouble(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    if (c->busy) { PyErr_SetString(PyExc_RuntimeError, "fast path: re-entered"); return NULL; }
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    if (!S->held_total) return Py_BuildValue("(NO)", out, Py_None);
+    uint64_t us = now > 0 ? (uint64_t)now : 0;
+    c->fixed_us = us;
+    c->fixed_valid = 1;
+    PyObject *v = PyLong_FromUnsignedLongLong(us);
+    if (!v || PyObject_SetAttr(c->clock, STR_FIXED, v)) { Py_XDECREF(v); Py_DECREF(out); return NULL; }
+    Py_DECREF(v);
+    PyObject **saved = c->sinkv;
+    c->sinkv = NULL;
+    PyObject *hb;
+    int r = ntm_drain(c, S, now, out, &hb);
+    c->sinkv = saved;
+    if (r < 0) { Py_DECREF(out); return NULL; }
+    if (!hb) { Py_INCREF(Py_None); hb = Py_None; }
+    return Py_BuildValue("(NN)", out, hb);
+}

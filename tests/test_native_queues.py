@@ -1,0 +1,257 @@
+"""Native egress queues (``fastpath/rt_queues.c``) against the Python traffic manager.
+
+The same bursts, with rate-limited queues that fill up, tail drops, a pause that takes a
+port's queues back to Python while they hold packets, a recirculation out of a native
+queue, clones and multicast copies next to queued ones, and a runtime
+``set_queue_rate``/``set_queue_depth`` of a native queue holding packets, go through
+``EgressScheduler`` twice: with the native loop (queues in C) and the Python way
+(``native=False``, what ``SOFTSWITCH_NATIVE_LOOP=off`` gives). Both must leave the same
+frames in the same order per port with the same queue metadata seen by egress
+(``enq_qdepth``, ``deq_qdepth``, instance type) and the same statistics; the timing
+metadata, which reads the wall clock, must keep BMv2's rules in both (departures of a
+rate-limited queue one interval apart at least, ``enq_timestamp + deq_timedelta`` =
+the egress timestamp). No root needed: the frames are handed to the scheduler the way
+the DataPlane's port loop hands them."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from softswitch.core.control import KeyMatch
+from softswitch.ports.egress_scheduler import EgressScheduler
+from softswitch.tm import TrafficManager
+from softswitch.tm.pfc import build_pfc_frame
+
+CPU_PORT = 255
+TAG = 0x88B5
+INTERVAL_US = 100_000            # 10 packets/s: nothing leaves during a burst by chance
+# op: 0 forward, 1 clone to session 5 (port 3), 2 multicast group 1 (ports 2, 3),
+# 6 recirculate once (in egress)
+PROGRAM = r"""
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+header tag_t { bit<8> op; bit<8> prio; bit<8> dest; bit<8> seq; bit<32> enq_ts;
+               bit<32> deq_td; bit<32> eg_ts; bit<32> enq_qd; bit<32> deq_qd;
+               bit<8> inst; bit<8> again; }
+struct h_t { eth_t eth; tag_t tag; }
+struct m_t { @field_list(1) bit<8> again; }
+parser P(packet_in pkt, out h_t h, inout m_t m, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(h.eth);
+        transition select(h.eth.type) { 0x88B5: tag; default: accept; }
+    }
+    state tag { pkt.extract(h.tag); transition accept; }
+}
+control V(inout h_t h, inout m_t m) { apply {} }
+control I(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
+    action to(bit<9> port) { sm.egress_spec = port; }
+    action drop() { mark_to_drop(sm); }
+    table route { key = { h.tag.dest : exact; } actions = { to; drop; }
+                  default_action = drop(); }
+    apply {
+        if (!h.tag.isValid()) { mark_to_drop(sm); exit; }
+        sm.priority = h.tag.prio[2:0];
+        route.apply();
+        h.tag.again = m.again;
+        if (h.tag.op == 1) {
+            clone(CloneType.I2E, 5);
+        } else if (h.tag.op == 2) {
+            sm.mcast_grp = 1;
+        }
+    }
+}
+control E(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
+    apply {
+        h.tag.enq_ts = sm.enq_timestamp;
+        h.tag.deq_td = sm.deq_timedelta;
+        h.tag.eg_ts = (bit<32>)sm.egress_global_timestamp;
+        h.tag.enq_qd = (bit<32>)sm.enq_qdepth;
+        h.tag.deq_qd = (bit<32>)sm.deq_qdepth;
+        h.tag.inst = (bit<8>)sm.instance_type;
+        if (h.tag.op == 6 && m.again == 0) {
+            m.again = 1;
+            recirculate_preserving_field_list(1);
+        }
+    }
+}
+control C(inout h_t h, inout m_t m) { apply {} }
+control D(packet_out pkt, in h_t h) { apply { pkt.emit(h.eth); pkt.emit(h.tag); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def tagged(seq: int, out: int, prio: int = 0, op: int = 0) -> bytes:
+    head = bytes.fromhex("020000000002") + bytes([2, 0, 0, 0, 0, seq]) + TAG.to_bytes(2, "big")
+    return (head + bytes([op, prio, out, seq]) + bytes(22)).ljust(60, b"\0")
+
+
+def pfc(prio: int, quanta: int) -> bytes:
+    return build_pfc_frame(bytes.fromhex("020000000009"), {prio: quanta})
+
+
+def burst_a() -> list[bytes]:
+    """Into port 1. Port 2 queue 0 and port 1 queue 1: 10 pkt/s, 3 and 2 packets;
+    port 3 queue 1: 10 pkt/s, 2 packets."""
+    return [
+        tagged(1, 2),                 # leaves at once (the first of its interval)
+        tagged(2, 2),                 # waits
+        tagged(3, 2, prio=7),         # passes the elephants
+        tagged(4, 2, op=6),           # waits; recirculates when it leaves
+        tagged(5, 2),                 # waits: queue full
+        tagged(6, 2),                 # dropped
+        tagged(7, 2, prio=7),         # passes
+        tagged(8, 1, prio=1, op=6),   # leaves at once, recirculates: queued again by
+                                      # Python (port 1 comes back from C)
+        tagged(9, 1, prio=1),         # waits: full
+        pfc(1, 0xFFFF),               # pauses port 1's queue 1: back to Python, 9 and all
+        tagged(10, 1, prio=1),        # dropped
+        tagged(11, 1, prio=1),        # dropped
+        pfc(1, 0),                    # resumes it
+        tagged(12, 3, prio=1),        # leaves at once
+        tagged(13, 3, prio=1),        # waits
+        tagged(14, 3, prio=1),        # waits: full
+        tagged(15, 3, prio=1),        # dropped
+        tagged(16, 3, op=1),          # passes, its clone to port 3 queue 0 too
+        tagged(17, 2, op=2),          # copies: port 2 queue 0 full (dropped), port 3 passes
+        tagged(18, 2, prio=7),        # passes
+    ]
+
+
+def burst_b() -> list[bytes]:
+    """After port 3 queue 1 became 4 packets at 100 pkt/s while holding 13 and 14."""
+    return [tagged(19, 3, prio=1), tagged(20, 3, prio=1), tagged(21, 3, prio=1),
+            tagged(22, 2, prio=7)]
+
+
+def _device(program: str) -> Any:
+    from p4.v1 import p4runtime_pb2
+
+    from softswitch.p4runtime import pipeline
+    from softswitch.p4runtime.device import Device
+
+    compiled = pipeline.compile_file(program, {})
+    assert compiled.switch.fastpath == "c"
+    sw = compiled.switch
+    for out in (1, 2, 3):
+        sw.table_add("route", [KeyMatch("h.tag.dest", "exact", out)], "to", [out])
+    sw.mirroring_add(5, 3)
+    sw.mc_mgrp_create(1)
+    sw.mc_node_associate(1, sw.mc_node_create(7, [2, 3]))
+    config = p4runtime_pb2.ForwardingPipelineConfig(
+        p4_device_config=pipeline.make_artifact(program).to_bytes())
+    device = Device(device_id=1, cpu_port=CPU_PORT)
+    device.start_with(config, compiled)
+    return device
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("nq") / "queued.p4"
+    path.write_text(PROGRAM)
+    return str(path)
+
+
+def _run(program: str, native: bool) -> dict[str, Any]:
+    device = _device(program)
+    # the port loop's per-port lists of frames out: the native loop appends to them,
+    # device.transmit too (on the port loop's thread and the scheduler's)
+    held: dict[int, list[bytes]] = {1: [], 2: [], 3: []}
+    device.transmit = lambda port, frame: held.setdefault(port, []).append(frame)
+    tm = TrafficManager(num_queues=8)
+    scheduler = EgressScheduler(device, tm, held_frames=lambda: held, native=native)
+    for port in (1, 2, 3, CPU_PORT):
+        tm.port(port)
+    for port, prio, depth in ((2, 0, 3), (1, 1, 2), (3, 1, 2)):
+        tm.set_queue_rate(1e6 / INTERVAL_US, port=port, priority=prio)
+        tm.set_queue_depth(depth, port=port, priority=prio)
+    time.sleep(INTERVAL_US / 1e6)      # the first packet of each queue leaves at once
+    scheduler.deliver_batch(1, burst_a())
+    native_during = sorted(tm.native_ports)
+    with device.lock:                  # as the runtime channel does
+        tm.set_queue_rate(100, port=3, priority=1)
+        tm.set_queue_depth(4, port=3, priority=1)
+    scheduler.deliver_batch(1, burst_b())
+    scheduler.start()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with device.lock:
+            if not tm.holding():
+                break
+        time.sleep(0.01)
+    scheduler.stop()
+    tm.sync_native()
+    return {
+        "outs": {p: list(frames) for p, frames in held.items() if frames},
+        "queues": {(p, q): vars(ep.stats(q)) for p, ep in tm.ports.items()
+                   for q in range(8) if ep.stats(q).enqueued or ep.stats(q).dropped},
+        "enqueues": tm.enqueues,
+        "pfc_held": {k: v for k, v in tm.pfc.held.items() if v},
+        "pfc_received": dict(tm.pfc_received),
+        "holding": tm.holding(),
+        "dropped_at_enqueue": scheduler._queued.dropped_at_enqueue,
+        "handed_back": scheduler.handed_back,
+        "native_during": native_during,
+    }
+
+
+def _fields(frame: bytes) -> dict[str, int]:
+    t = frame[14:]
+    word = lambda at: int.from_bytes(t[at:at + 4], "big")  # noqa: E731
+    return {"seq": t[3], "prio": t[1], "enq_ts": word(4), "deq_td": word(8),
+            "eg_ts": word(12), "enq_qd": word(16), "deq_qd": word(20), "inst": t[24],
+            "again": t[25]}
+
+
+def _exact(frames: list[bytes]) -> list[tuple[int, ...]]:
+    """What must not differ: which packet, in which order, its queue depths."""
+    return [(f["seq"], f["inst"], f["again"], f["enq_qd"], f["deq_qd"])
+            for f in map(_fields, frames)]
+
+
+def _bmv2_timing(frames: list[bytes], offsets: dict[int, list[int]]) -> None:
+    """The timing metadata keeps BMv2's rules: the egress timestamp is the enqueue
+    time plus the time in the queue, and the k-th packet of a rate-limited queue that
+    held packets throughout leaves ``offsets[prio][k]`` µs after the first at least
+    (one interval after the one before it, at the rate it was queued at)."""
+    first: dict[int, int] = {}
+    left: dict[int, int] = {}
+    for f in map(_fields, frames):
+        assert abs((f["enq_ts"] + f["deq_td"]) % (1 << 32) - f["eg_ts"]) <= 1, f
+        if f["prio"] in offsets and f["inst"] == 0 and not f["again"]:
+            k = left.get(f["prio"], 0)
+            first.setdefault(f["prio"], f["eg_ts"])
+            assert f["eg_ts"] - first[f["prio"]] >= offsets[f["prio"]][k] - 1, (k, f)
+            left[f["prio"]] = k + 1
+
+
+def test_native_queues_and_python_way_agree(program):
+    python_way = _run(program, native=False)
+    native = _run(program, native=True)
+    assert python_way["native_during"] == [] and native["native_during"] == [2, 3, CPU_PORT]
+    for run in (python_way, native):
+        assert not run["holding"]
+        _bmv2_timing(run["outs"][2], {0: [0, INTERVAL_US, 2 * INTERVAL_US]})
+        _bmv2_timing(run["outs"][3], {1: [0, INTERVAL_US, 2 * INTERVAL_US,
+                                          2 * INTERVAL_US + 10_000, 2 * INTERVAL_US + 20_000]})
+        _bmv2_timing(run["outs"][1], {})
+    for key in ("queues", "enqueues", "pfc_held", "pfc_received", "dropped_at_enqueue"):
+        assert native[key] == python_way[key], key
+    for port in (1, 2, 3):
+        assert _exact(native["outs"][port]) == _exact(python_way["outs"][port]), port
+    seqs = {p: [s for s, *_ in _exact(f)] for p, f in native["outs"].items()}
+    # port 2: urgent ones pass the elephants; 4 recirculates when it leaves, is queued
+    # again (by Python: the port comes back from C) and leaves behind 5
+    assert seqs[2] == [1, 3, 7, 18, 22, 2, 5, 4]
+    assert seqs[1] == [8, 9]
+    assert seqs[3] == [12, 16, 16, 17, 13, 14, 19, 20]
+    assert native["queues"][(2, 0)]["dropped"] == 2
+    assert native["queues"][(3, 1)]["dropped"] == 2          # 15, then 21
+    assert native["queues"][(1, 1)]["dropped"] == 2          # 10, 11
+    assert native["dropped_at_enqueue"] == 2 + 2 + 2
+    # the native loop hands back the two PFC frames and 9, queued at port 1 after 8's
+    # recirculation (out of a drain in the loop) took the port back to Python
+    assert native["handed_back"] == 3
