@@ -79,6 +79,9 @@ class FastSwitch(Switch):
         self._cids = {n: i for i, n in enumerate(cprog.counter_names)}
         self._rids = {n: i for i, n in enumerate(cprog.register_names)}
         for lay in self._layouts.values():
+            # Entries written pre-checked are built in the interpreter only on demand:
+            # packets run here (see TableState.add_checked).
+            lay.state.lazy = lay.state.meter_factory is None
             self._sync_default(lay)
             for h in list(lay.state.entries):
                 self._sync_entry(lay, h)
@@ -156,7 +159,11 @@ class FastSwitch(Switch):
 
     def _sync_entry(self, lay: Any, handle: int) -> None:
         st = lay.state
-        e = st.entries.get(handle)
+        row = st.deferred(handle)
+        if row is not None:
+            self._mod.tbl_put_rows(self._ctx, lay.tid, [row], lay.index)
+            return
+        e = st.built(handle)
         if e is None:
             self._mod.tbl_del(self._ctx, lay.tid, handle)
             return
@@ -189,14 +196,16 @@ class FastSwitch(Switch):
 
     def table_add_checked(self, table: str, match: tuple[Any, ...], action: Any,
                           args: list[int], priority: int | None = None) -> int:
-        h = super().table_add_checked(table, match, action, args, priority)
-        self._sync_later(self._lay(table), h)
+        lay = self._lay(table)
+        h: int = lay.state.add_checked(match, action, args, priority)
+        self._sync_later(lay, h)
         return h
 
     def table_modify_checked(self, table: str, handle: int, action: Any,
                              args: list[int]) -> None:
-        super().table_modify_checked(table, handle, action, args)
-        self._sync_later(self._lay(table), handle)
+        lay = self._lay(table)
+        lay.state.modify_checked(handle, action, args)
+        self._sync_later(lay, handle)
 
     # ------------------------------------------------------------ batched mirroring
     def synced_batch(self) -> _SyncedBatch:
@@ -225,17 +234,24 @@ class FastSwitch(Switch):
         self._pending = {}
         for lay, handles in pending.values():
             st = lay.state
-            entries = []
+            rows, entries = [], []
             for h in dict.fromkeys(handles):
-                e = st.entries.get(h)
-                if e is None:
+                row = st.deferred(h)
+                if row is not None:
+                    rows.append(row)
                     continue
+                e = st.built(h)
+                if e is None:
+                    continue          # deleted since
                 if e.group is not None:
                     self._sync_entry(lay, h)
                 else:
                     entries.append(e)
-            self._mod.tbl_put_entries(self._ctx, lay.tid, entries, lay.index,
-                                      st.meter_factory is not None)
+            if rows:
+                self._mod.tbl_put_rows(self._ctx, lay.tid, rows, lay.index)
+            if entries:
+                self._mod.tbl_put_entries(self._ctx, lay.tid, entries, lay.index,
+                                          st.meter_factory is not None)
 
     def table_add_group(self, table: str, keys: Any, members: list[tuple[str, list[int]]],
                         priority: int | None = None) -> int:
@@ -281,7 +297,8 @@ class FastSwitch(Switch):
     def entry_idle_us(self, table: str, handle: int) -> int:
         self._settle()
         lay = self._lay(table)
-        lay.state._get(handle)   # P4Error when there is no such entry
+        if not lay.state.has(handle):
+            raise P4Error(f"table '{lay.state.name}' has no entry with handle {handle}")
         s = self._mod.tbl_stats(self._ctx, lay.tid, handle)
         if s is None:
             return 0
@@ -346,7 +363,7 @@ class FastSwitch(Switch):
         self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
-            if index not in lay.state.entries:
+            if not lay.state.has(index):
                 raise P4Error(f"direct counter '{name}': no entry with handle {index}")
             s = self._mod.tbl_stats(self._ctx, lay.tid, index)
             return (s[0], s[1]) if s is not None else (0, 0)
@@ -358,7 +375,7 @@ class FastSwitch(Switch):
         self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
-            if index not in lay.state.entries:
+            if not lay.state.has(index):
                 raise P4Error(f"direct counter '{name}': no entry with handle {index}")
             self._mod.tbl_set_stats(self._ctx, lay.tid, index, packets, bytes_)
             return
@@ -370,7 +387,7 @@ class FastSwitch(Switch):
         self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
-            for h in lay.state.entries:
+            for h in lay.state.handles():
                 self._mod.tbl_set_stats(self._ctx, lay.tid, h, 0, 0)
             return
         full = resolve_name(name, list(self.pb.counters), "counter")
