@@ -269,8 +269,9 @@ class FastSwitch(Switch):
         self._sync_entry(self._lay(table), handle)
 
     def table_delete(self, table: str, handle: int) -> None:
-        super().table_delete(table, handle)
-        self._mod.tbl_del(self._ctx, self._lay(table).tid, handle)
+        lay = self._lay(table)
+        lay.state.delete(handle)
+        self._mod.tbl_del(self._ctx, lay.tid, handle)
 
     def table_clear(self, table: str) -> None:
         self._settle()
