@@ -3,7 +3,10 @@
 :class:`FastSwitch` is a :class:`~softswitch.v1model.switch.Switch` (same control
 interface, same ``ProgramBuilder``): the interpreter's table states stay authoritative —
 P4Runtime, the runtime CLI and STF write them exactly as before — and every write is
-mirrored into the C tables right after it succeeds. What packets change lives in C:
+mirrored into the C tables right after it succeeds. Their tables are ``lazy`` (those
+without a direct meter): an entry written pre-checked (P4Runtime's plain writes) stays a
+row until something needs the interpreter's Entry, and reaches C from the row
+(``tbl_put_rows``), so a batched insert builds each entry once, in C. What packets change lives in C:
 direct and indirect counters, registers, entry hit times; the control interface reads
 and writes those there. Meters, digests, logs and ``random`` stay Python objects the C
 code calls back. ``inject`` runs the whole packet (clones, resubmits, recirculations,
