@@ -6,11 +6,11 @@ P4Runtime, the runtime CLI and STF write them exactly as before — and every wr
 mirrored into the C tables right after it succeeds. Their tables are ``lazy`` (those
 without a direct meter): an entry written pre-checked (P4Runtime's plain writes) stays a
 row until something needs the interpreter's Entry, and reaches C from the row
-(``tbl_put_rows``), so a batched insert builds each entry once, in C. What packets change lives in C:
-direct and indirect counters, registers, entry hit times; the control interface reads
-and writes those there. Meters, digests, logs and ``random`` stay Python objects the C
-code calls back. ``inject`` runs the whole packet (clones, resubmits, recirculations,
-multicast) in C; ``_ingress``/``_egress`` are the same steps for
+(``tbl_put_rows``), so a batched insert builds each entry once, in C. What packets
+change lives in C: direct and indirect counters, registers, entry hit times; the control
+interface reads and writes those there. Meters, digests, logs and ``random`` stay Python
+objects the C code calls back. ``inject`` runs the whole packet (clones, resubmits,
+recirculations, multicast) in C; ``_ingress``/``_egress`` are the same steps for
 :class:`~softswitch.v1model.queueing.QueuedSwitch`, with work items as opaque capsules;
 ``forward`` runs a whole burst of ``softswitch run`` through both while the traffic
 manager lets packets pass (``rt_loop.c``, driven by
