@@ -85,6 +85,11 @@ class Entry:
     last_hit: int = 0             # switch clock (µs) of the last hit, or of the insert
 
 
+# An entry the interpreter has not built yet (see TableState.add_checked): handle, match,
+# action, control-plane args, priority (as the Entry's), insertion order, last_hit.
+Row = tuple[int, tuple[Any, ...], ActionDef, list[int], int, int, int]
+
+
 @dataclass
 class KeySpec:
     name: str
@@ -125,7 +130,12 @@ class TableState:
         self.masked = self.mode == "ternary" and "range" not in kinds
         self._selector: tuple[Callable[[bytes], int], int] | None = None
         self._by_mask: dict[tuple[int, ...], dict[tuple[int, ...], list[Entry]]] = {}
-        self.entries: dict[int, Entry] = {}
+        self._entries: dict[int, Entry] = {}
+        # Deferred entries (``lazy`` tables, see add_checked) by handle, in handle order,
+        # and their identities (what _insert's duplicate checks compare) -> handle.
+        self.lazy = False
+        self._rows: dict[int, Row] = {}
+        self._row_ids: dict[Any, int] = {}
         self._next_handle = 0
         self._order = 0
         self._exact: dict[tuple[int, ...], Entry] = {}
@@ -137,6 +147,33 @@ class TableState:
         # their keys, and most give them in order (one tuple compare, no search).
         self._key_pos = {k.name: i for i, k in enumerate(self.keys)}
         self._key_names = tuple(k.name for k in self.keys)
+
+    @property
+    def entries(self) -> dict[int, Entry]:
+        """The entries by handle (deferred ones are built first: see add_checked)."""
+        if self._rows:
+            self._materialize()
+        return self._entries
+
+    def has(self, handle: int) -> bool:
+        """Whether an entry has this handle (without building deferred entries)."""
+        return handle in self._entries or handle in self._rows
+
+    def built(self, handle: int) -> Entry | None:
+        """The built entry with this handle, or None (no such entry, or deferred)."""
+        return self._entries.get(handle)
+
+    def handles(self) -> list[int]:
+        """Every entry's handle, built or deferred (without building any)."""
+        return [*self._entries, *self._rows]
+
+    def deferred(self, handle: int) -> Row | None:
+        """The row of a deferred entry, or None (no such entry, or built)."""
+        return self._rows.get(handle)
+
+    def count(self) -> int:
+        """How many entries the table holds (built or deferred)."""
+        return len(self._entries) + len(self._rows)
 
     @property
     def selector(self) -> tuple[Callable[[bytes], int], int] | None:
@@ -155,6 +192,8 @@ class TableState:
     def lookup(self, key: tuple[int, ...]) -> Entry | None:
         """The matching entry for the key values, or None (miss); a hit is stamped
         with the switch clock so idle entries can be found."""
+        if self._rows:
+            self._materialize()
         e = self._find(key)
         if e is not None and self.clock is not None:
             e.last_hit = self.clock.now_us()
@@ -321,7 +360,7 @@ class TableState:
             raise P4Error(f"action '{action.name}' can only be the default action "
                           f"of table '{self.name}'")
         args = self.check_args(action, args)
-        if len(self.entries) >= self.size:
+        if self.count() >= self.size:
             raise P4Error(f"table '{self.name}' is full ({self.size} entries)")
         return self._place(ordered, match, action, args, priority)
 
@@ -331,15 +370,74 @@ class TableState:
         key, argument and scope against P4Info first): ``match`` is the normalised
         match in key order (as ``_normalise`` builds it), ``args`` fit their widths.
         Skipping the second validation and the per-key KeyMatch objects is most of an
-        insert's cost here; the keys are derived from ``match`` when viewed."""
+        insert's cost here; the keys are derived from ``match`` when viewed.
+
+        In a ``lazy`` table (the C fast path's, which answers the packets: see
+        ``FastSwitch``) the Entry is not even built: the entry is kept as a :data:`Row`
+        until something needs the interpreter's form (a lookup, a view, ``entries``),
+        and is then built exactly as it would have been. A batched insert so touches
+        each entry once here, and the C table is the store packets use."""
         if self.entries_const:
             raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
-        if len(self.entries) >= self.size:
+        if len(self._entries) + len(self._rows) >= self.size:
             raise P4Error(f"table '{self.name}' is full ({self.size} entries)")
-        return self._place(None, match, action, args, priority)
+        if not self.lazy or self.meter_factory is not None:   # rows carry no meter
+            return self._place(None, match, action, args, priority)
+        mode = self.mode
+        if mode == "lpm":
+            prio = match[self.lpm_index][2]
+            ident: Any = match
+        else:
+            prio = priority if priority is not None else 0
+            ident = match if mode == "exact" else (prio, match)
+        if ident in self._row_ids or (self._entries and self._built_dup(match, prio)):
+            self._duplicate(match, prio)
+        handle = self._next_handle
+        self._rows[handle] = (handle, match, action, args, prio, self._order,
+                              self.clock.now_us() if self.clock is not None else 0)
+        self._row_ids[ident] = handle
+        self._next_handle = handle + 1
+        self._order += 1
+        return handle
+
+    def _built_dup(self, match: tuple[Any, ...], prio: int) -> bool:
+        """Whether a built entry has the identity of this match (see _insert)."""
+        if self.mode == "exact":
+            return tuple(m[0] for m in match) in self._exact
+        if self.mode == "lpm":
+            bucket = self._lpm.get(match[self.lpm_index][2])
+            return bucket is not None and tuple(m[0] for m in match) in bucket
+        return (prio, self._match_id(match)) in self._ternary_ids
+
+    def _duplicate(self, match: tuple[Any, ...], prio: int) -> None:
+        """Raise _insert's duplicate-entry error for this match."""
+        key = tuple(m[0] for m in match)
+        if self.mode == "exact":
+            raise P4Error(f"duplicate entry in table '{self.name}' for key {_fmt(key)}")
+        if self.mode == "lpm":
+            raise P4Error(f"duplicate entry in table '{self.name}' for key {_fmt(key)}/"
+                          f"{match[self.lpm_index][2]}")
+        raise P4Error(f"duplicate entry in table '{self.name}' "
+                      f"(same key and priority {prio})")
+
+    def _row_ident(self, row: Row) -> Any:
+        match = row[1]
+        return (row[4], match) if self.mode == "ternary" else match
+
+    def _materialize(self) -> None:
+        """Build the deferred entries, in handle (so insertion) order: what add_checked
+        would have built at once."""
+        rows, self._rows, self._row_ids = self._rows, {}, {}
+        for handle, match, action, args, prio, order, last_hit in rows.values():
+            entry = Entry(handle, None, action, args, prio, order, match,
+                          action.runtime_args(args))
+            entry.last_hit = last_hit
+            self._insert(entry)
 
     def _place(self, keys: list[KeyMatch] | None, match: tuple[Any, ...], action: ActionDef,
                args: list[int], priority: int | None) -> int:
+        if self._rows:         # an eager insert checks duplicates against built entries
+            self._materialize()
         prio = priority if priority is not None else 0
         if self.mode == "lpm":
             prio = match[self.lpm_index][2]
@@ -428,13 +526,17 @@ class TableState:
                 vals = tuple(m[0] for m in entry.match)
                 group = self._by_mask.setdefault(masks, {}).setdefault(vals, [])
                 bisect.insort(group, entry, key=_rank)
-        self.entries[entry.handle] = entry
+        self._entries[entry.handle] = entry
 
     def delete(self, handle: int) -> None:
         if self.entries_const:
             raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
+        row = self._rows.pop(handle, None)
+        if row is not None:
+            del self._row_ids[self._row_ident(row)]
+            return
         entry = self._get(handle)
-        del self.entries[handle]
+        del self._entries[handle]
         if self.mode == "exact":
             del self._exact[tuple(m[0] for m in entry.match)]
         elif self.mode == "lpm":
@@ -469,6 +571,10 @@ class TableState:
         :meth:`add_checked`)."""
         if self.entries_const:
             raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
+        row = self._rows.get(handle)
+        if row is not None:
+            self._rows[handle] = (handle, row[1], action, args, row[4], row[5], row[6])
+            return
         self._set_action(self._get(handle), action, args)
 
     @staticmethod
@@ -521,7 +627,9 @@ class TableState:
         return out
 
     def _get(self, handle: int) -> Entry:
-        e = self.entries.get(handle)
+        if handle in self._rows:
+            self._materialize()
+        e = self._entries.get(handle)
         if e is None:
             raise P4Error(f"table '{self.name}' has no entry with handle {handle}")
         return e

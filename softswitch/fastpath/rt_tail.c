@@ -736,33 +736,38 @@ static long long attr_ll(PyObject *o, PyObject *name) {
     return r;
 }
 
+/* The action index (``actions`` maps id(ActionDef) to it; -1 when absent) and the
+ * argument values of an ActionDef and its control-plane arguments. */
+static int action_of(PyObject *act, PyObject *args, PyObject *actions, int32_t *action,
+                     uint32_t *nargs, u128 **av) {
+    PyObject *key = PyLong_FromVoidPtr(act);
+    if (!key) return -1;
+    PyObject *idx = PyDict_GetItemWithError(actions, key);
+    Py_DECREF(key);
+    if (!idx && PyErr_Occurred()) return -1;
+    PyObject *index = idx ? idx : PyLong_FromLong(-1);
+    int r = index ? member_from(index, args, action, nargs, av) : -1;
+    if (!idx) Py_XDECREF(index);
+    return r;
+}
+
 /* The action index and argument values of an Entry. */
 static int entry_action(PyObject *e, PyObject *actions, int32_t *action, uint32_t *nargs,
                         u128 **av) {
     PyObject *act = PyObject_GetAttr(e, S_ACTION);
     if (!act) return -1;
-    PyObject *key = PyLong_FromVoidPtr(act);
-    Py_DECREF(act);
-    if (!key) return -1;
-    PyObject *idx = PyDict_GetItemWithError(actions, key);
-    Py_DECREF(key);
-    if (!idx && PyErr_Occurred()) return -1;
     PyObject *args = PyObject_GetAttr(e, S_ARGS);
-    if (!args) return -1;
-    PyObject *index = idx ? idx : PyLong_FromLong(-1);
-    int r = index ? member_from(index, args, action, nargs, av) : -1;
-    if (!idx) Py_XDECREF(index);
+    if (!args) { Py_DECREF(act); return -1; }
+    int r = action_of(act, args, actions, action, nargs, av);
+    Py_DECREF(act);
     Py_DECREF(args);
     return r;
 }
 
 /* An Entry's normalised match into the key arrays: (value, mask[, plen]) per key, or
  * ("r", low, high). */
-static int entry_match(PyObject *e, rt_table *t, rt_entry *out) {
-    PyObject *match = PyObject_GetAttr(e, S_MATCH);
-    if (!match) return -1;
+static int match_into(PyObject *match, rt_table *t, rt_entry *out) {
     if (!PyTuple_Check(match) || PyTuple_GET_SIZE(match) != (Py_ssize_t)t->nk) {
-        Py_DECREF(match);
         PyErr_SetString(PyExc_ValueError, "entry match does not fit the table");
         return -1;
     }
@@ -770,7 +775,6 @@ static int entry_match(PyObject *e, rt_table *t, rt_entry *out) {
     for (uint32_t i = 0; i < t->nk; i++) {
         PyObject *m = PyTuple_GET_ITEM(match, i);
         if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) < 2) {
-            Py_DECREF(match);
             PyErr_SetString(PyExc_ValueError, "malformed entry match");
             return -1;
         }
@@ -779,15 +783,21 @@ static int entry_match(PyObject *e, rt_table *t, rt_entry *out) {
         if (PyTuple_GET_SIZE(m) < first + 2
             || py_to_u128(PyTuple_GET_ITEM(m, first), &out->v[i])
             || py_to_u128(PyTuple_GET_ITEM(m, first + 1), &out->m[i])) {
-            Py_DECREF(match);
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "malformed entry match");
             return -1;
         }
         if (!range && PyTuple_GET_SIZE(m) > 2)
             out->plen = (int)PyLong_AsLong(PyTuple_GET_ITEM(m, 2));
     }
-    Py_DECREF(match);
     return PyErr_Occurred() ? -1 : 0;
+}
+
+static int entry_match(PyObject *e, rt_table *t, rt_entry *out) {
+    PyObject *match = PyObject_GetAttr(e, S_MATCH);
+    if (!match) return -1;
+    int r = match_into(match, t, out);
+    Py_DECREF(match);
+    return r;
 }
 
 static PyObject *m_tbl_put_entries(PyObject *self, PyObject *const *args, Py_ssize_t n) {
@@ -834,6 +844,66 @@ static PyObject *m_tbl_put_entries(PyObject *self, PyObject *const *args, Py_ssi
         Py_INCREF(pe);
         e->py = pe;
         e->has_meter = has_meter;
+        int r = table_insert(t, e);
+        if (r) {
+            entry_free(e);
+            if (r == -2) PyErr_SetString(PyExc_ValueError, "prefix length out of range");
+            else PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+/* tbl_put_rows(ctx, tid, rows, actions): tbl_put_entries of entries the interpreter
+ * has not built (TableState's deferred rows: softswitch.core.tables.Row), each a tuple
+ * (handle, match, ActionDef, args, priority, order, last_hit). Such an entry has no
+ * Python Entry (e->py NULL), so no direct meter: TableState defers only tables without
+ * one. An existing handle gets the new action (counters kept). */
+static PyObject *m_tbl_put_rows(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 4) {
+        PyErr_SetString(PyExc_TypeError, "tbl_put_rows(ctx, tid, rows, actions)");
+        return NULL;
+    }
+    rt_ctx *c = get_ctx(args[0]);
+    if (!c) return NULL;
+    rt_table *t = get_table_w(c, args[1]);
+    if (!t) return NULL;
+    PyObject *rows = args[2], *actions = args[3];
+    if (!PyList_Check(rows) || !PyDict_Check(actions)) {
+        PyErr_SetString(PyExc_TypeError, "tbl_put_rows: a list of rows and a dict");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
+        PyObject *row = PyList_GET_ITEM(rows, i);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 7) {
+            PyErr_SetString(PyExc_TypeError, "tbl_put_rows: a row is a 7-tuple");
+            return NULL;
+        }
+        long long handle = PyLong_AsLongLong(PyTuple_GET_ITEM(row, 0));
+        if (handle == -1 && PyErr_Occurred()) return NULL;
+        int32_t action;
+        uint32_t nargs;
+        u128 *av;
+        if (action_of(PyTuple_GET_ITEM(row, 2), PyTuple_GET_ITEM(row, 3), actions, &action,
+                      &nargs, &av))
+            return NULL;
+        rt_entry *e = table_get(t, handle);
+        if (e) {                          /* already there: a new action (counters kept) */
+            free(e->args);
+            e->action = action;
+            e->nargs = nargs;
+            e->args = av;
+            if (set_group(e, Py_None)) return NULL;
+            continue;
+        }
+        e = entry_new(t, handle, action, nargs, av);
+        if (!e) return NULL;
+        if (match_into(PyTuple_GET_ITEM(row, 1), t, e)) { entry_free(e); return NULL; }
+        e->priority = PyLong_AsLongLong(PyTuple_GET_ITEM(row, 4));
+        e->order = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(row, 5));
+        e->last_hit = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(row, 6));
+        if (PyErr_Occurred()) { entry_free(e); return NULL; }
         int r = table_insert(t, e);
         if (r) {
             entry_free(e);
@@ -1157,6 +1227,7 @@ static PyMethodDef METHODS[] = {
     {"egress", (PyCFunction)(void (*)(void))m_egress, METH_FASTCALL, NULL},
     {"tbl_put", (PyCFunction)(void (*)(void))m_tbl_put, METH_FASTCALL, NULL},
     {"tbl_put_entries", (PyCFunction)(void (*)(void))m_tbl_put_entries, METH_FASTCALL, NULL},
+    {"tbl_put_rows", (PyCFunction)(void (*)(void))m_tbl_put_rows, METH_FASTCALL, NULL},
     {"tbl_del", (PyCFunction)(void (*)(void))m_tbl_del, METH_FASTCALL, NULL},
     {"tbl_clear", (PyCFunction)(void (*)(void))m_tbl_clear, METH_FASTCALL, NULL},
     {"tbl_default", (PyCFunction)(void (*)(void))m_tbl_default, METH_FASTCALL, NULL},

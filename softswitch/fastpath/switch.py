@@ -3,11 +3,14 @@
 :class:`FastSwitch` is a :class:`~softswitch.v1model.switch.Switch` (same control
 interface, same ``ProgramBuilder``): the interpreter's table states stay authoritative —
 P4Runtime, the runtime CLI and STF write them exactly as before — and every write is
-mirrored into the C tables right after it succeeds. What packets change lives in C:
-direct and indirect counters, registers, entry hit times; the control interface reads
-and writes those there. Meters, digests, logs and ``random`` stay Python objects the C
-code calls back. ``inject`` runs the whole packet (clones, resubmits, recirculations,
-multicast) in C; ``_ingress``/``_egress`` are the same steps for
+mirrored into the C tables right after it succeeds. Their tables are ``lazy`` (those
+without a direct meter): an entry written pre-checked (P4Runtime's plain writes) stays a
+row until something needs the interpreter's Entry, and reaches C from the row
+(``tbl_put_rows``), so a batched insert builds each entry once, in C. What packets
+change lives in C: direct and indirect counters, registers, entry hit times; the control
+interface reads and writes those there. Meters, digests, logs and ``random`` stay Python
+objects the C code calls back. ``inject`` runs the whole packet (clones, resubmits,
+recirculations, multicast) in C; ``_ingress``/``_egress`` are the same steps for
 :class:`~softswitch.v1model.queueing.QueuedSwitch`, with work items as opaque capsules;
 ``forward`` runs a whole burst of ``softswitch run`` through both while the traffic
 manager lets packets pass (``rt_loop.c``, driven by
@@ -80,6 +83,9 @@ class FastSwitch(Switch):
         self._cids = {n: i for i, n in enumerate(cprog.counter_names)}
         self._rids = {n: i for i, n in enumerate(cprog.register_names)}
         for lay in self._layouts.values():
+            # Entries written pre-checked are built in the interpreter only on demand:
+            # packets run here (see TableState.add_checked).
+            lay.state.lazy = lay.state.meter_factory is None
             self._sync_default(lay)
             for h in list(lay.state.entries):
                 self._sync_entry(lay, h)
@@ -163,7 +169,11 @@ class FastSwitch(Switch):
 
     def _sync_entry(self, lay: Any, handle: int) -> None:
         st = lay.state
-        e = st.entries.get(handle)
+        row = st.deferred(handle)
+        if row is not None:
+            self._mod.tbl_put_rows(self._ctx, lay.tid, [row], lay.index)
+            return
+        e = st.built(handle)
         if e is None:
             self._mod.tbl_del(self._ctx, lay.tid, handle)
             return
@@ -196,14 +206,16 @@ class FastSwitch(Switch):
 
     def table_add_checked(self, table: str, match: tuple[Any, ...], action: Any,
                           args: list[int], priority: int | None = None) -> int:
-        h = super().table_add_checked(table, match, action, args, priority)
-        self._sync_later(self._lay(table), h)
+        lay = self._lay(table)
+        h: int = lay.state.add_checked(match, action, args, priority)
+        self._sync_later(lay, h)
         return h
 
     def table_modify_checked(self, table: str, handle: int, action: Any,
                              args: list[int]) -> None:
-        super().table_modify_checked(table, handle, action, args)
-        self._sync_later(self._lay(table), handle)
+        lay = self._lay(table)
+        lay.state.modify_checked(handle, action, args)
+        self._sync_later(lay, handle)
 
     # ------------------------------------------------------------ batched mirroring
     def synced_batch(self) -> _SyncedBatch:
@@ -232,17 +244,24 @@ class FastSwitch(Switch):
         self._pending = {}
         for lay, handles in pending.values():
             st = lay.state
-            entries = []
+            rows, entries = [], []
             for h in dict.fromkeys(handles):
-                e = st.entries.get(h)
-                if e is None:
+                row = st.deferred(h)
+                if row is not None:
+                    rows.append(row)
                     continue
+                e = st.built(h)
+                if e is None:
+                    continue          # deleted since
                 if e.group is not None:
                     self._sync_entry(lay, h)
                 else:
                     entries.append(e)
-            self._mod.tbl_put_entries(self._ctx, lay.tid, entries, lay.index,
-                                      st.meter_factory is not None)
+            if rows:
+                self._mod.tbl_put_rows(self._ctx, lay.tid, rows, lay.index)
+            if entries:
+                self._mod.tbl_put_entries(self._ctx, lay.tid, entries, lay.index,
+                                          st.meter_factory is not None)
 
     def table_add_group(self, table: str, keys: Any, members: list[tuple[str, list[int]]],
                         priority: int | None = None) -> int:
@@ -260,8 +279,9 @@ class FastSwitch(Switch):
         self._sync_entry(self._lay(table), handle)
 
     def table_delete(self, table: str, handle: int) -> None:
-        super().table_delete(table, handle)
-        self._mod.tbl_del(self._ctx, self._lay(table).tid, handle)
+        lay = self._lay(table)
+        lay.state.delete(handle)
+        self._mod.tbl_del(self._ctx, lay.tid, handle)
 
     def table_clear(self, table: str) -> None:
         self._settle()
@@ -288,7 +308,8 @@ class FastSwitch(Switch):
     def entry_idle_us(self, table: str, handle: int) -> int:
         self._settle()
         lay = self._lay(table)
-        lay.state._get(handle)   # P4Error when there is no such entry
+        if not lay.state.has(handle):
+            raise P4Error(f"table '{lay.state.name}' has no entry with handle {handle}")
         s = self._mod.tbl_stats(self._ctx, lay.tid, handle)
         if s is None:
             return 0
@@ -353,7 +374,7 @@ class FastSwitch(Switch):
         self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
-            if index not in lay.state.entries:
+            if not lay.state.has(index):
                 raise P4Error(f"direct counter '{name}': no entry with handle {index}")
             s = self._mod.tbl_stats(self._ctx, lay.tid, index)
             return (s[0], s[1]) if s is not None else (0, 0)
@@ -365,7 +386,7 @@ class FastSwitch(Switch):
         self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
-            if index not in lay.state.entries:
+            if not lay.state.has(index):
                 raise P4Error(f"direct counter '{name}': no entry with handle {index}")
             self._mod.tbl_set_stats(self._ctx, lay.tid, index, packets, bytes_)
             return
@@ -377,7 +398,7 @@ class FastSwitch(Switch):
         self._settle()
         lay = self._direct_lay(name)
         if lay is not None:
-            for h in lay.state.entries:
+            for h in lay.state.handles():
                 self._mod.tbl_set_stats(self._ctx, lay.tid, h, 0, 0)
             return
         full = resolve_name(name, list(self.pb.counters), "counter")

@@ -644,9 +644,108 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- split
+ * wire.split in C (see there): the encoding of every field but ``lazy`` and the
+ * (start, end) spans of ``lazy``'s length-delimited occurrences. Malformed bytes raise
+ * ValueError with wire.split's message (wire.py turns it into a WireError). A varint
+ * is kept to 64 bits; ``big`` says higher bits were set (such a tag is neither field 0
+ * nor ``lazy``, such a length runs past the end), as Python's ints would have it. */
+static int sp_varint(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, uint64_t *value,
+                     int *big) {
+    uint64_t v = 0;
+    int shift = 0;
+    *big = 0;
+    for (;;) {
+        if (*pos >= end || shift > 63) {
+            PyErr_SetString(PyExc_ValueError, "truncated or overlong varint");
+            return -1;
+        }
+        uint8_t byte = d[(*pos)++];
+        uint64_t bits = byte & 0x7F;
+        if (shift < 64) {
+            v |= bits << shift;
+            if (shift > 57 && (bits >> (64 - shift))) *big = 1;
+        }
+        if (!(byte & 0x80)) { *value = v; return 0; }
+        shift += 7;
+    }
+}
+
+static PyObject *split(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    long long lazy;
+    if (!PyArg_ParseTuple(args, "y*L", &buf, &lazy)) return NULL;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    Py_ssize_t end = buf.len, pos = 0;
+    PyObject *spans = PyList_New(0), *head = NULL;
+    char *out = PyMem_Malloc(end ? (size_t)end : 1);
+    Py_ssize_t olen = 0;
+    if (!spans || !out) { if (!out) PyErr_NoMemory(); goto fail; }
+    while (pos < end) {
+        Py_ssize_t start = pos;
+        uint64_t tag, skip;
+        int big;
+        if (d[pos] < 0x80) { tag = d[pos++]; big = 0; }
+        else if (sp_varint(d, end, &pos, &tag, &big)) goto fail;
+        unsigned wt = (unsigned)(tag & 7);
+        if (!big && (tag >> 3) == 0) {
+            PyErr_SetString(PyExc_ValueError, "field number 0");
+            goto fail;
+        }
+        int is_lazy = !big && (long long)(tag >> 3) == lazy;
+        if (wt == 0) {
+            if (sp_varint(d, end, &pos, &skip, &big)) goto fail;
+        } else if (wt == 1) {
+            pos += 8;
+        } else if (wt == 5) {
+            pos += 4;
+        } else if (wt == 2) {
+            uint64_t length;
+            if (pos < end && d[pos] < 0x80) { length = d[pos++]; big = 0; }
+            else if (sp_varint(d, end, &pos, &length, &big)) goto fail;
+            if (big || length > (uint64_t)(end - pos)) {
+                PyErr_SetString(PyExc_ValueError, "truncated field");
+                goto fail;
+            }
+            if (is_lazy) {
+                PyObject *span = Py_BuildValue("(nn)", pos, pos + (Py_ssize_t)length);
+                if (!span || PyList_Append(spans, span)) { Py_XDECREF(span); goto fail; }
+                Py_DECREF(span);
+                pos += (Py_ssize_t)length;
+                continue;
+            }
+            pos += (Py_ssize_t)length;
+        } else {
+            PyErr_Format(PyExc_ValueError, "unsupported wire type %u", wt);
+            goto fail;
+        }
+        if (pos > end) {
+            PyErr_SetString(PyExc_ValueError, "truncated field");
+            goto fail;
+        }
+        memcpy(out + olen, d + start, (size_t)(pos - start));
+        olen += pos - start;
+    }
+    head = PyBytes_FromStringAndSize(out, olen);
+    if (!head) goto fail;
+    PyMem_Free(out);
+    PyBuffer_Release(&buf);
+    PyObject *r = PyTuple_Pack(2, head, spans);
+    Py_DECREF(head);
+    Py_DECREF(spans);
+    return r;
+fail:
+    PyMem_Free(out);
+    Py_XDECREF(spans);
+    PyBuffer_Release(&buf);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
      "decode(data, spans[, plans]) -> per span a plain or checked tuple, or None"},
+    {"split", split, METH_VARARGS,
+     "split(data, lazy_field) -> (encoding of the other fields, spans of lazy_field)"},
     {NULL, NULL, 0, NULL},
 };
 

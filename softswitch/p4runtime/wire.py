@@ -83,7 +83,21 @@ def split(data: bytes, lazy_field: int) -> tuple[bytes, list[tuple[int, int]]]:
     """Split a serialized message into the encoding of every field but ``lazy_field``
     (parsed at once: cheap) and the (start, end) spans of ``lazy_field``'s
     length-delimited occurrences (parsed one by one, later — or never, when the
-    request is refused first). WireError on malformed bytes."""
+    request is refused first). WireError on malformed bytes.
+
+    Done in C by entrywire's ``split`` where it is built (this loop costs ~1-2 µs per
+    update of a big batch), else by :func:`split_python`: same result, same errors."""
+    mod = entrywire.native()
+    if mod is None:
+        return split_python(data, lazy_field)
+    try:
+        return mod.split(data, lazy_field)  # type: ignore[no-any-return]
+    except ValueError as exc:
+        raise WireError(str(exc)) from None
+
+
+def split_python(data: bytes, lazy_field: int) -> tuple[bytes, list[tuple[int, int]]]:
+    """:func:`split` in Python (where entrywire cannot be built)."""
     head: list[bytes] = []
     spans: list[tuple[int, int]] = []
     pos, end = 0, len(data)
