@@ -22,6 +22,7 @@ from taillab.leafspine import (
     cnp_flow_commands,
     lossless_queues,
     scheme_commands,
+    switch_scheme,
 )
 from taillab.metrics import unloaded_us
 from taillab.network import Network
@@ -63,7 +64,7 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
     elephants = sorted({(m.spec, m.sender, m.receiver) for m in messages if m.elephant})
     b = scenario.buffers
     policy = scheme_commands(scheme, classes, b)
-    if scheme == "tailcc":
+    if switch_scheme(scheme) == "tailcc":
         policy += cnp_flow_commands(fabric, elephants)
     lossless = lossless_queues(scheme, classes)
 
@@ -75,7 +76,8 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
             lines.append(f"set_queue_depth {b.queue_pkts} {port}")
             for q in lossless:
                 lines.append(f"set_pfc {port} {q} {b.pfc_xoff_pkts} {b.pfc_xon_pkts}")
-            weighted = [q for q in lossless if q in DWRR_WEIGHTS] if scheme != "baseline" else []
+            weighted = [q for q in lossless if q in DWRR_WEIGHTS] \
+                if switch_scheme(scheme) != "baseline" else []
             if len(weighted) > 1:
                 lines += [f"set_queue_weight {DWRR_WEIGHTS[q]} {port} {q}" for q in weighted]
         return lines
@@ -89,16 +91,29 @@ def run_cell(scenario: Scenario, scheme: str, seed: int, fastpath: str = "auto",
 
     if checked is None:
         checked = compile_tailcc()
+    nic_factory = p4_nics() if scheme == "tailcc-nic" else None
     fabric = Fabric(scenario.topology)
     messages = generate(scenario, seed)
     slow = sorted(s.host for s in scenario.slow_receivers)
     sample_ports = _sample_ports(fabric, slow[0] if slow else 0)
     started = time.monotonic()
     net = Network(scenario, scheme, lambda: Switch.from_program(checked, fastpath=fastpath),
-                  switch_commands(scenario, scheme, fabric, messages), sample_ports)
+                  switch_commands(scenario, scheme, fabric, messages), sample_ports,
+                  nic_factory=nic_factory)
     obs = net.run(messages)
     return _summarise(scenario, scheme, seed, fabric, messages, net, obs,
                       time.monotonic() - started)
+
+
+def p4_nics() -> Any:
+    """Hosts whose NIC runs tailcc_nic.p4 (the tailcc-nic scheme), compiled once."""
+    from taillab.p4nic import P4HostNic, compile_nic_program
+
+    checked = compile_nic_program()
+
+    def make(net: Network, host: int, rate: float, rx_rate: float | None) -> P4HostNic:
+        return P4HostNic(net, host, rate, rx_rate, checked)
+    return make
 
 
 def _sample_ports(fabric: Fabric, host: int) -> list[tuple[str, int]]:
