@@ -53,7 +53,7 @@ def compile_tailcc() -> Any:
         return compile_program(str(tailcc_program()))
     except P4Error as exc:
         raise LabError(str(exc)) from None
-RESULT_VERSION = 2
+RESULT_VERSION = 3
 
 
 def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
@@ -87,22 +87,28 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
 def run_cell(scenario: Scenario, scheme: str, seed: int, fastpath: str = "auto",
              checked: Any = None) -> dict[str, Any]:
     """One simulation; returns plain data (JSON-able) for the report."""
-    from softswitch.v1model.switch import Switch
-
     if checked is None:
         checked = compile_tailcc()
-    nic_factory = p4_nics() if scheme == "tailcc-nic" else None
-    fabric = Fabric(scenario.topology)
     messages = generate(scenario, seed)
-    slow = sorted(s.host for s in scenario.slow_receivers)
-    sample_ports = _sample_ports(fabric, slow[0] if slow else 0)
     started = time.monotonic()
-    net = Network(scenario, scheme, lambda: Switch.from_program(checked, fastpath=fastpath),
-                  switch_commands(scenario, scheme, fabric, messages), sample_ports,
-                  nic_factory=nic_factory)
+    net = build_network(scenario, scheme, messages, checked, fastpath)
     obs = net.run(messages)
-    return _summarise(scenario, scheme, seed, fabric, messages, net, obs,
+    return _summarise(scenario, scheme, seed, net.fabric, messages, net, obs,
                       time.monotonic() - started)
+
+
+def build_network(scenario: Scenario, scheme: str, messages: list[FabricMessage],
+                  checked: Any, fastpath: str = "auto") -> Network:
+    """The scheme's network for these messages: tailcc.p4 switches configured for it,
+    and its host NICs (tailcc_nic.p4 in the tailcc-nic scheme)."""
+    from softswitch.v1model.switch import Switch
+
+    fabric = Fabric(scenario.topology)
+    slow = sorted(s.host for s in scenario.slow_receivers)
+    nic_factory = p4_nics() if scheme == "tailcc-nic" else None
+    return Network(scenario, scheme, lambda: Switch.from_program(checked, fastpath=fastpath),
+                   switch_commands(scenario, scheme, fabric, messages),
+                   _sample_ports(fabric, slow[0] if slow else 0), nic_factory=nic_factory)
 
 
 def p4_nics() -> Any:
@@ -170,6 +176,10 @@ def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
         "wall_s": round(wall_s, 1),
         "sim_events": net.loop.executed,
         "switch_packets": sum(sw.received for sw in net.switches.values()),
+        # packets through tailcc_nic.p4's pipelines (tailcc-nic: host->net + CNPs in)
+        "nic_program_packets": sum(getattr(n, "pipeline_packets", 0)
+                                   + getattr(n, "cnps_consumed", 0)
+                                   for n in net.nics.values()),
     }
 
 
