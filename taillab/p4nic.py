@@ -165,13 +165,6 @@ class P4HostNic(HostNic):
             self.in_nic[q.qp] = 0
         return q
 
-    def post(self, msg: FabricMessage) -> None:
-        q = self._qp(msg)
-        q.messages.append(msg)
-        if self.paused_until.get(q.priority, 0.0) > self.net.loop.now:
-            self.net.paused_qp(q)
-        self._kick(self.net.loop.now)
-
     def _feed(self, now: float) -> float | None:
         """Every QP with room in the NIC and a rate that allows it posts its next packet
         through the NIC program into a transmit queue; returns when a rate-limited QP
