@@ -33,13 +33,14 @@ $(VENV)/.installed: pyproject.toml softswitch/p4runtime_stubs.py
 	touch $@
 
 # The main job: the P/D cascade on a leaf-spine fabric (every switch runs tailcc.p4 on
-# softswitch), baseline / priority-only / tailcc on identical traffic, per-class slowdown
-# with 95% CIs over 3 seeds, PFC/ECN/CNP figures, plots under out/demo/ (5 ms x 3 seeds,
-# ~400 hot KV blocks per scheme: 84 s on 2 cores at load average 6; `tailcc lab
-# pd_cascade` is the full one, make bench).
+# softswitch), baseline / priority-only / tailcc / tailcc-nic (tailcc_nic.p4 in every host
+# NIC) on identical traffic, per-class slowdown with 95% CIs over 3 seeds, PFC/ECN/CNP
+# figures, plots under out/demo/ (3 ms x 3 seeds, ~240 hot KV blocks per scheme: 74 CPU-s,
+# 45 s on 2 cores at load average 2, about what 3 schemes x 5 ms took, 67 CPU-s: the P4
+# NIC costs a switch-only cell again; `tailcc lab pd_cascade` is the full one, make bench).
 demo: setup
 	$(VENV)/bin/softswitch compile p4src/tailcc.p4 --p4runtime-files out/tailcc.p4info.txtpb
-	$(VENV)/bin/tailcc lab pd_cascade --duration-us 5000 --seeds 1,2,3 --out out/demo --fresh
+	$(VENV)/bin/tailcc lab pd_cascade --duration-us 3000 --seeds 1,2,3 --out out/demo --fresh
 
 # Real p4c/BMv2 from ../shared/p4lang when the bundle is there (seconds when installed).
 reference-tools:

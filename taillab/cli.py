@@ -134,7 +134,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     print(format_tables(summary))
     rows = verdict(summary)
     if rows:
-        print("\ntargets (issue 14, tailcc vs baseline):")
+        print("\ntargets (issue 14, each tailcc scheme vs baseline):")
         print(format_verdict(rows))
     paths = write_outputs(scenario, cells, summary, out)
     print("\nwrote " + ", ".join(str(p) for p in paths))

@@ -111,35 +111,48 @@ def format_tables(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+TAILCC_SCHEMES = ("tailcc", "tailcc-nic")
+
+
 def verdict(summary: dict[str, Any]) -> list[tuple[str, bool, str]]:
-    """The issue's 'Done when' targets, each with its measured figure."""
-    if "baseline" not in summary or "tailcc" not in summary:
+    """The issue's 'Done when' targets, each with its measured figure, for each tailcc
+    scheme in the run (switch-only, NIC+switch)."""
+    if "baseline" not in summary:
         return []
-    base, ours = summary["baseline"], summary["tailcc"]
+    out: list[tuple[str, bool, str]] = []
+    for scheme in TAILCC_SCHEMES:
+        if scheme in summary:
+            out += _targets(scheme, summary["baseline"], summary[scheme])
+    return out
+
+
+def _targets(scheme: str, base: dict[str, Any],
+             ours: dict[str, Any]) -> list[tuple[str, bool, str]]:
     out: list[tuple[str, bool, str]] = []
     mice = [n for n, c in ours["classes"].items() if c["mouse"]]
     for n in mice:
         c = ours["classes"][n]
-        out.append((f"tailcc {n} P99 <= 1.5, P999 <= 2.0",
+        out.append((f"{scheme} {n} P99 <= 1.5, P999 <= 2.0",
                     c["p99"]["value"] <= 1.5 and c["p999"]["value"] <= 2.0,
                     f"P99 {c['p99']['value']:.2f}, P999 {c['p999']['value']:.2f}"))
         b = base["classes"].get(n)
         if b:
             ratio = b["p99"]["value"] / c["p99"]["value"]
-            out.append((f"baseline {n} P99 >= 3x tailcc's", ratio >= 3.0, f"{ratio:.3g}x"))
+            out.append((f"baseline {n} P99 >= 3x {scheme}'s", ratio >= 3.0, f"{ratio:.3g}x"))
     below_bulk = {name for name, r in ROLES.items() if r.queue < ROLES["bulk"].queue}
     for n, c in ours["classes"].items():
         b = base["classes"].get(n)
         if b and c["role"] not in below_bulk:
             ratio = c["p99"]["value"] / b["p99"]["value"]
-            out.append((f"{n} P99 no worse than baseline +10%", ratio <= 1.10,
+            out.append((f"{scheme} {n} P99 no worse than baseline +10%", ratio <= 1.10,
                         f"{ratio:.3g}x baseline"))
     if base["elephant_goodput_gbps"] > 0:   # a short run may deliver no elephant bytes
         g = ours["elephant_goodput_gbps"] / base["elephant_goodput_gbps"]
-        out.append(("elephant goodput >= 0.95x baseline", g >= 0.95, f"{g:.3f}x"))
+        out.append((f"{scheme} elephant goodput >= 0.95x baseline", g >= 0.95, f"{g:.3f}x"))
     if base["pfc_paused_us"] > 0:
         red = 1 - ours["pfc_paused_us"] / base["pfc_paused_us"]
-        out.append(("PFC paused time >= 90% lower", red >= 0.90, f"{red * 100:.1f}% lower"))
+        out.append((f"{scheme} PFC paused time >= 90% lower", red >= 0.90,
+                    f"{red * 100:.1f}% lower"))
     return out
 
 

@@ -11,7 +11,9 @@ Schemes, on identical offered traffic:
 *baseline*: one lossless queue for all RDMA (PFC on it), RED-ECN on its depth, CNPs
 from the receivers at strict priority; *priority-only*: the semantic classes in their
 own queues, the same RED everywhere, receiver CNPs; *tailcc*: the classes, per-class
-ECN thresholds and switch-generated Fast CNPs for the elephant classes.
+ECN thresholds and switch-generated Fast CNPs for the elephant classes; *tailcc-nic*:
+the tailcc switches, and host NICs that run tailcc_nic.p4 with per-class transmit
+queues (taillab/p4nic.py) instead of the class-blind NIC of the other three.
 """
 
 from __future__ import annotations
@@ -145,9 +147,19 @@ def _qp_range(spec: int) -> str:
     return f"{lo:#x}..{lo + 0xfff:#x}"
 
 
+# Schemes whose switches are configured as another's (they differ at the hosts).
+SWITCHES_AS = {"tailcc-nic": "tailcc"}
+
+
+def switch_scheme(scheme: str) -> str:
+    """The scheme whose switch configuration ``scheme`` uses."""
+    return SWITCHES_AS.get(scheme, scheme)
+
+
 def scheme_commands(scheme: str, classes: list[str], buffers: Buffers) -> list[str]:
-    """``classes``: the semantic class of each traffic spec, by spec index."""
-    """Classification, ECN and Fast CNP policy of one scheme (routes come separately)."""
+    """Classification, ECN and Fast CNP policy of one scheme's switches (routes come
+    separately). ``classes``: the semantic class of each traffic spec, by spec index."""
+    scheme = switch_scheme(scheme)
     cnp = (f"add traffic_class 200 is_roce:1&&&1 dscp:{CNP_DSCP}&&&0x3f "
            f"set_class(tc:15, queue:{CNP_QUEUE}, ecn_profile:0)")
     base_ecn = (buffers.ecn_kmin_pkts, buffers.ecn_kmax_pkts, buffers.ecn_pmax)
@@ -180,7 +192,7 @@ def data_queue(scheme: str, cls: str) -> int:
 
 
 def lossless_queues(scheme: str, classes: list[str]) -> list[int]:
-    if scheme == "baseline":
+    if switch_scheme(scheme) == "baseline":
         return [BASELINE_QUEUE]
     return sorted({role(c).queue for c in classes})
 

@@ -310,7 +310,9 @@ class HostNic:
         if q.next_allowed_us > now:
             self._kick(q.next_allowed_us)
             return
-        pkt = self._packetise(q)
+        pkt, first = self._packetise(q)
+        if first is not None:
+            self.net.obs.first_tx_us[first.msg_id] = now
         q.next_allowed_us = now + len(pkt) * 8 / q.rp.current * 1e6
         q.rp.on_sent(len(pkt), now)
         self._transmit(pkt, now)
@@ -322,7 +324,10 @@ class HostNic:
         if self.control or any(s.messages for s in self.qps.values()):
             self._kick(self.nic_free_us)
 
-    def _packetise(self, q: _QP) -> bytes:
+    def _packetise(self, q: _QP, dscp: int = ROCE_DSCP,
+                   ecn: int = ECN_ECT0) -> tuple[bytes, Message | None]:
+        """The next packet of the QP's head message, and that message if this is its
+        first packet."""
         msg = q.messages[0]
         mtu = self.net.scenario.topology.mtu_payload
         chunk = min(mtu, msg.size - q.sent_of_head)
@@ -332,9 +337,7 @@ class HostNic:
         else:
             opcode = (OPCODE_RC_WRITE_FIRST if first else
                       OPCODE_RC_WRITE_LAST if last else OPCODE_RC_WRITE_MIDDLE)
-        pkt = build_roce(q.addr, opcode, q.psn, chunk, ROCE_DSCP, ECN_ECT0)
-        if first:
-            self.net.obs.first_tx_us[msg.msg_id] = self.net.loop.now
+        pkt = build_roce(q.addr, opcode, q.psn, chunk, dscp, ecn)
         self.net.expect(q.addr.dest_qp, q.psn, msg, last)
         if last:
             q.messages.popleft()
@@ -342,7 +345,7 @@ class HostNic:
         else:
             q.sent_of_head += chunk
         q.psn = (q.psn + 1) & 0xFFFFFF
-        return pkt
+        return pkt, msg if first else None
 
     def pfc(self, priority: int, pause: bool) -> None:
         now = self.net.loop.now
@@ -432,12 +435,17 @@ class HostNic:
         self.net.loop.at(self.net.loop.now + NP_DELAY_US, send)
 
 
+NicFactory = Callable[["Network", int, float, "float | None"], HostNic]
+
+
 class Network:
     """Builds switches and NICs for a scenario and a scheme, runs the messages."""
 
     def __init__(self, scenario: Scenario, scheme: str, switch_factory: Callable[[], Switch],
                  commands: Callable[[str], list[str]], sample_ports: list[tuple[str, int]],
-                 sample_every_us: float = 10.0) -> None:
+                 sample_every_us: float = 10.0, nic_factory: NicFactory | None = None) -> None:
+        """``nic_factory`` builds each host's NIC (default: the class-blind
+        :class:`HostNic`; the tailcc-nic scheme's runs tailcc_nic.p4)."""
         self.scenario, self.scheme = scenario, scheme
         self.fabric = Fabric(scenario.topology)
         self.loop = EventLoop()
@@ -450,7 +458,8 @@ class Network:
                          for n in self.fabric.switches()}
         slow = {s.host: s.rx_gbps * 1e9 for s in scenario.slow_receivers}
         t = scenario.topology
-        self.nics = {h: HostNic(self, h, t.host_gbps * 1e9, slow.get(h))
+        make_nic = nic_factory or HostNic
+        self.nics = {h: make_nic(self, h, t.host_gbps * 1e9, slow.get(h))
                      for h in range(t.num_hosts)}
         self.congested_hosts = set(slow)
         self._expect: dict[tuple[int, int], tuple[Message, bool]] = {}

@@ -22,6 +22,7 @@ from taillab.leafspine import (
     cnp_flow_commands,
     lossless_queues,
     scheme_commands,
+    switch_scheme,
 )
 from taillab.metrics import unloaded_us
 from taillab.network import Network
@@ -52,7 +53,7 @@ def compile_tailcc() -> Any:
         return compile_program(str(tailcc_program()))
     except P4Error as exc:
         raise LabError(str(exc)) from None
-RESULT_VERSION = 2
+RESULT_VERSION = 3
 
 
 def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
@@ -63,7 +64,7 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
     elephants = sorted({(m.spec, m.sender, m.receiver) for m in messages if m.elephant})
     b = scenario.buffers
     policy = scheme_commands(scheme, classes, b)
-    if scheme == "tailcc":
+    if switch_scheme(scheme) == "tailcc":
         policy += cnp_flow_commands(fabric, elephants)
     lossless = lossless_queues(scheme, classes)
 
@@ -75,7 +76,8 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
             lines.append(f"set_queue_depth {b.queue_pkts} {port}")
             for q in lossless:
                 lines.append(f"set_pfc {port} {q} {b.pfc_xoff_pkts} {b.pfc_xon_pkts}")
-            weighted = [q for q in lossless if q in DWRR_WEIGHTS] if scheme != "baseline" else []
+            weighted = [q for q in lossless if q in DWRR_WEIGHTS] \
+                if switch_scheme(scheme) != "baseline" else []
             if len(weighted) > 1:
                 lines += [f"set_queue_weight {DWRR_WEIGHTS[q]} {port} {q}" for q in weighted]
         return lines
@@ -85,20 +87,39 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
 def run_cell(scenario: Scenario, scheme: str, seed: int, fastpath: str = "auto",
              checked: Any = None) -> dict[str, Any]:
     """One simulation; returns plain data (JSON-able) for the report."""
-    from softswitch.v1model.switch import Switch
-
     if checked is None:
         checked = compile_tailcc()
-    fabric = Fabric(scenario.topology)
     messages = generate(scenario, seed)
-    slow = sorted(s.host for s in scenario.slow_receivers)
-    sample_ports = _sample_ports(fabric, slow[0] if slow else 0)
     started = time.monotonic()
-    net = Network(scenario, scheme, lambda: Switch.from_program(checked, fastpath=fastpath),
-                  switch_commands(scenario, scheme, fabric, messages), sample_ports)
+    net = build_network(scenario, scheme, messages, checked, fastpath)
     obs = net.run(messages)
-    return _summarise(scenario, scheme, seed, fabric, messages, net, obs,
+    return _summarise(scenario, scheme, seed, net.fabric, messages, net, obs,
                       time.monotonic() - started)
+
+
+def build_network(scenario: Scenario, scheme: str, messages: list[FabricMessage],
+                  checked: Any, fastpath: str = "auto") -> Network:
+    """The scheme's network for these messages: tailcc.p4 switches configured for it,
+    and its host NICs (tailcc_nic.p4 in the tailcc-nic scheme)."""
+    from softswitch.v1model.switch import Switch
+
+    fabric = Fabric(scenario.topology)
+    slow = sorted(s.host for s in scenario.slow_receivers)
+    nic_factory = p4_nics() if scheme == "tailcc-nic" else None
+    return Network(scenario, scheme, lambda: Switch.from_program(checked, fastpath=fastpath),
+                   switch_commands(scenario, scheme, fabric, messages),
+                   _sample_ports(fabric, slow[0] if slow else 0), nic_factory=nic_factory)
+
+
+def p4_nics() -> Any:
+    """Hosts whose NIC runs tailcc_nic.p4 (the tailcc-nic scheme), compiled once."""
+    from taillab.p4nic import P4HostNic, compile_nic_program
+
+    checked = compile_nic_program()
+
+    def make(net: Network, host: int, rate: float, rx_rate: float | None) -> P4HostNic:
+        return P4HostNic(net, host, rate, rx_rate, checked)
+    return make
 
 
 def _sample_ports(fabric: Fabric, host: int) -> list[tuple[str, int]]:
@@ -155,6 +176,10 @@ def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
         "wall_s": round(wall_s, 1),
         "sim_events": net.loop.executed,
         "switch_packets": sum(sw.received for sw in net.switches.values()),
+        # packets through tailcc_nic.p4's pipelines (tailcc-nic: host->net + CNPs in)
+        "nic_program_packets": sum(getattr(n, "pipeline_packets", 0)
+                                   + getattr(n, "cnps_consumed", 0)
+                                   for n in net.nics.values()),
     }
 
 

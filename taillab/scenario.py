@@ -17,7 +17,7 @@ import yaml
 
 from taillab.classes import ROLES
 
-SCHEMES = ("baseline", "priority-only", "tailcc")
+SCHEMES = ("baseline", "priority-only", "tailcc", "tailcc-nic")
 MOUSE_CLASSES = ("control", "cnp", "hot_kv", "sched_signal", "tp_pp")
 
 

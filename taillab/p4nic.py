@@ -1,0 +1,243 @@
+"""The host NIC of the ``tailcc-nic`` scheme: tailcc's NIC program
+(p4src/nic/tailcc_nic.p4) on softswitch's PNA target, with per-class transmit queues.
+
+Who does what on the transmit side of a host:
+
+* **QPs (the lab, :class:`taillab.network._QP`)** hold the posted messages in order and
+  cut them into packets. Each QP keeps the lab's DCQCN reaction point: a packet may
+  enter the NIC no earlier than the QP's current rate allows, and CNPs cut that rate.
+  A QP has at most :data:`QP_WINDOW` packets inside the NIC at a time (the packets a
+  NIC fetches ahead per QP), so a backlog waits in its QP, not in front of other
+  classes.
+* **The NIC program** runs on every packet the host posts (its host->net pipeline):
+  classification by the destination QP (``qp_class``), small one-packet messages into
+  the urgent queue (by BTH opcode and IPv4 length), DSCP + ECT(0) stamping and the
+  transmit queue of the class (``class_policy``). The host posts packets with DSCP 0
+  and Not-ECT: what the switches see is what the program stamped.
+* **The NIC's transmit queues** (:class:`softswitch.pna.tm.NicQueues` on softswitch's
+  traffic manager) hold each class in its own queue, served as the switches serve the
+  same classes: strict priority for the urgent queue and the mouse classes, DWRR
+  between the elephant classes, at the host's line rate. PFC from the leaf pauses the
+  queue of the paused priority (the class queues are the switches' priorities; the
+  urgent queue is never paused, as a NIC's CNP queue).
+
+The P4 program's own per-QP pacing (``qp_rate``: tokens, QUEUE_PACED) is not
+installed: one rate-limited queue shared by every over-rate QP is coarser than the
+lab's per-QP DCQCN, which stays the reaction point in every scheme. CNPs arriving for
+the host do go through the program's net->host pipeline (it consumes them, counts
+them and marks the entropy value they name) before the lab's reaction point reacts.
+Entropy spraying is off (``ev_count`` 0): each QP keeps the UDP source port it has in
+the other schemes, so every scheme's packets take the same ECMP paths. The receiver's
+notification point is the lab's in every scheme; its CNPs take the NIC's urgent
+transmit queue (where the program's own loopback-built CNPs go).
+
+The tables are filled with the entries the control plane compiles from an intent
+(controlplane/compile/nic.py: port_map, qp_class, local_qp, class_policy, rx_fast_path,
+the CNP clone session) for the lab's QPs and classes, with the DSCPs of the default
+profile (controlplane/profiles/default.yaml).
+
+softswitch's PNA target has no C fast path: each packet costs the interpreter about
+0.2 ms of CPU, which is what this scheme adds to a lab run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from softswitch.core.control import KeyMatch, PacketOut
+from softswitch.pna.nic import Nic
+from softswitch.pna.tm import NicQueues
+from softswitch.tm import TrafficManager
+from taillab.classes import DWRR_WEIGHTS, role
+from taillab.network import BTH_OPCODE_OFFSET, PAUSE_QUANTA, HostNic
+from taillab.roce import ECN_NOT_ECT, OPCODE_CNP
+
+if TYPE_CHECKING:
+    from taillab.network import _QP, Network
+    from taillab.traffic import FabricMessage
+
+NIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "nic" / "tailcc_nic.p4"
+HOST_PORT, NET_PORT, LOOPBACK_PORT = 0, 1, 9
+CNP_SESSION = 7                 # include/defines.p4 CNP_MIRROR_SESSION
+QUEUE_URGENT = 7                # include/defines.p4
+QP_WINDOW = 2                   # packets of one QP inside the NIC at a time
+NIC_QUEUE_DEPTH = 4096
+RC_ACKNOWLEDGE, NAK_SYNDROME, NAK_MASK = 0x11, 0x60, 0xE0
+# A one-packet message of at most 512 B of payload is small and urgent (the default
+# profile's sched_signal: packet_size ..512): IPv4 + UDP + BTH + 512 + ICRC.
+URGENT_MAX_IPV4_LEN = 20 + 8 + 12 + 512 + 4
+# The DSCP each lab class is stamped with: the default profile's class of that name
+# (kv_migration is its "storage" class, bulk its "training_bulk").
+CLASS_DSCP = {"control": 56, "hot_kv": 26, "sched_signal": 40, "tp_pp": 32,
+              "moe_a2a": 34, "kv_migration": 24, "bulk": 18, "cold_kv": 10}
+# class ids in the program's nic_class (bit<4>): the lab's traffic classes
+CLASS_ID = {name: i + 1 for i, name in enumerate(CLASS_DSCP)}
+
+
+def compile_nic_program() -> Any:
+    """tailcc_nic.p4, checked once per lab cell and loaded into every host."""
+    from softswitch.diagnostics import P4Error
+    from softswitch.frontend.compiler import compile_program
+    from taillab.runner import LabError
+
+    if not NIC_P4.is_file():
+        raise LabError(f"{NIC_P4}: tailcc_nic.p4 not found (the tailcc-nic scheme needs it)")
+    try:
+        return compile_program(str(NIC_P4))
+    except P4Error as exc:
+        raise LabError(str(exc)) from None
+
+
+def _km(name: str, value: int, mask: int | None = None) -> KeyMatch:
+    return KeyMatch(name, "exact", value) if mask is None else \
+        KeyMatch(name, "ternary", value, mask)
+
+
+def program_nic(nic: Nic, qps: Iterable[tuple[int, int, str]], classes: Iterable[str]) -> None:
+    """The entries compile_nic writes for one host: ``qps`` are (our QP, the peer's QP,
+    class), ``classes`` the lab classes the scenario uses."""
+    nic.set_ports(host=[HOST_PORT], net=[NET_PORT], loopback=LOOPBACK_PORT)
+    for src, dst in ((HOST_PORT, NET_PORT), (NET_PORT, HOST_PORT), (LOOPBACK_PORT, NET_PORT)):
+        nic.table_add("port_map", [_km("input_port", src)], "to_port", [dst])
+    for slot, (local, peer, cls) in enumerate(qps):
+        add_qp(nic, slot, local, peer, cls)
+    for cls in sorted(set(classes)):
+        nic.table_add("class_policy", [_km("nic_class", CLASS_ID[cls])], "set_class_policy",
+                      [CLASS_DSCP[cls], 1, role(cls).queue])
+    nic.table_add("rx_fast_path", [_km("dscp", 0, 0), _km("bth_opcode", RC_ACKNOWLEDGE, 0xFF),
+                                   _km("aeth_syndrome", NAK_SYNDROME, NAK_MASK)],
+                  "fast_path", [], priority=10)
+    nic.mirroring_add(CNP_SESSION, LOOPBACK_PORT)
+
+
+def add_qp(nic: Nic, slot: int, local_qp: int, peer_qp: int, cls: str) -> None:
+    """One QP's entries: the transmit side keys the peer's QP (class, no EV spraying,
+    its state slot, the urgent size), the receive side ours (CNPs for it)."""
+    nic.table_add("qp_class", [_km("dst_qp", peer_qp)], "set_qp_class",
+                  [CLASS_ID[cls], 0, 0, slot, URGENT_MAX_IPV4_LEN])
+    nic.table_add("local_qp", [_km("local_qp", local_qp)], "set_local_qp",
+                  [slot, peer_qp, CLASS_ID[cls]])
+
+
+def transmit_queues(rate_bps: float, classes: Iterable[str]) -> TrafficManager:
+    """The NIC's transmit queues on its network port: the switches' scheduling of the
+    same classes (strict mouse queues, DWRR between the weighted elephant queues),
+    the urgent queue strict above all, the host's line rate."""
+    tm = TrafficManager(num_queues=8)
+    tm.set_link_rate(rate_bps, NET_PORT)
+    tm.set_queue_depth(NIC_QUEUE_DEPTH, NET_PORT)
+    weighted = sorted({role(c).queue for c in classes} & set(DWRR_WEIGHTS))
+    if len(weighted) > 1:
+        for q in weighted:
+            tm.set_queue_weight(DWRR_WEIGHTS[q], NET_PORT, q)
+    return tm
+
+
+class P4HostNic(HostNic):
+    """A host whose transmit path is tailcc_nic.p4 and its per-class queues; the QPs,
+    the receive side and the notification point are :class:`HostNic`'s."""
+
+    def __init__(self, net: Network, host: int, rate_bps: float, rx_rate_bps: float | None,
+                 checked: Any) -> None:
+        super().__init__(net, host, rate_bps, rx_rate_bps)
+        self.classes = [t.role for t in net.scenario.traffic]
+        self.nic = Nic.from_program(checked, fastpath="off")
+        program_nic(self.nic, [], self.classes)
+        self.queues = NicQueues(self.nic, transmit_queues(rate_bps, self.classes))
+        self.tm = self.queues.tm
+        self.by_rqp: dict[int, _QP] = {}
+        self.in_nic: dict[int, int] = {}
+        self.first_packet: dict[tuple[int, int], int] = {}   # (rqp, psn) -> message id
+        self.pipeline_packets = 0
+        self.cnps_consumed = 0
+
+    # --- host side: QPs feed the NIC ---------------------------------------------------
+    def _qp(self, msg: FabricMessage) -> _QP:
+        """The lab's QP; on first use the control plane installs its entries (the
+        serving stack reports the QP, as for compile_nic's ``qps``)."""
+        known = len(self.qps)
+        q = super()._qp(msg)
+        if len(self.qps) > known:
+            add_qp(self.nic, known, q.qp, q.addr.dest_qp, msg.role)
+            self.by_rqp[q.addr.dest_qp] = q
+            self.in_nic[q.qp] = 0
+        return q
+
+    def _feed(self, now: float) -> float | None:
+        """Every QP with room in the NIC and a rate that allows it posts its next packet
+        through the NIC program into a transmit queue; returns when a rate-limited QP
+        may post next."""
+        later: float | None = None
+        for q in self.qps.values():
+            while q.messages and self.in_nic[q.qp] < QP_WINDOW:
+                if q.next_allowed_us > now:
+                    later = q.next_allowed_us if later is None else min(later,
+                                                                        q.next_allowed_us)
+                    break
+                psn = q.psn
+                pkt, first = self._packetise(q, dscp=0, ecn=ECN_NOT_ECT)
+                if first is not None:
+                    self.first_packet[(q.addr.dest_qp, psn)] = first.msg_id
+                q.next_allowed_us = now + len(pkt) * 8 / q.rp.current * 1e6
+                q.rp.on_sent(len(pkt), now)
+                self.in_nic[q.qp] += 1
+                self.pipeline_packets += 1
+                self.queues.receive(HOST_PORT, pkt, now)
+        return later
+
+    def _send_next(self) -> None:
+        """Feed the NIC, put what may leave on the wire, feed again (a packet that left
+        makes room for its QP), and wake when the next one may leave or post."""
+        now = self.net.loop.now
+        while self.control:   # the notification point's CNPs: the urgent queue
+            self.queues.enqueue(PacketOut(NET_PORT, self.control.popleft(),
+                                          {"class_of_service": QUEUE_URGENT}), now)
+        self._feed(now)
+        for out, done_us in self.queues.transmit_ready(now):
+            self._on_wire(out.data, now)
+            self.net.carry(self.name, 0, out.data, done_us)
+        later = self._feed(now)
+        times = [t for t in (self.queues.next_event_us(now), later) if t is not None]
+        if times:
+            self._kick(max(min(times), now))
+
+    def _on_wire(self, data: bytes, now: float) -> None:
+        """A packet's first bit leaves: its QP has room for another; the first packet of
+        a message ends its wait at the sender."""
+        if data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
+            return
+        rqp = int.from_bytes(data[BTH_OPCODE_OFFSET + 5:BTH_OPCODE_OFFSET + 8], "big")
+        psn = int.from_bytes(data[BTH_OPCODE_OFFSET + 9:BTH_OPCODE_OFFSET + 12], "big")
+        q = self.by_rqp[rqp]
+        self.in_nic[q.qp] -= 1
+        msg_id = self.first_packet.pop((rqp, psn), None)
+        if msg_id is not None:
+            self.net.obs.first_tx_us[msg_id] = now
+
+    def pfc(self, priority: int, pause: bool) -> None:
+        """PFC from the leaf pauses the transmit queue of that priority (the class
+        queues are the switches' priorities)."""
+        now = self.net.loop.now
+        key = (self.name, 0, priority)
+        self.tm.port(NET_PORT).pause(priority, PAUSE_QUANTA if pause else 0, now)
+        self.paused_until[priority] = now + PAUSE_QUANTA * 512 / self.rate * 1e6 \
+            if pause else now
+        if pause:
+            self.net.obs.pfc.start(key, now)
+            for q in self.qps.values():
+                if q.priority == priority and (q.messages or self.in_nic[q.qp]):
+                    self.net.paused_qp(q)
+        else:
+            self.net.obs.pfc.end(key, now)
+        self._kick(now)
+
+    # --- receive: CNPs through the program's net->host pipeline ------------------------
+    def on_packet(self, data: bytes) -> None:
+        if len(data) > BTH_OPCODE_OFFSET and data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
+            self.nic.clock.freeze(int(self.net.loop.now))
+            if self.nic.inject(NET_PORT, data):
+                raise RuntimeError(f"{self.name}: tailcc_nic.p4 passed a CNP to the host")
+            self.cnps_consumed += 1
+        super().on_packet(data)
