@@ -11,33 +11,11 @@ the same work items :class:`~softswitch.v1model.queueing.QueuedSwitch` queues).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
+from softswitch.tm.native import Evicted, NativeTake
 from softswitch.tm.scheduler import Dequeued, QueuedPacket
 from softswitch.v1model.switch import _Work
-
-# (port, priority, enqueued, dequeued, dropped, bytes enqueued, max depth) since the last take
-QueueCounts = tuple[int, int, int, int, int, int, int]
-
-
-@dataclass
-class NativeTake:
-    """The native queues' counters since the last :meth:`NativeQueues.take`."""
-
-    enqueues: int                              # TrafficManager.enqueue calls, drops included
-    dropped: int                               # of which dropped
-    queues: list[QueueCounts]
-    held: list[tuple[int, int, int]]           # (ingress port, priority, change of held)
-
-
-@dataclass
-class Evicted:
-    """A port's queues as C held them: the port's ``busy_until_us`` and, per priority,
-    the last departure given and the packets, oldest first."""
-
-    busy_us: float
-    queues: list[tuple[float, list[tuple[QueuedPacket, int]]]]   # (packet, ingress port)
 
 
 class NativeQueues:

@@ -10,13 +10,11 @@ current time in microseconds; :meth:`next_event_us` tells an event loop when to 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from softswitch.tm.native import NativeQueueStore
 from softswitch.tm.pfc import PfcEvent, PfcMonitor, PfcThresholds
 from softswitch.tm.scheduler import Dequeued, EgressPort, QueueConfig, QueuedPacket
-
-if TYPE_CHECKING:
-    from softswitch.fastpath.queues import NativeQueues
 
 GATE_PORTS = 512        # egress ports a pass-through gate covers (v1model: 9-bit ports)
 
@@ -53,7 +51,7 @@ class TrafficManager:
         # ports whose queues C holds, with their packets; this object keeps their
         # configuration and statistics (folded in by sync_native) and takes a port back
         # before anything else touches it (claim).
-        self.native: NativeQueues | None = None
+        self.native: NativeQueueStore | None = None
         self.native_ports: set[int] = set()
 
     def port(self, port: int) -> EgressPort:
@@ -67,7 +65,7 @@ class TrafficManager:
         return ep
 
     # --- native queues ---------------------------------------------------------------
-    def attach_native(self, native: NativeQueues | None) -> None:
+    def attach_native(self, native: NativeQueueStore | None) -> None:
         """Use ``native`` (None: no native queues) from now on; ports held by the
         previous one come back to Python first."""
         for number in list(self.native_ports):
