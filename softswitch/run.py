@@ -58,6 +58,9 @@ from softswitch.tm import TrafficManager
 DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
 DEFAULT_DROP_PORT = 511
 MAX_PORT = 511
+# A link rate's frames go on back to back after a wake-up this late (µs): on a busy host
+# the port loop wakes late, and a 10 Mb/s link must stay 10 Mb/s (tm.scheduler).
+LINK_CATCH_UP_US = 2000.0
 log = logging.getLogger("softswitch.run")
 
 
@@ -401,7 +404,7 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
     for port, iface in sorted(opts.interfaces.items()):
         log.info("Adding interface %s as port %d", iface, port)
     device.transmit = plane.transmit
-    tm = TrafficManager(num_queues=opts.priority_queues)
+    tm = TrafficManager(num_queues=opts.priority_queues, catch_up_us=LINK_CATCH_UP_US)
     scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port),
                                 held_frames=plane.held_frames, native=native)
     tls = tls_config(opts)
@@ -426,11 +429,11 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     sweeper = Sweeper(device)
     sweeper.start()
-    scheduler.start()
+    scheduler.drive(plane.wake)         # departures on the port loop's thread
     gc_tuning.settle()
     try:
         if not stop.is_set():
-            plane.run_batches(scheduler.deliver_batch)
+            plane.run_batches(scheduler.deliver_batch, ticker=scheduler)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -255,3 +256,64 @@ def test_packet_out_waits_in_the_egress_queues(veths, tmp_path):
         channel.close()
         err = _stop(proc)
     assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("batchio", ["on", "off"])
+def test_departures_keep_a_fast_link_rate(veths, tmp_path, batchio):
+    """The port loop times departures itself (no scheduler thread): a link rate whose
+    frames are 100 µs apart must hold, not fall to one frame per millisecond (epoll's
+    resolution) — with batchio's ppoll and with the select fallback alike."""
+    prog = tmp_path / "prio.p4"
+    prog.write_text(PROGRAM)
+    grpc_port, cli_port = free_port(), free_port()
+    env = dict(os.environ, SOFTSWITCH_BATCHIO=batchio)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "softswitch", "run", str(prog), "-i", f"0@{veths[0][0]}",
+         "-i", f"1@{veths[1][0]}", "--thrift-port", str(cli_port), "--",
+         "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--priority-queues", "8"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for_port(cli_port, proc)
+        wait_for_port(grpc_port, proc)
+        size, count, bps = 1000, 400, 80_000_000      # 100 µs a frame: 40 ms for all
+        res = _cli(cli_port, f"set_link_rate {bps} 1", f"set_queue_depth {count} 1")
+        assert res.returncode == 0, res.stderr
+        tx, rx = RawPort(veths[0][1]), RawPort(veths[1][1])
+        rx.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        big = [frame(0, seq % 256)[:14] + bytes(size - 14) for seq in range(count)]
+        for f in big:
+            assert tx.send(f)
+        stamps = _kernel_stamps(rx, count, time.monotonic() + 5)
+        assert len(stamps) == count, f"{len(stamps)} of {count} frames out"
+        # first to last frame out, by the kernel's receive times (the reader's own
+        # scheduling does not count): not faster than the link, not much slower
+        took = (stamps[-1] - stamps[0]) / 1e9
+        ideal = (count - 1) * size * 8 / bps
+        assert 0.9 * ideal <= took <= 3 * ideal, f"{count} frames took {took * 1e3:.1f} ms, " \
+            f"the link needs {ideal * 1e3:.1f} ms (one a millisecond: {count} ms)"
+    finally:
+        err = _stop(proc)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+SO_TIMESTAMPNS = 35
+
+
+def _kernel_stamps(rx: RawPort, count: int, deadline: float) -> list[int]:
+    """Kernel receive times (ns) of up to ``count`` test frames arriving on ``rx``."""
+    from softswitch.ports.afpacket import PACKET_OUTGOING
+
+    stamps: list[int] = []
+    while len(stamps) < count and time.monotonic() < deadline:
+        try:
+            data, anc, _flags, addr = rx.sock.recvmsg(2048, 256)
+        except BlockingIOError:
+            time.sleep(0.001)
+            continue
+        if addr[2] == PACKET_OUTGOING or data[12:14] != ETHERTYPE.to_bytes(2, "big"):
+            continue
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                sec, nsec = struct.unpack("qq", payload[:16])
+                stamps.append(sec * 1_000_000_000 + nsec)
+    return stamps

@@ -8,10 +8,12 @@
  * kernel moved into PACKET_AUXDATA is put back, so the pipeline sees the wire frame.
  * The GIL is held throughout: the sockets are non-blocking, and the static buffers are
  * only touched by the port loop's thread (receive) or under the device lock (send).
+ * Only wait_ready blocks, and it lets the GIL go while it does.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -162,10 +164,72 @@ static PyObject *send_batch(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(sent);
 }
 
+/* wait_ready(fds, timeout_s) -> indexes of the fds ready to read ([] at the timeout;
+ * timeout_s < 0: no timeout). ppoll counts in nanoseconds where epoll counts in
+ * milliseconds: the port loop times departures with it (a link rate's frames are
+ * tens of microseconds apart). */
+#define MAX_WAIT_FDS 1024
+static PyObject *wait_ready(PyObject *self, PyObject *args) {
+    PyObject *seq;
+    double timeout_s;
+    if (!PyArg_ParseTuple(args, "Od", &seq, &timeout_s))
+        return NULL;
+    PyObject *fast = PySequence_Fast(seq, "wait_ready needs a sequence of file descriptors");
+    if (!fast)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > MAX_WAIT_FDS) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "wait_ready: more than 1024 file descriptors");
+        return NULL;
+    }
+    struct pollfd fds[MAX_WAIT_FDS];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long fd = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (fd == -1 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return NULL;
+        }
+        fds[i].fd = (int)fd;
+        fds[i].events = POLLIN;
+        fds[i].revents = 0;
+    }
+    Py_DECREF(fast);
+    struct timespec ts, *tsp = NULL;
+    if (timeout_s >= 0) {
+        ts.tv_sec = (time_t)timeout_s;
+        ts.tv_nsec = (long)((timeout_s - (double)ts.tv_sec) * 1e9);
+        tsp = &ts;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ppoll(fds, (nfds_t)n, tsp, NULL);
+    Py_END_ALLOW_THREADS
+    if (rc < 0 && errno != EINTR)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    PyObject *ready = PyList_New(0);
+    if (!ready)
+        return NULL;
+    for (Py_ssize_t i = 0; rc > 0 && i < n; i++) {
+        if (!fds[i].revents)
+            continue;
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (!index || PyList_Append(ready, index) < 0) {
+            Py_XDECREF(index);
+            Py_DECREF(ready);
+            return NULL;
+        }
+        Py_DECREF(index);
+    }
+    return ready;
+}
+
 static PyMethodDef methods[] = {
     {"recv_batch", recv_batch, METH_VARARGS,
      "recv_batch(fd, max[, stamps]) -> [frame, ...] or [(frame, ns), ...]"},
     {"send_batch", send_batch, METH_VARARGS, "send_batch(fd, frames) -> frames accepted"},
+    {"wait_ready", wait_ready, METH_VARARGS,
+     "wait_ready(fds, timeout_s) -> indexes ready to read (timeout_s < 0: none)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,9 +6,15 @@ it through the switch under the device's lock); frames leaving the switch come b
 through :meth:`DataPlane.transmit`. Frames the port loop's own thread transmits while
 it handles a burst are held and sent in one call per port when the burst is done, after
 the device lock is released, so no lock is held across socket I/O and a burst costs
-one system call each way (``batchio``). Frames other threads transmit (the egress
-scheduler's timer, PacketOut) go out at once. Traces are written as BMv2's ``--pcap``
-does, by a writer thread (``pcap``). A wake-up pipe lets :meth:`stop` end the loop.
+one system call each way (``batchio``). Frames other threads transmit (PacketOut) go
+out at once. Traces are written as BMv2's ``--pcap`` does, by a writer thread
+(``pcap``). A wake-up pipe lets :meth:`stop` end the loop, and other threads make it
+look at its timer again (:meth:`wake`).
+
+The loop can also keep the egress scheduler's time (a :class:`Ticker`): it waits on the
+sockets only until the next departure, and sends what is due after each burst, on the
+same thread. A second thread for departures would take the GIL and the device lock away
+from the port loop at each departure, and every frame behind it would wait.
 """
 
 from __future__ import annotations
@@ -19,13 +25,31 @@ import selectors
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+from softswitch.ports import batchio
 from softswitch.ports.afpacket import RawPort
 from softswitch.ports.pcap import PcapWriter, trace_paths
 
 log = logging.getLogger("softswitch.ports")
 Deliver = Callable[[int, bytes], None]
 DeliverBatch = Callable[[int, list[bytes]], None]
+
+
+class Ticker(Protocol):
+    """What the port loop asks of the egress scheduler when it keeps its time."""
+
+    def wait_s(self) -> float | None:
+        """Seconds until something queued may leave (<= 0: now), None if nothing waits."""
+
+    def tick(self) -> None:
+        """Send what may leave now (from the port loop's thread: frames are held and
+        flushed as a burst's are)."""
+
+
+# the loop looks at its timer at least this often, as the scheduler thread did: a rate
+# changed from another thread may bring a departure forward
+IDLE_WAIT_S = 0.5
 
 
 @dataclass
@@ -48,6 +72,7 @@ class DataPlane:
         self.sent = 0
         self.bursts = 0                         # wake-ups that read frames
         self._loop_thread: int | None = None   # set while the loop handles a burst
+        self._runner: int | None = None         # the thread in run_batches
         self._held: dict[int, list[bytes]] = {}  # port number -> its pending list
         try:
             for number, iface in interfaces.items():
@@ -119,19 +144,71 @@ class DataPlane:
                               type(exc).__name__, exc)
         self.run_batches(each)
 
-    def run_batches(self, deliver: DeliverBatch) -> None:
+    def run_batches(self, deliver: DeliverBatch, ticker: Ticker | None = None) -> None:
         """Feed each port's ready frames, as one list per wake-up, to ``deliver`` until
-        :meth:`stop`."""
-        with selectors.DefaultSelector() as sel:
+        :meth:`stop`; with a ``ticker``, also send what it holds when it is due."""
+        self._runner = threading.get_ident()
+        try:
+            mod = batchio.native()
+            if mod is not None:
+                self._run_ppoll(mod, deliver, ticker)
+            else:
+                self._run_selector(deliver, ticker)
+        finally:
+            self._runner = None
+
+    def _run_ppoll(self, mod: Any, deliver: DeliverBatch, ticker: Ticker | None) -> None:
+        """The loop on ``batchio.wait_ready`` (ppoll: departures timed to the µs)."""
+        ports = list(self.ports.values())
+        fds = [port.raw.fileno() for port in ports] + [self._wake_r]
+        while not self._stopping:
+            timeout = -1.0 if ticker is None else self._timeout(ticker)
+            for index in mod.wait_ready(fds, timeout):
+                if index == len(ports):
+                    os.read(self._wake_r, 64)
+                else:
+                    self._drain(ports[index], deliver)
+
+    def _run_selector(self, deliver: DeliverBatch, ticker: Ticker | None) -> None:
+        """The same loop on ``select`` where batchio cannot be built: not epoll, which
+        counts in milliseconds, where a link rate's frames are microseconds apart."""
+        with selectors.SelectSelector() as sel:
             for port in self.ports.values():
                 sel.register(port.raw, selectors.EVENT_READ, port)
             sel.register(self._wake_r, selectors.EVENT_READ, None)
             while not self._stopping:
-                for key, _ in sel.select():
+                timeout = None if ticker is None else self._timeout(ticker)
+                for key, _ in sel.select(timeout):
                     if key.data is None:
                         os.read(self._wake_r, 64)
                         continue
                     self._drain(key.data, deliver)
+
+    def _timeout(self, ticker: Ticker) -> float:
+        """Send what is due, then how long the sockets may be waited on."""
+        wait = ticker.wait_s()
+        if wait is not None and wait <= 0:
+            self._loop_thread = threading.get_ident()
+            try:
+                ticker.tick()
+            except Exception as exc:  # noqa: BLE001 - the ports must keep running
+                log.error("egress scheduler: %s: %s", type(exc).__name__, exc)
+            finally:
+                self._loop_thread = None
+                self._flush()
+            wait = ticker.wait_s()
+        if wait is None:
+            return IDLE_WAIT_S
+        return min(max(wait, 0.001), IDLE_WAIT_S)   # a departure it cannot make: no spin
+
+    def wake(self) -> None:
+        """Make the loop look at its timer now (something queued from another thread may
+        leave sooner than it planned); nothing to do on the loop's own thread."""
+        if self._runner is not None and threading.get_ident() != self._runner:
+            try:
+                os.write(self._wake_w, b"t")
+            except OSError:
+                pass
 
     def _drain(self, port: Port, deliver: DeliverBatch) -> None:
         # bounded (MAX_BATCH), so one busy port cannot starve the others

@@ -23,7 +23,14 @@ is handed back where it stands and finished here the Python way, so results and 
 order per port are the same with the loop and without (``SOFTSWITCH_NATIVE_LOOP=off``).
 With the loop, ports whose queues C can hold (``TrafficManager.native``,
 ``fastpath/rt_queues.c``) keep their queued packets in C: the loop queues and drains
-them, and this module's thread drains them with one call per departure time.
+them, and drains them with one call per departure time.
+
+Departures are timed by the port loop itself when it drives the scheduler
+(:meth:`EgressScheduler.drive`, ``softswitch run``): it waits on its sockets only until
+the next departure and sends what is due after each burst, so departures and arrivals
+share one thread and never wait for each other's GIL turn or lock. Without a port loop
+(tests feeding frames by hand), :meth:`EgressScheduler.start` runs a thread that does
+the same.
 """
 
 from __future__ import annotations
@@ -80,6 +87,7 @@ class EgressScheduler:
         self._queued: Any = None       # QueuedSwitch, or a NIC's NicQueues
         self._wake = threading.Condition(device.lock)
         self._stopping = False
+        self._poke: Callable[[], None] | None = None   # the port loop's wake, when it drives
         self._thread = threading.Thread(target=self._loop, name="egress-scheduler",
                                          daemon=True)
         device.ingress = self.deliver_batch       # PacketOut queues too
@@ -127,7 +135,10 @@ class EgressScheduler:
             # link rate or pause holds it); waking it for every frame hands the GIL back
             # and forth for nothing (veth l3_basic/tailcc: ~1.6x the frames per second).
             if self.tm.holding() and self.tm.next_event_us(self.now_us()) is not None:
-                self._wake.notify()
+                if self._poke is not None:
+                    self._poke()
+                else:
+                    self._wake.notify()
 
     def _receive(self, loaded: Any, queued: Any, port: int, frame: bytes,
                  outs: list[PacketOut]) -> None:
@@ -264,6 +275,30 @@ class EgressScheduler:
             self.device.transmit(ev.port, build_pfc_frame(self.port_mac(ev.port),
                                                           {ev.priority: quanta}))
 
+    # --- timed by the port loop -------------------------------------------------------------
+    def drive(self, wake: Callable[[], None]) -> EgressScheduler:
+        """Let the port loop keep the departures' time (it calls :meth:`wait_s` and
+        :meth:`tick`; ``wake`` makes it look again when another thread queued
+        something) instead of a thread of this scheduler's own."""
+        self._poke = wake
+        return self
+
+    def wait_s(self) -> float | None:
+        """Seconds until the next departure (<= 0: due), None when nothing waits."""
+        if self._queued is None or not self.tm.holding():
+            return None
+        now = self.now_us()
+        nxt = self.tm.next_event_us(now)
+        return None if nxt is None else (nxt - now) / 1e6
+
+    def tick(self) -> None:
+        """Send what may leave now, under the device lock."""
+        with self.device.lock:
+            loaded = self.device.current
+            if loaded is not None and self._queued is not None \
+                    and self._queued.switch is loaded.switch:
+                self._transmit(loaded, self.now_us())
+
     # --- scheduler thread ---------------------------------------------------------------
     def start(self) -> EgressScheduler:
         self._thread.start()
@@ -273,7 +308,8 @@ class EgressScheduler:
         with self._wake:
             self._stopping = True
             self._wake.notify()
-        self._thread.join(timeout=2)
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
 
     def _loop(self) -> None:
         with self._wake:

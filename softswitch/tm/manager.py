@@ -21,17 +21,21 @@ GATE_PORTS = 512        # egress ports a pass-through gate covers (v1model: 9-bi
 
 class TrafficManager:
     """``clock``: the caller's time in µs, read when a port's queues are created (a rate
-    limit counts its first interval from then, as BMv2's does); default: time 0."""
+    limit counts its first interval from then, as BMv2's does); default: time 0.
+    ``catch_up_us``: for callers on the wall clock, how late a dequeue may come and the
+    link rate still hold (:attr:`EgressPort.catch_up_us`); 0 in virtual time."""
 
     def __init__(self, num_queues: int = 1, per_queue_depth: bool = True,
                  link_rate_bps: float = 0.0,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None,
+                 catch_up_us: float = 0.0) -> None:
         if not 1 <= num_queues <= 8:
             raise ValueError(f"--priority-queues must be 1..8, not {num_queues}")
         self.num_queues = num_queues
         self.per_queue_depth = per_queue_depth
         self.default_link_rate_bps = link_rate_bps
         self.clock = clock or (lambda: 0.0)
+        self.catch_up_us = catch_up_us
         # what set_queue_rate/set_queue_depth without a port set: every port, also the
         # ones that carry their first packet later (BMv2's set_*_for_all)
         self.defaults = QueueConfig()
@@ -60,6 +64,7 @@ class TrafficManager:
         if ep is None:
             ep = EgressPort(port, self.num_queues, self.default_link_rate_bps,
                             self.per_queue_depth, self.clock(), self.defaults)
+            ep.catch_up_us = self.catch_up_us
             self.ports[port] = ep
             self.touched.add(port)
         return ep
@@ -290,8 +295,9 @@ class TrafficManager:
         return bool(self.queued) or (self.native is not None and self.native.held() > 0)
 
     def dequeue_ready(self, now_us: float) -> list[Dequeued]:
-        """Every packet that may leave at ``now_us`` (at most one per port per call when
-        the port has a link rate; all eligible ones otherwise)."""
+        """Every packet that may leave at ``now_us`` (with a link rate, those whose turn
+        on the link has come: one per port per call in virtual time, more when a late
+        wall-clock caller catches up; all eligible ones otherwise)."""
         out: list[Dequeued] = []
         if not self.queued:
             return out
@@ -301,7 +307,7 @@ class TrafficManager:
                 ingress = self._ingress_of.pop(id(d.packet), 0)
                 self.pfc.on_dequeue(ingress, d.packet.priority, now_us)
                 out.append(d)
-                if ep.link_rate_bps:
+                if ep.link_rate_bps and ep.busy_until_us > now_us:
                     break
             if not ep.held:
                 del self._holding[number]

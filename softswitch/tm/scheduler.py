@@ -119,6 +119,10 @@ class EgressPort:
                        for _ in range(num_queues)]
         self.link_rate_bps = link_rate_bps
         self.busy_until_us = 0.0
+        # How late (µs) a wall-clock caller may dequeue and still have the link go on
+        # from where its last frame ended, as if the frame had left on time; 0 (virtual
+        # time, which is never late): the frame starts when dequeued.
+        self.catch_up_us = 0.0
         # BMv2 >= 1.15.1 reports the packet's own queue; False: the port's total.
         self.per_queue_depth = per_queue_depth
         self._dwrr_pos = 0
@@ -273,14 +277,25 @@ class EgressPort:
         q = self._pick_strict(now_us) or self._pick_dwrr(now_us)
         if q is None:
             return None
+        start = self._start_us(q, now_us)
         pkt = q.packets.popleft()
         self.held -= 1
         q.bytes -= pkt.size
         q.stats.dequeued += 1
         tx_time = pkt.size * 8 * 1e6 / self.link_rate_bps if self.link_rate_bps else 0.0
-        self.busy_until_us = now_us + tx_time
+        self.busy_until_us = start + tx_time
         return Dequeued(pkt, self.port, self._reported_depth(pkt.priority),
                         now_us - pkt.enq_time_us, self.busy_until_us)
+
+    def _start_us(self, q: _Queue, now_us: float) -> float:
+        """When the head of ``q`` starts on the link: now, or, for a caller up to
+        ``catch_up_us`` late, when the link and the packet were both ready — so a
+        loaded host's late wake-ups do not slow the link down (frames then leave back
+        to back until it has caught up)."""
+        if not self.catch_up_us or not self.link_rate_bps:
+            return now_us
+        ready = max(q.ready_time(), q.packets[0].enq_time_us)
+        return max(self.busy_until_us, ready, now_us - self.catch_up_us)
 
     def _pick_strict(self, now_us: float) -> _Queue | None:
         for q in reversed(self.queues):  # highest priority first

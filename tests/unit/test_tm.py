@@ -121,6 +121,49 @@ def test_link_rate_serialises_packets():
     assert out[1].tx_done_us == pytest.approx(2000)
 
 
+def test_a_late_wall_clock_caller_catches_the_link_up():
+    """``catch_up_us``: a dequeue that comes late (a loaded host) lets the frames whose
+    turn on the link has passed leave at once, the link going on from where the last
+    frame ended; without it (virtual time) a late call sends one frame and the link
+    starts over from the call."""
+    late = []
+    for catch_up in (0.0, 2000.0):
+        tm = TrafficManager(link_rate_bps=8e6, catch_up_us=catch_up)   # 1 byte per us
+        for name in "abcdef":
+            tm.enqueue(name, 100, 1, 0, 0, now_us=0)
+        first = tm.dequeue_ready(0)
+        assert [d.packet.item for d in first] == ["a"] and first[0].tx_done_us == 100
+        late.append(tm.dequeue_ready(350))      # 250 µs after b's turn
+    assert [d.packet.item for d in late[0]] == ["b"]
+    assert late[0][0].tx_done_us == pytest.approx(450)
+    assert [d.packet.item for d in late[1]] == ["b", "c", "d"]
+    assert [d.tx_done_us for d in late[1]] == pytest.approx([200, 300, 400])
+
+
+def test_catch_up_banks_no_credit_on_an_idle_link():
+    """A link idle for a while gives no burst: the first frame after the pause starts
+    when it arrives, and the next waits for it."""
+    tm = TrafficManager(link_rate_bps=8e6, catch_up_us=2000.0)
+    tm.enqueue("a", 100, 1, 0, 0, now_us=0)
+    assert [d.packet.item for d in tm.dequeue_ready(0)] == ["a"]
+    tm.enqueue("b", 100, 1, 0, 0, now_us=1000)
+    tm.enqueue("c", 100, 1, 0, 0, now_us=1000)
+    out = tm.dequeue_ready(1000)
+    assert [d.packet.item for d in out] == ["b"] and out[0].tx_done_us == 1100
+    assert tm.next_event_us(1000) == 1100
+
+
+def test_catch_up_is_bounded():
+    """A caller later than ``catch_up_us`` does not get the whole backlog at once."""
+    tm = TrafficManager(link_rate_bps=8e6, catch_up_us=300.0)
+    for i in range(20):
+        tm.enqueue(i, 100, 1, 0, 0, now_us=0)
+    tm.dequeue_ready(0)
+    out = tm.dequeue_ready(10_000)              # 9.9 ms late
+    # frames start at 9,700, 9,800, 9,900 and 10,000 (now): four, not 19
+    assert [d.tx_done_us for d in out] == pytest.approx([9_800, 9_900, 10_000, 10_100])
+
+
 def test_pfc_xoff_then_xon_per_ingress_port_and_priority():
     tm = TrafficManager(num_queues=8)
     tm.set_queue_rate(1000, port=2)
