@@ -68,8 +68,10 @@ def available(target: str) -> str | None:
 
 @contextmanager
 def running(target: str, program: Path, interfaces: dict[int, str],
-            defines: dict[str, str] | None = None) -> Iterator[RunningSwitch]:
-    """Start ``target`` on ``interfaces`` (port -> interface) and stop it afterwards."""
+            defines: dict[str, str] | None = None,
+            softswitch_args: tuple[str, ...] = ()) -> Iterator[RunningSwitch]:
+    """Start ``target`` on ``interfaces`` (port -> interface) and stop it afterwards;
+    ``softswitch_args``: target options only softswitch has (its extensions)."""
     defines = defines or {}
     dflags = [f"-D{k}={v}" for k, v in defines.items()]
     ifaces = [arg for port, iface in sorted(interfaces.items())
@@ -81,7 +83,7 @@ def running(target: str, program: Path, interfaces: dict[int, str],
         env: dict[str, str] | None = None
         if target == "softswitch":
             cmd = [sys.executable, "-m", "softswitch", "run", str(program), *dflags, *ifaces,
-                   "--thrift-port", str(cli_port), *grpc]
+                   "--thrift-port", str(cli_port), *grpc, *softswitch_args]
             cli = [sys.executable, "-m", "softswitch", "cli", "--port", str(cli_port)]
         else:
             tools = reference_tools.find()

@@ -16,6 +16,11 @@ serves that runtime channel — the ``simple_switch_CLI`` command language, spok
 ``softswitch cli --port P`` — where BMv2 serves Thrift. Options BMv2 has but softswitch
 does not need (``--nanolog`` …) are accepted so existing command lines keep working.
 
+``--ingress-priority-dscp LIST`` / ``--ingress-priority-max-bytes N`` (softswitch
+extensions) give each port a second socket for the frames of those DSCPs or sizes, read
+ahead of the others: when the host cannot keep up, the backlog of bulk frames waiting
+for the pipeline no longer delays urgent ones (``ports/ingress_priority.py``).
+
 A PNA program (``main`` a ``PNA_NIC``) runs as a NIC: ``--host-port N`` and
 ``--net-port N`` say which ports face the host (HOST_TO_NET traffic enters there) and
 which the network; every ``-i`` port must be one or the other, and the CPU port counts
@@ -49,9 +54,10 @@ from softswitch.p4runtime.idle import Sweeper
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.roles import RoleTable
 from softswitch.p4runtime.server import MAX_MESSAGE_BYTES, ServerError, TlsConfig, serve
-from softswitch.ports import gc_tuning
+from softswitch.ports import gc_tuning, ingress_priority
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.egress_scheduler import EgressScheduler
+from softswitch.ports.ingress_priority import IngressPriority
 from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer, read_token
 from softswitch.tm import TrafficManager
 
@@ -96,6 +102,7 @@ class RunOptions:
     host_ports: set[int] = field(default_factory=set)   # PNA: ports facing the host
     net_ports: set[int] = field(default_factory=set)    # PNA: ports facing the network
     loopback_port: int | None = None                     # PNA: turns packets around
+    ingress_priority: IngressPriority | None = None      # frames each port reads first
 
 
 class _Parser(argparse.ArgumentParser):
@@ -182,6 +189,12 @@ def _target_parser() -> _Parser:
     p.add_argument("--cpu-port", type=int, metavar="N")
     p.add_argument("--drop-port", type=int, default=DEFAULT_DROP_PORT, metavar="N")
     p.add_argument("--priority-queues", type=int, default=1, metavar="N")
+    p.add_argument("--ingress-priority-dscp", metavar="LIST",
+                   help="softswitch extension: each port reads frames of these DSCPs "
+                        "(e.g. 46,48,56) first, ahead of a backlog of other frames "
+                        "(two sockets per port with kernel packet filters)")
+    p.add_argument("--ingress-priority-max-bytes", type=int, metavar="N",
+                   help="softswitch extension: frames of at most N bytes are read first too")
     p.add_argument("--enable-swap", action="store_true", help="accepted for compatibility")
     p.add_argument("--dp-grpc-server-addr", metavar="ADDR",
                    help="accepted for compatibility (ignored)")
@@ -244,6 +257,11 @@ def parse_args(argv: list[str]) -> RunOptions:
         main_parser.error("--priority-queues must be 1..8")
     if not 1024 <= opts.max_request_bytes <= 1 << 30:
         main_parser.error("--max-request-bytes must be 1024..2^30")
+    try:
+        opts.ingress_priority = ingress_priority.parse(target.ingress_priority_dscp,
+                                                       target.ingress_priority_max_bytes)
+    except P4Error as exc:
+        main_parser.error(exc.message)
     tls_files = (opts.grpc_cacert, opts.grpc_cert, opts.grpc_key)
     if not opts.grpc_ssl and (any(tls_files) or opts.grpc_client_auth):
         main_parser.error("--grpc-server-cacert/-cert/-key/-with-client-auth need "
@@ -393,7 +411,10 @@ def main(argv: list[str]) -> int:
         log.info("loaded %s", opts.program)
     if opts.pcap_dir is not None:
         os.makedirs(opts.pcap_dir, exist_ok=True)
-    plane = DataPlane(opts.interfaces, opts.pcap_dir)
+    plane = DataPlane(opts.interfaces, opts.pcap_dir, opts.ingress_priority)
+    if opts.ingress_priority:
+        log.info("ingress priority: %s read first on every port",
+                 opts.ingress_priority.describe())
     try:
         return _serve(opts, device, plane, native)
     finally:

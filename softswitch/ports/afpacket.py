@@ -16,7 +16,7 @@ import socket
 import struct
 
 from softswitch.diagnostics import P4Error
-from softswitch.ports import batchio
+from softswitch.ports import batchio, ingress_priority
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -33,9 +33,11 @@ RCVBUF_BYTES = 8 << 20
 
 
 class RawPort:
-    """A raw socket bound to one interface."""
+    """A raw socket bound to one interface; ``bpf``: a classic BPF program choosing the
+    frames it receives (``ingress_priority``), attached before the socket is bound so
+    no frame slips past it."""
 
-    def __init__(self, iface: str) -> None:
+    def __init__(self, iface: str, bpf: list[tuple[int, int, int, int]] | None = None) -> None:
         self.iface = iface
         try:
             ifindex = socket.if_nametoindex(iface)
@@ -47,6 +49,8 @@ class RawPort:
             raise P4Error(f"cannot open a raw socket on '{iface}': run as root "
                           "(or with CAP_NET_RAW)") from None
         try:
+            if bpf is not None:
+                ingress_priority.attach(sock, bpf)
             sock.bind((iface, 0))
             mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
             sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)

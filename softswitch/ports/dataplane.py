@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from softswitch.ports import batchio
 from softswitch.ports.afpacket import RawPort
+from softswitch.ports.ingress_priority import IngressPriority
 from softswitch.ports.pcap import PcapWriter, trace_paths
 
 log = logging.getLogger("softswitch.ports")
@@ -50,6 +51,9 @@ class Ticker(Protocol):
 # the loop looks at its timer at least this often, as the scheduler thread did: a rate
 # changed from another thread may bring a departure forward
 IDLE_WAIT_S = 0.5
+# with ingress priority, frames of the other socket read per burst: about 50-100 µs of
+# work, what an urgent frame arriving meanwhile waits at most before it is read
+REST_BATCH = 32
 
 
 @dataclass
@@ -59,12 +63,15 @@ class Port:
     pcap_in: PcapWriter | None = None
     pcap_out: PcapWriter | None = None
     pending: list[bytes] = field(default_factory=list)   # held during a burst
+    urgent: RawPort | None = None        # its frames read first (ingress_priority)
 
 
 class DataPlane:
     """All front-panel ports of one switch."""
 
-    def __init__(self, interfaces: dict[int, str], pcap_dir: str | None = None) -> None:
+    def __init__(self, interfaces: dict[int, str], pcap_dir: str | None = None,
+                 priority: IngressPriority | None = None) -> None:
+        """``priority``: which frames each port reads first (``ingress_priority``)."""
         self.ports: dict[int, Port] = {}
         self._wake_r, self._wake_w = os.pipe()
         self._stopping = False
@@ -76,8 +83,13 @@ class DataPlane:
         self._held: dict[int, list[bytes]] = {}  # port number -> its pending list
         try:
             for number, iface in interfaces.items():
-                port = Port(number, RawPort(iface))
-                self.ports[number] = port
+                if priority:
+                    port = Port(number, RawPort(iface, priority.program(urgent=False)))
+                    self.ports[number] = port
+                    port.urgent = RawPort(iface, priority.program(urgent=True))
+                else:
+                    port = Port(number, RawPort(iface))
+                    self.ports[number] = port
                 self._held[number] = port.pending
                 if pcap_dir is not None:
                     path_in, path_out = trace_paths(pcap_dir, iface)
@@ -160,29 +172,56 @@ class DataPlane:
     def _run_ppoll(self, mod: Any, deliver: DeliverBatch, ticker: Ticker | None) -> None:
         """The loop on ``batchio.wait_ready`` (ppoll: departures timed to the µs)."""
         ports = list(self.ports.values())
-        fds = [port.raw.fileno() for port in ports] + [self._wake_r]
+        urgent = [port for port in ports if port.urgent is not None]
+        fds = [port.urgent.fileno() for port in urgent if port.urgent is not None] \
+            + [port.raw.fileno() for port in ports] + [self._wake_r]
+        first, wake = len(urgent), len(urgent) + len(ports)
         while not self._stopping:
             timeout = -1.0 if ticker is None else self._timeout(ticker)
-            for index in mod.wait_ready(fds, timeout):
-                if index == len(ports):
-                    os.read(self._wake_r, 64)
+            for index in mod.wait_ready(fds, timeout):    # urgent sockets come first
+                if index < first:
+                    self._drain_urgent(urgent[index], deliver)
+                elif index < wake:
+                    self._drain_rest(ports[index - first], urgent, deliver)
                 else:
-                    self._drain(ports[index], deliver)
+                    os.read(self._wake_r, 64)
 
     def _run_selector(self, deliver: DeliverBatch, ticker: Ticker | None) -> None:
         """The same loop on ``select`` where batchio cannot be built: not epoll, which
         counts in milliseconds, where a link rate's frames are microseconds apart."""
+        urgent = [port for port in self.ports.values() if port.urgent is not None]
         with selectors.SelectSelector() as sel:
+            for port in urgent:
+                sel.register(port.urgent, selectors.EVENT_READ, (True, port))
             for port in self.ports.values():
-                sel.register(port.raw, selectors.EVENT_READ, port)
+                sel.register(port.raw, selectors.EVENT_READ, (False, port))
             sel.register(self._wake_r, selectors.EVENT_READ, None)
             while not self._stopping:
                 timeout = None if ticker is None else self._timeout(ticker)
-                for key, _ in sel.select(timeout):
-                    if key.data is None:
-                        os.read(self._wake_r, 64)
-                        continue
-                    self._drain(key.data, deliver)
+                ready = [key.data for key, _ in sel.select(timeout)]
+                if None in ready:
+                    os.read(self._wake_r, 64)
+                for is_urgent, port in sorted((d for d in ready if d is not None),
+                                              key=lambda d: not d[0]):
+                    if is_urgent:
+                        self._drain_urgent(port, deliver)
+                    else:
+                        self._drain_rest(port, urgent, deliver)
+
+    def _drain_urgent(self, port: Port, deliver: DeliverBatch) -> None:
+        assert port.urgent is not None
+        self._drain(port, port.urgent.receive_batch(), deliver)
+
+    def _drain_rest(self, port: Port, urgent: list[Port], deliver: DeliverBatch) -> None:
+        """One burst of a port's other frames; with ingress priority a smaller one, and
+        the urgent sockets read again after it, so urgent frames wait for one short
+        burst at most."""
+        if not urgent:
+            self._drain(port, port.raw.receive_batch(), deliver)
+            return
+        self._drain(port, port.raw.receive_batch(REST_BATCH), deliver)
+        for other in urgent:
+            self._drain_urgent(other, deliver)
 
     def _timeout(self, ticker: Ticker) -> float:
         """Send what is due, then how long the sockets may be waited on."""
@@ -210,9 +249,9 @@ class DataPlane:
             except OSError:
                 pass
 
-    def _drain(self, port: Port, deliver: DeliverBatch) -> None:
-        # bounded (MAX_BATCH), so one busy port cannot starve the others
-        frames = port.raw.receive_batch()
+    def _drain(self, port: Port, frames: list[bytes], deliver: DeliverBatch) -> None:
+        """Hand a burst read from ``port`` (bounded: one busy port cannot starve the
+        others) to ``deliver``, then send what it held."""
         if not frames:
             return
         self.received += len(frames)
@@ -240,6 +279,8 @@ class DataPlane:
     def close(self) -> None:
         for port in self.ports.values():
             port.raw.close()
+            if port.urgent is not None:
+                port.urgent.close()
             for pcap in (port.pcap_in, port.pcap_out):
                 if pcap is not None:
                     pcap.close()
