@@ -44,14 +44,17 @@ class RawPort:
         except OSError:
             raise P4Error(f"interface '{iface}' does not exist") from None
         try:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            # protocol 0: no frame at all until bind names the interface; a socket made
+            # for ETH_P_ALL gets every interface's frames (loopback's gRPC traffic…)
+            # until it is bound, and those would reach the pipeline as this port's
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
         except PermissionError:
             raise P4Error(f"cannot open a raw socket on '{iface}': run as root "
                           "(or with CAP_NET_RAW)") from None
         try:
             if bpf is not None:
                 ingress_priority.attach(sock, bpf)
-            sock.bind((iface, 0))
+            sock.bind((iface, ETH_P_ALL))      # (Python applies htons to the protocol)
             mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
             sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
             sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
