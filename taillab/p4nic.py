@@ -70,8 +70,10 @@ RC_ACKNOWLEDGE, NAK_SYNDROME, NAK_MASK = 0x11, 0x60, 0xE0
 URGENT_MAX_IPV4_LEN = 20 + 8 + 12 + 512 + 4
 # The DSCP each lab class is stamped with: the default profile's class of that name
 # (kv_migration is its "storage" class, bulk its "training_bulk").
+# hot_kv_small keeps hot KV's DSCP: the switches tell it by its QP range.
 CLASS_DSCP = {"control": 56, "hot_kv": 26, "sched_signal": 40, "tp_pp": 32,
-              "moe_a2a": 34, "kv_migration": 24, "bulk": 18, "cold_kv": 10}
+              "moe_a2a": 34, "kv_migration": 24, "bulk": 18, "cold_kv": 10,
+              "hot_kv_small": 26}
 # class ids in the program's nic_class (bit<4>): the lab's traffic classes
 CLASS_ID = {name: i + 1 for i, name in enumerate(CLASS_DSCP)}
 
@@ -142,7 +144,7 @@ class P4HostNic(HostNic):
     def __init__(self, net: Network, host: int, rate_bps: float, rx_rate_bps: float | None,
                  checked: Any) -> None:
         super().__init__(net, host, rate_bps, rx_rate_bps)
-        self.classes = [t.role for t in net.scenario.traffic]
+        self.classes = net.scenario.qp_ranges()
         self.nic = Nic.from_program(checked, fastpath="off")
         program_nic(self.nic, [], self.classes)
         self.queues = NicQueues(self.nic, transmit_queues(rate_bps, self.classes))
