@@ -18,12 +18,18 @@ class ClassRole:
     fast_cnp: bool
 
 
-# The semantic classes of BRIEF §2 the lab knows, highest queue first. Scheduling
-# signals alone in strict queue 5 (a 1 MB hot KV block must not sit in front of them),
-# hot KV and TP/PP in strict queue 4, both marked only on a real incast of mice. MoE,
-# KV-cache migration and training elephants share queues 3/2/1 by DWRR 3:1:1, so a pause
-# for one of them (a slow receiver of KV migrations) does not stop the others. The
-# elephants get early ECN and Fast CNP, so they slow down before PFC has to step in.
+# The semantic classes of BRIEF §2 the lab knows, highest queue first. CNPs alone in
+# strict queue 7 (leafspine.CNP_QUEUE: lossy, never paused, the NIC's urgent queue).
+# Scheduling signals and control in strict queue 6 (a KV block must not sit in front of
+# them). Hot KV in two strict queues by message size, an SRPT approximation: the serving
+# stack posts small blocks on QPs of their own (a scenario's ``qp_by_size``), classified
+# ``hot_kv_small`` into queue 5, above the large blocks' queue 4 (with TP/PP). Without
+# the split a 2 KB block met another sender's 200 KB block in the decode node's
+# downlink queue and took 5-10x its unloaded time (pd_cascade, 20 ms, seed 1). Both are
+# marked only on a real incast of mice. MoE, KV-cache migration and training elephants
+# share queues 3/2/1 by DWRR 3:1:1, so a pause for one of them (a slow receiver of KV
+# migrations) does not stop the others. The elephants get early ECN and Fast CNP, so
+# they slow down before PFC has to step in.
 # MoE does not: a dispatch is a bounded, synchronised incast (every peer's shard at once:
 # 15 x 4 KB = 60 packets in the MoE scenario) that drains by itself, and a mark inside
 # it only cuts the rate of the *next* dispatch (BRIEF §1: cuts punish innocents). So MoE
@@ -32,8 +38,9 @@ class ClassRole:
 # the baseline's 16.0) to 16.3, receiver CNPs ~1,600 -> ~180 per seed. Cold KV
 # migration (background) ranks below bulk.
 ROLES: dict[str, ClassRole] = {
-    "control": ClassRole(9, 5, (32, 64, 0.1), False),
-    "sched_signal": ClassRole(7, 5, (32, 64, 0.1), False),
+    "control": ClassRole(9, 6, (32, 64, 0.1), False),
+    "sched_signal": ClassRole(7, 6, (32, 64, 0.1), False),
+    "hot_kv_small": ClassRole(11, 5, (32, 64, 0.1), False),
     "hot_kv": ClassRole(8, 4, (32, 64, 0.1), False),
     "tp_pp": ClassRole(6, 4, (32, 64, 0.1), False),
     "moe_a2a": ClassRole(5, 3, (64, 128, 0.2), False),

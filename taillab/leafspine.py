@@ -23,7 +23,7 @@ from taillab.scenario import Buffers, Topology
 
 RECEIVER_QP_OFFSET = 0x100000
 CNP_DSCP = 48
-CNP_QUEUE = 6
+CNP_QUEUE = 7                    # strict, above every data class (classes.ROLES)
 BASELINE_QUEUE = 3
 CNP_SESSION = 1024               # defines.p4 TAILCC_CNP_SESSION
 CNP_RECIRCULATION_PORT = 510

@@ -8,7 +8,9 @@ Who does what on the transmit side of a host:
   enter the NIC no earlier than the QP's current rate allows, and CNPs cut that rate.
   A QP has at most :data:`QP_WINDOW` packets inside the NIC at a time (the packets a
   NIC fetches ahead per QP), so a backlog waits in its QP, not in front of other
-  classes.
+  classes. Within a strict (mouse) class the QP whose head message has the fewest
+  bytes left feeds first (SRPT at the sender, as the size-split classes approximate
+  it in the switches); the elephants' DWRR classes take turns.
 * **The NIC program** runs on every packet the host posts (its host->net pipeline):
   classification by the destination QP (``qp_class``), small one-packet messages into
   the urgent queue (by BTH opcode and IPv4 length), DSCP + ECT(0) stamping and the
@@ -70,8 +72,10 @@ RC_ACKNOWLEDGE, NAK_SYNDROME, NAK_MASK = 0x11, 0x60, 0xE0
 URGENT_MAX_IPV4_LEN = 20 + 8 + 12 + 512 + 4
 # The DSCP each lab class is stamped with: the default profile's class of that name
 # (kv_migration is its "storage" class, bulk its "training_bulk").
+# hot_kv_small keeps hot KV's DSCP: the switches tell it by its QP range.
 CLASS_DSCP = {"control": 56, "hot_kv": 26, "sched_signal": 40, "tp_pp": 32,
-              "moe_a2a": 34, "kv_migration": 24, "bulk": 18, "cold_kv": 10}
+              "moe_a2a": 34, "kv_migration": 24, "bulk": 18, "cold_kv": 10,
+              "hot_kv_small": 26}
 # class ids in the program's nic_class (bit<4>): the lab's traffic classes
 CLASS_ID = {name: i + 1 for i, name in enumerate(CLASS_DSCP)}
 
@@ -142,7 +146,7 @@ class P4HostNic(HostNic):
     def __init__(self, net: Network, host: int, rate_bps: float, rx_rate_bps: float | None,
                  checked: Any) -> None:
         super().__init__(net, host, rate_bps, rx_rate_bps)
-        self.classes = [t.role for t in net.scenario.traffic]
+        self.classes = net.scenario.qp_ranges()
         self.nic = Nic.from_program(checked, fastpath="off")
         program_nic(self.nic, [], self.classes)
         self.queues = NicQueues(self.nic, transmit_queues(rate_bps, self.classes))
@@ -168,9 +172,17 @@ class P4HostNic(HostNic):
     def _feed(self, now: float) -> float | None:
         """Every QP with room in the NIC and a rate that allows it posts its next packet
         through the NIC program into a transmit queue; returns when a rate-limited QP
-        may post next."""
+        may post next. In a strict (mouse) class, QPs feed shortest remaining message
+        first: a QP waits while one of its class with fewer bytes left has packets in
+        the NIC or may send now, so two blocks a host posts at once do not both take
+        twice their time (the elephants' DWRR classes keep taking turns)."""
         later: float | None = None
-        for q in self.qps.values():
+        ahead: set[int] = set()          # strict priorities already served this round
+        for q in sorted(self.qps.values(), key=self._srpt_key):
+            strict = q.priority not in DWRR_WEIGHTS
+            if strict and q.priority in ahead:
+                continue
+            fed = self.in_nic[q.qp] > 0
             while q.messages and self.in_nic[q.qp] < QP_WINDOW:
                 if q.next_allowed_us > now:
                     later = q.next_allowed_us if later is None else min(later,
@@ -185,7 +197,15 @@ class P4HostNic(HostNic):
                 self.in_nic[q.qp] += 1
                 self.pipeline_packets += 1
                 self.queues.receive(HOST_PORT, pkt, now)
+                fed = True
+            if strict and fed:
+                ahead.add(q.priority)
         return later
+
+    def _srpt_key(self, q: _QP) -> tuple[int, int]:
+        """Bytes left of the QP's head message (0: only packets in the NIC left)."""
+        left = q.messages[0].size - q.sent_of_head if q.messages else 0
+        return left, q.qp
 
     def _send_next(self) -> None:
         """Feed the NIC, put what may leave on the wire, feed again (a packet that left

@@ -60,7 +60,7 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
                     messages: list[FabricMessage]) -> Callable[[str], list[str]]:
     """Every configuration line of one switch: routes, the scheme's classes/ECN/Fast
     CNP, and the traffic manager (link rates, queue depths, PFC, DWRR)."""
-    classes = [t.role for t in scenario.traffic]
+    classes = scenario.qp_ranges()
     elephants = sorted({(m.spec, m.sender, m.receiver) for m in messages if m.elephant})
     b = scenario.buffers
     policy = scheme_commands(scheme, classes, b)

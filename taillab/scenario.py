@@ -76,6 +76,19 @@ class TrafficSpec:
                                     # message to every receiver (MoE dispatch/combine)
     max_messages: int = 0           # per sender; 0 = until the duration ends
     elephant: bool = False
+    # (max_bytes, class), ascending: the sender posts messages of at most max_bytes on
+    # QPs of their own, which tailcc classifies as ``class`` (the first band that fits;
+    # larger messages keep ``role``). The offered messages do not change; only the QP
+    # they are posted on does, in every scheme alike.
+    qp_by_size: tuple[tuple[int, str], ...] = ()
+
+    def band(self, size: int) -> int:
+        """Which of ``qp_by_size`` a message of ``size`` bytes is posted on; -1: the
+        spec's own QPs."""
+        for i, (max_bytes, _) in enumerate(self.qp_by_size):
+            if size <= max_bytes:
+                return i
+        return -1
 
 
 @dataclass(frozen=True)
@@ -113,6 +126,23 @@ class Scenario:
                                     f"at or above its link's rate")
         return replace(self, duration_us=duration_us or self.duration_us,
                        seeds=seeds or self.seeds, traffic=traffic)
+
+    def qp_ranges(self) -> list[str]:
+        """The semantic class of each QP range, by range index: one range per traffic
+        spec (its index), then one per ``qp_by_size`` band, spec by spec. The switches
+        classify each range (BTH destination QP) as its class."""
+        return [t.role for t in self.traffic] + [cls for t in self.traffic
+                                                 for _, cls in t.qp_by_size]
+
+    def qp_range_of(self, spec: int, size: int) -> tuple[int, str]:
+        """The QP range index and class a message of traffic spec ``spec`` and
+        ``size`` bytes is posted on."""
+        t = self.traffic[spec]
+        band = t.band(size)
+        if band < 0:
+            return spec, t.role
+        first = len(self.traffic) + sum(len(u.qp_by_size) for u in self.traffic[:spec])
+        return first + band, t.qp_by_size[band][1]
 
 
 def builtin_names() -> list[str]:
@@ -200,8 +230,13 @@ def _traffic(r: _Reader, topo: Topology) -> TrafficSpec:
         load=r.number("load", 0.0, minimum=0.0),
         mean_gap_us=r.number("mean_gap_us", 0.0, minimum=0.0),
         period_us=r.number("period_us", 0.0, minimum=0.0),
-        max_messages=r.integer("max_messages", 0, 0, 10**9), elephant=r.flag("elephant", False))
+        max_messages=r.integer("max_messages", 0, 0, 10**9), elephant=r.flag("elephant", False),
+        qp_by_size=tuple(_size_band(r.item("qp_by_size", i))
+                         for i in range(len(r.list("qp_by_size", [])))))
     r.done()
+    bounds = [b for b, _ in spec.qp_by_size]
+    if bounds != sorted(set(bounds)):
+        raise ScenarioError(f"{r.source}: {r.path}qp_by_size: max_bytes must ascend")
     if sum(x > 0 for x in (spec.load, spec.mean_gap_us, spec.period_us)) != 1:
         raise ScenarioError(f"{r.source}: {r.path}: give exactly one of load, mean_gap_us, "
                             f"period_us")
@@ -213,6 +248,15 @@ def _traffic(r: _Reader, topo: Topology) -> TrafficSpec:
     if spec.log_range and len(spec.sizes) != 2:
         raise ScenarioError(f"{r.source}: {r.path}sizes: log_range takes [min, max]")
     return spec
+
+
+def _size_band(r: _Reader) -> tuple[int, str]:
+    band = (r.integer("max_bytes", _MISSING, 1, 2**31), r.text("class"))
+    r.done()
+    if band[1] not in ROLES:
+        raise ScenarioError(f"{r.source}: {r.path}class: {band[1]!r} is not a class the lab "
+                            f"knows ({', '.join(ROLES)})")
+    return band
 
 
 def _slow(r: _Reader, topo: Topology) -> SlowReceiver:

@@ -20,8 +20,8 @@ from taillab.scenario import Scenario, TrafficSpec
 @dataclass(frozen=True)
 class FabricMessage:
     cls: str            # the traffic spec's name
-    spec: int           # its index in the scenario: the QP range it uses
-    role: str           # its semantic class
+    spec: int           # the QP range it is posted on (Scenario.qp_ranges)
+    role: str           # the semantic class of that range
     sender: int
     receiver: int
     size: int
@@ -88,8 +88,8 @@ def generate(scenario: Scenario, seed: int) -> list[FabricMessage]:
                 t += rng.expovariate(1 / gap)
                 n += 1
     out.sort(key=lambda m: (m.start_us, m.sender, m.cls))
-    return [FabricMessage(m.cls, m.spec, m.role, m.sender, m.receiver, m.size, m.start_us, i,
-                          m.elephant)
+    return [FabricMessage(m.cls, *scenario.qp_range_of(m.spec, m.size), m.sender, m.receiver,
+                          m.size, m.start_us, i, m.elephant)
             for i, m in enumerate(out)]
 
 

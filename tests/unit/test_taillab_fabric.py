@@ -80,6 +80,60 @@ def test_c_fast_path_and_interpreter_give_the_same_cell(checked):
     assert fast["sim_events"] < 6 * fast["switch_packets"], fast["sim_events"]
 
 
+# Hot KV blocks converge on one decode node (3.0): two 200 KB blocks from leaf 1 at 0,
+# and 20 us later a 4 KB block from leaf 2, while a backlog of the first two builds in
+# the decode node's downlink queue.
+CONVERGE = """
+name: converge
+duration_us: 1000
+drain_us: 1000
+seeds: [1]
+traffic:
+  - {name: hot_kv, senders: ["1.0", "1.1", "2.0"], receivers: ["3.0"],
+     sizes: [4096, 200000], mean_gap_us: 1000, max_messages: 1}
+"""
+
+
+def _converge(checked, split: bool) -> dict[int, float]:
+    """Slowdown per message size of the three blocks above under tailcc."""
+    from taillab.metrics import unloaded_us
+    from taillab.runner import build_network
+    from taillab.traffic import FabricMessage
+
+    text = CONVERGE
+    if split:
+        text = text.replace("max_messages: 1}", "max_messages: 1,\n     qp_by_size: "
+                            "[{max_bytes: 65536, class: hot_kv_small}]}")
+    scenario = parse_scenario(text, "converge.yaml")
+    assert scenario.qp_ranges() == (["hot_kv", "hot_kv_small"] if split else ["hot_kv"])
+    messages = [FabricMessage("hot_kv", *scenario.qp_range_of(0, size), sender, 12, size,
+                              start, i)
+                for i, (sender, size, start) in enumerate(((4, 200000, 0.0),
+                                                           (5, 200001, 0.0),
+                                                           (8, 4096, 20.0)))]
+    roles = [m.role for m in messages]
+    assert roles == ["hot_kv", "hot_kv", "hot_kv_small" if split else "hot_kv"]
+    net = build_network(scenario, "tailcc", messages, checked)
+    obs = net.run(messages)
+    t = scenario.topology
+    return {m.size: (done - m.start_us) / unloaded_us(
+        m.size, t.mtu_payload, tuple(net.fabric.path_rates(m.sender, m.receiver)),
+        t.prop_us, None) for m, done in obs.completions}
+
+
+def test_small_hot_kv_blocks_pass_large_ones(checked):
+    """In one strict queue the small block waits behind the large blocks' backlog in
+    the decode node's downlink. Posted on a QP of its own that tailcc classifies into
+    the queue above (``qp_by_size``), it passes them. The offered messages are the same
+    either way; only the QP range differs."""
+    one_queue, split = _converge(checked, False), _converge(checked, True)
+    assert len(one_queue) == len(split) == 3
+    assert one_queue[4096] > 2.0, one_queue
+    assert split[4096] < 1.2, split
+    for size in (200000, 200001):                   # the large ones lose 4 packets' time
+        assert split[size] == pytest.approx(one_queue[size], rel=0.03), (one_queue, split)
+
+
 @pytest.mark.parametrize("text, where", [
     ("name: x\nduration_us: 10\ntraffic: []\n", "traffic: a scenario needs traffic"),
     ("name: x\nduration_us: 10\nbogus: 1\ntraffic: [{name: bulk, senders: [0], "
@@ -92,6 +146,12 @@ def test_c_fast_path_and_interpreter_give_the_same_cell(checked):
     ("name: x\nduration_us: 10\ntraffic: [{name: bulk, senders: [0], receivers: [1], "
      "sizes: [1], load: 0.1, mean_gap_us: 3}]\n", "exactly one of load, mean_gap_us"),
     ("[1, 2", "not valid YAML"),
+    ("name: x\nduration_us: 10\ntraffic: [{name: hot_kv, senders: [0], receivers: [1], "
+     "sizes: [1], load: 0.1, qp_by_size: [{max_bytes: 9, class: hot_kv_small}, "
+     "{max_bytes: 3, class: hot_kv_small}]}]\n", "traffic[0].qp_by_size: max_bytes must ascend"),
+    ("name: x\nduration_us: 10\ntraffic: [{name: hot_kv, senders: [0], receivers: [1], "
+     "sizes: [1], load: 0.1, qp_by_size: [{max_bytes: 9, class: tiny}]}]\n",
+     "traffic[0].qp_by_size[0].class: 'tiny'"),
 ])
 def test_scenario_errors_are_located(text, where):
     with pytest.raises(ScenarioError) as exc:

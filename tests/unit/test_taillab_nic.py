@@ -97,3 +97,25 @@ def test_nic_scheme_on_identical_offered_traffic(checked):
     assert ours["completed"] > 0.9 * ours["messages"]
     assert ours["nic_program_packets"] > 0 == switch_only["nic_program_packets"]
     assert ours["cnps"].get("switch", 0) > 0             # Fast CNPs, through the program
+
+
+def test_nic_feeds_shortest_remaining_block_first(checked):
+    """One host posts a 200 KB hot KV block, and 10 us later a 100 KB one to another
+    decode node (different leaves, nothing else on the wire): taking turns packet by
+    packet, the second would take about twice its time; fed shortest remaining first,
+    it passes the first, which loses only the second's transfer time."""
+    from taillab.metrics import unloaded_us
+
+    scenario = parse_scenario(HOST_BULK, "host_bulk.yaml")
+    hot = next(i for i, t in enumerate(scenario.traffic) if t.name == "hot_kv")
+    messages = [FabricMessage("hot_kv", hot, "hot_kv", 4, dst, size, start, i)
+                for i, (dst, size, start) in enumerate(((8, 200000, 0.0),
+                                                        (12, 100000, 10.0)))]
+    net = build_network(scenario, "tailcc-nic", messages, checked)
+    obs = net.run(messages)
+    t = scenario.topology
+    slowdown = {m.size: (done - m.start_us) / unloaded_us(
+        m.size, t.mtu_payload, tuple(net.fabric.path_rates(m.sender, m.receiver)),
+        t.prop_us, None) for m, done in obs.completions}
+    assert slowdown[100000] < 1.1, slowdown
+    assert 1.3 < slowdown[200000] < 1.6, slowdown
