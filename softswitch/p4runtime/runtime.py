@@ -82,11 +82,13 @@ class PipelineRuntime:
     # ------------------------------------------------------------------ Write
     def write(self, request: WriteRequest | LazyRequest,
               permit: Callable[[p4runtime_pb2.Update], Result] | None = None,
-              cancelled: Callable[[], bool] | None = None) -> list[Result]:
+              cancelled: Callable[[], bool] | None = None,
+              freeze: bool = False) -> list[Result]:
         """Apply a batch; returns one result per update (None = OK). ``permit`` gives
         the error of an update the writer's role may not make (checked first). A
         :class:`~softswitch.p4runtime.wire.LazyRequest` is parsed update by update.
-        Once ``cancelled()`` (the switch is stopping) the rest is UNAVAILABLE."""
+        Once ``cancelled()`` (the switch is stopping) the rest is UNAVAILABLE.
+        ``freeze``: see :func:`_collector_paused` (a server with a reclaimer)."""
         lazy = isinstance(request, LazyRequest)
         atomicity = request.header.atomicity if lazy else request.atomicity
         atomic = atomicity in (WriteRequest.ROLLBACK_ON_ERROR, WriteRequest.DATAPLANE_ATOMIC)
@@ -112,7 +114,7 @@ class PipelineRuntime:
             with synced():
                 return self._write_batch(slices, count, atomic, permit, cancelled,
                                          reparse)
-        with _collector_paused(), synced():
+        with _collector_paused(freeze), synced():
             return self._write_batch(slices, count, atomic, permit, cancelled, reparse)
 
     def _write_batch(self, slices: Iterable[tuple[int, Sequence[Any]]], count: int,
@@ -169,7 +171,9 @@ class PipelineRuntime:
                         log.forget(mark)
                 except errors.P4RuntimeError as exc:
                     log.rollback(mark)
-                    results.append(exc)
+                    # Without its traceback: frame -> results -> exc would be a cycle
+                    # per failed update, garbage for the cyclic collector only.
+                    results.append(exc.with_traceback(None))
                     failed = True
                 except P4Error as exc:
                     log.rollback(mark)
@@ -278,13 +282,17 @@ class PipelineRuntime:
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
+def _collector_paused(freeze: bool = False) -> Iterator[None]:
     """No automatic cyclic-GC pass while a big batch is applied.
 
     A batch allocates ~10 tracked objects per entry, none of them garbage: every gen-2
     pass it triggers would walk the whole table (O(table) per batch, ~10-15% of an
     insert of 20k entries). It is re-enabled after the batch if it was enabled before
-    it (so concurrent batches cannot leave it off)."""
+    it (so concurrent batches cannot leave it off). With ``freeze`` (a server whose
+    :mod:`reclaim` thread collects and re-freezes once quiet) what exists then is moved
+    to the permanent generation first: otherwise the first passes after the batch walk
+    its objects anyway — in young, then middle, then full passes, ~4 µs per entry
+    inserted in batches of 1000 (measured with gc callbacks), as much as the insert."""
     if not gc.isenabled():
         yield
         return
@@ -292,4 +300,6 @@ def _collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         gc.enable()
