@@ -192,6 +192,17 @@ class TableState:
         """The row of a deferred entry, or None (no such entry, or built)."""
         return self._rows.get(handle)
 
+    def split_deferred(self, handles: list[int]) -> tuple[list[Row], list[int]]:
+        """The rows of the deferred entries among ``handles``, and the other handles
+        (built entries, or none), each in order: what settling a batch's handles needs,
+        without a method call per handle."""
+        get = self._rows.get
+        rows = [row for row in map(get, handles) if row is not None]
+        if len(rows) == len(handles):
+            return rows, []
+        deferred = self._rows
+        return rows, [h for h in handles if h not in deferred]
+
     def count(self) -> int:
         """How many entries the table holds (built or deferred)."""
         return len(self._entries) + len(self._rows)

@@ -327,12 +327,9 @@ class FastSwitch(Switch):
             st = lay.state
             if slot.deleted:
                 self._mod.tbl_del(self._ctx, lay.tid, slot.deleted)
-            rows, entries = [], []
-            for h in dict.fromkeys(slot.put):
-                row = st.deferred(h)
-                if row is not None:
-                    rows.append(row)
-                    continue
+            rows, others = st.split_deferred(list(dict.fromkeys(slot.put)))
+            entries = []
+            for h in others:
                 e = st.built(h)
                 if e is None:
                     continue          # deleted since
