@@ -206,7 +206,8 @@ class TableEntries:
         in order, up to the first one it would not take or that needs more (an error,
         an entry the switch has built, another table...), whose index is returned —
         ``start`` when none was applied. The caller runs that one through write_plain
-        or the general path, which reports any error."""
+        or the general path, which reports any error. The rows a run adds share one
+        insertion time (their idle-timeout clock), read once per run."""
         d = items[start]
         if type(d) is not tuple or len(d) != CHECKED_LEN:
             return start
