@@ -19,6 +19,7 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
 
+from softswitch.core.tables import CheckedOps
 from softswitch.p4runtime import pipeline, wire
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.errors import P4RuntimeError
@@ -152,10 +153,28 @@ def test_rollback_costs_the_batch_not_the_table(l3):
             return method(*args, **kwargs)
         return call
 
+    def counted_ops(table: str) -> CheckedOps:
+        # Plain writes call a table's checked operations, bound once (checked_ops).
+        ops = CheckedOps.__new__(CheckedOps)
+        real = checked_ops(table)
+        for op in ("add", "modify", "delete"):
+            method = getattr(real, op)
+
+            def call(*args, _op=op, _method=method):
+                calls[f"table_{_op}"] = calls.get(f"table_{_op}", 0) + 1
+                return _method(*args)
+            setattr(ops, op, call)
+        ops.bulk = real.bulk
+        return ops
+
     ops = ("table_add", "table_delete", "table_modify", "table_clear", "table_entries",
            "table_add_checked", "table_modify_checked")
+    checked_ops = switch.checked_ops
+    tables = l3.device.current.runtime.tables
+    tables._checked.clear()                 # bound again, through counted_ops
     for name in ops:
         setattr(switch, name, counted(name))
+    switch.checked_ops = counted_ops
     try:
         batch = [(Update.INSERT, l3.route(i)) for i in range(20_000, 20_200)]
         batch += [(Update.MODIFY, l3.route(i, port=3)) for i in range(100)]
@@ -164,6 +183,8 @@ def test_rollback_costs_the_batch_not_the_table(l3):
     finally:
         for name in ops:
             delattr(switch, name)
+        del switch.checked_ops
+        tables._checked.clear()
     assert codes[-1] == grpc.StatusCode.ALREADY_EXISTS
     # 200 adds undone by 200 deletes; 100 modifies undone by 100 modifies.
     assert calls == {"table_add": 200, "table_delete": 200, "table_modify": 200}
@@ -250,9 +271,19 @@ def test_an_internal_error_mid_batch_is_undone_like_a_failure(l3):
             return add(*args, **kwargs)
         return failing_add
 
-    # Both ways in: plain writes (entryplan) use the checked call.
+    # Every way in: plain writes (entryplan) use the checked call, or the table's
+    # checked operations (here without the one-C-call runs, which call no add).
+    checked_ops = switch.checked_ops
+
+    def failing_ops(table: str) -> CheckedOps:
+        real = checked_ops(table)
+        return CheckedOps(failing(real.add), real.modify, real.delete, None)
+
+    tables = l3.device.current.runtime.tables
+    tables._checked.clear()
     switch.table_add = failing(switch.table_add)
     switch.table_add_checked = failing(switch.table_add_checked)
+    switch.checked_ops = failing_ops
     try:
         batch = [(Update.INSERT, l3.route(i)) for i in range(5)]
         codes = _codes(l3.write(batch, WriteRequest.ROLLBACK_ON_ERROR))
@@ -264,4 +295,5 @@ def test_an_internal_error_mid_batch_is_undone_like_a_failure(l3):
         assert codes == [None, None, grpc.StatusCode.INTERNAL, None, None]
         assert len(l3.table_state()) == 4 and l3.forwards(2) is None
     finally:
-        del switch.table_add, switch.table_add_checked
+        del switch.table_add, switch.table_add_checked, switch.checked_ops
+        tables._checked.clear()

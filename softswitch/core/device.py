@@ -19,7 +19,7 @@ from softswitch.core.blocks import match_keys
 from softswitch.core.build import ProgramBuilder
 from softswitch.core.control import ActionInfo, EntryView, KeyInfo, KeyMatch, TableInfo
 from softswitch.core.execution import ExitSignal
-from softswitch.core.tables import ActionDef, TableState
+from softswitch.core.tables import ActionDef, CheckedOps, TableState
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
@@ -131,6 +131,13 @@ class Device:
                              args: list[int]) -> None:
         """``table_modify`` with an action and arguments already validated."""
         self.pb.tables[self._table_name(table)].modify_checked(handle, action, args)
+
+    def checked_ops(self, table: str) -> CheckedOps:
+        """The table's ``add_checked``/``modify_checked``/``delete`` as bound operations
+        (:class:`CheckedOps`): what P4Runtime's plain writes call per update,
+        with the table resolved once."""
+        st = self.pb.tables[self._table_name(table)]
+        return CheckedOps(st.add_checked, st.modify_checked, st.delete)
 
     def table_add_group(self, table: str, keys: list[KeyMatch],
                         members: list[tuple[str, list[int]]],

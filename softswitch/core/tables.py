@@ -90,6 +90,27 @@ class Entry:
 Row = tuple[int, tuple[Any, ...], ActionDef, list[int], int, int, int]
 
 
+class CheckedOps:
+    """One table's add/modify/delete of pre-checked entries (``checked_ops`` of the
+    switches: ``TableState.add_checked``/``modify_checked``/``delete``, or FastSwitch's
+    closures that also reach its C table), bound once so that a P4Runtime batch pays no
+    name resolution per update."""
+
+    __slots__ = ("add", "modify", "delete", "bulk")
+
+    def __init__(self, add: Any, modify: Any, delete: Any, bulk: Any = None) -> None:
+        self.add = add          # (match, action, args, priority) -> handle
+        self.modify = modify    # (handle, action, args) -> None
+        self.delete = delete    # (handle) -> None
+        # () -> (TableState.bulk_rows(), handles to put, handles to delete) or None:
+        # what entrywire.apply needs to apply a run of updates to the deferred rows
+        # itself (FastSwitch, inside a synced batch), else None.
+        self.bulk = bulk
+
+
+_MODES = {"exact": 0, "lpm": 1, "ternary": 2}    # TableState.mode, as entrywire.apply has it
+
+
 @dataclass
 class KeySpec:
     name: str
@@ -170,6 +191,17 @@ class TableState:
     def deferred(self, handle: int) -> Row | None:
         """The row of a deferred entry, or None (no such entry, or built)."""
         return self._rows.get(handle)
+
+    def split_deferred(self, handles: list[int]) -> tuple[list[Row], list[int]]:
+        """The rows of the deferred entries among ``handles``, and the other handles
+        (built entries, or none), each in order: what settling a batch's handles needs,
+        without a method call per handle."""
+        get = self._rows.get
+        rows = [row for row in map(get, handles) if row is not None]
+        if len(rows) == len(handles):
+            return rows, []
+        deferred = self._rows
+        return rows, [h for h in handles if h not in deferred]
 
     def count(self) -> int:
         """How many entries the table holds (built or deferred)."""
@@ -419,6 +451,20 @@ class TableState:
                           f"{match[self.lpm_index][2]}")
         raise P4Error(f"duplicate entry in table '{self.name}' "
                       f"(same key and priority {prio})")
+
+    def bulk_rows(self) -> tuple[Any, ...] | None:
+        """What ``entrywire.apply`` changes to add, modify and delete deferred rows
+        itself, exactly as add_checked/modify_checked/delete would one by one: (rows,
+        their identities, mode (0 exact, 1 lpm, 2 ternary), the lpm key's position,
+        size, the clock now); it keeps ``_next_handle``/``_order`` counting. None unless
+        the table defers every entry it holds (lazy, no meter, not const, nothing built
+        yet), where those calls would take other ways."""
+        if (not self.lazy or self.meter_factory is not None or self.entries_const
+                or self._entries):
+            return None
+        return (self._rows, self._row_ids, _MODES[self.mode],
+                self.lpm_index if self.mode == "lpm" else 0, self.size,
+                self.clock.now_us() if self.clock is not None else 0)
 
     def _row_ident(self, row: Row) -> Any:
         match = row[1]

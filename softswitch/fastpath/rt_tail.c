@@ -915,19 +915,32 @@ static PyObject *m_tbl_put_rows(PyObject *self, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+static int del_one(rt_table *t, PyObject *h) {
+    long long handle = PyLong_AsLongLong(h);
+    if (handle == -1 && PyErr_Occurred()) return -1;
+    rt_entry *e = table_get(t, handle);
+    if (e) {
+        table_remove(t, e);
+        entry_free(e);
+    }
+    return 0;
+}
+
+/* tbl_del(ctx, tid, handle or list of handles): remove entries (unknown handles are
+ * skipped: an entry deleted before it reached C). A list is a batch's deferred
+ * deletes (FastSwitch.checked_ops), in one call. */
 static PyObject *m_tbl_del(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 3) { PyErr_SetString(PyExc_TypeError, "tbl_del(ctx, tid, handle)"); return NULL; }
     rt_ctx *c = get_ctx(args[0]);
     if (!c) return NULL;
     rt_table *t = get_table_w(c, args[1]);
     if (!t) return NULL;
-    long long handle = PyLong_AsLongLong(args[2]);
-    if (handle == -1 && PyErr_Occurred()) return NULL;
-    rt_entry *e = table_get(t, handle);
-    if (e) {
-        table_remove(t, e);
-        entry_free(e);
+    if (PyList_Check(args[2])) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[2]); i++)
+            if (del_one(t, PyList_GET_ITEM(args[2], i))) return NULL;
+        Py_RETURN_NONE;
     }
+    if (del_one(t, args[2])) return NULL;
     Py_RETURN_NONE;
 }
 

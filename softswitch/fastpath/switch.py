@@ -24,6 +24,7 @@ from typing import Any
 
 from softswitch.core.control import EntryView, PacketOut
 from softswitch.core.device import resolve_name
+from softswitch.core.tables import CheckedOps
 from softswitch.diagnostics import P4Error
 from softswitch.fastpath.queues import NativeQueues
 from softswitch.v1model.switch import Switch, _Work
@@ -39,6 +40,19 @@ class _SM:
     def __init__(self, priority: int, ingress_port: int) -> None:
         self.f_priority = priority
         self.f_ingress_port = ingress_port
+
+
+class _Pending:
+    """A table's C work deferred to the end of a synced_batch: handles to put (rows or
+    built entries, in order) and handles to delete (applied first: handles are never
+    reused, so deleting before putting is what the updates did in order)."""
+
+    __slots__ = ("lay", "put", "deleted")
+
+    def __init__(self, lay: Any) -> None:
+        self.lay = lay
+        self.put: list[int] = []
+        self.deleted: list[int] = []
 
 
 class _SyncedBatch:
@@ -68,8 +82,9 @@ class FastSwitch(Switch):
 
     def __init__(self, base: Switch, mod: Any, cprog: Any, key: str) -> None:
         self._mod = mod
-        # Handles per layout whose C entry waits for the end of a synced_batch.
-        self._pending: dict[int, tuple[Any, list[int]]] | None = None
+        # Per layout, the handles whose C entry waits for the end of a synced_batch
+        # (to put, or to delete: see checked_ops).
+        self._pending: dict[int, _Pending] | None = None
         self.fastpath_key = key
         self._ctx = mod.new(tuple(cprog.objs), base.pb.clock, float(base.pb.clock._origin))
         types = {"H": base.hdr_cls, "M": base.meta_cls, "SM": base.sm_cls,
@@ -168,6 +183,8 @@ class FastSwitch(Switch):
         self._mod.tbl_default(self._ctx, lay.tid, act, list(st.default_cp_args))
 
     def _sync_entry(self, lay: Any, handle: int) -> None:
+        if self._pending:
+            self._flush_deletes(lay.tid)
         st = lay.state
         row = st.deferred(handle)
         if row is not None:
@@ -220,8 +237,10 @@ class FastSwitch(Switch):
     # ------------------------------------------------------------ batched mirroring
     def synced_batch(self) -> _SyncedBatch:
         """A context in which checked adds and modifies reach the C tables at its
-        end, one ``tbl_put_entries`` call per table (P4Runtime Write batches, which
-        hold the device lock throughout: no packet sees the tables in between).
+        end, one ``tbl_put_rows``/``tbl_put_entries`` call per table, and deletes made
+        through ``checked_ops`` one ``tbl_del`` call per table before them (P4Runtime
+        Write batches, which hold the device lock throughout: no packet sees the
+        tables in between).
         Anything that reads or changes C table state on the way settles the pending
         ones first. (A plain object, not a generator: a batch of one update pays for
         it too.)"""
@@ -233,8 +252,69 @@ class FastSwitch(Switch):
             return
         slot = self._pending.get(lay.tid)
         if slot is None:
-            slot = self._pending[lay.tid] = (lay, [])
-        slot[1].append(handle)
+            slot = self._pending[lay.tid] = _Pending(lay)
+        slot.put.append(handle)
+
+    def checked_ops(self, table: str) -> CheckedOps:
+        """``table_add_checked`` / ``table_modify_checked`` / ``table_delete`` of one
+        table as closures (P4Runtime's plain writes, see :class:`CheckedOps`). Inside a
+        synced_batch a delete reaches the C table at the batch's end too, with the
+        table's other deletes in one ``tbl_del`` call."""
+        lay = self._lay(table)
+        st, tid = lay.state, lay.tid
+        add_checked, modify_checked, st_delete = st.add_checked, st.modify_checked, st.delete
+        mod, ctx = self._mod, self._ctx
+
+        def slot() -> _Pending | None:
+            pending = self._pending
+            if pending is None:
+                return None
+            got = pending.get(tid)
+            if got is None:
+                got = pending[tid] = _Pending(lay)
+            return got
+
+        def add(match: tuple[Any, ...], action: Any, args: list[int],
+                priority: int | None) -> int:
+            h: int = add_checked(match, action, args, priority)
+            later = slot()
+            if later is None:
+                self._sync_entry(lay, h)
+            else:
+                later.put.append(h)
+            return h
+
+        def modify(handle: int, action: Any, args: list[int]) -> None:
+            modify_checked(handle, action, args)
+            later = slot()
+            if later is None:
+                self._sync_entry(lay, handle)
+            else:
+                later.put.append(handle)
+
+        def delete(handle: int) -> None:
+            st_delete(handle)
+            later = slot()
+            if later is None:
+                mod.tbl_del(ctx, tid, handle)
+            else:
+                later.deleted.append(handle)
+
+        def bulk() -> tuple[Any, ...] | None:
+            later = slot()
+            rows = st.bulk_rows() if later is not None else None
+            return None if rows is None else (rows, later.put, later.deleted)
+
+        return CheckedOps(add, modify, delete, bulk)
+
+    def _flush_deletes(self, tid: int) -> None:
+        """Apply a table's deferred deletes now (before anything else reaches its C
+        table: an entry put at once may reuse a deleted entry's key)."""
+        pending = self._pending
+        slot = pending.get(tid) if pending else None
+        if slot is not None and slot.deleted:
+            deleted, slot.deleted = slot.deleted, []
+            self._mod.tbl_del(self._ctx, tid, deleted)
 
     def _settle(self) -> None:
         """Mirror the pending entries into C (those deleted since are skipped)."""
@@ -242,14 +322,14 @@ class FastSwitch(Switch):
         if not pending:
             return
         self._pending = {}
-        for lay, handles in pending.values():
+        for slot in pending.values():
+            lay = slot.lay
             st = lay.state
-            rows, entries = [], []
-            for h in dict.fromkeys(handles):
-                row = st.deferred(h)
-                if row is not None:
-                    rows.append(row)
-                    continue
+            if slot.deleted:
+                self._mod.tbl_del(self._ctx, lay.tid, slot.deleted)
+            rows, others = st.split_deferred(list(dict.fromkeys(slot.put)))
+            entries = []
+            for h in others:
                 e = st.built(h)
                 if e is None:
                     continue          # deleted since
@@ -281,6 +361,8 @@ class FastSwitch(Switch):
     def table_delete(self, table: str, handle: int) -> None:
         lay = self._lay(table)
         lay.state.delete(handle)
+        if self._pending:
+            self._flush_deletes(lay.tid)
         self._mod.tbl_del(self._ctx, lay.tid, handle)
 
     def table_clear(self, table: str) -> None:

@@ -89,6 +89,11 @@ class TablePlan:
         return (int(self._needs_priority), int(self._idle_ok), fields, len(self._exact_ids),
                 self._blank, actions)
 
+    @property
+    def routes(self) -> dict[int, _ActionRoute]:
+        """The actions this table's plain updates may use, by id."""
+        return self._actions
+
     @classmethod
     def build(cls, table: TableIndex, index: P4InfoIndex, state: Any) -> TablePlan | None:
         """A plan when the switch's table agrees with P4Info on keys, else None."""

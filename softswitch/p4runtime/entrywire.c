@@ -741,9 +741,286 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- apply
+ * apply(items, start, ctx) -> index: applies the checked updates items[start:] of one
+ * table to the server's entry store and to the switch's deferred rows, in order, as
+ * TableEntries._insert_checked / _modify_checked / the plain DELETE and
+ * TableState.add_checked / modify_checked / delete do them one by one in Python
+ * (tables.TableEntries.apply_run is the caller; tests/test_apply_run.py compares both
+ * on random sequences). It stops at the first item it does not take -- not a checked
+ * update of ctx's table, or one whose Python path would refuse it or do more (an
+ * existing key, an unknown action, a full table, a built entry, a duplicate row...) --
+ * and returns its index: the caller runs that one the Python way, which reports any
+ * error. Nothing can fail half-way through an item: every check comes before the
+ * first change. ctx is the tuple
+ *     (tid, records, timed, routes, size, state, rows, row_ids, mode, lpm_index,
+ *      put, deleted, Record, ActionCall, now_us, state_size)
+ * routes: {action_id: (name, info, plan, switch_action)}; mode 0 exact, 1 lpm,
+ * 2 ternary (TableState.mode); put/deleted: the switch's lists of handles whose C
+ * entry is due at the end of the batch (FastSwitch._Pending). */
+static PyObject *S_NEXT, *S_ORDER, *S_CALL, *S_STORED, *S_IDLE, *S_PLAIN, *S_WIRE,
+                *S_HANDLE, *S_MEMBER, *S_GROUP, *S_KEY;
+
+static PyObject *row_ident(PyObject *match, PyObject *prio, long mode) {
+    if (mode != 2) {
+        Py_INCREF(match);
+        return match;
+    }
+    return PyTuple_Pack(2, prio, match);
+}
+
+/* The priority of a row: the prefix length in an lpm table, else the key's. */
+static PyObject *row_prio(PyObject *match, PyObject *key, long mode, Py_ssize_t lpm_index) {
+    if (mode == 1) {
+        if (!PyTuple_Check(match) || lpm_index >= PyTuple_GET_SIZE(match))
+            return NULL;
+        PyObject *m = PyTuple_GET_ITEM(match, lpm_index);
+        if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) < 3)
+            return NULL;
+        Py_INCREF(PyTuple_GET_ITEM(m, 2));
+        return PyTuple_GET_ITEM(m, 2);
+    }
+    Py_INCREF(PyTuple_GET_ITEM(key, 1));
+    return PyTuple_GET_ITEM(key, 1);
+}
+
+static PyObject *new_call(PyObject *ActionCall, PyObject *route, PyObject *args) {
+    PyObject *argv[5] = {PyTuple_GET_ITEM(route, 0), args, Py_None,
+                         PyTuple_GET_ITEM(route, 1), PyTuple_GET_ITEM(route, 2)};
+    return PyObject_Vectorcall(ActionCall, argv, 5, NULL);
+}
+
+#define TAKE(x) do { if (!(x)) goto error; } while (0)
+
+static PyObject *apply(PyObject *self, PyObject *args) {
+    PyObject *items, *ctx;
+    Py_ssize_t start;
+    if (!PyArg_ParseTuple(args, "O!nO!", &PyList_Type, &items, &start, &PyTuple_Type, &ctx))
+        return NULL;
+    if (PyTuple_GET_SIZE(ctx) != 16) {
+        PyErr_SetString(PyExc_TypeError, "apply: ctx is a 16-tuple");
+        return NULL;
+    }
+    PyObject *tid = PyTuple_GET_ITEM(ctx, 0), *records = PyTuple_GET_ITEM(ctx, 1),
+             *timed = PyTuple_GET_ITEM(ctx, 2), *routes = PyTuple_GET_ITEM(ctx, 3),
+             *state = PyTuple_GET_ITEM(ctx, 5), *rows = PyTuple_GET_ITEM(ctx, 6),
+             *row_ids = PyTuple_GET_ITEM(ctx, 7), *put = PyTuple_GET_ITEM(ctx, 10),
+             *deleted = PyTuple_GET_ITEM(ctx, 11), *Record = PyTuple_GET_ITEM(ctx, 12),
+             *ActionCall = PyTuple_GET_ITEM(ctx, 13), *now = PyTuple_GET_ITEM(ctx, 14);
+    long long size = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, 4));
+    long mode = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 8));
+    Py_ssize_t lpm_index = PyLong_AsSsize_t(PyTuple_GET_ITEM(ctx, 9));
+    Py_ssize_t state_size = PyLong_AsSsize_t(PyTuple_GET_ITEM(ctx, 15));
+    if (PyErr_Occurred())
+        return NULL;
+    if (!PyDict_Check(records) || !PyDict_Check(timed) || !PyDict_Check(routes)
+        || !PyDict_Check(rows) || !PyDict_Check(row_ids) || !PyList_Check(put)
+        || !PyList_Check(deleted)) {
+        PyErr_SetString(PyExc_TypeError, "apply: ctx holds dicts and lists");
+        return NULL;
+    }
+    PyObject *o_next = PyObject_GetAttr(state, S_NEXT), *o_order = NULL;
+    if (!o_next)
+        return NULL;
+    o_order = PyObject_GetAttr(state, S_ORDER);
+    long long next = PyLong_AsLongLong(o_next), order = o_order ? PyLong_AsLongLong(o_order) : -1;
+    Py_DECREF(o_next);
+    Py_XDECREF(o_order);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_ssize_t i = start, n = PyList_GET_SIZE(items);
+    for (; i < n; i++) {
+        PyObject *d = PyList_GET_ITEM(items, i);
+        if (!PyTuple_Check(d) || PyTuple_GET_SIZE(d) != 10 || PyTuple_GET_ITEM(d, 9) != Py_True)
+            break;
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d, 1), tid, Py_EQ);
+        if (eq < 0)
+            goto error;
+        if (!eq)
+            break;
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(d, 0));
+        PyObject *key = PyTuple_GET_ITEM(d, 2);
+        if (kind == 3) {                                       /* DELETE */
+            PyObject *record = PyDict_GetItemWithError(records, key);
+            if (!record) {
+                if (PyErr_Occurred()) goto error;
+                break;
+            }
+            Py_INCREF(record);
+            PyObject *member = PyObject_GetAttr(record, S_MEMBER);
+            PyObject *group = member ? PyObject_GetAttr(record, S_GROUP) : NULL;
+            PyObject *handle = group ? PyObject_GetAttr(record, S_HANDLE) : NULL;
+            int plain = handle && member == Py_None && group == Py_None;
+            Py_XDECREF(member);
+            Py_XDECREF(group);
+            PyObject *row = plain ? PyDict_GetItemWithError(rows, handle) : NULL;
+            if (!row) {
+                Py_DECREF(record);
+                Py_XDECREF(handle);
+                if (PyErr_Occurred()) goto error;
+                break;                       /* a built entry (or not plain): Python */
+            }
+            PyObject *prio = PyTuple_GET_ITEM(row, 4), *ident;
+            ident = row_ident(PyTuple_GET_ITEM(row, 1), prio, mode);
+            PyObject *rid = PyLong_FromVoidPtr(record);
+            int bad = !ident || !rid || PyDict_DelItem(row_ids, ident) < 0
+                      || PyDict_DelItem(rows, handle) < 0 || PyDict_DelItem(records, key) < 0
+                      || PyList_Append(deleted, handle) < 0;
+            if (!bad && PyDict_DelItem(timed, rid) < 0) {
+                if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
+                else bad = 1;
+            }
+            Py_XDECREF(ident);
+            Py_XDECREF(rid);
+            Py_DECREF(handle);
+            Py_DECREF(record);
+            if (bad) goto error;
+            continue;
+        }
+        if (kind != 1 && kind != 2)
+            break;
+        PyObject *args_ = PyTuple_GET_ITEM(d, 6);
+        if (args_ == Py_None || !PyList_Check(args_))
+            break;
+        PyObject *aid = PyTuple_GET_ITEM(d, 4);
+        PyObject *route = PyDict_GetItemWithError(routes, aid);
+        if (!route) {
+            if (PyErr_Occurred()) goto error;
+            break;
+        }
+        PyObject *idle = PyTuple_GET_ITEM(d, 3);
+        int timed_now = PyObject_IsTrue(idle);
+        PyObject *plain_flag = PyObject_IsTrue(PyTuple_GET_ITEM(d, 8)) ? Py_False : Py_True;
+        PyObject *sw_action = PyTuple_GET_ITEM(route, 3);
+        if (kind == 1) {                                       /* INSERT */
+            int has = PyDict_Contains(records, key);
+            if (has < 0) goto error;
+            if (has || (size && PyDict_GET_SIZE(records) >= size)
+                || PyDict_GET_SIZE(rows) >= state_size)
+                break;                       /* ALREADY_EXISTS / full: Python reports */
+            PyObject *match = PyTuple_GET_ITEM(d, 5);
+            PyObject *prio = row_prio(match, key, mode, lpm_index);
+            if (!prio) {
+                if (PyErr_Occurred()) goto error;
+                break;
+            }
+            PyObject *ident = row_ident(match, prio, mode);
+            if (!ident) { Py_DECREF(prio); goto error; }
+            has = PyDict_Contains(row_ids, ident);
+            if (has) {                        /* a duplicate row (or an error) */
+                Py_DECREF(prio);
+                Py_DECREF(ident);
+                if (has < 0) goto error;
+                break;
+            }
+            PyObject *handle = PyLong_FromLongLong(next), *o = PyLong_FromLongLong(order);
+            PyObject *copy = PyList_GetSlice(args_, 0, PyList_GET_SIZE(args_));
+            PyObject *row = handle && o && copy
+                ? PyTuple_Pack(7, handle, match, sw_action, copy, prio, o, now) : NULL;
+            Py_XDECREF(o);
+            Py_XDECREF(copy);
+            Py_DECREF(prio);
+            PyObject *call = row ? new_call(ActionCall, route, args_) : NULL;
+            PyObject *record = NULL;
+            if (call) {
+                PyObject *argv[15] = {handle, PyTuple_GET_ITEM(d, 7), Py_None, call, Py_False,
+                                      key, Py_None, Py_False, Py_None, Py_None, Py_None,
+                                      Py_None, idle, match, plain_flag};
+                record = PyObject_Vectorcall(Record, argv, 15, NULL);
+            }
+            PyObject *rid = record ? PyLong_FromVoidPtr(record) : NULL;
+            int bad = !rid || PyDict_SetItem(rows, handle, row) < 0
+                      || PyDict_SetItem(row_ids, ident, handle) < 0
+                      || PyList_Append(put, handle) < 0
+                      || PyDict_SetItem(records, key, record) < 0
+                      || (timed_now && PyDict_SetItem(timed, rid, record) < 0);
+            Py_DECREF(ident);
+            Py_XDECREF(handle);
+            Py_XDECREF(row);
+            Py_XDECREF(call);
+            Py_XDECREF(record);
+            Py_XDECREF(rid);
+            if (bad) goto error;
+            next++;
+            order++;
+            continue;
+        }
+        /* MODIFY */
+        PyObject *record = PyDict_GetItemWithError(records, key);
+        if (!record) {
+            if (PyErr_Occurred()) goto error;
+            break;
+        }
+        Py_INCREF(record);
+        PyObject *handle = PyObject_GetAttr(record, S_HANDLE);
+        PyObject *row = handle ? PyDict_GetItemWithError(rows, handle) : NULL;
+        PyObject *old_idle = row ? PyObject_GetAttr(record, S_IDLE) : NULL;
+        if (!old_idle) {
+            Py_DECREF(record);
+            Py_XDECREF(handle);
+            if (PyErr_Occurred()) goto error;
+            break;                           /* a built entry: Python */
+        }
+        int was_timed = PyObject_IsTrue(old_idle);
+        Py_DECREF(old_idle);
+        PyObject *copy = PyList_GetSlice(args_, 0, PyList_GET_SIZE(args_));
+        PyObject *nrow = copy ? PyTuple_Pack(7, handle, PyTuple_GET_ITEM(row, 1), sw_action,
+                                             copy, PyTuple_GET_ITEM(row, 4),
+                                             PyTuple_GET_ITEM(row, 5),
+                                             PyTuple_GET_ITEM(row, 6)) : NULL;
+        Py_XDECREF(copy);
+        PyObject *call = nrow ? new_call(ActionCall, route, args_) : NULL;
+        PyObject *rid = call ? PyLong_FromVoidPtr(record) : NULL;
+        int bad = !rid || PyDict_SetItem(rows, handle, nrow) < 0
+                  || PyList_Append(put, handle) < 0
+                  || PyObject_SetAttr(record, S_CALL, call) < 0
+                  || PyObject_SetAttr(record, S_STORED, PyTuple_GET_ITEM(d, 7)) < 0
+                  || PyObject_SetAttr(record, S_IDLE, idle) < 0
+                  || PyObject_SetAttr(record, S_PLAIN, plain_flag) < 0
+                  || PyObject_SetAttr(record, S_WIRE, Py_None) < 0;
+        if (!bad && timed_now)
+            bad = PyDict_SetItem(timed, rid, record) < 0;
+        else if (!bad && was_timed && PyDict_DelItem(timed, rid) < 0) {
+            if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
+            else bad = 1;
+        }
+        Py_XDECREF(nrow);
+        Py_XDECREF(call);
+        Py_XDECREF(rid);
+        Py_DECREF(handle);
+        Py_DECREF(record);
+        if (bad) goto error;
+    }
+    {
+        PyObject *a = PyLong_FromLongLong(next), *b = PyLong_FromLongLong(order);
+        int bad = !a || !b || PyObject_SetAttr(state, S_NEXT, a) < 0
+                  || PyObject_SetAttr(state, S_ORDER, b) < 0;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        if (bad) return NULL;
+    }
+    return PyLong_FromSsize_t(i);
+error:
+    {   /* keep the counters in step with the rows already added */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *a = PyLong_FromLongLong(next), *b = PyLong_FromLongLong(order);
+        if (a && b) {
+            PyObject_SetAttr(state, S_NEXT, a);
+            PyObject_SetAttr(state, S_ORDER, b);
+        }
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        PyErr_Restore(et, ev, tb);
+    }
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
      "decode(data, spans[, plans]) -> per span a plain or checked tuple, or None"},
+    {"apply", apply, METH_VARARGS,
+     "apply(items, start, ctx) -> index of the first checked update not applied"},
     {"split", split, METH_VARARGS,
      "split(data, lazy_field) -> (encoding of the other fields, spans of lazy_field)"},
     {NULL, NULL, 0, NULL},
@@ -759,6 +1036,20 @@ PyMODINIT_FUNC P4_PYINIT(void) {
     K_OPTIONAL = PyUnicode_InternFromString("optional");
     K_R = PyUnicode_InternFromString("r");
     if (!K_EXACT || !K_LPM || !K_TERNARY || !K_RANGE || !K_OPTIONAL || !K_R)
+        return NULL;
+    S_NEXT = PyUnicode_InternFromString("_next_handle");
+    S_ORDER = PyUnicode_InternFromString("_order");
+    S_CALL = PyUnicode_InternFromString("call");
+    S_STORED = PyUnicode_InternFromString("stored");
+    S_IDLE = PyUnicode_InternFromString("idle_timeout_ns");
+    S_PLAIN = PyUnicode_InternFromString("plain");
+    S_WIRE = PyUnicode_InternFromString("wire");
+    S_HANDLE = PyUnicode_InternFromString("handle");
+    S_MEMBER = PyUnicode_InternFromString("member");
+    S_GROUP = PyUnicode_InternFromString("group");
+    S_KEY = PyUnicode_InternFromString("key");
+    if (!S_NEXT || !S_ORDER || !S_CALL || !S_STORED || !S_IDLE || !S_PLAIN || !S_WIRE
+        || !S_HANDLE || !S_MEMBER || !S_GROUP || !S_KEY)
         return NULL;
     return PyModule_Create(&moddef);
 }

@@ -10,7 +10,10 @@ batch (:class:`Reclaimer`, a background thread):
   are deleted; :func:`compact` rebuilds sparse containers of the pipeline *in place*
   (clear + refill keeps their identity, which the data path's closures may hold);
 * **reference cycles** (undo closures make many) wait for a
-  full collection — ``gc.collect()``;
+  full collection — ``gc.collect()``, of the permanent generation too: big Write
+  batches freeze what exists when they end (``runtime._collector_paused``), so it is
+  unfrozen, collected, and what survives (live, then) frozen again, as
+  ``ports.gc_tuning.settle`` does at start-up;
 * **glibc keeps freed heap** in its arenas — ``malloc_trim(0)`` returns it to the
   kernel.
 
@@ -118,7 +121,9 @@ def reclaim(lock: Any, roots: Callable[[], list[Any]]) -> dict[str, float]:
     t0 = time.perf_counter()
     with lock:
         rebuilt = sum(compact(root) for root in roots())
+    gc.unfreeze()
     collected = gc.collect()
+    gc.freeze()
     malloc_trim()
     return {"rebuilt": rebuilt, "collected": collected, "seconds": time.perf_counter() - t0}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import grpc
@@ -82,11 +82,13 @@ class PipelineRuntime:
     # ------------------------------------------------------------------ Write
     def write(self, request: WriteRequest | LazyRequest,
               permit: Callable[[p4runtime_pb2.Update], Result] | None = None,
-              cancelled: Callable[[], bool] | None = None) -> list[Result]:
+              cancelled: Callable[[], bool] | None = None,
+              freeze: bool = False) -> list[Result]:
         """Apply a batch; returns one result per update (None = OK). ``permit`` gives
         the error of an update the writer's role may not make (checked first). A
         :class:`~softswitch.p4runtime.wire.LazyRequest` is parsed update by update.
-        Once ``cancelled()`` (the switch is stopping) the rest is UNAVAILABLE."""
+        Once ``cancelled()`` (the switch is stopping) the rest is UNAVAILABLE.
+        ``freeze``: see :func:`_collector_paused` (a server with a reclaimer)."""
         lazy = isinstance(request, LazyRequest)
         atomicity = request.header.atomicity if lazy else request.atomicity
         atomic = atomicity in (WriteRequest.ROLLBACK_ON_ERROR, WriteRequest.DATAPLANE_ATOMIC)
@@ -95,75 +97,99 @@ class PipelineRuntime:
             raise errors.invalid(f"unknown atomicity {atomicity}")
         reparse: Callable[[int], Any] | None = None
         if not lazy:
-            updates: Iterable[Any] = request.updates
+            slices: Iterable[tuple[int, Sequence[Any]]] = [(0, request.updates)]
         elif permit is None:
             # Plain table-entry updates come decoded from the wire (entrywire); one the
-            # fast checks do not take is parsed again and goes the general way.
-            updates = request.plain_elements(self.tables.native_plans)
+            # fast checks do not take (or None: not plain) is parsed and goes the
+            # general way.
+            slices = request.plain_slices(self.tables.native_plans)
             reparse = request.element
         else:
-            updates = request.elements()
+            slices = request.element_slices()
         count = len(request) if lazy else len(request.updates)
         # The switch may mirror the batch's entries into its data path in one go at
         # the end (FastSwitch.synced_batch); the device lock is held throughout.
         synced = getattr(self.switch, "synced_batch", contextlib.nullcontext)
         if count < _PAUSE_GC_FROM:
             with synced():
-                return self._write_batch(updates, count, atomic, permit, cancelled,
+                return self._write_batch(slices, count, atomic, permit, cancelled,
                                          reparse)
-        with _collector_paused(), synced():
-            return self._write_batch(updates, count, atomic, permit, cancelled, reparse)
+        with _collector_paused(freeze), synced():
+            return self._write_batch(slices, count, atomic, permit, cancelled, reparse)
 
-    def _write_batch(self, updates: Iterable[Any], count: int, atomic: bool,
-                     permit: Callable[[p4runtime_pb2.Update], Result] | None,
+    def _write_batch(self, slices: Iterable[tuple[int, Sequence[Any]]], count: int,
+                     atomic: bool, permit: Callable[[p4runtime_pb2.Update], Result] | None,
                      cancelled: Callable[[], bool] | None,
                      reparse: Callable[[int], Any] | None = None) -> list[Result]:
+        """The updates come in slices (first index, updates): a decoded slice's runs of
+        checked updates are applied in one C call each (``TableEntries.apply_run``)
+        outside atomic batches, whose undo log wants one step per update."""
         log = UndoLog(atomic)
         results: list[Result] = []
-        failed = False
+        failed = stopped = False
         apply = self._apply
         plain = self.tables.write_plain
-        for i, update in enumerate(updates):
-            if cancelled is not None and cancelled():
-                results.append(errors.P4RuntimeError(grpc.StatusCode.UNAVAILABLE,
-                                                     "the switch is shutting down"))
-                failed = True
-                break
-            mark = log.mark()
-            try:
-                if type(update) is tuple:
-                    if plain(update, log):
-                        results.append(None)
-                        if not atomic:
-                            log.forget(mark)
+        run = self.tables.apply_run if reparse is not None and not atomic else None
+        for base, items in slices:
+            j, n = 0, len(items)
+            while j < n:
+                if cancelled is not None and cancelled():
+                    results.append(errors.P4RuntimeError(grpc.StatusCode.UNAVAILABLE,
+                                                         "the switch is shutting down"))
+                    failed = stopped = True
+                    break
+                update = items[j]
+                if run is not None and type(update) is tuple:
+                    k = run(items, j)     # type: ignore[arg-type]
+                    if k > j:
+                        results.extend([None] * (k - j))
+                        j = k
                         continue
-                    assert reparse is not None
-                    update = reparse(i)
-                if isinstance(update, WireError):
-                    raise errors.invalid(str(update))
-                refused = permit(update) if permit is not None else None
-                if refused is not None:
-                    raise refused
-                apply(update, log)
-                results.append(None)
-                if not atomic:
-                    log.forget(mark)
-            except errors.P4RuntimeError as exc:
-                log.rollback(mark)
-                results.append(exc)
-                failed = True
-            except P4Error as exc:
-                log.rollback(mark)
-                results.append(errors.invalid(exc.message))
-                failed = True
-            except Exception as exc:  # noqa: BLE001 - a softswitch bug: undone like a failure
-                log.rollback(mark)
-                _log.error("internal error applying an update: %s: %s",
-                           type(exc).__name__, exc)
-                results.append(errors.internal(f"internal error: {type(exc).__name__}: "
-                                               f"{exc}"))
-                failed = True
-            if failed and atomic:
+                i = base + j
+                j += 1
+                mark = log.mark()
+                try:
+                    if type(update) is tuple:
+                        if plain(update, log):
+                            # Outside atomic batches a plain write leaves no undo step
+                            # (nothing after its switch call can fail): nothing to forget.
+                            results.append(None)
+                            continue
+                        assert reparse is not None
+                        update = reparse(i)
+                    elif update is None:            # not plain: parsed now
+                        assert reparse is not None
+                        update = reparse(i)
+                    if isinstance(update, WireError):
+                        raise errors.invalid(str(update))
+                    refused = permit(update) if permit is not None else None
+                    if refused is not None:
+                        raise refused
+                    apply(update, log)
+                    results.append(None)
+                    if not atomic:
+                        log.forget(mark)
+                except errors.P4RuntimeError as exc:
+                    log.rollback(mark)
+                    # Without its traceback: frame -> results -> exc would be a cycle
+                    # per failed update, garbage for the cyclic collector only.
+                    results.append(exc.with_traceback(None))
+                    failed = True
+                except P4Error as exc:
+                    log.rollback(mark)
+                    results.append(errors.invalid(exc.message))
+                    failed = True
+                except Exception as exc:  # noqa: BLE001 - a softswitch bug: undone like a failure
+                    log.rollback(mark)
+                    _log.error("internal error applying an update: %s: %s",
+                               type(exc).__name__, exc)
+                    results.append(errors.internal(f"internal error: {type(exc).__name__}: "
+                                                   f"{exc}"))
+                    failed = True
+                if failed and atomic:
+                    stopped = True
+                    break
+            if stopped:
                 break
         if failed and atomic:
             for exc in log.rollback():
@@ -256,13 +282,17 @@ class PipelineRuntime:
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
+def _collector_paused(freeze: bool = False) -> Iterator[None]:
     """No automatic cyclic-GC pass while a big batch is applied.
 
     A batch allocates ~10 tracked objects per entry, none of them garbage: every gen-2
     pass it triggers would walk the whole table (O(table) per batch, ~10-15% of an
     insert of 20k entries). It is re-enabled after the batch if it was enabled before
-    it (so concurrent batches cannot leave it off)."""
+    it (so concurrent batches cannot leave it off). With ``freeze`` (a server whose
+    :mod:`reclaim` thread collects and re-freezes once quiet) what exists then is moved
+    to the permanent generation first: otherwise the first passes after the batch walk
+    its objects anyway — in young, then middle, then full passes, ~4 µs per entry
+    inserted in batches of 1000 (measured with gc callbacks), as much as the insert."""
     if not gc.isenabled():
         yield
         return
@@ -270,4 +300,6 @@ def _collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         gc.enable()

@@ -62,7 +62,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 scope = self.device.arbiter.roles.scope(role, loaded.runtime.index)
                 permit = None if scope.full else scope.update_error
                 results = loaded.runtime.write(request, permit=permit,
-                                               cancelled=self.device.stopping.is_set)
+                                               cancelled=self.device.stopping.is_set,
+                                               freeze=self.device.reclaimer is not None)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback

@@ -19,7 +19,8 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import EntryView, KeyMatch, SwitchControl
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import actions, bytestrings, errors, matches, wire
+from softswitch.p4runtime import actions, bytestrings, entrywire, errors, matches, wire
+from softswitch.p4runtime.actions import ActionCall
 from softswitch.p4runtime.entryplan import Accepted, TablePlan
 from softswitch.p4runtime.entrywire import CHECKED_LEN, Checked, Decoded
 from softswitch.p4runtime.meters import MeterDriver
@@ -76,6 +77,29 @@ class Record:
         self.idle_timeout_ns = entry.idle_timeout_ns
 
 
+class _Checked:
+    """A planned table as its C-checked updates use it: the plan, the switch's bound
+    operations (``checked_ops``), the entry store, the plan's action routes."""
+
+    __slots__ = ("plan", "ops", "records", "timed", "routes", "size", "meterless", "state",
+                 "native_routes")
+
+    def __init__(self, plan: TablePlan, ops: Any, records: dict[matches.MatchKey, Record],
+                 timed: dict[int, Record], routes: dict[int, Any], size: int,
+                 meterless: bool, state: Any) -> None:
+        self.plan = plan
+        self.ops = ops
+        self.records = records
+        self.timed = timed
+        self.routes = routes
+        self.size = size
+        self.meterless = meterless
+        self.state = state            # the switch's TableState
+        # The routes as entrywire.apply takes them: what ActionCall and the row need.
+        self.native_routes = {aid: (r.plan.name, r.plan.info, r.plan, r.switch_action)
+                              for aid, r in routes.items()}
+
+
 @dataclass(slots=True)
 class _Extras:
     """What an entry carries besides its key and action, read from the message once
@@ -112,6 +136,9 @@ class TableEntries:
         self._plans = {tid: self._plan(tid) for tid in index.tables}
         self.native_plans = {tid: plan.native for tid, plan in self._plans.items()
                              if plan is not None and plan.native is not None}
+        # Per planned table, what an update checked in C needs, bound once (see
+        # _Checked): no per-update table-name resolution or method chains.
+        self._checked: dict[int, _Checked] = {}
         # The entries with an idle timeout, per table (by record id): the idle sweeper
         # visits these only, not every entry, several times a second.
         self._timed: dict[int, dict[int, Record]] = {tid: {} for tid in index.tables}
@@ -125,11 +152,33 @@ class TableEntries:
         False — with nothing changed — sends it down the general path (:meth:`write`),
         which reports any error. This is the same write, minus parsing a message and
         validating twice."""
+        checked = len(d) == CHECKED_LEN
+        fast = self._checked.get(d[1]) if checked else None
+        if checked and fast is None:
+            fast = self._checked_table(d[1])
+        if fast is not None:
+            kind = d[0]
+            if kind == Update.INSERT:
+                return self._insert_checked(fast, d, log)  # type: ignore[arg-type]
+            if kind == Update.MODIFY:
+                return self._modify_checked(fast, d, log)  # type: ignore[arg-type]
+            if kind == Update.DELETE:
+                record = fast.records.get(d[2])
+                if record is None:
+                    return False
+                if log.atomic or record.member is not None or record.group is not None:
+                    self._delete(fast.plan.table, record, log)
+                    return True
+                # _delete outside atomic batches, for a plain table's record
+                fast.ops.delete(record.handle)
+                del fast.records[record.key]
+                fast.timed.pop(id(record), None)
+                return True
+            return False
         plan = self._plans.get(d[1])
         if plan is None:
             return False
         kind = d[0]
-        checked = len(d) == CHECKED_LEN
         if kind == Update.DELETE:
             if checked:
                 key = d[2]
@@ -150,6 +199,109 @@ class TableEntries:
         if kind == Update.INSERT:
             return self._insert_plain(plan, accepted, d, log)
         return self._modify_plain(plan, accepted, d, log)
+
+    def apply_run(self, items: list[Any], start: int) -> int:
+        """Apply the C-checked updates ``items[start:]`` of one table, outside atomic
+        batches, in one C call (``entrywire.apply``): what write_plain does for each,
+        in order, up to the first one it would not take or that needs more (an error,
+        an entry the switch has built, another table...), whose index is returned —
+        ``start`` when none was applied. The caller runs that one through write_plain
+        or the general path, which reports any error. The rows a run adds share one
+        insertion time (their idle-timeout clock), read once per run."""
+        d = items[start]
+        if type(d) is not tuple or len(d) != CHECKED_LEN:
+            return start
+        fast = self._checked.get(d[1])
+        if fast is None:
+            fast = self._checked_table(d[1])
+        mod = entrywire.native()
+        if fast is None or fast.ops.bulk is None or not fast.meterless or mod is None:
+            return start
+        bulk = fast.ops.bulk()
+        if bulk is None:
+            return start
+        (rows, row_ids, mode, lpm_index, state_size, now), put, deleted = bulk
+        state = fast.state
+        ctx = (d[1], fast.records, fast.timed, fast.native_routes, fast.size, state, rows,
+               row_ids, mode, lpm_index, put, deleted, Record, ActionCall, now, state_size)
+        return mod.apply(items, start, ctx)  # type: ignore[no-any-return]
+
+    def _checked_table(self, table_id: int) -> _Checked | None:
+        """The table's :class:`_Checked` (built at its first checked update), or None
+        when its switch offers no ``checked_ops`` (the updates then take write_plain's
+        slower way)."""
+        plan = self._plans.get(table_id)
+        ops_of = getattr(self.switch, "checked_ops", None)
+        if plan is None or ops_of is None:
+            return None
+        table = plan.table
+        fast = _Checked(plan, ops_of(table.name), self._records[table_id],
+                        self._timed[table_id], plan.routes, table.size,
+                        table.direct_meter is None, self.switch.table_state(table.name))
+        self._checked[table_id] = fast
+        return fast
+
+    def _insert_checked(self, fast: _Checked, d: Checked, log: UndoLog) -> bool:
+        """_insert_plain of an update checked in C (the same steps, inlined)."""
+        route = fast.routes.get(d[4])
+        args = d[6]
+        if route is None or args is None:
+            return False
+        key = d[2]
+        records = fast.records
+        if key in records or (fast.size and len(records) >= fast.size):
+            return False          # ALREADY_EXISTS / RESOURCE_EXHAUSTED, from write()
+        plan = route.plan
+        handle = fast.ops.add(d[5], route.switch_action, list(args), key[1] or None)
+        # Positional, as in _insert_plain.
+        record = Record(handle, d[7], None, ActionCall(plan.name, args, None, plan.info, plan),
+                        False, key, None, False, None, None, None, None, d[3], d[5], not d[8])
+        records[key] = record
+        if d[3]:
+            fast.timed[id(record)] = record
+        if log.atomic:
+            name, timed = fast.plan.table.name, fast.timed
+
+            def undo_insert() -> None:
+                self.switch.table_delete(name, record.handle)
+                records.pop(key, None)
+                timed.pop(id(record), None)
+            log.push(undo_insert)
+        return True
+
+    def _modify_checked(self, fast: _Checked, d: Checked, log: UndoLog) -> bool:
+        """_modify_plain of an update checked in C (the same steps, inlined)."""
+        if not fast.meterless:
+            return False          # a meter config is carried over: write() does it
+        route = fast.routes.get(d[4])
+        args = d[6]
+        if route is None or args is None:
+            return False
+        record = fast.records.get(d[2])
+        if record is None:
+            return False
+        plan = route.plan
+        old = (record.call, record.stored, record.idle_timeout_ns, record.plain)
+        fast.ops.modify(record.handle, route.switch_action, list(args))
+        record.call = ActionCall(plan.name, args, None, plan.info, plan)
+        record.stored, record.idle_timeout_ns = d[7], d[3]
+        record.plain = not d[8]
+        record.wire = None
+        if d[3]:
+            fast.timed[id(record)] = record
+        elif old[2]:
+            fast.timed.pop(id(record), None)
+        if not log.atomic:
+            return True       # nothing after the switch call can fail: no undo needed
+        table = fast.plan.table
+
+        def undo_modify() -> None:
+            self._switch_set(table.name, record.handle, old[0], None)
+            record.call, record.stored, record.idle_timeout_ns, record.plain = old
+            record.wire = None
+            self._track_idle(table.id, record)
+        log.push(undo_modify)
+        return True
 
     def _plan(self, table_id: int) -> TablePlan | None:
         """The table's plan, when plain writes can take it (direct actions, a

@@ -164,11 +164,6 @@ class LazyRequest:
     def __len__(self) -> int:
         return len(self._spans)
 
-    def elements(self) -> Iterator[object]:
-        """Each element, parsed; an element that does not parse is a WireError."""
-        for i in range(len(self._spans)):
-            yield self.element(i)
-
     def element(self, i: int) -> object:
         """Element ``i``, parsed (a WireError if it does not parse)."""
         start, end = self._spans[i]
@@ -177,17 +172,24 @@ class LazyRequest:
         except Exception as exc:  # noqa: BLE001 - one bad element, reported alone
             return WireError(f"malformed {self._element_type.__name__}: {exc}")
 
-    def plain_elements(self, plans: dict[int, tuple] | None = None) -> Iterator[object]:
-        """Each element of a Write batch: a plain table-entry update decoded straight
-        from the wire (a tuple, checked with ``plans`` where its table has one: see
-        :mod:`entrywire`), else parsed as :meth:`element` does. The decoding is done
-        per slice of updates, in one C call each."""
+    def plain_slices(self, plans: dict[int, tuple] | None = None
+                     ) -> Iterator[tuple[int, list[object]]]:
+        """The elements of a Write batch per slice of up to 1024, as (index of the
+        first, items): each item a plain table-entry update decoded straight from the
+        wire (a tuple, checked with ``plans`` where its table has one: see
+        :mod:`entrywire`), or None for one that is not plain (:meth:`element` parses
+        it). One C call decodes a slice."""
         spans = self._spans
         for start in range(0, len(spans), _DECODE_SLICE):
-            decoded = entrywire.decode(self._data, spans[start:start + _DECODE_SLICE],
-                                       plans)
-            for i, item in enumerate(decoded, start):
-                yield item if item is not None else self.element(i)
+            yield start, entrywire.decode(self._data, spans[start:start + _DECODE_SLICE],
+                                          plans)
+
+    def element_slices(self) -> Iterator[tuple[int, list[object]]]:
+        """Every element, parsed (:meth:`element`), per slice of up to 1024 as (index
+        of the first, elements)."""
+        for start in range(0, len(self._spans), _DECODE_SLICE):
+            yield start, [self.element(i) for i in
+                          range(start, min(start + _DECODE_SLICE, len(self._spans)))]
 
     def parse_all(self) -> Message:
         """The whole request, parsed (once it is known to be worth it)."""
