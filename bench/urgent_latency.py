@@ -243,7 +243,8 @@ def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
 
 
 def run_target(target: str, seconds: float, max_pps: float | None,
-               ingress_priority: bool = True) -> dict:
+               ingress_priority: bool = True,
+               scenarios: tuple[str, ...] = SCENARIOS) -> dict:
     """``ingress_priority``: softswitch reads the urgent DSCP ahead of a backlog
     (``--ingress-priority-dscp``, its extension; BMv2 has nothing like it)."""
     extra = ("--ingress-priority-dscp", str(URGENT_DSCP)) if ingress_priority else ()
@@ -264,7 +265,7 @@ def run_target(target: str, seconds: float, max_pps: float | None,
                 max_pps = got / secs if secs else 1000.0
             switch.configure(_config(max_pps)[len(veth_pps.TAILCC_ROUTES):])
             rows = []
-            for name in SCENARIOS:
+            for name in scenarios:
                 print(f"urgent latency: {target} {name} ...", file=sys.stderr, flush=True)
                 rows.append(_scenario(switch, h1, h2, name, max_pps, seconds))
     return {"max_pps": max_pps, "scenarios": rows}
@@ -275,7 +276,7 @@ def table(report: dict) -> str:
     head = f"{'scenario':<18}{'target':<12}{'urgent/s':>9}{'P50 µs':>9}{'P99 µs':>9}" \
            f"{'P999 µs':>10}{'max µs':>10}{'loss':>7}{'CPU':>6}{'load':>6}"
     lines = [head]
-    for i, name in enumerate(SCENARIOS):
+    for i, name in enumerate(report.get("scenarios", SCENARIOS)):
         for target in targets:
             r = report["targets"][target]["scenarios"][i]
             lines.append(f"{name:<18}{target:<12}{r['urgent_pps']:>9.0f}{r['p50_us']:>9.0f}"
@@ -306,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ingress-priority", choices=("on", "off"), default="on",
                     help="softswitch reads the urgent DSCP first (--ingress-priority-dscp "
                          f"{URGENT_DSCP}; on)")
+    ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -321,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             ap.error(f"--max-pps {item!r}: expected TARGET=N")
     report: dict = {"seconds": args.seconds, "targets": {}, "notes": [],
+                    "scenarios": list(args.scenarios),
                     "ingress_priority": args.ingress_priority}
     if "softswitch" in args.targets:
         report["notes"].append(
@@ -333,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
             report["notes"].append(f"{target} left out: {why}")
             continue
         report["targets"][target] = run_target(target, args.seconds, given.get(target),
-                                               args.ingress_priority == "on")
+                                               args.ingress_priority == "on",
+                                               tuple(args.scenarios))
     print(table(report))
     for note in report["notes"]:
         print(f"  {note}")
