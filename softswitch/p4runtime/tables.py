@@ -10,7 +10,7 @@ pipeline loads so that they can be read like any other.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -260,13 +260,7 @@ class TableEntries:
         if d[3]:
             fast.timed[id(record)] = record
         if log.atomic:
-            name, timed = fast.plan.table.name, fast.timed
-
-            def undo_insert() -> None:
-                self.switch.table_delete(name, record.handle)
-                records.pop(key, None)
-                timed.pop(id(record), None)
-            log.push(undo_insert)
+            log.push(self._undo_insert(fast.plan.table.name, record, records, fast.timed))
         return True
 
     def _modify_checked(self, fast: _Checked, d: Checked, log: UndoLog) -> bool:
@@ -339,13 +333,18 @@ class TableEntries:
 
         if not log.atomic:
             return True       # nothing after the switch call can fail: no undo needed
-
-        def undo_insert() -> None:
-            self.switch.table_delete(name, record.handle)
-            records.pop(key, None)
-            timed.pop(id(record), None)
-        log.push(undo_insert)
+        log.push(self._undo_insert(name, record, records, timed))
         return True
+
+    def _undo_insert(self, name: str, record: Record, records: dict[matches.MatchKey, Record],
+                     timed: dict[int, Record]) -> Callable[[], None]:
+        """The undo step of an insert in an atomic batch: the entry out of the switch
+        and of the server's records again."""
+        def undo() -> None:
+            self.switch.table_delete(name, record.handle)
+            records.pop(record.key, None)
+            timed.pop(id(record), None)
+        return undo
 
     def _modify_plain(self, plan: TablePlan, accepted: Accepted, d: Decoded | Checked,
                       log: UndoLog) -> bool:
