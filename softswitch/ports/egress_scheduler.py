@@ -106,7 +106,7 @@ class EgressScheduler:
         under one hold of the device lock. Each frame leaves the queues before the next
         one goes through ingress, as if it had come alone (queue depths do not grow
         because frames were read in one call); a frame held by a rate, link rate or
-        pause stays queued for the scheduler thread. On the C fast path, runs of frames
+        pause stays queued until its departure (:meth:`tick`). On the C fast path, runs of frames
         the traffic manager lets pass go through the native loop in one call
         (:meth:`_forward`), with the same results."""
         with self.device.lock:
@@ -131,7 +131,7 @@ class EgressScheduler:
                 at += 1
             if outs or emitted:
                 self.device._dispatch(loaded, outs)
-            # The scheduler thread only has work when something waits for later (a rate,
+            # The timer only has work when something waits for later (a rate,
             # link rate or pause holds it); waking it for every frame hands the GIL back
             # and forth for nothing (veth l3_basic/tailcc: ~1.6x the frames per second).
             if self.tm.holding() and self.tm.next_event_us(self.now_us()) is not None:
@@ -156,7 +156,7 @@ class EgressScheduler:
     def _after_frame(self, loaded: Any, enqueues: int, now: float,
                      outs: list[PacketOut]) -> None:
         # Only a packet that took a queue can make something leave now: what waits for
-        # a rate or a pause is the scheduler thread's.
+        # a rate or a pause leaves at its departure (tick).
         if self.tm.enqueues != enqueues and self.tm.holding():
             if outs:
                 self.device._dispatch(loaded, outs)
