@@ -17,7 +17,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 
 from softswitch.diagnostics import P4Error
-from softswitch.ports import ingress_priority
+from softswitch.ports import batchio, ingress_priority
 from softswitch.ports.afpacket import RawPort
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.veth import veth_pairs
@@ -59,7 +59,11 @@ def _frames() -> list[bytes]:
 
 @needs_root
 @pytest.mark.parametrize("max_bytes", [80, None])
-def test_urgent_frames_overtake_a_backlog_and_none_is_lost(max_bytes):
+@pytest.mark.parametrize("io", ["batchio", "python"])
+def test_urgent_frames_overtake_a_backlog_and_none_is_lost(max_bytes, io, monkeypatch):
+    """With batchio (ppoll, recvmmsg) and without it (select, one recvmsg a frame)."""
+    if io == "python":
+        monkeypatch.setattr(batchio, "native", lambda: None)
     spec = ingress_priority.parse("46", max_bytes)
     assert spec is not None
     frames = _frames()
