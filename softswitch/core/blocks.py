@@ -17,6 +17,7 @@ from softswitch.core.codebuf import CodeBuf
 from softswitch.core.lower import FnCtx, scalar_bits
 from softswitch.core.stmts import StmtLowerer, const_int
 from softswitch.core.tables import ActionDef, KeySpec, TableState
+from softswitch.core.transitions import Key, TransitionWalk
 from softswitch.core.values import attr
 from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
@@ -32,7 +33,7 @@ PARSER_STATE_LIMIT = 100_000
 REJECT_CODE = -1   # ParserError code of an explicit reject: parsing stops, no error set
 
 
-class BlockLowerer(StmtLowerer):
+class BlockLowerer(TransitionWalk, StmtLowerer):
     def __init__(self, pb: ProgramBuilder, block: E.BlockInstance) -> None:
         super().__init__(pb.env, pb.base_namespace())
         self.pb = pb
@@ -280,73 +281,44 @@ class BlockLowerer(StmtLowerer):
             self.transition(st.transition, fn)
         self.funcs.append(buf)
 
-    def transition(self, tr: Any, fn: FnCtx) -> None:
-        buf = fn.buf
-        if tr is None:  # no transition statement: p4c implies reject
-            buf.emit("return s__reject")
-            return
-        if isinstance(tr, ast.PathExpr):
-            buf.emit(f"return {self.state_name(tr.decl if tr.decl is not None else tr)}")
-            return
-        if isinstance(tr, ast.SelectExpr):
-            self.select(tr, fn)
-            return
-        raise self.fail("unsupported transition", tr)
+    # ------------------------------------------------------------ transitions (hooks)
+    def reject(self, fn: FnCtx) -> None:
+        fn.buf.emit("return s__reject")
 
-    def select(self, sel: ast.SelectExpr, fn: FnCtx) -> None:
-        buf = fn.buf
-        keys = []
-        for k in sel.keys:
-            code = self.expr(k, fn)
-            b = scalar_bits(k.type)
-            if b is not None and b[1]:
-                code = f"(({code}) & {(1 << b[0]) - 1})"
-            elif isinstance(T.strip_newtype(k.type), T.BoolType):
-                code = f"int({code})"
-            t = self.tmp("_k")
-            buf.emit(f"{t} = {code}")
-            keys.append((t, k.type))
-        for case in sel.cases:
-            cond = self.keyset_cond(case.keyset, keys, fn)
-            target = self.state_name(getattr(case, "state_decl", None)
-                                     or _StateRef(case.state))
-            if cond == "True":
-                buf.emit(f"return {target}")
-                return
-            buf.emit(f"if {cond}:")
-            with buf.block():
-                buf.emit(f"return {target}")
-        buf.emit(f"raise _PErr({self.env.error_code('NoMatch')})")
+    def goto(self, state: Any, fn: FnCtx) -> None:
+        fn.buf.emit(f"return {self.state_name(state)}")
 
-    def keyset_cond(self, ks: ast.Expr, keys: list[tuple[str, Any]], fn: FnCtx) -> str:
-        if isinstance(ks, ast.DefaultExpr | ast.DontCareExpr):
-            return "True"
-        if isinstance(ks, ast.PathExpr) and isinstance(ks.decl, ast.ValueSetDecl):
-            vs = self.names[id(ks.decl)]
-            if len(keys) == 1:
-                return f"{vs}.match(({keys[0][0]},))"
-            return f"{vs}.match(({', '.join(k for k, _ in keys)},))"
-        if len(keys) > 1:
-            items = ks.items if isinstance(ks, ast.ListExpr) else None
-            if items is None or len(items) != len(keys):
-                raise self.fail("keyset does not match the select keys", ks)
-            conds = [self.keyset_cond(i, [k], fn) for i, k in zip(items, keys, strict=True)]
-            conds = [c for c in conds if c != "True"]
-            return " and ".join(conds) if conds else "True"
-        if isinstance(ks, ast.ListExpr) and len(ks.items) == 1:
-            return self.keyset_cond(ks.items[0], keys, fn)
-        key, kt = keys[0]
-        b = scalar_bits(kt)
-        full = (1 << b[0]) - 1 if b else None
-        if isinstance(ks, ast.Binary) and ks.op == "&&&":
-            v = self.keyval(ks.left, full, fn)
-            m = self.keyval(ks.right, full, fn)
-            return f"({key} & {m}) == ({v} & {m})"
-        if isinstance(ks, ast.Binary) and ks.op == "..":
-            lo = self.keyval(ks.left, full, fn)
-            hi = self.keyval(ks.right, full, fn)
-            return f"{lo} <= {key} <= {hi}"
-        return f"{key} == {self.keyval(ks, full, fn)}"
+    def goto_if(self, cond: str, state: Any, fn: FnCtx) -> None:
+        fn.buf.emit(f"if {cond}:")
+        with fn.buf.block():
+            fn.buf.emit(f"return {self.state_name(state)}")
+
+    def no_match(self, fn: FnCtx) -> None:
+        fn.buf.emit(f"raise _PErr({self.env.error_code('NoMatch')})")
+
+    def select_key(self, k: ast.Expr, fn: FnCtx) -> str:
+        code = self.expr(k, fn)
+        b = scalar_bits(k.type)
+        if b is not None and b[1]:
+            code = f"(({code}) & {(1 << b[0]) - 1})"
+        elif isinstance(T.strip_newtype(k.type), T.BoolType):
+            code = f"int({code})"
+        t = self.tmp("_k")
+        fn.buf.emit(f"{t} = {code}")
+        return t
+
+    def value_set_cond(self, ks: ast.PathExpr, keys: list[Key], fn: FnCtx) -> str:
+        return f"{self.names[id(ks.decl)]}.match(({', '.join(k for k, _ in keys)},))"
+
+    def all_of(self, conds: list[str]) -> str:
+        return " and ".join(conds)
+
+    def in_range(self, key: str, lo: str, hi: str) -> str:
+        return f"{lo} <= {key} <= {hi}"
+
+    def key_mask(self, t: Any) -> int | None:
+        b = scalar_bits(t)
+        return (1 << b[0]) - 1 if b else None
 
     def keyval(self, e: ast.Expr, full: int | None, fn: FnCtx) -> str:
         c = const_int(e)
@@ -594,11 +566,6 @@ def match_keys(ti: E.TableInstance | None) -> list[E.KeyField]:
     if ti is None:
         return []
     return [k for k in ti.keys if k.match_kind != "selector"]
-
-
-class _StateRef:
-    def __init__(self, name: str) -> None:
-        self.name = name
 
 
 def _unbound(*args: Any) -> None:  # replaced once the namespace is compiled

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from softswitch.core import wire
-from softswitch.core.blocks import PARSER_STATE_LIMIT, REJECT_CODE, _StateRef, match_keys
+from softswitch.core.blocks import PARSER_STATE_LIMIT, REJECT_CODE, match_keys
 from softswitch.core.tables import EMPTY_GROUP_ACTION
+from softswitch.core.transitions import Key, TransitionWalk
 from softswitch.fastpath import cexterns
 from softswitch.fastpath.cexpr import CBuf, FnCtx
 from softswitch.fastpath.cstmt import StmtGen, _is_packet, const_int
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from softswitch.fastpath.cprogram import CProgram, ExternRef
 
 
-class CBlock(StmtGen):
+class CBlock(TransitionWalk, StmtGen):
     def __init__(self, prog: CProgram, block: E.BlockInstance, bid: int) -> None:
         super().__init__(prog)
         self.pb = prog.pb
@@ -284,80 +285,56 @@ class CBlock(StmtGen):
         sig = f"static int {self.apply_name}(rt_ctx *c, {', '.join(self.param_sig())})"
         self.add_function(sig, buf)
 
-    def transition(self, tr: Any, fn: FnCtx) -> None:
-        buf = fn.buf
-        if tr is None:
-            buf.emit(f"goto S{self.bid}__reject;")
-            return
-        if isinstance(tr, ast.PathExpr):
-            buf.emit(f"goto {self.state_label(tr.decl if tr.decl is not None else tr)};")
-            return
-        if isinstance(tr, ast.SelectExpr):
-            self.select(tr, fn)
-            return
-        raise self.fail("unsupported transition", tr)
+    # ------------------------------------------------------------ transitions (hooks)
+    TRUE = "1"
 
-    def select(self, sel: ast.SelectExpr, fn: FnCtx) -> None:
-        buf = fn.buf
-        keys = []
-        for k in sel.keys:
-            code = self.expr(k, fn)
-            b = scalar_bits(k.type)
-            if b is not None and b[1]:
-                code = f"((u128)({code}) & {mask_lit(b[0])})"
-            elif isinstance(T.strip_newtype(k.type), T.BoolType):
-                code = f"(u128)(int)({code})"
-            elif scalar(k.type) is None:
-                raise self.fail(f"select on a {k.type} value is not supported", k)
-            t = self.tmp("k")
-            buf.emit(f"u128 {t} = (u128)({code});")
-            keys.append((t, k.type))
-        for case in sel.cases:
-            cond = self.keyset_cond(case.keyset, keys, fn)
-            target = self.state_label(getattr(case, "state_decl", None)
-                                      or _StateRef(case.state))
-            if cond == "1":
-                buf.emit(f"goto {target};")
-                return
-            buf.emit(f"if ({cond}) goto {target};")
-        buf.emit(f"c->perr = {self.prog.error_code('NoMatch')};")
-        buf.emit("return ST_PERR;")
+    def reject(self, fn: FnCtx) -> None:
+        fn.buf.emit(f"goto S{self.bid}__reject;")
 
-    def keyset_cond(self, ks: ast.Expr, keys: list[tuple[str, Any]], fn: FnCtx) -> str:
-        if isinstance(ks, ast.DefaultExpr | ast.DontCareExpr):
-            return "1"
-        if isinstance(ks, ast.PathExpr) and isinstance(ks.decl, ast.ValueSetDecl):
-            marker = self.names.get(id(ks.decl), "")
-            if not marker.startswith("@vs"):
-                raise self.fail("value set not found", ks)
-            obj = int(marker[3:])
-            arr = self.tmp("vk")
-            res = self.tmp("vm")
-            fn.buf.emit(f"u128 {arr}[{len(keys)}] = {{{', '.join(k for k, _ in keys)}}};")
-            fn.buf.emit(f"int {res} = cb_vs_match(c, {obj}, {len(keys)}, {arr});")
-            fn.buf.emit(f"if ({res} < 0) return ST_ABORT;")
-            return res
-        if len(keys) > 1:
-            items = ks.items if isinstance(ks, ast.ListExpr) else None
-            if items is None or len(items) != len(keys):
-                raise self.fail("keyset does not match the select keys", ks)
-            conds = [self.keyset_cond(i, [k], fn) for i, k in zip(items, keys, strict=True)]
-            conds = [c for c in conds if c != "1"]
-            return " && ".join(f"({c})" for c in conds) if conds else "1"
-        if isinstance(ks, ast.ListExpr) and len(ks.items) == 1:
-            return self.keyset_cond(ks.items[0], keys, fn)
-        key, kt = keys[0]
-        b = scalar_bits(kt)
-        full = (1 << b[0]) - 1 if b else None
-        if isinstance(ks, ast.Binary) and ks.op == "&&&":
-            v = self.keyval(ks.left, full, fn)
-            m = self.keyval(ks.right, full, fn)
-            return f"({key} & {m}) == ({v} & {m})"
-        if isinstance(ks, ast.Binary) and ks.op == "..":
-            lo = self.keyval(ks.left, full, fn)
-            hi = self.keyval(ks.right, full, fn)
-            return f"{lo} <= {key} && {key} <= {hi}"
-        return f"{key} == {self.keyval(ks, full, fn)}"
+    def goto(self, state: Any, fn: FnCtx) -> None:
+        fn.buf.emit(f"goto {self.state_label(state)};")
+
+    def goto_if(self, cond: str, state: Any, fn: FnCtx) -> None:
+        fn.buf.emit(f"if ({cond}) goto {self.state_label(state)};")
+
+    def no_match(self, fn: FnCtx) -> None:
+        fn.buf.emit(f"c->perr = {self.prog.error_code('NoMatch')};")
+        fn.buf.emit("return ST_PERR;")
+
+    def select_key(self, k: ast.Expr, fn: FnCtx) -> str:
+        code = self.expr(k, fn)
+        b = scalar_bits(k.type)
+        if b is not None and b[1]:
+            code = f"((u128)({code}) & {mask_lit(b[0])})"
+        elif isinstance(T.strip_newtype(k.type), T.BoolType):
+            code = f"(u128)(int)({code})"
+        elif scalar(k.type) is None:
+            raise self.fail(f"select on a {k.type} value is not supported", k)
+        t = self.tmp("k")
+        fn.buf.emit(f"u128 {t} = (u128)({code});")
+        return t
+
+    def value_set_cond(self, ks: ast.PathExpr, keys: list[Key], fn: FnCtx) -> str:
+        marker = self.names.get(id(ks.decl), "")
+        if not marker.startswith("@vs"):
+            raise self.fail("value set not found", ks)
+        obj = int(marker[3:])
+        arr = self.tmp("vk")
+        res = self.tmp("vm")
+        fn.buf.emit(f"u128 {arr}[{len(keys)}] = {{{', '.join(k for k, _ in keys)}}};")
+        fn.buf.emit(f"int {res} = cb_vs_match(c, {obj}, {len(keys)}, {arr});")
+        fn.buf.emit(f"if ({res} < 0) return ST_ABORT;")
+        return res
+
+    def all_of(self, conds: list[str]) -> str:
+        return " && ".join(f"({c})" for c in conds)
+
+    def in_range(self, key: str, lo: str, hi: str) -> str:
+        return f"{lo} <= {key} && {key} <= {hi}"
+
+    def key_mask(self, t: Any) -> int | None:
+        b = scalar_bits(t)
+        return (1 << b[0]) - 1 if b else None
 
     def keyval(self, e: ast.Expr, full: int | None, fn: FnCtx) -> str:
         from softswitch.fastpath.ctypes_ import u_lit
