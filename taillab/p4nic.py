@@ -18,8 +18,10 @@ Who does what on the transmit side of a host:
   and Not-ECT: what the switches see is what the program stamped.
 * **The NIC's transmit queues** (:class:`softswitch.pna.tm.NicQueues` on softswitch's
   traffic manager) hold each class in its own queue, served as the switches serve the
-  same classes: strict priority for the urgent queue and the mouse classes, DWRR
-  between the elephant classes, at the host's line rate. PFC from the leaf pauses the
+  same classes, strict priority for the urgent queue and the small mouse classes, but
+  with queue 4, when it holds only large hot KV blocks, in the NIC's DWRR with the elephants
+  (:data:`NIC_DWRR_WEIGHTS`: one host's large block must not hold its MoE dispatch),
+  at the host's line rate. PFC from the leaf pauses the
   queue of the paused priority (the class queues are the switches' priorities; the
   urgent queue is never paused, as a NIC's CNP queue).
 
@@ -70,6 +72,23 @@ RC_ACKNOWLEDGE, NAK_SYNDROME, NAK_MASK = 0x11, 0x60, 0xE0
 # A one-packet message of at most 512 B of payload is small and urgent (the default
 # profile's sched_signal: packet_size ..512): IPv4 + UDP + BTH + 512 + ICRC.
 URGENT_MAX_IPV4_LEN = 20 + 8 + 12 + 512 + 4
+# The NIC's DWRR weights per transmit queue. The switches keep queue 4 (large hot KV
+# blocks, TP/PP) strict; one host's NIC must not: a block of up to 256 KB in a strict
+# queue holds the host's link for up to 210 us at 10 Gb/s, and a MoE dispatch (every
+# 80 us) waits behind it at the sender. Measured in moe.yaml (3 ms, seed 1, tailcc-nic):
+# of 551 shards that waited > 50 us at the sender, 324 had a > 64 KB hot KV block of
+# their host on the wire; the dispatches that piled up then left as one burst, and the
+# 15-to-1 incasts behind it paused the spines (850 us of PFC, moe_a2a P99 30 vs 10.5).
+# The DWRR weights 3:1 against training bulk were not the cause (15:1 gave identical
+# figures: no bulk was on the wire yet). So at the NIC queue 4 shares by DWRR: MoE gets
+# 3/4 of the link against it (more than MoE's 61% offered load, so a dispatch keeps its
+# period; 1/2 was not enough: P99 26-34 in 5 ms cells), queue 4 gets 4/5 against each
+# elephant class (they keep the switches' 1:1 among themselves), and MoE keeps the
+# class-blind NIC's precedence over a host's elephants (one bulk QP among 15 MoE QPs).
+# Within queue 4 the QPs still feed shortest message first (_feed: mouse classes).
+# Queue 4 is weighted only where it holds large blocks alone (large_blocks_only).
+NIC_DWRR_WEIGHTS = {4: 4, 3: 12, 2: 1, 1: 1, 0: 1}
+LARGE_BLOCK_QUEUE = 4
 # The DSCP each lab class is stamped with: the default profile's class of that name
 # (kv_migration is its "storage" class, bulk its "training_bulk").
 # hot_kv_small keeps hot KV's DSCP: the switches tell it by its QP range.
@@ -126,17 +145,30 @@ def add_qp(nic: Nic, slot: int, local_qp: int, peer_qp: int, cls: str) -> None:
 
 
 def transmit_queues(rate_bps: float, classes: Iterable[str]) -> TrafficManager:
-    """The NIC's transmit queues on its network port: the switches' scheduling of the
-    same classes (strict mouse queues, DWRR between the weighted elephant queues),
-    the urgent queue strict above all, the host's line rate."""
+    """The NIC's transmit queues on its network port: strict for the urgent queue and
+    the small mouse classes, DWRR (:data:`NIC_DWRR_WEIGHTS`) between the elephant
+    queues and queue 4 when it holds only large hot KV blocks, the host's line rate."""
+    classes = set(classes)
     tm = TrafficManager(num_queues=8)
     tm.set_link_rate(rate_bps, NET_PORT)
     tm.set_queue_depth(NIC_QUEUE_DEPTH, NET_PORT)
-    weighted = sorted({role(c).queue for c in classes} & set(DWRR_WEIGHTS))
+    weights = dict(NIC_DWRR_WEIGHTS)
+    if not large_blocks_only(classes):
+        del weights[LARGE_BLOCK_QUEUE]
+    weighted = sorted({role(c).queue for c in classes} & set(weights))
     if len(weighted) > 1:
         for q in weighted:
-            tm.set_queue_weight(DWRR_WEIGHTS[q], NET_PORT, q)
+            tm.set_queue_weight(weights[q], NET_PORT, q)
     return tm
+
+
+def large_blocks_only(classes: set[str]) -> bool:
+    """Does queue 4 hold only large hot KV blocks (the scenario splits hot KV by size,
+    and no TP/PP)? Only then does the NIC weight it: a small block, or a TP/PP
+    message, in queue 4 stays strict above the elephants (a 16 KB block behind its
+    host's bulk: 1.17x weighted, 1.0x strict)."""
+    in_queue = {c for c in classes if role(c).queue == LARGE_BLOCK_QUEUE}
+    return in_queue == {"hot_kv"} and "hot_kv_small" in classes
 
 
 class P4HostNic(HostNic):
@@ -179,6 +211,8 @@ class P4HostNic(HostNic):
         later: float | None = None
         ahead: set[int] = set()          # strict priorities already served this round
         for q in sorted(self.qps.values(), key=self._srpt_key):
+            # a mouse class (strict in the switches) feeds shortest first, queue 4
+            # too, though the NIC's scheduler weights it (NIC_DWRR_WEIGHTS)
             strict = q.priority not in DWRR_WEIGHTS
             if strict and q.priority in ahead:
                 continue

@@ -192,6 +192,11 @@ def test_moe_scenario_offers_seventy_percent_and_scales():
     burst = [m for m in a2a if m.start_us == first]
     assert len(burst) == 16 * 15                           # every host to every other
     assert generate(moe, 1) == messages                    # same seed, same traffic
+    # hot KV split by size as in pd_cascade: blocks <= 64 KB on hot_kv_small QPs (one
+    # class in the report)
+    kv = [m for m in messages if m.cls == "hot_kv"]
+    assert kv and all((m.role == "hot_kv_small") == (m.size <= 65536) for m in kv)
+    assert any(m.size <= 65536 for m in kv) and any(m.size > 65536 for m in kv)
     half = generate(moe.scaled(load_scale=0.5), 1)
     assert sum(m.size for m in half) == pytest.approx(sum(m.size for m in messages) / 2,
                                                       rel=0.1)
