@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="taillab", description=__doc__.split("\n\n")[0])
     add_arguments(p)
     args = p.parse_args(argv)
-    from taillab.runner import LabError  # the simulator loads only when a run starts
+    from taillab.programs import LabError
 
     try:
         return run(args)

@@ -11,7 +11,6 @@ Fast CNPs at CNP priority.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from softswitch.runtime_channel import RuntimeChannel
 from softswitch.tm import TrafficManager
@@ -26,7 +25,6 @@ from taillab.sim import (
 )
 from taillab.workload import BULK, HOT_KV, MOE, SCHED_SIGNAL
 
-TAILCC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "tailcc.p4"
 CNP_SESSION = 1024               # defines.p4 TAILCC_CNP_SESSION
 CNP_RECIRCULATION_PORT = 510     # the intent's fast_cnp.recirculation_port
 CNP_QUEUE = 6

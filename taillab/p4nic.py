@@ -47,7 +47,6 @@ softswitch's PNA target has no C fast path: each packet costs the interpreter ab
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from softswitch.core.control import KeyMatch, PacketOut
@@ -62,7 +61,6 @@ if TYPE_CHECKING:
     from taillab.network import _QP, Network
     from taillab.traffic import FabricMessage
 
-NIC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "nic" / "tailcc_nic.p4"
 HOST_PORT, NET_PORT, LOOPBACK_PORT = 0, 1, 9
 CNP_SESSION = 7                 # include/defines.p4 CNP_MIRROR_SESSION
 QUEUE_URGENT = 7                # include/defines.p4
@@ -97,20 +95,6 @@ CLASS_DSCP = {"control": 56, "hot_kv": 26, "sched_signal": 40, "tp_pp": 32,
               "hot_kv_small": 26}
 # class ids in the program's nic_class (bit<4>): the lab's traffic classes
 CLASS_ID = {name: i + 1 for i, name in enumerate(CLASS_DSCP)}
-
-
-def compile_nic_program() -> Any:
-    """tailcc_nic.p4, checked once per lab cell and loaded into every host."""
-    from softswitch.diagnostics import P4Error
-    from softswitch.frontend.compiler import compile_program
-    from taillab.runner import LabError
-
-    if not NIC_P4.is_file():
-        raise LabError(f"{NIC_P4}: tailcc_nic.p4 not found (the tailcc-nic scheme needs it)")
-    try:
-        return compile_program(str(NIC_P4))
-    except P4Error as exc:
-        raise LabError(str(exc)) from None
 
 
 def _km(name: str, value: int, mask: int | None = None) -> KeyMatch:

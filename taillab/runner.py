@@ -26,33 +26,10 @@ from taillab.leafspine import (
 )
 from taillab.metrics import unloaded_us
 from taillab.network import Network
+from taillab.programs import LabError, compile_nic_program, compile_tailcc
 from taillab.scenario import Scenario
 from taillab.traffic import FabricMessage, generate
 
-TAILCC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "tailcc.p4"
-
-
-class LabError(RuntimeError):
-    """The lab cannot run here (e.g. no tailcc.p4); the message says why."""
-
-
-def tailcc_program() -> Path:
-    """tailcc.p4 of this checkout, or $TAILCC_P4."""
-    path = Path(os.environ.get("TAILCC_P4", TAILCC_P4))
-    if not path.is_file():
-        raise LabError(f"{path}: tailcc.p4 not found (run from a tailcc checkout or set "
-                       f"TAILCC_P4)")
-    return path
-
-
-def compile_tailcc() -> Any:
-    from softswitch.diagnostics import P4Error
-    from softswitch.frontend.compiler import compile_program
-
-    try:
-        return compile_program(str(tailcc_program()))
-    except P4Error as exc:
-        raise LabError(str(exc)) from None
 RESULT_VERSION = 3
 
 
@@ -113,7 +90,7 @@ def build_network(scenario: Scenario, scheme: str, messages: list[FabricMessage]
 
 def p4_nics() -> Any:
     """Hosts whose NIC runs tailcc_nic.p4 (the tailcc-nic scheme), compiled once."""
-    from taillab.p4nic import P4HostNic, compile_nic_program
+    from taillab.p4nic import P4HostNic
 
     checked = compile_nic_program()
 

@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from controlplane.cli import main as tailcc
-from taillab.runner import compile_tailcc, run_cell
+from taillab.programs import compile_tailcc
+from taillab.runner import run_cell
 from taillab.scenario import ScenarioError, load_scenario, parse_scenario
 
 LONE = """

@@ -11,8 +11,9 @@ from dataclasses import replace
 import pytest
 
 from taillab.p4nic import CLASS_DSCP, CLASS_ID, P4HostNic
+from taillab.programs import compile_tailcc
 from taillab.roce import ECN_ECT0, parse_roce
-from taillab.runner import build_network, compile_tailcc, run_cell
+from taillab.runner import build_network, run_cell
 from taillab.scenario import load_scenario, parse_scenario
 from taillab.traffic import FabricMessage
 
