@@ -20,7 +20,7 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import SwitchControl
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import errors
+from softswitch.p4runtime import errors, reclaim
 from softswitch.p4runtime.externs import Externs
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex
@@ -130,7 +130,10 @@ class PipelineRuntime:
         apply = self._apply
         plain = self.tables.write_plain
         run = self.tables.apply_run if reparse is not None and not atomic else None
+        later = reclaim.held()
         for base, items in slices:
+            if later is not None:     # freed once the reply is sent (reclaim.held)
+                later.append(items)
             j, n = 0, len(items)
             while j < n:
                 if cancelled is not None and cancelled():
