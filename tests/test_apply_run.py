@@ -207,13 +207,16 @@ def test_rows_share_objects_with_their_records(pair):
     for name in ("I.route", "I.acl"):        # past CPython's cached small ints
         state = switch.table_state(name)
         state._next_handle = state._order = 1000
-    batch = [upd(INSERT, route(ids, 5 << 24)),
+    batch = [upd(INSERT, route(ids, 5 << 24)), upd(INSERT, route(ids, 6 << 24)),
              upd(INSERT, acl(ids, 0x0800, src=(0x020000000000, 0xFF0000000000),
                              dst=(5000, 90000)))]
-    assert fast.write(batch, True) == [None, None] and fast.applied == 2
+    assert fast.write(batch, True) == [None] * 3 and fast.applied == 3
     tables = fast.device.current.runtime.tables
+    routes = switch.table_state("I.route")._rows.values()
+    masks = [row[1][0][1] for row in routes]      # one /24 mask object for both
+    assert masks == [0xFFFFFF000000] * 2 and masks[0] is masks[1]
     for name in ("I.route", "I.acl"):
-        (record,) = tables._records[ids[name]].values()
+        record = list(tables._records[ids[name]].values())[0]
         row = switch.table_state(name)._rows[record.handle]
         assert row[3] is record.call.args and row[3] == record.call.args
         assert row[0] == 1000 and row[5] is row[0]

@@ -21,6 +21,8 @@
  * every check comes back checked:
  *     (type, table_id, key, idle_timeout_ns, action_id, match, args or None,
  *      table_entry_bytes, has_metadata, True)
+ * (table_entry_bytes empty for a DELETE, which names its entry by key: its bytes would
+ * only be allocated to be freed)
  * (idle_timeout_ns, action_id, table_entry_bytes and has_metadata where the plain
  * form has them; key is the server's canonical key; match the switch's normalised
  * match, for an INSERT only (else None); args the action's arguments, None for a
@@ -381,6 +383,30 @@ static int u64_of(const unsigned char *p, Py_ssize_t n, int width, uint64_t *out
     return 0;
 }
 
+/* The int object of a mask: masks repeat (every /24 of a table, every exact field of a
+ * width), so the last few are kept and shared: one object less per stored entry.
+ * Ints are immutable, so sharing one is invisible (but for ``is``). */
+#define MASKS 4
+static PyObject *mask_obj[MASKS];
+static uint64_t mask_val[MASKS];
+static int mask_next;
+
+static PyObject *mask_int(uint64_t v) {
+    for (int i = 0; i < MASKS; i++)
+        if (mask_obj[i] && mask_val[i] == v) {
+            Py_INCREF(mask_obj[i]);
+            return mask_obj[i];
+        }
+    PyObject *o = PyLong_FromUnsignedLongLong(v);
+    if (!o)
+        return NULL;
+    Py_XSETREF(mask_obj[mask_next], o);
+    Py_INCREF(o);
+    mask_val[mask_next] = v;
+    mask_next = (mask_next + 1) % MASKS;
+    return o;
+}
+
 static long as_long(PyObject *tuple, Py_ssize_t i) {
     return PyLong_AsLong(PyTuple_GET_ITEM(tuple, i));
 }
@@ -410,17 +436,23 @@ static int check_field(const fm_t *f, int width, PyObject **norm, PyObject **sw)
             return NOT_SIMPLE;
     }
     va = PyLong_FromUnsignedLongLong(a);
+    PyObject *vm = NULL;
+    if (va && (f->kind == 2 || f->kind == 7 || f->kind == 4)) {
+        vm = mask_int(f->kind == 4 ? (full ^ host) : full);
+        if (!vm)
+            Py_CLEAR(va);
+    }
     if (!va)
         return -1;
     switch (f->kind) {
     case 2:         /* exact */
     case 7:         /* optional */
         *norm = Py_BuildValue("(OOi)", f->kind == 2 ? K_EXACT : K_OPTIONAL, va, 0);
-        *sw = Py_BuildValue("(OK)", va, (unsigned long long)full);
+        *sw = Py_BuildValue("(OO)", va, vm);
         break;
     case 4: {       /* lpm */
         *norm = Py_BuildValue("(OOL)", K_LPM, va, (long long)f->plen);
-        *sw = Py_BuildValue("(OKL)", va, (unsigned long long)(full ^ host), (long long)f->plen);
+        *sw = Py_BuildValue("(OOL)", va, vm, (long long)f->plen);
         break;
     }
     case 3: {       /* ternary: the mask too is shared */
@@ -443,6 +475,7 @@ static int check_field(const fm_t *f, int width, PyObject **norm, PyObject **sw)
     }
     }
     Py_DECREF(va);
+    Py_XDECREF(vm);
     if (!*norm || !*sw) {
         Py_XDECREF(*norm);
         Py_XDECREF(*sw);
@@ -502,7 +535,7 @@ static int check_args(const upd_t *u, PyObject *actions, PyObject **out) {
 }
 
 /* The checked form (see the top of the file), or NOT_SIMPLE / -1. */
-static int check(upd_t *u, PyObject *plan, PyObject **out) {
+static int check(upd_t *u, PyObject *tid, PyObject *plan, PyObject **out) {
     int needs_priority = (int)as_long(plan, 0), idle_ok = (int)as_long(plan, 1);
     PyObject *fields = PyTuple_GET_ITEM(plan, 2), *blank = PyTuple_GET_ITEM(plan, 4);
     long exact_count = as_long(plan, 3);
@@ -599,9 +632,9 @@ static int check(upd_t *u, PyObject *plan, PyObject **out) {
         goto done;
     }
     /* N steals key, match and args (also when building fails) */
-    *out = Py_BuildValue("(iINLINNy#iO)", (int)u->type, u->table_id, key,
+    *out = Py_BuildValue("(iONLINNy#iO)", (int)u->type, tid, key,
                          (long long)u->idle, u->action_id, match, args, (const char *)u->te,
-                         u->nte, u->has_md, Py_True);
+                         u->type == 3 ? (Py_ssize_t)0 : u->nte, u->has_md, Py_True);
     match = NULL;
     args = NULL;
     rc = *out ? 0 : -1;
@@ -616,6 +649,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     Py_buffer buf;
     PyObject *spans, *plans = Py_None;
     upd_t *u = NULL;
+    PyObject *tid = NULL;
+    uint32_t tid_v = 0;
     if (!PyArg_ParseTuple(args, "y*O!|O", &buf, &PyList_Type, &spans, &plans))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(spans);
@@ -636,12 +671,15 @@ static PyObject *decode(PyObject *self, PyObject *args) {
                          (const unsigned char *)buf.buf + e, u) == 0) {
             int rc = NOT_SIMPLE;
             if (plans != Py_None) {
-                PyObject *tid = PyLong_FromUnsignedLong(u->table_id);
+                /* one table id object for a run of updates of one table */
+                if (!tid || tid_v != u->table_id) {
+                    Py_XSETREF(tid, PyLong_FromUnsignedLong(u->table_id));
+                    tid_v = u->table_id;
+                }
                 PyObject *plan = tid ? PyDict_GetItemWithError(plans, tid) : NULL;
-                Py_XDECREF(tid);
                 if (plan)
-                    rc = check(u, plan, &item);
-                if (PyErr_Occurred())
+                    rc = check(u, tid, plan, &item);
+                if (PyErr_Occurred() || !tid)
                     goto fail;
             }
             if (rc == NOT_SIMPLE && !(item = generic(u)))
@@ -653,10 +691,12 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         PyList_SET_ITEM(out, i, item);
     }
     PyMem_Free(u);
+    Py_XDECREF(tid);
     PyBuffer_Release(&buf);
     return out;
 fail:
     PyMem_Free(u);
+    Py_XDECREF(tid);
     Py_XDECREF(out);
     PyBuffer_Release(&buf);
     return NULL;
