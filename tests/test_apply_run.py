@@ -230,3 +230,19 @@ def test_rows_share_objects_with_their_records(pair):
             assert row[1][1][0] is value and row[1][1][1] is mask
             _, low, high = norms[3]                     # range: low and high
             assert row[1][2][1] is low and row[1][2][2] is high
+
+
+def test_a_big_batch_frees_as_it_goes(pair, monkeypatch):
+    """A batch of more than reclaim.HOLD_UPDATES updates keeps nothing it drops for
+    after the reply (its peak memory would grow by as much): same results."""
+    fast, slow = pair
+    ids = fast.ids
+    monkeypatch.setattr(reclaim, "HOLD_UPDATES", 10)
+    dsts = [n << 24 for n in range(1, 21)]
+    for kind, size in ((INSERT, 20), (MODIFY, 20), (DELETE, 10), (DELETE, 11)):
+        batch = [upd(kind, route(ids, d, port=9 if kind == MODIFY else 3))
+                 for d in dsts[:size]]
+        with reclaim.holding() as later:
+            assert fast.write(batch, True) == slow.write(batch, True)
+            assert (len(later) > 0) == (size <= 10), (kind, size)
+        assert fast.handles() == slow.handles() and fast.read() == slow.read()

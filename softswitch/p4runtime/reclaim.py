@@ -59,6 +59,23 @@ def held() -> list[Any] | None:
     return getattr(_later, "items", None)
 
 
+# Batches of more updates free as they go: holding everything such a batch drops (its
+# decoded updates, a MODIFY's old actions) until the reply would raise its peak memory
+# by as much (~0.5 KB per update; a 16 MiB request holds ~300k).
+HOLD_UPDATES = 4096
+
+
+@contextlib.contextmanager
+def freeing_now() -> Iterator[None]:
+    """Within, :func:`held` is None on this thread: a big batch frees as it goes."""
+    items = getattr(_later, "items", None)
+    _later.items = None
+    try:
+        yield
+    finally:
+        _later.items = items
+
+
 @contextlib.contextmanager
 def holding() -> Iterator[list[Any]]:
     """On this thread, :func:`held` gives a list while the block runs; the caller

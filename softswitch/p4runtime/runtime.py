@@ -110,11 +110,14 @@ class PipelineRuntime:
         # The switch may mirror the batch's entries into its data path in one go at
         # the end (FastSwitch.synced_batch); the device lock is held throughout.
         synced = getattr(self.switch, "synced_batch", contextlib.nullcontext)
+        # What the batch drops waits for the reply (reclaim.held) unless it is big.
+        hold = (reclaim.freeing_now() if count > reclaim.HOLD_UPDATES
+                else contextlib.nullcontext())
         if count < _PAUSE_GC_FROM:
-            with synced():
+            with hold, synced():
                 return self._write_batch(slices, count, atomic, permit, cancelled,
                                          reparse)
-        with _collector_paused(freeze), synced():
+        with hold, _collector_paused(freeze), synced():
             return self._write_batch(slices, count, atomic, permit, cancelled, reparse)
 
     def _write_batch(self, slices: Iterable[tuple[int, Sequence[Any]]], count: int,
