@@ -20,7 +20,7 @@ import pytest
 from p4.v1 import p4runtime_pb2
 from test_p4runtime_plain_writes import PROGRAM, Dev, acl, route, upd
 
-from softswitch.p4runtime import entrywire
+from softswitch.p4runtime import entrywire, reclaim
 
 WriteRequest = p4runtime_pb2.WriteRequest
 Update = p4runtime_pb2.Update
@@ -101,8 +101,20 @@ def _entry(ids: dict, rng: random.Random, n: int) -> p4runtime_pb2.TableEntry:
     return te
 
 
-def test_c_runs_agree_with_the_python_path(pair):
+@pytest.mark.parametrize("held", [False, True])
+def test_c_runs_agree_with_the_python_path(pair, held):
+    """``held``: the fast device writes as the unary lane does, what each batch drops
+    kept until it is over (reclaim.held)."""
     fast, slow = pair
+    if held:
+        write = fast.write
+
+        def write_held(*args):
+            with reclaim.holding() as later:
+                got = write(*args)
+                assert later                     # at least the batch's decoded slice
+            return got
+        fast.write = write_held
     assert entrywire.native() is not None, "the C decoder must build here"
     ids = fast.ids
     rng = random.Random(2026)
@@ -146,3 +158,91 @@ def test_a_run_stops_at_what_it_does_not_take(pair):
     assert fast.applied == 6 and fast.handles() == slow.handles()
     assert fast.read() == slow.read()
     assert fast.forwards([1 << 24, 5 << 24]) == slow.forwards([1 << 24, 5 << 24])
+
+
+def test_dropped_objects_wait_for_the_reply(pair):
+    """Under reclaim.holding, what a C run drops — a deleted entry's record and row, a
+    modified entry's old action call, row and stored bytes — is kept in the list (the
+    lane frees it once the reply is sent), and only there: results, handles and Read
+    are those of the Python path; without it nothing is kept."""
+    fast, slow = pair
+    ids = fast.ids
+    dsts = [n << 24 for n in range(1, 41)]
+    inserts = [upd(INSERT, route(ids, d)) for d in dsts]
+    assert reclaim.held() is None
+    assert fast.write(inserts, True) == slow.write(inserts, True) == [None] * 40
+    tid = ids["I.route"]
+    records = fast.device.current.runtime.tables._records[tid]
+    state = fast.device.current.switch.table_state("I.route")
+    before = {k: (r, r.call, r.stored, state._rows[r.handle]) for k, r in records.items()}
+    modifies = [upd(MODIFY, route(ids, d, port=7)) for d in dsts]
+    with reclaim.holding() as later:
+        assert fast.write(modifies, True) == slow.write(modifies, True) == [None] * 40
+        kept = {id(x) for x in later}
+        for record, call, stored, row in before.values():
+            assert record.call is not call and record.stored is not stored
+            assert {id(call), id(stored), id(row)} <= kept
+            assert id(record) not in kept           # still in the table
+    assert not later                               # the block's end lets go
+    assert fast.handles() == slow.handles() and fast.read() == slow.read()
+    deletes = [upd(DELETE, route(ids, d)) for d in dsts]
+    rows = {r.handle: state._rows[r.handle] for r in records.values()}
+    with reclaim.holding() as later:
+        assert fast.write(deletes, True) == slow.write(deletes, True) == [None] * 40
+        kept = {id(x) for x in later}
+        assert all(id(r) in kept for r, *_ in before.values())
+        assert all(id(row) in kept for row in rows.values())
+    assert not records and fast.handles() == slow.handles()
+    assert fast.read() == slow.read()
+    assert fast.applied == 120
+
+
+def test_rows_share_objects_with_their_records(pair):
+    """An entry a C run adds keeps fewer objects: the row's arguments are its action
+    call's list, its order is its handle's int when both count alike, and the key's
+    values are the switch match's ints (one object each, not two)."""
+    fast, _ = pair
+    ids = fast.ids
+    switch = fast.device.current.switch
+    for name in ("I.route", "I.acl"):        # past CPython's cached small ints
+        state = switch.table_state(name)
+        state._next_handle = state._order = 1000
+    batch = [upd(INSERT, route(ids, 5 << 24)), upd(INSERT, route(ids, 6 << 24)),
+             upd(INSERT, acl(ids, 0x0800, src=(0x020000000000, 0xFF0000000000),
+                             dst=(5000, 90000)))]
+    assert fast.write(batch, True) == [None] * 3 and fast.applied == 3
+    tables = fast.device.current.runtime.tables
+    routes = switch.table_state("I.route")._rows.values()
+    masks = [row[1][0][1] for row in routes]      # one /24 mask object for both
+    assert masks == [0xFFFFFF000000] * 2 and masks[0] is masks[1]
+    for name in ("I.route", "I.acl"):
+        record = list(tables._records[ids[name]].values())[0]
+        row = switch.table_state(name)._rows[record.handle]
+        assert row[3] is record.call.args and row[3] == record.call.args
+        assert row[0] == 1000 and row[5] is row[0]
+        fields = record.key[0]
+        if name == "I.route":
+            (_, (kind, value, plen)), = fields
+            assert kind == "lpm" and plen == 24 and row[1][0][0] is value
+        else:
+            norms = {fid: norm for fid, norm in fields}
+            _, value, mask = norms[2]                   # ternary: value and mask
+            assert row[1][1][0] is value and row[1][1][1] is mask
+            _, low, high = norms[3]                     # range: low and high
+            assert row[1][2][1] is low and row[1][2][2] is high
+
+
+def test_a_big_batch_frees_as_it_goes(pair, monkeypatch):
+    """A batch of more than reclaim.HOLD_UPDATES updates keeps nothing it drops for
+    after the reply (its peak memory would grow by as much): same results."""
+    fast, slow = pair
+    ids = fast.ids
+    monkeypatch.setattr(reclaim, "HOLD_UPDATES", 10)
+    dsts = [n << 24 for n in range(1, 21)]
+    for kind, size in ((INSERT, 20), (MODIFY, 20), (DELETE, 10), (DELETE, 11)):
+        batch = [upd(kind, route(ids, d, port=9 if kind == MODIFY else 3))
+                 for d in dsts[:size]]
+        with reclaim.holding() as later:
+            assert fast.write(batch, True) == slow.write(batch, True)
+            assert (len(later) > 0) == (size <= 10), (kind, size)
+        assert fast.handles() == slow.handles() and fast.read() == slow.read()

@@ -423,14 +423,19 @@ def test_native_checks_agree_with_the_python_plan(devices):
     _, spans = wire.split(data, 4)
     checked = entrywire.decode(data, spans, plans)
     plain = entrywire.decode(data, spans)
-    accepted = 0
+    accepted = shared = 0
+    prev = None
     for c, p in zip(checked, plain, strict=True):
         plan = tables._plans[p[1]]
         python = plan.accept(p)
         if len(c) == entrywire.CHECKED_LEN:
             assert c[2] == plan.key(p)[0]
+            if prev is not None and prev[1] == c[1]:    # one table id object per run
+                assert c[1] is prev[1]
+                shared += 1
+            prev = c
             if p[0] == DELETE:                      # the key is all a DELETE needs
-                assert c[5] is None and c[6] is None
+                assert c[5] is None and c[6] is None and c[7] == b"" != p[7]
                 continue
             if c[6] is None:
                 assert python is None and p[4] == 0
@@ -441,7 +446,8 @@ def test_native_checks_agree_with_the_python_plan(devices):
             accepted += 1
         else:
             assert c == p and python is None
-    assert accepted > 200
+            prev = None
+    assert accepted > 200 and shared > 50
 
 
 def test_canonical_action_bytes_from_the_plan_are_protobufs(devices):

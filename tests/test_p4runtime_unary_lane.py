@@ -142,3 +142,52 @@ def test_lane_stops_with_the_server(targets):
     assert time.monotonic() - started < 5
     lane.join(5)
     assert not lane.is_alive()
+
+
+def test_lane_frees_a_request_s_garbage_after_its_reply(tmp_path, monkeypatch):
+    """The lane keeps what a Write drops (its request, decoded updates, deleted
+    entries: reclaim.held) while it answers, and lets it go once the reply is handed to
+    gRPC, before the next request: nothing stays between requests."""
+    import contextlib
+
+    from softswitch.p4runtime import reclaim
+
+    class Spy(list):
+        """The lane's list; counts what was put in it."""
+        appended = 0
+
+        def append(self, item) -> None:
+            Spy.appended += 1
+            super().append(item)
+
+    spies: list[Spy] = []
+    real = reclaim.holding
+
+    @contextlib.contextmanager
+    def holding():
+        with real() as items:
+            spy = Spy()
+            spies.append(spy)
+            reclaim._later.items = spy
+            try:
+                yield spy
+            finally:
+                items.extend(spy)
+    monkeypatch.setattr(reclaim, "holding", holding)
+    program = tmp_path / "lane.p4"
+    program.write_text(PROGRAM)
+    laned = Target(str(program), True, monkeypatch)
+    try:
+        requests = _requests(laned.ids)
+        for data in (requests[0], requests[-1]):          # two inserts, then deletes
+            before = Spy.appended
+            assert laned.answer(data)[0] in (grpc.StatusCode.OK, grpc.StatusCode.UNKNOWN)
+            deadline = time.monotonic() + 5
+            while spies[0] and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert Spy.appended > before and not spies[0]
+        assert len(spies) == 1
+        records = laned.device.current.runtime.tables._records[laned.ids["I.route"]]
+        assert not records
+    finally:
+        laned.close()

@@ -21,6 +21,8 @@
  * every check comes back checked:
  *     (type, table_id, key, idle_timeout_ns, action_id, match, args or None,
  *      table_entry_bytes, has_metadata, True)
+ * (table_entry_bytes empty for a DELETE, which names its entry by key: its bytes would
+ * only be allocated to be freed)
  * (idle_timeout_ns, action_id, table_entry_bytes and has_metadata where the plain
  * form has them; key is the server's canonical key; match the switch's normalised
  * match, for an INSERT only (else None); args the action's arguments, None for a
@@ -381,6 +383,30 @@ static int u64_of(const unsigned char *p, Py_ssize_t n, int width, uint64_t *out
     return 0;
 }
 
+/* The int object of a mask: masks repeat (every /24 of a table, every exact field of a
+ * width), so the last few are kept and shared: one object less per stored entry.
+ * Ints are immutable, so sharing one is invisible (but for ``is``). */
+#define MASKS 4
+static PyObject *mask_obj[MASKS];
+static uint64_t mask_val[MASKS];
+static int mask_next;
+
+static PyObject *mask_int(uint64_t v) {
+    for (int i = 0; i < MASKS; i++)
+        if (mask_obj[i] && mask_val[i] == v) {
+            Py_INCREF(mask_obj[i]);
+            return mask_obj[i];
+        }
+    PyObject *o = PyLong_FromUnsignedLongLong(v);
+    if (!o)
+        return NULL;
+    Py_XSETREF(mask_obj[mask_next], o);
+    Py_INCREF(o);
+    mask_val[mask_next] = v;
+    mask_next = (mask_next + 1) % MASKS;
+    return o;
+}
+
 static long as_long(PyObject *tuple, Py_ssize_t i) {
     return PyLong_AsLong(PyTuple_GET_ITEM(tuple, i));
 }
@@ -391,40 +417,65 @@ static int check_field(const fm_t *f, int width, PyObject **norm, PyObject **sw)
     uint64_t full = width == 64 ? UINT64_MAX : ((uint64_t)1 << width) - 1, a, b = 0;
     if (u64_of(f->a, f->na, width, &a))
         return NOT_SIMPLE;
+    /* The value is one int object shared by the key and the switch's match (ints are
+     * immutable): one object less to allocate, and to free when the entry goes. */
+    PyObject *va = NULL;
+    *norm = *sw = NULL;
+    if (f->kind == 3 || f->kind == 6) {     /* the checks below may refuse the field */
+        if (u64_of(f->b, f->nb, width, &b))
+            return NOT_SIMPLE;
+        if (f->kind == 3 ? (b == 0 || (a & ~b)) : (a > b || (a == 0 && b == full)))
+            return NOT_SIMPLE;
+    }
+    if (f->kind == 4 && (f->plen <= 0 || f->plen > width))
+        return NOT_SIMPLE;
+    uint64_t host = 0;
+    if (f->kind == 4) {
+        host = (width - f->plen) >= 64 ? UINT64_MAX : ((uint64_t)1 << (width - f->plen)) - 1;
+        if (a & host)
+            return NOT_SIMPLE;
+    }
+    va = PyLong_FromUnsignedLongLong(a);
+    PyObject *vm = NULL;
+    if (va && (f->kind == 2 || f->kind == 7 || f->kind == 4)) {
+        vm = mask_int(f->kind == 4 ? (full ^ host) : full);
+        if (!vm)
+            Py_CLEAR(va);
+    }
+    if (!va)
+        return -1;
     switch (f->kind) {
     case 2:         /* exact */
     case 7:         /* optional */
-        *norm = Py_BuildValue("(OKi)", f->kind == 2 ? K_EXACT : K_OPTIONAL,
-                              (unsigned long long)a, 0);
-        *sw = Py_BuildValue("(KK)", (unsigned long long)a, (unsigned long long)full);
+        *norm = Py_BuildValue("(OOi)", f->kind == 2 ? K_EXACT : K_OPTIONAL, va, 0);
+        *sw = Py_BuildValue("(OO)", va, vm);
         break;
     case 4: {       /* lpm */
-        if (f->plen <= 0 || f->plen > width)
-            return NOT_SIMPLE;
-        uint64_t host = (width - f->plen) >= 64 ? UINT64_MAX
-                        : ((uint64_t)1 << (width - f->plen)) - 1;
-        if (a & host)
-            return NOT_SIMPLE;
-        *norm = Py_BuildValue("(OKL)", K_LPM, (unsigned long long)a, (long long)f->plen);
-        *sw = Py_BuildValue("(KKL)", (unsigned long long)a,
-                            (unsigned long long)(full ^ host), (long long)f->plen);
+        *norm = Py_BuildValue("(OOL)", K_LPM, va, (long long)f->plen);
+        *sw = Py_BuildValue("(OOL)", va, vm, (long long)f->plen);
         break;
     }
-    case 3:         /* ternary */
-        if (u64_of(f->b, f->nb, width, &b) || b == 0 || (a & ~b))
-            return NOT_SIMPLE;
-        *norm = Py_BuildValue("(OKK)", K_TERNARY, (unsigned long long)a,
-                              (unsigned long long)b);
-        *sw = Py_BuildValue("(KK)", (unsigned long long)a, (unsigned long long)b);
-        break;
-    default:        /* range */
-        if (u64_of(f->b, f->nb, width, &b) || a > b || (a == 0 && b == full))
-            return NOT_SIMPLE;
-        *norm = Py_BuildValue("(OKK)", K_RANGE, (unsigned long long)a,
-                              (unsigned long long)b);
-        *sw = Py_BuildValue("(OKK)", K_R, (unsigned long long)a, (unsigned long long)b);
+    case 3: {       /* ternary: the mask too is shared */
+        PyObject *vb = PyLong_FromUnsignedLongLong(b);
+        if (vb) {
+            *norm = Py_BuildValue("(OOO)", K_TERNARY, va, vb);
+            *sw = Py_BuildValue("(OO)", va, vb);
+            Py_DECREF(vb);
+        }
         break;
     }
+    default: {      /* range */
+        PyObject *vb = PyLong_FromUnsignedLongLong(b);
+        if (vb) {
+            *norm = Py_BuildValue("(OOO)", K_RANGE, va, vb);
+            *sw = Py_BuildValue("(OOO)", K_R, va, vb);
+            Py_DECREF(vb);
+        }
+        break;
+    }
+    }
+    Py_DECREF(va);
+    Py_XDECREF(vm);
     if (!*norm || !*sw) {
         Py_XDECREF(*norm);
         Py_XDECREF(*sw);
@@ -484,7 +535,7 @@ static int check_args(const upd_t *u, PyObject *actions, PyObject **out) {
 }
 
 /* The checked form (see the top of the file), or NOT_SIMPLE / -1. */
-static int check(upd_t *u, PyObject *plan, PyObject **out) {
+static int check(upd_t *u, PyObject *tid, PyObject *plan, PyObject **out) {
     int needs_priority = (int)as_long(plan, 0), idle_ok = (int)as_long(plan, 1);
     PyObject *fields = PyTuple_GET_ITEM(plan, 2), *blank = PyTuple_GET_ITEM(plan, 4);
     long exact_count = as_long(plan, 3);
@@ -581,9 +632,9 @@ static int check(upd_t *u, PyObject *plan, PyObject **out) {
         goto done;
     }
     /* N steals key, match and args (also when building fails) */
-    *out = Py_BuildValue("(iINLINNy#iO)", (int)u->type, u->table_id, key,
+    *out = Py_BuildValue("(iONLINNy#iO)", (int)u->type, tid, key,
                          (long long)u->idle, u->action_id, match, args, (const char *)u->te,
-                         u->nte, u->has_md, Py_True);
+                         u->type == 3 ? (Py_ssize_t)0 : u->nte, u->has_md, Py_True);
     match = NULL;
     args = NULL;
     rc = *out ? 0 : -1;
@@ -598,6 +649,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     Py_buffer buf;
     PyObject *spans, *plans = Py_None;
     upd_t *u = NULL;
+    PyObject *tid = NULL;
+    uint32_t tid_v = 0;
     if (!PyArg_ParseTuple(args, "y*O!|O", &buf, &PyList_Type, &spans, &plans))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(spans);
@@ -618,12 +671,15 @@ static PyObject *decode(PyObject *self, PyObject *args) {
                          (const unsigned char *)buf.buf + e, u) == 0) {
             int rc = NOT_SIMPLE;
             if (plans != Py_None) {
-                PyObject *tid = PyLong_FromUnsignedLong(u->table_id);
+                /* one table id object for a run of updates of one table */
+                if (!tid || tid_v != u->table_id) {
+                    Py_XSETREF(tid, PyLong_FromUnsignedLong(u->table_id));
+                    tid_v = u->table_id;
+                }
                 PyObject *plan = tid ? PyDict_GetItemWithError(plans, tid) : NULL;
-                Py_XDECREF(tid);
                 if (plan)
-                    rc = check(u, plan, &item);
-                if (PyErr_Occurred())
+                    rc = check(u, tid, plan, &item);
+                if (PyErr_Occurred() || !tid)
                     goto fail;
             }
             if (rc == NOT_SIMPLE && !(item = generic(u)))
@@ -635,10 +691,12 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         PyList_SET_ITEM(out, i, item);
     }
     PyMem_Free(u);
+    Py_XDECREF(tid);
     PyBuffer_Release(&buf);
     return out;
 fail:
     PyMem_Free(u);
+    Py_XDECREF(tid);
     Py_XDECREF(out);
     PyBuffer_Release(&buf);
     return NULL;
@@ -754,10 +812,16 @@ fail:
  * error. Nothing can fail half-way through an item: every check comes before the
  * first change. ctx is the tuple
  *     (tid, records, timed, routes, size, state, rows, row_ids, mode, lpm_index,
- *      put, deleted, Record, ActionCall, now_us, state_size)
+ *      put, deleted, Record, ActionCall, now_us, state_size, dead)
  * routes: {action_id: (name, info, plan, switch_action)}; mode 0 exact, 1 lpm,
  * 2 ternary (TableState.mode); put/deleted: the switch's lists of handles whose C
- * entry is due at the end of the batch (FastSwitch._Pending). */
+ * entry is due at the end of the batch (FastSwitch._Pending); dead: a list that keeps
+ * what a DELETE or MODIFY drops (the record and row, the old action call, row and
+ * stored bytes) until the caller lets it go -- after the reply is on its way
+ * (unary_lane.held) -- or None to free it at once.
+ * A row shares its argument list with the record's ActionCall (nothing changes either
+ * in place), and its insertion order with its handle while both count alike: fewer
+ * objects per entry to allocate and, costlier on glibc's allocator, to free. */
 static PyObject *S_NEXT, *S_ORDER, *S_CALL, *S_STORED, *S_IDLE, *S_PLAIN, *S_WIRE,
                 *S_HANDLE, *S_MEMBER, *S_GROUP, *S_KEY;
 
@@ -797,8 +861,8 @@ static PyObject *apply(PyObject *self, PyObject *args) {
     Py_ssize_t start;
     if (!PyArg_ParseTuple(args, "O!nO!", &PyList_Type, &items, &start, &PyTuple_Type, &ctx))
         return NULL;
-    if (PyTuple_GET_SIZE(ctx) != 16) {
-        PyErr_SetString(PyExc_TypeError, "apply: ctx is a 16-tuple");
+    if (PyTuple_GET_SIZE(ctx) != 17) {
+        PyErr_SetString(PyExc_TypeError, "apply: ctx is a 17-tuple");
         return NULL;
     }
     PyObject *tid = PyTuple_GET_ITEM(ctx, 0), *records = PyTuple_GET_ITEM(ctx, 1),
@@ -806,7 +870,8 @@ static PyObject *apply(PyObject *self, PyObject *args) {
              *state = PyTuple_GET_ITEM(ctx, 5), *rows = PyTuple_GET_ITEM(ctx, 6),
              *row_ids = PyTuple_GET_ITEM(ctx, 7), *put = PyTuple_GET_ITEM(ctx, 10),
              *deleted = PyTuple_GET_ITEM(ctx, 11), *Record = PyTuple_GET_ITEM(ctx, 12),
-             *ActionCall = PyTuple_GET_ITEM(ctx, 13), *now = PyTuple_GET_ITEM(ctx, 14);
+             *ActionCall = PyTuple_GET_ITEM(ctx, 13), *now = PyTuple_GET_ITEM(ctx, 14),
+             *dead = PyTuple_GET_ITEM(ctx, 16);
     long long size = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, 4));
     long mode = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 8));
     Py_ssize_t lpm_index = PyLong_AsSsize_t(PyTuple_GET_ITEM(ctx, 9));
@@ -815,7 +880,7 @@ static PyObject *apply(PyObject *self, PyObject *args) {
         return NULL;
     if (!PyDict_Check(records) || !PyDict_Check(timed) || !PyDict_Check(routes)
         || !PyDict_Check(rows) || !PyDict_Check(row_ids) || !PyList_Check(put)
-        || !PyList_Check(deleted)) {
+        || !PyList_Check(deleted) || (dead != Py_None && !PyList_Check(dead))) {
         PyErr_SetString(PyExc_TypeError, "apply: ctx holds dicts and lists");
         return NULL;
     }
@@ -863,7 +928,10 @@ static PyObject *apply(PyObject *self, PyObject *args) {
             PyObject *prio = PyTuple_GET_ITEM(row, 4), *ident;
             ident = row_ident(PyTuple_GET_ITEM(row, 1), prio, mode);
             PyObject *rid = PyLong_FromVoidPtr(record);
-            int bad = !ident || !rid || PyDict_DelItem(row_ids, ident) < 0
+            int bad = !ident || !rid
+                      || (dead != Py_None && (PyList_Append(dead, record) < 0
+                                              || PyList_Append(dead, row) < 0))
+                      || PyDict_DelItem(row_ids, ident) < 0
                       || PyDict_DelItem(rows, handle) < 0 || PyDict_DelItem(records, key) < 0
                       || PyList_Append(deleted, handle) < 0;
             if (!bad && PyDict_DelItem(timed, rid) < 0) {
@@ -913,12 +981,16 @@ static PyObject *apply(PyObject *self, PyObject *args) {
                 if (has < 0) goto error;
                 break;
             }
-            PyObject *handle = PyLong_FromLongLong(next), *o = PyLong_FromLongLong(order);
-            PyObject *copy = PyList_GetSlice(args_, 0, PyList_GET_SIZE(args_));
-            PyObject *row = handle && o && copy
-                ? PyTuple_Pack(7, handle, match, sw_action, copy, prio, o, now) : NULL;
+            PyObject *handle = PyLong_FromLongLong(next), *o = NULL;
+            if (handle && order == next) {
+                o = handle;
+                Py_INCREF(o);
+            } else if (handle) {
+                o = PyLong_FromLongLong(order);
+            }
+            PyObject *row = handle && o
+                ? PyTuple_Pack(7, handle, match, sw_action, args_, prio, o, now) : NULL;
             Py_XDECREF(o);
-            Py_XDECREF(copy);
             Py_DECREF(prio);
             PyObject *call = row ? new_call(ActionCall, route, args_) : NULL;
             PyObject *record = NULL;
@@ -963,13 +1035,21 @@ static PyObject *apply(PyObject *self, PyObject *args) {
         }
         int was_timed = PyObject_IsTrue(old_idle);
         Py_DECREF(old_idle);
-        PyObject *copy = PyList_GetSlice(args_, 0, PyList_GET_SIZE(args_));
-        PyObject *nrow = copy ? PyTuple_Pack(7, handle, PyTuple_GET_ITEM(row, 1), sw_action,
-                                             copy, PyTuple_GET_ITEM(row, 4),
-                                             PyTuple_GET_ITEM(row, 5),
-                                             PyTuple_GET_ITEM(row, 6)) : NULL;
-        Py_XDECREF(copy);
+        PyObject *nrow = PyTuple_Pack(7, handle, PyTuple_GET_ITEM(row, 1), sw_action, args_,
+                                      PyTuple_GET_ITEM(row, 4), PyTuple_GET_ITEM(row, 5),
+                                      PyTuple_GET_ITEM(row, 6));
         PyObject *call = nrow ? new_call(ActionCall, route, args_) : NULL;
+        if (call && dead != Py_None) {       /* what the MODIFY drops: kept for later */
+            PyObject *old_call = PyObject_GetAttr(record, S_CALL);
+            PyObject *old_stored = old_call ? PyObject_GetAttr(record, S_STORED) : NULL;
+            int held = old_stored && PyList_Append(dead, row) == 0
+                       && PyList_Append(dead, old_call) == 0
+                       && PyList_Append(dead, old_stored) == 0;
+            Py_XDECREF(old_call);
+            Py_XDECREF(old_stored);
+            if (!held)
+                Py_CLEAR(call);
+        }
         PyObject *rid = call ? PyLong_FromVoidPtr(record) : NULL;
         int bad = !rid || PyDict_SetItem(rows, handle, nrow) < 0
                   || PyList_Append(put, handle) < 0

@@ -20,7 +20,7 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import SwitchControl
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import errors
+from softswitch.p4runtime import errors, reclaim
 from softswitch.p4runtime.externs import Externs
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex
@@ -110,11 +110,14 @@ class PipelineRuntime:
         # The switch may mirror the batch's entries into its data path in one go at
         # the end (FastSwitch.synced_batch); the device lock is held throughout.
         synced = getattr(self.switch, "synced_batch", contextlib.nullcontext)
+        # What the batch drops waits for the reply (reclaim.held) unless it is big.
+        hold = (reclaim.freeing_now() if count > reclaim.HOLD_UPDATES
+                else contextlib.nullcontext())
         if count < _PAUSE_GC_FROM:
-            with synced():
+            with hold, synced():
                 return self._write_batch(slices, count, atomic, permit, cancelled,
                                          reparse)
-        with _collector_paused(freeze), synced():
+        with hold, _collector_paused(freeze), synced():
             return self._write_batch(slices, count, atomic, permit, cancelled, reparse)
 
     def _write_batch(self, slices: Iterable[tuple[int, Sequence[Any]]], count: int,
@@ -130,7 +133,10 @@ class PipelineRuntime:
         apply = self._apply
         plain = self.tables.write_plain
         run = self.tables.apply_run if reparse is not None and not atomic else None
+        later = reclaim.held()
         for base, items in slices:
+            if later is not None:     # freed once the reply is sent (reclaim.held)
+                later.append(items)
             j, n = 0, len(items)
             while j < n:
                 if cancelled is not None and cancelled():

@@ -19,7 +19,7 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import EntryView, KeyMatch, SwitchControl
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import actions, bytestrings, entrywire, errors, matches, wire
+from softswitch.p4runtime import actions, bytestrings, entrywire, errors, matches, reclaim, wire
 from softswitch.p4runtime.actions import ActionCall
 from softswitch.p4runtime.entryplan import Accepted, TablePlan
 from softswitch.p4runtime.entrywire import CHECKED_LEN, Checked, Decoded
@@ -223,7 +223,8 @@ class TableEntries:
         (rows, row_ids, mode, lpm_index, state_size, now), put, deleted = bulk
         state = fast.state
         ctx = (d[1], fast.records, fast.timed, fast.native_routes, fast.size, state, rows,
-               row_ids, mode, lpm_index, put, deleted, Record, ActionCall, now, state_size)
+               row_ids, mode, lpm_index, put, deleted, Record, ActionCall, now, state_size,
+               reclaim.held())
         return mod.apply(items, start, ctx)  # type: ignore[no-any-return]
 
     def _checked_table(self, table_id: int) -> _Checked | None:

@@ -28,6 +28,8 @@ from typing import Any
 
 import grpc
 
+from softswitch.p4runtime import reclaim
+
 log = logging.getLogger("softswitch.p4runtime")
 
 try:
@@ -94,6 +96,12 @@ class UnaryLane:
         self._server.request_registered_call(self._cq, self._cq, method, method)
 
     def _run(self) -> None:
+        with reclaim.holding() as later:
+            self._serve(later)
+
+    def _serve(self, later: list[Any]) -> None:
+        """Poll and answer; what a request drops is kept in ``later`` (reclaim.held)
+        and freed once its reply has been handed to gRPC."""
         cq = self._cq
         ok_types = (cygrpc.CompletionType.queue_timeout,)
         while True:
@@ -108,6 +116,7 @@ class UnaryLane:
             except Exception as exc:  # noqa: BLE001 - the lane must keep serving
                 log.error("unary lane: %s: %s", type(exc).__name__, exc)
             event = None
+            later.clear()
 
     def _on(self, event: Any) -> None:
         tag = event.tag
@@ -134,7 +143,11 @@ class UnaryLane:
         deserialize, behavior, serialize = handler
         context = LaneContext()
         try:
-            response = serialize(behavior(deserialize(message), context))
+            request = deserialize(message)
+            later = reclaim.held()
+            if later is not None:       # freed after the reply is sent (see reclaim.held)
+                later.append(request)
+            response = serialize(behavior(request, context))
         except _Aborted as exc:
             return _status(exc.code, exc.details, context.trailing)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: INTERNAL, as grpcio
