@@ -73,7 +73,7 @@ class NativeQueues:
         popped = []
         for t in pending:
             w = self._work(t)
-            w.queue = Dequeued(QueuedPacket(w, t[2], t[3], t[6], t[7], now_us), t[1], t[8],
+            w.queue = Dequeued(QueuedPacket(None, t[2], t[3], t[6], t[7], now_us), t[1], t[8],
                                now_us - t[6], now_us)
             popped.append(w)
         return work, popped

@@ -242,7 +242,7 @@ class DataPlane:
             wait = ticker.wait_s()
         if wait is None:
             return IDLE_WAIT_S
-        return min(max(wait, 0.001), IDLE_WAIT_S)   # a departure it cannot make: no spin
+        return min(max(wait, 0.0), IDLE_WAIT_S)
 
     def wake(self) -> None:
         """Make the loop look at its timer now (something queued from another thread may

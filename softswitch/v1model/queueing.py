@@ -50,6 +50,7 @@ class QueuedSwitch:
         out: list[tuple[PacketOut, float]] = []
         for dq in self.tm.dequeue_ready(now_us):
             w: _Work = dq.packet.item
+            dq.packet.item = None     # w.queue -> dq -> w would be a cycle (see _pass_through)
             w.queue = dq
             emitted: list[PacketOut] = []
             work: deque[_Work] = deque([w])
@@ -108,9 +109,17 @@ class QueuedSwitch:
 
     def _pass_through(self, w: _Work, now_us: float) -> bool:
         sm = w.sm
-        w.queue = self.tm.pass_through(w, w.length, w.port, int(getattr(sm, "f_priority", 0)),
-                                       int(getattr(sm, "f_ingress_port", 0)), now_us)
-        return w.queue is not None
+        dq = self.tm.pass_through(w, w.length, w.port, int(getattr(sm, "f_priority", 0)),
+                                  int(getattr(sm, "f_ingress_port", 0)), now_us)
+        if dq is None:
+            return False
+        # Egress reads only the stay's metadata. Left in, the packet would reach itself
+        # (w.queue.packet.item is w): a cycle per packet, freed only by the cyclic
+        # collector, whose young-generation passes then stopped a busy switch for
+        # 80-115 ms every ~50,000 packets (the Mininet leaf-spine mix's P99).
+        dq.packet.item = None
+        w.queue = dq
+        return True
 
     def _enqueue(self, w: _Work, now_us: float) -> None:
         priority = int(getattr(w.sm, "f_priority", 0))
