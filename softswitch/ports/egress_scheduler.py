@@ -284,11 +284,13 @@ class EgressScheduler:
         return self
 
     def wait_s(self) -> float | None:
-        """Seconds until the next departure (<= 0: due), None when nothing waits."""
-        if self._queued is None or not self.tm.holding():
-            return None
-        now = self.now_us()
-        nxt = self.tm.next_event_us(now)
+        """Seconds until the next departure (<= 0: due), None when nothing waits. Under
+        the device lock: a PacketOut may be queueing on a gRPC thread meanwhile."""
+        with self.device.lock:
+            if self._queued is None or not self.tm.holding():
+                return None
+            now = self.now_us()
+            nxt = self.tm.next_event_us(now)
         return None if nxt is None else (nxt - now) / 1e6
 
     def tick(self) -> None:
