@@ -87,13 +87,11 @@ class DataPlane:
         self._held: dict[int, list[bytes]] = {}  # port number -> its pending list
         try:
             for number, iface in interfaces.items():
+                port = Port(number, RawPort(iface, priority.program(urgent=False)
+                                            if priority else None))
+                self.ports[number] = port               # closed by close() if what follows fails
                 if priority:
-                    port = Port(number, RawPort(iface, priority.program(urgent=False)))
-                    self.ports[number] = port
                     port.urgent = RawPort(iface, priority.program(urgent=True))
-                else:
-                    port = Port(number, RawPort(iface))
-                    self.ports[number] = port
                 self._held[number] = port.pending
                 if pcap_dir is not None:
                     path_in, path_out = trace_paths(pcap_dir, iface)
@@ -231,14 +229,7 @@ class DataPlane:
         """Send what is due, then how long the sockets may be waited on."""
         wait = ticker.wait_s()
         if wait is not None and wait <= 0:
-            self._loop_thread = threading.get_ident()
-            try:
-                ticker.tick()
-            except Exception as exc:  # noqa: BLE001 - the ports must keep running
-                log.error("egress scheduler: %s: %s", type(exc).__name__, exc)
-            finally:
-                self._loop_thread = None
-                self._flush()
+            self._holding_sends(ticker.tick, "egress scheduler")
             wait = ticker.wait_s()
         if wait is None:
             return IDLE_WAIT_S
@@ -266,16 +257,22 @@ class DataPlane:
             for frame in frames:
                 port.pcap_in.write(frame)
         for at in range(0, len(frames), SEND_EVERY):
-            self._loop_thread = threading.get_ident()
-            try:
-                deliver(port.number,
-                        frames if len(frames) <= SEND_EVERY else frames[at:at + SEND_EVERY])
-            except Exception as exc:  # noqa: BLE001 - one bad burst must not stop the ports
-                log.error("port %d: frames dropped, internal error: %s: %s", port.number,
-                          type(exc).__name__, exc)
-            finally:
-                self._loop_thread = None
-                self._flush()
+            part = frames if len(frames) <= SEND_EVERY else frames[at:at + SEND_EVERY]
+            self._holding_sends(lambda part=part: deliver(port.number, part),
+                                f"port {port.number}: frames dropped")
+
+    def _holding_sends(self, work: Callable[[], None], what: str) -> None:
+        """Run ``work`` as the port loop, holding what it transmits, then send it in one
+        call per port; an exception is logged (``what`` says what was lost), and the
+        ports go on."""
+        self._loop_thread = threading.get_ident()
+        try:
+            work()
+        except Exception as exc:  # noqa: BLE001 - the ports must keep running
+            log.error("%s, internal error: %s: %s", what, type(exc).__name__, exc)
+        finally:
+            self._loop_thread = None
+            self._flush()
 
     def stop(self) -> None:
         self._stopping = True
