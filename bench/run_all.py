@@ -3,8 +3,9 @@
 Runs, in this order (each writes its own JSON under ``out/bench/``):
 
 * ``veth_pps.py``: bare veth, then l3_basic.p4 and tailcc.p4 over veth on each target;
-* ``urgent_latency.py``: urgent class at 50% of each target's tailcc.p4 veth rate just
-  measured, idle / elephants queued / elephants + 1000 writes/s;
+* ``urgent_latency.py``: each target loaded at 50% of its tailcc.p4 veth rate just
+  measured (urgent class 25%, elephants 25%), idle / elephants queued / elephants +
+  1000 writes/s;
 * ``pps.py``: in-process packets/s (interpreter vs C), tailcc.p4 included;
 * ``p4runtime_write.py``: P4Runtime insert/modify/delete/read at batches 1/100/1000;
 * ``tailcc_apply.py --default-intent``: the whole ``tailcc apply`` command;

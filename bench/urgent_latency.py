@@ -7,10 +7,11 @@ on two veth pairs, with tailcc.p4 routing 10.0.2.0/24 out of port 2:
 
 1. the target's max rate is measured (``veth_pps``'s sender, tailcc frames), unless
    given with ``--max-pps TARGET=N``;
-2. urgent frames (DSCP 46, classified into queue 7) are sent at 50% of that rate for
-   ``--seconds``, in three scenarios: ``idle`` (urgent only); ``elephants`` (1400-byte
-   best-effort frames, queue 0, offered at 25% of the max rate while queue 0 of port 2
-   is limited to 10% with ``set_queue_rate``, so it stays full: elephants queued);
+2. the switch is loaded at ``--load`` of that rate (0.5), of which ``--urgent-share``
+   (0.5) are urgent frames (DSCP 46, classified into queue 7), for ``--seconds``, in
+   three scenarios: ``idle`` (the urgent frames alone); ``elephants`` (the rest of the
+   load as 1400-byte best-effort frames, queue 0, while queue 0 of port 2 is limited
+   to 10% of the max rate with ``set_queue_rate``, so it stays full: elephants queued);
    ``elephants+writes`` (the same while a controller adds 1000 routes/s through the CLI
    channel — softswitch's runtime channel, BMv2's Thrift — into routing_v4);
 3. each urgent frame carries its send time (``time.time_ns`` just before the burst it is
@@ -22,7 +23,11 @@ ratios; writes ``out/bench/urgent_latency.json``. Needs root. The sender is a se
 process; on a 2-core machine it, the receiver and the switch share the cores, so an
 otherwise idle machine matters.
 
+Until 2026-12 the urgent class alone was sent at 50% and the elephants at 25% beside
+it (75% in all): ``--load 0.75 --urgent-share 0.667`` runs that.
+
     python bench/urgent_latency.py [--seconds 60] [--targets softswitch bmv2]
+                                   [--load 0.5] [--urgent-share 0.5]
                                    [--max-pps softswitch=30000] [--json PATH]
 """
 
@@ -38,6 +43,7 @@ import struct
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -58,6 +64,7 @@ SO_TIMESTAMPNS = 35
 URGENT_DSCP, URGENT_QUEUE, BULK_QUEUE = 46, 7, 0
 WARMUP_S = 0.5
 WRITES_PER_S = 1000
+LOAD, URGENT_SHARE = 0.5, 0.5                   # of the max rate; the urgent part of it
 ROUTE_SIZE = 131072                             # room for 60+ s of 1000 routes/s
 T = "TailccIngress"
 
@@ -201,10 +208,22 @@ def _percentile(sorted_ns: list[int], q: float) -> float:
     return sorted_ns[min(len(sorted_ns) - 1, int(q * len(sorted_ns)))] / 1000.0
 
 
+@dataclass(frozen=True)
+class Load:
+    """What the switch is offered: ``total`` of its max rate, ``urgent`` the urgent
+    frames' part of it (the rest are elephants, in the scenarios that have them)."""
+
+    total: float = LOAD
+    urgent: float = URGENT_SHARE
+
+    def rates(self, max_pps: float, elephants: bool) -> tuple[float, float]:
+        urgent = self.total * self.urgent * max_pps
+        return urgent, (self.total * max_pps - urgent if elephants else 0.0)
+
+
 def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
-              max_pps: float, seconds: float) -> dict:
-    urgent_pps = 0.5 * max_pps
-    elephant_pps = 0.25 * max_pps if name != "idle" else 0.0
+              max_pps: float, seconds: float, load: Load) -> dict:
+    urgent_pps, elephant_pps = load.rates(max_pps, name != "idle")
     rx_port = RawPort(h2)
     rx = rx_port.sock
     rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
@@ -244,7 +263,7 @@ def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
 
 def run_target(target: str, seconds: float, max_pps: float | None,
                ingress_priority: bool = True,
-               scenarios: tuple[str, ...] = SCENARIOS) -> dict:
+               scenarios: tuple[str, ...] = SCENARIOS, load: Load = Load()) -> dict:
     """``ingress_priority``: softswitch reads the urgent DSCP ahead of a backlog
     (``--ingress-priority-dscp``, its extension; BMv2 has nothing like it)."""
     extra = ("--ingress-priority-dscp", str(URGENT_DSCP)) if ingress_priority else ()
@@ -267,7 +286,7 @@ def run_target(target: str, seconds: float, max_pps: float | None,
             rows = []
             for name in scenarios:
                 print(f"urgent latency: {target} {name} ...", file=sys.stderr, flush=True)
-                rows.append(_scenario(switch, h1, h2, name, max_pps, seconds))
+                rows.append(_scenario(switch, h1, h2, name, max_pps, seconds, load))
     return {"max_pps": max_pps, "scenarios": rows}
 
 
@@ -308,6 +327,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="softswitch reads the urgent DSCP first (--ingress-priority-dscp "
                          f"{URGENT_DSCP}; on)")
     ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
+    ap.add_argument("--load", type=float, default=LOAD,
+                    help=f"offered load, a fraction of the target's max rate ({LOAD})")
+    ap.add_argument("--urgent-share", type=float, default=URGENT_SHARE,
+                    help=f"the urgent frames' part of the load ({URGENT_SHARE}); "
+                         "elephants carry the rest")
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -315,6 +339,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.seconds < 2:
         ap.error("--seconds must be at least 2")
+    if not 0 < args.load <= 1.5:
+        ap.error(f"--load {args.load}: expected a fraction of the max rate in (0, 1.5]")
+    if not 0 < args.urgent_share <= 1:
+        ap.error(f"--urgent-share {args.urgent_share}: expected a fraction in (0, 1]")
+    load = Load(args.load, args.urgent_share)
     given: dict[str, float] = {}
     for item in args.max_pps:
         name, _, value = item.partition("=")
@@ -323,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             ap.error(f"--max-pps {item!r}: expected TARGET=N")
     report: dict = {"seconds": args.seconds, "targets": {}, "notes": [],
+                    "load": load.total, "urgent_share": load.urgent,
                     "scenarios": list(args.scenarios),
                     "ingress_priority": args.ingress_priority}
     if "softswitch" in args.targets:
@@ -337,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         report["targets"][target] = run_target(target, args.seconds, given.get(target),
                                                args.ingress_priority == "on",
-                                               tuple(args.scenarios))
+                                               tuple(args.scenarios), load)
     print(table(report))
     for note in report["notes"]:
         print(f"  {note}")

@@ -300,6 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in _PASSTHROUGH:
         if argv[0] == "run" and from_command_line:
+            from softswitch.p4runtime import grpc_env
+
+            grpc_env.configure()             # before gRPC starts (and kept by the re-exec)
             _system_allocator()
             _exit_now(_passthrough(argv[0], argv[1:]))
         return _passthrough(argv[0], argv[1:])
