@@ -54,7 +54,7 @@ from softswitch.p4runtime.idle import Sweeper
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.roles import RoleTable
 from softswitch.p4runtime.server import MAX_MESSAGE_BYTES, ServerError, TlsConfig, serve
-from softswitch.ports import gc_tuning, ingress_priority
+from softswitch.ports import ingress_priority, realtime
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.egress_scheduler import EgressScheduler
 from softswitch.ports.ingress_priority import IngressPriority
@@ -451,7 +451,7 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
     sweeper = Sweeper(device)
     sweeper.start()
     scheduler.drive(plane.wake)         # departures on the port loop's thread
-    gc_tuning.settle()
+    realtime.settle()
     try:
         if not stop.is_set():
             plane.run_batches(scheduler.deliver_batch, ticker=scheduler)

@@ -13,7 +13,7 @@ batch (:class:`Reclaimer`, a background thread):
   full collection — ``gc.collect()``, of the permanent generation too: big Write
   batches freeze what exists when they end (``runtime._collector_paused``), so it is
   unfrozen, collected, and what survives (live, then) frozen again, as
-  ``ports.gc_tuning.settle`` does at start-up;
+  ``ports.realtime.settle`` does at start-up;
 * **glibc keeps freed heap** in its arenas — ``malloc_trim(0)`` returns it to the
   kernel.
 
