@@ -214,7 +214,8 @@ def l3_routes(routes: int) -> tuple[dict[str, Switch], list[tuple[int, bytes]]]:
 def tailcc_lab() -> tuple[dict[str, Switch], list[tuple[int, bytes]]]:
     from softswitch.runtime_channel import RuntimeChannel
     from softswitch.tm import TrafficManager
-    from taillab.fabric import CNP_RECIRCULATION_PORT, CNP_SESSION, TAILCC_P4, tailcc
+    from taillab.fabric import CNP_RECIRCULATION_PORT, CNP_SESSION, tailcc
+    from taillab.programs import TAILCC_P4
     from taillab.roce import OPCODE_RC_WRITE_MIDDLE, RoceFlowAddr, build_roce
     from taillab.sim import RECEIVER_PORT, RECEIVER_QP_OFFSET, SWITCH_MAC, host_ip, host_mac
     from taillab.workload import BULK, HOT_KV, MOE, SCHED_SIGNAL

@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from taillab.fabric import CONFIGS, TAILCC_P4, LabSwitch  # noqa: E402
+from taillab.fabric import CONFIGS, LabSwitch  # noqa: E402
+from taillab.programs import TAILCC_P4  # noqa: E402
 from taillab.report import ClassLatency, format_table, plot, summarise  # noqa: E402
 from taillab.sim import LinkSpec, Simulation  # noqa: E402
 from taillab.workload import DEFAULT_MIX, generate  # noqa: E402
