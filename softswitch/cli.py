@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NoReturn
 
 from softswitch.diagnostics import P4Error
@@ -149,6 +149,7 @@ def _cmd_stf(args: argparse.Namespace) -> int:
 def _cmd_cli(args: argparse.Namespace) -> int:
     from softswitch.runtime_channel import run_commands
 
+    commands: Iterable[str]
     if args.commands:
         commands = list(args.commands)
     elif args.file and args.file != "-":
@@ -158,7 +159,9 @@ def _cmd_cli(args: argparse.Namespace) -> int:
         except OSError as err:
             raise P4Error(f"cannot read {args.file}: {err.strerror}") from None
     else:
-        commands = sys.stdin.read().splitlines()
+        # line by line, as they come: a controller may keep the pipe open and write
+        # changes over time (simple_switch_CLI reads its stdin the same way)
+        commands = (line.rstrip("\n") for line in sys.stdin)
     token = None
     if args.token_file:
         from softswitch.runtime_channel import read_token

@@ -502,8 +502,9 @@ def _start_runtime_channel(opts: RunOptions, device: Device,
         if loaded is None:
             return None
         if managed[0] is not loaded:
-            managed[:] = [loaded, ManagedControl(loaded.switch, loaded.runtime,
-                                                 opts.runtime_writes)]
+            managed[:] = [loaded, ManagedControl(
+                loaded.switch, loaded.runtime, opts.runtime_writes,
+                device.note_request if device.reclaimer is not None else None)]
         return managed[1]
 
     channel = RuntimeChannel(current_control, tm, lock=device.lock)  # type: ignore[arg-type]

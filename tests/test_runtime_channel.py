@@ -1,5 +1,6 @@
 """The runtime channel: simple_switch_CLI commands over TCP to a live switch."""
 
+import select
 import socket
 import subprocess
 import sys
@@ -64,3 +65,40 @@ def test_errors_are_reported_and_set_the_exit_code(live):
 def test_unreachable_switch_is_a_clean_error():
     proc = cli(free_port(), "show_tables")
     assert proc.returncode == 1 and "cannot reach" in proc.stderr
+
+
+def test_piped_commands_apply_as_they_arrive(live):
+    """A controller keeping the CLI's stdin open: each command reaches the switch (and
+    its reply comes back) while the pipe is still open, as with simple_switch_CLI."""
+    switch, _tm, port = live
+    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "cli", "--port", str(port)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        for i in range(3):
+            proc.stdin.write(f"table_add ipv4_lpm set_next_hop 10.{20 + i}.0.0/16 => "
+                             f"{i + 1} 0x1 0x2\n")
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], 20)
+            assert ready, "no reply while the pipe is open"
+            assert "Entry has been added" in proc.stdout.readline()
+        assert proc.poll() is None
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    ports = {e.args[0] for e in switch.table_entries("L3Ingress.ipv4_lpm")}
+    assert {1, 2, 3} <= ports
+
+
+def test_many_commands_keep_their_order_and_replies(live):
+    _switch, _tm, port = live
+    lines = [f"set_queue_rate {100 + i} 3 {i % 8}" for i in range(400)] + ["show_queues 3"]
+    proc = cli(port, stdin="\n".join(lines) + "\n")
+    assert proc.returncode == 0, proc.stderr
+    # the last rate set on each queue wins: the commands ran in the order given
+    for q in range(8):
+        assert f"queue {q}: depth 0/" in proc.stdout
+        assert f"rate {100 + 392 + q} pps" in proc.stdout

@@ -114,9 +114,15 @@ class PipelineRuntime:
         hold = (reclaim.freeing_now() if count > reclaim.HOLD_UPDATES
                 else contextlib.nullcontext())
         if count < _PAUSE_GC_FROM:
-            with hold, synced():
-                return self._write_batch(slices, count, atomic, permit, cancelled,
-                                         reparse)
+            try:
+                with hold, synced():
+                    return self._write_batch(slices, count, atomic, permit, cancelled,
+                                             reparse)
+            finally:
+                if freeze:
+                    # what a small write leaves is long-lived too: out of the young and
+                    # middle passes, which would walk it again and again (O(1))
+                    gc.freeze()
         with hold, _collector_paused(freeze), synced():
             return self._write_batch(slices, count, atomic, permit, cancelled, reparse)
 
