@@ -9,32 +9,26 @@ set up, the objects that exist are moved to the permanent generation (``gc.freez
 where collections never look, and the young-generation threshold is raised so the
 packet path's garbage (freed by reference counting anyway) rarely triggers a pass.
 
-**The GIL.** A control thread running Python (a P4Runtime Write, a runtime-channel
-command) keeps the port loop off the interpreter until it blocks or the switch interval
-ends — 5 ms by default, which urgent frames then wait. At 200 µs the loop gets the
-interpreter back within a fifth of a millisecond. Measured with ``bench/urgent_latency.py``
-(elephants and 1000 CLI writes/s, 20 s, twice each, idle 2-core machine): urgent P99
-325-332 µs against 380-541, P999 1.1-1.2 ms against 1.9-3.1, max 2.8-3.7 ms against
-6.9-7.1. A forced switch costs a few µs, paid only while two threads want the GIL.
+**The GIL's switch interval** stays CPython's 5 ms. A shorter one (200 µs) was
+measured with ``bench/urgent_latency.py`` and 1000 CLI writes/s applied during the
+traffic: urgent P99 24-31 ms against 3.1-3.3 ms at 5 ms (12 s runs, idle 2-core
+machine) — the port loop, which gives the GIL up at every system call, lost it to the
+write thread far more often.
 """
 
 from __future__ import annotations
 
 import gc
-import sys
 
 # young generation: allocations between passes; older ones: passes of the younger one
 THRESHOLDS = (50_000, 20, 100)
-SWITCH_INTERVAL_S = 0.0002
 
 
 def settle() -> None:
-    """Collect once, freeze what survives and set the real-time thresholds and switch
-    interval; call once, when the switch is loaded and before packets flow. (A pipeline
-    a controller sets later is not frozen: freezing without a collection would keep the
-    old pipeline's garbage forever, and a collection then would be the very stall this
-    avoids.)"""
+    """Collect once, freeze what survives and set the real-time thresholds; call once,
+    when the switch is loaded and before packets flow. (A pipeline a controller sets
+    later is not frozen: freezing without a collection would keep the old pipeline's
+    garbage forever, and a collection then would be the very stall this avoids.)"""
     gc.collect()
     gc.freeze()
     gc.set_threshold(*THRESHOLDS)
-    sys.setswitchinterval(SWITCH_INTERVAL_S)

@@ -8,15 +8,14 @@ import sys
 from softswitch.ports import realtime
 
 
-def test_settle_freezes_the_heap_and_sets_collector_and_switch_interval():
+def test_settle_freezes_the_heap_and_sets_the_collector():
     thresholds, interval = gc.get_threshold(), sys.getswitchinterval()
     kept = [object() for _ in range(3)]
     try:
         realtime.settle()
         assert gc.get_threshold() == realtime.THRESHOLDS
-        assert abs(sys.getswitchinterval() - realtime.SWITCH_INTERVAL_S) < 1e-6
+        assert sys.getswitchinterval() == interval          # left as CPython has it
         assert gc.get_freeze_count() >= len(kept)
-        assert realtime.SWITCH_INTERVAL_S <= 0.0005     # far below CPython's 5 ms
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)
