@@ -61,6 +61,7 @@ class ManagedControl:
         self._runtime = runtime
         self._direct_writes = direct_writes
         self._written = written
+        self._by_name: dict[str, TableIndex] | None = None
 
     def __getattr__(self, name: str) -> Any:
         if name in NEVER or (name in DIRECT_ONLY and not self._direct_writes):
@@ -109,10 +110,17 @@ class ManagedControl:
 
     # ------------------------------------------------------------------ helpers
     def _table(self, name: str) -> TableIndex:
-        for table in self._runtime.index.tables.values():
-            if name in (table.info.preamble.name, table.info.preamble.alias):
-                return table
-        raise P4Error(f"table '{name}' is not a P4Runtime table of the loaded pipeline")
+        if self._by_name is None:      # the pipeline's tables never change: index once
+            by_name: dict[str, TableIndex] = {}
+            for table in self._runtime.index.tables.values():
+                by_name.setdefault(table.info.preamble.alias, table)
+            for table in self._runtime.index.tables.values():
+                by_name[table.info.preamble.name] = table
+            self._by_name = by_name
+        table = self._by_name.get(name)
+        if table is None:
+            raise P4Error(f"table '{name}' is not a P4Runtime table of the loaded pipeline")
+        return table
 
     def _record(self, table: str, handle: int) -> Any:
         index = self._table(table)
