@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import grpc
 import pytest
@@ -65,6 +67,24 @@ def _start(args: list[str]) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@contextmanager
+def _running(args: list[str]) -> Iterator[subprocess.Popen]:
+    """``softswitch run ARGS``, killed on the way out if a test left it running."""
+    proc = _start(args)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> str:
+    """Signal the switch and wait for it; its stderr."""
+    proc.send_signal(sig)
+    return proc.communicate(timeout=15)[1]
+
+
 def _wait_ready(addr: str, proc: subprocess.Popen) -> grpc.Channel:
     channel = grpc.insecure_channel(addr)
     # one readiness future, waited on in slices; a future left polling would raise in
@@ -82,6 +102,23 @@ def _wait_ready(addr: str, proc: subprocess.Popen) -> grpc.Channel:
     finally:
         ready.cancel()
     raise AssertionError("server did not come up")
+
+
+def test_serves_with_its_grpc_settings_and_grpc_knows_them():
+    """softswitch.p4runtime.grpc_env: set in the server's environment, and no ``Unknown
+    experiment`` from the installed grpcio (a renamed or finalised experiment)."""
+    addr = f"127.0.0.1:{_free_port()}"
+    with _running(["--no-p4", "--", "--grpc-server-addr", addr]) as proc:
+        channel = _wait_ready(addr, proc)
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        assert stub.Capabilities(p4runtime_pb2.CapabilitiesRequest()).p4runtime_api_version
+        environ = open(f"/proc/{proc.pid}/environ", "rb").read().split(b"\0")
+        assert b"GRPC_EXPERIMENTS=-event_engine_listener" in environ \
+            or "GRPC_EXPERIMENTS" in os.environ
+        channel.close()
+        err = _stop(proc)
+    assert proc.returncode == 0, err
+    assert "Unknown experiment" not in err, err
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
@@ -221,8 +258,7 @@ def test_artifact_program_serves_its_pipeline(tmp_path):
     artifact = tmp_path / "l3_basic.json"
     artifact.write_bytes(pipeline.make_artifact(l3).to_bytes())
     addr = f"127.0.0.1:{_free_port()}"
-    proc = _start([str(artifact), "--", "--grpc-server-addr", addr])
-    try:
+    with _running([str(artifact), "--", "--grpc-server-addr", addr]) as proc:
         channel = _wait_ready(addr, proc)
         stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
         config = stub.GetForwardingPipelineConfig(
@@ -230,11 +266,7 @@ def test_artifact_program_serves_its_pipeline(tmp_path):
         assert config.p4_device_config == artifact.read_bytes()
         assert any(t.preamble.name == "L3Ingress.ipv4_lpm" for t in config.p4info.tables)
         channel.close()
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        err = _stop(proc, signal.SIGINT)
     assert proc.returncode == 0, err
 
 
