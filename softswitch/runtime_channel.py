@@ -176,32 +176,46 @@ class _Handler(socketserver.StreamRequestHandler):
     timeout = 600                  # an idle connection is closed after ten minutes
 
     def handle(self) -> None:
+        """Commands are answered in order; all the complete lines one read brings (a
+        client pipelining its commands) are answered with one send."""
         if self.token is not None and not self._authenticate():
             return
+        pending = bytearray()
         while True:
             try:
-                raw = self.rfile.readline(MAX_LINE + 1)
+                data = self.rfile.read1(1 << 16)   # what is buffered, or one read
             except OSError:            # the idle timeout, or the client went away
                 return
-            if not raw:
-                return
-            if len(raw) > MAX_LINE:
-                reply = {"ok": False, "output": "Error: command too long"}
-            else:
-                try:
-                    cmd = json.loads(raw)["cmd"]
-                    if not isinstance(cmd, str):
-                        raise TypeError
-                    ok, output = self.channel.execute(cmd)
-                    reply = {"ok": ok, "output": output}
-                except (ValueError, KeyError, TypeError):
-                    reply = {"ok": False, "output": 'Error: expected {"cmd": "..."}'}
+            pending += data
+            lines = bytes(pending).split(b"\n")
+            pending = bytearray(lines.pop())     # an incomplete line waits for the rest
+            if not data and pending:
+                lines.append(bytes(pending))     # the last line, unterminated
+            replies, too_long = [], len(pending) > MAX_LINE
+            for line in lines:
+                if len(line) > MAX_LINE:
+                    too_long = True
+                    break
+                replies.append(self._reply(line))
+            if too_long:
+                replies.append({"ok": False, "output": "Error: command too long"})
             try:
-                self.wfile.write((json.dumps(reply) + "\n").encode())
+                if replies:
+                    self.wfile.write("".join(json.dumps(r) + "\n" for r in replies).encode())
             except OSError:
                 return
-            if len(raw) > MAX_LINE:
-                return                 # the rest of that line cannot be trusted
+            if too_long or not data:
+                return                 # the rest of a too long line cannot be trusted
+
+    def _reply(self, raw: bytes) -> dict[str, Any]:
+        try:
+            cmd = json.loads(raw)["cmd"]
+            if not isinstance(cmd, str):
+                raise TypeError
+            ok, output = self.channel.execute(cmd)
+            return {"ok": ok, "output": output}
+        except (ValueError, KeyError, TypeError):
+            return {"ok": False, "output": 'Error: expected {"cmd": "..."}'}
 
     def _authenticate(self) -> bool:
         """The first message must carry the token; anything else closes the channel."""

@@ -102,3 +102,38 @@ def test_many_commands_keep_their_order_and_replies(live):
     for q in range(8):
         assert f"queue {q}: depth 0/" in proc.stdout
         assert f"rate {100 + 392 + q} pps" in proc.stdout
+
+
+def _raw_exchange(port: int, payload: bytes, shut: bool = False) -> list[dict]:
+    import json
+
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(payload)
+        if shut:
+            sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+            if not shut and data.count(b"\n") >= 2:
+                break
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def test_a_too_long_line_ends_the_connection_after_the_lines_before_it(live):
+    from softswitch.runtime_channel import MAX_LINE
+
+    _switch, tm, port = live
+    payload = (b'{"cmd": "set_queue_rate 777 4 1"}\n' + b"x" * (MAX_LINE + 10) + b"\n"
+               + b'{"cmd": "set_queue_rate 778 4 1"}\n')
+    replies = _raw_exchange(port, payload)
+    assert replies[0]["ok"] and replies[1] == {"ok": False,
+                                               "output": "Error: command too long"}
+    assert tm.port(4).queue_config(1).rate_pps == 777      # the line after: not run
+
+
+def test_an_unterminated_last_line_is_still_answered(live):
+    _switch, tm, port = live
+    replies = _raw_exchange(port, b'{"cmd": "set_queue_rate 555 5 2"}\n{"cmd": "se'
+                            b't_queue_rate 556 5 2"}', shut=True)
+    assert [r["ok"] for r in replies] == [True, True]
+    assert tm.port(5).queue_config(2).rate_pps == 556
