@@ -27,6 +27,7 @@ from __future__ import annotations
 import hmac
 import json
 import os
+import queue
 import socket
 import socketserver
 import sys
@@ -37,6 +38,7 @@ from typing import Any
 
 from softswitch.core.control import SwitchControl
 from softswitch.diagnostics import P4Error
+from softswitch.stf.commands import parse_command
 from softswitch.stf.session import CommandSession
 from softswitch.tm import PfcThresholds, TrafficManager
 
@@ -81,11 +83,15 @@ class RuntimeChannel:
             return True, ""
         keyword, *words = text.split()
         try:
-            with self.lock:
-                handler = self._tm_commands.get(keyword.lower())
-                if handler is not None:
+            handler = self._tm_commands.get(keyword.lower())
+            if handler is not None:
+                with self.lock:
                     return True, handler(words)
-                outcome = self._current_session().run_line(text)
+            # a table command is parsed before the lock is taken: the port loop, which
+            # needs the lock for every burst, waits only for the change itself
+            command = parse_command(text)
+            with self.lock:
+                outcome = self._current_session().execute(command)
         except (P4Error, ValueError) as err:
             return False, f"Error: {getattr(err, 'message', err)}"
         if outcome.failure:
@@ -295,8 +301,12 @@ class RuntimeChannelServer:
 def run_commands(host: str, port: int, commands: Iterable[str],
                  out: Any = sys.stdout, token: bytes | None = None,
                  unix_path: str | None = None) -> int:
-    """Client: send each command, print its output; exit code 1 if any failed."""
-    failed = 0
+    """Client: send each command, print its output; exit code 1 if any failed.
+
+    Commands are sent as ``commands`` yields them (a pipe's lines as they arrive)
+    without waiting for the replies of those before, which are read and printed in
+    order: a controller piping a stream of changes is not held to one round trip per
+    change."""
     where = unix_path if unix_path is not None else f"{host}:{port}"
     try:
         if unix_path is not None:
@@ -306,31 +316,59 @@ def run_commands(host: str, port: int, commands: Iterable[str],
         else:
             sock = socket.create_connection((host, port), timeout=30)
         with sock:
-            stream = sock.makefile("rwb")
-            if token is not None:
-                stream.write((json.dumps({"token": token.decode("utf-8", "replace")})
-                              + "\n").encode())
-                stream.flush()
-                answer = json.loads(stream.readline() or b"{}")
-                if not answer.get("ok"):
-                    print(answer.get("output") or "Error: the switch refused the token",
-                          file=sys.stderr)
-                    return 1
-            for cmd in commands:
-                if not cmd.strip() or cmd.strip().startswith("#"):
-                    continue
-                stream.write((json.dumps({"cmd": cmd.rstrip("\n")}) + "\n").encode())
-                stream.flush()
-                line = stream.readline()
-                if not line:
-                    print("Error: the switch closed the connection", file=sys.stderr)
-                    return 1
-                reply = json.loads(line)
-                if reply.get("output"):
-                    print(reply["output"], file=out if reply.get("ok") else sys.stderr)
-                failed += not reply.get("ok")
+            reader, writer = sock.makefile("rb"), sock.makefile("wb")
+            if token is not None and not _authenticate(reader, writer, token):
+                return 1
+            return _pipelined(reader, writer, commands, out)
     except (OSError, ValueError) as err:
         print(f"Error: cannot reach the switch's runtime channel at {where}: {err}",
               file=sys.stderr)
         return 1
+
+
+def _authenticate(reader: Any, writer: Any, token: bytes) -> bool:
+    writer.write((json.dumps({"token": token.decode("utf-8", "replace")}) + "\n").encode())
+    writer.flush()
+    answer = json.loads(reader.readline() or b"{}")
+    if not answer.get("ok"):
+        print(answer.get("output") or "Error: the switch refused the token", file=sys.stderr)
+        return False
+    return True
+
+
+def _pipelined(reader: Any, writer: Any, commands: Iterable[str], out: Any) -> int:
+    """Send ``commands`` from a thread; read and print one reply per command sent, in
+    order, here. The sender tells what it sent through a queue: True per command, an
+    exception if reading the commands or sending failed, None at the end."""
+    sent: queue.SimpleQueue[bool | BaseException | None] = queue.SimpleQueue()
+
+    def send() -> None:
+        try:
+            for cmd in commands:
+                if not cmd.strip() or cmd.strip().startswith("#"):
+                    continue
+                writer.write((json.dumps({"cmd": cmd.rstrip("\n")}) + "\n").encode())
+                writer.flush()
+                sent.put(True)
+        except (OSError, ValueError) as err:
+            sent.put(err)
+        finally:
+            sent.put(None)
+
+    threading.Thread(target=send, name="cli-send", daemon=True).start()
+    failed = 0
+    while (item := sent.get()) is not None:
+        if isinstance(item, UnicodeDecodeError):
+            print(f"Error: the commands are not UTF-8 text: {item}", file=sys.stderr)
+            return 1
+        if isinstance(item, BaseException):
+            raise item
+        line = reader.readline()
+        if not line:
+            print("Error: the switch closed the connection", file=sys.stderr)
+            return 1
+        reply = json.loads(line)
+        if reply.get("output"):
+            print(reply["output"], file=out if reply.get("ok") else sys.stderr)
+        failed += not reply.get("ok")
     return 1 if failed else 0

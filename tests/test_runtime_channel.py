@@ -137,3 +137,15 @@ def test_an_unterminated_last_line_is_still_answered(live):
                             b't_queue_rate 556 5 2"}', shut=True)
     assert [r["ok"] for r in replies] == [True, True]
     assert tm.port(5).queue_config(2).rate_pps == 556
+
+
+def test_commands_that_are_not_text_are_a_clean_error(live):
+    switch, _tm, port = live
+    proc = subprocess.run([sys.executable, "-m", "softswitch", "cli", "--port", str(port)],
+                          input=b"table_add ipv4_lpm set_next_hop 10.77.0.0/16 => 7 0x1 0x2\n"
+                                b"\xff\xfe\n", capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    # refused by the CLI (strict UTF-8 stdin) or by the switch (an unknown command)
+    assert proc.returncode == 1 and "Traceback" not in err
+    assert "not UTF-8 text" in err or "unknown command" in err, err
+    assert 7 in {e.args[0] for e in switch.table_entries("L3Ingress.ipv4_lpm")}
