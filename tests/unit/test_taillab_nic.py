@@ -43,7 +43,6 @@ def checked():
 def _host_bulk_run(scheme: str, checked):
     """The messages above at fixed times through the scheme's network; returns the
     network, the slowdown per class and what reached the receivers."""
-    from taillab.metrics import unloaded_us
 
     scenario = parse_scenario(HOST_BULK, "host_bulk.yaml")
     sender = 4                                             # "1.0" (4 hosts per leaf)
@@ -61,10 +60,7 @@ def _host_bulk_run(scheme: str, checked):
         nic.on_packet = lambda data, deliver=deliver, got=got: (got.append(data),
                                                                 deliver(data))
     obs = net.run(messages)
-    t = scenario.topology
-    slowdown = {m.cls: (done - m.start_us) / unloaded_us(
-        m.size, t.mtu_payload, tuple(net.fabric.path_rates(m.sender, m.receiver)),
-        t.prop_us, None) for m, done in obs.completions}
+    slowdown = _slowdowns(scenario, net, obs, lambda m: m.cls)
     return net, slowdown, received
 
 
@@ -100,12 +96,22 @@ def test_nic_scheme_on_identical_offered_traffic(checked):
     assert ours["cnps"].get("switch", 0) > 0             # Fast CNPs, through the program
 
 
+def _slowdowns(scenario, net, obs, key):
+    """Each completed message's completion time over its unloaded time, by ``key``."""
+    from taillab.metrics import unloaded_us
+
+    t = scenario.topology
+    return {key(m): (done - m.start_us) / unloaded_us(
+        m.size, t.mtu_payload, tuple(net.fabric.path_rates(m.sender, m.receiver)),
+        t.prop_us, None) for m, done in obs.completions}
+
+
+
 def test_nic_feeds_shortest_remaining_block_first(checked):
     """One host posts a 200 KB hot KV block, and 10 us later a 100 KB one to another
     decode node (different leaves, nothing else on the wire): taking turns packet by
     packet, the second would take about twice its time; fed shortest remaining first,
     it passes the first, which loses only the second's transfer time."""
-    from taillab.metrics import unloaded_us
 
     scenario = parse_scenario(HOST_BULK, "host_bulk.yaml")
     hot = next(i for i, t in enumerate(scenario.traffic) if t.name == "hot_kv")
@@ -114,10 +120,7 @@ def test_nic_feeds_shortest_remaining_block_first(checked):
                                                         (12, 100000, 10.0)))]
     net = build_network(scenario, "tailcc-nic", messages, checked)
     obs = net.run(messages)
-    t = scenario.topology
-    slowdown = {m.size: (done - m.start_us) / unloaded_us(
-        m.size, t.mtu_payload, tuple(net.fabric.path_rates(m.sender, m.receiver)),
-        t.prop_us, None) for m, done in obs.completions}
+    slowdown = _slowdowns(scenario, net, obs, lambda m: m.size)
     assert slowdown[100000] < 1.1, slowdown
     assert 1.3 < slowdown[200000] < 1.6, slowdown
 
@@ -144,7 +147,6 @@ def test_nic_large_hot_kv_block_does_not_hold_a_moe_dispatch(checked):
     at the sender (moe.yaml: dispatches piled up and paused the spines). At the NIC the
     large-block queue shares by DWRR, MoE taking 3/4 of the link: the shard leaves at
     once, and the block loses only about the shard's transfer time."""
-    from taillab.metrics import unloaded_us
 
     scenario = parse_scenario(HOT_KV_MOE, "hot_kv_moe.yaml")
     roles = {t.name: t for t in scenario.traffic}
@@ -152,10 +154,7 @@ def test_nic_large_hot_kv_block_does_not_hold_a_moe_dispatch(checked):
                 FabricMessage("moe_a2a", 1, roles["moe_a2a"].role, 4, 12, 4096, 20.0, 1)]
     net = build_network(scenario, "tailcc-nic", messages, checked)
     obs = net.run(messages)
-    t = scenario.topology
-    slowdown = {m.cls: (done - m.start_us) / unloaded_us(
-        m.size, t.mtu_payload, tuple(net.fabric.path_rates(m.sender, m.receiver)),
-        t.prop_us, None) for m, done in obs.completions}
+    slowdown = _slowdowns(scenario, net, obs, lambda m: m.cls)
     assert set(slowdown) == {"hot_kv", "moe_a2a"}
     assert obs.first_tx_us[1] - 20.0 < 10.0, obs.first_tx_us     # strict: ~190 us
     assert slowdown["moe_a2a"] < 1.6, slowdown                    # strict: ~20x
