@@ -13,7 +13,7 @@ against 2,370-2,650/s, server CPU ~160 µs a call against ~170 µs (BMv2's C++ s
 gRPC reads ``GRPC_EXPERIMENTS`` once, when its core starts, so :func:`configure` must run
 before the first server or channel exists; a value the user set is left alone. The
 experiment names are grpcio's: an unknown one makes gRPC log ``Unknown experiment``,
-which ``tests/test_grpc_env.py`` watches for on the installed grpcio.
+which ``tests/test_p4runtime_run.py`` watches for on the installed grpcio.
 """
 
 from __future__ import annotations

@@ -113,17 +113,7 @@ class PipelineRuntime:
         # What the batch drops waits for the reply (reclaim.held) unless it is big.
         hold = (reclaim.freeing_now() if count > reclaim.HOLD_UPDATES
                 else contextlib.nullcontext())
-        if count < _PAUSE_GC_FROM:
-            try:
-                with hold, synced():
-                    return self._write_batch(slices, count, atomic, permit, cancelled,
-                                             reparse)
-            finally:
-                if freeze:
-                    # what a small write leaves is long-lived too: out of the young and
-                    # middle passes, which would walk it again and again (O(1))
-                    gc.freeze()
-        with hold, _collector_paused(freeze), synced():
+        with hold, _collector_paused(freeze, count >= _PAUSE_GC_FROM), synced():
             return self._write_batch(slices, count, atomic, permit, cancelled, reparse)
 
     def _write_batch(self, slices: Iterable[tuple[int, Sequence[Any]]], count: int,
@@ -294,24 +284,26 @@ class PipelineRuntime:
 
 
 @contextlib.contextmanager
-def _collector_paused(freeze: bool = False) -> Iterator[None]:
-    """No automatic cyclic-GC pass while a big batch is applied.
+def _collector_paused(freeze: bool = False, pause: bool = True) -> Iterator[None]:
+    """No automatic cyclic-GC pass while a big batch (``pause``) is applied.
 
     A batch allocates ~10 tracked objects per entry, none of them garbage: every gen-2
     pass it triggers would walk the whole table (O(table) per batch, ~10-15% of an
     insert of 20k entries). It is re-enabled after the batch if it was enabled before
     it (so concurrent batches cannot leave it off). With ``freeze`` (a server whose
     :mod:`reclaim` thread collects and re-freezes once quiet) what exists then is moved
-    to the permanent generation first: otherwise the first passes after the batch walk
-    its objects anyway — in young, then middle, then full passes, ~4 µs per entry
-    inserted in batches of 1000 (measured with gc callbacks), as much as the insert."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    to the permanent generation (O(1)), after small writes too: otherwise the passes
+    after the write walk its objects anyway — in young, then middle, then full passes,
+    ~4 µs per entry inserted in batches of 1000 (measured with gc callbacks), as much
+    as the insert; entries added one at a time (1000 CLI writes/s) stopped the port
+    loop 10-30 ms every few seconds."""
+    paused = pause and gc.isenabled()
+    if paused:
+        gc.disable()
     try:
         yield
     finally:
         if freeze:
             gc.freeze()
-        gc.enable()
+        if paused:
+            gc.enable()
