@@ -429,7 +429,7 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
     scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port),
                                 held_frames=plane.held_frames, native=native)
     tls = tls_config(opts)
-    channels = _start_runtime_channel(opts, device, tm)
+    channels = _start_runtime_channel(opts, device, tm, plane)
     try:
         server, _ = serve(device, opts.grpc_addr, tls=tls,
                           max_message_bytes=opts.max_request_bytes)
@@ -481,9 +481,10 @@ def native_loop() -> bool:
     return value == "on"
 
 
-def _start_runtime_channel(opts: RunOptions, device: Device,
-                           tm: TrafficManager) -> list[RuntimeChannelServer]:
-    """The simple_switch_CLI-style channel on --thrift-port / --runtime-socket."""
+def _start_runtime_channel(opts: RunOptions, device: Device, tm: TrafficManager,
+                           plane: DataPlane) -> list[RuntimeChannelServer]:
+    """The simple_switch_CLI-style channel on --thrift-port / --runtime-socket; its
+    commands run on the port loop, between bursts (``plane.calls``)."""
     if opts.thrift_port is None and opts.runtime_socket is None:
         return []
     token = None
@@ -507,7 +508,8 @@ def _start_runtime_channel(opts: RunOptions, device: Device,
                 device.note_request if device.reclaimer is not None else None)]
         return managed[1]
 
-    channel = RuntimeChannel(current_control, tm, lock=device.lock)  # type: ignore[arg-type]
+    channel = RuntimeChannel(current_control, tm, lock=device.lock,  # type: ignore[arg-type]
+                             run_each=plane.calls.call_each)
     servers: list[RuntimeChannelServer] = []
     try:
         if opts.thrift_port is not None:

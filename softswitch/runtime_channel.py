@@ -58,13 +58,22 @@ class RuntimeChannel:
     """Executes one command line against a switch and its traffic manager."""
 
     def __init__(self, control: SwitchControl | Callable[[], SwitchControl | None],
-                 tm: TrafficManager | None, lock: Any = None) -> None:
+                 tm: TrafficManager | None, lock: Any = None,
+                 run_each: Callable[[list[Callable[[], Any]]], list[Any]] | None = None,
+                 ) -> None:
+        """``run_each(fns)``: where commands run, returning each ``fn()`` in order.
+        ``softswitch run`` gives the port loop's
+        (:meth:`softswitch.ports.loop_calls.LoopCalls.call_each`): the loop takes the
+        commands one at a time between bursts, so a stream of them never keeps the GIL
+        from it. Default: the calling thread."""
         # A callable gives the switch of the moment: a running switch may be handed a new
         # pipeline over P4Runtime, and commands must go to the one that is loaded now.
         self._control_of = control if callable(control) else (lambda: control)
         self._session: CommandSession | None = None
         self.tm = tm
         self.lock = lock if lock is not None else nullcontext()
+        self._run_each = run_each if run_each is not None else (
+            lambda fns: [fn() for fn in fns])
         self._tm_commands: dict[str, Callable[[list[str]], str]] = {
             "set_queue_rate": self._set_queue_rate,
             "set_queue_depth": self._set_queue_depth,
@@ -78,6 +87,13 @@ class RuntimeChannel:
 
     def execute(self, line: str) -> tuple[bool, str]:
         """(ok, output) of one command; errors are messages, never exceptions."""
+        return self.execute_all([line])[0]
+
+    def execute_all(self, lines: list[str]) -> list[tuple[bool, str]]:
+        """:meth:`execute` of each line, in order (handed over together)."""
+        return self._run_each([lambda line=line: self._execute(line) for line in lines])
+
+    def _execute(self, line: str) -> tuple[bool, str]:
         text = line.strip()
         if not text or text.startswith("#"):
             return True, ""
@@ -87,8 +103,9 @@ class RuntimeChannel:
             if handler is not None:
                 with self.lock:
                     return True, handler(words)
-            # a table command is parsed before the lock is taken: the port loop, which
-            # needs the lock for every burst, waits only for the change itself
+            # a table command is parsed before the lock is taken: a port loop on
+            # another thread, which needs the lock for every burst, waits only for the
+            # change itself
             command = parse_command(text)
             with self.lock:
                 outcome = self._current_session().execute(command)
@@ -197,12 +214,9 @@ class _Handler(socketserver.StreamRequestHandler):
             pending = bytearray(lines.pop())     # an incomplete line waits for the rest
             if not data and pending:
                 lines.append(bytes(pending))     # the last line, unterminated
-            replies, too_long = [], len(pending) > MAX_LINE
-            for line in lines:
-                if len(line) > MAX_LINE:
-                    too_long = True
-                    break
-                replies.append(self._reply(line))
+            long_at = next((i for i, line in enumerate(lines) if len(line) > MAX_LINE), None)
+            too_long = long_at is not None or len(pending) > MAX_LINE
+            replies = self._replies(lines[:long_at])
             if too_long:
                 replies.append({"ok": False, "output": "Error: command too long"})
             try:
@@ -213,15 +227,14 @@ class _Handler(socketserver.StreamRequestHandler):
             if too_long or not data:
                 return                 # the rest of a too long line cannot be trusted
 
-    def _reply(self, raw: bytes) -> dict[str, Any]:
-        try:
-            cmd = json.loads(raw)["cmd"]
-            if not isinstance(cmd, str):
-                raise TypeError
-            ok, output = self.channel.execute(cmd)
-            return {"ok": ok, "output": output}
-        except (ValueError, KeyError, TypeError):
-            return {"ok": False, "output": 'Error: expected {"cmd": "..."}'}
+    def _replies(self, lines: list[bytes]) -> list[dict[str, Any]]:
+        """The reply to each line, in order; the commands run together (one hand-over
+        to the port loop for all of them)."""
+        commands: list[str | None] = [_command(raw) for raw in lines]
+        outcomes = iter(self.channel.execute_all([c for c in commands if c is not None]))
+        bad = {"ok": False, "output": 'Error: expected {"cmd": "..."}'}
+        return [bad if c is None else dict(zip(("ok", "output"), next(outcomes), strict=True))
+                for c in commands]
 
     def _authenticate(self) -> bool:
         """The first message must carry the token; anything else closes the channel."""
@@ -238,6 +251,15 @@ class _Handler(socketserver.StreamRequestHandler):
         except OSError:
             return False
         return ok
+
+
+def _command(raw: bytes) -> str | None:
+    """The command of one line, ``{"cmd": "..."}``; None if it is not one."""
+    try:
+        cmd = json.loads(raw)["cmd"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return cmd if isinstance(cmd, str) else None
 
 
 class _Server(socketserver.ThreadingTCPServer):

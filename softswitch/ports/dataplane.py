@@ -14,7 +14,9 @@ look at its timer again (:meth:`wake`).
 The loop can also keep the egress scheduler's time (a :class:`Ticker`): it waits on the
 sockets only until the next departure, and sends what is due after each burst, on the
 same thread. A second thread for departures would take the GIL and the device lock away
-from the port loop at each departure, and every frame behind it would wait.
+from the port loop at each departure, and every frame behind it would wait. For the same
+reason other threads' changes (the runtime channel's commands) are handed to the loop
+(``calls``, :mod:`~softswitch.ports.loop_calls`), which runs one per turn.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any, Protocol
 from softswitch.ports import batchio
 from softswitch.ports.afpacket import RawPort
 from softswitch.ports.ingress_priority import IngressPriority
+from softswitch.ports.loop_calls import LoopCalls
 from softswitch.ports.pcap import PcapWriter, trace_paths
 
 log = logging.getLogger("softswitch.ports")
@@ -85,6 +88,7 @@ class DataPlane:
         self._loop_thread: int | None = None   # set while the loop handles a burst
         self._runner: int | None = None         # the thread in run_batches
         self._held: dict[int, list[bytes]] = {}  # port number -> its pending list
+        self.calls = LoopCalls()                # other threads' changes, run between bursts
         try:
             for number, iface in interfaces.items():
                 port = Port(number, RawPort(iface, priority.program(urgent=False)
@@ -162,6 +166,7 @@ class DataPlane:
         """Feed each port's ready frames, as one list per wake-up, to ``deliver`` until
         :meth:`stop`; with a ``ticker``, also send what it holds when it is due."""
         self._runner = threading.get_ident()
+        self.calls.open(self.wake)
         try:
             mod = batchio.native()
             if mod is not None:
@@ -169,6 +174,7 @@ class DataPlane:
             else:
                 self._run_selector(deliver, ticker)
         finally:
+            self.calls.close()
             self._runner = None
 
     def _run_ppoll(self, mod: Any, deliver: DeliverBatch, ticker: Ticker | None) -> None:
@@ -180,13 +186,14 @@ class DataPlane:
         first, wake = len(urgent), len(urgent) + len(ports)
         while not self._stopping:
             timeout = -1.0 if ticker is None else self._timeout(ticker)
-            for index in mod.wait_ready(fds, timeout):    # urgent sockets come first
-                if index < first:
+            for index in mod.wait_ready(fds, 0.0 if self.calls.pending() else timeout):
+                if index < first:                          # urgent sockets come first
                     self._drain_urgent(urgent[index], deliver)
                 elif index < wake:
                     self._drain_rest(ports[index - first], urgent, deliver)
                 else:
                     os.read(self._wake_r, 64)
+            self.calls.run_one()
 
     def _run_selector(self, deliver: DeliverBatch, ticker: Ticker | None) -> None:
         """The same loop on ``select`` where batchio cannot be built: not epoll, which
@@ -200,7 +207,8 @@ class DataPlane:
             sel.register(self._wake_r, selectors.EVENT_READ, None)
             while not self._stopping:
                 timeout = None if ticker is None else self._timeout(ticker)
-                ready = [key.data for key, _ in sel.select(timeout)]
+                ready = [key.data for key, _ in
+                         sel.select(0.0 if self.calls.pending() else timeout)]
                 if None in ready:
                     os.read(self._wake_r, 64)
                 for is_urgent, port in sorted((d for d in ready if d is not None),
@@ -209,6 +217,7 @@ class DataPlane:
                         self._drain_urgent(port, deliver)
                     else:
                         self._drain_rest(port, urgent, deliver)
+                self.calls.run_one()
 
     def _drain_urgent(self, port: Port, deliver: DeliverBatch) -> None:
         assert port.urgent is not None
