@@ -13,7 +13,9 @@ source for BMv2 — becomes primary and times, over real gRPC on loopback:
     modify   all N, batches of 1000
     delete   all N, batches of 1000
 
-and prints entries/s per target and the softswitch/BMv2 ratio in one table, with each
+each phase ``--rounds`` times (3; one round of batch-1000 inserts lasts ~0.1 s, which a
+busy neighbour can halve) and prints, from each phase's median round, entries/s per
+target and the softswitch/BMv2 ratio in one table, with each
 server's CPU time per entry (from /proc) and each target's rate of no-op RPCs
 (``Capabilities``: what one gRPC round trip costs here). The same figures go to
 ``out/bench/p4runtime_write.json``. BMv2 is left out, with a note, where the reference
@@ -26,7 +28,7 @@ canonicalization is part of its figure. Controllers push routes in bulk at start
 this decides how long a topology takes to come up.
 
     python bench/p4runtime_write.py [--entries N] [--insert-batch B ...] [--batch B]
-                                    [--targets softswitch bmv2] [--json PATH]
+                                    [--rounds R] [--targets softswitch bmv2] [--json PATH]
 """
 
 from __future__ import annotations
@@ -161,7 +163,9 @@ Phase = tuple[str, int]                       # (phase, batch size)
 
 
 def run_target(target: Target, program: pathlib.Path, work: pathlib.Path, entries: int,
-               insert_batches: list[int], batch: int) -> dict:
+               insert_batches: list[int], batch: int, rounds: int = 1) -> dict:
+    """The phases ``rounds`` times over (each round ends with an empty table); each
+    phase's figure is its median round, all rounds' seconds kept beside it."""
     info, device_config = target.config(program, work)
     ids = {o.preamble.name: o.preamble.id for o in (*info.tables, *info.actions)}
     table, action = ids[TABLE], ids[ACTION]
@@ -179,15 +183,13 @@ def run_target(target: Target, program: pathlib.Path, work: pathlib.Path, entrie
     read = channel.unary_stream("/p4.v1.P4Runtime/Read")
     capabilities = channel.unary_unary("/p4.v1.P4Runtime/Capabilities")
     stream = StreamClient(channel)
-    results: dict[Phase, dict[str, float]] = {}
+    runs: dict[Phase, list[tuple[float, float]]] = {}     # (seconds, server CPU s)
 
     def timed(phase: Phase, fn: Callable[[], object]) -> object:
         cpu0, t0 = _cpu_seconds(server.pid), time.perf_counter()
         got = fn()
         secs = time.perf_counter() - t0
-        cpu = _cpu_seconds(server.pid) - cpu0
-        results[phase] = {"seconds": secs, "entries_per_s": entries / secs,
-                          "server_cpu_us_per_entry": cpu * 1e6 / entries}
+        runs.setdefault(phase, []).append((secs, _cpu_seconds(server.pid) - cpu0))
         return got
 
     def write_all(requests: list[bytes]) -> None:
@@ -219,20 +221,21 @@ def run_target(target: Target, program: pathlib.Path, work: pathlib.Path, entrie
         noop_rate = 300 / (time.perf_counter() - t0)
 
         deletes = _batches(p4runtime_pb2.Update.DELETE, routes, batch)
-        for i, b in enumerate(insert_batches):
-            if i:
-                write_all(deletes)                                  # untimed: empty table
-            inserts = _batches(p4runtime_pb2.Update.INSERT, routes, b)
-            timed(("insert", b), lambda ws=inserts: write_all(ws))
-        for phase in ("read", "re-read"):
-            got = count(timed((phase, 0), read_all))
-            if got != entries:
-                raise RuntimeError(f"{target.name}: read {got} entries, expected {entries}")
+        inserts = {b: _batches(p4runtime_pb2.Update.INSERT, routes, b) for b in insert_batches}
         modifies = _batches(p4runtime_pb2.Update.MODIFY, changed, batch)
-        timed(("modify", batch), lambda: write_all(modifies))
-        timed(("delete", batch), lambda: write_all(deletes))
-        if count(read_all()) != 0:
-            raise RuntimeError(f"{target.name}: entries left after delete")
+        for _ in range(rounds):
+            for i, b in enumerate(insert_batches):
+                if i:
+                    write_all(deletes)                              # untimed: empty table
+                timed(("insert", b), lambda ws=inserts[b]: write_all(ws))
+            for phase in ("read", "re-read"):
+                got = count(timed((phase, 0), read_all))
+                if got != entries:
+                    raise RuntimeError(f"{target.name}: read {got} entries, expected {entries}")
+            timed(("modify", batch), lambda: write_all(modifies))
+            timed(("delete", batch), lambda: write_all(deletes))
+            if count(read_all()) != 0:
+                raise RuntimeError(f"{target.name}: entries left after delete")
     finally:
         stream.close()
         channel.close()
@@ -243,7 +246,17 @@ def run_target(target: Target, program: pathlib.Path, work: pathlib.Path, entrie
             server.kill()
             server.wait()
     return {"noop_rpc_per_s": noop_rate,
-            "phases": [{"phase": p, "batch": b or None, **r} for (p, b), r in results.items()]}
+            "phases": [{"phase": p, "batch": b or None, **_median(entries, r)}
+                       for (p, b), r in runs.items()]}
+
+
+def _median(entries: int, runs: list[tuple[float, float]]) -> dict:
+    """A phase's figures from its median round (by time), with every round's seconds:
+    one round is ~0.1 s at batch 1000, short enough for a busy neighbour to halve it."""
+    secs, cpu = sorted(runs)[len(runs) // 2]
+    return {"seconds": secs, "entries_per_s": entries / secs,
+            "server_cpu_us_per_entry": cpu * 1e6 / entries,
+            "rounds_seconds": [round(s, 6) for s, _ in runs]}
 
 
 # --- report -----------------------------------------------------------------------------------
@@ -305,6 +318,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--insert-batch", type=int, nargs="+", default=[1, 100, 1000],
                     help="batch sizes of the insert runs (1 100 1000)")
     ap.add_argument("--batch", type=int, default=1000, help="modify/delete batch (1000)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="times each phase runs; its median round is reported (3)")
     ap.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
     ap.add_argument("--json", type=pathlib.Path, default=DEFAULT_JSON,
                     help=f"where to write the figures ({DEFAULT_JSON.relative_to(ROOT)})")
@@ -313,6 +328,8 @@ def main(argv: list[str]) -> int:
         ap.error("--entries must be 1..65536 (the routes are distinct /24s in 10/8)")
     if any(b < 1 for b in (*args.insert_batch, args.batch)):
         ap.error("batch sizes must be >= 1")
+    if args.rounds < 1:
+        ap.error("--rounds must be >= 1")
 
     notes: list[str] = []
     targets = [Target("softswitch", _softswitch_command, _softswitch_config)]
@@ -336,7 +353,8 @@ def main(argv: list[str]) -> int:
             program.write_text(source)
             print(f"{target.name} ...", file=sys.stderr, flush=True)
             report["targets"][target.name] = run_target(
-                target, program, work, args.entries, args.insert_batch, args.batch)
+                target, program, work, args.entries, args.insert_batch, args.batch,
+                args.rounds)
     print(table(report))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")

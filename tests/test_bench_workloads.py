@@ -35,3 +35,26 @@ def test_pps_tailcc_lab_workload_forwards_alike_on_both_paths():
 
 def test_tail_latency_bench_imports():
     assert hasattr(_bench_module("tail_latency"), "main")
+
+
+def test_p4runtime_write_bench_reports_the_median_of_its_rounds(tmp_path):
+    """bench/p4runtime_write.py against softswitch, tiny: every phase ran each round,
+    and the figure reported is the median round's."""
+    import json
+    import subprocess
+
+    out = tmp_path / "write.json"
+    done = subprocess.run([sys.executable, str(BENCH / "p4runtime_write.py"), "--targets",
+                           "softswitch", "--entries", "300", "--insert-batch", "1", "100",
+                           "--batch", "100", "--rounds", "3", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    phases = json.loads(out.read_text())["targets"]["softswitch"]["phases"]
+    assert [(p["phase"], p["batch"]) for p in phases] == [
+        ("insert", 1), ("insert", 100), ("read", None), ("re-read", None),
+        ("modify", 100), ("delete", 100)]
+    for phase in phases:
+        rounds = phase["rounds_seconds"]
+        assert len(rounds) == 3 and all(s > 0 for s in rounds)
+        assert round(phase["seconds"], 6) == sorted(rounds)[1]
+        assert abs(phase["entries_per_s"] - 300 / phase["seconds"]) < 1e-6 * phase["entries_per_s"]
