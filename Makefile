@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # gcc, python3-dev: softswitch compiles each pipeline to C, softswitch/fastpath/;
 # g++: libstdc++ headers, which ns-3's Python bindings (cppyy) parse at run time for the
 # lab's ns-3 cross-check).
-APT_PKGS := cpp python3-venv python3-pip iproute2 mininet iputils-ping ethtool procps \
+APT_PKGS := cpp python3-venv python3-pip iproute2 mininet iputils-ping ethtool procps libjemalloc2 \
 	gcc libc6-dev python3-dev g++
 CONFORMANCE ?= $(abspath ../shared/conformance)
 # The reference p4lang tools (real p4c + BMv2), prebuilt beside the checkout: when the

@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import NoReturn
 
+from softswitch import allocator
 from softswitch.diagnostics import P4Error
 
 EXIT_OK = 0
@@ -266,18 +267,18 @@ def _passthrough(command: str, rest: list[str]) -> int:
 
 
 def _system_allocator() -> None:
-    """``softswitch run`` is a long-running server: run it on glibc's allocator, whose
-    freed memory ``malloc_trim`` can give back (softswitch.p4runtime.reclaim), rather
-    than pymalloc, whose 1 MiB arenas stay mapped while a few objects remain in them
-    (measured: RSS +30% over baseline after big batches are deleted, vs +2%; writes
-    ~15% slower). Re-executes this very command line once with PYTHONMALLOC=malloc;
-    ``SOFTSWITCH_PYMALLOC=1`` (or an explicit PYTHONMALLOC) keeps the interpreter's."""
-    if os.environ.get("PYTHONMALLOC") or os.environ.get("SOFTSWITCH_PYMALLOC"):
-        return
-    env = dict(os.environ, PYTHONMALLOC="malloc")
-    env.setdefault("MALLOC_ARENA_MAX", "2")       # few glibc arenas: less to keep
+    """``softswitch run`` is a long-running server: re-execute this very command line
+    once on the C allocator :mod:`softswitch.allocator` chooses (jemalloc where
+    installed, else glibc), whose freed memory the reclaimer can give back, rather than
+    pymalloc. ``SOFTSWITCH_ALLOCATOR=pymalloc`` (or an explicit PYTHONMALLOC) keeps the
+    interpreter's."""
+    try:
+        env = allocator.server_environment(os.environ)
+    except allocator.AllocatorError as exc:
+        print(f"softswitch: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     argv = list(getattr(sys, "orig_argv", []))
-    if not argv:
+    if env is None or not argv:
         return
     try:
         sys.stdout.flush()

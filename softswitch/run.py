@@ -42,6 +42,7 @@ from typing import NoReturn
 
 from p4.v1 import p4runtime_pb2
 
+from softswitch import allocator
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import isolate
 from softswitch.frontend import limits as limits_mod
@@ -422,6 +423,7 @@ def main(argv: list[str]) -> int:
 
 
 def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = True) -> int:
+    log.info("memory allocator: %s", allocator.describe())
     for port, iface in sorted(opts.interfaces.items()):
         log.info("Adding interface %s as port %d", iface, port)
     device.transmit = plane.transmit

@@ -17,6 +17,7 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from softswitch import allocator
 from softswitch.run import DEFAULT_GRPC_ADDR, parse_args
 
 
@@ -115,10 +116,15 @@ def test_serves_with_its_grpc_settings_and_grpc_knows_them():
         environ = open(f"/proc/{proc.pid}/environ", "rb").read().split(b"\0")
         assert b"GRPC_EXPERIMENTS=-event_engine_listener" in environ \
             or "GRPC_EXPERIMENTS" in os.environ
+        maps = open(f"/proc/{proc.pid}/maps").read()
         channel.close()
         err = _stop(proc)
     assert proc.returncode == 0, err
     assert "Unknown experiment" not in err, err
+    # the server runs on jemalloc where it is installed (softswitch.allocator)
+    if allocator.jemalloc_path() is not None and "SOFTSWITCH_ALLOCATOR" not in os.environ \
+            and "PYTHONMALLOC" not in os.environ:
+        assert "libjemalloc" in maps
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")

@@ -14,8 +14,9 @@ batch (:class:`Reclaimer`, a background thread):
   batches freeze what exists when they end (``runtime._collector_paused``), so it is
   unfrozen, collected, and what survives (live, then) frozen again, as
   ``ports.realtime.settle`` does at start-up;
-* **glibc keeps freed heap** in its arenas — ``malloc_trim(0)`` returns it to the
-  kernel.
+* **the C allocator keeps freed heap** in its arenas — ``release_heap``
+  (:mod:`softswitch.allocator`: jemalloc's purge, or glibc's ``malloc_trim(0)``) returns
+  it to the kernel.
 
 Requests add up: once the bytes handled since the last reclamation pass
 ``BIG_REQUEST_BYTES``, one is due.
@@ -27,7 +28,6 @@ under the device lock only for :func:`compact` (milliseconds).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import logging
 import sys
@@ -35,6 +35,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from softswitch.allocator import release_heap
 
 log = logging.getLogger("softswitch.p4runtime")
 # Requests this large (bytes) or batches this long (updates/entities) are "big".
@@ -89,16 +91,6 @@ def holding() -> Iterator[list[Any]]:
         items.clear()
 
 
-def _malloc_trim() -> Callable[[], None]:
-    try:
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return lambda: None
-    trim.argtypes = [ctypes.c_size_t]
-    return lambda: trim(0)
-
-
-malloc_trim = _malloc_trim()
 
 
 def _sparse(container: Any) -> bool:
@@ -170,7 +162,7 @@ def reclaim(lock: Any, roots: Callable[[], list[Any]]) -> dict[str, float]:
     gc.unfreeze()
     collected = gc.collect()
     gc.freeze()
-    malloc_trim()
+    release_heap()
     return {"rebuilt": rebuilt, "collected": collected, "seconds": time.perf_counter() - t0}
 
 
@@ -204,7 +196,7 @@ class Reclaimer:
             if not self._due.wait(TRIM_EVERY_SECONDS):
                 # Memory freed outside any request softswitch sees (gRPC refusing an
                 # oversized message, packet bursts) goes back too, at low cost.
-                malloc_trim()
+                release_heap()
                 continue
             if self._stop.is_set():
                 return

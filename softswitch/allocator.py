@@ -1,0 +1,105 @@
+"""Which memory allocator ``softswitch run`` runs on, and how it gives memory back.
+
+``softswitch run`` is a long-running server that controllers fill and empty with
+hundreds of thousands of table entries. Python's own allocator (pymalloc) keeps its
+1 MiB arenas mapped while a few objects remain in them (RSS +30% over the baseline
+after big batches are deleted), so the server runs on the C allocator
+(``PYTHONMALLOC=malloc``), which can hand freed heap back: :func:`release_heap`, called
+by the memory reclaimer (``softswitch.p4runtime.reclaim``) once the server is quiet.
+
+Which C allocator (``SOFTSWITCH_ALLOCATOR``):
+
+* ``jemalloc`` (the default where Debian's ``libjemalloc2`` is installed; ``make setup``
+  installs it): preloaded into the re-executed server. Measured on the P4Runtime write
+  benchmark, against glibc: deletes of batches of 1000 430-540k entries/s instead of
+  300-315k, no-op RPCs 3.4-3.5k/s instead of 3.05k/s, inserts the same or better.
+  Freed pages go back with its ``arena.<all>.purge``;
+* ``glibc`` (the default without it): ``MALLOC_ARENA_MAX=2`` (few arenas, less kept),
+  freed pages go back with ``malloc_trim(0)``;
+* ``pymalloc``: the interpreter's own, nothing re-executed (so is an explicit
+  ``PYTHONMALLOC``, and the older ``SOFTSWITCH_PYMALLOC=1``).
+
+The choice is logged at start-up (:func:`describe`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+CHOICES = ("jemalloc", "glibc", "pymalloc")
+# where Debian's libjemalloc2 puts the library, per architecture
+_JEMALLOC = ("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+             "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2")
+_ALL_ARENAS = 4096              # jemalloc's MALLCTL_ARENAS_ALL
+
+
+class AllocatorError(ValueError):
+    """SOFTSWITCH_ALLOCATOR names no allocator this machine has (message says why)."""
+
+
+def jemalloc_path() -> str | None:
+    """The jemalloc shared library on this machine, or None."""
+    for path in _JEMALLOC:
+        if Path(path).exists():
+            return path
+    found = ctypes.util.find_library("jemalloc")
+    return found if found and Path(found).is_absolute() else None
+
+
+def server_environment(env: Mapping[str, str]) -> dict[str, str] | None:
+    """The environment to re-execute the server with, or None to keep this process
+    (pymalloc asked for, or the allocator already chosen: ``PYTHONMALLOC`` is set)."""
+    if env.get("PYTHONMALLOC") or env.get("SOFTSWITCH_PYMALLOC"):
+        return None
+    choice = env.get("SOFTSWITCH_ALLOCATOR", "").strip().lower()
+    if choice not in ("", *CHOICES):
+        raise AllocatorError(f"SOFTSWITCH_ALLOCATOR must be one of {', '.join(CHOICES)}, "
+                             f"not '{choice}'")
+    if choice == "pymalloc":
+        return None
+    out = dict(env, PYTHONMALLOC="malloc")
+    library = jemalloc_path() if choice in ("", "jemalloc") else None
+    if choice == "jemalloc" and library is None:
+        raise AllocatorError("SOFTSWITCH_ALLOCATOR=jemalloc: libjemalloc.so.2 is not "
+                             "installed (Debian: apt-get install libjemalloc2)")
+    if library is not None:
+        preload = env.get("LD_PRELOAD", "")
+        out["LD_PRELOAD"] = f"{library} {preload}".strip()
+    else:
+        out.setdefault("MALLOC_ARENA_MAX", "2")
+    return out
+
+
+def _jemalloc_purge() -> Callable[[], None] | None:
+    try:
+        mallctl = ctypes.CDLL(None).mallctl          # present only where it is loaded
+    except (OSError, AttributeError):
+        return None
+    mallctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+                        ctypes.c_void_p, ctypes.c_size_t]
+    command = f"arena.{_ALL_ARENAS}.purge".encode()
+    return lambda: mallctl(command, None, None, None, 0)
+
+
+def _glibc_trim() -> Callable[[], None]:
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return lambda: None
+    trim.argtypes = [ctypes.c_size_t]
+    return lambda: trim(0)
+
+
+def describe() -> str:
+    """The allocator this process runs on, for the start-up log."""
+    if os.environ.get("PYTHONMALLOC", "").startswith("malloc"):
+        return "jemalloc" if _jemalloc_purge() is not None else "glibc malloc"
+    return "pymalloc"
+
+
+# returns the heap's freed pages to the kernel, with whichever allocator is loaded
+release_heap: Callable[[], None] = _jemalloc_purge() or _glibc_trim()

@@ -1,0 +1,68 @@
+"""softswitch.allocator: the environment ``softswitch run`` re-executes itself with."""
+
+from __future__ import annotations
+
+import pytest
+
+from softswitch import allocator
+
+LIB = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+
+@pytest.fixture()
+def with_jemalloc(monkeypatch):
+    monkeypatch.setattr(allocator, "jemalloc_path", lambda: LIB)
+
+
+@pytest.fixture()
+def without_jemalloc(monkeypatch):
+    monkeypatch.setattr(allocator, "jemalloc_path", lambda: None)
+
+
+def test_default_preloads_jemalloc_where_installed(with_jemalloc):
+    env = allocator.server_environment({"PATH": "/bin", "LD_PRELOAD": "/opt/x.so"})
+    assert env == {"PATH": "/bin", "PYTHONMALLOC": "malloc", "LD_PRELOAD": f"{LIB} /opt/x.so"}
+
+
+def test_default_without_jemalloc_is_glibc_with_few_arenas(without_jemalloc):
+    env = allocator.server_environment({})
+    assert env == {"PYTHONMALLOC": "malloc", "MALLOC_ARENA_MAX": "2"}
+
+
+def test_glibc_asked_for_preloads_nothing(with_jemalloc):
+    env = allocator.server_environment({"SOFTSWITCH_ALLOCATOR": "glibc"})
+    assert env is not None and "LD_PRELOAD" not in env and env["PYTHONMALLOC"] == "malloc"
+
+
+@pytest.mark.parametrize("env", [{"PYTHONMALLOC": "pymalloc"},
+                                 {"SOFTSWITCH_ALLOCATOR": "pymalloc"},
+                                 {"SOFTSWITCH_PYMALLOC": "1"}])
+def test_an_allocator_already_chosen_keeps_the_process(env, with_jemalloc):
+    assert allocator.server_environment(env) is None
+
+
+def test_jemalloc_asked_for_but_missing_is_an_error(without_jemalloc):
+    with pytest.raises(allocator.AllocatorError, match="libjemalloc2"):
+        allocator.server_environment({"SOFTSWITCH_ALLOCATOR": "jemalloc"})
+
+
+def test_an_unknown_allocator_is_an_error():
+    with pytest.raises(allocator.AllocatorError, match="one of jemalloc, glibc, pymalloc"):
+        allocator.server_environment({"SOFTSWITCH_ALLOCATOR": "tcmalloc"})
+
+
+def test_release_heap_purges_jemalloc_when_preloaded():
+    """In a process on jemalloc, describe() says so and its purge succeeds (mallctl 0)."""
+    import os
+    import subprocess
+    import sys
+
+    library = allocator.jemalloc_path()
+    if library is None:
+        pytest.skip("libjemalloc2 is not installed")
+    code = ("from softswitch import allocator; "
+            "print(allocator.describe(), allocator.release_heap())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, LD_PRELOAD=library, PYTHONMALLOC="malloc"),
+                          timeout=60)
+    assert done.stdout.split() == ["jemalloc", "0"], done.stderr
