@@ -225,13 +225,27 @@ static uint64_t rt_hash(int algo, const uint8_t *d, size_t n) {
 }
 
 /* ------------------------------------------------------------------ hash maps */
-/* Open addressing, linear probing, backward-shift deletion; keys are nk u128 words. */
+/* Open addressing, linear probing, backward-shift deletion; keys are nk u128 words.
+ * Growing is incremental: a map past 3/4 full allocates arrays twice the size and moves
+ * MAP_STEP slots of the old ones per later write (put or delete), so no single write
+ * rehashes the whole table. Doubling a 65,536-slot map in one step stopped the port loop
+ * for ~23 ms in softswitch run (6 MB of new arrays, page faults included) while a
+ * controller added routes one by one. Meanwhile lookups try the new arrays, then the old
+ * ones, whose moved or deleted slots hold MAP_GONE (probing goes on past them). A key is
+ * in one of the two arrays, never both: a write finds it in the old arrays first. */
 typedef struct {
-    uint32_t cap, n, nk;
+    uint32_t cap, n, nk;          /* n: entries in both arrays */
     u128 *keys;
     void **vals;
     uint64_t *hs;
+    uint32_t ocap, opos;          /* while growing: the old arrays, moved up to opos */
+    u128 *okeys;
+    void **ovals;
+    uint64_t *ohs;
 } rt_map;
+
+#define MAP_GONE ((void *)1)
+#define MAP_STEP 64u
 
 static inline uint64_t mix64(uint64_t x) {
     x ^= x >> 33; x *= 0xff51afd7ed558ccdULL;
@@ -259,78 +273,118 @@ static void map_init(rt_map *m, uint32_t nk) {
     m->nk = nk ? nk : 1;
 }
 
+static void map_free_old(rt_map *m) {
+    free(m->okeys); free(m->ovals); free(m->ohs);
+    m->okeys = NULL; m->ovals = NULL; m->ohs = NULL;
+    m->ocap = m->opos = 0;
+}
+
 static void map_free(rt_map *m) {
     free(m->keys); free(m->vals); free(m->hs);
+    map_free_old(m);
     uint32_t nk = m->nk;
     memset(m, 0, sizeof(*m));
     m->nk = nk;
 }
 
+/* The slot of k (hash h) in the new arrays, or -1. */
+static int64_t map_find_new(const rt_map *m, const u128 *k, uint64_t h) {
+    if (!m->cap) return -1;
+    uint32_t mask = m->cap - 1, i = (uint32_t)h & mask;
+    for (;;) {
+        if (!m->vals[i]) return -1;
+        if (m->hs[i] == h && key_eq(&m->keys[(size_t)i * m->nk], k, m->nk)) return i;
+        i = (i + 1) & mask;
+    }
+}
+
+/* The slot of k (hash h) in the old arrays (growing), or -1. */
+static int64_t map_find_old(const rt_map *m, const u128 *k, uint64_t h) {
+    if (!m->ovals) return -1;
+    uint32_t mask = m->ocap - 1, i = (uint32_t)h & mask;
+    for (;;) {
+        void *v = m->ovals[i];
+        if (!v) return -1;
+        if (v != MAP_GONE && m->ohs[i] == h && key_eq(&m->okeys[(size_t)i * m->nk], k, m->nk))
+            return i;
+        i = (i + 1) & mask;
+    }
+}
+
 static void *map_get(const rt_map *m, const u128 *k) {
     if (!m->n) return NULL;
     uint64_t h = key_hash(k, m->nk);
-    uint32_t mask = m->cap - 1, i = (uint32_t)h & mask;
-    for (;;) {
-        void *v = m->vals[i];
-        if (!v) return NULL;
-        if (m->hs[i] == h && key_eq(&m->keys[(size_t)i * m->nk], k, m->nk)) return v;
-        i = (i + 1) & mask;
-    }
+    int64_t i = map_find_new(m, k, h);
+    if (i >= 0) return m->vals[i];
+    i = map_find_old(m, k, h);
+    return i >= 0 ? m->ovals[i] : NULL;
 }
 
-static int map_grow(rt_map *m);
-
-/* Insert or replace; returns 0, or -1 when out of memory. */
-static int map_put(rt_map *m, const u128 *k, void *v) {
-    if ((m->n + 1) * 4 >= m->cap * 3 && map_grow(m)) return -1;
-    uint64_t h = key_hash(k, m->nk);
+/* Put a key known to be in neither array into the new ones. */
+static void map_place(rt_map *m, const u128 *k, uint64_t h, void *v) {
     uint32_t mask = m->cap - 1, i = (uint32_t)h & mask;
-    for (;;) {
-        if (!m->vals[i]) break;
-        if (m->hs[i] == h && key_eq(&m->keys[(size_t)i * m->nk], k, m->nk)) {
-            m->vals[i] = v;
-            return 0;
-        }
-        i = (i + 1) & mask;
-    }
+    while (m->vals[i]) i = (i + 1) & mask;
     m->vals[i] = v;
     m->hs[i] = h;
     memcpy(&m->keys[(size_t)i * m->nk], k, sizeof(u128) * m->nk);
-    m->n++;
+}
+
+/* Move up to MAP_STEP old slots into the new arrays; the old ones go when all moved. */
+static void map_migrate(rt_map *m) {
+    if (!m->ovals) return;
+    uint32_t end = m->opos + MAP_STEP < m->ocap ? m->opos + MAP_STEP : m->ocap;
+    for (uint32_t i = m->opos; i < end; i++) {
+        void *v = m->ovals[i];
+        if (v && v != MAP_GONE) map_place(m, &m->okeys[(size_t)i * m->nk], m->ohs[i], v);
+        if (v) m->ovals[i] = MAP_GONE;
+    }
+    m->opos = end;
+    if (end == m->ocap) map_free_old(m);
+}
+
+/* Start growing (the first allocation has nothing to move); -1 when out of memory. */
+static int map_grow(rt_map *m) {
+    uint32_t ncap = m->cap ? m->cap * 2 : 16;
+    u128 *keys = (u128 *)malloc(sizeof(u128) * m->nk * (size_t)ncap);
+    void **vals = (void **)calloc(ncap, sizeof(void *));
+    uint64_t *hs = (uint64_t *)malloc(sizeof(uint64_t) * ncap);
+    if (!keys || !vals || !hs) { free(keys); free(vals); free(hs); return -1; }
+    if (m->cap) {
+        m->okeys = m->keys; m->ovals = m->vals; m->ohs = m->hs;
+        m->ocap = m->cap; m->opos = 0;
+    }
+    m->keys = keys; m->vals = vals; m->hs = hs; m->cap = ncap;
     return 0;
 }
 
-static int map_grow(rt_map *m) {
-    uint32_t ncap = m->cap ? m->cap * 2 : 16;
-    rt_map nm;
-    nm.cap = ncap; nm.n = 0; nm.nk = m->nk;
-    nm.keys = (u128 *)malloc(sizeof(u128) * m->nk * (size_t)ncap);
-    nm.vals = (void **)calloc(ncap, sizeof(void *));
-    nm.hs = (uint64_t *)malloc(sizeof(uint64_t) * ncap);
-    if (!nm.keys || !nm.vals || !nm.hs) { free(nm.keys); free(nm.vals); free(nm.hs); return -1; }
-    for (uint32_t i = 0; i < m->cap; i++) {
-        if (!m->vals[i]) continue;
-        uint32_t j = (uint32_t)m->hs[i] & (ncap - 1);
-        while (nm.vals[j]) j = (j + 1) & (ncap - 1);
-        nm.vals[j] = m->vals[i];
-        nm.hs[j] = m->hs[i];
-        memcpy(&nm.keys[(size_t)j * m->nk], &m->keys[(size_t)i * m->nk], sizeof(u128) * m->nk);
-        nm.n++;
-    }
-    free(m->keys); free(m->vals); free(m->hs);
-    *m = nm;
+/* Insert or replace; returns 0, or -1 when out of memory. */
+static int map_put(rt_map *m, const u128 *k, void *v) {
+    if (m->ovals) map_migrate(m);
+    else if ((m->n + 1) * 4 >= m->cap * 3 && map_grow(m)) return -1;
+    uint64_t h = key_hash(k, m->nk);
+    int64_t i = map_find_old(m, k, h);
+    if (i >= 0) { m->ovals[i] = v; return 0; }
+    i = map_find_new(m, k, h);
+    if (i >= 0) { m->vals[i] = v; return 0; }
+    map_place(m, k, h, v);
+    m->n++;
     return 0;
 }
 
 static void *map_del(rt_map *m, const u128 *k) {
     if (!m->n) return NULL;
+    map_migrate(m);
     uint64_t h = key_hash(k, m->nk);
-    uint32_t mask = m->cap - 1, i = (uint32_t)h & mask;
-    for (;;) {
-        if (!m->vals[i]) return NULL;
-        if (m->hs[i] == h && key_eq(&m->keys[(size_t)i * m->nk], k, m->nk)) break;
-        i = (i + 1) & mask;
+    int64_t found = map_find_old(m, k, h);
+    if (found >= 0) {
+        void *old = m->ovals[found];
+        m->ovals[found] = MAP_GONE;
+        m->n--;
+        return old;
     }
+    found = map_find_new(m, k, h);
+    if (found < 0) return NULL;
+    uint32_t mask = m->cap - 1, i = (uint32_t)found;
     void *old = m->vals[i];
     m->vals[i] = NULL;
     m->n--;
@@ -351,6 +405,13 @@ static void *map_del(rt_map *m, const u128 *k) {
     }
     return old;
 }
+
+/* Each value of the map (both arrays while growing), for teardown. */
+#define MAP_EACH(m, v, body) do { \
+    for (uint32_t _i = 0; _i < (m)->cap; _i++) { void *v = (m)->vals[_i]; if (v) { body; } } \
+    for (uint32_t _i = 0; _i < (m)->ocap; _i++) { \
+        void *v = (m)->ovals[_i]; if (v && v != MAP_GONE) { body; } } \
+} while (0)
 
 /* ------------------------------------------------------------------ tables */
 enum { TM_EXACT = 0, TM_LPM = 1, TM_MASKED = 2, TM_SORTED = 3 };
@@ -646,10 +707,7 @@ static void table_remove(rt_table *t, rt_entry *e) {
 }
 
 static void table_clear(rt_table *t) {
-    for (uint32_t i = 0; i < t->by_handle.cap; i++) {
-        rt_entry *e = (rt_entry *)t->by_handle.vals[i];
-        if (e) entry_free(e);
-    }
+    MAP_EACH(&t->by_handle, v, entry_free((rt_entry *)v));
     map_free(&t->by_handle);
     map_free(&t->exact);
     if (t->lpm) for (int p = 0; p <= t->lw; p++) map_free(&t->lpm[p]);
