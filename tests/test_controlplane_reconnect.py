@@ -7,6 +7,7 @@ its writes blindly, or keeps a stale session, would duplicate or miss entries)."
 from __future__ import annotations
 
 import collections
+import os
 import signal
 import socket
 import subprocess
@@ -112,7 +113,8 @@ def test_apply_every_reconverges_after_a_switch_restart(tmp_path: Path) -> None:
     controller = subprocess.Popen(
         [sys.executable, "-m", "controlplane.cli", "apply", str(intent), "--pipeline",
          str(ROOT / "p4src/tailcc.p4"), "--every", "0.5", "--timeout", "2"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=dict(os.environ, PYTHONFAULTHANDLER="1"))   # SIGABRT dumps every thread
     try:
         assert _wait(lambda: _converged(addr, intent), 90), "never converged the first time"
         switch.send_signal(signal.SIGKILL)          # a crash, not a clean shutdown
@@ -130,9 +132,13 @@ def test_apply_every_reconverges_after_a_switch_restart(tmp_path: Path) -> None:
         controller.send_signal(signal.SIGINT)
         try:
             out, _ = controller.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            controller.kill()
-            out, _ = controller.communicate()
+        except subprocess.TimeoutExpired:      # hung: its threads' stacks go to `out`
+            controller.send_signal(signal.SIGABRT)
+            try:
+                out, _ = controller.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                controller.kill()
+                out, _ = controller.communicate()
         switch.terminate()
         switch.wait(timeout=20)
     assert "Traceback" not in out, out
