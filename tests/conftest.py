@@ -11,7 +11,10 @@ its README), with the errors it must be rejected with.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +31,36 @@ def reference_tools() -> rt.ReferenceTools:
             pytest.fail(f"CI=true: {rt.missing_reason()}")
         pytest.skip(rt.missing_reason())
     return tools
+
+
+# --- the end of the run ---------------------------------------------------------------------
+
+_EXIT_STATUS: list[int] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _EXIT_STATUS.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """End the process once pytest is done, whatever threads a test left running.
+
+    A test whose set-up failed half-way can leave an in-process gRPC server with an open
+    stream: its worker is not a daemon thread, and the interpreter's exit waits for it
+    for ever (seen once: `make test` had printed its summary and never returned). The
+    threads still running are named here, so the leak shows, and the exit status is
+    pytest's."""
+    if not _EXIT_STATUS:
+        return
+    stuck = [t.name for t in threading.enumerate()
+             if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if stuck:
+        print(f"conftest: {len(stuck)} non-daemon thread(s) still running at the end: "
+              f"{', '.join(sorted(set(stuck))[:20])}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_EXIT_STATUS[0])
 
 
 # --- the front-end rule programs (tests/p4/frontend) ---------------------------------------

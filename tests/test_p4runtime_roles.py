@@ -57,13 +57,17 @@ def p4info(tmp_path_factory):
 def managed(p4info):
     """The program loaded; a primary (10) and a backup (5) in the default role."""
     server = Server.start(p4info, ROLES)
-    primary = server.stream(PRIMARY_ID)
-    assert primary.next().arbitration.status.code == code_pb2.OK
-    backup = server.stream(BACKUP_ID)
-    assert backup.next().arbitration.status.code == code_pb2.ALREADY_EXISTS
-    server.primary, server.backup = primary, backup
-    yield server
-    server.close()
+    # closed even when the set-up fails: a stream left open holds a server thread that
+    # the interpreter's exit would wait for
+    try:
+        primary = server.stream(PRIMARY_ID)
+        assert primary.next().arbitration.status.code == code_pb2.OK
+        backup = server.stream(BACKUP_ID)
+        assert backup.next().arbitration.status.code == code_pb2.ALREADY_EXISTS
+        server.primary, server.backup = primary, backup
+        yield server
+    finally:
+        server.close()
 
 
 # ---------------------------------------------------------------------- the matrix

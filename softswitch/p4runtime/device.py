@@ -92,11 +92,16 @@ class Device:
         if self.reclaimer is not None:
             self.reclaimer.note(size)
 
+    def stop_reclaimer(self) -> None:
+        """End the memory reclaimer's thread (its server has stopped)."""
+        reclaimer, self.reclaimer = self.reclaimer, None
+        if reclaimer is not None:
+            reclaimer.stop()
+
     def stop(self) -> None:
         """The switch is stopping: running Writes end after their current update."""
         self.stopping.set()
-        if self.reclaimer is not None:
-            self.reclaimer.stop()
+        self.stop_reclaimer()
 
     # ------------------------------------------------------------------ pipeline
     def check_device(self, device_id: int) -> None:

@@ -186,9 +186,13 @@ class LanedServer:
     """A started grpcio server and its lane: ``stop`` also ends the lane, once the
     server's calls are over. Everything else is the server's."""
 
-    def __init__(self, server: grpc.Server, lane: UnaryLane) -> None:
+    def __init__(self, server: grpc.Server, lane: UnaryLane,
+                 on_stop: Callable[[], None] | None = None) -> None:
+        """``on_stop``: run once the server's calls are over (``serve`` stops the
+        device's memory reclaimer, which it started, there)."""
         self._server = server
         self._lane = lane
+        self._on_stop = on_stop
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._server, name)
@@ -200,6 +204,8 @@ class LanedServer:
         def close() -> None:
             stopped.wait()
             self._lane.close()
+            if self._on_stop is not None:
+                self._on_stop()
             done.set()
         threading.Thread(target=close, name="p4rt-unary-stop", daemon=True).start()
         return done
