@@ -217,3 +217,17 @@ def test_writes_are_checked_per_role(server):
         stub.Write(write)
     assert exc.value.code() == grpc.StatusCode.PERMISSION_DENIED
     a.close()
+
+
+def test_a_stopped_server_leaves_no_reclaimer_thread():
+    """serve() starts the device's memory reclaimer; stopping the server ends it (a
+    process that starts servers one after another would otherwise gather threads that
+    trim its heap every 2 s)."""
+    device = Device(device_id=3)
+    srv, _ = serve(device, "127.0.0.1:0")
+    reclaimer = device.reclaimer
+    assert reclaimer is not None and reclaimer._thread.is_alive()      # noqa: SLF001
+    srv.stop(0).wait(5)
+    assert device.reclaimer is None
+    reclaimer._thread.join(5)                                            # noqa: SLF001
+    assert not reclaimer._thread.is_alive()                              # noqa: SLF001
