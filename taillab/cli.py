@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from taillab.scenario import SCHEMES, ScenarioError, builtin_names, load_scenario
+from taillab.scenario import MOUSE_CLASSES, SCHEMES, ScenarioError, builtin_names, load_scenario
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -110,7 +110,15 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     """One run of a scenario; returns its summary (per scheme)."""
     from dataclasses import replace
 
-    from taillab.lab_report import aggregate, format_tables, format_verdict, verdict, write_outputs
+    from taillab.bounds import class_floors
+    from taillab.lab_report import (
+        aggregate,
+        format_floors,
+        format_tables,
+        format_verdict,
+        verdict,
+        write_outputs,
+    )
     from taillab.runner import default_jobs, run_grid
 
     scenario = load_scenario(args.scenario).scaled(args.duration_us, args.seeds,
@@ -132,11 +140,15 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
                      progress=lambda line: print(line, flush=True), scheduler=args.scheduler)
     summary = aggregate(scenario, cells)
     print(format_tables(summary))
-    rows = verdict(summary)
+    floors = class_floors(scenario, [t.name for t in scenario.traffic
+                                     if t.role in MOUSE_CLASSES])
+    if floors:
+        print("\n" + format_floors(floors))
+    rows = verdict(summary, floors)
     if rows:
         print("\ntargets (issue 14, each tailcc scheme vs baseline):")
         print(format_verdict(rows))
-    paths = write_outputs(scenario, cells, summary, out)
+    paths = write_outputs(scenario, cells, summary, out, floors)
     print("\nwrote " + ", ".join(str(p) for p in paths))
     return summary
 

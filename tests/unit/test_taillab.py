@@ -75,3 +75,25 @@ def test_verdict_without_elephant_bytes_skips_goodput():
             "pfc_paused_us": 0.0}
     rows = verdict({"baseline": side, "tailcc": side})
     assert rows and not any("goodput" in what for what, _, _ in rows)
+
+
+def test_a_missed_mouse_target_says_whether_any_scheduler_could_meet_it():
+    from taillab.lab_report import verdict
+
+    def side(p99, p999):
+        cls = {"role": "hot_kv", "mouse": True, "p99": {"value": p99},
+               "p999": {"value": p999}}
+        return {"classes": {"hot_kv": cls}, "elephant_goodput_gbps": 0.0,
+                "pfc_paused_us": 0.0}
+
+    def mouse_row(floors):
+        rows = verdict({"baseline": side(9.0, 20.0), "tailcc": side(2.2, 3.1)}, floors)
+        return next(r for r in rows if r[0].startswith("tailcc hot_kv P99 <="))
+
+    _, ok, text = mouse_row({"hot_kv": {"p99": 1.6, "p999": 2.3}})
+    assert not ok and "out of reach for any scheduler" in text
+    assert "P99 1.600" in text and "P999 2.300" in text
+    _, ok, text = mouse_row({"hot_kv": {"p99": 1.2, "p999": 1.7}})
+    assert not ok and "within reach" in text
+    _, ok, text = mouse_row(None)
+    assert not ok and "reach" not in text

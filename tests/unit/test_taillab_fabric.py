@@ -175,6 +175,8 @@ def test_tailcc_lab_cli(tmp_path, capsys):
     assert tailcc(args) == 0
     first = capsys.readouterr().out
     assert "sched_signal*" in first and "1.00" in first
+    # one message per class: nothing forces any scheduler above its unloaded time
+    assert "floors, for any scheduler" in first and "hot_kv P99 >= 1.000" in first
     for name in ("summary.json", "slowdown.csv", "slowdown_cdf.png", "queues_pfc.png"):
         assert (out / name).stat().st_size > 0, name
     assert tailcc(args) == 0                                 # a rerun keeps finished cells
