@@ -50,6 +50,14 @@ ROLES: dict[str, ClassRole] = {
 }
 DWRR_WEIGHTS = {3: 3, 2: 1, 1: 1, 0: 1}
 
+# Fast CNP's queue-depth trigger per class, where it differs from the scenario's
+# (Buffers.fast_cnp_qdepth_pkts, 8 packets). At 8 the rate cuts, not the queueing, set
+# training bulk's tail (its messages waited at the sender behind earlier ones sent at cut
+# rates): pd_cascade, 135 ms x 3 seeds, tailcc-nic, training bulk P99 42.5 (1.24x the
+# baseline's 34.2) at 8, 33.7 (0.98x) at 24, 19.9 without Fast CNP for bulk, which let
+# PFC pause 216 ms instead of 62 (the -90% target). At 24, half the PFC XOFF, 74 ms.
+FAST_CNP_QDEPTH_PKTS = {"bulk": 24}
+
 
 def role(cls: str) -> ClassRole:
     r = ROLES.get(cls)

@@ -18,7 +18,7 @@ queues (taillab/p4nic.py) instead of the class-blind NIC of the other three.
 
 from __future__ import annotations
 
-from taillab.classes import role
+from taillab.classes import FAST_CNP_QDEPTH_PKTS, role
 from taillab.scenario import Buffers, Topology
 
 RECEIVER_QP_OFFSET = 0x100000
@@ -176,9 +176,11 @@ def scheme_commands(scheme: str, classes: list[str], buffers: Buffers) -> list[s
         profiles[r.queue] = r.ecn if scheme == "tailcc" else base_ecn
     lines += [_ecn_line(q, q, *e) for q, e in sorted(profiles.items())]
     if scheme == "tailcc":
-        for tc in sorted({role(c).tc for c in classes if role(c).fast_cnp}):
+        triggers = {role(c).tc: FAST_CNP_QDEPTH_PKTS.get(c, buffers.fast_cnp_qdepth_pkts)
+                    for c in classes if role(c).fast_cnp}
+        for tc, qdepth in sorted(triggers.items()):
             lines.append(f"add fast_cnp_policy 10 traffic_class:{tc}&&&0xf enable_fast_cnp("
-                         f"qdepth_threshold:{buffers.fast_cnp_qdepth_pkts}, "
+                         f"qdepth_threshold:{qdepth}, "
                          f"min_interval:{buffers.fast_cnp_interval_us}, "
                          f"cnp_dscp:{CNP_DSCP}, "
                          f"cnp_priority:{CNP_QUEUE}, keep_ce:0)")

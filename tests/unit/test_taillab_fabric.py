@@ -239,3 +239,27 @@ def test_load_sweep(tmp_path, capsys):
         tailcc(["lab", str(lone), "--sweep", "0.5,1.5"])
     assert exc.value.code == 2
     assert "loads are shares of a link" in capsys.readouterr().err
+
+
+def test_fast_cnp_triggers_per_class():
+    """Fast CNP fires at the scenario's queue depth for KV migration, later for
+    training bulk (taillab.classes.FAST_CNP_QDEPTH_PKTS), for no mouse class, and not at
+    all in the baseline; tailcc-nic's switches are tailcc's."""
+    import re
+
+    from taillab.classes import ROLES
+    from taillab.leafspine import scheme_commands
+    from taillab.scenario import Buffers
+
+    classes = ["sched_signal", "hot_kv", "kv_migration", "bulk"]
+    buffers = Buffers(fast_cnp_qdepth_pkts=8)
+
+    def triggers(scheme):
+        return {int(tc): int(q) for tc, q in re.findall(
+            r"fast_cnp_policy 10 traffic_class:(\d+)&&&0xf enable_fast_cnp\("
+            r"qdepth_threshold:(\d+),", "\n".join(scheme_commands(scheme, classes, buffers)))}
+
+    expected = {ROLES["kv_migration"].tc: 8, ROLES["bulk"].tc: 24}
+    assert triggers("tailcc") == expected
+    assert triggers("tailcc-nic") == expected
+    assert triggers("baseline") == {}
