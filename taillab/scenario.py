@@ -57,6 +57,7 @@ class Buffers:
     ecn_kmax_pkts: int = 80
     ecn_pmax: float = 0.2
     fast_cnp_qdepth_pkts: int = 8     # tailcc: Fast CNP once the egress queue holds this
+    #                                   (per class where classes.FAST_CNP_QDEPTH_PKTS says)
     fast_cnp_interval_us: int = 10    # tailcc: at most one Fast CNP per flow per interval
 
 
