@@ -182,3 +182,62 @@ def test_channel_writes_are_told_and_leave_nothing_young(tmp_path):
         assert len(sizes) == 6                          # a refused write is told too
     finally:
         gc.unfreeze()
+
+
+def test_channel_table_commands_leave_what_p4runtime_writes_leave(tmp_path):
+    """The channel's table commands go to the runtime encoded, as a gRPC Write does
+    (ManagedControl._write): P4Runtime Read then returns exactly the entry a P4Runtime
+    INSERT of the same key and action leaves, handles work for modify and delete, and
+    refused commands are clean errors that change nothing."""
+    from p4.v1 import p4runtime_pb2
+
+    from softswitch.frontend.limits import UNLIMITED
+    from softswitch.p4runtime.channel_control import ManagedControl
+    from softswitch.p4runtime.device import Device
+    from softswitch.run import RunOptions, load_program
+    from softswitch.runtime_channel import RuntimeChannel
+
+    (tmp_path / "prog.p4").write_text(PROGRAM)
+
+    def loaded_device():
+        config, compiled = load_program(RunOptions(program=str(tmp_path / "prog.p4")))
+        device = Device(1, 255, limits=UNLIMITED)
+        device.start_with(config, compiled)
+        return device.current
+
+    def entries(loaded):
+        table = next(t for t in loaded.runtime.index.tables.values()
+                     if t.info.preamble.name.endswith("fwd_table"))
+        return [loaded.runtime.tables.wire_of(table, r)
+                for r in loaded.runtime.tables.records(table.info.preamble.id)], table
+
+    by_cli = loaded_device()
+    channel = RuntimeChannel(ManagedControl(by_cli.switch, by_cli.runtime), None)
+    ok, out = channel.execute("table_add fwd_table fwd 0x0a0000000001 => 3")
+    assert ok, out
+    written, table = entries(by_cli)
+
+    by_rpc = loaded_device()
+    request = p4runtime_pb2.WriteRequest()
+    entry = request.updates.add(type=p4runtime_pb2.Update.INSERT).entity.table_entry
+    entry.table_id = table.info.preamble.id
+    match = entry.match.add(field_id=1)
+    match.exact.value = bytes.fromhex("0a0000000001")
+    action = entry.action.action
+    action.action_id = next(a.preamble.id for a in by_rpc.runtime.index.p4info.actions
+                            if a.preamble.name.endswith("fwd"))
+    action.params.add(param_id=1, value=b"\x03")
+    assert by_rpc.runtime.write(request) == [None]
+    assert written == entries(by_rpc)[0] and len(written) == 1
+
+    for bad, says in (("table_add fwd_table fwd 0x0a0000000001 => 4", "already"),
+                      ("table_add fwd_table fwd 0x0a0000000002 => 0x400", "port"),
+                      ("table_modify fwd_table fwd 99 1", "handle 99")):
+        ok, out = channel.execute(bad)
+        assert not ok and says in out and "Traceback" not in out, (bad, out)
+    assert entries(by_cli)[0] == written                        # refused: nothing changed
+    handle = by_cli.runtime.tables.records(table.info.preamble.id)[0].handle
+    assert channel.execute(f"table_modify fwd_table fwd {handle} 5")[0]
+    assert entries(by_cli)[0] != written
+    assert channel.execute(f"table_delete fwd_table {handle}")[0]
+    assert entries(by_cli)[0] == []

