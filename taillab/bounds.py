@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 from taillab.leafspine import Fabric
 from taillab.metrics import unloaded_us
-from taillab.roce import ETH_IP_UDP_BTH_ICRC
+from taillab.report import nearest_rank
+from taillab.roce import wire_bytes
 from taillab.scenario import Scenario
 from taillab.traffic import FabricMessage, generate
 
@@ -59,11 +60,10 @@ def jobs_of(scenario: Scenario, messages: Iterable[FabricMessage]) -> list[Job]:
     topo = scenario.topology
     fabric = Fabric(topo)
     slow = {s.host: s.rx_gbps * 1e9 for s in scenario.slow_receivers}
+    host_bps = topo.host_gbps * 1e9
     out = []
     for m in messages:
-        packets = max(1, -(-m.size // topo.mtu_payload))
-        wire_bits = (m.size + packets * ETH_IP_UDP_BTH_ICRC) * 8
-        host_bps = topo.host_gbps * 1e9
+        wire_bits = wire_bytes(m.size, topo.mtu_payload) * 8
         rx_bps = min(host_bps, slow.get(m.receiver, host_bps))
         base = unloaded_us(m.size, topo.mtu_payload, tuple(fabric.path_rates(m.sender,
                                                                              m.receiver)),
@@ -125,8 +125,7 @@ def _overloaded_windows(items: list[tuple[float, float, float, int]]
 def allowed_above(count: int, pct: float) -> int:
     """How many samples a nearest-rank percentile (taillab.report.percentile) leaves
     above its rank."""
-    rank = max(1, math.ceil(pct * count / 100 - 1e-9))
-    return count - rank
+    return count - nearest_rank(count, pct)
 
 
 def percentile_floor(jobs_per_seed: list[list[Job]], pct: float, hi: float = 64.0) -> float:

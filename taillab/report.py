@@ -14,8 +14,12 @@ def percentile(sorted_values: Sequence[float], p: float) -> float:
     thousand samples is the 999th sample, not an invented value)."""
     if not sorted_values:
         return math.nan
-    rank = max(1, math.ceil(p * len(sorted_values) / 100 - 1e-9))  # 1e-9: float noise
-    return sorted_values[rank - 1]
+    return sorted_values[nearest_rank(len(sorted_values), p) - 1]
+
+
+def nearest_rank(count: int, p: float) -> int:
+    """The 1-based rank of the ``p``-th percentile among ``count`` samples."""
+    return max(1, math.ceil(p * count / 100 - 1e-9))  # 1e-9: float noise
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,11 @@ ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
 ETH_IP_UDP_BTH_ICRC = 14 + 20 + 8 + 12 + 4
 
 
+def wire_bytes(size: int, mtu: int) -> int:
+    """Bytes a ``size``-byte message puts on the wire in ``mtu``-byte payloads."""
+    return size + -(-size // mtu) * ETH_IP_UDP_BTH_ICRC
+
+
 @lru_cache(maxsize=4096)
 def _ip(addr: str) -> bytes:
     return ipaddress.IPv4Address(addr).packed

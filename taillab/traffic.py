@@ -96,10 +96,9 @@ def generate(scenario: Scenario, seed: int) -> list[FabricMessage]:
 def average_load(scenario: Scenario, seed: int) -> float:
     """Offered bytes on the wire per host link, as a share of its rate (what a load
     sweep's x axis means)."""
-    from taillab.roce import ETH_IP_UDP_BTH_ICRC
+    from taillab.roce import wire_bytes
 
     mtu = scenario.topology.mtu_payload
-    wire = sum(m.size + -(-m.size // mtu) * ETH_IP_UDP_BTH_ICRC
-               for m in generate(scenario, seed))
+    wire = sum(wire_bytes(m.size, mtu) for m in generate(scenario, seed))
     return wire * 8 / (scenario.duration_us * 1e3 * scenario.topology.num_hosts
                        * scenario.topology.host_gbps)
