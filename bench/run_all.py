@@ -8,6 +8,7 @@ Runs, in this order (each writes its own JSON under ``out/bench/``):
   1000 writes/s;
 * ``pps.py``: in-process packets/s (interpreter vs C), tailcc.p4 included;
 * ``p4runtime_write.py``: P4Runtime insert/modify/delete/read at batches 1/100/1000;
+* ``cli_commands.py``: runtime CLI table_modify/delete/add against table size;
 * ``tailcc_apply.py --default-intent``: the whole ``tailcc apply`` command;
 * compile time of tailcc.p4: ``softswitch compile`` vs ``p4c-bm2-ss`` (whole commands).
 
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cli_commands  # noqa: E402
 import veth_pps  # noqa: E402
 import veth_switch  # noqa: E402
 
@@ -42,7 +44,7 @@ from softswitch import reference_tools  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "out" / "bench"
-BENCHES = ("veth", "latency", "pps", "p4runtime", "apply", "compile")
+BENCHES = ("veth", "latency", "pps", "p4runtime", "cli", "apply", "compile")
 Row = dict[str, Any]       # measure, unit, bmv2, softswitch, better ("higher"/"lower")
 
 
@@ -127,6 +129,18 @@ def p4runtime(args: argparse.Namespace, targets: list[str], state: dict) -> list
                 phases.get("softswitch", {}).get((phase, batch))) for phase, batch in keys]
 
 
+def cli(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+    path = OUT / "cli_commands.json"
+    sizes = ["5000", "20000"] if args.quick else ["5000", "20000", "100000"]
+    _run([sys.executable, str(ROOT / "bench" / "cli_commands.py"), "--targets", *targets,
+          "--sizes", *sizes, "--json", str(path)])
+    report = json.loads(path.read_text())
+    return [row(f"CLI {kind}, {size} entries", "commands/s",
+                cli_commands.rate(report, "bmv2", size, kind),
+                cli_commands.rate(report, "softswitch", size, kind))
+            for size in report["sizes"] for kind in cli_commands.KINDS]
+
+
 def apply(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
     out = _run([sys.executable, str(ROOT / "bench" / "tailcc_apply.py"), "--default-intent"])
     (OUT / "tailcc_apply.txt").write_text(out)
@@ -196,7 +210,8 @@ def table(rows: list[Row]) -> str:
 
 
 STEPS: dict[str, Callable[[argparse.Namespace, list[str], dict], list[Row]]] = {
-    "veth": veth, "latency": latency, "pps": pps, "p4runtime": p4runtime, "apply": apply,
+    "veth": veth, "latency": latency, "pps": pps, "p4runtime": p4runtime, "cli": cli,
+    "apply": apply,
     "compile": compile_time}
 
 

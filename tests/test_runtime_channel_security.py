@@ -241,3 +241,74 @@ def test_channel_table_commands_leave_what_p4runtime_writes_leave(tmp_path):
     assert entries(by_cli)[0] != written
     assert channel.execute(f"table_delete fwd_table {handle}")[0]
     assert entries(by_cli)[0] == []
+
+
+def test_commands_by_handle_find_the_entry_by_its_key_and_build_nothing(tmp_path):
+    """``table_modify``/``table_delete`` name an entry by its switch handle; the channel
+    finds its P4Runtime record by the entry's match key (ManagedControl._record), so a
+    command costs the same in a table of any size. Ternary entries (their priority is
+    part of the key) and exact ones; entries the C fast path holds as deferred rows stay
+    deferred (viewing one must not build the table: that would take it off the batched
+    write path), and what the commands leave is what P4Runtime Read returns."""
+    from softswitch.core.control import from_bmv2_priority
+    from softswitch.frontend.limits import UNLIMITED
+    from softswitch.p4runtime.channel_control import ManagedControl
+    from softswitch.p4runtime.device import Device
+    from softswitch.run import RunOptions, load_program
+    from softswitch.runtime_channel import RuntimeChannel
+
+    (tmp_path / "prog.p4").write_text(PROGRAM)
+    config, compiled = load_program(RunOptions(program=str(tmp_path / "prog.p4")))
+    device = Device(1, 255, limits=UNLIMITED)
+    device.start_with(config, compiled)
+    loaded = device.current
+    channel = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime), None)
+
+    def handle_of(out: str) -> int:
+        return int(out.rsplit("handle", 1)[1].split()[0])
+
+    acl = {}
+    for n in range(50):
+        ok, out = channel.execute(f"table_add acl deny 0x{n:012x}&&&0xffffffffffff => {n + 1}")
+        assert ok, out
+        acl[n] = handle_of(out)
+    fwd = {}
+    for n in range(50):
+        ok, out = channel.execute(f"table_add fwd_table fwd 0x{n:012x} => {n % 4 + 1}")
+        assert ok, out
+        fwd[n] = handle_of(out)
+    core = {name.rsplit(".", 1)[-1]: table for name, table in loaded.switch.pb.tables.items()}
+    deferred = [name for name in ("acl", "fwd_table") if core[name].bulk_rows() is not None]
+
+    assert channel.execute(f"table_modify acl allow {acl[7]}")[0]
+    assert channel.execute(f"table_delete acl {acl[8]}")[0]
+    assert channel.execute(f"table_modify fwd_table fwd {fwd[9]} 7")[0]
+    assert channel.execute(f"table_delete fwd_table {fwd[10]}")[0]
+    ok, out = channel.execute(f"table_delete fwd_table {fwd[10]}")          # gone now
+    assert not ok and f"handle {fwd[10]}" in out and "Traceback" not in out, out
+    for name in deferred:
+        assert core[name].bulk_rows() is not None, f"{name} was built by a command"
+
+    by_name = {t.info.preamble.name.rsplit(".", 1)[-1]: t
+               for t in loaded.runtime.index.tables.values()}
+    actions = {a.preamble.id: a.preamble.name.rsplit(".", 1)[-1]
+               for a in loaded.runtime.index.p4info.actions}
+
+    def read(table: str) -> dict[tuple[bytes, int], tuple[str, list[bytes]]]:
+        index = by_name[table]
+        out = {}
+        for r in loaded.runtime.tables.records(index.info.preamble.id):
+            entry = loaded.runtime.tables.canonical(index, r)
+            field = entry.match[0]
+            value = field.ternary.value if field.HasField("ternary") else field.exact.value
+            out[(value, entry.priority)] = (actions[entry.action.action.action_id],
+                                            [p.value for p in entry.action.action.params])
+        return out
+
+    acl_now, fwd_now = read("acl"), read("fwd_table")
+    assert len(acl_now) == 49 and len(fwd_now) == 49
+    rank = from_bmv2_priority              # the CLI's priorities are BMv2's (lower wins)
+    assert acl_now[(b"\x07", rank(8))] == ("allow", [])
+    assert (b"\x08", rank(9)) not in acl_now and acl_now[(b"\x09", rank(10))] == ("deny", [])
+    assert fwd_now[(b"\x09", 0)] == ("fwd", [b"\x07"])
+    assert (b"\x0a", 0) not in fwd_now

@@ -141,6 +141,11 @@ class SwitchControl(Protocol):
     def table_set_default(self, table: str, action: str, args: list[int]) -> None: ...
     def table_entries(self, table: str) -> list[EntryView]: ...
 
+    def table_entry(self, table: str, handle: int) -> EntryView:
+        """The entry with this handle (no P4Error: there is none), found by handle, not
+        by building every entry's view (commands that name a handle use it)."""
+        ...
+
     # --- replication ------------------------------------------------------------------
     def mirroring_add(self, session: int, port: int, class_of_service: int = 0) -> None:
         """Clone session to a port. ``class_of_service`` (P4Runtime CloneSessionEntry) is

@@ -167,6 +167,9 @@ class Device:
     def table_entries(self, table: str) -> list[EntryView]:
         return self.pb.tables[self._table_name(table)].views()
 
+    def table_entry(self, table: str, handle: int) -> EntryView:
+        return self.pb.tables[self._table_name(table)].view(handle)
+
     def entry_idle_us(self, table: str, handle: int) -> int:
         """µs on the switch clock since the entry last matched a packet (or, never
         matched, was inserted): P4Runtime idle timeouts and ``time_since_last_hit``."""

@@ -657,8 +657,12 @@ class TableState:
     def keys_of(self, entry: Entry) -> list[KeyMatch]:
         """The KeyMatch list of an entry, from its normalised match (for an entry
         added by :meth:`add_checked`, which keeps none)."""
+        return self.keys_of_match(entry.match)
+
+    def keys_of_match(self, match: tuple[Any, ...]) -> list[KeyMatch]:
+        """The KeyMatch list of a normalised match (as ``_normalise`` builds it)."""
         out = []
-        for spec, m in zip(self.keys, entry.match, strict=True):
+        for spec, m in zip(self.keys, match, strict=True):
             kind = spec.kind
             if kind == "range":
                 out.append(KeyMatch(spec.name, "range", m[1], high=m[2]))
@@ -681,10 +685,23 @@ class TableState:
         return e
 
     def views(self) -> list[EntryView]:
-        return [EntryView(e.handle, list(e.keys) if e.keys is not None else self.keys_of(e),
-                          e.action.name, list(e.args),
-                          e.priority if self.mode == "ternary" else None, e.packets, e.bytes)
-                for e in sorted(self.entries.values(), key=lambda e: e.handle)]
+        return [self._view(e) for e in sorted(self.entries.values(), key=lambda e: e.handle)]
+
+    def view(self, handle: int) -> EntryView:
+        """One entry's view (P4Error: no entry has this handle). A deferred entry is
+        viewed from its row, not built: building would take the table off the batched
+        write path (see :meth:`bulk_rows`)."""
+        row = self._rows.get(handle)
+        if row is None:
+            return self._view(self._get(handle))
+        _, match, action, args, prio = row[:5]
+        return EntryView(handle, self.keys_of_match(match), action.name, list(args),
+                         prio if self.mode == "ternary" else None)
+
+    def _view(self, e: Entry) -> EntryView:
+        return EntryView(e.handle, list(e.keys) if e.keys is not None else self.keys_of(e),
+                         e.action.name, list(e.args),
+                         e.priority if self.mode == "ternary" else None, e.packets, e.bytes)
 
 
 _ZEROS = itertools.repeat(0)

@@ -387,6 +387,14 @@ class FastSwitch(Switch):
                 v.packets, v.bytes = s[0], s[1]
         return views
 
+    def table_entry(self, table: str, handle: int) -> EntryView:
+        self._settle()
+        view = super().table_entry(table, handle)
+        s = self._mod.tbl_stats(self._ctx, self._lay(table).tid, handle)
+        if s is not None:
+            view.packets, view.bytes = s[0], s[1]
+        return view
+
     def entry_idle_us(self, table: str, handle: int) -> int:
         self._settle()
         lay = self._lay(table)
