@@ -58,3 +58,22 @@ def test_p4runtime_write_bench_reports_the_median_of_its_rounds(tmp_path):
         assert len(rounds) == 3 and all(s > 0 for s in rounds)
         assert round(phase["seconds"], 6) == sorted(rounds)[1]
         assert abs(phase["entries_per_s"] - 300 / phase["seconds"]) < 1e-6 * phase["entries_per_s"]
+
+
+def test_cli_commands_bench_modifies_deletes_and_re_adds_by_handle(tmp_path):
+    """bench/cli_commands.py against softswitch, tiny: at each size every kind of
+    command ran on the handles table_add returned (an error stops the bench), and the
+    JSON holds one rate per size and kind."""
+    import json
+    import subprocess
+
+    out = tmp_path / "cli.json"
+    done = subprocess.run([sys.executable, str(BENCH / "cli_commands.py"), "--targets",
+                           "softswitch", "--sizes", "150", "300", "--commands", "100",
+                           "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = json.loads(out.read_text())["targets"]["softswitch"]
+    rated = [(r["size"], r["kind"]) for r in rows if r["size"] is not None]
+    assert rated == [(size, kind) for size in (150, 300)
+                     for kind in ("table_modify", "table_delete", "table_add")]
+    assert all(r["per_s"] > 0 and r["commands"] == 100 for r in rows if r["size"])
