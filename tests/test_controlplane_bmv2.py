@@ -81,12 +81,14 @@ def test_bmv2_plan_takes_rates_and_depths_and_refuses_the_rest() -> None:
     assert plan.target == "bmv2"
     assert plan.commands == [f"set_queue_rate 200000 {p} 5" for p in (1, 2, 3, 4)]
     assert len(plan.refused) == 3
-    assert plan.refused[0].startswith("link rates port 1 speed_gbps 100, port 2 speed_gbps "
-                                      "100, port 3 speed_gbps 400")
-    assert "BMv2 has no port shaper" in plan.refused[0]
-    assert plan.refused[1].startswith("DWRR weights port 1 queue 4 weight 50 (scheduler "
-                                      "default)")
-    assert plan.refused[2].startswith("PFC thresholds port 1 priority 3 xoff 48 xon 32")
+    # ports refused alike are named once: a fabric's refusal is a line per reason
+    assert plan.refused[0].startswith("link rates ports 1, 2 speed_gbps 100; ports 3, 4 "
+                                      "speed_gbps 400: BMv2 has no port shaper")
+    assert plan.refused[1].startswith("DWRR weights ports 1-4 (scheduler default) queue 4 "
+                                      "weight 50, queue 3 weight 30, queue 2 weight 15, "
+                                      "queue 1 weight 5, queue 0 weight 20: BMv2 serves")
+    assert plan.refused[2].startswith("PFC thresholds ports 1-4 (scheduler default) "
+                                      "priorities 3, 4, 5 xoff 48 xon 32: BMv2 has no PFC")
     # softswitch: the runtime channel's commands, as before
     soft = plan_tm(leaf2, compile_switch(intent, leaf2, index))
     assert soft.target == "softswitch" and not soft.refused
@@ -514,16 +516,16 @@ def test_dwrr_on_bmv2_is_refused_or_warned_with_allow_partial(reference_tools, b
         assert main(["apply", str(intent), *pipe]) == 1
         out = capsys.readouterr().out
         assert "bm: FAILED: switch bm (target bmv2) cannot take these settings" in out
-        assert "DWRR weights port 2 queue 1 weight 30 (scheduler shared), port 2 queue 0 " \
-               "weight 10 (scheduler shared): BMv2 serves its priority queues in strict " \
-               "priority only" in out
+        assert "DWRR weights port 2 (scheduler shared) queue 1 weight 30, queue 0 " \
+               "weight 10: BMv2 serves its priority queues in strict priority only" in out
         assert "strict priority only" in out and "nothing was written" in out
         # nothing was written: the pipeline was not even loaded
         with Client(sw.address, sw.device_id) as c:
             assert c.get_p4info() is None
         assert main(["apply", str(intent), *pipe, "--allow-partial"]) == 0
         out = capsys.readouterr().out
-        assert "warning: not applied on bmv2: DWRR weights port 2 queue 1 weight 30" in out
+        assert "warning: not applied on bmv2: DWRR weights port 2 (scheduler shared) " \
+               "queue 1 weight 30" in out
         assert "pipeline loaded" in out
         # an unreachable Thrift port fails before any write
         sw_thrift = sw.thrift_address

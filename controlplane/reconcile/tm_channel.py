@@ -55,28 +55,60 @@ def plan_tm(switch: m.Switch, desired: DesiredState) -> TmPlan:
     plan = TmPlan("bmv2")
     schedulers = {p.number: p.scheduler for p in switch.ports}
     speeds = {p.number: p.speed_gbps for p in switch.ports}
-    refused: dict[str, list[str]] = {}
+    # per reason: port -> what that port is refused (ports refused alike are named once)
+    refused: dict[str, dict[int, list[str]]] = {}
     for port, bps in sorted(desired.link_rates.items()):
-        refused.setdefault(NO_SHAPER, []).append(
-            f"port {port} speed_gbps {speeds.get(port) or bps / 1e9:g}")
+        refused.setdefault(NO_SHAPER, {})[port] = [
+            f"speed_gbps {speeds.get(port) or bps / 1e9:g}"]
     for q in desired.queue_settings:
         if q.mode == "dwrr":
-            refused.setdefault(NO_DWRR, []).append(
-                f"port {q.port} queue {q.queue} weight {q.weight} (scheduler "
-                f"{schedulers.get(q.port)})")
+            refused.setdefault(NO_DWRR, {}).setdefault(q.port, []).append(
+                f"queue {q.queue} weight {q.weight}")
         if q.rate_pps is not None:
             plan.commands.append(f"set_queue_rate {q.rate_pps} {q.port} {q.queue}")
         if q.depth_pkts is not None:
             plan.commands.append(f"set_queue_depth {q.depth_pkts} {q.port} {q.queue}")
+    pfc: dict[int, dict[tuple[int, int], list[int]]] = {}
     for (port, prio), thresholds in sorted(desired.pfc.items()):
         if thresholds is not None:       # "PFC off" is all BMv2 knows: nothing to send
-            refused.setdefault(NO_PFC, []).append(
-                f"port {port} priority {prio} xoff {thresholds[0]} xon {thresholds[1]} "
-                f"(scheduler {schedulers.get(port)})")
+            pfc.setdefault(port, {}).setdefault(tuple(thresholds), []).append(prio)
+    for port, by_threshold in pfc.items():
+        refused.setdefault(NO_PFC, {})[port] = [
+            f"{'priorities' if len(prios) > 1 else 'priority'} "
+            f"{', '.join(map(str, prios))} xoff {xoff} xon {xon}"
+            for (xoff, xon), prios in by_threshold.items()]
     kinds = {NO_SHAPER: "link rates", NO_DWRR: "DWRR weights", NO_PFC: "PFC thresholds"}
-    plan.refused = [f"{kinds[reason]} {', '.join(items)}: {reason}"
-                    for reason, items in refused.items()]
+    scheduled = {NO_DWRR, NO_PFC}        # settings that come from the port's scheduler
+    plan.refused = [
+        f"{kinds[reason]} {_by_ports(items, schedulers if reason in scheduled else None)}: "
+        f"{reason}" for reason, items in refused.items()]
     return plan
+
+
+def _by_ports(items: dict[int, list[str]], schedulers: dict[int, str] | None) -> str:
+    """``port 1 queue 4 weight 50, …; ports 2-4 …``: ports with the same settings (and
+    scheduler) named together, so a fabric's refusal is a line, not a page."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for port, what in sorted(items.items()):
+        sched = f"(scheduler {schedulers.get(port)})" if schedulers is not None else ""
+        groups.setdefault((sched, *what), []).append(port)
+    parts = []
+    for (sched, *what), ports in groups.items():
+        named = (f"port {ports[0]}" if len(ports) == 1 else f"ports {_ranges(ports)}")
+        parts.append(" ".join(x for x in (named, sched) if x) + " " + ", ".join(what))
+    return "; ".join(parts)
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``1-4, 7``: sorted numbers with runs shortened."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r))
+                     for r in runs)
 
 
 def check_target(switch: m.Switch, timeout: float = 10.0) -> None:
