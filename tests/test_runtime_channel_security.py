@@ -57,6 +57,20 @@ def _entries(switch) -> list[p4runtime_pb2.TableEntry]:
     return [e.table_entry for r in switch["stub"].Read(req) for e in r.entities]
 
 
+def _loaded(tmp_path):
+    """PROGRAM loaded in an in-process P4Runtime Device: its LoadedPipeline (switch and
+    runtime), for driving ManagedControl directly."""
+    from softswitch.frontend.limits import UNLIMITED
+    from softswitch.p4runtime.device import Device
+    from softswitch.run import RunOptions, load_program
+
+    (tmp_path / "prog.p4").write_text(PROGRAM)
+    config, compiled = load_program(RunOptions(program=str(tmp_path / "prog.p4")))
+    device = Device(1, 255, limits=UNLIMITED)
+    device.start_with(config, compiled)
+    return device.current
+
+
 def test_without_the_token_nothing_happens(switch):
     proc = cli("--port", str(switch["port"]), "-c", "table_add fwd_table fwd 0x0a => 2")
     assert proc.returncode == 1 and "needs a token" in proc.stderr
@@ -120,17 +134,10 @@ def test_binds_loopback_unless_told():
 
 
 def test_runtime_writes_flag_lets_replication_through(tmp_path):
-    from softswitch.frontend.limits import UNLIMITED
     from softswitch.p4runtime.channel_control import ManagedControl
-    from softswitch.p4runtime.device import Device
-    from softswitch.run import RunOptions, load_program
     from softswitch.runtime_channel import RuntimeChannel
 
-    (tmp_path / "prog.p4").write_text(PROGRAM)
-    config, compiled = load_program(RunOptions(program=str(tmp_path / "prog.p4")))
-    device = Device(1, 255, limits=UNLIMITED)
-    device.start_with(config, compiled)
-    loaded = device.current
+    loaded = _loaded(tmp_path)
     strict = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime), None)
     assert strict.execute("mc_mgrp_create 3")[0] is False
     loose = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime, True), None)
@@ -157,17 +164,10 @@ def test_channel_writes_are_told_and_leave_nothing_young(tmp_path):
     loop for 10-30 ms every few seconds)."""
     import gc
 
-    from softswitch.frontend.limits import UNLIMITED
     from softswitch.p4runtime.channel_control import ManagedControl
-    from softswitch.p4runtime.device import Device
-    from softswitch.run import RunOptions, load_program
     from softswitch.runtime_channel import RuntimeChannel
 
-    (tmp_path / "prog.p4").write_text(PROGRAM)
-    config, compiled = load_program(RunOptions(program=str(tmp_path / "prog.p4")))
-    device = Device(1, 255, limits=UNLIMITED)
-    device.start_with(config, compiled)
-    loaded = device.current
+    loaded = _loaded(tmp_path)
     sizes: list[int] = []
     channel = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime, False,
                                             sizes.append), None)
@@ -191,19 +191,8 @@ def test_channel_table_commands_leave_what_p4runtime_writes_leave(tmp_path):
     refused commands are clean errors that change nothing."""
     from p4.v1 import p4runtime_pb2
 
-    from softswitch.frontend.limits import UNLIMITED
     from softswitch.p4runtime.channel_control import ManagedControl
-    from softswitch.p4runtime.device import Device
-    from softswitch.run import RunOptions, load_program
     from softswitch.runtime_channel import RuntimeChannel
-
-    (tmp_path / "prog.p4").write_text(PROGRAM)
-
-    def loaded_device():
-        config, compiled = load_program(RunOptions(program=str(tmp_path / "prog.p4")))
-        device = Device(1, 255, limits=UNLIMITED)
-        device.start_with(config, compiled)
-        return device.current
 
     def entries(loaded):
         table = next(t for t in loaded.runtime.index.tables.values()
@@ -211,13 +200,13 @@ def test_channel_table_commands_leave_what_p4runtime_writes_leave(tmp_path):
         return [loaded.runtime.tables.wire_of(table, r)
                 for r in loaded.runtime.tables.records(table.info.preamble.id)], table
 
-    by_cli = loaded_device()
+    by_cli = _loaded(tmp_path)
     channel = RuntimeChannel(ManagedControl(by_cli.switch, by_cli.runtime), None)
     ok, out = channel.execute("table_add fwd_table fwd 0x0a0000000001 => 3")
     assert ok, out
     written, table = entries(by_cli)
 
-    by_rpc = loaded_device()
+    by_rpc = _loaded(tmp_path)
     request = p4runtime_pb2.WriteRequest()
     entry = request.updates.add(type=p4runtime_pb2.Update.INSERT).entity.table_entry
     entry.table_id = table.info.preamble.id
@@ -251,17 +240,10 @@ def test_commands_by_handle_find_the_entry_by_its_key_and_build_nothing(tmp_path
     deferred (viewing one must not build the table: that would take it off the batched
     write path), and what the commands leave is what P4Runtime Read returns."""
     from softswitch.core.control import from_bmv2_priority
-    from softswitch.frontend.limits import UNLIMITED
     from softswitch.p4runtime.channel_control import ManagedControl
-    from softswitch.p4runtime.device import Device
-    from softswitch.run import RunOptions, load_program
     from softswitch.runtime_channel import RuntimeChannel
 
-    (tmp_path / "prog.p4").write_text(PROGRAM)
-    config, compiled = load_program(RunOptions(program=str(tmp_path / "prog.p4")))
-    device = Device(1, 255, limits=UNLIMITED)
-    device.start_with(config, compiled)
-    loaded = device.current
+    loaded = _loaded(tmp_path)
     channel = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime), None)
 
     def handle_of(out: str) -> int:
