@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from softswitch import reference_tools
+from softswitch import local_port, reference_tools
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("softswitch", "bmv2")
@@ -120,9 +120,8 @@ def _wait(port: int, proc: subprocess.Popen, log: Path, target: str,
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"{target} exited: {log.read_text()[-2000:]}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                time.sleep(0.2)
-                return
+        if local_port.accepting(port):
+            time.sleep(0.2)
+            return
         time.sleep(0.1)
     raise SystemExit(f"{target} did not come up in {seconds:.0f} s")

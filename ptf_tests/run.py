@@ -49,7 +49,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -288,15 +287,14 @@ def runtime_cli(opts: Options) -> str:
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
+    from softswitch import local_port
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"the switch exited with status {proc.returncode} before "
                              "serving P4Runtime")
-        with socket.socket() as s:
-            s.settimeout(0.5)
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        if local_port.accepting(port):
+            return
         time.sleep(0.2)
     raise SystemExit(f"the switch did not open 127.0.0.1:{port} within {timeout:g} s")
 

@@ -24,6 +24,7 @@ from p4.v1 import p4runtime_pb2
 from controlplane.p4rt import Client, P4InfoIndex
 from controlplane.p4rt.describe import entity_text
 from controlplane.p4rt.errors import P4RuntimeClientError
+from softswitch import local_port
 
 
 def free_port() -> int:
@@ -37,9 +38,8 @@ def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 30.0) -> N
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"switch exited ({proc.returncode}) before opening {port}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        if local_port.accepting(port):
+            return
         time.sleep(0.05)
     raise AssertionError(f"port {port} did not open in {seconds} s")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from softswitch import local_port
 from softswitch.ports.afpacket import RawPort
 from softswitch.ports.veth import veth_pairs
 
@@ -52,9 +53,8 @@ def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 60) -> Non
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        if local_port.accepting(port):
+            return
         time.sleep(0.1)
     raise AssertionError(f"port {port} did not open")
 

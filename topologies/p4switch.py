@@ -14,13 +14,12 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from softswitch import reference_tools
+from softswitch import local_port, reference_tools
 from topologies.schema import DEFAULT_PROGRAM, PROJECT_ROOT, SwitchSpec
 
 KINDS = ("softswitch", "bmv2")
@@ -32,9 +31,7 @@ class SwitchStartError(Exception):
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     """True if something already listens on ``host:port`` (a stale or foreign switch)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.2)
-        return s.connect_ex((host, port)) == 0
+    return local_port.accepting(port, host, timeout=0.2)
 
 
 def softswitch_command() -> list[str]:
