@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                    choices=["softswitch", "bmv2"])
     p.add_argument("--json", type=Path, default=ROOT / "out" / "bench" / "cli_commands.json")
     args = p.parse_args(argv)
+    if args.commands < 1:
+        p.error("--commands must be at least 1")
     if sorted(args.sizes) != args.sizes or min(args.sizes) < args.commands:
         p.error("--sizes must be increasing and each at least --commands")
     report: dict = {"sizes": args.sizes, "commands": args.commands, "targets": {},
