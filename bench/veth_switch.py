@@ -120,7 +120,7 @@ def _wait(port: int, proc: subprocess.Popen, log: Path, target: str,
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"{target} exited: {log.read_text()[-2000:]}")
-        if local_port.accepting(port):
+        if local_port.listening(port):
             time.sleep(0.2)
             return
         time.sleep(0.1)

@@ -293,7 +293,7 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
         if proc.poll() is not None:
             raise SystemExit(f"the switch exited with status {proc.returncode} before "
                              "serving P4Runtime")
-        if local_port.accepting(port):
+        if local_port.listening(port):
             return
         time.sleep(0.2)
     raise SystemExit(f"the switch did not open 127.0.0.1:{port} within {timeout:g} s")

@@ -1,23 +1,53 @@
-"""Whether a local TCP server accepts connections yet.
+"""Whether a server listens on a local TCP port yet.
 
 What starters of switch processes poll for: BMv2 and softswitch open their gRPC and
-Thrift/CLI ports only once the program is loaded. Polling a port nobody listens on has
-a trap: the kernel may pick that very port as the connection's source, and TCP's
-simultaneous open then connects the socket to itself, so the port looks open before the
-server exists (seen in ``make bench``: the switch was "up", and its CLI channel then
-refused the first command). :func:`accepting` does not count such a connection.
+Thrift/CLI ports only once the program is loaded. Polling by connecting has a trap: the
+polling socket's ephemeral source port can be the very port polled, and the kernel then
+connects the socket to itself (TCP simultaneous open). The port looks open, and while
+that socket lives the server's own bind fails with "Address already in use" (``make
+test`` saw a BMv2 spine come up without its gRPC server that way; ``make bench`` a
+softswitch whose CLI channel then refused). So :func:`listening` reads the kernel's
+socket tables (``/proc/net/tcp``, ``tcp6``) instead: nothing is created, nothing can
+collide. Where those tables cannot be read it connects, and does not count a connection
+that met itself.
 """
 
 from __future__ import annotations
 
 import socket
 
+TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
+LISTEN = "0A"                     # the kernel's TCP_LISTEN, as /proc/net/tcp prints it
 
-def accepting(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
-    """True if a server accepts connections on ``host:port``."""
+
+def listening(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
+    """True if a TCP server of this network namespace listens on ``port`` (on ``host``
+    or on every address)."""
+    found = _listening_in_tables(port)
+    if found is not None:
+        return found
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         return s.connect_ex((host, port)) == 0 and not met_itself(s)
+
+
+def _listening_in_tables(port: int) -> bool | None:
+    """Whether a LISTEN socket on ``port`` is in the kernel's tables; None when no table
+    can be read."""
+    read_any = False
+    for table in TABLES:
+        try:
+            with open(table, encoding="ascii") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        read_any = True
+        for line in lines:
+            fields = line.split()       # sl, local_address (HEXIP:HEXPORT), rem, st, ...
+            if len(fields) > 3 and fields[3] == LISTEN \
+                    and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False if read_any else None
 
 
 def met_itself(sock: socket.socket) -> bool:

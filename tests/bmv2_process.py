@@ -38,7 +38,7 @@ def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 30.0) -> N
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"switch exited ({proc.returncode}) before opening {port}")
-        if local_port.accepting(port):
+        if local_port.listening(port):
             return
         time.sleep(0.05)
     raise AssertionError(f"port {port} did not open in {seconds} s")

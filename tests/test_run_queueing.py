@@ -53,7 +53,7 @@ def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 60) -> Non
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
-        if local_port.accepting(port):
+        if local_port.listening(port):
             return
         time.sleep(0.1)
     raise AssertionError(f"port {port} did not open")

@@ -31,7 +31,7 @@ class SwitchStartError(Exception):
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     """True if something already listens on ``host:port`` (a stale or foreign switch)."""
-    return local_port.accepting(port, host, timeout=0.2)
+    return local_port.listening(port, host, timeout=0.2)
 
 
 def softswitch_command() -> list[str]:

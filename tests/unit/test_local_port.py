@@ -1,4 +1,5 @@
-"""softswitch.local_port: a port counts as open only when a server accepts on it."""
+"""softswitch.local_port: a port counts as open only when a server listens on it, and
+finding out creates no socket that could take the port from the server."""
 
 from __future__ import annotations
 
@@ -7,25 +8,39 @@ import socket
 from softswitch import local_port
 
 
-def test_a_listening_port_accepts_and_a_closed_one_does_not():
+def test_a_listening_port_is_seen_and_a_closed_one_is_not():
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
-        assert local_port.accepting(port)
-    assert not local_port.accepting(port)
+        assert local_port.listening(port)
+        assert local_port._listening_in_tables(port) is True
+    assert not local_port.listening(port)
 
 
-def test_a_connection_that_met_itself_is_not_a_server():
+def test_a_socket_connected_to_itself_is_not_a_server():
     """Connecting a socket bound to port P to 127.0.0.1:P succeeds with nobody
-    listening (TCP simultaneous open): what polling a port can run into when the
-    kernel picks P as the source."""
+    listening (TCP simultaneous open): what polling by connecting runs into when the
+    kernel picks P as the source. The tables show no listener; the connect fallback
+    does not count it either."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         assert s.connect_ex(s.getsockname()) == 0
         assert local_port.met_itself(s)
+        assert not local_port.listening(s.getsockname()[1])
     with socket.socket() as server, socket.socket() as client:
         server.bind(("127.0.0.1", 0))
         server.listen()
         client.connect(server.getsockname())
         assert not local_port.met_itself(client)
+
+
+def test_without_the_kernel_tables_it_connects(monkeypatch):
+    monkeypatch.setattr(local_port, "TABLES", ("/nonexistent/tcp",))
+    assert local_port._listening_in_tables(1) is None
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert local_port.listening(port)
+    assert not local_port.listening(port)
