@@ -6,11 +6,12 @@ rates a software switch carries (a few thousand packets per second).
 
 - **send**: one socket per flow (its DSCP set with ``IP_TOS``), each flow paced open
   loop at its own rate from one schedule, so a slow switch cannot slow the senders
-  down (a closed loop would hide the queueing it causes). Every datagram carries
-  ``MAGIC, flow id, sequence number, send time`` (``CLOCK_REALTIME`` ns, read just
-  before ``sendto``); a RoCEv2 flow (UDP port 4791) starts with a 12-byte BTH so the
-  switch classifies it by opcode. At the end it prints one JSON object: per flow the
-  datagrams and bytes sent.
+  down (a closed loop would hide the queueing it causes): mice as Poisson arrivals,
+  elephants at a constant mean rate, each gap jittered (no phase lock with a queue).
+  Every datagram carries ``MAGIC, flow id, sequence number, send time``
+  (``CLOCK_REALTIME`` ns, read just before ``sendto``); a RoCEv2 flow (UDP port 4791)
+  starts with a 12-byte BTH so the switch classifies it by opcode. At the end it prints
+  one JSON object: per flow the datagrams and bytes sent.
 - **recv**: one socket per destination port, ``SO_TIMESTAMPNS``: the kernel stamps each
   datagram when it arrives, so the receiver's own scheduling adds nothing to the
   latency. One-way delay is exact because every host shares the machine's clock. It
@@ -38,11 +39,20 @@ RECORD = struct.Struct("<IIqq")          # flow id, sequence, send ns, receive n
 ROCE_PORT = 4791
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 SCM_TIMESTAMPNS = SO_TIMESTAMPNS
+ELEPHANT_JITTER = 0.25                   # of an elephant's mean gap, each way
 
 
 def bth(opcode: int, dst_qp: int, psn: int) -> bytes:
     """A RoCEv2 Base Transport Header: opcode, flags 0, P_Key 0xffff, DestQP, PSN."""
     return struct.pack("!BBHII", opcode, 0, 0xFFFF, dst_qp & 0xFFFFFF, psn & 0xFFFFFF)
+
+
+def next_gap(flow: dict, rng: random.Random) -> float:
+    """Seconds to a flow's next datagram: exponential for a Poisson flow (mice), else
+    its mean gap jittered uniformly by up to +-ELEPHANT_JITTER (elephants)."""
+    if flow.get("poisson"):
+        return rng.expovariate(flow["pps"])
+    return rng.uniform(1.0 - ELEPHANT_JITTER, 1.0 + ELEPHANT_JITTER) / flow["pps"]
 
 
 def send(cfg: dict) -> dict:
@@ -60,7 +70,10 @@ def send(cfg: dict) -> dict:
     # first departures spread over one interval each, so flows do not start in lockstep
     heap = [(start + (i + 1) / (len(flows) + 1) / f["pps"], i) for i, f in enumerate(flows)]
     # mice arrive as a Poisson process (seeded: the same run twice sends the same
-    # gaps), elephants at a constant rate
+    # gaps), elephants at a constant mean rate with each gap jittered by up to
+    # +-ELEPHANT_JITTER: strictly periodic flows phase-lock with a tail-drop queue (the
+    # same flow always meets the full queue: a FIFO run once dropped 99.7% of one
+    # elephant class and 21% of another offered at the same rate)
     rngs = [random.Random(cfg.get("seed", 0) * 1000 + f["id"]) for f in flows]
     heapq.heapify(heap)
     seq = [0] * len(flows)
@@ -83,8 +96,7 @@ def send(cfg: dict) -> dict:
             seq[i] += 1
         except OSError:                 # a full socket buffer: counted, never retried
             errors[i] += 1
-        gap = rngs[i].expovariate(f["pps"]) if f.get("poisson") else 1.0 / f["pps"]
-        heapq.heappush(heap, (due + gap, i))
+        heapq.heappush(heap, (due + next_gap(f, rngs[i]), i))
     return {"flows": {str(f["id"]): {"sent": seq[i], "bytes": sent_bytes[i],
                                      "errors": errors[i]} for i, f in enumerate(flows)}}
 
