@@ -38,7 +38,6 @@ import importlib.metadata
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 import tempfile
@@ -53,6 +52,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch import reference_tools
+from softswitch.local_port import free_port as _free_port
 from softswitch.p4runtime import pipeline
 from softswitch.p4runtime.client import StreamClient
 
@@ -85,12 +85,6 @@ def _batches(kind: int, entries: list[p4runtime_pb2.TableEntry], batch: int) -> 
             req.updates.add(type=kind).entity.table_entry.CopyFrom(te)
         out.append(req.SerializeToString())
     return out
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -36,6 +36,7 @@ import time
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from softswitch.local_port import free_port as _free_port
 from softswitch.p4runtime import pipeline
 from softswitch.p4runtime.client import StreamClient
 
@@ -97,12 +98,6 @@ def _rss(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _port_free(port: int) -> bool:

@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import resource
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,15 +44,10 @@ from controlplane.compile import compile_switch
 from controlplane.intent import load_intent
 from controlplane.p4rt import P4InfoIndex
 from controlplane.reconcile import load_pipeline, reconcile_all
+from softswitch.local_port import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "tailcc.p4"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start(addr: str, device_id: int) -> subprocess.Popen:

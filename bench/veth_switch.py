@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,15 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from softswitch import local_port, reference_tools
+from softswitch.local_port import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("softswitch", "bmv2")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

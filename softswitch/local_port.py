@@ -1,4 +1,5 @@
-"""Whether a server listens on a local TCP port yet.
+"""Local TCP ports: free ones to give a server (:func:`free_ports`), and whether a
+server listens on one yet (:func:`listening`).
 
 What starters of switch processes poll for: BMv2 and softswitch open their gRPC and
 Thrift/CLI ports only once the program is loaded. Polling by connecting has a trap: the
@@ -15,6 +16,7 @@ that met itself.
 from __future__ import annotations
 
 import socket
+import threading
 
 TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 LISTEN = "0A"                     # the kernel's TCP_LISTEN, as /proc/net/tcp prints it
@@ -48,6 +50,41 @@ def _listening_in_tables(port: int) -> bool | None:
                     and int(fields[1].rsplit(":", 1)[1], 16) == port:
                 return True
     return False if read_any else None
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` TCP ports on 127.0.0.1 that nothing uses now, none handed out before
+    by this process. Chosen one at a time and let go, ports can repeat: the kernel gave
+    one BMv2 spine's Thrift port to the next spine's gRPC server in ``make test``, which
+    then ran without it. So every socket is held until all are chosen, and a port this
+    process already handed out is never handed out again."""
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        with _LOCK:
+            while len(ports) < count:
+                if len(held) >= count + 1000:
+                    raise OSError(f"no {count} fresh local TCP ports left")
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                held.append(s)
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+                if port not in _HANDED_OUT:
+                    ports.append(port)
+            _HANDED_OUT.update(ports)
+    finally:
+        for s in held:
+            s.close()
+    return ports
+
+
+def free_port() -> int:
+    """One port as :func:`free_ports` chooses them."""
+    return free_ports(1)[0]
+
+
+_LOCK = threading.Lock()
+_HANDED_OUT: set[int] = set()
 
 
 def met_itself(sock: socket.socket) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,12 +24,7 @@ from controlplane.p4rt import Client, P4InfoIndex
 from controlplane.p4rt.describe import entity_text
 from controlplane.p4rt.errors import P4RuntimeClientError
 from softswitch import local_port
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from softswitch.local_port import free_port
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 30.0) -> None:

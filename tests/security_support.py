@@ -4,7 +4,6 @@ server on a free port, and request builders."""
 
 from __future__ import annotations
 
-import socket
 import textwrap
 from dataclasses import dataclass, field
 
@@ -104,12 +103,6 @@ ROLES = {"roles": [
     {"name": "acl", "write": ["I.acl", "multicast_groups"], "packet_in": True},
     {"name": "ops", "write": "*", "pipeline": True, "packet_out": True},
 ]}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def compile_p4info(tmp_dir) -> p4info_pb2.P4Info:

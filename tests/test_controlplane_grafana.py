@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from controlplane.cli import main
+from softswitch.local_port import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "controlplane" / "grafana" / "tailcc.json"
@@ -70,12 +70,6 @@ def test_dashboard_is_grafana_json_with_promql_targets() -> None:
     for topic in ("class", "ecn mark rate", "fast cnp", "unresolved", "drops", "queue depth",
                   "pfc"):
         assert topic in titles, topic
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _scrape(url: str, deadline: float) -> str:

@@ -5,7 +5,6 @@ completes the real subcommands)."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import grpc
 import pytest
 
 from controlplane.cli import build_parser, main
+from softswitch.local_port import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 TAILCC = [sys.executable, "-m", "controlplane.cli"]
@@ -74,11 +74,6 @@ def test_completion_rejects_other_shells() -> None:
 
 
 # --- shell ------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture()
 def switch() -> Iterator[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from controlplane.intent import load_intent
 from controlplane.p4rt import Client, P4InfoIndex
 from controlplane.p4rt.describe import entry_key, entry_value
 from controlplane.reconcile.switch import read_current
+from softswitch.local_port import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 INTENT = """base: default
@@ -47,12 +47,6 @@ tenants:
     rules: [{{src: 10.1.1.0/24, dst: 10.1.2.0/24, action: allow}}]
 fast_cnp: {{enabled: true, qp_map: [{{src: 10.0.1.1, dst: 10.0.2.2, dst_qp: 17, sender_qp: 71}}]}}
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start_switch(addr: str) -> subprocess.Popen:

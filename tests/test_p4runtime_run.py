@@ -18,6 +18,7 @@ import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from softswitch import allocator
+from softswitch.local_port import free_port as _free_port
 from softswitch.run import DEFAULT_GRPC_ADDR, parse_args
 
 
@@ -55,12 +56,6 @@ def test_usage_errors_exit_1(argv, message, capsys):
         parse_args(argv)
     assert exc.value.code == 1
     assert message in capsys.readouterr().err
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start(args: list[str]) -> subprocess.Popen:

@@ -12,9 +12,10 @@ import uuid
 import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
-from security_support import PROGRAM, compile_p4info, free_port
+from security_support import PROGRAM, compile_p4info
 from spec_cases import SPEC, Target
 
+from softswitch.local_port import free_port
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.server import serve
 

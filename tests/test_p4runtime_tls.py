@@ -15,8 +15,8 @@ from pathlib import Path
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from security_support import free_port
 
+from softswitch.local_port import free_port
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.server import TlsConfig, serve
 from softswitch.run import parse_args

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from softswitch import local_port
+from softswitch.local_port import free_port
 from softswitch.ports.afpacket import RawPort
 from softswitch.ports.veth import veth_pairs
 
@@ -41,12 +42,6 @@ control D(packet_out pkt, in h_t h) { apply { pkt.emit(h.eth); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
 ETHERTYPE = 0x88B5  # IEEE local experimental: nothing else on the veths uses it
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 60) -> None:

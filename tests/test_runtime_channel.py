@@ -8,18 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from softswitch.local_port import free_port
 from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer
 from softswitch.tm import TrafficManager
 from softswitch.v1model.switch import Switch
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "p4src" / "samples" / "l3_basic.p4"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

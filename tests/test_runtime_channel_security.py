@@ -16,8 +16,9 @@ import time
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from security_support import PROGRAM, free_port
+from security_support import PROGRAM
 
+from softswitch.local_port import free_port
 from softswitch.run import parse_args
 
 

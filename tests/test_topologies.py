@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from softswitch import reference_tools  # noqa: E402
+from softswitch.local_port import free_port  # noqa: E402
 from topologies import Runner, RunnerError, load_topology  # noqa: E402
 from topologies.runner import leftovers_of  # noqa: E402
 from topologies.schema import Topology, TopologyError  # noqa: E402
@@ -38,12 +38,6 @@ def _mininet_missing() -> bool:
     except ImportError:
         return True
     return shutil.which("mnexec") is None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def on_free_ports(topo: Topology) -> Topology:

@@ -15,13 +15,13 @@ import argparse
 import dataclasses
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from controlplane.p4rt.errors import P4RuntimeClientError
 from softswitch import reference_tools
+from softswitch.local_port import free_port
 from topologies.mix import apply_bottleneck
 from topologies.mix_plan import ETH_IP_UDP, Bottleneck, fifo, pinned, read_intent, write_intent
 from topologies.p4switch import KINDS, SwitchStartError
@@ -66,12 +66,6 @@ def ptf_command(ports: list[str], config: str, bottleneck: Bottleneck, unloaded:
             "--qlen", "100000", "--log-dir", str(log_dir),
             "--test-params", ";".join(f"{k}='{v}'" for k, v in params.items()),
             "mininet_mix_test"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def run_config(kind: str, config: str, backend: str | None, out: Path, unloaded: float,

@@ -44,3 +44,16 @@ def test_without_the_kernel_tables_it_connects(monkeypatch):
         port = server.getsockname()[1]
         assert local_port.listening(port)
     assert not local_port.listening(port)
+
+
+def test_free_ports_are_distinct_within_a_call_and_across_calls():
+    """Ports picked one at a time and let go can repeat (make test once gave one BMv2's
+    Thrift port to the next one's gRPC server): never within one call, nor a port this
+    process handed out before."""
+    ports = local_port.free_ports(200)
+    later = [local_port.free_port() for _ in range(200)]
+    assert len(set(ports)) == 200 and len(set(later)) == 200
+    assert not set(ports) & set(later)
+    for port in ports[:5]:                 # free now: a server can take each
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
