@@ -379,18 +379,16 @@ class FastSwitch(Switch):
 
     def table_entries(self, table: str) -> list[EntryView]:
         self._settle()
-        lay = self._lay(table)
-        views = super().table_entries(table)
-        for v in views:
-            s = self._mod.tbl_stats(self._ctx, lay.tid, v.handle)
-            if s is not None:
-                v.packets, v.bytes = s[0], s[1]
-        return views
+        tid = self._lay(table).tid
+        return [self._counted(tid, v) for v in super().table_entries(table)]
 
     def table_entry(self, table: str, handle: int) -> EntryView:
         self._settle()
-        view = super().table_entry(table, handle)
-        s = self._mod.tbl_stats(self._ctx, self._lay(table).tid, handle)
+        return self._counted(self._lay(table).tid, super().table_entry(table, handle))
+
+    def _counted(self, tid: int, view: EntryView) -> EntryView:
+        """The view with the hit counts the C table keeps for its entry."""
+        s = self._mod.tbl_stats(self._ctx, tid, view.handle)
         if s is not None:
             view.packets, view.bytes = s[0], s[1]
         return view
