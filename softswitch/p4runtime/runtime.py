@@ -108,12 +108,22 @@ class PipelineRuntime:
             slices = request.element_slices()
         count = len(request) if lazy else len(request.updates)
         # The switch may mirror the batch's entries into its data path in one go at
-        # the end (FastSwitch.synced_batch); the device lock is held throughout.
-        synced = getattr(self.switch, "synced_batch", contextlib.nullcontext)
-        # What the batch drops waits for the reply (reclaim.held) unless it is big.
+        # the end (FastSwitch.synced_batch); the device lock is held throughout. A
+        # batch of one has nothing to gather: its entry goes straight in.
+        synced = (getattr(self.switch, "synced_batch", None) if count > 1 else None) \
+            or contextlib.nullcontext
+        if count < _PAUSE_GC_FROM and count <= reclaim.HOLD_UPDATES:
+            # Small: no collector pause, nothing big to free as it goes (what it drops
+            # waits for the reply: reclaim.held).
+            with synced():
+                results = self._write_batch(slices, count, atomic, permit, cancelled,
+                                            reparse)
+            if freeze:
+                gc.freeze()     # see _collector_paused
+            return results
         hold = (reclaim.freeing_now() if count > reclaim.HOLD_UPDATES
                 else contextlib.nullcontext())
-        with hold, _collector_paused(freeze, count >= _PAUSE_GC_FROM), synced():
+        with hold, _collector_paused(freeze), synced():
             return self._write_batch(slices, count, atomic, permit, cancelled, reparse)
 
     def _write_batch(self, slices: Iterable[tuple[int, Sequence[Any]]], count: int,
