@@ -22,7 +22,11 @@ on two veth pairs, with tailcc.p4 routing 10.0.2.0/24 out of port 2:
 Prints P50/P99/P999/max (µs) and loss per target and scenario, and BMv2/softswitch
 ratios; writes ``out/bench/urgent_latency.json``. Needs root. The sender is a separate
 process; on a 2-core machine it, the receiver and the switch share the cores, so an
-otherwise idle machine matters.
+otherwise idle machine matters. Beside the switch's CPU share each row gives the
+sender's (its kernel time delivering every frame to the switch's socket is most of it)
+and how busy the whole machine was: on 2 cores, 50% of softswitch's max rate with
+elephants keeps the machine ~80-85% busy (2026-12-05: switch 0.85-0.92 of a core,
+sender ~0.5), so the urgent tail there is mostly waiting for a CPU.
 
 Until 2026-12 the urgent class alone was sent at 50% and the elephants at 25% beside
 it (75% in all): ``--load 0.75 --urgent-share 0.667`` runs that.
@@ -38,6 +42,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import resource
 import select
 import socket
 import struct
@@ -204,6 +209,22 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _host_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU time of the whole machine so far, from /proc/stat: busy is
+    everything but idle and iowait (steal included: time the host took)."""
+    with open("/proc/stat", encoding="ascii") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)
+    total = sum(values[:8])
+    return total - idle, total
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's waited-for children (the sender)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _percentile(sorted_ns: list[int], q: float) -> float:
     if not sorted_ns:
         return float("nan")
@@ -239,6 +260,7 @@ def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
     writer = None
     sent = multiprocessing.Value("q", 0)
     cpu0 = _cpu_seconds(switch.proc.pid)
+    host0, gen0 = _host_jiffies(), _children_cpu()
     start_ns = time.time_ns()
     # The sender forks before the writer's gRPC thread exists: a child forked beside
     # live threads may inherit a lock one of them holds.
@@ -251,6 +273,8 @@ def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
     lat = sorted(_receive(rx, time.monotonic() + seconds + 1.0, start_ns))
     proc.join()
     cpu = _cpu_seconds(switch.proc.pid) - cpu0
+    host1, gen_cpu = _host_jiffies(), _children_cpu() - gen0
+    host_busy = (host1[0] - host0[0]) / max(1, host1[1] - host0[1])
     stop.set()
     if writer is not None:
         writer.join()
@@ -260,7 +284,10 @@ def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
            "received": len(lat), "loss": max(0.0, 1 - len(lat) / expected),
            "p50_us": _percentile(lat, 0.50), "p99_us": _percentile(lat, 0.99),
            "p999_us": _percentile(lat, 0.999), "max_us": lat[-1] / 1000.0 if lat else None,
-           "switch_cpu_share": cpu / (seconds + 1.0), "loadavg": os.getloadavg()[0]}
+           "switch_cpu_share": cpu / (seconds + 1.0), "loadavg": os.getloadavg()[0],
+           # the machine's CPUs busy during the scenario, and the sender's part (its
+           # kernel work delivering each frame to the switch's socket included)
+           "host_busy": host_busy, "sender_cpu_share": gen_cpu / seconds}
     if writes:
         row["writes"] = writes
     return row
@@ -298,7 +325,7 @@ def run_target(target: str, seconds: float, max_pps: float | None,
 def table(report: dict) -> str:
     targets = list(report["targets"])
     head = f"{'scenario':<18}{'target':<12}{'urgent/s':>9}{'P50 µs':>9}{'P99 µs':>9}" \
-           f"{'P999 µs':>10}{'max µs':>10}{'loss':>7}{'CPU':>6}{'load':>6}"
+           f"{'P999 µs':>10}{'max µs':>10}{'loss':>7}{'CPU':>6}{'sender':>7}{'host':>6}"
     lines = [head]
     for i, name in enumerate(report.get("scenarios", SCENARIOS)):
         for target in targets:
@@ -306,7 +333,8 @@ def table(report: dict) -> str:
             lines.append(f"{name:<18}{target:<12}{r['urgent_pps']:>9.0f}{r['p50_us']:>9.0f}"
                          f"{r['p99_us']:>9.0f}{r['p999_us']:>10.0f}{r['max_us'] or 0:>10.0f}"
                          f"{r['loss']:>7.1%}{r['switch_cpu_share']:>6.2f}"
-                         f"{r['loadavg']:>6.1f}")
+                         f"{r.get('sender_cpu_share', 0.0):>7.2f}"
+                         f"{r.get('host_busy', 0.0):>6.0%}")
         if len(targets) == 2:
             a, b = (report["targets"][t]["scenarios"][i] for t in targets)
             ratios = [b[k] / a[k] if a[k] else 0.0 for k in ("p50_us", "p99_us", "p999_us")]
