@@ -110,12 +110,9 @@ def running(target: str, program: Path, interfaces: dict[int, str],
 
 def _wait(port: int, proc: subprocess.Popen, log: Path, target: str,
           seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"{target} exited: {log.read_text()[-2000:]}")
-        if local_port.listening(port):
-            time.sleep(0.2)
-            return
-        time.sleep(0.1)
-    raise SystemExit(f"{target} did not come up in {seconds:.0f} s")
+    why = local_port.await_listening(port, seconds, proc)
+    if why == "exited":
+        raise SystemExit(f"{target} exited: {log.read_text()[-2000:]}")
+    if why == "timeout":
+        raise SystemExit(f"{target} did not come up in {seconds:.0f} s")
+    time.sleep(0.2)

@@ -52,7 +52,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -288,15 +287,12 @@ def runtime_cli(opts: Options) -> str:
 
 def wait_for_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
     from softswitch import local_port
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"the switch exited with status {proc.returncode} before "
-                             "serving P4Runtime")
-        if local_port.listening(port):
-            return
-        time.sleep(0.2)
-    raise SystemExit(f"the switch did not open 127.0.0.1:{port} within {timeout:g} s")
+    why = local_port.await_listening(port, timeout, proc, interval=0.2)
+    if why == "exited":
+        raise SystemExit(f"the switch exited with status {proc.returncode} before "
+                         "serving P4Runtime")
+    if why == "timeout":
+        raise SystemExit(f"the switch did not open 127.0.0.1:{port} within {timeout:g} s")
 
 
 def stop(proc: subprocess.Popen, name: str) -> None:

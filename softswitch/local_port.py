@@ -1,5 +1,6 @@
-"""Local TCP ports: free ones to give a server (:func:`free_ports`), and whether a
-server listens on one yet (:func:`listening`).
+"""Local TCP ports: free ones to give a server (:func:`free_ports`), whether a
+server listens on one yet (:func:`listening`), and waiting until one does while its
+process runs (:func:`await_listening`).
 
 What starters of switch processes poll for: BMv2 and softswitch open their gRPC and
 Thrift/CLI ports only once the program is loaded. Polling by connecting has a trap: the
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
+from typing import Literal, Protocol
 
 TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 LISTEN = "0A"                     # the kernel's TCP_LISTEN, as /proc/net/tcp prints it
@@ -31,6 +34,27 @@ def listening(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         return s.connect_ex((host, port)) == 0 and not met_itself(s)
+
+
+class _Process(Protocol):
+    def poll(self) -> int | None: ...
+
+
+def await_listening(port: int, seconds: float, proc: _Process | None = None,
+                    interval: float = 0.1) -> Literal["exited", "timeout"] | None:
+    """Wait until something listens on ``port``: None then; "exited" if ``proc`` (a
+    ``subprocess.Popen``, the server being waited for) ended first; "timeout" after
+    ``seconds``. Every switch starter and test helper waits so; each words its own
+    error (with the process's return code or log)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if proc is not None and proc.poll() is not None:
+            return "exited"
+        if listening(port):
+            return None
+        if time.monotonic() >= deadline:
+            return "timeout"
+        time.sleep(interval)
 
 
 def _listening_in_tables(port: int) -> bool | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,14 +27,11 @@ from softswitch.local_port import free_port
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"switch exited ({proc.returncode}) before opening {port}")
-        if local_port.listening(port):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"port {port} did not open in {seconds} s")
+    why = local_port.await_listening(port, seconds, proc, interval=0.05)
+    if why == "exited":
+        raise AssertionError(f"switch exited ({proc.returncode}) before opening {port}")
+    if why == "timeout":
+        raise AssertionError(f"port {port} did not open in {seconds} s")
 
 
 @dataclass

@@ -45,13 +45,9 @@ ETHERTYPE = 0x88B5  # IEEE local experimental: nothing else on the veths uses it
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        if local_port.listening(port):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"port {port} did not open")
+    why = local_port.await_listening(port, seconds, proc)
+    assert why != "exited", proc.communicate()
+    assert why is None, f"port {port} did not open"
 
 
 def frame(prio: int, seq: int) -> bytes:

@@ -150,16 +150,14 @@ class SwitchProcess:
     def wait_ready(self, deadline: float) -> None:
         """Block until the gRPC port accepts connections, or raise with the log's tail."""
         assert self.proc is not None
-        while True:
-            if self.proc.poll() is not None:
-                raise SwitchStartError(f"{self.spec.name}: {self.kind} exited with status "
-                                       f"{self.proc.returncode}:\n{self.tail()}")
-            if port_in_use(self.spec.grpc_port):
-                return
-            if time.monotonic() > deadline:
-                raise SwitchStartError(f"{self.spec.name}: gRPC port {self.spec.grpc_port} "
-                                       f"not up in time:\n{self.tail()}")
-            time.sleep(0.1)
+        why = local_port.await_listening(self.spec.grpc_port,
+                                         max(0.0, deadline - time.monotonic()), self.proc)
+        if why == "exited":
+            raise SwitchStartError(f"{self.spec.name}: {self.kind} exited with status "
+                                   f"{self.proc.returncode}:\n{self.tail()}")
+        if why == "timeout":
+            raise SwitchStartError(f"{self.spec.name}: gRPC port {self.spec.grpc_port} "
+                                   f"not up in time:\n{self.tail()}")
 
     def tail(self, lines: int = 15) -> str:
         try:

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from softswitch import reference_tools
+from softswitch import local_port, reference_tools
 from topologies.p4switch import (
     SwitchProcess,
     SwitchStartError,
@@ -657,12 +657,7 @@ class Runner:
 
 
 def _wait_port(port: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if port_in_use(port):
-            return True
-        time.sleep(0.2)
-    return False
+    return local_port.await_listening(port, seconds, interval=0.2) is None
 
 
 def derive_intent(topo: Topology, kind: str = "softswitch") -> str:

@@ -57,3 +57,26 @@ def test_free_ports_are_distinct_within_a_call_and_across_calls():
     for port in ports[:5]:                 # free now: a server can take each
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))
+
+
+def test_await_listening_says_up_exited_or_timeout():
+    """The three answers every switch starter words its error from: a server that
+    listens (at once, or once it binds), a process that ended first, and none."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        port = server.getsockname()[1]
+        threading.Timer(0.3, server.listen).start()
+        started = time.monotonic()
+        assert local_port.await_listening(port, 5.0, interval=0.05) is None
+        assert 0.25 < time.monotonic() - started < 4
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    assert local_port.await_listening(port, 5.0, dead) == "exited"
+    started = time.monotonic()
+    assert local_port.await_listening(port, 0.3, interval=0.05) == "timeout"
+    assert time.monotonic() - started < 3
