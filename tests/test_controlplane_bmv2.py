@@ -341,6 +341,30 @@ def test_bmv2_is_learned_as_not_granting_atomic_writes(reference_tools, bmv2_bui
         assert c.grants_atomic_writes() is True
 
 
+def test_a_batch_with_many_refused_updates_names_each_on_bmv2(reference_tools, bmv2_build,
+                                                              tmp_path) -> None:
+    """BMv2 too answers 500 refused updates with ~50 KB of per-update errors in the
+    trailers: the controller's channel takes them (gRPC's default 16 KiB did not)."""
+    from controlplane.p4rt import EntityBuilder
+    from controlplane.p4rt.client import update
+    from controlplane.p4rt.errors import P4RuntimeWriteError
+
+    sw = start_bmv2(reference_tools, tmp_path)
+    try:
+        _load(sw.address, sw.device_id, _bmv2_pipeline(bmv2_build, "tailcc"))
+        with Client(sw.address, sw.device_id, election_id=3) as c:
+            b = EntityBuilder(P4InfoIndex(c.get_p4info()))
+            absent = [update("DELETE", b.table_entry(
+                "routing_v4", match={"vrf": 0, "ipv4_dst": f"10.{i >> 8}.{i & 255}.0/24"},
+                action="drop")) for i in range(500)]
+            with pytest.raises(P4RuntimeWriteError) as info:
+                c.write(absent)
+            assert len(info.value.errors) == 500
+            assert {code for _, code, _ in info.value.errors} == {"NOT_FOUND"}
+    finally:
+        sw.stop()
+
+
 # --- one intent, the same entries on softswitch and on BMv2 ---------------------------------
 @pytest.fixture()
 def softswitch_process(tmp_path):

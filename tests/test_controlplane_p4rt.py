@@ -210,6 +210,21 @@ def test_live_pipeline_write_read_and_errors(server: str, l3: P4InfoIndex) -> No
         assert len(counters) == 64
 
 
+def test_a_batch_with_many_refused_updates_names_each(server: str, l3: P4InfoIndex) -> None:
+    """500 refused updates (~50 KB of per-update errors in the trailers, past gRPC's
+    default 16 KiB for received metadata): the error still names every one, instead of
+    RESOURCE_EXHAUSTED 'received metadata size exceeds hard limit'."""
+    b = EntityBuilder(l3)
+    with Client(server, 1, election_id=10) as client:
+        client.set_pipeline(l3.p4info, L3.read_bytes())
+        absent = [b.table_entry("ipv4_lpm", match={"dst_addr": f"10.{i >> 8}.{i & 255}.0/24"},
+                                action="drop") for i in range(500)]
+        with pytest.raises(P4RuntimeWriteError) as info:
+            client.write([update("DELETE", e) for e in absent])
+        assert len(info.value.errors) == 500
+        assert {code for _, code, _ in info.value.errors} == {"NOT_FOUND"}
+
+
 def test_live_backup_cannot_write_and_reconnect(server: str, l3: P4InfoIndex) -> None:
     b = EntityBuilder(l3)
     primary = Client(server, 1, election_id=10)

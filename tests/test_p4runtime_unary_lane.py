@@ -15,6 +15,7 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
 
+from controlplane.p4rt.client import CHANNEL_OPTIONS
 from softswitch.p4runtime import errors, pipeline, unary_lane
 from softswitch.p4runtime.client import StreamClient
 from softswitch.p4runtime.device import Device
@@ -58,7 +59,8 @@ class Target:
                 m.setattr(unary_lane, "attach", lambda *args: None)
             self.server, port = serve(self.device, "127.0.0.1:0")
         assert isinstance(self.server, unary_lane.LanedServer) == lane
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        # the controller's options: a big batch's per-update errors fit in its trailers
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=CHANNEL_OPTIONS)
         self.stream = StreamClient(self.channel)
         self.stream.arbitrate(7)
         self.stream.next(timeout=10)
@@ -202,6 +204,63 @@ def test_lane_frees_a_request_s_garbage_after_its_reply(tmp_path, monkeypatch):
                 time.sleep(0.01)
             assert Spy.appended > before and not any(spies)
         records = laned.device.current.runtime.tables._records[laned.ids["I.route"]]
+        assert not records
+    finally:
+        laned.close()
+
+
+def test_concurrent_small_and_big_requests_all_answered(tmp_path, monkeypatch):
+    """Small Writes from four clients (answered on grpcio's polling thread), big ones
+    from a fifth (on the lane's thread) and Capabilities calls, all at once: every one
+    gets its own answer, and the table ends as the writes leave it."""
+    import concurrent.futures
+
+    program = tmp_path / "lane.p4"
+    program.write_text(PROGRAM)
+    laned = Target(str(program), True, monkeypatch)
+    ids = laned.ids
+
+    def entry(dst: int) -> p4runtime_pb2.TableEntry:
+        te = p4runtime_pb2.TableEntry(table_id=ids["I.route"])
+        te.match.add(field_id=1).exact.value = dst.to_bytes(6, "big")
+        te.action.action.action_id = ids["I.fwd"]
+        te.action.action.params.add(param_id=1, value=(1).to_bytes(2, "big"))
+        return te
+
+    def request(kind: int, *dsts: int) -> bytes:
+        req = p4runtime_pb2.WriteRequest(device_id=0)
+        req.election_id.low = 7
+        for dst in dsts:
+            req.updates.add(type=kind).entity.table_entry.CopyFrom(entry(dst))
+        return req.SerializeToString()
+
+    ins, dele = p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.DELETE
+    big = request(dele, *range(1000, 1700))             # all NOT_FOUND, > INLINE_BYTES
+    assert len(big) > unary_lane.INLINE_BYTES
+
+    def small_writer(i: int) -> list:
+        return [laned.answer(request(kind, i)) for _ in range(50) for kind in (ins, dele)]
+
+    def big_writer() -> list:
+        return [laned.answer(big) for _ in range(4)]
+
+    def capabilities() -> int:
+        caps = laned.channel.unary_unary("/p4.v1.P4Runtime/Capabilities")
+        data = p4runtime_pb2.CapabilitiesRequest().SerializeToString()
+        return sum(bool(caps(data, timeout=10)) for _ in range(100))
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            smalls = [pool.submit(small_writer, i) for i in range(1, 5)]
+            bigs = pool.submit(big_writer)
+            caps = pool.submit(capabilities)
+            for f in smalls:
+                assert f.result(60) == [(grpc.StatusCode.OK, None, [])] * 100
+            for code, _, per_update in bigs.result(60):
+                assert code == grpc.StatusCode.UNKNOWN and len(per_update) == 700
+                assert {c for c, _ in per_update} == {grpc.StatusCode.NOT_FOUND.value[0]}
+            assert caps.result(60) == 100
+        records = laned.device.current.runtime.tables._records[ids["I.route"]]
         assert not records
     finally:
         laned.close()

@@ -26,6 +26,14 @@ from controlplane.p4rt.tls import TlsConfig
 Update: TypeAlias = p4runtime_pb2.Update
 _STOP = object()
 
+# A failed Write names each update's error in its trailers (grpc-status-details-bin,
+# one p4.v1.Error per update, ~100 bytes each). gRPC's default limit on received
+# metadata is 16 KiB: past ~160 failed updates a batch's answer was cut off as
+# RESOURCE_EXHAUSTED "received metadata size exceeds hard limit", from softswitch and
+# BMv2 alike, and which updates failed was lost. 32 MiB holds the errors of ~300k
+# updates, more than a 16 MiB request (softswitch's limit) can carry.
+CHANNEL_OPTIONS = [("grpc.max_metadata_size", 32 << 20)]
+
 
 @dataclass(frozen=True)
 class Arbitration:
@@ -87,10 +95,10 @@ class Client:
     def _connect_once(self, require_primary: bool) -> Arbitration:
         self.atomic_writes = self._atomic_option     # a new session may be a new server
         if self.tls is None:
-            self._channel = grpc.insecure_channel(self.address)
+            self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
         else:
             self._channel = grpc.secure_channel(self.address, self.tls.credentials(),
-                                                options=self.tls.options())
+                                                options=CHANNEL_OPTIONS + self.tls.options())
         try:
             grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
