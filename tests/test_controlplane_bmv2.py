@@ -365,6 +365,33 @@ def test_a_batch_with_many_refused_updates_names_each_on_bmv2(reference_tools, b
         sw.stop()
 
 
+def test_a_table_over_4_mib_reads_back_from_bmv2(reference_tools, tmp_path) -> None:
+    """BMv2 answers a Read in one message: 60k routes with their next hop come to
+    ~5 MB, over gRPC's default 4 MiB for a received message. The controller's channel
+    takes it, so `tailcc apply` can read (and reconcile) a switch with a big table."""
+    from controlplane.p4rt import EntityBuilder
+    from controlplane.p4rt.client import update
+
+    compile_bmv2(reference_tools, TAILCC, tmp_path / "build", "tailcc_big",
+                 {"TAILCC_ROUTE_SIZE": "65536"})
+    sw = start_bmv2(reference_tools, tmp_path)
+    try:
+        _load(sw.address, sw.device_id, _bmv2_pipeline(tmp_path / "build", "tailcc_big"))
+        with Client(sw.address, sw.device_id, election_id=3) as c:
+            b = EntityBuilder(P4InfoIndex(c.get_p4info()))
+            nexthop = {"port": 1, "smac": "02:00:00:00:00:01", "dmac": "02:00:00:00:00:02"}
+            routes = [update("INSERT", b.table_entry(
+                "routing_v4", match={"vrf": 0, "ipv4_dst": f"10.{i >> 8}.{i & 255}.0/24"},
+                action="set_nexthop", params=nexthop)) for i in range(60_000)]
+            for start in range(0, len(routes), 5000):
+                c.write(routes[start:start + 5000])
+            got = list(c.read([b.table_wildcard("routing_v4")]))
+            assert len(got) == 60_000
+            assert sum(e.ByteSize() for e in got) > 4 << 20
+    finally:
+        sw.stop()
+
+
 # --- one intent, the same entries on softswitch and on BMv2 ---------------------------------
 @pytest.fixture()
 def softswitch_process(tmp_path):

@@ -32,7 +32,13 @@ _STOP = object()
 # RESOURCE_EXHAUSTED "received metadata size exceeds hard limit", from softswitch and
 # BMv2 alike, and which updates failed was lost. 32 MiB holds the errors of ~300k
 # updates, more than a 16 MiB request (softswitch's limit) can carry.
-CHANNEL_OPTIONS = [("grpc.max_metadata_size", 32 << 20)]
+# BMv2 answers a Read in one ReadResponse, whatever the table's size (~60 B an LPM
+# route): past ~70k entries that is over gRPC's default 4 MiB for a received message,
+# and the Read failed with RESOURCE_EXHAUSTED "Received message larger than max", so
+# `tailcc apply` could not read the switch it reconciles. softswitch streams a Read in
+# responses of 1,000 entities. 256 MiB holds a few million routes.
+CHANNEL_OPTIONS = [("grpc.max_metadata_size", 32 << 20),
+                   ("grpc.max_receive_message_length", 256 << 20)]
 
 
 @dataclass(frozen=True)
