@@ -264,3 +264,45 @@ def test_concurrent_small_and_big_requests_all_answered(tmp_path, monkeypatch):
         assert not records
     finally:
         laned.close()
+
+
+def test_big_requests_past_the_queue_budget_are_refused(tmp_path, monkeypatch):
+    """While big requests wait for the lane's thread, one more that would take the bytes
+    waiting past QUEUE_BYTES is refused with RESOURCE_EXHAUSTED (clients flooding big
+    Writes must not take the host's memory); the one taken is answered as usual."""
+    import concurrent.futures
+
+    program = tmp_path / "lane.p4"
+    program.write_text(PROGRAM)
+    laned = Target(str(program), True, monkeypatch)
+    release = threading.Event()
+    answer = unary_lane.UnaryLane._answer
+
+    def held(handler, message):
+        if threading.current_thread().name == "p4rt-unary":
+            release.wait(10)              # the lane's thread is busy with the first one
+        return answer(handler, message)
+    monkeypatch.setattr(unary_lane.UnaryLane, "_answer", staticmethod(held))
+    big = max(_requests(laned.ids), key=len)             # 700 deletes, > INLINE_BYTES
+    assert len(big) > unary_lane.INLINE_BYTES
+    monkeypatch.setattr(unary_lane, "QUEUE_BYTES", len(big) * 3 // 2)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            calls = [pool.submit(laned.answer, big) for _ in range(4)]
+            refused = []
+            for done in concurrent.futures.as_completed(calls, timeout=20):
+                code, details, _ = done.result()
+                if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    refused.append(details)
+                if len(refused) == 3:
+                    release.set()
+            assert len(refused) == 3, refused
+            assert all("retry once they are" in d for d in refused)
+            taken = [(code, len(errs)) for code, _, errs in (c.result() for c in calls)
+                     if code != grpc.StatusCode.RESOURCE_EXHAUSTED]
+            assert taken == [(grpc.StatusCode.UNKNOWN, 700)]
+        # once answered, its bytes no longer count: the next big one is taken
+        assert laned.answer(big)[0] == grpc.StatusCode.UNKNOWN
+    finally:
+        release.set()
+        laned.close()

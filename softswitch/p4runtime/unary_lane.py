@@ -18,7 +18,10 @@ thread spent ~48 µs a call in socket reads and wake-ups besides the lane's ~104
 Requests bigger than :data:`INLINE_BYTES` are answered on the lane's thread instead,
 one at a time, so that streams (packet-in, arbitration) and new calls never wait on
 the polling thread behind a long batch; Writes take the device lock one at a time
-anyway. Reads, pipeline changes and streams stay on grpcio's pool.
+anyway. Past :data:`QUEUE_BYTES` of big requests waiting there, a new one is refused
+with RESOURCE_EXHAUSTED: ten clients each sending a 15 MiB Write at once took the
+server to 378 MiB, and nothing bounded how many could. Reads, pipeline changes and
+streams stay on grpcio's pool.
 
 It uses gRPC core through grpcio's Cython layer (``grpc._cython.cygrpc``) and grpcio's
 server state, the same calls grpcio's own server makes. Where those are not what this
@@ -51,6 +54,11 @@ Handler = tuple[Callable[[bytes], Any], Callable[[Any, Any], Any], Callable[[Any
 # < 1 ms); bigger ones on the lane's thread, so that streams and other calls never wait
 # behind a long batch (see the module doc).
 INLINE_BYTES = 16 << 10
+# Big requests waiting for (or in) the lane's thread hold their bytes, and more while
+# they are parsed: each client may send requests of up to the server's 16 MiB at once,
+# so past this many bytes waiting a new big request is refused (RESOURCE_EXHAUSTED,
+# retry later) instead of queued. One is always taken.
+QUEUE_BYTES = 64 << 20
 
 
 class _Aborted(Exception):
@@ -89,6 +97,8 @@ class UnaryLane:
             self._server.register_method(method)
         self._work: queue.SimpleQueue[tuple[Handler, bytes, Any] | None] = \
             queue.SimpleQueue()
+        self._queued = 0                  # bytes of the big requests not answered yet
+        self._queued_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="p4rt-unary", daemon=True)
         self._closed = False
 
@@ -134,7 +144,7 @@ class UnaryLane:
                                          f'"{method}" requires exactly one request '
                                          'message.', None))
             elif len(message) > INLINE_BYTES:
-                self._work.put((self._handlers[method], message, call))
+                self._enqueue(self._handlers[method], message, call)
             else:
                 with reclaim.holding() as later:
                     self._send(call, self._answer(self._handlers[method], message))
@@ -151,16 +161,40 @@ class UnaryLane:
         except Exception as exc:  # noqa: BLE001 - e.g. the server stopped meanwhile
             log.info("unary lane: reply not sent: %s: %s", type(exc).__name__, exc)
 
+    def _enqueue(self, handler: Handler, message: bytes, call: Any) -> None:
+        """Hand a big request to the lane's thread, or refuse it when the bytes already
+        waiting there would pass :data:`QUEUE_BYTES` (a flood of big Writes must not
+        take the host's memory)."""
+        size = len(message)
+        with self._queued_lock:
+            waiting = self._queued
+            if waiting and waiting + size > QUEUE_BYTES:
+                refused = True
+            else:
+                refused = False
+                self._queued += size
+        if refused:
+            self._send(call, _status(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{waiting / 2**20:.1f} MiB of earlier big requests are still being "
+                f"applied (at most {QUEUE_BYTES >> 20} MiB wait): retry once they are",
+                None))
+            return
+        self._work.put((handler, message, call))
+
     def _run(self) -> None:
         """The big requests, one at a time, off the polling thread."""
         with reclaim.holding() as later:
             while (job := self._work.get()) is not None:
                 handler, message, call = job
-                job = None
+                size, job = len(message), None
                 try:
                     self._send(call, self._answer(handler, message))
                 finally:
+                    message = None
                     later.clear()
+                    with self._queued_lock:
+                        self._queued -= size
 
     @staticmethod
     def _answer(handler: Handler, message: bytes) -> tuple[Any, ...]:
