@@ -110,20 +110,11 @@ class PipelineRuntime:
         # The switch may mirror the batch's entries into its data path in one go at
         # the end (FastSwitch.synced_batch); the device lock is held throughout. A
         # batch of one has nothing to gather: its entry goes straight in.
-        synced = (getattr(self.switch, "synced_batch", None) if count > 1 else None) \
-            or contextlib.nullcontext
-        if count < _PAUSE_GC_FROM and count <= reclaim.HOLD_UPDATES:
-            # Small: no collector pause, nothing big to free as it goes (what it drops
-            # waits for the reply: reclaim.held).
-            with synced():
-                results = self._write_batch(slices, count, atomic, permit, cancelled,
-                                            reparse)
-            if freeze:
-                gc.freeze()     # see _collector_paused
-            return results
-        hold = (reclaim.freeing_now() if count > reclaim.HOLD_UPDATES
-                else contextlib.nullcontext())
-        with hold, _collector_paused(freeze), synced():
+        synced = self.switch.synced_batch() if count > 1 and \
+            hasattr(self.switch, "synced_batch") else _NOTHING
+        # What the batch drops waits for the reply (reclaim.held) unless it is big.
+        hold = reclaim.freeing_now() if count > reclaim.HOLD_UPDATES else _NOTHING
+        with hold, _collector_paused(freeze, count >= _PAUSE_GC_FROM), synced:
             return self._write_batch(slices, count, atomic, permit, cancelled, reparse)
 
     def _write_batch(self, slices: Iterable[tuple[int, Sequence[Any]]], count: int,
@@ -293,8 +284,10 @@ class PipelineRuntime:
             yield out
 
 
-@contextlib.contextmanager
-def _collector_paused(freeze: bool = False, pause: bool = True) -> Iterator[None]:
+_NOTHING = contextlib.nullcontext()       # reusable: a context that does nothing
+
+
+class _collector_paused:  # noqa: N801 - used as a context manager, like contextlib's
     """No automatic cyclic-GC pass while a big batch (``pause``) is applied.
 
     A batch allocates ~10 tracked objects per entry, none of them garbage: every gen-2
@@ -306,14 +299,21 @@ def _collector_paused(freeze: bool = False, pause: bool = True) -> Iterator[None
     after the write walk its objects anyway — in young, then middle, then full passes,
     ~4 µs per entry inserted in batches of 1000 (measured with gc callbacks), as much
     as the insert; entries added one at a time (1000 CLI writes/s) stopped the port
-    loop 10-30 ms every few seconds."""
-    paused = pause and gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if freeze:
+    loop 10-30 ms every few seconds.
+    A class, not a generator: every Write enters it, a batch of one too."""
+
+    __slots__ = ("_freeze", "_paused")
+
+    def __init__(self, freeze: bool = False, pause: bool = True) -> None:
+        self._freeze = freeze
+        self._paused = pause and gc.isenabled()
+
+    def __enter__(self) -> None:
+        if self._paused:
+            gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._freeze:
             gc.freeze()
-        if paused:
+        if self._paused:
             gc.enable()

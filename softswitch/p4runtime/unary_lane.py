@@ -168,10 +168,8 @@ class UnaryLane:
         size = len(message)
         with self._queued_lock:
             waiting = self._queued
-            if waiting and waiting + size > QUEUE_BYTES:
-                refused = True
-            else:
-                refused = False
+            refused = waiting > 0 and waiting + size > QUEUE_BYTES
+            if not refused:
                 self._queued += size
         if refused:
             self._send(call, _status(
