@@ -201,15 +201,18 @@ def test_ptf_mix_in_mininet_bmv2(tmp_path):
 @needs_root
 def test_up_exec_down(tmp_path):
     """A topology held between commands: up prints the namespaces, exec reaches a host
-    (ping through the switch), down removes everything."""
+    (ping through the switch), down removes everything; ``--switch-priority realtime``
+    reaches the held switch (SCHED_FIFO)."""
     run = [sys.executable, "-m", "topologies"]
     topo = load_topology(SINGLE)
     up = subprocess.run([*run, "up", str(SINGLE), "--backend", "netns", "--run-dir",
-                         str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
-                        timeout=300, check=False)
+                         str(tmp_path), "--switch-priority", "realtime"],
+                        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert "single: up (softswitch on netns)" in up.stdout
+        switch_pid = int((tmp_path / "s1.pid").read_text())
+        assert os.sched_getscheduler(switch_pid) == os.SCHED_FIFO
         assert "h1: ip netns exec tcc-h1 CMD" in up.stdout
         ping = subprocess.run([*run, "exec", "single", "h1", "--", "ping", "-c", "2", "-q",
                                str(topo.host("h3").ip.ip)], capture_output=True, text=True,

@@ -129,6 +129,38 @@ def test_no_route_means_no_reply(tmp_path: Path):
     assert leftovers_of(topo, tmp_path) == []
 
 
+def _policies(pid: int) -> set[int]:
+    """The scheduling policy of every thread of ``pid``."""
+    policies = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            policies.add(os.sched_getscheduler(int(tid)))
+        except ProcessLookupError:
+            pass
+    return policies
+
+
+@needs_root
+@pytest.mark.timeout(300)
+def test_realtime_switch_priority_moves_every_switch_thread(tmp_path: Path):
+    """``switch_priority="realtime"``: once programmed, every thread of every switch is
+    SCHED_FIFO (the mix's default), the hosts' processes are not, and the pipeline
+    still forwards; an unknown priority is refused before anything starts."""
+    topo = on_free_ports(load_topology(ROOT / "topologies" / "single_l3.yaml"))
+    with Runner(topo, "softswitch", "netns", tmp_path, log=print,
+                switch_priority="realtime") as runner:
+        pid = runner.processes[0].proc.pid
+        assert _policies(pid) == {os.SCHED_FIFO}
+        assert os.sched_getparam(pid).sched_priority == 20
+        assert runner.ping("h1", "h2", count=2).received == 2
+        code, out = runner.host_run("h1", ["python3", "-c",
+                                           "import os; print(os.sched_getscheduler(0))"])
+        assert code == 0 and int(out.split()[-1]) == os.SCHED_OTHER
+    assert leftovers_of(topo, tmp_path) == []
+    with pytest.raises(RunnerError, match="unknown switch priority 'urgent'"):
+        Runner(topo, "softswitch", "netns", tmp_path, switch_priority="urgent")
+
+
 @needs_root
 @pytest.mark.timeout(300)
 def test_failed_start_tears_down(tmp_path: Path):

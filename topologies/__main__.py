@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from topologies.p4switch import KINDS, SwitchStartError
+from topologies.p4switch import KINDS, PRIORITIES, SwitchStartError
 from topologies.runner import (
     BACKENDS,
     Runner,
@@ -58,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _tm_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--switch-priority", choices=PRIORITIES, default="normal",
+                   help="realtime: once programmed, the switches' threads run SCHED_FIFO, "
+                        "ahead of the hosts' processes on the shared cores (as a switch of "
+                        "its own would; what the mix does); normal (default): alike")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--allow-partial", dest="allow_partial", action="store_true",
                        default=None,
@@ -90,7 +94,7 @@ def _up_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--run-dir", str(args.run_dir.resolve())]
     if args.allow_partial is not None:
         argv.append("--allow-partial" if args.allow_partial else "--strict-tm")
-    return argv
+    return [*argv, "--switch-priority", args.switch_priority]
 
 
 def session_main(command: str, argv: list[str]) -> int:
@@ -102,7 +106,8 @@ def session_main(command: str, argv: list[str]) -> int:
             if os.geteuid() != 0:
                 raise SessionError("needs root (network namespaces)")
             runner = Runner(topo, args.switch, args.backend, args.run_dir, args.timeout,
-                            allow_partial=args.allow_partial)
+                            allow_partial=args.allow_partial,
+                            switch_priority=args.switch_priority)
             if command == "_hold":
                 return hold(runner, Path(args.topology).resolve())
             state = up(_up_argv(args), topo.name, runner.run_dir, args.timeout + 60)
@@ -155,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     backend = args.backend or default_backend()
     runner = Runner(topo, args.switch, backend, args.run_dir, args.timeout,
-                    allow_partial=args.allow_partial)
+                    allow_partial=args.allow_partial, switch_priority=args.switch_priority)
     try:
         with terminate_on_sigterm(), runner:
             if args.cli:

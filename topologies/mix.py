@@ -7,6 +7,12 @@ bottleneck (:mod:`topologies.mix_plan`), runs the receiver and the open-loop sen
 down. Then it prints one table (per class P50/P99/P999/max, loss, reordering,
 goodput) and writes ``mix-TOPOLOGY-SWITCH.json`` and ``.png`` (CDF per class) under
 ``--out`` (default ``out/mix``).
+
+The switches' threads run at real-time priority once programmed (``--switch-priority
+realtime``, the default): in Mininet they share the cores with the hosts' senders and
+receivers, and a switch thread waiting for a host's time slice adds delay no switch of
+its own would (:meth:`topologies.p4switch.SwitchProcess.run_realtime`). ``normal``
+measures the shared machine as it is.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from topologies.mix_plan import (
     write_intent,
 )
 from topologies.mix_stats import ClassResult, per_class, table, verdict
-from topologies.p4switch import KINDS, SwitchStartError
+from topologies.p4switch import KINDS, PRIORITIES, SwitchStartError
 from topologies.runner import Runner, RunnerError, default_backend, terminate_on_sigterm
 from topologies.schema import PROJECT_ROOT, Topology, TopologyError, load_topology
 
@@ -187,6 +193,7 @@ class MixOptions:
     seed: int
     out: Path
     backend: str
+    switch_priority: str = "realtime"
 
 
 def _queue_frames(intent: Path) -> dict[int, int]:
@@ -217,7 +224,8 @@ def run_mix(opts: MixOptions, log: Callable[[str], None]) -> dict[str, Any]:
     queue_rates: dict[str, dict[int, int]] = {}
     for config in CONFIGS:
         variant = dataclasses.replace(topo, intent=intents[config])
-        runner = Runner(variant, opts.switch, opts.backend, work / config, log=log)
+        runner = Runner(variant, opts.switch, opts.backend, work / config, log=log,
+                        switch_priority=opts.switch_priority)
         frames = _queue_frames(intents[config])
         with runner:
             apply_bottleneck(opts.switch, variant, plan.bottleneck, frames)
@@ -231,7 +239,8 @@ def run_mix(opts: MixOptions, log: Callable[[str], None]) -> dict[str, Any]:
                                         work / f"{config}.records")
         runs[config] = per_class(plan, records, sent, opts.duration)
     return {"topology": topo.name, "switch": opts.switch, "duration_s": opts.duration,
-            "seed": opts.seed, "bottleneck": dataclasses.asdict(plan.bottleneck),
+            "seed": opts.seed, "switch_priority": opts.switch_priority,
+            "bottleneck": dataclasses.asdict(plan.bottleneck),
             "queue_rates": queue_rates,
             "senders": plan.senders, "receiver": plan.receiver,
             "flows": [{"id": f.id, "class": f.cls.name, "src": f.src, "dst": f.dst,
@@ -258,6 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "for queue-rate (500)")
     p.add_argument("--backend", choices=("mininet", "netns"), default=None,
                    help="mininet (default where installed) or netns")
+    p.add_argument("--switch-priority", choices=PRIORITIES, default="realtime",
+                   help="realtime (default): the switches' threads run SCHED_FIFO, ahead "
+                        "of the hosts' senders on the shared cores, as a switch of its own "
+                        "would; normal: everything shares the cores alike")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "out" / "mix",
                    help="where the JSON, PNG and run directories go (out/mix)")
     return p
@@ -278,7 +291,8 @@ def parse_options(argv: list[str] | None) -> MixOptions:
     if not path.is_file():
         parser.error(f"--topology {args.topology}: no such file (or: single, leaf-spine)")
     return MixOptions(path, args.switch, kind, rate, args.duration, args.seed,
-                      args.out.resolve(), args.backend or default_backend())
+                      args.out.resolve(), args.backend or default_backend(),
+                      args.switch_priority)
 
 
 def report(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
@@ -292,7 +306,8 @@ def report(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
     json_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     b = result["bottleneck"]
     title = (f"{result['topology']} on {result['switch']}: {b['kind']} at {b['switch']}:"
-             f"{b['port']}, {result['duration_s']:g} s per configuration")
+             f"{b['port']}, {result['duration_s']:g} s per configuration, switches "
+             f"{result['switch_priority']} priority")
     png = cdf_png(result["runs"], stem.with_suffix(".png"), title)
     return json_path, png
 

@@ -23,6 +23,10 @@ from softswitch import local_port, reference_tools
 from topologies.schema import DEFAULT_PROGRAM, PROJECT_ROOT, SwitchSpec
 
 KINDS = ("softswitch", "bmv2")
+PRIORITIES = ("normal", "realtime")
+# SCHED_FIFO level of a switch's threads under ``realtime``: above every host process
+# (all SCHED_OTHER), far below the kernel's own real-time threads (migration, 99)
+REALTIME_PRIORITY = 20
 
 
 class SwitchStartError(Exception):
@@ -158,6 +162,37 @@ class SwitchProcess:
         if why == "timeout":
             raise SwitchStartError(f"{self.spec.name}: gRPC port {self.spec.grpc_port} "
                                    f"not up in time:\n{self.tail()}")
+
+    def run_realtime(self, priority: int = REALTIME_PRIORITY) -> int:
+        """Move every thread of the switch to SCHED_FIFO ``priority``; returns how many.
+
+        In Mininet the switches share the machine's cores with the hosts' senders and
+        receivers, and each packet crosses a switch as several thread hand-offs (BMv2:
+        receive, ingress, egress, transmit). A woken switch thread that must wait for a
+        host process's time slice adds that wait to every hop, which a switch of its own
+        never does. Under SCHED_FIFO it runs as soon as a packet wakes it; the kernel's
+        real-time throttling (``sched_rt_runtime_us``, 95% of each second by default)
+        still leaves the hosts their share if a switch spun. Threads the switch starts
+        later inherit the policy. Raises :class:`SwitchStartError` when not permitted.
+        """
+        assert self.proc is not None
+        param = os.sched_param(priority)
+        moved = 0
+        try:
+            tids = os.listdir(f"/proc/{self.proc.pid}/task")
+        except FileNotFoundError:
+            raise SwitchStartError(f"{self.spec.name}: the switch process has exited:\n"
+                                   f"{self.tail()}") from None
+        for tid in tids:
+            try:
+                os.sched_setscheduler(int(tid), os.SCHED_FIFO, param)
+            except ProcessLookupError:          # a thread that ended meanwhile
+                continue
+            except PermissionError:
+                raise SwitchStartError(f"{self.spec.name}: real-time priority needs root "
+                                       "(CAP_SYS_NICE); use switch priority normal") from None
+            moved += 1
+        return moved
 
     def tail(self, lines: int = 15) -> str:
         try:

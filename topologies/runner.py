@@ -35,6 +35,8 @@ import yaml
 
 from softswitch import local_port, reference_tools
 from topologies.p4switch import (
+    PRIORITIES,
+    REALTIME_PRIORITY,
     SwitchProcess,
     SwitchStartError,
     host_offloads_off,
@@ -385,8 +387,14 @@ class Runner:
     def __init__(self, topo: Topology, switch_kind: str = "softswitch",
                  backend: str | None = None, run_dir: Path | None = None,
                  start_timeout: float = 120.0, log: Callable[[str], None] | None = None,
-                 allow_partial: bool | None = None) -> None:
+                 allow_partial: bool | None = None, switch_priority: str = "normal") -> None:
         self.topo = topo
+        if switch_priority not in PRIORITIES:
+            raise RunnerError(f"unknown switch priority {switch_priority!r} (one of: "
+                              f"{', '.join(PRIORITIES)})")
+        # realtime: the switches' threads run SCHED_FIFO once programmed, ahead of the
+        # hosts' processes on the shared cores (SwitchProcess.run_realtime says why)
+        self.switch_priority = switch_priority
         # What the target cannot take of the intent's schedulers (BMv2: DWRR weights,
         # link rates, PFC): None = skipped with a printed warning on BMv2 (the shipped
         # intents carry softswitch's extensions), False = refused (apply fails).
@@ -442,6 +450,18 @@ class Runner:
                  f"{len(self.topo.hosts)} host(s) up on {self.backend} in "
                  f"{time.monotonic() - t0:.1f} s (logs: {self.run_dir})")
         self._program()
+        if self.switch_priority == "realtime":
+            self._run_switches_realtime()
+
+    def _run_switches_realtime(self) -> None:
+        """After programming (a loaded pipeline has all its packet threads), so set-up
+        (softswitch compiling tailcc.p4) never holds a core ahead of everything else."""
+        try:
+            threads = sum(proc.run_realtime() for proc in self.processes)
+        except SwitchStartError as exc:
+            raise RunnerError(str(exc)) from None
+        self.log(f"{self.topo.name}: {threads} switch threads at real-time priority "
+                 f"(SCHED_FIFO {REALTIME_PRIORITY}), ahead of the hosts' processes")
 
     def _make_process(self, name: str, ports: dict[int, str]) -> SwitchProcess:
         return SwitchProcess(self.topo.switch(name), self.kind, self.run_dir, ports)
