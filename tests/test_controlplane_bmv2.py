@@ -388,8 +388,27 @@ def test_a_table_over_4_mib_reads_back_from_bmv2(reference_tools, tmp_path) -> N
             got = list(c.read([b.table_wildcard("routing_v4")]))
             assert len(got) == 60_000
             assert sum(e.ByteSize() for e in got) > 4 << 20
+            assert _read_through_shell_client(sw, b.table_wildcard("routing_v4")) == 60_000
     finally:
         sw.stop()
+
+
+def _read_through_shell_client(sw, table_entry) -> int:
+    """Entities read by p4runtime-shell's own client (what `tailcc shell` runs), its
+    channel opened under ``shell_channel_limits`` as `tailcc shell` opens it."""
+    from p4.v1 import p4runtime_pb2
+    from p4runtime_sh.p4runtime import P4RuntimeClient
+
+    from controlplane.commands.interactive import shell_channel_limits
+
+    with shell_channel_limits():
+        client = P4RuntimeClient(sw.device_id, sw.address, (0, 2))   # a backup: reads
+    try:
+        request = p4runtime_pb2.ReadRequest(
+            device_id=sw.device_id, entities=[p4runtime_pb2.Entity(table_entry=table_entry)])
+        return sum(len(r.entities) for r in client.stub.Read(request))
+    finally:
+        client.tear_down()
 
 
 # --- one intent, the same entries on softswitch and on BMv2 ---------------------------------

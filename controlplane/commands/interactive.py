@@ -10,10 +10,15 @@ argparse tree, so it can never drift from the commands that exist.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import grpc
 
 from controlplane.commands.target import (
     Target,
@@ -23,6 +28,7 @@ from controlplane.commands.target import (
     positive_float,
     resolve_target,
 )
+from controlplane.p4rt.client import CHANNEL_OPTIONS
 from controlplane.p4rt.errors import P4RuntimeClientError
 from controlplane.p4rt.tls import TlsConfig
 
@@ -112,6 +118,42 @@ def shell_argv(args: argparse.Namespace, workdir: Path) -> list[str]:
     return argv
 
 
+class _GrpcWithLimits:
+    """``grpc`` as p4runtime-shell's client sees it: the same module, except that the
+    channels it opens take the controller's limits (:data:`CHANNEL_OPTIONS`).
+
+    p4runtime-shell opens its channel with gRPC's defaults, so in the shell a Read of a
+    BMv2 table over 4 MiB (~70k routes: BMv2 answers a Read in one message) failed with
+    RESOURCE_EXHAUSTED, as ``tailcc apply`` did before its channel got the limits; it
+    offers no way to pass channel options."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(grpc, name)
+
+    @staticmethod
+    def insecure_channel(target: str, options: Any = None, **kw: Any) -> grpc.Channel:
+        return grpc.insecure_channel(target, [*CHANNEL_OPTIONS, *(options or ())], **kw)
+
+    @staticmethod
+    def secure_channel(target: str, credentials: grpc.ChannelCredentials,
+                       options: Any = None, **kw: Any) -> grpc.Channel:
+        return grpc.secure_channel(target, credentials,
+                                   [*CHANNEL_OPTIONS, *(options or ())], **kw)
+
+
+@contextlib.contextmanager
+def shell_channel_limits() -> Iterator[None]:
+    """While inside, p4runtime-shell's clients open channels with tailcc's limits."""
+    import p4runtime_sh.p4runtime as shell_client
+
+    saved = shell_client.grpc
+    shell_client.grpc = _GrpcWithLimits()
+    try:
+        yield
+    finally:
+        shell_client.grpc = saved
+
+
 def cmd_shell(args: argparse.Namespace) -> int:
     try:
         import p4runtime_sh.shell as sh
@@ -126,7 +168,8 @@ def cmd_shell(args: argparse.Namespace) -> int:
         saved = sys.argv
         sys.argv = ["p4runtime-shell", *argv]
         try:
-            sh.main()
+            with shell_channel_limits():
+                sh.main()
         except SystemExit as exc:        # p4runtime-shell exits on a refused pipeline
             return int(exc.code or 0) if not isinstance(exc.code, str) else 1
         finally:
