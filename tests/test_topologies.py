@@ -140,6 +140,19 @@ def _policies(pid: int) -> set[int]:
     return policies
 
 
+def test_realtime_refused_without_the_kernels_throttling(tmp_path: Path):
+    """SCHED_FIFO switch threads only where the kernel still throttles real-time time:
+    with sched_rt_runtime_us -1 a spinning switch thread would hold its core forever."""
+    from topologies.p4switch import realtime_unbounded
+
+    knob = tmp_path / "sched_rt_runtime_us"
+    knob.write_text("950000\n")
+    assert realtime_unbounded(str(knob)) is None
+    knob.write_text("-1\n")
+    assert "throttling is off" in realtime_unbounded(str(knob))
+    assert "cannot be read" in realtime_unbounded(str(tmp_path / "missing"))
+
+
 @needs_root
 @pytest.mark.timeout(300)
 def test_realtime_switch_priority_moves_every_switch_thread(tmp_path: Path):

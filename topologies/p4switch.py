@@ -81,6 +81,20 @@ def bmv2_program(spec: SwitchSpec, run_dir: Path) -> Path:
     return out
 
 
+def realtime_unbounded(path: str = "/proc/sys/kernel/sched_rt_runtime_us") -> str | None:
+    """Why real-time switch threads would be unsafe here, or None. With the kernel's
+    real-time throttling off (``sched_rt_runtime_us`` -1) a SCHED_FIFO thread that
+    spins never yields a core; on 2 cores two such threads would stop the machine."""
+    try:
+        runtime = int(Path(path).read_text())
+    except (OSError, ValueError):
+        return f"{path} cannot be read, so the kernel's real-time throttling is unknown"
+    if runtime < 0:
+        return (f"the kernel's real-time throttling is off ({path} = -1): a spinning "
+                "switch thread would never yield its core")
+    return None
+
+
 class SwitchProcess:
     """The process of one switch, started in the root namespace on ``ports``."""
 
@@ -176,6 +190,10 @@ class SwitchProcess:
         later inherit the policy. Raises :class:`SwitchStartError` when not permitted.
         """
         assert self.proc is not None
+        unbounded = realtime_unbounded()
+        if unbounded:
+            raise SwitchStartError(f"{self.spec.name}: not moved to real-time priority: "
+                                   f"{unbounded}; use switch priority normal")
         param = os.sched_param(priority)
         moved = 0
         try:
@@ -189,8 +207,9 @@ class SwitchProcess:
             except ProcessLookupError:          # a thread that ended meanwhile
                 continue
             except PermissionError:
-                raise SwitchStartError(f"{self.spec.name}: real-time priority needs root "
-                                       "(CAP_SYS_NICE); use switch priority normal") from None
+                raise SwitchStartError(f"{self.spec.name}: real-time priority not permitted "
+                                       "(needs root or CAP_SYS_NICE, and real-time time in "
+                                       "its cgroup); use switch priority normal") from None
             moved += 1
         return moved
 
