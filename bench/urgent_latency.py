@@ -14,19 +14,27 @@ on two veth pairs, with tailcc.p4 routing 10.0.2.0/24 out of port 2:
    to 10% of the max rate with ``set_queue_rate``, so it stays full: elephants queued);
    ``elephants+writes`` (the same while a controller adds 1000 routes/s through the CLI
    channel — softswitch's runtime channel, BMv2's Thrift — into routing_v4);
-3. each urgent frame carries its send time (``time.time_ns`` just before the burst it is
-   in goes out); the receive time is the kernel's (``SO_TIMESTAMPNS``), so the
-   receiver's own scheduling does not count; its socket takes only urgent frames
-   (a kernel filter on DSCP 46). The first 0.5 s are warm-up.
+3. forwarding latency is measured port to port: a tap on the switch's ingress
+   interface stamps (kernel, ``SO_TIMESTAMPNS``) the urgent frames whose sequence
+   number is a multiple of ``TAP_SAMPLE`` (16) as they reach the switch, and the
+   receiver's socket stamps every urgent frame as the switch hands it to the egress
+   link; both sockets take only urgent frames (kernel filters), so the measuring side's
+   own scheduling does not count. Each urgent frame also carries its send time
+   (``time.time_ns`` just before the burst it is in goes out): the ``e2e`` columns,
+   from that stamp, include the generator's own delay — on 2 cores the sender, stamped
+   before a burst of ~0.2 ms of frames, is itself preempted at times (its bursts took
+   0.2 ms at P50 and up to 4 ms in a 15 s run), which until 2026-12-05 was counted as
+   the switch's. The first 0.5 s are warm-up.
 
-Prints P50/P99/P999/max (µs) and loss per target and scenario, and BMv2/softswitch
-ratios; writes ``out/bench/urgent_latency.json``. Needs root. The sender is a separate
-process; on a 2-core machine it, the receiver and the switch share the cores, so an
-otherwise idle machine matters. Beside the switch's CPU share each row gives the
-sender's (its kernel time delivering every frame to the switch's socket is most of it)
-and how busy the whole machine was: on 2 cores, 50% of softswitch's max rate with
-elephants keeps the machine ~80-85% busy (2026-12-05: switch 0.85-0.92 of a core,
-sender ~0.5), so the urgent tail there is mostly waiting for a CPU.
+Prints P50/P99/P999/max (µs, port to port), loss, and the end-to-end P99/max per target
+and scenario, and BMv2/softswitch ratios; writes ``out/bench/urgent_latency.json``.
+Needs root. The sender is a separate process; on a 2-core machine it, the receiver and
+the switch share the cores, so an otherwise idle machine matters. Beside the switch's
+CPU share each row gives the sender's (its kernel time delivering every frame to the
+switch's socket is most of it) and how busy the whole machine was: on 2 cores, 50% of
+softswitch's max rate with elephants keeps the machine ~80-85% busy (2026-12-05:
+switch 0.85-0.92 of a core, sender ~0.5), so the urgent tail there is mostly waiting
+for a CPU.
 
 Until 2026-12 the urgent class alone was sent at 50% and the elephants at 25% beside
 it (75% in all): ``--load 0.75 --urgent-share 0.667`` runs that.
@@ -67,6 +75,11 @@ DEFAULT_JSON = ROOT / "out" / "bench" / "urgent_latency.json"
 SCENARIOS = ("idle", "elephants", "elephants+writes")
 MAGIC = b"URG!"
 STAMP = struct.Struct("!4sIQ")                  # magic, sequence, send time (ns)
+STAMP_AT = 14 + 20 + 8                          # the stamp follows Ethernet, IPv4, UDP
+# One urgent frame in TAP_SAMPLE (by sequence number) is also stamped where it reaches
+# the switch's ingress port. Tapping all of them (87k frames/s at 50% of softswitch's
+# max) took the machine from ~68% to ~82% busy and moved what was measured.
+TAP_SAMPLE = 16
 SO_TIMESTAMPNS = 35
 URGENT_DSCP, URGENT_QUEUE, BULK_QUEUE = 46, 7, 0
 WARMUP_S = 0.5
@@ -150,23 +163,70 @@ def _stamped_frames(rx: socket.socket) -> list[tuple[bytes, int]]:
         out.append((data, stamp))
 
 
-def _receive(rx: socket.socket, until: float, start_ns: int) -> list[int]:
-    """Latencies (ns) of urgent frames arriving until ``until`` (monotonic) that were
-    sent after ``start_ns`` + warm-up."""
-    out: list[int] = []
+def _tap_program() -> list[tuple[int, int, int, int]]:
+    """Classic BPF for the tap on the switch's ingress port: urgent frames (IPv4, DSCP
+    URGENT_DSCP, our stamp) whose sequence number is a multiple of TAP_SAMPLE."""
+    drop = 11
+    return [
+        (0x28, 0, 0, 12),                                 # 0 ldh [12]: EtherType
+        (0x15, 0, drop - 2, 0x0800),                      # 1 IPv4?
+        (0x30, 0, 0, 15),                                 # 2 ldb [15]: TOS
+        (0x54, 0, 0, 0xFC),                               # 3 DSCP bits
+        (0x15, 0, drop - 5, URGENT_DSCP << 2),            # 4 urgent?
+        (0x20, 0, 0, STAMP_AT),                           # 5 ld [42]: our magic?
+        (0x15, 0, drop - 7, int.from_bytes(MAGIC, "big")),
+        (0x30, 0, 0, STAMP_AT + 7),                       # 7 ldb: sequence's low byte
+        (0x54, 0, 0, TAP_SAMPLE - 1),                     # 8
+        (0x15, 0, 1, 0),                                  # 9 a multiple of TAP_SAMPLE?
+        (0x06, 0, 0, 0x40000),                            # 10 take it
+        (0x06, 0, 0, 0),                                  # 11 drop
+    ]
+
+
+def _seq_and_sent(data: bytes) -> tuple[int, int] | None:
+    """(sequence number, sender's stamp) of an urgent frame, or None for another frame."""
+    at = data.find(MAGIC, 40, 60)
+    if at < 0:
+        return None
+    _m, seq, sent_ns = STAMP.unpack_from(data, at)
+    return seq, sent_ns
+
+
+@dataclass
+class Latencies:
+    """Urgent frames' latencies: from the switch's ingress port (``forwarding``, the
+    frames the tap samples) and from the sender's stamp (``end_to_end``, every frame,
+    the generator's own delay included); ``unmatched``: sampled frames the tap missed
+    (its socket overflowed), left out of ``forwarding``."""
+
+    forwarding: list[int]
+    end_to_end: list[int]
+    unmatched: int
+
+
+def _receive(rx: socket.socket, tap: socket.socket, until: float,
+             start_ns: int) -> Latencies:
+    """Urgent frames arriving until ``until`` (monotonic) that were sent after
+    ``start_ns`` + warm-up: their latency from the moment they reached the switch's
+    ingress port (``tap``'s kernel stamp) and from the sender's stamp."""
+    arrived: dict[int, int] = {}           # sequence -> kernel stamp at the switch's port
+    left: list[tuple[int, int, int]] = []  # (sequence, sender's stamp, receive stamp)
     cutoff = start_ns + int(WARMUP_S * 1e9)
     while time.monotonic() < until:
-        ready, _, _ = select.select([rx], [], [], 0.05)
-        if not ready:
-            continue
-        for data, rx_ns in _stamped_frames(rx):
-            at = data.find(MAGIC, 40, 60)
-            if at < 0:
-                continue
-            _m, _seq, sent_ns = STAMP.unpack_from(data, at)
-            if sent_ns >= cutoff:
-                out.append(rx_ns - sent_ns)
-    return out
+        ready, _, _ = select.select([rx, tap], [], [], 0.05)
+        for sock in ready:
+            for data, stamp in _stamped_frames(sock):
+                found = _seq_and_sent(data)
+                if found is None or found[1] < cutoff:
+                    continue
+                if sock is tap:
+                    arrived[found[0]] = stamp
+                else:
+                    left.append((found[0], found[1], stamp))
+    sampled = [(seq, rx_ns) for seq, _sent, rx_ns in left if seq % TAP_SAMPLE == 0]
+    forwarding = [rx_ns - arrived[seq] for seq, rx_ns in sampled if seq in arrived]
+    return Latencies(forwarding, [rx_ns - sent for _seq, sent, rx_ns in left],
+                     len(sampled) - len(forwarding))
 
 
 def _writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
@@ -244,16 +304,23 @@ class Load:
         return urgent, (self.total * max_pps - urgent if elephants else 0.0)
 
 
-def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
+def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], name: str,
               max_pps: float, seconds: float, load: Load) -> dict:
+    """``ports``: the sender's interface, the switch's ingress interface (its peer) and
+    the receiver's interface."""
+    h1, sw1, h2 = ports
     urgent_pps, elephant_pps = load.rates(max_pps, name != "idle")
-    # only the urgent frames reach the receiver's socket (filtered in the kernel): the
-    # elephants are neither copied nor read here, so the measuring host takes less of
-    # the CPU it shares with the switch
-    rx_port = RawPort(h2, IngressPriority(frozenset({URGENT_DSCP})).program(urgent=True))
+    # only the urgent frames reach the receiver's socket and the tap on the switch's
+    # ingress port (filtered in the kernel): the elephants are neither copied nor read
+    # here, so the measuring host takes less of the CPU it shares with the switch
+    urgent_only = IngressPriority(frozenset({URGENT_DSCP})).program(urgent=True)
+    rx_port, tap_port = RawPort(h2, urgent_only), RawPort(sw1, _tap_program())
+    for sock in (rx_port.sock, tap_port.sock):
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    while tap_port.receive_batch():      # stale frames of an earlier scenario
+        pass
     rx = rx_port.sock
-    rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    while rx_port.receive_batch():       # stale frames of an earlier scenario
+    while rx_port.receive_batch():
         pass
     stop = threading.Event()
     writes: dict = {}
@@ -270,7 +337,8 @@ def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
     if name.endswith("writes"):
         writer = threading.Thread(target=_writer, args=(switch, stop, writes), daemon=True)
         writer.start()
-    lat = sorted(_receive(rx, time.monotonic() + seconds + 1.0, start_ns))
+    got = _receive(rx, tap_port.sock, time.monotonic() + seconds + 1.0, start_ns)
+    lat, e2e = sorted(got.forwarding), sorted(got.end_to_end)
     proc.join()
     cpu = _cpu_seconds(switch.proc.pid) - cpu0
     host1, gen_cpu = _host_jiffies(), _children_cpu() - gen0
@@ -279,11 +347,16 @@ def _scenario(switch: veth_switch.RunningSwitch, h1: str, h2: str, name: str,
     if writer is not None:
         writer.join()
     rx_port.close()
+    tap_port.close()
     expected = max(1, int(sent.value * (seconds - WARMUP_S) / seconds))
     row = {"scenario": name, "urgent_pps": urgent_pps, "elephant_pps": elephant_pps,
-           "received": len(lat), "loss": max(0.0, 1 - len(lat) / expected),
+           "received": len(e2e), "loss": max(0.0, 1 - len(e2e) / expected),
+           "unmatched": got.unmatched,
            "p50_us": _percentile(lat, 0.50), "p99_us": _percentile(lat, 0.99),
            "p999_us": _percentile(lat, 0.999), "max_us": lat[-1] / 1000.0 if lat else None,
+           # from the sender's stamp: the generator's own scheduling delay included
+           "e2e_p99_us": _percentile(e2e, 0.99),
+           "e2e_max_us": e2e[-1] / 1000.0 if e2e else None,
            "switch_cpu_share": cpu / (seconds + 1.0), "loadavg": os.getloadavg()[0],
            # the machine's CPUs busy during the scenario, and the sender's part (its
            # kernel work delivering each frame to the switch's socket included)
@@ -318,14 +391,16 @@ def run_target(target: str, seconds: float, max_pps: float | None,
             rows = []
             for name in scenarios:
                 print(f"urgent latency: {target} {name} ...", file=sys.stderr, flush=True)
-                rows.append(_scenario(switch, h1, h2, name, max_pps, seconds, load))
+                rows.append(_scenario(switch, (h1, sw1, h2), name, max_pps, seconds,
+                                      load))
     return {"max_pps": max_pps, "scenarios": rows}
 
 
 def table(report: dict) -> str:
     targets = list(report["targets"])
     head = f"{'scenario':<18}{'target':<12}{'urgent/s':>9}{'P50 µs':>9}{'P99 µs':>9}" \
-           f"{'P999 µs':>10}{'max µs':>10}{'loss':>7}{'CPU':>6}{'sender':>7}{'host':>6}"
+           f"{'P999 µs':>10}{'max µs':>10}{'loss':>7}{'CPU':>6}{'sender':>7}{'host':>6}" \
+           f"{'e2e P99':>9}{'e2e max':>9}"
     lines = [head]
     for i, name in enumerate(report.get("scenarios", SCENARIOS)):
         for target in targets:
@@ -334,7 +409,8 @@ def table(report: dict) -> str:
                          f"{r['p99_us']:>9.0f}{r['p999_us']:>10.0f}{r['max_us'] or 0:>10.0f}"
                          f"{r['loss']:>7.1%}{r['switch_cpu_share']:>6.2f}"
                          f"{r.get('sender_cpu_share', 0.0):>7.2f}"
-                         f"{r.get('host_busy', 0.0):>6.0%}")
+                         f"{r.get('host_busy', 0.0):>6.0%}"
+                         f"{r.get('e2e_p99_us', 0.0):>9.0f}{r.get('e2e_max_us') or 0:>9.0f}")
         if len(targets) == 2:
             a, b = (report["targets"][t]["scenarios"][i] for t in targets)
             ratios = [b[k] / a[k] if a[k] else 0.0 for k in ("p50_us", "p99_us", "p999_us")]
