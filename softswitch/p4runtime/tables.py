@@ -850,6 +850,23 @@ def _plain_wire(table_id: int, record: Record) -> bytes:
     match 2, action 3, priority 4, idle_timeout_ns 9; FieldMatch field_id 1, the kind
     (_KIND_TAGS) holding value/low 1 and mask/high 2 (bytes) or prefix_len 2 (varint);
     TableAction.action 1."""
+    call = record.call
+    assert call is not None
+    mod = entrywire.native()
+    if mod is not None and call.plan is not None:
+        head, prefixes = call.plan.wire_prefixes
+        out = mod.encode_plain(table_id, record.key[0], record.key[1],
+                               record.idle_timeout_ns & 0xFFFFFFFFFFFFFFFF, head, prefixes,
+                               call.args)
+        if out is not None:
+            return out                  # else a shape C leaves to Python (doc there)
+    return _plain_wire_python(table_id, record)
+
+
+def _plain_wire_python(table_id: int, record: Record) -> bytes:
+    """:func:`_plain_wire` in Python (no compiler, or a shape the C encoder leaves)."""
+    call = record.call
+    assert call is not None
     varint, field, enc = wire.varint, wire.field, bytestrings.encode
     parts = [b"\x08" + varint(table_id)]
     for fid, (kind, a, b) in record.key[0]:
@@ -860,8 +877,7 @@ def _plain_wire(table_id: int, record: Record) -> bytes:
         else:
             body = field(b"\x0a", enc(a))
         parts.append(field(b"\x12", b"\x08" + varint(fid) + field(_KIND_TAGS[kind], body)))
-    assert record.call is not None
-    parts.append(field(b"\x1a", field(b"\x0a", record.call.canonical_bytes())))
+    parts.append(field(b"\x1a", field(b"\x0a", call.canonical_bytes())))
     if record.key[1]:
         parts.append(b"\x20" + varint(record.key[1]))
     if record.idle_timeout_ns:
