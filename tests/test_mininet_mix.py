@@ -172,6 +172,35 @@ def test_mix_refuses_link_rate_on_bmv2():
     assert "Traceback" not in done.stderr
 
 
+def test_switch_priority_auto_falls_back_loudly(monkeypatch):
+    """``--switch-priority auto``: realtime where permitted; else normal, with the
+    reason logged (and recorded in the report), never silently; explicit choices stay."""
+    from topologies import mix
+
+    logged: list[str] = []
+    monkeypatch.setattr(mix, "realtime_unavailable", lambda: None)
+    assert mix.switch_priority("auto", logged.append) == "realtime" and logged == []
+    monkeypatch.setattr(mix, "realtime_unavailable",
+                        lambda: "real-time priority is not permitted here (EPERM)")
+    assert mix.switch_priority("auto", logged.append) == "normal"
+    assert logged == ["mix: switches at normal priority: real-time priority is not "
+                      "permitted here (EPERM)"]
+    assert mix.switch_priority("realtime", logged.append) == "realtime"
+    assert mix.switch_priority("normal", logged.append) == "normal" and len(logged) == 1
+
+
+def test_realtime_is_available_to_root_here():
+    """As root with the kernel's throttling on (this machine, CI), chrt's trial passes;
+    as another user it names why not."""
+    from topologies.p4switch import realtime_unavailable
+
+    why = realtime_unavailable()
+    if os.geteuid() == 0 and shutil.which("chrt"):
+        assert why is None
+    else:
+        assert why
+
+
 # ------------------------------------------------------------ as root, in Mininet
 def _ptf_mix(switch: str, out: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "topologies.ptf_mix", "--switch", switch,

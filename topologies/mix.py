@@ -9,10 +9,12 @@ goodput) and writes ``mix-TOPOLOGY-SWITCH.json`` and ``.png`` (CDF per class) un
 ``--out`` (default ``out/mix``).
 
 The switches' threads run at real-time priority once programmed (``--switch-priority
-realtime``, the default): in Mininet they share the cores with the hosts' senders and
-receivers, and a switch thread waiting for a host's time slice adds delay no switch of
-its own would (:meth:`topologies.p4switch.SwitchProcess.run_realtime`). ``normal``
-measures the shared machine as it is.
+auto``, the default, where permitted; ``realtime`` insists): in Mininet they share the
+cores with the hosts' senders and receivers, and a switch thread waiting for a host's
+time slice adds delay no switch of its own would
+(:meth:`topologies.p4switch.SwitchProcess.run_realtime`). Where it is not permitted
+(a container without CAP_SYS_NICE...) ``auto`` runs them at normal priority and says
+why; the report records which. ``normal`` measures the shared machine as it is.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from topologies.mix_plan import (
     write_intent,
 )
 from topologies.mix_stats import ClassResult, per_class, table, verdict
-from topologies.p4switch import KINDS, PRIORITIES, SwitchStartError
+from topologies.p4switch import KINDS, PRIORITIES, SwitchStartError, realtime_unavailable
 from topologies.runner import Runner, RunnerError, default_backend, terminate_on_sigterm
 from topologies.schema import PROJECT_ROOT, Topology, TopologyError, load_topology
 
@@ -193,7 +195,7 @@ class MixOptions:
     seed: int
     out: Path
     backend: str
-    switch_priority: str = "realtime"
+    switch_priority: str = "auto"
 
 
 def _queue_frames(intent: Path) -> dict[int, int]:
@@ -204,8 +206,20 @@ def _queue_frames(intent: Path) -> dict[int, int]:
         raise MixError(str(exc)) from None
 
 
+def switch_priority(asked: str, log: Callable[[str], None]) -> str:
+    """``auto``: realtime where the switches may take it, else normal, saying why."""
+    if asked != "auto":
+        return asked
+    why = realtime_unavailable()
+    if why is None:
+        return "realtime"
+    log(f"mix: switches at normal priority: {why}")
+    return "normal"
+
+
 def run_mix(opts: MixOptions, log: Callable[[str], None]) -> dict[str, Any]:
     """Both configurations, one after the other; the JSON-ready report."""
+    priority = switch_priority(opts.switch_priority, log)
     try:
         topo = load_topology(opts.topology)
     except TopologyError as exc:
@@ -225,7 +239,7 @@ def run_mix(opts: MixOptions, log: Callable[[str], None]) -> dict[str, Any]:
     for config in CONFIGS:
         variant = dataclasses.replace(topo, intent=intents[config])
         runner = Runner(variant, opts.switch, opts.backend, work / config, log=log,
-                        switch_priority=opts.switch_priority)
+                        switch_priority=priority)
         frames = _queue_frames(intents[config])
         with runner:
             apply_bottleneck(opts.switch, variant, plan.bottleneck, frames)
@@ -239,7 +253,7 @@ def run_mix(opts: MixOptions, log: Callable[[str], None]) -> dict[str, Any]:
                                         work / f"{config}.records")
         runs[config] = per_class(plan, records, sent, opts.duration)
     return {"topology": topo.name, "switch": opts.switch, "duration_s": opts.duration,
-            "seed": opts.seed, "switch_priority": opts.switch_priority,
+            "seed": opts.seed, "switch_priority": priority,
             "bottleneck": dataclasses.asdict(plan.bottleneck),
             "queue_rates": queue_rates,
             "senders": plan.senders, "receiver": plan.receiver,
@@ -267,10 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "for queue-rate (500)")
     p.add_argument("--backend", choices=("mininet", "netns"), default=None,
                    help="mininet (default where installed) or netns")
-    p.add_argument("--switch-priority", choices=PRIORITIES, default="realtime",
-                   help="realtime (default): the switches' threads run SCHED_FIFO, ahead "
-                        "of the hosts' senders on the shared cores, as a switch of its own "
-                        "would; normal: everything shares the cores alike")
+    p.add_argument("--switch-priority", choices=("auto", *PRIORITIES), default="auto",
+                   help="realtime: the switches' threads run SCHED_FIFO, ahead of the "
+                        "hosts' senders on the shared cores, as a switch of its own would; "
+                        "normal: everything shares the cores alike; auto (default): "
+                        "realtime where permitted, else normal with the reason")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "out" / "mix",
                    help="where the JSON, PNG and run directories go (out/mix)")
     return p

@@ -95,6 +95,24 @@ def realtime_unbounded(path: str = "/proc/sys/kernel/sched_rt_runtime_us") -> st
     return None
 
 
+def realtime_unavailable() -> str | None:
+    """Why switch threads cannot run SCHED_FIFO here, or None when they can: the
+    kernel's throttling is off (:func:`realtime_unbounded`), or a process of ours may
+    not take the policy (no CAP_SYS_NICE, as in a container without it, or no real-time
+    time in its cgroup) — tried with util-linux's ``chrt`` on ``true``."""
+    unbounded = realtime_unbounded()
+    if unbounded:
+        return unbounded
+    chrt = shutil.which("chrt")
+    if chrt is None:
+        return "chrt (util-linux) is not installed, so real-time priority cannot be tried"
+    done = subprocess.run([chrt, "--fifo", str(REALTIME_PRIORITY), "true"],
+                          capture_output=True, text=True, timeout=10, check=False)
+    if done.returncode != 0:
+        return f"real-time priority is not permitted here ({done.stderr.strip()})"
+    return None
+
+
 class SwitchProcess:
     """The process of one switch, started in the root namespace on ``ports``."""
 
