@@ -41,6 +41,7 @@ from topologies.p4switch import (
     SwitchStartError,
     host_offloads_off,
     port_in_use,
+    realtime_unbounded,
     softswitch_command,
     tool_command,
 )
@@ -456,6 +457,10 @@ class Runner:
     def _run_switches_realtime(self) -> None:
         """After programming (a loaded pipeline has all its packet threads), so set-up
         (softswitch compiling tailcc.p4) never holds a core ahead of everything else."""
+        unbounded = realtime_unbounded()
+        if unbounded:
+            raise RunnerError(f"{self.topo.name}: switches not moved to real-time "
+                              f"priority: {unbounded}; use switch priority normal")
         try:
             threads = sum(proc.run_realtime() for proc in self.processes)
         except SwitchStartError as exc:

@@ -1185,22 +1185,34 @@ static int wb_field(wb_t *w, unsigned char tag, const unsigned char *data, Py_ss
     return wb_put(w, data, n);
 }
 
-/* One (kind, a, b) FieldMatch's kind field into w: 1 done, 0 not taken, -1 error. */
+/* The FieldMatch field tag of a kind name, 0 for another name. */
+static unsigned char kind_tag(PyObject *kind) {
+    static const struct { const char *name; unsigned char tag; } TAGS[] = {
+        {"exact", 0x12}, {"ternary", 0x1a}, {"lpm", 0x22}, {"range", 0x32},
+        {"optional", 0x3a}};
+    for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++)
+        if (PyUnicode_CompareWithASCIIString(kind, TAGS[i].name) == 0)
+            return TAGS[i].tag;
+    return 0;
+}
+
+/* One (kind, a, b) FieldMatch into w: 1 done, 0 not taken, -1 error. Its body holds
+ * the value (field 1), then lpm's prefix length (field 2, varint) or ternary's mask /
+ * range's high (field 2, bytes). */
 static int encode_match(wb_t *w, long fid, PyObject *kab) {
-    if (!PyTuple_Check(kab) || PyTuple_GET_SIZE(kab) != 3)
+    if (!PyTuple_Check(kab) || PyTuple_GET_SIZE(kab) != 3
+        || !PyUnicode_Check(PyTuple_GET_ITEM(kab, 0)))
         return 0;
-    PyObject *kind = PyTuple_GET_ITEM(kab, 0);
-    unsigned char a[8], b[8], body[40], tag;
-    if (!PyUnicode_Check(kind))
-        return 0;
+    unsigned char tag = kind_tag(PyTuple_GET_ITEM(kab, 0));
+    unsigned char a[8], b[8], body[40];
     int na, nb, rc, blen = 0;
-    if ((rc = canon_u64(PyTuple_GET_ITEM(kab, 1), a, &na)) <= 0)
-        return rc;
+    if (!tag || (rc = canon_u64(PyTuple_GET_ITEM(kab, 1), a, &na)) <= 0)
+        return tag ? rc : 0;
     body[blen++] = 0x0a;
     body[blen++] = (unsigned char)na;
     memcpy(body + blen, a, (size_t)na);
     blen += na;
-    if (kind == K_LPM || PyUnicode_CompareWithASCIIString(kind, "lpm") == 0) {
+    if (tag == 0x22) {                                  /* lpm */
         long long plen = PyLong_AsLongLong(PyTuple_GET_ITEM(kab, 2));
         if (plen == -1 && PyErr_Occurred()) {
             PyErr_Clear();
@@ -1208,28 +1220,16 @@ static int encode_match(wb_t *w, long fid, PyObject *kab) {
         }
         if (plen < 0 || plen > 127)
             return 0;
-        tag = 0x22;
         body[blen++] = 0x10;
         body[blen++] = (unsigned char)plen;
-    } else if (kind == K_TERNARY || kind == K_RANGE
-               || PyUnicode_CompareWithASCIIString(kind, "ternary") == 0
-               || PyUnicode_CompareWithASCIIString(kind, "range") == 0) {
+    } else if (tag == 0x1a || tag == 0x32) {            /* ternary, range */
         if ((rc = canon_u64(PyTuple_GET_ITEM(kab, 2), b, &nb)) <= 0)
             return rc;
-        tag = PyUnicode_CompareWithASCIIString(kind, "ternary") == 0 ? 0x1a : 0x32;
         body[blen++] = 0x12;
         body[blen++] = (unsigned char)nb;
         memcpy(body + blen, b, (size_t)nb);
         blen += nb;
-    } else if (kind == K_EXACT || PyUnicode_CompareWithASCIIString(kind, "exact") == 0) {
-        tag = 0x12;
-    } else if (kind == K_OPTIONAL || PyUnicode_CompareWithASCIIString(kind, "optional") == 0) {
-        tag = 0x3a;
-    } else {
-        return 0;
     }
-    if (PyErr_Occurred())
-        return -1;
     wb_t fm = {0};
     int ok = wb_put(&fm, "\x08", 1) == 0 && wb_varint(&fm, (uint64_t)fid) == 0
              && wb_field(&fm, tag, body, blen) == 0 && wb_field(w, 0x12, fm.buf, fm.len) == 0;

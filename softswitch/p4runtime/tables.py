@@ -865,8 +865,7 @@ def _plain_wire(table_id: int, record: Record) -> bytes:
 
 def _plain_wire_python(table_id: int, record: Record) -> bytes:
     """:func:`_plain_wire` in Python (no compiler, or a shape the C encoder leaves)."""
-    call = record.call
-    assert call is not None
+    assert record.call is not None
     varint, field, enc = wire.varint, wire.field, bytestrings.encode
     parts = [b"\x08" + varint(table_id)]
     for fid, (kind, a, b) in record.key[0]:
@@ -877,7 +876,7 @@ def _plain_wire_python(table_id: int, record: Record) -> bytes:
         else:
             body = field(b"\x0a", enc(a))
         parts.append(field(b"\x12", b"\x08" + varint(fid) + field(_KIND_TAGS[kind], body)))
-    parts.append(field(b"\x1a", field(b"\x0a", call.canonical_bytes())))
+    parts.append(field(b"\x1a", field(b"\x0a", record.call.canonical_bytes())))
     if record.key[1]:
         parts.append(b"\x20" + varint(record.key[1]))
     if record.idle_timeout_ns:
