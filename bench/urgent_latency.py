@@ -5,8 +5,9 @@ waits for at most one bulk frame plus the pipeline. Per target (``softswitch run
 BMv2 ``simple_switch_grpc`` when the reference tools are installed; ``veth_switch.py``),
 on two veth pairs, with tailcc.p4 routing 10.0.2.0/24 out of port 2:
 
-1. the target's max rate is measured (``veth_pps``'s sender, tailcc frames), unless
-   given with ``--max-pps TARGET=N``;
+1. the target's max rate is measured (``veth_pps``'s sender, tailcc frames, with the
+   CPUs split as below), unless given with ``--max-pps TARGET=N`` (``make bench`` gives
+   the one ``veth_pps.py`` measured, every process free to use every CPU);
 2. the switch is loaded at ``--load`` of that rate (0.5), of which ``--urgent-share``
    (0.5) are urgent frames (DSCP 46, classified into queue 7), for ``--seconds``, in
    three scenarios: ``idle`` (the urgent frames alone); ``elephants`` (the rest of the
@@ -25,6 +26,12 @@ on two veth pairs, with tailcc.p4 routing 10.0.2.0/24 out of port 2:
    before a burst of ~0.2 ms of frames, is itself preempted at times (its bursts took
    0.2 ms at P50 and up to 4 ms in a 15 s run), which until 2026-12-05 was counted as
    the switch's. The first 0.5 s are warm-up.
+
+With ``--dataplane-cpu`` (``auto``: the last CPU, where there are two or more)
+softswitch runs its port loop alone on that CPU (``softswitch run -- --dataplane-cpu N``,
+its extension, as OVS-DPDK and VPP give theirs a core) and the sender, receiver, tap and
+controller run on the other CPUs, for BMv2 too (which has no such option: its threads
+go where the kernel puts them). ``--dataplane-cpu off``: everything shares every CPU.
 
 Prints P50/P99/P999/max (µs, port to port), loss, and the end-to-end P99/max per target
 and scenario, and BMv2/softswitch ratios; writes ``out/bench/urgent_latency.json``.
@@ -47,6 +54,7 @@ it (75% in all): ``--load 0.75 --urgent-share 0.667`` runs that.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -57,6 +65,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -366,17 +375,57 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
     return row
 
 
+def dataplane_cpu(choice: str) -> int | None:
+    """The CPU ``--dataplane-cpu`` names: ``auto`` the last one this process may use
+    when it may use two or more, ``off`` none, else that number (ValueError when it is
+    none of these or not a CPU this process may use)."""
+    allowed = os.sched_getaffinity(0)
+    if choice == "off":
+        return None
+    if choice == "auto":
+        return max(allowed) if len(allowed) >= 2 else None
+    cpu = int(choice)
+    if cpu not in allowed or len(allowed) < 2:
+        raise ValueError(f"CPU {cpu} is not one of two or more this process may use "
+                         f"({','.join(str(c) for c in sorted(allowed))})")
+    return cpu
+
+
+@contextlib.contextmanager
+def _generator_off(cpu: int | None) -> Iterator[None]:
+    """Keep this process's thread, and the sender, receiver and controller it starts from
+    now on, off the switch's dataplane CPU (all of them are the switch's network and
+    controller, which a real switch does not share its CPU with); restored after."""
+    if cpu is None:
+        yield
+        return
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, allowed - {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
 def run_target(target: str, seconds: float, max_pps: float | None,
                ingress_priority: bool = True,
-               scenarios: tuple[str, ...] = SCENARIOS, load: Load = Load()) -> dict:
+               scenarios: tuple[str, ...] = SCENARIOS, load: Load = Load(),
+               cpu: int | None = None) -> dict:
     """``ingress_priority``: softswitch reads the urgent DSCP ahead of a backlog
-    (``--ingress-priority-dscp``, its extension; BMv2 has nothing like it)."""
-    extra = ("--ingress-priority-dscp", str(URGENT_DSCP)) if ingress_priority else ()
+    (``--ingress-priority-dscp``, its extension; BMv2 has nothing like it). ``cpu``:
+    softswitch runs its port loop on that CPU alone (``--dataplane-cpu``, its extension;
+    BMv2 runs as it is), and the generator, receiver and controller stay off it, for
+    either target."""
+    extra: tuple[str, ...] = ()
+    if ingress_priority:
+        extra += ("--ingress-priority-dscp", str(URGENT_DSCP))
+    if cpu is not None:
+        extra += ("--dataplane-cpu", str(cpu))
     with veth_pairs(2, "u") as pairs:
         (sw1, h1), (sw2, h2) = pairs
         with veth_switch.running(target, PROGRAM, {1: sw1, 2: sw2},
                                  {"TAILCC_ROUTE_SIZE": str(ROUTE_SIZE)},
-                                 softswitch_args=extra) as switch:
+                                 softswitch_args=extra) as switch, _generator_off(cpu):
             switch.configure(veth_pps.TAILCC_ROUTES)
             if max_pps is None:
                 frames = [veth_pps._frame(i, veth_pps.ROUTER_MAC) for i in range(10000)]
@@ -435,6 +484,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ingress-priority", choices=("on", "off"), default="on",
                     help="softswitch reads the urgent DSCP first (--ingress-priority-dscp "
                          f"{URGENT_DSCP}; on)")
+    ap.add_argument("--dataplane-cpu", default="auto", metavar="auto|off|N",
+                    help="softswitch's port loop on this CPU alone (--dataplane-cpu, its "
+                         "extension), and the generator, receiver and controller off it "
+                         "for every target; auto: the last CPU, where there are two or "
+                         "more (auto)")
     ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     ap.add_argument("--load", type=float, default=LOAD,
                     help=f"offered load, a fraction of the target's max rate ({LOAD})")
@@ -453,6 +507,10 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.urgent_share <= 1:
         ap.error(f"--urgent-share {args.urgent_share}: expected a fraction in (0, 1]")
     load = Load(args.load, args.urgent_share)
+    try:
+        cpu = dataplane_cpu(args.dataplane_cpu)
+    except ValueError as exc:
+        ap.error(f"--dataplane-cpu {args.dataplane_cpu}: {exc}")
     given: dict[str, float] = {}
     for item in args.max_pps:
         name, _, value = item.partition("=")
@@ -463,12 +521,16 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"seconds": args.seconds, "targets": {}, "notes": [],
                     "load": load.total, "urgent_share": load.urgent,
                     "scenarios": list(args.scenarios),
-                    "ingress_priority": args.ingress_priority}
+                    "ingress_priority": args.ingress_priority, "dataplane_cpu": cpu}
     if "softswitch" in args.targets:
         report["notes"].append(
             f"softswitch ingress priority {args.ingress_priority}"
             + (f" (--ingress-priority-dscp {URGENT_DSCP})" if args.ingress_priority == "on"
                else ""))
+        report["notes"].append(
+            "softswitch port loop on CPU shared with everything else" if cpu is None else
+            f"softswitch port loop on CPU {cpu} alone (--dataplane-cpu {cpu}); generator, "
+            f"receiver and controller on the other CPU(s) for every target; BMv2 unpinned")
     for target in args.targets:
         why = veth_switch.available(target)
         if why is not None:
@@ -476,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         report["targets"][target] = run_target(target, args.seconds, given.get(target),
                                                args.ingress_priority == "on",
-                                               tuple(args.scenarios), load)
+                                               tuple(args.scenarios), load, cpu)
     print(table(report))
     for note in report["notes"]:
         print(f"  {note}")

@@ -20,6 +20,8 @@ does not need (``--nanolog`` …) are accepted so existing command lines keep wo
 extensions) give each port a second socket for the frames of those DSCPs or sizes, read
 ahead of the others: when the host cannot keep up, the backlog of bulk frames waiting
 for the pipeline no longer delays urgent ones (``ports/ingress_priority.py``).
+``--dataplane-cpu N`` (softswitch extension) runs the port loop on CPU N and keeps the
+process's other threads off it (``ports/dataplane_cpu.py``).
 
 A PNA program (``main`` a ``PNA_NIC``) runs as a NIC: ``--host-port N`` and
 ``--net-port N`` say which ports face the host (HOST_TO_NET traffic enters there) and
@@ -57,6 +59,7 @@ from softswitch.p4runtime.roles import RoleTable
 from softswitch.p4runtime.server import MAX_MESSAGE_BYTES, ServerError, TlsConfig, serve
 from softswitch.ports import ingress_priority, realtime
 from softswitch.ports.dataplane import DataPlane
+from softswitch.ports.dataplane_cpu import DataplaneCpu
 from softswitch.ports.egress_scheduler import EgressScheduler
 from softswitch.ports.ingress_priority import IngressPriority
 from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer, read_token
@@ -104,6 +107,7 @@ class RunOptions:
     net_ports: set[int] = field(default_factory=set)    # PNA: ports facing the network
     loopback_port: int | None = None                     # PNA: turns packets around
     ingress_priority: IngressPriority | None = None      # frames each port reads first
+    dataplane_cpu: DataplaneCpu | None = None            # the port loop's own CPU
 
 
 class _Parser(argparse.ArgumentParser):
@@ -196,6 +200,9 @@ def _target_parser() -> _Parser:
                         "(two sockets per port with kernel packet filters)")
     p.add_argument("--ingress-priority-max-bytes", type=int, metavar="N",
                    help="softswitch extension: frames of at most N bytes are read first too")
+    p.add_argument("--dataplane-cpu", type=int, metavar="N",
+                   help="softswitch extension: run the port loop on CPU N alone, and the "
+                        "other threads (P4Runtime, runtime channel) on the other CPUs")
     p.add_argument("--enable-swap", action="store_true", help="accepted for compatibility")
     p.add_argument("--dp-grpc-server-addr", metavar="ADDR",
                    help="accepted for compatibility (ignored)")
@@ -263,6 +270,11 @@ def parse_args(argv: list[str]) -> RunOptions:
                                                        target.ingress_priority_max_bytes)
     except P4Error as exc:
         main_parser.error(exc.message)
+    if target.dataplane_cpu is not None:
+        try:
+            opts.dataplane_cpu = DataplaneCpu.plan(target.dataplane_cpu)
+        except P4Error as exc:
+            main_parser.error(exc.message)
     tls_files = (opts.grpc_cacert, opts.grpc_cert, opts.grpc_key)
     if not opts.grpc_ssl and (any(tls_files) or opts.grpc_client_auth):
         main_parser.error("--grpc-server-cacert/-cert/-key/-with-client-auth need "
@@ -397,6 +409,8 @@ def _setup_logging(opts: RunOptions) -> None:
 def main(argv: list[str]) -> int:
     """Run the switch until SIGINT/SIGTERM; 0 on a clean stop, 1 on a user error."""
     opts = parse_args(argv)
+    if opts.dataplane_cpu is not None:     # before any thread starts: they inherit it
+        opts.dataplane_cpu.confine_control()
     native = native_loop()
     _setup_logging(opts)
     roles = RoleTable.load(opts.role_config) if opts.role_config else None
@@ -416,6 +430,8 @@ def main(argv: list[str]) -> int:
     if opts.ingress_priority:
         log.info("ingress priority: %s read first on every port",
                  opts.ingress_priority.describe())
+    if opts.dataplane_cpu is not None:
+        log.info("dataplane CPU: %s", opts.dataplane_cpu.describe())
     try:
         return _serve(opts, device, plane, native)
     finally:
@@ -454,6 +470,8 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
     sweeper.start()
     scheduler.drive(plane.wake)         # departures on the port loop's thread
     realtime.settle()
+    if opts.dataplane_cpu is not None:
+        opts.dataplane_cpu.enter_loop()
     try:
         if not stop.is_set():
             plane.run_batches(scheduler.deliver_batch, ticker=scheduler)

@@ -5,6 +5,7 @@ programs tailcc.p4 on both packet paths, and its RoCEv2 mix leaves the same way 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import time
 from pathlib import Path
@@ -120,6 +121,19 @@ def test_urgent_latency_tap_takes_one_urgent_frame_in_tap_sample():
     assert got == [(seq, 1) for seq in range(0, 3 * ul.TAP_SAMPLE + 1, ul.TAP_SAMPLE)]
 
 
+def test_urgent_latency_dataplane_cpu_choices():
+    import pytest
+
+    ul = _bench_module("urgent_latency")
+    allowed = os.sched_getaffinity(0)
+    assert ul.dataplane_cpu("off") is None
+    assert ul.dataplane_cpu("auto") == (max(allowed) if len(allowed) >= 2 else None)
+    with pytest.raises(ValueError, match="not one of two or more"):
+        ul.dataplane_cpu("4095")
+    with pytest.raises(ValueError):
+        ul.dataplane_cpu("x")
+
+
 def test_urgent_latency_bench_measures_from_the_switchs_port(tmp_path):
     """A short idle run on softswitch: every urgent frame the tap sampled is matched at
     the receiver, and both latencies are reported."""
@@ -136,7 +150,11 @@ def test_urgent_latency_bench_measures_from_the_switchs_port(tmp_path):
                            "--max-pps", "softswitch=4000", "--json", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    row = json.loads(out.read_text())["targets"]["softswitch"]["scenarios"][0]
+    report = json.loads(out.read_text())
+    # by default the port loop runs on a CPU of its own where there are two or more
+    allowed = os.sched_getaffinity(0)
+    assert report["dataplane_cpu"] == (max(allowed) if len(allowed) >= 2 else None)
+    row = report["targets"]["softswitch"]["scenarios"][0]
     assert row["received"] > 1000 and row["loss"] < 0.01 and row["unmatched"] == 0
     assert 0 < row["p50_us"] <= row["p99_us"] <= row["max_us"]
     assert row["e2e_p99_us"] > 0 and row["e2e_max_us"] > 0
