@@ -246,3 +246,38 @@ def test_a_big_batch_frees_as_it_goes(pair, monkeypatch):
             assert fast.write(batch, True) == slow.write(batch, True)
             assert (len(later) > 0) == (size <= 10), (kind, size)
         assert fast.handles() == slow.handles() and fast.read() == slow.read()
+
+
+def test_records_are_built_whole_and_other_types_called(pair, monkeypatch):
+    """entrywire builds a Record (a slotted dataclass with the generated __init__) by
+    filling its slots: every field is set as the Python path sets it. A type whose
+    construction does more (here a __post_init__) is called instead."""
+    import dataclasses
+
+    from softswitch.p4runtime import tables as tables_mod
+
+    fast, slow = pair
+    ids = fast.ids
+    batch = [upd(INSERT, route(ids, n << 24, idle=5_000_000 if n % 2 else 0))
+             for n in range(1, 5)]
+    assert fast.write(batch, True) == slow.write(batch, True) == [None] * 4
+    assert fast.applied == 4
+    built = fast.device.current.runtime.tables._records[ids["I.route"]]
+    called = slow.device.current.runtime.tables._records[ids["I.route"]]
+    for key, record in built.items():
+        assert type(record) is tables_mod.Record
+        assert dataclasses.astuple(record) == dataclasses.astuple(called[key])
+
+    made = []
+
+    @dataclasses.dataclass(slots=True)
+    class Checked(tables_mod.Record):
+        def __post_init__(self) -> None:
+            made.append(self.handle)
+
+    monkeypatch.setattr(tables_mod, "Record", Checked)
+    more = [upd(INSERT, route(ids, n << 24)) for n in range(10, 13)]
+    assert fast.write(more, True) == [None] * 3 and fast.applied == 7
+    records = fast.device.current.runtime.tables._records[ids["I.route"]]
+    assert sorted(made) == sorted(r.handle for r in records.values() if type(r) is Checked)
+    assert len(made) == 3
