@@ -13,9 +13,12 @@ source for BMv2 — becomes primary and times, over real gRPC on loopback:
     modify   all N, batches of 1000
     delete   all N, batches of 1000
 
-each phase ``--rounds`` times (3; one round of batch-1000 inserts lasts ~0.1 s, which a
-busy neighbour can halve) and prints, from each phase's median round, entries/s per
-target and the softswitch/BMv2 ratio in one table, with each
+each phase ``--rounds`` times (5; one round of batch-1000 inserts lasts ~0.05 s, which a
+busy neighbour can halve), the targets taking turns round by round, the one waiting
+stopped (SIGSTOP) meanwhile: until 2026-12-05 one target ran all its rounds, then the
+other, and BMv2's batch-1000 figure moved from 125k to 166k between two such runs
+minutes apart, taking the ratio with it. It prints, from each phase's median round,
+entries/s per target and the softswitch/BMv2 ratio in one table, with each
 server's CPU time per entry (from /proc) and each target's rate of no-op RPCs
 (``Capabilities``: what one gRPC round trip costs here). The same figures go to
 ``out/bench/p4runtime_write.json``. BMv2 is left out, with a note, where the reference
@@ -34,15 +37,17 @@ this decides how long a topology takes to come up.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import grpc
@@ -157,10 +162,22 @@ def _start(target: Target, work: pathlib.Path) -> tuple[subprocess.Popen, str]:
 Phase = tuple[str, int]                       # (phase, batch size)
 
 
-def run_target(target: Target, program: pathlib.Path, work: pathlib.Path, entries: int,
-               insert_batches: list[int], batch: int, rounds: int = 1) -> dict:
-    """The phases ``rounds`` times over (each round ends with an empty table); each
-    phase's figure is its median round, all rounds' seconds kept beside it."""
+@dataclass
+class Session:
+    """One target's server, set up and programmed, between rounds: ``round()`` runs every
+    phase once (and leaves the table empty); ``pid`` is the server's process."""
+
+    pid: int
+    round: Callable[[], None]
+    result: Callable[[], dict]
+
+
+@contextlib.contextmanager
+def target_session(target: Target, program: pathlib.Path, work: pathlib.Path,
+                   entries: int, insert_batches: list[int], batch: int
+                   ) -> Iterator[Session]:
+    """``target``'s server started, primary and programmed, its no-op RPC rate
+    measured; each phase's figure is its median round, all rounds' seconds kept."""
     info, device_config = target.config(program, work)
     ids = {o.preamble.name: o.preamble.id for o in (*info.tables, *info.actions)}
     table, action = ids[TABLE], ids[ACTION]
@@ -219,7 +236,8 @@ def run_target(target: Target, program: pathlib.Path, work: pathlib.Path, entrie
         deletes = _batches(p4runtime_pb2.Update.DELETE, routes, batch)
         inserts = {b: _batches(p4runtime_pb2.Update.INSERT, routes, b) for b in insert_batches}
         modifies = _batches(p4runtime_pb2.Update.MODIFY, changed, batch)
-        for _ in range(rounds):
+
+        def one_round() -> None:
             for i, b in enumerate(insert_batches):
                 if i:
                     write_all(deletes)                              # untimed: empty table
@@ -232,18 +250,71 @@ def run_target(target: Target, program: pathlib.Path, work: pathlib.Path, entrie
             timed(("delete", batch), lambda: write_all(deletes))
             if count(read_all()) != 0:
                 raise RuntimeError(f"{target.name}: entries left after delete")
+
+        def result() -> dict:
+            return {"noop_rpc_per_s": noop_rate,
+                    "phases": [{"phase": p, "batch": b or None, **_median(entries, r)}
+                               for (p, b), r in runs.items()]}
+        yield Session(server.pid, one_round, result)
     finally:
         stream.close()
         channel.close()
+        _resume(server.pid)
         server.terminate()
         try:
             server.wait(20)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    return {"noop_rpc_per_s": noop_rate,
-            "phases": [{"phase": p, "batch": b or None, **_median(entries, r)}
-                       for (p, b), r in runs.items()]}
+
+
+def _pause(pid: int) -> None:
+    """Stop a server between its rounds (SIGSTOP): the other target's rounds then run
+    as they would alone, without this one's idle threads beside them. Returns once the
+    kernel shows it stopped (a signal is delivered asynchronously)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 5
+    while _state(pid) not in ("T", "t", "Z", "X") and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (``/proc/PID/stat``): T once stopped."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "X"
+
+
+def _resume(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+
+
+def run_rounds(sessions: dict[str, Session], rounds: int) -> dict[str, dict]:
+    """Each round runs every target's phases in turn, the others stopped meanwhile:
+    alternating, a machine that slows down or speeds up for a while moves both
+    targets' figures, not one target's whole run, so the ratio holds still."""
+    for session in sessions.values():
+        _pause(session.pid)
+    for _ in range(rounds):
+        for session in sessions.values():
+            _resume(session.pid)
+            try:
+                session.round()
+            finally:
+                _pause(session.pid)
+    return {name: session.result() for name, session in sessions.items()}
+
+
+def run_target(target: Target, program: pathlib.Path, work: pathlib.Path, entries: int,
+               insert_batches: list[int], batch: int, rounds: int = 1) -> dict:
+    """One target's figures, its rounds back to back."""
+    with target_session(target, program, work, entries, insert_batches, batch) as session:
+        return run_rounds({target.name: session}, rounds)[target.name]
 
 
 def _median(entries: int, runs: list[tuple[float, float]]) -> dict:
@@ -314,8 +385,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--insert-batch", type=int, nargs="+", default=[1, 100, 1000],
                     help="batch sizes of the insert runs (1 100 1000)")
     ap.add_argument("--batch", type=int, default=1000, help="modify/delete batch (1000)")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="times each phase runs; its median round is reported (3)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="times each phase runs, the targets in turn; its median round is "
+                         "reported (5)")
     ap.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
     ap.add_argument("--json", type=pathlib.Path, default=DEFAULT_JSON,
                     help=f"where to write the figures ({DEFAULT_JSON.relative_to(ROOT)})")
@@ -342,15 +414,19 @@ def main(argv: list[str]) -> int:
 
     report: dict = {"environment": _environment(args.entries), "notes": notes, "targets": {}}
     source = PROGRAM.read_text().replace("size = 1024;", f"size = {args.entries};")
-    for target in targets:
-        with tempfile.TemporaryDirectory(prefix=f"p4rt-bench-{target.name}-") as tmp:
-            work = pathlib.Path(tmp)
+    with contextlib.ExitStack() as stack:
+        sessions: dict[str, Session] = {}
+        for target in targets:
+            work = pathlib.Path(stack.enter_context(
+                tempfile.TemporaryDirectory(prefix=f"p4rt-bench-{target.name}-")))
             program = work / "l3_basic.p4"
             program.write_text(source)
             print(f"{target.name} ...", file=sys.stderr, flush=True)
-            report["targets"][target.name] = run_target(
-                target, program, work, args.entries, args.insert_batch, args.batch,
-                args.rounds)
+            sessions[target.name] = stack.enter_context(target_session(
+                target, program, work, args.entries, args.insert_batch, args.batch))
+            _pause(sessions[target.name].pid)       # while the next one is set up
+        print(f"{args.rounds} rounds, the targets in turn ...", file=sys.stderr, flush=True)
+        report["targets"] = run_rounds(sessions, args.rounds)
     print(table(report))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")

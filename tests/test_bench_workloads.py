@@ -63,6 +63,41 @@ def test_p4runtime_write_bench_reports_the_median_of_its_rounds(tmp_path):
         assert abs(phase["entries_per_s"] - 300 / phase["seconds"]) < 1e-6 * phase["entries_per_s"]
 
 
+def test_p4runtime_write_targets_take_turns_the_other_stopped():
+    """bench/p4runtime_write.py's rounds alternate between the targets, and the one
+    waiting is stopped (SIGSTOP) while the other runs; all run again at the end."""
+    import subprocess
+
+    bench = _bench_module("p4runtime_write")
+
+    def state(pid: int) -> str:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+
+    procs = {name: subprocess.Popen(["sleep", "60"]) for name in ("a", "b")}
+    seen: list[tuple[str, str, str]] = []
+    try:
+        def session(name: str):
+            other = procs["b" if name == "a" else "a"]
+
+            def one_round() -> None:
+                seen.append((name, state(procs[name].pid), state(other.pid)))
+            return bench.Session(procs[name].pid, one_round, lambda: {"ran": name})
+
+        got = bench.run_rounds({n: session(n) for n in procs}, 2)
+        assert got == {"a": {"ran": "a"}, "b": {"ran": "b"}}
+        assert [n for n, _, _ in seen] == ["a", "b", "a", "b"]
+        assert all(mine in "SR" for _, mine, _ in seen)      # running or asleep, not stopped
+        assert all(theirs == "T" for _, _, theirs in seen), seen
+        for proc in procs.values():
+            bench._resume(proc.pid)
+            assert state(proc.pid) in "SR"
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait()
+
+
 def test_cli_commands_bench_modifies_deletes_and_re_adds_by_handle(tmp_path):
     """bench/cli_commands.py against softswitch, tiny: at each size every kind of
     command ran on the handles table_add returned (an error stops the bench), and the
