@@ -257,9 +257,9 @@ def target_session(target: Target, program: pathlib.Path, work: pathlib.Path,
                                for (p, b), r in runs.items()]}
         yield Session(server.pid, one_round, result)
     finally:
+        _resume(server.pid)
         stream.close()
         channel.close()
-        _resume(server.pid)
         server.terminate()
         try:
             server.wait(20)
@@ -272,7 +272,10 @@ def _pause(pid: int) -> None:
     """Stop a server between its rounds (SIGSTOP): the other target's rounds then run
     as they would alone, without this one's idle threads beside them. Returns once the
     kernel shows it stopped (a signal is delivered asynchronously)."""
-    os.kill(pid, signal.SIGSTOP)
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:         # it died: the round that saw it says why
+        return
     deadline = time.monotonic() + 5
     while _state(pid) not in ("T", "t", "Z", "X") and time.monotonic() < deadline:
         time.sleep(0.001)
@@ -308,13 +311,6 @@ def run_rounds(sessions: dict[str, Session], rounds: int) -> dict[str, dict]:
             finally:
                 _pause(session.pid)
     return {name: session.result() for name, session in sessions.items()}
-
-
-def run_target(target: Target, program: pathlib.Path, work: pathlib.Path, entries: int,
-               insert_batches: list[int], batch: int, rounds: int = 1) -> dict:
-    """One target's figures, its rounds back to back."""
-    with target_session(target, program, work, entries, insert_batches, batch) as session:
-        return run_rounds({target.name: session}, rounds)[target.name]
 
 
 def _median(entries: int, runs: list[tuple[float, float]]) -> dict:

@@ -384,7 +384,10 @@ def dataplane_cpu(choice: str) -> int | None:
         return None
     if choice == "auto":
         return max(allowed) if len(allowed) >= 2 else None
-    cpu = int(choice)
+    try:
+        cpu = int(choice)
+    except ValueError:
+        raise ValueError("expected auto, off or a CPU number") from None
     if cpu not in allowed or len(allowed) < 2:
         raise ValueError(f"CPU {cpu} is not one of two or more this process may use "
                          f"({','.join(str(c) for c in sorted(allowed))})")

@@ -165,7 +165,7 @@ def test_urgent_latency_dataplane_cpu_choices():
     assert ul.dataplane_cpu("auto") == (max(allowed) if len(allowed) >= 2 else None)
     with pytest.raises(ValueError, match="not one of two or more"):
         ul.dataplane_cpu("4095")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="expected auto, off or a CPU number"):
         ul.dataplane_cpu("x")
 
 

@@ -854,8 +854,9 @@ static PyObject *row_prio(PyObject *match, PyObject *key, long mode, Py_ssize_t 
  * fields, over a tenth of a batched insert. Where a type's __init__ is the generated
  * one (its code's co_qualname says so) and takes exactly its fields, in order, into
  * plain object slots, the object is allocated and its slots filled here instead; the
- * layout is looked up once per type (and the type kept alive with it). Any other type -- a __post_init__, an __init__ of
- * its own, an InitVar or a field without a slot -- is called, as before. */
+ * layout is looked up once per type (and the type kept alive with it). Any other type
+ * -- a __post_init__, an __init__ of its own, an InitVar or a field without a slot --
+ * is called, as before. */
 #define SLOT_TYPES 4
 #define SLOT_FIELDS 24
 typedef struct {
