@@ -73,7 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import veth_pps  # noqa: E402
 import veth_switch  # noqa: E402
 
-from softswitch.ports import batchio  # noqa: E402
+from softswitch.ports import batchio, ingress_priority  # noqa: E402
 from softswitch.ports.afpacket import PACKET_OUTGOING, RawPort  # noqa: E402
 from softswitch.ports.ingress_priority import IngressPriority  # noqa: E402
 from softswitch.ports.veth import veth_pairs  # noqa: E402
@@ -175,20 +175,21 @@ def _stamped_frames(rx: socket.socket) -> list[tuple[bytes, int]]:
 def _tap_program() -> list[tuple[int, int, int, int]]:
     """Classic BPF for the tap on the switch's ingress port: urgent frames (IPv4, DSCP
     URGENT_DSCP, our stamp) whose sequence number is a multiple of TAP_SAMPLE."""
+    bpf = ingress_priority
     drop = 11
     return [
-        (0x28, 0, 0, 12),                                 # 0 ldh [12]: EtherType
-        (0x15, 0, drop - 2, 0x0800),                      # 1 IPv4?
-        (0x30, 0, 0, 15),                                 # 2 ldb [15]: TOS
-        (0x54, 0, 0, 0xFC),                               # 3 DSCP bits
-        (0x15, 0, drop - 5, URGENT_DSCP << 2),            # 4 urgent?
-        (0x20, 0, 0, STAMP_AT),                           # 5 ld [42]: our magic?
-        (0x15, 0, drop - 7, int.from_bytes(MAGIC, "big")),
-        (0x30, 0, 0, STAMP_AT + 7),                       # 7 ldb: sequence's low byte
-        (0x54, 0, 0, TAP_SAMPLE - 1),                     # 8
-        (0x15, 0, 1, 0),                                  # 9 a multiple of TAP_SAMPLE?
-        (0x06, 0, 0, 0x40000),                            # 10 take it
-        (0x06, 0, 0, 0),                                  # 11 drop
+        (bpf.LDH_ABS, 0, 0, 12),                          # 0 EtherType
+        (bpf.JEQ_K, 0, drop - 2, 0x0800),                 # 1 IPv4?
+        (bpf.LDB_ABS, 0, 0, 15),                          # 2 TOS
+        (bpf.AND_K, 0, 0, 0xFC),                          # 3 DSCP bits
+        (bpf.JEQ_K, 0, drop - 5, URGENT_DSCP << 2),       # 4 urgent?
+        (bpf.LD_ABS, 0, 0, STAMP_AT),                     # 5 word at 42: our magic?
+        (bpf.JEQ_K, 0, drop - 7, int.from_bytes(MAGIC, "big")),
+        (bpf.LDB_ABS, 0, 0, STAMP_AT + 7),                # 7 the sequence's low byte
+        (bpf.AND_K, 0, 0, TAP_SAMPLE - 1),                # 8
+        (bpf.JEQ_K, 0, 1, 0),                             # 9 a multiple of TAP_SAMPLE?
+        (bpf.RET_K, 0, 0, bpf.ACCEPT),                    # 10 take it
+        (bpf.RET_K, 0, 0, bpf.REJECT),                    # 11 drop
     ]
 
 

@@ -29,10 +29,10 @@ SO_ATTACH_FILTER = 26
 ACCEPT, REJECT = 0x40000, 0         # bytes of the frame to keep: all, none
 _ETH_8021Q, _ETH_IPV4, _ETH_IPV6 = 0x8100, 0x0800, 0x86DD
 # classic BPF opcodes (linux/filter.h)
-_LDH_ABS, _LDB_ABS, _LD_LEN = 0x28, 0x30, 0x80
-_AND_K, _RSH_K = 0x54, 0x74
-_JEQ_K, _JGT_K = 0x15, 0x25
-_RET_K = 0x06
+LD_ABS, LDH_ABS, LDB_ABS, LD_LEN = 0x20, 0x28, 0x30, 0x80
+AND_K, RSH_K = 0x54, 0x74
+JEQ_K, JGT_K = 0x15, 0x25
+RET_K = 0x06
 _FILTER = struct.Struct("HBBI")
 _FPROG = struct.Struct("HxxxxxxP")
 
@@ -65,28 +65,28 @@ class IngressPriority:
         """The test as instructions with symbolic jump targets ('yes'/'no'/labels)."""
         code: list[tuple] = []
         if self.max_bytes:
-            code += [(_LD_LEN, 0), (_JGT_K, self.max_bytes, "headers", "yes")]
+            code += [(LD_LEN, 0), (JGT_K, self.max_bytes, "headers", "yes")]
         code += [("label", "headers")]
         if not self.dscps:
             return code + [("goto", "no")]
         # a load past the frame's end would make the filter answer 0 (drop) in *both*
         # sockets: frames too short for the headers read below are not urgent
-        code += [(_LD_LEN, 0), (_JGT_K, 19, "long", "no"), ("label", "long"),
-                 (_LDH_ABS, 12),
-                 (_JEQ_K, _ETH_IPV4, "v4_14", "not_v4"), ("label", "not_v4"),
-                 (_JEQ_K, _ETH_IPV6, "v6_14", "not_v6"), ("label", "not_v6"),
-                 (_JEQ_K, _ETH_8021Q, "tagged", "no"), ("label", "tagged"),
-                 (_LDH_ABS, 16),
-                 (_JEQ_K, _ETH_IPV4, "v4_18", "not_v4t"), ("label", "not_v4t"),
-                 (_JEQ_K, _ETH_IPV6, "v6_18", "no")]
+        code += [(LD_LEN, 0), (JGT_K, 19, "long", "no"), ("label", "long"),
+                 (LDH_ABS, 12),
+                 (JEQ_K, _ETH_IPV4, "v4_14", "not_v4"), ("label", "not_v4"),
+                 (JEQ_K, _ETH_IPV6, "v6_14", "not_v6"), ("label", "not_v6"),
+                 (JEQ_K, _ETH_8021Q, "tagged", "no"), ("label", "tagged"),
+                 (LDH_ABS, 16),
+                 (JEQ_K, _ETH_IPV4, "v4_18", "not_v4t"), ("label", "not_v4t"),
+                 (JEQ_K, _ETH_IPV6, "v6_18", "no")]
         for offset in (14, 18):
-            code += [("label", f"v4_{offset}"), (_LDB_ABS, offset + 1), (_RSH_K, 2),
+            code += [("label", f"v4_{offset}"), (LDB_ABS, offset + 1), (RSH_K, 2),
                      ("goto", "dscp"),
-                     ("label", f"v6_{offset}"), (_LDH_ABS, offset), (_RSH_K, 6),
-                     (_AND_K, 0x3F), ("goto", "dscp")]
+                     ("label", f"v6_{offset}"), (LDH_ABS, offset), (RSH_K, 6),
+                     (AND_K, 0x3F), ("goto", "dscp")]
         code += [("label", "dscp")]
         for dscp in sorted(self.dscps):
-            code.append((_JEQ_K, dscp, "yes", f"after_{dscp}"))
+            code.append((JEQ_K, dscp, "yes", f"after_{dscp}"))
             code.append(("label", f"after_{dscp}"))
         return code + [("goto", "no")]
 
@@ -94,7 +94,7 @@ class IngressPriority:
 def _assemble(code: list[tuple], yes: int, no: int) -> list[tuple[int, int, int, int]]:
     """Resolve labels into classic BPF's forward jump offsets; 'yes'/'no' end in the two
     return instructions. ``goto`` becomes a JEQ whose both branches jump."""
-    code = code + [("label", "yes"), (_RET_K, yes), ("label", "no"), (_RET_K, no)]
+    code = code + [("label", "yes"), (RET_K, yes), ("label", "no"), (RET_K, no)]
     where: dict[str, int] = {}
     flat: list[tuple] = []
     for ins in code:
@@ -106,7 +106,7 @@ def _assemble(code: list[tuple], yes: int, no: int) -> list[tuple[int, int, int,
     for at, ins in enumerate(flat):
         if ins[0] == "goto":
             off = where[ins[1]] - at - 1
-            out.append((_JEQ_K, off, off, 0))
+            out.append((JEQ_K, off, off, 0))
         elif len(ins) == 4:
             op, k, jt, jf = ins
             out.append((op, where[jt] - at - 1, where[jf] - at - 1, k))
