@@ -295,3 +295,39 @@ def test_commands_by_handle_find_the_entry_by_its_key_and_build_nothing(tmp_path
     assert (b"\x08", rank(9)) not in acl_now and acl_now[(b"\x09", rank(10))] == ("deny", [])
     assert fwd_now[(b"\x09", 0)] == ("fwd", [b"\x07"])
     assert (b"\x0a", 0) not in fwd_now
+
+
+def test_table_add_reports_the_handle_of_the_entry_it_placed(tmp_path):
+    """``table_add`` takes the new entry's handle from the table's handle counter (one
+    entry placed under the device lock) instead of looking its record up: the handle it
+    reports must be the one the switch and P4Runtime's record hold, after failed adds
+    and deletes too."""
+    from softswitch.p4runtime.channel_control import ManagedControl
+    from softswitch.runtime_channel import RuntimeChannel
+
+    loaded = _loaded(tmp_path)
+    channel = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime), None)
+    live: dict[int, int] = {}                       # handle -> the key it was added with
+
+    def add(n: int) -> None:
+        ok, out = channel.execute(f"table_add fwd_table fwd 0x{n:012x} => 1")
+        assert ok, out
+        live[int(out.rsplit("handle", 1)[1])] = n
+
+    for n in range(6):
+        add(n)
+    ok, out = channel.execute("table_add fwd_table fwd 0x000000000003 => 2")   # duplicate
+    assert not ok and "Traceback" not in out, out
+    gone = next(h for h, n in live.items() if n == 2)
+    assert channel.execute(f"table_delete fwd_table {gone}")[0]
+    del live[gone]
+    for n in (7, 8):
+        add(n)
+
+    name = next(t for t in loaded.switch.pb.tables if t.endswith("fwd_table"))
+    for handle, n in live.items():
+        assert loaded.switch.table_entry(name, handle).keys[0].value == n
+    index = next(t for t in loaded.runtime.index.tables.values()
+                 if t.info.preamble.name.endswith("fwd_table"))
+    records = loaded.runtime.tables.records(index.info.preamble.id)
+    assert sorted(r.handle for r in records if not r.from_program) == sorted(live)

@@ -208,6 +208,11 @@ class TableState:
         return len(self._entries) + len(self._rows)
 
     @property
+    def next_handle(self) -> int:
+        """The handle the next entry placed will get (handles only count up)."""
+        return self._next_handle
+
+    @property
     def selector(self) -> tuple[Callable[[bytes], int], int] | None:
         """(hash function over bytes, width the hash is cut to) of the table's action
         selector, or None."""

@@ -132,10 +132,10 @@ def _check_scope(table: TableIndex, info: p4info_pb2.Action, default: bool) -> N
 
 def build(index: P4InfoIndex, name: str, args: list[int]) -> p4runtime_pb2.Action:
     """The canonical Action proto of an action the switch reports by name."""
-    for info in index.all("actions"):
-        if info.preamble.name == name or info.preamble.name.endswith("." + name):
-            proto = p4runtime_pb2.Action(action_id=info.preamble.id)
-            for p, value in zip(info.params, args, strict=False):
-                proto.params.add(param_id=p.id, value=bytestrings.encode(value, p.bitwidth))
-            return proto
-    raise errors.internal(f"switch reports action '{name}' unknown to the P4Info")
+    info = index.action_named(name)
+    if info is None:
+        raise errors.internal(f"switch reports action '{name}' unknown to the P4Info")
+    proto = p4runtime_pb2.Action(action_id=info.preamble.id)
+    for p, value in zip(info.params, args, strict=False):
+        proto.params.add(param_id=p.id, value=bytestrings.encode(value, p.bitwidth))
+    return proto

@@ -133,6 +133,7 @@ class P4InfoIndex:
                              for aid, a in self._by_kind["actions"].items()}
         for table in p4info.tables:
             self.tables[table.preamble.id] = self._index_table(table)
+        self._by_switch_name: dict[str, p4info_pb2.Action | None] = {}
 
     def _index_table(self, table: p4info_pb2.Table) -> TableIndex:
         index = TableIndex(table)
@@ -166,6 +167,20 @@ class P4InfoIndex:
 
     def action(self, action_id: int) -> p4info_pb2.Action:
         return self.get("actions", action_id)
+
+    def action_named(self, name: str) -> p4info_pb2.Action | None:
+        """The action the switch reports as ``name`` (its full name, or the first in
+        P4Info order whose name ends with ``.name``), found once per name: every
+        runtime-channel ``table_add`` names its action so."""
+        try:
+            return self._by_switch_name[name]
+        except KeyError:
+            pass
+        suffix = "." + name
+        found = next((a for a in self._by_kind["actions"].values()
+                      if a.preamble.name == name or a.preamble.name.endswith(suffix)), None)
+        self._by_switch_name[name] = found
+        return found
 
     def action_plan(self, action_id: int) -> ActionPlan:
         plan = self.action_plans.get(action_id)

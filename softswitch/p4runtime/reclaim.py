@@ -46,7 +46,15 @@ TRIM_EVERY_SECONDS = 2.0
 _MIN_BYTES = 4096               # smaller containers are left alone
 
 
-_later = threading.local()
+class _Later(threading.local):
+    """Per thread: what requests answered there drop (None: drop at once). The class
+    default makes reading it on a thread that never set it (the port loop's, where
+    runtime-channel commands run) a plain read, not a raised and caught AttributeError."""
+
+    items: list[Any] | None = None
+
+
+_later = _Later()
 
 
 def held() -> list[Any] | None:
@@ -58,7 +66,7 @@ def held() -> list[Any] | None:
     ``cli._system_allocator``): ~20 objects per deleted entry, ~1-3 µs. Done after the
     reply has been handed to gRPC, it overlaps the client's next request instead of
     delaying this reply; a request's garbage is held for that request only."""
-    return getattr(_later, "items", None)
+    return _later.items
 
 
 # Batches of more updates free as they go: holding everything such a batch drops (its
@@ -70,7 +78,7 @@ HOLD_UPDATES = 4096
 @contextlib.contextmanager
 def freeing_now() -> Iterator[None]:
     """Within, :func:`held` is None on this thread: a big batch frees as it goes."""
-    items = getattr(_later, "items", None)
+    items = _later.items
     _later.items = None
     try:
         yield

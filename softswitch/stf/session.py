@@ -85,6 +85,11 @@ class CommandSession:
         self.control = control
         self.entry_ids: dict[str, int] = {}
         self._tables: list[TableInfo] | None = None
+        # Names as commands spell them, resolved once: the switch's tables and their
+        # actions never change for a session, and a controller streaming table_add
+        # names the same few again and again.
+        self._table_names: dict[str, TableInfo] = {}
+        self._action_names: dict[tuple[str, str], ActionInfo] = {}
 
     def run_line(self, line: str, loc: SourceLoc | None = None) -> Outcome:
         """Parse and execute one line (the runtime CLI channel's entry point)."""
@@ -113,9 +118,19 @@ class CommandSession:
 
     # -- helpers
     def _table(self, name: str, loc: SourceLoc | None) -> TableInfo:
-        if self._tables is None:
-            self._tables = list(self.control.tables())
-        return names.resolve_table(self._tables, name, loc)
+        found = self._table_names.get(name)
+        if found is None:
+            if self._tables is None:
+                self._tables = list(self.control.tables())
+            found = self._table_names[name] = names.resolve_table(self._tables, name, loc)
+        return found
+
+    def _action(self, table: TableInfo, name: str, loc: SourceLoc | None) -> ActionInfo:
+        found = self._action_names.get((table.name, name))
+        if found is None:
+            found = self._action_names[(table.name, name)] = \
+                names.resolve_action(table, name, loc)
+        return found
 
     def _args(self, action: ActionInfo, given: tuple[tuple[str | None, str], ...],
               loc: SourceLoc | None) -> list[int]:
@@ -169,7 +184,7 @@ class CommandSession:
     # -- tables
     def _do_TableAdd(self, cmd: TableAdd) -> Outcome:
         table = self._table(cmd.table, cmd.loc)
-        action = names.resolve_action(table, cmd.action, cmd.loc)
+        action = self._action(table, cmd.action, cmd.loc)
         args, priority = cmd.args, None
         if cmd.cli_tail is not None:
             tail = list(cmd.cli_tail)
@@ -187,14 +202,14 @@ class CommandSession:
 
     def _do_TableSetDefault(self, cmd: TableSetDefault) -> Outcome:
         table = self._table(cmd.table, cmd.loc)
-        action = names.resolve_action(table, cmd.action, cmd.loc)
+        action = self._action(table, cmd.action, cmd.loc)
         self.control.table_set_default(table.name, action.name,
                                        self._args(action, cmd.args, cmd.loc))
         return Outcome(f"Default action of {table.name} set to {action.name}")
 
     def _do_TableModify(self, cmd: TableModify) -> Outcome:
         table = self._table(cmd.table, cmd.loc)
-        action = names.resolve_action(table, cmd.action, cmd.loc)
+        action = self._action(table, cmd.action, cmd.loc)
         self.control.table_modify(table.name, cmd.handle, action.name,
                                   self._args(action, cmd.args, cmd.loc))
         return Outcome(f"Entry {cmd.handle} of {table.name} modified")
