@@ -41,7 +41,8 @@ CPU share each row gives the sender's (its kernel time delivering every frame to
 switch's socket is most of it) and how busy the whole machine was: on 2 cores, 50% of
 softswitch's max rate with elephants keeps the machine ~80-85% busy (2026-12-05:
 switch 0.85-0.92 of a core, sender ~0.5), so the urgent tail there is mostly waiting
-for a CPU.
+for a CPU. ``steal ms`` is the CPU time the hypervisor took from this virtual machine
+during the scenario: a stall that long in the max or P999 is the host's.
 
 Until 2026-12 the urgent class alone was sent at 50% and the elephants at 25% beside
 it (75% in all): ``--load 0.75 --urgent-share 0.667`` runs that.
@@ -279,14 +280,17 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _host_jiffies() -> tuple[int, int]:
-    """(busy, total) CPU time of the whole machine so far, from /proc/stat: busy is
-    everything but idle and iowait (steal included: time the host took)."""
+def _host_jiffies() -> tuple[int, int, int]:
+    """(busy, total, steal) CPU time of the whole machine so far, from /proc/stat: busy
+    is everything but idle and iowait (steal included); steal is the time the
+    hypervisor ran something else while this virtual machine wanted its CPUs. A 225 ms
+    stall of the port loop, in a ppoll that had a 10 µs timeout, came with 120 ms of
+    steal (2026-12-05): such a stall is the host's, and the row says so."""
     with open("/proc/stat", encoding="ascii") as f:
         values = [int(v) for v in f.readline().split()[1:]]
     idle = values[3] + (values[4] if len(values) > 4 else 0)
     total = sum(values[:8])
-    return total - idle, total
+    return total - idle, total, values[7] if len(values) > 7 else 0
 
 
 def _children_cpu() -> float:
@@ -353,6 +357,7 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
     cpu = _cpu_seconds(switch.proc.pid) - cpu0
     host1, gen_cpu = _host_jiffies(), _children_cpu() - gen0
     host_busy = (host1[0] - host0[0]) / max(1, host1[1] - host0[1])
+    steal_ms = (host1[2] - host0[2]) * 1000 / os.sysconf("SC_CLK_TCK")
     stop.set()
     if writer is not None:
         writer.join()
@@ -370,7 +375,8 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
            "switch_cpu_share": cpu / (seconds + 1.0), "loadavg": os.getloadavg()[0],
            # the machine's CPUs busy during the scenario, and the sender's part (its
            # kernel work delivering each frame to the switch's socket included)
-           "host_busy": host_busy, "sender_cpu_share": gen_cpu / seconds}
+           "host_busy": host_busy, "sender_cpu_share": gen_cpu / seconds,
+           "host_steal_ms": steal_ms}
     if writes:
         row["writes"] = writes
     return row
@@ -453,7 +459,7 @@ def table(report: dict) -> str:
     targets = list(report["targets"])
     head = f"{'scenario':<18}{'target':<12}{'urgent/s':>9}{'P50 µs':>9}{'P99 µs':>9}" \
            f"{'P999 µs':>10}{'max µs':>10}{'loss':>7}{'CPU':>6}{'sender':>7}{'host':>6}" \
-           f"{'e2e P99':>9}{'e2e max':>9}"
+           f"{'e2e P99':>9}{'e2e max':>9}{'steal ms':>9}"
     lines = [head]
     for i, name in enumerate(report.get("scenarios", SCENARIOS)):
         for target in targets:
@@ -463,7 +469,8 @@ def table(report: dict) -> str:
                          f"{r['loss']:>7.1%}{r['switch_cpu_share']:>6.2f}"
                          f"{r.get('sender_cpu_share', 0.0):>7.2f}"
                          f"{r.get('host_busy', 0.0):>6.0%}"
-                         f"{r.get('e2e_p99_us', 0.0):>9.0f}{r.get('e2e_max_us') or 0:>9.0f}")
+                         f"{r.get('e2e_p99_us', 0.0):>9.0f}{r.get('e2e_max_us') or 0:>9.0f}"
+                         f"{r.get('host_steal_ms', 0.0):>9.0f}")
         if len(targets) == 2:
             a, b = (report["targets"][t]["scenarios"][i] for t in targets)
             ratios = [b[k] / a[k] if a[k] else 0.0 for k in ("p50_us", "p99_us", "p999_us")]

@@ -525,11 +525,13 @@ def _start_runtime_channel(opts: RunOptions, device: Device, tm: TrafficManager,
         if managed[0] is not loaded:
             managed[:] = [loaded, ManagedControl(
                 loaded.switch, loaded.runtime, opts.runtime_writes,
-                device.note_request if device.reclaimer is not None else None)]
+                device.note_request if device.reclaimer is not None else None,
+                plane.calls.checkpoint)]
         return managed[1]
 
     channel = RuntimeChannel(current_control, tm, lock=device.lock,  # type: ignore[arg-type]
-                             run_each=plane.calls.call_each)
+                             run_each=plane.calls.call_each,
+                             checkpoint=plane.calls.checkpoint)
     servers: list[RuntimeChannelServer] = []
     try:
         if opts.thrift_port is not None:

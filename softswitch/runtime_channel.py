@@ -60,12 +60,14 @@ class RuntimeChannel:
     def __init__(self, control: SwitchControl | Callable[[], SwitchControl | None],
                  tm: TrafficManager | None, lock: Any = None,
                  run_each: Callable[[list[Callable[[], Any]]], list[Any]] | None = None,
-                 ) -> None:
+                 checkpoint: Callable[[], None] | None = None) -> None:
         """``run_each(fns)``: where commands run, returning each ``fn()`` in order.
         ``softswitch run`` gives the port loop's
         (:meth:`softswitch.ports.loop_calls.LoopCalls.call_each`): the loop takes the
         commands one at a time between bursts, so a stream of them never keeps the GIL
-        from it. Default: the calling thread."""
+        from it. Default: the calling thread. ``checkpoint()``: called once a table
+        command is parsed, before it runs (the loop's
+        :meth:`~softswitch.ports.loop_calls.LoopCalls.checkpoint`)."""
         # A callable gives the switch of the moment: a running switch may be handed a new
         # pipeline over P4Runtime, and commands must go to the one that is loaded now.
         self._control_of = control if callable(control) else (lambda: control)
@@ -74,6 +76,7 @@ class RuntimeChannel:
         self.lock = lock if lock is not None else nullcontext()
         self._run_each = run_each if run_each is not None else (
             lambda fns: [fn() for fn in fns])
+        self._checkpoint = checkpoint if checkpoint is not None else (lambda: None)
         self._tm_commands: dict[str, Callable[[list[str]], str]] = {
             "set_queue_rate": self._set_queue_rate,
             "set_queue_depth": self._set_queue_depth,
@@ -107,6 +110,7 @@ class RuntimeChannel:
             # another thread, which needs the lock for every burst, waits only for the
             # change itself
             command = parse_command(text)
+            self._checkpoint()
             with self.lock:
                 outcome = self._current_session().execute(command)
         except (P4Error, ValueError) as err:

@@ -136,3 +136,49 @@ def test_bad_options_are_named(dscps, size, message):
 
 def test_nothing_asked_is_no_priority():
     assert ingress_priority.parse(None, None) is None
+
+
+@needs_root
+def test_a_command_on_the_port_loop_lets_urgent_frames_through_at_its_checkpoints():
+    """A runtime-channel command runs on the port loop between bursts; at its
+    checkpoints (LoopCalls.checkpoint) the loop forwards the urgent frames that came
+    meanwhile — and only those: the others wait for the command to end."""
+    if batchio.native() is None:
+        pytest.skip("batchio is not built here")
+    spec = ingress_priority.parse("46", None)
+    assert spec is not None
+    eth = Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:02")
+    urgent = bytes(eth / IP(tos=46 << 2) / UDP() / b"urgent")
+    bulk = bytes(eth / IP(tos=0) / UDP() / b"bulk")
+    with veth_pairs(1, "ip") as pairs:
+        switch_side, peer = pairs[0]
+        plane = DataPlane({1: switch_side}, priority=spec)
+        tx = RawPort(peer)
+        got: list[bytes] = []
+        loop = threading.Thread(target=plane.run_batches,
+                                args=(lambda port, burst: got.extend(burst),))
+        try:
+            loop.start()
+            deadline = time.monotonic() + 5
+            while plane.calls._loop is None:            # noqa: SLF001 - loop is up
+                assert time.monotonic() < deadline
+                time.sleep(0.001)
+
+            def command() -> list[bytes]:
+                assert tx.send(bulk) and tx.send(urgent)
+                time.sleep(0.05)                        # both wait in the kernel now
+                before = list(got)
+                plane.calls.checkpoint()
+                return before + [b"|"] + got[len(before):]
+            seen = plane.calls.call(command)
+            deadline = time.monotonic() + 5
+            while len(got) < 2:
+                assert time.monotonic() < deadline, got
+                time.sleep(0.001)
+        finally:
+            plane.stop()
+            loop.join(5)
+            tx.close()
+            plane.close()
+    assert seen == [b"|", urgent], "the checkpoint forwarded the urgent frame alone"
+    assert got == [urgent, bulk]

@@ -49,14 +49,21 @@ class ManagedControl:
 
     def __init__(self, switch: Any, runtime: PipelineRuntime,
                  direct_writes: bool = False,
-                 written: Callable[[int], None] | None = None) -> None:
+                 written: Callable[[int], None] | None = None,
+                 checkpoint: Callable[[], None] | None = None) -> None:
         """``written``: told each write's request size, and set where the server frees
         memory after writes (``Device.note_request``, with a reclaimer): then what a
         write leaves is also moved out of the collector's reach, as P4Runtime Writes do
         (``runtime._collector_paused``). Entries written one command at a time are
         long-lived objects the young and middle collections would otherwise walk again
         and again: in ``softswitch run`` at 1000 CLI writes/s those passes stopped the
-        port loop for 10-30 ms every few seconds."""
+        port loop for 10-30 ms every few seconds.
+
+        ``checkpoint()``: called between the steps of a table command (the command
+        parsed; the entry built), where the switch's state is whole: on the port loop it
+        forwards the urgent frames that arrived meanwhile
+        (:meth:`softswitch.ports.loop_calls.LoopCalls.checkpoint`)."""
+        self._checkpoint = checkpoint if checkpoint is not None else (lambda: None)
         self._switch = switch
         self._runtime = runtime
         self._direct_writes = direct_writes
@@ -71,6 +78,7 @@ class ManagedControl:
     # ------------------------------------------------------------------ tables
     def table_add(self, table: str, keys: list[KeyMatch], action: str, args: list[int],
                   priority: int | None = None) -> int:
+        self._checkpoint()
         index = self._table(table)
         entry = p4runtime_pb2.TableEntry(table_id=index.info.preamble.id)
         entry.match.extend(matches.from_switch(index, keys))
@@ -82,6 +90,7 @@ class ManagedControl:
         entry.action.action.CopyFrom(actions.build(self._runtime.index, action, args))
         state = self._switch.table_state(table)
         before = state.next_handle
+        self._checkpoint()
         self._write(Update.INSERT, entry)
         if state.next_handle == before + 1:
             # One entry placed by this insert, under the device lock: it is this one
@@ -95,6 +104,7 @@ class ManagedControl:
         entry.CopyFrom(self._runtime.tables.canonical(self._table(table), record))
         entry.action.ClearField("type")
         entry.action.action.CopyFrom(actions.build(self._runtime.index, action, args))
+        self._checkpoint()
         self._write(Update.MODIFY, entry)
 
     def table_delete(self, table: str, handle: int) -> None:

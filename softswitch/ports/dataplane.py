@@ -89,6 +89,8 @@ class DataPlane:
         self._runner: int | None = None         # the thread in run_batches
         self._held: dict[int, list[bytes]] = {}  # port number -> its pending list
         self.calls = LoopCalls()                # other threads' changes, run between bursts
+        # (batchio, urgent ports, their sockets, deliver) while the ppoll loop runs
+        self._serving_urgent: tuple[Any, list[Port], list[int], DeliverBatch] | None = None
         try:
             for number, iface in interfaces.items():
                 port = Port(number, RawPort(iface, priority.program(urgent=False)
@@ -175,6 +177,7 @@ class DataPlane:
                 self._run_selector(deliver, ticker)
         finally:
             self.calls.close()
+            self._serving_urgent = None
             self._runner = None
 
     def _run_ppoll(self, mod: Any, deliver: DeliverBatch, ticker: Ticker | None) -> None:
@@ -184,6 +187,9 @@ class DataPlane:
         fds = [port.urgent.fileno() for port in urgent if port.urgent is not None] \
             + [port.raw.fileno() for port in ports] + [self._wake_r]
         first, wake = len(urgent), len(urgent) + len(ports)
+        if urgent:
+            self._serving_urgent = (mod, urgent, fds[:first], deliver)
+            self.calls.open(self.wake, self._forward_urgent)
         while not self._stopping:
             timeout = -1.0 if ticker is None else self._timeout(ticker)
             for index in mod.wait_ready(fds, 0.0 if self.calls.pending() else timeout):
@@ -194,6 +200,16 @@ class DataPlane:
                 else:
                     os.read(self._wake_r, 64)
             self.calls.run_one()
+
+    def _forward_urgent(self) -> None:
+        """The urgent frames waiting now, forwarded (a call's checkpoint: see
+        :meth:`LoopCalls.checkpoint`); one poll of the urgent sockets when none wait."""
+        serving = self._serving_urgent
+        if serving is None:
+            return
+        mod, urgent, fds, deliver = serving
+        for index in mod.wait_ready(fds, 0.0):
+            self._drain_urgent(urgent[index], deliver)
 
     def _run_selector(self, deliver: DeliverBatch, ticker: Ticker | None) -> None:
         """The same loop on ``select`` where batchio cannot be built: not epoll, which

@@ -12,6 +12,12 @@ is free meanwhile); the port loop runs one queued call per turn, after the frame
 woke it. An urgent frame then waits for at most one command, never for a burst of them,
 and the loop's frames and the commands take turns instead of racing for the GIL.
 
+A call may also mark the points between its steps where the loop may forward its
+urgent frames before going on (:meth:`LoopCalls.checkpoint`): a runtime-channel
+``table_add`` is three steps of 15-30 µs (parse, build the entry, write it), so an
+urgent frame waits for one step of it, not for all of it. A checkpoint must sit where
+the switch's state is whole (before a change, or after it).
+
 When no port loop runs (before it starts, after it stops, or in a process without
 one), and on the loop's own thread, a call runs at once on the caller's thread.
 """
@@ -54,6 +60,8 @@ class LoopCalls:
         self._pending: deque[_Call] = deque()
         self._loop: int | None = None        # the loop's thread while it takes calls
         self._wake: Callable[[], None] = lambda: None
+        self._urgent: Callable[[], None] = lambda: None
+        self._in_call = False                # the loop runs a queued call now
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, run by the port loop between two bursts if one is running (this
@@ -88,17 +96,30 @@ class LoopCalls:
             queued = self._pending.popleft()
         except IndexError:
             return
-        queued.run()
+        self._in_call = True
+        try:
+            queued.run()
+        finally:
+            self._in_call = False
 
-    def open(self, wake: Callable[[], None]) -> None:
-        """The calling thread is now the loop; ``wake`` interrupts its wait."""
+    def checkpoint(self) -> None:
+        """Inside a call the loop runs: forward the urgent frames waiting now, then go
+        on (the module's docstring). Anywhere else it does nothing."""
+        if self._in_call:
+            self._urgent()
+
+    def open(self, wake: Callable[[], None],
+             urgent: Callable[[], None] | None = None) -> None:
+        """The calling thread is now the loop; ``wake`` interrupts its wait, ``urgent``
+        forwards the urgent frames waiting (for :meth:`checkpoint`)."""
         with self._lock:
             self._loop, self._wake = threading.get_ident(), wake
+            self._urgent = urgent if urgent is not None else (lambda: None)
 
     def close(self) -> None:
         """The loop ends: calls from now on run on their own thread, and those still
         queued run here, so no caller is left waiting."""
         with self._lock:
-            self._loop, self._wake = None, lambda: None
+            self._loop, self._wake, self._urgent = None, lambda: None, lambda: None
         while self._pending:
             self.run_one()

@@ -108,3 +108,35 @@ def test_runtime_channel_commands_run_on_the_port_loop():
         assert outcomes[2][0] is False and "traffic manager" in outcomes[2][1]
         assert channel.execute_all([]) == []
         assert asked_from == [plane._runner]                 # noqa: SLF001
+
+
+def test_a_checkpoint_serves_urgent_frames_inside_a_call_and_nowhere_else():
+    """LoopCalls.checkpoint runs the loop's urgent forwarding only while the loop runs a
+    queued call (a runtime-channel command between its steps); elsewhere it is free."""
+    calls = LoopCalls()
+    served: list[str] = []
+    calls.checkpoint()                                   # no loop: nothing
+    calls.open(lambda: None, lambda: served.append("urgent"))
+    calls.checkpoint()                                   # the loop, but no call: nothing
+    assert served == []
+
+    def command() -> str:
+        served.append("step 1")
+        calls.checkpoint()
+        served.append("step 2")
+        calls.checkpoint()
+        return "done"
+    results: list[object] = []
+    caller = threading.Thread(target=lambda: results.append(calls.call(command)))
+    caller.start()
+    deadline = time.monotonic() + 5
+    while not calls.pending():
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    calls.run_one()                                      # this thread is the loop
+    caller.join(5)
+    assert results == ["done"]
+    assert served == ["step 1", "urgent", "step 2", "urgent"]
+    calls.checkpoint()                                   # the call is over: nothing
+    assert len(served) == 4
+    calls.close()
