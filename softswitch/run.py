@@ -536,13 +536,14 @@ def _start_runtime_channel(opts: RunOptions, device: Device, tm: TrafficManager,
     try:
         if opts.thrift_port is not None:
             servers.append(RuntimeChannelServer(channel, opts.runtime_bind, opts.thrift_port,
-                                                token=token).start())
+                                                token=token, loop=plane).start())
             print(f"softswitch: runtime channel listening on {opts.runtime_bind}:"
                   f"{opts.thrift_port}{' (token required)' if token else ''}",
                   file=sys.stderr, flush=True)
         if opts.runtime_socket is not None:
             servers.append(RuntimeChannelServer(channel, token=token,
-                                                unix_path=opts.runtime_socket).start())
+                                                unix_path=opts.runtime_socket,
+                                                loop=plane).start())
             print(f"softswitch: runtime channel listening on {opts.runtime_socket}",
                   file=sys.stderr, flush=True)
     except OSError as exc:

@@ -34,10 +34,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, Protocol
 
 from softswitch.core.control import SwitchControl
 from softswitch.diagnostics import P4Error
+from softswitch.ports.loop_calls import LoopCalls
 from softswitch.stf.commands import parse_command
 from softswitch.stf.session import CommandSession
 from softswitch.tm import PfcThresholds, TrafficManager
@@ -197,15 +198,42 @@ class RuntimeChannel:
         return "\n".join(lines)
 
 
+TOO_LONG = {"ok": False, "output": "Error: command too long"}
+NOT_A_COMMAND = {"ok": False, "output": 'Error: expected {"cmd": "..."}'}
+IDLE_SECONDS = 600                # an idle connection is closed after ten minutes
+
+
+def take_lines(pending: bytearray, data: bytes) -> tuple[list[bytes], bool]:
+    """Add what one read brought (``data``; empty: the client is done) to ``pending``:
+    the complete lines, and whether a line is too long (then the lines before it, and
+    the connection ends after their replies: the rest cannot be trusted). ``pending``
+    keeps the incomplete last line; at the end, the unterminated one is a line too."""
+    pending += data
+    lines = bytes(pending).split(b"\n")
+    rest = lines.pop()
+    pending[:] = rest
+    if not data and rest:
+        lines.append(rest)
+    long_at = next((i for i, line in enumerate(lines) if len(line) > MAX_LINE), None)
+    return lines[:long_at], long_at is not None or len(pending) > MAX_LINE
+
+
+def encode_replies(replies: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in replies).encode()
+
+
 class _Handler(socketserver.StreamRequestHandler):
     channel: RuntimeChannel
     token: bytes | None = None
-    timeout = 600                  # an idle connection is closed after ten minutes
+    loop: PortLoop | None = None   # serves the connection where it can (LoopConnection)
+    timeout = IDLE_SECONDS
 
     def handle(self) -> None:
         """Commands are answered in order; all the complete lines one read brings (a
         client pipelining its commands) are answered with one send."""
         if self.token is not None and not self._authenticate():
+            return
+        if self.loop is not None and self._served_by_loop(self.loop):
             return
         pending = bytearray()
         while True:
@@ -213,32 +241,41 @@ class _Handler(socketserver.StreamRequestHandler):
                 data = self.rfile.read1(1 << 16)   # what is buffered, or one read
             except OSError:            # the idle timeout, or the client went away
                 return
-            pending += data
-            lines = bytes(pending).split(b"\n")
-            pending = bytearray(lines.pop())     # an incomplete line waits for the rest
-            if not data and pending:
-                lines.append(bytes(pending))     # the last line, unterminated
-            long_at = next((i for i, line in enumerate(lines) if len(line) > MAX_LINE), None)
-            too_long = long_at is not None or len(pending) > MAX_LINE
-            replies = self._replies(lines[:long_at])
+            lines, too_long = take_lines(pending, data)
+            replies = self._replies(lines)
             if too_long:
-                replies.append({"ok": False, "output": "Error: command too long"})
+                replies.append(TOO_LONG)
             try:
                 if replies:
-                    self.wfile.write("".join(json.dumps(r) + "\n" for r in replies).encode())
+                    self.wfile.write(encode_replies(replies))
             except OSError:
                 return
             if too_long or not data:
                 return                 # the rest of a too long line cannot be trusted
+
+    def _served_by_loop(self, loop: PortLoop) -> bool:
+        """Hand the connection to the port loop, and wait here until it ends; False
+        (nothing read) where the loop does not take it."""
+        from softswitch.runtime_connection import LoopConnection
+
+        self.connection.setblocking(False)
+        # what came with the token is buffered here (peek: still there if the loop
+        # does not take the connection and this thread serves it)
+        early = bytes(self.rfile.peek(1 << 16))
+        conn = LoopConnection(self.connection, self.channel, loop)
+        if not conn.start(early):
+            self.connection.settimeout(self.timeout)
+            return False
+        conn.serve(IDLE_SECONDS)
+        return True
 
     def _replies(self, lines: list[bytes]) -> list[dict[str, Any]]:
         """The reply to each line, in order; the commands run together (one hand-over
         to the port loop for all of them)."""
         commands: list[str | None] = [_command(raw) for raw in lines]
         outcomes = iter(self.channel.execute_all([c for c in commands if c is not None]))
-        bad = {"ok": False, "output": 'Error: expected {"cmd": "..."}'}
-        return [bad if c is None else dict(zip(("ok", "output"), next(outcomes), strict=True))
-                for c in commands]
+        return [NOT_A_COMMAND if c is None else
+                dict(zip(("ok", "output"), next(outcomes), strict=True)) for c in commands]
 
     def _authenticate(self) -> bool:
         """The first message must carry the token; anything else closes the channel."""
@@ -286,13 +323,31 @@ def read_token(path: str) -> bytes:
     return token
 
 
+class PortLoop(Protocol):
+    """What serving connections on ``softswitch run``'s port loop takes of it
+    (:class:`softswitch.ports.dataplane.DataPlane`)."""
+
+    calls: LoopCalls
+
+    def watch(self, fd: int, ready: Callable[[], None], lost: Callable[[], None]) -> bool: ...
+
+    def unwatch(self, fd: int) -> None: ...
+
+
 class RuntimeChannelServer:
     """Serves a :class:`RuntimeChannel` on ``host:port`` (or the Unix socket
-    ``unix_path``) in a background thread; ``token``: required first message."""
+    ``unix_path``) in a background thread; ``token``: required first message.
+    With a ``loop`` (``softswitch run``'s port loop) each connection is read and
+    answered on the loop itself once accepted (and authenticated), so a stream of
+    commands never has another thread take the GIL from it
+    (:mod:`softswitch.runtime_connection`); where the loop does not take it, the
+    connection's thread serves it."""
 
     def __init__(self, channel: RuntimeChannel, host: str = "127.0.0.1", port: int = 9090,
-                 token: bytes | None = None, unix_path: str | None = None) -> None:
-        handler = type("Handler", (_Handler,), {"channel": channel, "token": token})
+                 token: bytes | None = None, unix_path: str | None = None,
+                 loop: PortLoop | None = None) -> None:
+        handler = type("Handler", (_Handler,), {"channel": channel, "token": token,
+                                                "loop": loop})
         self._unix_path = unix_path
         if unix_path is not None:
             if os.path.exists(unix_path) and not os.path.isdir(unix_path):

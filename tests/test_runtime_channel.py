@@ -4,11 +4,14 @@ import select
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from softswitch.local_port import free_port
+from softswitch.ports import batchio
+from softswitch.ports.dataplane import DataPlane
 from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer
 from softswitch.tm import TrafficManager
 from softswitch.v1model.switch import Switch
@@ -17,13 +20,30 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "p4src" / "samples" / "l3_basic.p4"
 
 
-@pytest.fixture(scope="module")
-def live():
+@pytest.fixture(scope="module", params=["thread", "port loop"])
+def live(request):
+    """A switch's channel served by each connection's thread, or (``softswitch run``'s
+    way) by a running port loop that reads the connections and runs the commands."""
     switch = Switch.from_file(SAMPLE)
     tm = TrafficManager(num_queues=8)
-    server = RuntimeChannelServer(RuntimeChannel(switch, tm), port=free_port()).start()
+    if request.param == "thread":
+        server = RuntimeChannelServer(RuntimeChannel(switch, tm), port=free_port()).start()
+        yield switch, tm, server.address[1]
+        server.stop()
+        return
+    if batchio.native() is None:
+        pytest.skip("batchio is not built here: the loop serves no connection")
+    plane = DataPlane({})
+    loop = threading.Thread(target=plane.run_batches, args=(lambda *_: None,), daemon=True)
+    loop.start()
+    channel = RuntimeChannel(switch, tm, run_each=plane.calls.call_each,
+                             checkpoint=plane.calls.checkpoint)
+    server = RuntimeChannelServer(channel, port=free_port(), loop=plane).start()
     yield switch, tm, server.address[1]
     server.stop()
+    plane.stop()
+    loop.join(5)
+    plane.close()
 
 
 def cli(port: int, *commands: str, stdin: str | None = None) -> subprocess.CompletedProcess:

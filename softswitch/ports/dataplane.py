@@ -91,6 +91,10 @@ class DataPlane:
         self.calls = LoopCalls()                # other threads' changes, run between bursts
         # (batchio, urgent ports, their sockets, deliver) while the ppoll loop runs
         self._serving_urgent: tuple[Any, list[Port], list[int], DeliverBatch] | None = None
+        # Other sockets the loop reads for their owners (watch): fd -> (ready, lost)
+        self._watched: dict[int, tuple[Callable[[], None], Callable[[], None]]] = {}
+        self._watch_version = 0
+        self._watching = False                  # the ppoll loop runs and takes watches
         try:
             for number, iface in interfaces.items():
                 port = Port(number, RawPort(iface, priority.program(urgent=False)
@@ -176,6 +180,8 @@ class DataPlane:
             else:
                 self._run_selector(deliver, ticker)
         finally:
+            self._watching = False
+            self._lose_watches()
             self.calls.close()
             self._serving_urgent = None
             self._runner = None
@@ -190,16 +196,62 @@ class DataPlane:
         if urgent:
             self._serving_urgent = (mod, urgent, fds[:first], deliver)
             self.calls.open(self.wake, self._forward_urgent)
+        self._watching = True
+        version, watched, polled = -1, [], fds
         while not self._stopping:
+            if version != self._watch_version:
+                version, watched = self._watch_version, list(self._watched)
+                polled = fds + watched
             timeout = -1.0 if ticker is None else self._timeout(ticker)
-            for index in mod.wait_ready(fds, 0.0 if self.calls.pending() else timeout):
+            for index in mod.wait_ready(polled, 0.0 if self.calls.pending() else timeout):
                 if index < first:                          # urgent sockets come first
                     self._drain_urgent(urgent[index], deliver)
                 elif index < wake:
                     self._drain_rest(ports[index - first], urgent, deliver)
-                else:
+                elif index == wake:
                     os.read(self._wake_r, 64)
+                else:
+                    self._watched_ready(watched[index - wake - 1])
             self.calls.run_one()
+
+    # ------------------------------------------------------------------ other sockets
+    def watch(self, fd: int, ready: Callable[[], None], lost: Callable[[], None]) -> bool:
+        """On the loop's thread (in a call): call ``ready()`` there each turn ``fd`` is
+        readable, until :meth:`unwatch`; ``lost()`` if the loop ends first. False (and
+        nothing watched) where the loop does not take watches: not running, or on
+        ``select`` (batchio not built). The runtime channel's connections are read so
+        (``softswitch.runtime_channel``): no other thread then takes the GIL per
+        command."""
+        if not self._watching or threading.get_ident() != self._runner:
+            return False
+        self._watched[fd] = (ready, lost)
+        self._watch_version += 1
+        return True
+
+    def unwatch(self, fd: int) -> None:
+        """Stop reading ``fd`` for its owner (on the loop's thread)."""
+        if self._watched.pop(fd, None) is not None:
+            self._watch_version += 1
+
+    def _watched_ready(self, fd: int) -> None:
+        watcher = self._watched.get(fd)
+        if watcher is None:                 # unwatched earlier in this turn
+            return
+        try:
+            watcher[0]()
+        except Exception as exc:  # noqa: BLE001 - the ports must keep running
+            log.error("socket %d: reading it failed: %s: %s", fd, type(exc).__name__, exc)
+            self.unwatch(fd)
+            watcher[1]()
+
+    def _lose_watches(self) -> None:
+        watched, self._watched = self._watched, {}
+        self._watch_version += 1
+        for _, lost in watched.values():
+            try:
+                lost()
+            except Exception as exc:  # noqa: BLE001 - every owner is told
+                log.error("socket watcher failed: %s: %s", type(exc).__name__, exc)
 
     def _forward_urgent(self) -> None:
         """The urgent frames waiting now, forwarded (a call's checkpoint: see

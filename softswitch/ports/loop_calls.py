@@ -24,12 +24,14 @@ one), and on the loop's own thread, a call runs at once on the caller's thread.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+log = logging.getLogger("softswitch.ports")
 
 
 class _Call:
@@ -52,12 +54,27 @@ class _Call:
             self.done.set()
 
 
+class _Posted:
+    """A call queued by the loop itself (:meth:`LoopCalls.post`)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+    def run(self) -> None:
+        try:
+            self.fn()
+        except Exception as exc:  # noqa: BLE001 - the loop must keep running
+            log.error("port loop: posted call failed: %s: %s", type(exc).__name__, exc)
+
+
 class LoopCalls:
     """The queue between other threads and the port loop (see the module's docstring)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()       # open/close against queueing a call
-        self._pending: deque[_Call] = deque()
+        self._pending: deque[_Call | _Posted] = deque()
         self._loop: int | None = None        # the loop's thread while it takes calls
         self._wake: Callable[[], None] = lambda: None
         self._urgent: Callable[[], None] = lambda: None
@@ -85,6 +102,12 @@ class LoopCalls:
             if call.error is not None:
                 raise call.error
         return [call.result for call in queued]
+
+    def post(self, fn: Callable[[], Any]) -> None:
+        """On the loop's thread: run ``fn()`` on a later turn, nobody waiting for it
+        (the runtime channel's connections the loop serves queue their commands so,
+        one per turn). Its exception is logged."""
+        self._pending.append(_Posted(fn))
 
     def pending(self) -> bool:
         """Whether a call waits (the loop then polls instead of sleeping)."""

@@ -3,6 +3,8 @@ in order, one call per turn, and nobody is left waiting when the loop ends."""
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
 
@@ -140,3 +142,111 @@ def test_a_checkpoint_serves_urgent_frames_inside_a_call_and_nowhere_else():
     calls.checkpoint()                                   # the call is over: nothing
     assert len(served) == 4
     calls.close()
+
+
+class _BigReplies(RuntimeChannel):
+    """A channel whose every command answers with ``size`` bytes, run where asked."""
+
+    def __init__(self, size: int, ran_on: list[int]) -> None:
+        super().__init__(lambda: None, None)
+        self.size, self.ran_on = size, ran_on
+
+    def execute_all(self, lines: list[str]) -> list[tuple[bool, str]]:
+        self.ran_on.append(threading.get_ident())
+        return [(True, line * max(1, self.size // max(1, len(line)))) for line in lines]
+
+
+def _served(plane: DataPlane, channel: RuntimeChannel, idle: float = 30.0):
+    """A socket pair whose server end a LoopConnection serves on ``plane``'s loop (its
+    thread here, as the channel's handler runs it); the client end, and the thread."""
+    from softswitch.runtime_connection import LoopConnection
+
+    server, client = socket.socketpair()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    server.setblocking(False)
+    conn = LoopConnection(server, channel, plane)
+    assert conn.start(b"")
+    thread = threading.Thread(target=conn.serve, args=(idle,), daemon=True)
+    thread.start()
+    return client, server, thread
+
+
+def _read_lines(sock: socket.socket, count: int) -> list[dict]:
+    buf = b""
+    sock.settimeout(10)
+    while buf.count(b"\n") < count:
+        data = sock.recv(1 << 16)
+        assert data, "the connection ended early"
+        buf += data
+    return [json.loads(line) for line in buf.splitlines()]
+
+
+def test_the_port_loop_reads_a_connection_and_runs_its_commands():
+    """A connection handed to the loop: its commands run on the loop's thread, one
+    read's replies come in order, a bad line gets its error, and the end of the
+    stream ends the connection (the socket is watched no more)."""
+    if batchio.native() is None:
+        pytest.skip("batchio is not built here")
+    with _Loop() as plane:
+        ran_on: list[int] = []
+        client, server, thread = _served(plane, _BigReplies(8, ran_on))
+        client.sendall(b'{"cmd": "a"}\nnot json\n{"cmd": "b"}\n')
+        replies = _read_lines(client, 3)
+        assert [r["ok"] for r in replies] == [True, False, True]
+        assert replies[0]["output"].startswith("a") and replies[2]["output"].startswith("b")
+        assert "expected" in replies[1]["output"]
+        assert set(ran_on) == {plane._runner}                # noqa: SLF001
+        assert server.fileno() in plane._watched             # noqa: SLF001
+        client.sendall(b'{"cmd": "last, unterminated"}')
+        client.shutdown(socket.SHUT_WR)
+        assert _read_lines(client, 1)[0]["output"].startswith("last")
+        thread.join(5)
+        assert not thread.is_alive(), "the connection did not end with the stream"
+        assert server.fileno() not in plane._watched         # noqa: SLF001
+        client.close()
+        server.close()
+
+
+def test_replies_a_client_does_not_read_go_through_its_thread_not_the_loop():
+    """Replies bigger than the socket takes: the loop hands the rest to the
+    connection's thread (which blocks on it) and goes on forwarding; once the client
+    reads, everything arrives, in order."""
+    if batchio.native() is None:
+        pytest.skip("batchio is not built here")
+    with _Loop() as plane:
+        client, server, thread = _served(plane, _BigReplies(200_000, []))
+        client.sendall(b"".join(b'{"cmd": "c%d"}\n' % n for n in range(8)))
+        time.sleep(0.3)                      # nobody reads: the socket is full
+        assert plane.calls.call(lambda: "the loop still turns") == "the loop still turns"
+        replies = _read_lines(client, 8)
+        assert [r["output"][:3] for r in replies] == [f"c{n}c" for n in range(8)]
+        client.close()
+        thread.join(5)
+        assert not thread.is_alive()
+        server.close()
+
+
+def test_an_idle_connection_is_closed():
+    if batchio.native() is None:
+        pytest.skip("batchio is not built here")
+    with _Loop() as plane:
+        client, server, thread = _served(plane, _BigReplies(8, []), idle=0.2)
+        thread.join(5)
+        assert not thread.is_alive(), "the idle connection was not ended"
+        assert server.fileno() not in plane._watched         # noqa: SLF001
+        client.close()
+        server.close()
+
+
+def test_without_a_running_loop_the_thread_keeps_the_connection():
+    from softswitch.runtime_connection import LoopConnection
+
+    plane = DataPlane({})
+    server, client = socket.socketpair()
+    try:
+        assert not LoopConnection(server, _BigReplies(8, []), plane).start(b"")
+        assert plane._watched == {}                          # noqa: SLF001
+    finally:
+        plane.close()
+        server.close()
+        client.close()
