@@ -64,13 +64,22 @@ class ActionCall:
         if self.info is None:
             assert self.proto is not None
             return self.proto.SerializeToString()
-        varint, encode = wire.varint, bytestrings.encode
-        parts = [b"\x08" + varint(self.info.preamble.id)]
-        for p, value in zip(self.info.params, self.args, strict=True):
-            data = encode(value)
-            param = b"\x10" + varint(p.id) + b"\x1a" + varint(len(data)) + data
-            parts.append(b"\x22" + varint(len(param)) + param)
-        return b"".join(parts)
+        if len(self.args) != len(self.info.params):
+            raise ValueError(f"action '{self.name}': {len(self.args)} arguments for "
+                             f"{len(self.info.params)} parameters")
+        return _action_bytes(self.info, self.args)
+
+
+def _action_bytes(info: p4info_pb2.Action, args: list[int]) -> bytes:
+    """The canonical Action of ``info`` with ``args`` (paired with its parameters in
+    order, negatives masked to their widths), encoded."""
+    varint, encode = wire.varint, bytestrings.encode
+    parts = [b"\x08" + varint(info.preamble.id)]
+    for p, value in zip(info.params, args, strict=False):
+        data = encode(value, p.bitwidth)
+        param = b"\x10" + varint(p.id) + b"\x1a" + varint(len(data)) + data
+        parts.append(b"\x22" + varint(len(param)) + param)
+    return b"".join(parts)
 
 
 def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,
@@ -132,10 +141,12 @@ def _check_scope(table: TableIndex, info: p4info_pb2.Action, default: bool) -> N
 
 def build(index: P4InfoIndex, name: str, args: list[int]) -> p4runtime_pb2.Action:
     """The canonical Action proto of an action the switch reports by name."""
+    return p4runtime_pb2.Action.FromString(build_wire(index, name, args))
+
+
+def build_wire(index: P4InfoIndex, name: str, args: list[int]) -> bytes:
+    """:func:`build`'s Action, encoded (the runtime channel's writes go as bytes)."""
     info = index.action_named(name)
     if info is None:
         raise errors.internal(f"switch reports action '{name}' unknown to the P4Info")
-    proto = p4runtime_pb2.Action(action_id=info.preamble.id)
-    for p, value in zip(info.params, args, strict=False):
-        proto.params.add(param_id=p.id, value=bytestrings.encode(value, p.bitwidth))
-    return proto
+    return _action_bytes(info, args)

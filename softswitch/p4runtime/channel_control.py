@@ -80,14 +80,19 @@ class ManagedControl:
                   priority: int | None = None) -> int:
         self._checkpoint()
         index = self._table(table)
-        entry = p4runtime_pb2.TableEntry(table_id=index.info.preamble.id)
-        entry.match.extend(matches.from_switch(index, keys))
+        # The TableEntry encoded directly (table_id 1, match 2, action 3 holding the
+        # Action at 1, priority 4): a Write decodes it from bytes anyway.
+        parts = [b"\x08" + wire.varint(index.info.preamble.id),
+                 matches.wire_from_switch(index, keys),
+                 wire.field(b"\x1a", wire.field(
+                     b"\x0a", actions.build_wire(self._runtime.index, action, args)))]
         if index.needs_priority:
             if priority is None:
                 raise P4Error(f"table '{table}' has ternary/range/optional keys: give the "
                               "entry a priority")
-            entry.priority = priority
-        entry.action.action.CopyFrom(actions.build(self._runtime.index, action, args))
+            if priority:
+                parts.append(b"\x20" + wire.varint(priority & 0xFFFFFFFFFFFFFFFF))
+        entry = b"".join(parts)
         state = self._switch.table_state(table)
         before = state.next_handle
         self._checkpoint()
@@ -96,7 +101,7 @@ class ManagedControl:
             # One entry placed by this insert, under the device lock: it is this one
             # (finding its record by key instead was ~10% of a command).
             return before
-        return self._runtime.tables.record_for(entry)[1].handle
+        return self._runtime.tables.record_for(p4runtime_pb2.TableEntry.FromString(entry))[1].handle
 
     def table_modify(self, table: str, handle: int, action: str, args: list[int]) -> None:
         record = self._record(table, handle)
@@ -160,21 +165,23 @@ class ManagedControl:
                 return record
         raise P4Error(f"table '{table}' has no entry with handle {handle}")
 
-    def _write(self, kind: int, entry: p4runtime_pb2.TableEntry) -> None:
-        request = p4runtime_pb2.WriteRequest()
-        request.updates.add(type=kind).entity.table_entry.CopyFrom(entry)
-        # Encoded, as a gRPC Write arrives: the runtime then takes the path of plain
-        # table entries (entrywire's C decoder, the native plans), 20% less per command
-        # than a parsed request (CLI rate 7.5k -> 9.0k commands/s).
-        lazy = wire.LazyRequest(p4runtime_pb2.WriteRequest, p4runtime_pb2.Update, 4,
-                                request.SerializeToString())
+    def _write(self, kind: int, entry: p4runtime_pb2.TableEntry | bytes) -> None:
+        """One update of ``entry`` (a message, or one encoded), written as a gRPC Write
+        arrives: encoded, so the runtime takes the path of plain table entries
+        (entrywire's C decoder, the native plans), 20% less per command than a parsed
+        request (CLI rate 7.5k -> 9.0k commands/s). WriteRequest.updates 4; Update type
+        1, entity 2; Entity.table_entry 2."""
+        data = entry if isinstance(entry, bytes) else entry.SerializeToString()
+        update = b"\x08" + wire.varint(kind) + wire.field(b"\x12", wire.field(b"\x12", data))
+        request = wire.field(b"\x22", update)
+        lazy = wire.LazyRequest(p4runtime_pb2.WriteRequest, p4runtime_pb2.Update, 4, request)
         try:
             (result,) = self._runtime.write(lazy, freeze=self._written is not None)
         except errors.P4RuntimeError as exc:
             raise P4Error(exc.message) from None
         finally:
             if self._written is not None:
-                self._written(request.ByteSize())
+                self._written(len(request))
         if result is not None:
             raise P4Error(result.message)
 

@@ -16,7 +16,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import KeyMatch
-from softswitch.p4runtime import bytestrings, errors
+from softswitch.p4runtime import bytestrings, errors, wire
 from softswitch.p4runtime.p4index import MATCH_KINDS, FieldPlan, TableIndex
 
 MF = p4info_pb2.MatchField
@@ -208,6 +208,36 @@ def from_switch(table: TableIndex, keys: list[KeyMatch]) -> list[p4runtime_pb2.F
         if norm is not None:
             out.append(_field_match(info.id, info.bitwidth, norm))
     return sorted(out, key=lambda fm: fm.field_id)
+
+
+def wire_from_switch(table: TableIndex, keys: list[KeyMatch]) -> bytes:
+    """:func:`from_switch`'s FieldMatches as a TableEntry's encoded ``match`` fields
+    (tag 2 each): the runtime channel's writes go as bytes."""
+    norms = sorted((info.id, norm) for info, km in zip(table.info.match_fields, keys,
+                                                        strict=False)
+                   if (norm := _norm_from_switch(info, km)) is not None)
+    return b"".join(wire.field(b"\x12", field_match_bytes(fid, norm)) for fid, norm in norms)
+
+
+# FieldMatch: field_id 1; the kind's message: exact 2, ternary 3, lpm 4, range 6,
+# optional 7 (p4runtime.proto), each holding value/low 1 and mask/high 2 (bytes) or
+# prefix_len 2 (varint)
+_KIND_TAGS = {"exact": b"\x12", "ternary": b"\x1a", "lpm": b"\x22", "range": b"\x32",
+              "optional": b"\x3a"}
+
+
+def field_match_bytes(fid: int, norm: Norm) -> bytes:
+    """A canonical FieldMatch, encoded: what ``_field_match(...).SerializeToString()``
+    gives."""
+    kind, a, b = norm
+    field, enc = wire.field, bytestrings.encode
+    if kind == "lpm":
+        body = field(b"\x0a", enc(a)) + b"\x10" + wire.varint(b)
+    elif kind in ("ternary", "range"):
+        body = field(b"\x0a", enc(a)) + field(b"\x12", enc(b))
+    else:
+        body = field(b"\x0a", enc(a))
+    return b"\x08" + wire.varint(fid) + field(_KIND_TAGS[kind], body)
 
 
 def _norm_from_switch(info: MF, km: KeyMatch) -> Norm | None:

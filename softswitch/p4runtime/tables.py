@@ -19,7 +19,7 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import EntryView, KeyMatch, SwitchControl
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import actions, bytestrings, entrywire, errors, matches, reclaim, wire
+from softswitch.p4runtime import actions, entrywire, errors, matches, reclaim, wire
 from softswitch.p4runtime.actions import ActionCall
 from softswitch.p4runtime.entryplan import Accepted, TablePlan
 from softswitch.p4runtime.entrywire import CHECKED_LEN, Checked, Decoded
@@ -836,20 +836,13 @@ class TableEntries:
                if not r.from_program]
         return out + list(self._defaults.values())
 
-
-# FieldMatch's oneof field tags (field number << 3 | 2) by kind.
-_KIND_TAGS = {"exact": b"\x12", "ternary": b"\x1a", "lpm": b"\x22", "range": b"\x32",
-              "optional": b"\x3a"}
-
-
 def _plain_wire(table_id: int, record: Record) -> bytes:
     """The canonical TableEntry of a plain record, encoded directly: what
     ``canonical(...).SerializeToString()`` gives for an entry of entrywire's shape
     (fields in number order, defaults omitted), at a fraction of the cost — a Read's
     first pass over a big table builds one per entry. Tags: TableEntry table_id 1,
-    match 2, action 3, priority 4, idle_timeout_ns 9; FieldMatch field_id 1, the kind
-    (_KIND_TAGS) holding value/low 1 and mask/high 2 (bytes) or prefix_len 2 (varint);
-    TableAction.action 1."""
+    match 2, action 3, priority 4, idle_timeout_ns 9 (each FieldMatch:
+    ``matches.field_match_bytes``); TableAction.action 1."""
     call = record.call
     assert call is not None
     mod = entrywire.native()
@@ -866,16 +859,10 @@ def _plain_wire(table_id: int, record: Record) -> bytes:
 def _plain_wire_python(table_id: int, record: Record) -> bytes:
     """:func:`_plain_wire` in Python (no compiler, or a shape the C encoder leaves)."""
     assert record.call is not None
-    varint, field, enc = wire.varint, wire.field, bytestrings.encode
+    varint, field = wire.varint, wire.field
     parts = [b"\x08" + varint(table_id)]
-    for fid, (kind, a, b) in record.key[0]:
-        if kind == "lpm":
-            body = field(b"\x0a", enc(a)) + b"\x10" + varint(b)
-        elif kind in ("ternary", "range"):
-            body = field(b"\x0a", enc(a)) + field(b"\x12", enc(b))
-        else:
-            body = field(b"\x0a", enc(a))
-        parts.append(field(b"\x12", b"\x08" + varint(fid) + field(_KIND_TAGS[kind], body)))
+    for fid, norm in record.key[0]:
+        parts.append(field(b"\x12", matches.field_match_bytes(fid, norm)))
     parts.append(field(b"\x1a", field(b"\x0a", record.call.canonical_bytes())))
     if record.key[1]:
         parts.append(b"\x20" + varint(record.key[1]))
