@@ -181,6 +181,16 @@ def _read_lines(sock: socket.socket, count: int) -> list[dict]:
     return [json.loads(line) for line in buf.splitlines()]
 
 
+def _ended(plane: DataPlane, client: socket.socket, server: socket.socket,
+           thread: threading.Thread) -> None:
+    """The connection is over: its thread returned, the loop reads its socket no more."""
+    thread.join(5)
+    assert not thread.is_alive(), "the connection did not end"
+    assert server.fileno() not in plane._watched             # noqa: SLF001
+    client.close()
+    server.close()
+
+
 def test_the_port_loop_reads_a_connection_and_runs_its_commands():
     """A connection handed to the loop: its commands run on the loop's thread, one
     read's replies come in order, a bad line gets its error, and the end of the
@@ -200,11 +210,7 @@ def test_the_port_loop_reads_a_connection_and_runs_its_commands():
         client.sendall(b'{"cmd": "last, unterminated"}')
         client.shutdown(socket.SHUT_WR)
         assert _read_lines(client, 1)[0]["output"].startswith("last")
-        thread.join(5)
-        assert not thread.is_alive(), "the connection did not end with the stream"
-        assert server.fileno() not in plane._watched         # noqa: SLF001
-        client.close()
-        server.close()
+        _ended(plane, client, server, thread)
 
 
 def test_replies_a_client_does_not_read_go_through_its_thread_not_the_loop():
@@ -231,11 +237,7 @@ def test_an_idle_connection_is_closed():
         pytest.skip("batchio is not built here")
     with _Loop() as plane:
         client, server, thread = _served(plane, _BigReplies(8, []), idle=0.2)
-        thread.join(5)
-        assert not thread.is_alive(), "the idle connection was not ended"
-        assert server.fileno() not in plane._watched         # noqa: SLF001
-        client.close()
-        server.close()
+        _ended(plane, client, server, thread)
 
 
 def test_without_a_running_loop_the_thread_keeps_the_connection():
