@@ -259,9 +259,12 @@ class _Handler(socketserver.StreamRequestHandler):
         from softswitch.runtime_connection import LoopConnection
 
         self.connection.setblocking(False)
-        # what came with the token is buffered here (peek: still there if the loop
-        # does not take the connection and this thread serves it)
-        early = bytes(self.rfile.peek(1 << 16))
+        try:
+            # what came with the token is buffered here (peek: still there if the loop
+            # does not take the connection and this thread serves it)
+            early = bytes(self.rfile.peek(1 << 16))
+        except OSError:            # the client went away already
+            return True
         conn = LoopConnection(self.connection, self.channel, loop)
         if not conn.start(early):
             self.connection.settimeout(self.timeout)
@@ -272,7 +275,7 @@ class _Handler(socketserver.StreamRequestHandler):
     def _replies(self, lines: list[bytes]) -> list[dict[str, Any]]:
         """The reply to each line, in order; the commands run together (one hand-over
         to the port loop for all of them)."""
-        commands: list[str | None] = [_command(raw) for raw in lines]
+        commands: list[str | None] = [command_of(raw) for raw in lines]
         outcomes = iter(self.channel.execute_all([c for c in commands if c is not None]))
         return [NOT_A_COMMAND if c is None else
                 dict(zip(("ok", "output"), next(outcomes), strict=True)) for c in commands]
@@ -294,7 +297,7 @@ class _Handler(socketserver.StreamRequestHandler):
         return ok
 
 
-def _command(raw: bytes) -> str | None:
+def command_of(raw: bytes) -> str | None:
     """The command of one line, ``{"cmd": "..."}``; None if it is not one."""
     try:
         cmd = json.loads(raw)["cmd"]

@@ -36,7 +36,7 @@ from softswitch.runtime_channel import (
     TOO_LONG,
     PortLoop,
     RuntimeChannel,
-    _command,
+    command_of,
     encode_replies,
     take_lines,
 )
@@ -158,7 +158,7 @@ class LoopConnection:
         self._sent()
 
     def _reply(self, raw: bytes) -> dict[str, Any]:
-        cmd = _command(raw)
+        cmd = command_of(raw)
         if cmd is None:
             return NOT_A_COMMAND
         ok, output = self._channel.execute_all([cmd])[0]

@@ -220,7 +220,7 @@ class DataPlane:
         readable, until :meth:`unwatch`; ``lost()`` if the loop ends first. False (and
         nothing watched) where the loop does not take watches: not running, or on
         ``select`` (batchio not built). The runtime channel's connections are read so
-        (``softswitch.runtime_channel``): no other thread then takes the GIL per
+        (``softswitch.runtime_connection``): no other thread then takes the GIL per
         command."""
         if not self._watching or threading.get_ident() != self._runner:
             return False
