@@ -34,6 +34,7 @@ from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import actions, errors, matches, wire
 from softswitch.p4runtime.p4index import TableIndex
 from softswitch.p4runtime.runtime import PipelineRuntime
+from softswitch.p4runtime.tables import plain_wire_with
 
 Update = p4runtime_pb2.Update
 # SwitchControl methods that change state P4Runtime holds apart from the switch.
@@ -105,16 +106,23 @@ class ManagedControl:
 
     def table_modify(self, table: str, handle: int, action: str, args: list[int]) -> None:
         record = self._record(table, handle)
-        entry = p4runtime_pb2.TableEntry()
-        entry.CopyFrom(self._runtime.tables.canonical(self._table(table), record))
-        entry.action.ClearField("type")
-        entry.action.action.CopyFrom(actions.build(self._runtime.index, action, args))
+        index = self._table(table)
+        if record.plain and record.call is not None and record.call.info is not None:
+            # its canonical entry, encoded with the new action (no message built)
+            entry: p4runtime_pb2.TableEntry | bytes = plain_wire_with(
+                index.id, record, actions.build_wire(self._runtime.index, action, args))
+        else:
+            entry = p4runtime_pb2.TableEntry()
+            entry.CopyFrom(self._runtime.tables.canonical(index, record))
+            entry.action.ClearField("type")
+            entry.action.action.CopyFrom(actions.build(self._runtime.index, action, args))
         self._checkpoint()
         self._write(Update.MODIFY, entry)
 
     def table_delete(self, table: str, handle: int) -> None:
         record = self._record(table, handle)
-        self._write(Update.DELETE, self._runtime.tables.canonical(self._table(table), record))
+        # its canonical entry, encoded (and cached for Read) as Read sends it
+        self._write(Update.DELETE, self._runtime.tables.wire_of(self._table(table), record))
 
     def table_clear(self, table: str) -> None:
         index = self._table(table)

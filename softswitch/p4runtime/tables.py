@@ -859,11 +859,18 @@ def _plain_wire(table_id: int, record: Record) -> bytes:
 def _plain_wire_python(table_id: int, record: Record) -> bytes:
     """:func:`_plain_wire` in Python (no compiler, or a shape the C encoder leaves)."""
     assert record.call is not None
+    return plain_wire_with(table_id, record, record.call.canonical_bytes())
+
+
+def plain_wire_with(table_id: int, record: Record, action: bytes) -> bytes:
+    """A plain record's canonical TableEntry with ``action`` (an encoded Action) in
+    place of its own: what a MODIFY of it to that action sends (the runtime channel's
+    ``table_modify``)."""
     varint, field = wire.varint, wire.field
     parts = [b"\x08" + varint(table_id)]
     for fid, norm in record.key[0]:
         parts.append(field(b"\x12", matches.field_match_bytes(fid, norm)))
-    parts.append(field(b"\x1a", field(b"\x0a", record.call.canonical_bytes())))
+    parts.append(field(b"\x1a", field(b"\x0a", action)))
     if record.key[1]:
         parts.append(b"\x20" + varint(record.key[1]))
     if record.idle_timeout_ns:
