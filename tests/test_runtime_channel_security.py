@@ -331,3 +331,31 @@ def test_table_add_reports_the_handle_of_the_entry_it_placed(tmp_path):
                  if t.info.preamble.name.endswith("fwd_table"))
     records = loaded.runtime.tables.records(index.info.preamble.id)
     assert sorted(r.handle for r in records if not r.from_program) == sorted(live)
+
+
+def test_a_modify_sends_the_canonical_entry_with_the_new_action(tmp_path):
+    """``table_modify`` encodes a plain record's canonical entry with the new action
+    itself (tables.plain_wire_with): with the record's own action that must be exactly
+    the canonical TableEntry protobuf serializes, for exact and ternary (priority)
+    tables."""
+    from softswitch.p4runtime.channel_control import ManagedControl
+    from softswitch.p4runtime.tables import plain_wire_with
+    from softswitch.runtime_channel import RuntimeChannel
+
+    loaded = _loaded(tmp_path)
+    channel = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime), None)
+    for n in range(5):
+        assert channel.execute(f"table_add fwd_table fwd 0x{n:012x} => {n + 1}")[0]
+        assert channel.execute(f"table_add acl deny 0x{n:012x}&&&0xff00ff00ff00 => "
+                               f"{n + 10}")[0]
+    tables = loaded.runtime.tables
+    checked = 0
+    for index in loaded.runtime.index.tables.values():
+        for record in tables.records(index.id):
+            if not (record.plain and record.call is not None and record.call.info):
+                continue
+            expected = tables.canonical(index, record).SerializeToString()
+            assert plain_wire_with(index.id, record, record.call.canonical_bytes()) == \
+                expected, index.info.preamble.name
+            checked += 1
+    assert checked == 10
