@@ -81,19 +81,13 @@ class ManagedControl:
                   priority: int | None = None) -> int:
         self._checkpoint()
         index = self._table(table)
-        # The TableEntry encoded directly (table_id 1, match 2, action 3 holding the
-        # Action at 1, priority 4): a Write decodes it from bytes anyway.
-        parts = [b"\x08" + wire.varint(index.info.preamble.id),
-                 matches.wire_from_switch(index, keys),
-                 wire.field(b"\x1a", wire.field(
-                     b"\x0a", actions.build_wire(self._runtime.index, action, args)))]
-        if index.needs_priority:
-            if priority is None:
-                raise P4Error(f"table '{table}' has ternary/range/optional keys: give the "
-                              "entry a priority")
-            if priority:
-                parts.append(b"\x20" + wire.varint(priority & 0xFFFFFFFFFFFFFFFF))
-        entry = b"".join(parts)
+        if index.needs_priority and priority is None:
+            raise P4Error(f"table '{table}' has ternary/range/optional keys: give the "
+                          "entry a priority")
+        # The TableEntry encoded directly: a Write decodes it from bytes anyway.
+        entry = wire.table_entry(index.info.preamble.id, matches.wire_from_switch(index, keys),
+                                 actions.build_wire(self._runtime.index, action, args),
+                                 (priority or 0) if index.needs_priority else 0)
         state = self._switch.table_state(table)
         before = state.next_handle
         self._checkpoint()

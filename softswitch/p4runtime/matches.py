@@ -213,9 +213,14 @@ def from_switch(table: TableIndex, keys: list[KeyMatch]) -> list[p4runtime_pb2.F
 def wire_from_switch(table: TableIndex, keys: list[KeyMatch]) -> bytes:
     """:func:`from_switch`'s FieldMatches as a TableEntry's encoded ``match`` fields
     (tag 2 each): the runtime channel's writes go as bytes."""
-    norms = sorted((info.id, norm) for info, km in zip(table.info.match_fields, keys,
-                                                        strict=False)
-                   if (norm := _norm_from_switch(info, km)) is not None)
+    return match_bytes(sorted(
+        (info.id, norm) for info, km in zip(table.info.match_fields, keys, strict=False)
+        if (norm := _norm_from_switch(info, km)) is not None))
+
+
+def match_bytes(norms: Sequence[tuple[int, Norm]]) -> bytes:
+    """Canonical matches (field id, norm), in field-id order, as a TableEntry's encoded
+    ``match`` fields (tag 2 each)."""
     return b"".join(wire.field(b"\x12", field_match_bytes(fid, norm)) for fid, norm in norms)
 
 

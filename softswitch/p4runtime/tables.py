@@ -866,16 +866,8 @@ def plain_wire_with(table_id: int, record: Record, action: bytes) -> bytes:
     """A plain record's canonical TableEntry with ``action`` (an encoded Action) in
     place of its own: what a MODIFY of it to that action sends (the runtime channel's
     ``table_modify``)."""
-    varint, field = wire.varint, wire.field
-    parts = [b"\x08" + varint(table_id)]
-    for fid, norm in record.key[0]:
-        parts.append(field(b"\x12", matches.field_match_bytes(fid, norm)))
-    parts.append(field(b"\x1a", field(b"\x0a", action)))
-    if record.key[1]:
-        parts.append(b"\x20" + varint(record.key[1]))
-    if record.idle_timeout_ns:
-        parts.append(b"\x48" + varint(record.idle_timeout_ns & 0xFFFFFFFFFFFFFFFF))
-    return b"".join(parts)
+    return wire.table_entry(table_id, matches.match_bytes(record.key[0]), action,
+                            record.key[1], record.idle_timeout_ns)
 
 
 def _calls(oneshot: list[tuple[actions.ActionCall, int]] | None

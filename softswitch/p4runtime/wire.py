@@ -49,6 +49,20 @@ def field(tag: bytes, payload: bytes) -> bytes:
     return tag + varint(len(payload)) + payload
 
 
+def table_entry(table_id: int, match: bytes, action: bytes, priority: int = 0,
+                idle_timeout_ns: int = 0) -> bytes:
+    """A TableEntry, encoded as protobuf writes it (fields in number order, defaults
+    omitted): table_id 1, ``match`` (its FieldMatch fields, already tagged 2), the
+    encoded Action ``action`` in its TableAction (3, the action at 1), priority 4,
+    idle_timeout_ns 9."""
+    parts = [b"\x08" + varint(table_id), match, field(b"\x1a", field(b"\x0a", action))]
+    if priority:
+        parts.append(b"\x20" + varint(priority & 0xFFFFFFFFFFFFFFFF))
+    if idle_timeout_ns:
+        parts.append(b"\x48" + varint(idle_timeout_ns & 0xFFFFFFFFFFFFFFFF))
+    return b"".join(parts)
+
+
 def read_response(entities: list[bytes]) -> bytes:
     """A ReadResponse holding already-encoded entities."""
     return b"".join(field(READ_RESPONSE_ENTITIES, e) for e in entities)
