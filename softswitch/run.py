@@ -489,6 +489,9 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
         server.stop(grace=0.2).wait()
     log.info("stopped: %d frames in (%d bursts, %d through the native loop), %d frames out",
              plane.received, plane.bursts, scheduler.native_frames, plane.sent)
+    if truncated := plane.truncated():
+        log.warning("%d frames bigger than a receive ring's slot were dropped: their "
+                    "full copy did not fit the socket's buffer", truncated)
     return 0
 
 

@@ -7,13 +7,19 @@ pipeline. The interface is put in promiscuous mode, as BMv2 (libpcap)
 does, so frames addressed to other MACs reach the pipeline. The kernel strips the
 802.1Q tag of received frames into ancillary data; it is put back so the pipeline
 sees the frame as it was on the wire.
+
+The switch's own ports read through a receive ring (``ring_bytes``: PACKET_RX_RING,
+see ``batchio.c``) where the C module is built: the kernel writes each frame into
+shared memory as it delivers it, and a burst is read without a system call.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import struct
+from typing import Any
 
 from softswitch.diagnostics import P4Error
 from softswitch.ports import batchio, ingress_priority
@@ -30,6 +36,12 @@ TP_STATUS_VLAN_TPID_VALID = 0x40
 _AUXDATA = struct.Struct("IIIHHHH")
 MAX_FRAME = 65536 + 4
 RCVBUF_BYTES = 8 << 20
+SIOCGIFMTU = 0x8921
+# A ring slot holds the kernel's header (66 bytes before the MAC header, TPACKET_V2)
+# and a frame of the interface's MTU with two VLAN tags; slots stop growing at 16 KiB
+# (jumbo frames) and a bigger frame is read from the socket's ordinary queue instead.
+RING_SLOT_OVERHEAD = 66 + 14 + 8
+RING_SLOT_MIN, RING_SLOT_MAX = 2048, 16384
 
 
 class RawPort:
@@ -37,8 +49,10 @@ class RawPort:
     frames it receives (``ingress_priority``), attached before the socket is bound so
     no frame slips past it."""
 
-    def __init__(self, iface: str, bpf: list[tuple[int, int, int, int]] | None = None) -> None:
+    def __init__(self, iface: str, bpf: list[tuple[int, int, int, int]] | None = None,
+                 ring_bytes: int = 0) -> None:
         self.iface = iface
+        self._ring: Any = None
         try:
             ifindex = socket.if_nametoindex(iface)
         except OSError:
@@ -54,6 +68,8 @@ class RawPort:
         try:
             if bpf is not None:
                 ingress_priority.attach(sock, bpf)
+            if ring_bytes:
+                self._ring = _open_ring(sock, iface, ring_bytes)
             sock.bind((iface, ETH_P_ALL))      # (Python applies htons to the protocol)
             mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
             sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
@@ -64,6 +80,7 @@ class RawPort:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF_BYTES)
             sock.setblocking(False)
         except OSError as exc:
+            self._ring = None
             sock.close()
             raise P4Error(f"cannot use interface '{iface}': {exc.strerror}") from None
         self.sock = sock
@@ -74,6 +91,9 @@ class RawPort:
     def receive(self) -> bytes | None:
         """The next incoming frame, or None when nothing is pending (outgoing frames
         the socket also sees are skipped)."""
+        if self._ring is not None:
+            frames = self.receive_batch(1)
+            return frames[0] if frames else None
         while True:
             try:
                 data, ancdata, _flags, addr = self.sock.recvmsg(MAX_FRAME, 64)
@@ -89,6 +109,9 @@ class RawPort:
     def receive_batch(self, limit: int = batchio.MAX_BATCH) -> list[bytes]:
         """Every pending incoming frame, at most ``limit`` (empty when none is pending)."""
         mod = batchio.native()
+        if self._ring is not None:
+            ringed: list[bytes] = mod.ring_recv(self._ring, limit)
+            return ringed
         if mod is not None:
             frames: list[bytes] = mod.recv_batch(self.sock.fileno(), limit)
             return frames
@@ -113,8 +136,29 @@ class RawPort:
         except OSError:
             return False
 
+    @property
+    def truncated(self) -> int:
+        """Frames the ring cut to a slot and could not read whole (0 without a ring)."""
+        mod = batchio.native()
+        return 0 if self._ring is None else int(mod.ring_truncated(self._ring))
+
     def close(self) -> None:
+        self._ring = None                  # unmapped first, then the socket goes
         self.sock.close()
+
+
+def _open_ring(sock: socket.socket, iface: str, ring_bytes: int) -> Any:
+    """The socket's receive ring, slots sized for the interface's MTU; None where the
+    C module is not built (the socket is read with recvmmsg or recvmsg then)."""
+    mod = batchio.native()
+    if mod is None:
+        return None
+    request = struct.pack("16si", iface.encode()[:15], 0)
+    mtu = struct.unpack_from("16si", fcntl.ioctl(sock.fileno(), SIOCGIFMTU, request))[1]
+    slot = RING_SLOT_MIN
+    while slot < RING_SLOT_MAX and slot < mtu + RING_SLOT_OVERHEAD:
+        slot *= 2
+    return mod.ring_open(sock.fileno(), slot, max(ring_bytes // slot, 64))
 
 
 def _ignore_outgoing(sock: socket.socket) -> None:

@@ -61,6 +61,10 @@ REST_BATCH = 32
 # costs the pipeline and the kernel ~1-2 ms on a busy 2-core host, which the first frame
 # of it would wait; a slice costs one more Python call and system call each
 SEND_EVERY = 64
+# each port's receive ring (afpacket.RawPort): as much as the 8 MiB socket buffer it
+# replaces held; the urgent socket (ingress priority) takes only the urgent class
+RING_BYTES = 8 << 20
+URGENT_RING_BYTES = 2 << 20
 
 
 @dataclass
@@ -98,10 +102,11 @@ class DataPlane:
         try:
             for number, iface in interfaces.items():
                 port = Port(number, RawPort(iface, priority.program(urgent=False)
-                                            if priority else None))
+                                            if priority else None, RING_BYTES))
                 self.ports[number] = port               # closed by close() if what follows fails
                 if priority:
-                    port.urgent = RawPort(iface, priority.program(urgent=True))
+                    port.urgent = RawPort(iface, priority.program(urgent=True),
+                                          URGENT_RING_BYTES)
                 self._held[number] = port.pending
                 if pcap_dir is not None:
                     path_in, path_out = trace_paths(pcap_dir, iface)
@@ -357,6 +362,12 @@ class DataPlane:
             os.write(self._wake_w, b"x")
         except OSError:
             pass
+
+    def truncated(self) -> int:
+        """Frames the receive rings dropped for not fitting a slot, when the kernel
+        could not queue their full copy either (its socket buffer was full)."""
+        return sum(sock.truncated for port in self.ports.values()
+                   for sock in (port.raw, port.urgent) if sock is not None)
 
     def close(self) -> None:
         for port in self.ports.values():
