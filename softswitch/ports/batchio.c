@@ -1,5 +1,6 @@
 /* Batched AF_PACKET I/O for softswitch's port loop: recvmmsg/sendmmsg, one system call
- * and one trip from Python to C per burst instead of per frame.
+ * and one trip from Python to C per burst instead of per frame; the switch's own
+ * sockets read through a receive ring instead (ring_open/ring_recv, below).
  *
  * Built at first use by softswitch/ports/batchio.py through the fast path's compiler
  * cache (softswitch/fastpath/build.py), which defines P4_MODNAME_STR and P4_PYINIT.

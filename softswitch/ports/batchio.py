@@ -2,7 +2,8 @@
 
 Per frame, Python's ``socket.recvmsg``/``send`` cost more than the compiled pipeline
 itself, so the port loop reads and writes bursts. ``batchio.c`` does it with
-``recvmmsg``/``sendmmsg``, compiled once into the fast path's cache; where there is no
+``recvmmsg``/``sendmmsg`` (the switch's ports: a ``PACKET_RX_RING``, ``ring_recv``),
+compiled once into the fast path's cache; where there is no
 compiler (or ``SOFTSWITCH_BATCHIO=off``) the same functions loop over the single-frame
 socket calls, so behaviour is identical either way, only slower.
 """
