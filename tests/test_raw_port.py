@@ -152,3 +152,19 @@ def test_the_ring_does_not_loop_back_its_own_frames_and_survives_an_overflow():
         finally:
             port.close()
             peer.close()
+
+
+def test_a_ring_the_kernel_refuses_leaves_the_port_on_recvmmsg(caplog):
+    _ringed()
+    with veth_pairs(1, "rf") as pairs:
+        sw, host = pairs[0]
+        port, peer = RawPort(sw, ring_bytes=1 << 40), RawPort(host)   # 1 TiB: refused
+        try:
+            assert port._ring is None                        # noqa: SLF001
+            assert "no receive ring" in caplog.text
+            frames = [_frame(n) for n in range(20)]
+            assert peer.send_batch(frames) == 20
+            assert _read(port, 20) == frames
+        finally:
+            port.close()
+            peer.close()

@@ -16,6 +16,7 @@ shared memory as it delivers it, and a burst is read without a system call.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import socket
 import struct
@@ -36,6 +37,7 @@ TP_STATUS_VLAN_TPID_VALID = 0x40
 _AUXDATA = struct.Struct("IIIHHHH")
 MAX_FRAME = 65536 + 4
 RCVBUF_BYTES = 8 << 20
+log = logging.getLogger("softswitch.ports")
 SIOCGIFMTU = 0x8921
 # A ring slot holds the kernel's header (66 bytes before the MAC header, TPACKET_V2)
 # and a frame of the interface's MTU with two VLAN tags; slots stop growing at 16 KiB
@@ -158,7 +160,12 @@ def _open_ring(sock: socket.socket, iface: str, ring_bytes: int) -> Any:
     slot = RING_SLOT_MIN
     while slot < RING_SLOT_MAX and slot < mtu + RING_SLOT_OVERHEAD:
         slot *= 2
-    return mod.ring_open(sock.fileno(), slot, max(ring_bytes // slot, 64))
+    try:
+        return mod.ring_open(sock.fileno(), slot, max(ring_bytes // slot, 64))
+    except OSError as exc:                 # no memory for it, a kernel without it
+        log.warning("%s: no receive ring (%s); reading it with recvmmsg", iface,
+                    exc.strerror or exc)
+        return None
 
 
 def _ignore_outgoing(sock: socket.socket) -> None:
