@@ -18,6 +18,8 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -74,25 +76,39 @@ def _read(port: RawPort, count: int, seconds: float = 5.0) -> list[bytes]:
     return got
 
 
-def test_the_ring_gives_every_frame_in_order_across_its_wrap():
+@contextmanager
+def _ring_and_peer(prefix: str, ring_bytes: int, mtu: int | None = None,
+                   ) -> Iterator[tuple[RawPort, RawPort]]:
+    """A port reading through a ring of ``ring_bytes`` on one end of a veth pair (its
+    MTU then set to ``mtu``), and a plain port on the other end."""
     _ringed()
-    with veth_pairs(1, "rr") as pairs:
+    with veth_pairs(1, prefix) as pairs:
         sw, host = pairs[0]
-        port, peer = RawPort(sw, ring_bytes=64 * 2048), RawPort(host)
+        port = RawPort(sw, ring_bytes=ring_bytes)
         try:
-            assert port._ring is not None                    # noqa: SLF001
-            sent: list[bytes] = []
-            got: list[bytes] = []
-            for burst in range(40):                          # 1280 frames: 20 wraps
-                frames = [_frame(burst * 32 + i, 60 + i * 7) for i in range(32)]
-                assert peer.send_batch(frames) == 32
-                sent += frames
-                got += _read(port, 32)
-            assert got == sent
-            assert port.receive() is None and port.truncated == 0
+            for name in (sw, host) if mtu else ():
+                subprocess.run(["ip", "link", "set", name, "mtu", str(mtu)], check=True)
+            peer = RawPort(host)
+            try:
+                yield port, peer
+            finally:
+                peer.close()
         finally:
             port.close()
-            peer.close()
+
+
+def test_the_ring_gives_every_frame_in_order_across_its_wrap():
+    with _ring_and_peer("rr", 64 * 2048) as (port, peer):
+        assert port._ring is not None                        # noqa: SLF001
+        sent: list[bytes] = []
+        got: list[bytes] = []
+        for burst in range(40):                              # 1280 frames: 20 wraps
+            frames = [_frame(burst * 32 + i, 60 + i * 7) for i in range(32)]
+            assert peer.send_batch(frames) == 32
+            sent += frames
+            got += _read(port, 32)
+        assert got == sent
+        assert port.receive() is None and port.truncated == 0
 
 
 def test_the_ring_puts_vlan_tags_back_like_recvmmsg():
@@ -114,57 +130,33 @@ def test_the_ring_puts_vlan_tags_back_like_recvmmsg():
 def test_a_frame_bigger_than_a_slot_arrives_whole():
     """The MTU raised after the port opened: the frame does not fit a 2 KiB slot; the
     kernel's full copy is read from the ordinary queue, in its place in the order."""
-    _ringed()
-    with veth_pairs(1, "rb") as pairs:
-        sw, host = pairs[0]
-        port = RawPort(sw, ring_bytes=1 << 20)                  # MTU 1500: 2 KiB slots
-        for name in (sw, host):
-            subprocess.run(["ip", "link", "set", name, "mtu", "9000"], check=True)
-        peer = RawPort(host)
-        try:
-            frames = [_frame(1), _frame(2, 8000), _frame(3), _frame(4, 4000)]
-            assert peer.send_batch(frames) == 4
-            assert _read(port, 4) == frames
-            assert port.truncated == 0
-        finally:
-            port.close()
-            peer.close()
+    with _ring_and_peer("rb", 1 << 20, mtu=9000) as (port, peer):   # 2 KiB slots
+        frames = [_frame(1), _frame(2, 8000), _frame(3), _frame(4, 4000)]
+        assert peer.send_batch(frames) == 4
+        assert _read(port, 4) == frames
+        assert port.truncated == 0
 
 
 def test_the_ring_does_not_loop_back_its_own_frames_and_survives_an_overflow():
-    _ringed()
-    with veth_pairs(1, "ro") as pairs:
-        sw, host = pairs[0]
-        port, peer = RawPort(sw, ring_bytes=64 * 2048), RawPort(host)
-        try:
-            assert port.send_batch([_frame(n) for n in range(10)]) == 10
-            assert len(_read(peer, 10)) == 10
-            assert _read(port, 1, 0.2) == []                 # its own frames: not seen
-            flood = [_frame(n) for n in range(300)]          # 64 slots: most are dropped
-            for at in range(0, 300, 50):
-                peer.send_batch(flood[at:at + 50])
-            kept = _read(port, 300, 0.5)
-            assert 0 < len(kept) <= 64 and kept == flood[:len(kept)]
-            after = [_frame(1000 + n) for n in range(100)]   # then read as they come
-            for at in range(0, 100, 20):
-                assert peer.send_batch(after[at:at + 20]) == 20
-                assert _read(port, 20) == after[at:at + 20]
-        finally:
-            port.close()
-            peer.close()
+    with _ring_and_peer("ro", 64 * 2048) as (port, peer):
+        assert port.send_batch([_frame(n) for n in range(10)]) == 10
+        assert len(_read(peer, 10)) == 10
+        assert _read(port, 1, 0.2) == []                     # its own frames: not seen
+        flood = [_frame(n) for n in range(300)]              # 64 slots: most are dropped
+        for at in range(0, 300, 50):
+            peer.send_batch(flood[at:at + 50])
+        kept = _read(port, 300, 0.5)
+        assert 0 < len(kept) <= 64 and kept == flood[:len(kept)]
+        after = [_frame(1000 + n) for n in range(100)]       # then read as they come
+        for at in range(0, 100, 20):
+            assert peer.send_batch(after[at:at + 20]) == 20
+            assert _read(port, 20) == after[at:at + 20]
 
 
 def test_a_ring_the_kernel_refuses_leaves_the_port_on_recvmmsg(caplog):
-    _ringed()
-    with veth_pairs(1, "rf") as pairs:
-        sw, host = pairs[0]
-        port, peer = RawPort(sw, ring_bytes=1 << 40), RawPort(host)   # 1 TiB: refused
-        try:
-            assert port._ring is None                        # noqa: SLF001
-            assert "no receive ring" in caplog.text
-            frames = [_frame(n) for n in range(20)]
-            assert peer.send_batch(frames) == 20
-            assert _read(port, 20) == frames
-        finally:
-            port.close()
-            peer.close()
+    with _ring_and_peer("rf", 1 << 40) as (port, peer):         # 1 TiB: refused
+        assert port._ring is None                            # noqa: SLF001
+        assert "no receive ring" in caplog.text
+        frames = [_frame(n) for n in range(20)]
+        assert peer.send_batch(frames) == 20
+        assert _read(port, 20) == frames
