@@ -10,8 +10,8 @@ Traffic-manager commands handled here (BMv2 syntax, then softswitch extensions):
 ``set_queue_rate PPS [PORT [PRIORITY]]``, ``set_queue_depth PACKETS [PORT [PRIORITY]]``,
 ``set_queue_weight WEIGHT PORT [PRIORITY]`` (DWRR), ``set_link_rate BITS_PER_S PORT``,
 ``set_pfc INGRESS_PORT PRIORITY XOFF XON`` / ``clear_pfc INGRESS_PORT PRIORITY``,
-``show_queues PORT``, ``show_pfc``. Wire format: one JSON object per line each way —
-``{"cmd": "..."}`` → ``{"ok": true|false, "output": "..."}``.
+``show_queues PORT``, ``show_pfc``. Wire format (:mod:`softswitch.runtime_lines`): one
+JSON object per line each way — ``{"cmd": "..."}`` → ``{"ok": true|false, "output": "..."}``.
 
 Security (``softswitch run``): the channel listens on 127.0.0.1 unless
 ``--runtime-bind`` says otherwise, and/or on a Unix socket (``--runtime-socket PATH``,
@@ -34,16 +34,22 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
-from typing import Any, Protocol
+from typing import Any
 
 from softswitch.core.control import SwitchControl
 from softswitch.diagnostics import P4Error
-from softswitch.ports.loop_calls import LoopCalls
+from softswitch.runtime_lines import (
+    IDLE_SECONDS,
+    NOT_A_COMMAND,
+    TOO_LONG,
+    PortLoop,
+    command_of,
+    encode_replies,
+    take_lines,
+)
 from softswitch.stf.commands import parse_command
 from softswitch.stf.session import CommandSession
 from softswitch.tm import PfcThresholds, TrafficManager
-
-MAX_LINE = 1 << 20
 
 
 def _ints(words: list[str], usage: str, least: int, most: int) -> list[int]:
@@ -198,30 +204,6 @@ class RuntimeChannel:
         return "\n".join(lines)
 
 
-TOO_LONG = {"ok": False, "output": "Error: command too long"}
-NOT_A_COMMAND = {"ok": False, "output": 'Error: expected {"cmd": "..."}'}
-IDLE_SECONDS = 600                # an idle connection is closed after ten minutes
-
-
-def take_lines(pending: bytearray, data: bytes) -> tuple[list[bytes], bool]:
-    """Add what one read brought (``data``; empty: the client is done) to ``pending``:
-    the complete lines, and whether a line is too long (then the lines before it, and
-    the connection ends after their replies: the rest cannot be trusted). ``pending``
-    keeps the incomplete last line; at the end, the unterminated one is a line too."""
-    pending += data
-    lines = bytes(pending).split(b"\n")
-    rest = lines.pop()
-    pending[:] = rest
-    if not data and rest:
-        lines.append(rest)
-    long_at = next((i for i, line in enumerate(lines) if len(line) > MAX_LINE), None)
-    return lines[:long_at], long_at is not None or len(pending) > MAX_LINE
-
-
-def encode_replies(replies: list[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(r) + "\n" for r in replies).encode()
-
-
 class _Handler(socketserver.StreamRequestHandler):
     channel: RuntimeChannel
     token: bytes | None = None
@@ -297,15 +279,6 @@ class _Handler(socketserver.StreamRequestHandler):
         return ok
 
 
-def command_of(raw: bytes) -> str | None:
-    """The command of one line, ``{"cmd": "..."}``; None if it is not one."""
-    try:
-        cmd = json.loads(raw)["cmd"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return cmd if isinstance(cmd, str) else None
-
-
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -324,17 +297,6 @@ def read_token(path: str) -> bytes:
     if not token:
         raise ValueError(f"{path} is empty")
     return token
-
-
-class PortLoop(Protocol):
-    """What serving connections on ``softswitch run``'s port loop takes of it
-    (:class:`softswitch.ports.dataplane.DataPlane`)."""
-
-    calls: LoopCalls
-
-    def watch(self, fd: int, ready: Callable[[], None], lost: Callable[[], None]) -> bool: ...
-
-    def unwatch(self, fd: int) -> None: ...
 
 
 class RuntimeChannelServer:

@@ -31,11 +31,11 @@ import time
 from collections import deque
 from typing import Any
 
-from softswitch.runtime_channel import (
+from softswitch.runtime_lines import (
     NOT_A_COMMAND,
     TOO_LONG,
+    Commands,
     PortLoop,
-    RuntimeChannel,
     command_of,
     encode_replies,
     take_lines,
@@ -49,7 +49,7 @@ class LoopConnection:
     """One connection, read on the port loop; its thread sends what the loop could
     not and closes it when it is over."""
 
-    def __init__(self, sock: socket.socket, channel: RuntimeChannel,
+    def __init__(self, sock: socket.socket, channel: Commands,
                  loop: PortLoop) -> None:
         self._sock = sock
         self._fd = sock.fileno()

@@ -135,7 +135,7 @@ def _raw_exchange(port: int, payload: bytes, shut: bool = False) -> list[dict]:
 
 
 def test_a_too_long_line_ends_the_connection_after_the_lines_before_it(live):
-    from softswitch.runtime_channel import MAX_LINE
+    from softswitch.runtime_lines import MAX_LINE
 
     _switch, tm, port = live
     payload = (b'{"cmd": "set_queue_rate 777 4 1"}\n' + b"x" * (MAX_LINE + 10) + b"\n"
