@@ -5,7 +5,7 @@ Runs, in this order (each writes its own JSON under ``out/bench/``):
 * ``veth_pps.py``: bare veth, then l3_basic.p4 and tailcc.p4 over veth on each target;
 * ``urgent_latency.py``: each target loaded at 50% of its tailcc.p4 veth rate just
   measured (urgent class 25%, elephants 25%), idle / elephants queued / elephants +
-  1000 writes/s;
+  1000 CLI writes/s / elephants + 1000 routes/s over P4Runtime;
 * ``pps.py``: in-process packets/s (interpreter vs C), tailcc.p4 included;
 * ``p4runtime_write.py``: P4Runtime insert/modify/delete/read at batches 1/100/1000;
 * ``cli_commands.py``: runtime CLI table_modify/delete/add against table size;
@@ -90,7 +90,7 @@ def latency(args: argparse.Namespace, targets: list[str], state: dict) -> list[R
     report = json.loads((OUT / "urgent_latency.json").read_text())
     rows = []
     by = {t: {s["scenario"]: s for s in r["scenarios"]} for t, r in report["targets"].items()}
-    for scenario in ("idle", "elephants", "elephants+writes"):
+    for scenario in ("idle", "elephants", "elephants+writes", "elephants+p4runtime"):
         for key, label, unit in (
                 ("p50_us", "P50", "µs"), ("p99_us", "P99", "µs"), ("p999_us", "P999", "µs"),
                 ("max_us", "max", "µs"), ("e2e_p99_us", "P99 from the sender", "µs"),

@@ -15,6 +15,9 @@ on two veth pairs, with tailcc.p4 routing 10.0.2.0/24 out of port 2:
    to 10% of the max rate with ``set_queue_rate``, so it stays full: elephants queued);
    ``elephants+writes`` (the same while a controller adds 1000 routes/s through the CLI
    channel — softswitch's runtime channel, BMv2's Thrift — into routing_v4);
+   ``elephants+p4runtime`` (the same routes over P4Runtime, as tailcc's control plane
+   writes them: one Write of the ten due every 10 ms; BMv2 gets its P4Info first,
+   ``veth_switch.RunningSwitch.arm_p4runtime``);
 3. forwarding latency is measured port to port: a tap on the switch's ingress
    interface stamps (kernel, ``SO_TIMESTAMPNS``) the urgent frames whose sequence
    number is a multiple of ``TAP_SAMPLE`` (16) as they reach the switch, and the
@@ -66,7 +69,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,7 +85,7 @@ from softswitch.ports.veth import veth_pairs  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "tailcc.p4"
 DEFAULT_JSON = ROOT / "out" / "bench" / "urgent_latency.json"
-SCENARIOS = ("idle", "elephants", "elephants+writes")
+SCENARIOS = ("idle", "elephants", "elephants+writes", "elephants+p4runtime")
 MAGIC = b"URG!"
 STAMP = struct.Struct("!4sIQ")                  # magic, sequence, send time (ns)
 STAMP_AT = 14 + 20 + 8                          # the stamp follows Ethernet, IPv4, UDP
@@ -240,37 +243,91 @@ def _receive(rx: socket.socket, tap: socket.socket, until: float,
                      len(sampled) - len(forwarding))
 
 
+def _route(n: int, first_octet: int) -> tuple[int, str]:
+    """Route ``n`` the controller adds: its VRF and a distinct /24 of ``first_octet``/8
+    (each writer its own /8: the routes of one scenario stay in the table)."""
+    vrf, net = 1 + (n >> 16), n & 0xFFFF
+    return vrf, f"{first_octet}.{net >> 8}.{net & 255}.0"
+
+
+def _write_at_rate(stop: threading.Event, result: dict,
+                   send: Callable[[range], bool]) -> None:
+    """Hand ``send`` the route numbers due at WRITES_PER_S every 10 ms, until ``stop``
+    (or ``send`` says False); the rate offered and applied into ``result``."""
+    start = time.monotonic()
+    n = 0
+    while not stop.is_set():
+        due = int((time.monotonic() - start) * WRITES_PER_S)
+        if due > n and not send(range(n, due)):
+            break
+        n = max(n, due)
+        time.sleep(0.01)
+    offered_s = time.monotonic() - start
+    result.update(writes=n, offered_per_s=n / offered_s if offered_s else 0.0)
+    result["started"] = start
+
+
 def _writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
             result: dict) -> None:
     """A controller adding WRITES_PER_S distinct routes a second through the CLI."""
     cli = switch.cli_process()
     assert cli.stdin is not None
-    start = time.monotonic()
-    n = 0
-    while not stop.is_set():
-        due = int((time.monotonic() - start) * WRITES_PER_S)
+    stdin = cli.stdin
+
+    def send(numbers: range) -> bool:
         lines = []
-        while n < due:
-            vrf, net = 1 + (n >> 16), n & 0xFFFF
+        for n in numbers:
+            vrf, net = _route(n, 11)
             lines.append(f"table_add {T}.forwarding.routing_v4 {T}.forwarding.set_nexthop "
-                         f"{vrf} 11.{net >> 8}.{net & 255}.0/24 => 2 "
-                         f"{veth_pps._mac(veth_pps.ROUTER_MAC)} 0x0200000000bb\n")
-            n += 1
-        if lines:
-            try:
-                cli.stdin.write("".join(lines))
-                cli.stdin.flush()
-            except BrokenPipeError:
-                break
-        time.sleep(0.01)
-    offered_s = time.monotonic() - start
+                         f"{vrf} {net}/24 => 2 {veth_pps._mac(veth_pps.ROUTER_MAC)} "
+                         "0x0200000000bb\n")
+        try:
+            stdin.write("".join(lines))
+            stdin.flush()
+        except BrokenPipeError:
+            return False
+        return True
+
+    _write_at_rate(stop, result, send)
     try:
-        cli.stdin.close()
+        stdin.close()
     except BrokenPipeError:
         pass
     cli.wait(timeout=300)
-    result.update(writes=n, offered_per_s=n / offered_s if offered_s else 0.0,
-                  applied_per_s=n / (time.monotonic() - start))
+    result["applied_per_s"] = result["writes"] / (time.monotonic() - result.pop("started"))
+
+
+def _p4runtime_writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
+                      result: dict) -> None:
+    """A controller adding WRITES_PER_S distinct routes a second over P4Runtime, as
+    tailcc's control plane does: one Write (CONTINUE_ON_ERROR) of the routes due."""
+    from controlplane.p4rt.client import update
+    from controlplane.p4rt.entities import EntityBuilder
+    from controlplane.p4rt.p4info import P4InfoIndex
+
+    client = switch.p4runtime(election_id=10)
+    try:
+        info = client.get_p4info()
+        assert info is not None, "the switch has no pipeline"
+        build = EntityBuilder(P4InfoIndex(info))
+        mac = int(veth_pps._mac(veth_pps.ROUTER_MAC), 16)
+
+        def send(numbers: range) -> bool:
+            updates = []
+            for n in numbers:
+                vrf, net = _route(n, 12)
+                entry = build.table_entry(f"{T}.forwarding.routing_v4",
+                                          {"vrf": vrf, "ipv4_dst": (net, 24)},
+                                          f"{T}.forwarding.set_nexthop",
+                                          {"port": 2, "smac": mac, "dmac": 0x0200000000bb})
+                updates.append(update("INSERT", entry))
+            client.write(updates)
+            return True
+
+        _write_at_rate(stop, result, send)
+    finally:
+        client.close()
+    result["applied_per_s"] = result["writes"] / (time.monotonic() - result.pop("started"))
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -348,8 +405,10 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
     proc = multiprocessing.get_context("fork").Process(
         target=_send, args=(h1, urgent_pps, elephant_pps, seconds, sent))
     proc.start()
-    if name.endswith("writes"):
-        writer = threading.Thread(target=_writer, args=(switch, stop, writes), daemon=True)
+    write = {"elephants+writes": _writer, "elephants+p4runtime": _p4runtime_writer}.get(name)
+    if write is not None:
+        writer = threading.Thread(target=_writing, args=(write, switch, stop, writes),
+                                  daemon=True)
         writer.start()
     got = _receive(rx, tap_port.sock, time.monotonic() + seconds + 1.0, start_ns)
     lat, e2e = sorted(got.forwarding), sorted(got.end_to_end)
@@ -377,9 +436,21 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
            # kernel work delivering each frame to the switch's socket included)
            "host_busy": host_busy, "sender_cpu_share": gen_cpu / seconds,
            "host_steal_ms": steal_ms}
+    if "error" in writes:
+        raise SystemExit(f"{switch.target} {name}: the controller failed: {writes['error']}")
     if writes:
         row["writes"] = writes
     return row
+
+
+def _writing(write: Callable[[veth_switch.RunningSwitch, threading.Event, dict], None],
+             switch: veth_switch.RunningSwitch, stop: threading.Event, result: dict) -> None:
+    """Run a writer; what stopped it, if it failed, goes into ``result["error"]`` (the
+    scenario then fails: a figure measured without the writes would pass for one with)."""
+    try:
+        write(switch, stop, result)
+    except Exception as exc:  # noqa: BLE001 - reported by the scenario
+        result["error"] = f"{type(exc).__name__}: {exc}"[:500]
 
 
 def dataplane_cpu(choice: str) -> int | None:
@@ -436,6 +507,8 @@ def run_target(target: str, seconds: float, max_pps: float | None,
         with veth_switch.running(target, PROGRAM, {1: sw1, 2: sw2},
                                  {"TAILCC_ROUTE_SIZE": str(ROUTE_SIZE)},
                                  softswitch_args=extra) as switch, _generator_off(cpu):
+            if "elephants+p4runtime" in scenarios:
+                switch.arm_p4runtime()          # (BMv2: empties its tables, so first)
             switch.configure(veth_pps.TAILCC_ROUTES)
             if max_pps is None:
                 frames = [veth_pps._frame(i, veth_pps.ROUTER_MAC) for i in range(10000)]
@@ -457,14 +530,14 @@ def run_target(target: str, seconds: float, max_pps: float | None,
 
 def table(report: dict) -> str:
     targets = list(report["targets"])
-    head = f"{'scenario':<18}{'target':<12}{'urgent/s':>9}{'P50 µs':>9}{'P99 µs':>9}" \
+    head = f"{'scenario':<21}{'target':<12}{'urgent/s':>9}{'P50 µs':>9}{'P99 µs':>9}" \
            f"{'P999 µs':>10}{'max µs':>10}{'loss':>7}{'CPU':>6}{'sender':>7}{'host':>6}" \
            f"{'e2e P99':>9}{'e2e max':>9}{'steal ms':>9}"
     lines = [head]
     for i, name in enumerate(report.get("scenarios", SCENARIOS)):
         for target in targets:
             r = report["targets"][target]["scenarios"][i]
-            lines.append(f"{name:<18}{target:<12}{r['urgent_pps']:>9.0f}{r['p50_us']:>9.0f}"
+            lines.append(f"{name:<21}{target:<12}{r['urgent_pps']:>9.0f}{r['p50_us']:>9.0f}"
                          f"{r['p99_us']:>9.0f}{r['p999_us']:>10.0f}{r['max_us'] or 0:>10.0f}"
                          f"{r['loss']:>7.1%}{r['switch_cpu_share']:>6.2f}"
                          f"{r.get('sender_cpu_share', 0.0):>7.2f}"
@@ -474,14 +547,15 @@ def table(report: dict) -> str:
         if len(targets) == 2:
             a, b = (report["targets"][t]["scenarios"][i] for t in targets)
             ratios = [b[k] / a[k] if a[k] else 0.0 for k in ("p50_us", "p99_us", "p999_us")]
-            lines.append(f"{'':<18}{'bmv2/soft':<12}{'':>9}" + "".join(
+            lines.append(f"{'':<21}{'bmv2/soft':<12}{'':>9}" + "".join(
                 f"{r:>9.1f}x" if j else f"{r:>8.1f}x" for j, r in enumerate(ratios)))
     for target in targets:
         for r in report["targets"][target]["scenarios"]:
             if "writes" in r:
                 w = r["writes"]
-                lines.append(f"  {target}: controller offered {w['offered_per_s']:.0f} "
-                             f"writes/s, applied {w['applied_per_s']:.0f}/s")
+                lines.append(f"  {target} {r['scenario']}: controller offered "
+                             f"{w['offered_per_s']:.0f} writes/s, applied "
+                             f"{w['applied_per_s']:.0f}/s")
     return "\n".join(lines)
 
 

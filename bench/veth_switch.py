@@ -5,6 +5,11 @@ way users start it, with the same interfaces, ``--priority-queues 8`` and a
 ``simple_switch_CLI``-language channel (softswitch's runtime channel, BMv2's Thrift) that
 installs routes and queue settings, so one list of CLI lines configures both. BMv2 gets
 the JSON that the real ``p4c-bm2-ss`` compiles from the same source and defines.
+
+Both also serve P4Runtime (:meth:`RunningSwitch.p4runtime`, a controller's client):
+softswitch for the program it runs; BMv2, started from its JSON, knows no P4Info, so
+:meth:`RunningSwitch.arm_p4runtime` pushes the same JSON with the P4Info ``p4c-bm2-ss``
+wrote beside it (SetForwardingPipelineConfig) before anything is configured.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from softswitch import local_port, reference_tools
 from softswitch.local_port import free_port
@@ -35,6 +41,9 @@ class RunningSwitch:
     proc: subprocess.Popen
     cli_command: list[str]
     cli_env: dict[str, str] | None
+    grpc_address: str = ""
+    # BMv2: its JSON and the P4Info compiled with it (SetForwardingPipelineConfig)
+    pipeline: tuple[Path, Path] | None = None
 
     def configure(self, lines: list[str]) -> None:
         """Run CLI lines; SystemExit naming the target when one fails."""
@@ -45,6 +54,32 @@ class RunningSwitch:
         if cli.returncode != 0 or failed:
             raise SystemExit(f"{self.target}: configuring failed: "
                              f"{(failed or [cli.stderr.strip()])[:3]}")
+
+    def p4runtime(self, election_id: int = 1) -> Any:
+        """A P4Runtime client of the switch (``controlplane.p4rt.client.Client``),
+        connected as primary with ``election_id``; the caller closes it."""
+        from controlplane.p4rt.client import Client
+
+        client = Client(self.grpc_address, 0, election_id=election_id)
+        client.connect(retries=3)
+        return client
+
+    def arm_p4runtime(self) -> None:
+        """Make the switch take P4Runtime writes for its program: BMv2 gets its JSON
+        and P4Info through SetForwardingPipelineConfig (which empties its tables: call
+        it before :meth:`configure`); softswitch serves its program's already."""
+        if self.pipeline is None:
+            return
+        from google.protobuf import text_format
+        from p4.config.v1 import p4info_pb2
+
+        json_path, info_path = self.pipeline
+        info = text_format.Parse(info_path.read_text(), p4info_pb2.P4Info())
+        client = self.p4runtime()
+        try:
+            client.set_pipeline(info, json_path.read_bytes())
+        finally:
+            client.close()
 
     def cli_process(self) -> subprocess.Popen:
         """A CLI process reading commands from a pipe (a controller writing entries)."""
@@ -71,7 +106,9 @@ def running(target: str, program: Path, interfaces: dict[int, str],
     ifaces = [arg for port, iface in sorted(interfaces.items())
               for arg in ("-i", f"{port}@{iface}")]
     cli_port = free_port()
-    grpc = ["--", "--grpc-server-addr", f"127.0.0.1:{free_port()}", "--priority-queues", "8"]
+    grpc_address = f"127.0.0.1:{free_port()}"
+    grpc = ["--", "--grpc-server-addr", grpc_address, "--priority-queues", "8"]
+    pipeline: tuple[Path, Path] | None = None
     with tempfile.TemporaryDirectory(prefix=f"veth-{target}-") as tmp:
         work = Path(tmp)
         env: dict[str, str] | None = None
@@ -83,9 +120,11 @@ def running(target: str, program: Path, interfaces: dict[int, str],
             tools = reference_tools.find()
             if tools is None:
                 raise SystemExit(reference_tools.missing_reason())
-            out_json = work / "prog.json"
-            comp = subprocess.run([tools.p4c, *dflags, "-o", str(out_json), str(program)],
+            out_json, out_info = work / "prog.json", work / "prog.p4info.txtpb"
+            comp = subprocess.run([tools.p4c, *dflags, "--p4runtime-files", str(out_info),
+                                   "-o", str(out_json), str(program)],
                                   capture_output=True, text=True)
+            pipeline = (out_json, out_info)
             if comp.returncode != 0:
                 raise SystemExit(f"p4c-bm2-ss {program}: {comp.stderr.strip()[:2000]}")
             cmd = [tools.simple_switch_grpc, str(out_json), *ifaces, "--thrift-port",
@@ -98,7 +137,7 @@ def running(target: str, program: Path, interfaces: dict[int, str],
         log.close()
         try:
             _wait(cli_port, proc, work / "switch.log", target)
-            yield RunningSwitch(target, proc, cli, env)
+            yield RunningSwitch(target, proc, cli, env, grpc_address, pipeline)
         finally:
             proc.send_signal(signal.SIGTERM)
             try:

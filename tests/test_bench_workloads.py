@@ -194,3 +194,37 @@ def test_urgent_latency_bench_measures_from_the_switchs_port(tmp_path):
     assert row["received"] > 1000 and row["loss"] < 0.01 and row["unmatched"] == 0
     assert 0 < row["p50_us"] <= row["p99_us"] <= row["max_us"]
     assert row["e2e_p99_us"] > 0 and row["e2e_max_us"] > 0
+
+
+def test_urgent_latency_bench_writes_routes_over_p4runtime(tmp_path):
+    """The controller of ``elephants+p4runtime`` writes its routes over P4Runtime while
+    the elephants run, and a writer that fails fails the scenario (no figure measured
+    without the writes passes for one with them)."""
+    import json
+    import subprocess
+
+    import pytest
+
+    if not _root():
+        pytest.skip("needs root for veth/AF_PACKET")
+    out = tmp_path / "urgent.json"
+    done = subprocess.run([sys.executable, str(BENCH / "urgent_latency.py"), "--targets",
+                           "softswitch", "--scenarios", "elephants+p4runtime", "--seconds",
+                           "2", "--max-pps", "softswitch=4000", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    row = json.loads(out.read_text())["targets"]["softswitch"]["scenarios"][0]
+    assert row["scenario"] == "elephants+p4runtime" and row["elephant_pps"] > 0
+    assert row["writes"]["writes"] >= 1000 and row["writes"]["applied_per_s"] > 500
+    assert row["received"] > 1000 and row["loss"] < 0.01
+
+
+def test_urgent_latency_writer_failure_fails_the_scenario():
+    ul = _bench_module("urgent_latency")
+    result: dict = {}
+
+    def broken(switch, stop, res):
+        raise RuntimeError("Write failed: update 0: ALREADY_EXISTS")
+
+    ul._writing(broken, None, None, result)
+    assert result["error"] == "RuntimeError: Write failed: update 0: ALREADY_EXISTS"
