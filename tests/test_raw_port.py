@@ -160,3 +160,32 @@ def test_a_ring_the_kernel_refuses_leaves_the_port_on_recvmmsg(caplog):
         frames = [_frame(n) for n in range(20)]
         assert peer.send_batch(frames) == 20
         assert _read(port, 20) == frames
+
+
+def test_a_ring_that_cannot_be_mapped_is_taken_down_again(caplog):
+    """The kernel made the ring but this process cannot map it (its address space is
+    full): the ring is taken down again, so frames reach the socket's queue, where the
+    port reads them with recvmmsg, instead of a ring nobody reads."""
+    import resource
+
+    _ringed()
+    with veth_pairs(1, "rm") as pairs:
+        sw, host = pairs[0]
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        with open("/proc/self/statm") as f:
+            used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        resource.setrlimit(resource.RLIMIT_AS, (used + (16 << 20), hard))
+        try:
+            port = RawPort(sw, ring_bytes=256 << 20)             # maps 256 MiB: refused
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        peer = RawPort(host)
+        try:
+            assert port._ring is None                            # noqa: SLF001
+            assert "no receive ring" in caplog.text
+            frames = [_frame(n) for n in range(20)]
+            assert peer.send_batch(frames) == 20
+            assert _read(port, 20) == frames
+        finally:
+            port.close()
+            peer.close()

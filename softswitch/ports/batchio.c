@@ -185,17 +185,23 @@ static PyObject *ring_open(PyObject *self, PyObject *args) {
         .tp_frame_size = frame_size, .tp_frame_nr = blocks * per_block};
     int version = TPACKET_V2, copy = 1;
     if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) < 0
-        || setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0
-        || setsockopt(fd, SOL_PACKET, PACKET_COPY_THRESH, &copy, sizeof copy) < 0)
+        || setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
         return PyErr_SetFromErrno(PyExc_OSError);
     size_t len = (size_t)req.tp_block_size * req.tp_block_nr;
-    void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED)
+    void *map = MAP_FAILED;
+    rx_ring *r = NULL;
+    if (setsockopt(fd, SOL_PACKET, PACKET_COPY_THRESH, &copy, sizeof copy) < 0
+        || (map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED
+        || (r = (rx_ring *)calloc(1, sizeof *r)) == NULL) {
+        /* the ring goes again: frames must not land where nobody reads them (the
+         * caller then reads the socket with recvmmsg) */
+        int err = r == NULL && map != MAP_FAILED ? ENOMEM : errno;
+        if (map != MAP_FAILED)
+            munmap(map, len);
+        struct tpacket_req none = {0, 0, 0, 0};
+        setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &none, sizeof none);
+        errno = err;
         return PyErr_SetFromErrno(PyExc_OSError);
-    rx_ring *r = (rx_ring *)calloc(1, sizeof *r);
-    if (!r) {
-        munmap(map, len);
-        return PyErr_NoMemory();
     }
     r->fd = fd;
     r->map = (unsigned char *)map;
