@@ -251,9 +251,10 @@ def _route(n: int, first_octet: int) -> tuple[int, str]:
 
 
 def _write_at_rate(stop: threading.Event, result: dict,
-                   send: Callable[[range], bool]) -> None:
+                   send: Callable[[range], bool]) -> float:
     """Hand ``send`` the route numbers due at WRITES_PER_S every 10 ms, until ``stop``
-    (or ``send`` says False); the rate offered and applied into ``result``."""
+    (or ``send`` says False); the routes and the rate offered into ``result``. When it
+    started (``time.monotonic``): the writer adds the rate applied once all are in."""
     start = time.monotonic()
     n = 0
     while not stop.is_set():
@@ -264,7 +265,7 @@ def _write_at_rate(stop: threading.Event, result: dict,
         time.sleep(0.01)
     offered_s = time.monotonic() - start
     result.update(writes=n, offered_per_s=n / offered_s if offered_s else 0.0)
-    result["started"] = start
+    return start
 
 
 def _writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
@@ -288,13 +289,13 @@ def _writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
             return False
         return True
 
-    _write_at_rate(stop, result, send)
+    start = _write_at_rate(stop, result, send)
     try:
         stdin.close()
     except BrokenPipeError:
         pass
     cli.wait(timeout=300)
-    result["applied_per_s"] = result["writes"] / (time.monotonic() - result.pop("started"))
+    result["applied_per_s"] = result["writes"] / (time.monotonic() - start)
 
 
 def _p4runtime_writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
@@ -324,10 +325,10 @@ def _p4runtime_writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
             client.write(updates)
             return True
 
-        _write_at_rate(stop, result, send)
+        start = _write_at_rate(stop, result, send)
     finally:
         client.close()
-    result["applied_per_s"] = result["writes"] / (time.monotonic() - result.pop("started"))
+    result["applied_per_s"] = result["writes"] / (time.monotonic() - start)
 
 
 def _cpu_seconds(pid: int) -> float:
