@@ -14,7 +14,9 @@
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -215,16 +217,60 @@ def _check_ptf_mix(done: subprocess.CompletedProcess[str]) -> None:
     assert leftovers_of(load_topology(SINGLE)) == []
 
 
+_PROBLEMS = re.compile(r"AssertionError: Lists differ: (\[.*\]) != \[\]")
+_TIMING = re.compile(r"\w+: P99 [\d.]+ ms > [\d.]+ ms")
+
+
+def timing_only(stdout: str) -> bool:
+    """Whether a ptf_mix run failed only on the tailcc config's P99 bounds: no mouse
+    lost or reordered, the FIFO config as expected. On this shared VM the hypervisor
+    takes 20-150 ms of CPU a minute; a stall of a few ms that the unloaded probe
+    does not share can push one class's P99 past its bound (2026-12-05: BMv2
+    sched_signal 15.4 ms against 12.5, and 3.3 ms in each of three runs right after)."""
+    if "fifo PASS, tailcc FAIL" not in stdout:
+        return False
+    try:
+        problems = [p for text in _PROBLEMS.findall(stdout) for p in ast.literal_eval(text)]
+    except (ValueError, SyntaxError):      # a list unittest shortened: not told apart
+        return False
+    return bool(problems) and all(isinstance(p, str) and _TIMING.fullmatch(p)
+                                  for p in problems)
+
+
+def _ptf_mix_settled(switch: str, out: Path) -> subprocess.CompletedProcess[str]:
+    """A ptf_mix run; one more when the first failed on timing alone (see
+    :func:`timing_only`): the second must pass whole."""
+    done = _ptf_mix(switch, out / "run1")
+    if done.returncode != 0 and timing_only(done.stdout):
+        print("first run failed on timing alone, run again:\n" + done.stdout)
+        done = _ptf_mix(switch, out / "run2")
+    return done
+
+
+def test_a_timing_only_failure_is_told_from_a_real_one():
+    timing = ("ptf_mix: [tailcc] bmv2: ...\n  AssertionError: Lists differ: "
+              "['sched_signal: P99 15.39 ms > 12.52 ms'] != []\nptf_mix: fifo PASS, "
+              "tailcc FAIL\n")
+    assert timing_only(timing)
+    assert not timing_only(timing.replace("fifo PASS", "fifo FAIL"))
+    lost = timing.replace("['sched_signal: P99 15.39 ms > 12.52 ms']",
+                          "['sched_signal: P99 15.39 ms > 12.52 ms', "
+                          "'hot_kv: 3 urgent mice lost']")
+    assert not timing_only(lost)
+    assert not timing_only("ptf_mix: fifo PASS, tailcc FAIL\n")     # no problems listed
+    assert not timing_only(timing.replace("12.52 ms']", "12.52 ms', [37 chars]"))
+
+
 @needs_root
 def test_ptf_mix_in_mininet_softswitch(tmp_path):
-    _check_ptf_mix(_ptf_mix("softswitch", tmp_path))
+    _check_ptf_mix(_ptf_mix_settled("softswitch", tmp_path))
 
 
 @needs_root
 def test_ptf_mix_in_mininet_bmv2(tmp_path):
     if reference_tools.find() is None:
         pytest.skip(f"BMv2: {reference_tools.missing_reason()}")
-    _check_ptf_mix(_ptf_mix("bmv2", tmp_path))
+    _check_ptf_mix(_ptf_mix_settled("bmv2", tmp_path))
 
 
 @needs_root
