@@ -57,11 +57,16 @@ class RunningSwitch:
 
     def p4runtime(self, election_id: int = 1) -> Any:
         """A P4Runtime client of the switch (``controlplane.p4rt.client.Client``),
-        connected as primary with ``election_id``; the caller closes it."""
+        connected as primary with ``election_id``; the caller closes it. SystemExit
+        naming the target when it cannot connect."""
         from controlplane.p4rt.client import Client
+        from controlplane.p4rt.errors import P4RuntimeClientError
 
         client = Client(self.grpc_address, 0, election_id=election_id)
-        client.connect(retries=3)
+        try:
+            client.connect(retries=3)
+        except P4RuntimeClientError as exc:
+            raise SystemExit(f"{self.target}: P4Runtime: {exc}") from None
         return client
 
     def arm_p4runtime(self) -> None:
@@ -73,11 +78,15 @@ class RunningSwitch:
         from google.protobuf import text_format
         from p4.config.v1 import p4info_pb2
 
+        from controlplane.p4rt.errors import P4RuntimeClientError
+
         json_path, info_path = self.pipeline
         info = text_format.Parse(info_path.read_text(), p4info_pb2.P4Info())
         client = self.p4runtime()
         try:
             client.set_pipeline(info, json_path.read_bytes())
+        except P4RuntimeClientError as exc:
+            raise SystemExit(f"{self.target}: setting its pipeline failed: {exc}") from None
         finally:
             client.close()
 
