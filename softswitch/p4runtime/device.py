@@ -88,9 +88,11 @@ class Device:
         loaded = [x for x in (self.current, self.saved) if x is not None]
         return [part for x in loaded for part in (x.runtime, x.switch)]
 
-    def note_request(self, size: int) -> None:
+    def note_request(self, size: int, pipeline: bool = False) -> None:
+        """A request of ``size`` bytes was handled (``pipeline``: it set the pipeline):
+        the reclaimer gives memory back once such requests add up (see :mod:`reclaim`)."""
         if self.reclaimer is not None:
-            self.reclaimer.note(size)
+            self.reclaimer.note(size, pipeline)
 
     def stop_reclaimer(self) -> None:
         """End the memory reclaimer's thread (its server has stopped)."""

@@ -9,11 +9,16 @@ batch (:class:`Reclaimer`, a background thread):
 * **emptied dicts and sets keep their size** — CPython never shrinks a dict when keys
   are deleted; :func:`compact` rebuilds sparse containers of the pipeline *in place*
   (clear + refill keeps their identity, which the data path's closures may hold);
-* **reference cycles** (undo closures make many) wait for a
-  full collection — ``gc.collect()``, of the permanent generation too: big Write
-  batches freeze what exists when they end (``runtime._collector_paused``), so it is
-  unfrozen, collected, and what survives (live, then) frozen again, as
-  ``ports.realtime.settle`` does at start-up;
+* **reference cycles** wait for a full collection — ``gc.collect()``, of the permanent
+  generation too: Writes freeze what exists when they end
+  (``runtime._collector_paused``), so it is unfrozen, collected, and what survives
+  (live, then) frozen again, as ``ports.realtime.settle`` does at start-up. That pass
+  walks every object of the process (a loaded tailcc.p4 with 60k routes: 50-450 ms
+  holding the GIL, the port loop stopped: one urgent frame waited 460 ms, 1 s after a
+  controller's writes ended, 2026-12-05) and, after table writes, finds nothing: their
+  paths leave no cycle (``tests/test_p4runtime_cycles.py`` keeps it so). So it runs
+  only after a pipeline change (``note(..., pipeline=True)``), whose old pipeline —
+  frozen at start-up, full of cycles — it is the only way to free;
 * **the C allocator keeps freed heap** in its arenas — ``release_heap``
   (:mod:`softswitch.allocator`: jemalloc's purge, or glibc's ``malloc_trim(0)``) returns
   it to the kernel.
@@ -21,8 +26,8 @@ batch (:class:`Reclaimer`, a background thread):
 Requests add up: once the bytes handled since the last reclamation pass
 ``BIG_REQUEST_BYTES``, one is due.
 
-The work is proportional to the pipeline's containers, not to its entries, and runs
-under the device lock only for :func:`compact` (milliseconds).
+Without a pipeline change the work is proportional to the pipeline's containers, not
+to its entries, and runs under the device lock only for :func:`compact` (milliseconds).
 """
 
 from __future__ import annotations
@@ -161,15 +166,19 @@ def _ours(value: Any) -> bool:
     return module.startswith("softswitch.") and hasattr(value, "__dict__")
 
 
-def reclaim(lock: Any, roots: Callable[[], list[Any]]) -> dict[str, float]:
+def reclaim(lock: Any, roots: Callable[[], list[Any]],
+            cycles: bool = False) -> dict[str, float]:
     """One reclamation: compact the pipeline's containers (under ``lock``), collect
-    cycles, trim the heap. Returns what it did (for the log)."""
+    cycles (``cycles``: the whole heap, see the module doc), trim the heap. Returns what
+    it did (for the log)."""
     t0 = time.perf_counter()
     with lock:
         rebuilt = sum(compact(root) for root in roots())
-    gc.unfreeze()
-    collected = gc.collect()
-    gc.freeze()
+    collected = -1
+    if cycles:
+        gc.unfreeze()
+        collected = gc.collect()
+        gc.freeze()
     release_heap()
     return {"rebuilt": rebuilt, "collected": collected, "seconds": time.perf_counter() - t0}
 
@@ -186,16 +195,20 @@ class Reclaimer:
         self._due = threading.Event()
         self._last = 0.0
         self._pending = 0
+        self._cycles = False         # a pipeline changed: the next pass collects cycles
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="reclaim", daemon=True)
         self._thread.start()
 
-    def note(self, size: int) -> None:
+    def note(self, size: int, pipeline: bool = False) -> None:
         """A request of ``size`` bytes was handled; once they add up to a big one, a
-        reclamation is due."""
+        reclamation is due. ``pipeline``: it changed the pipeline, whose old one only a
+        full collection frees (one is due now, with it)."""
         self._last = time.monotonic()
         self._pending += size
-        if self._pending >= BIG_REQUEST_BYTES:
+        if pipeline:
+            self._cycles = True
+        if self._pending >= BIG_REQUEST_BYTES or pipeline:
             self._pending = 0
             self._due.set()
 
@@ -212,8 +225,9 @@ class Reclaimer:
                 if self._stop.wait(self._quiet / 4):
                     return
             self._due.clear()
+            cycles, self._cycles = self._cycles, False
             try:
-                done = reclaim(self._lock, self._roots)
+                done = reclaim(self._lock, self._roots, cycles)
             except Exception as exc:  # noqa: BLE001 - never take the server down
                 log.error("memory reclamation failed: %s: %s", type(exc).__name__, exc)
                 continue
