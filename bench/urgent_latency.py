@@ -94,6 +94,10 @@ STAMP_AT = 14 + 20 + 8                          # the stamp follows Ethernet, IP
 # max) took the machine from ~68% to ~82% busy and moved what was measured.
 TAP_SAMPLE = 16
 SO_TIMESTAMPNS = 35
+SOL_PACKET, PACKET_STATISTICS = 263, 6
+SO_RCVBUFFORCE = 33
+# the receiver's and the tap's socket buffers: ~1 s of urgent frames at 155k/s
+MEASURING_BUFFER_BYTES = 256 << 20
 URGENT_DSCP, URGENT_QUEUE, BULK_QUEUE = 46, 7, 0
 WARMUP_S = 0.5
 WRITES_PER_S = 1000
@@ -254,12 +258,15 @@ def _write_at_rate(stop: threading.Event, result: dict,
                    send: Callable[[range], bool]) -> float:
     """Hand ``send`` the route numbers due at WRITES_PER_S every 10 ms, until ``stop``
     (or ``send`` says False); the routes and the rate offered into ``result``. When it
-    started (``time.monotonic``): the writer adds the rate applied once all are in."""
+    started (``time.monotonic``): the writer adds the rate applied once all are in.
+    Numbers start at ``result["first_route"]`` (0): a scenario's later rounds add new
+    routes, not the ones an earlier round left in the table."""
     start = time.monotonic()
+    first = result.get("first_route", 0)
     n = 0
     while not stop.is_set():
         due = int((time.monotonic() - start) * WRITES_PER_S)
-        if due > n and not send(range(n, due)):
+        if due > n and not send(range(first + n, first + due)):
             break
         n = max(n, due)
         time.sleep(0.01)
@@ -376,12 +383,33 @@ class Load:
         return urgent, (self.total * max_pps - urgent if elephants else 0.0)
 
 
+@dataclass
+class Round:
+    """One run of a scenario: the urgent frames' latencies (ns, sorted) and what the
+    machine did meanwhile."""
+
+    forwarding: list[int]
+    end_to_end: list[int]
+    expected: int                # urgent frames sent after the warm-up
+    unmatched: int
+    switch_cpu_s: float
+    seconds: float
+    host: tuple[int, int, int]   # busy, total and steal jiffies of the machine
+    sender_cpu_s: float
+    loadavg: float
+    writes: dict
+    # frames the measuring sockets' buffers had no room for (the measuring side's
+    # loss, not the switch's): receiver's, tap's
+    dropped: dict[str, int]
+
+
 def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], name: str,
-              max_pps: float, seconds: float, load: Load) -> dict:
-    """``ports``: the sender's interface, the switch's ingress interface (its peer) and
-    the receiver's interface."""
+              rates: tuple[float, float], seconds: float, first_route: int = 0) -> Round:
+    """One round of scenario ``name`` at ``rates`` (urgent, elephant frames/s).
+    ``ports``: the sender's interface, the switch's ingress interface (its peer) and
+    the receiver's interface. A controller adds routes from number ``first_route``."""
     h1, sw1, h2 = ports
-    urgent_pps, elephant_pps = load.rates(max_pps, name != "idle")
+    urgent_pps, elephant_pps = rates
     # only the urgent frames reach the receiver's socket and the tap on the switch's
     # ingress port (filtered in the kernel): the elephants are neither copied nor read
     # here, so the measuring host takes less of the CPU it shares with the switch
@@ -389,13 +417,16 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
     rx_port, tap_port = RawPort(h2, urgent_only), RawPort(sw1, _tap_program())
     for sock in (rx_port.sock, tap_port.sock):
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        # the frames wait for this process here, kernel-stamped, whenever the measuring
+        # host's CPU is taken (the controller's writes): never dropped for want of room
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, MEASURING_BUFFER_BYTES)
     while tap_port.receive_batch():      # stale frames of an earlier scenario
         pass
     rx = rx_port.sock
     while rx_port.receive_batch():
         pass
     stop = threading.Event()
-    writes: dict = {}
+    writes: dict = {"first_route": first_route}
     writer = None
     sent = multiprocessing.Value("q", 0)
     cpu0 = _cpu_seconds(switch.proc.pid)
@@ -411,36 +442,76 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
         writer = threading.Thread(target=_writing, args=(write, switch, stop, writes),
                                   daemon=True)
         writer.start()
+    _socket_drops(rx)                    # (counting from here)
+    _socket_drops(tap_port.sock)
     got = _receive(rx, tap_port.sock, time.monotonic() + seconds + 1.0, start_ns)
-    lat, e2e = sorted(got.forwarding), sorted(got.end_to_end)
+    dropped = {"receiver": _socket_drops(rx), "tap": _socket_drops(tap_port.sock)}
     proc.join()
     cpu = _cpu_seconds(switch.proc.pid) - cpu0
     host1, gen_cpu = _host_jiffies(), _children_cpu() - gen0
-    host_busy = (host1[0] - host0[0]) / max(1, host1[1] - host0[1])
-    steal_ms = (host1[2] - host0[2]) * 1000 / os.sysconf("SC_CLK_TCK")
     stop.set()
     if writer is not None:
         writer.join()
     rx_port.close()
     tap_port.close()
-    expected = max(1, int(sent.value * (seconds - WARMUP_S) / seconds))
-    row = {"scenario": name, "urgent_pps": urgent_pps, "elephant_pps": elephant_pps,
-           "received": len(e2e), "loss": max(0.0, 1 - len(e2e) / expected),
-           "unmatched": got.unmatched,
+    if "error" in writes:
+        raise SystemExit(f"{switch.target} {name}: the controller failed: {writes['error']}")
+    del writes["first_route"]
+    return Round(sorted(got.forwarding), sorted(got.end_to_end),
+                 max(1, int(sent.value * (seconds - WARMUP_S) / seconds)), got.unmatched,
+                 cpu, seconds, tuple(b - a for a, b in zip(host0, host1, strict=True)),
+                 gen_cpu, os.getloadavg()[0], writes, dropped)
+
+
+def _socket_drops(sock: socket.socket) -> int:
+    """Frames the kernel dropped for want of room in ``sock``'s buffer since the last
+    call (PACKET_STATISTICS, which resets on reading)."""
+    packets_and_drops = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
+    return struct.unpack("II", packets_and_drops)[1]
+
+
+def _summary(name: str, rates: tuple[float, float], rounds: list[Round]) -> dict:
+    """A scenario's row: percentiles over the frames of all its rounds, and each
+    round's own P99/P999/max (how much the machine moved them between rounds)."""
+    lat = sorted(v for r in rounds for v in r.forwarding)
+    e2e = sorted(v for r in rounds for v in r.end_to_end)
+    seconds = sum(r.seconds for r in rounds)
+    busy, total, steal = (sum(r.host[i] for r in rounds) for i in range(3))
+    received = sum(len(r.end_to_end) for r in rounds)
+    row = {"scenario": name, "urgent_pps": rates[0], "elephant_pps": rates[1],
+           "received": received,
+           "loss": max(0.0, 1 - received / sum(r.expected for r in rounds)),
+           "unmatched": sum(r.unmatched for r in rounds),
+           "receiver_drops": sum(r.dropped["receiver"] for r in rounds),
+           "tap_drops": sum(r.dropped["tap"] for r in rounds),
            "p50_us": _percentile(lat, 0.50), "p99_us": _percentile(lat, 0.99),
            "p999_us": _percentile(lat, 0.999), "max_us": lat[-1] / 1000.0 if lat else None,
            # from the sender's stamp: the generator's own scheduling delay included
            "e2e_p99_us": _percentile(e2e, 0.99),
            "e2e_max_us": e2e[-1] / 1000.0 if e2e else None,
-           "switch_cpu_share": cpu / (seconds + 1.0), "loadavg": os.getloadavg()[0],
+           "switch_cpu_share": sum(r.switch_cpu_s for r in rounds)
+           / (seconds + len(rounds)),
+           "loadavg": max(r.loadavg for r in rounds),
            # the machine's CPUs busy during the scenario, and the sender's part (its
            # kernel work delivering each frame to the switch's socket included)
-           "host_busy": host_busy, "sender_cpu_share": gen_cpu / seconds,
-           "host_steal_ms": steal_ms}
-    if "error" in writes:
-        raise SystemExit(f"{switch.target} {name}: the controller failed: {writes['error']}")
+           "host_busy": busy / max(1, total),
+           "sender_cpu_share": sum(r.sender_cpu_s for r in rounds) / seconds,
+           "host_steal_ms": steal * 1000 / os.sysconf("SC_CLK_TCK")}
+    if len(rounds) > 1:
+        row["rounds"] = [{"loss": max(0.0, 1 - len(r.end_to_end) / r.expected),
+                          "receiver_drops": r.dropped["receiver"],
+                          "p99_us": _percentile(r.forwarding, 0.99),
+                          "p999_us": _percentile(r.forwarding, 0.999),
+                          "max_us": r.forwarding[-1] / 1000.0 if r.forwarding else None,
+                          "host_steal_ms": r.host[2] * 1000 / os.sysconf("SC_CLK_TCK")}
+                         for r in rounds]
+    writes = [r.writes for r in rounds if r.writes]
     if writes:
-        row["writes"] = writes
+        row["writes"] = {
+            "writes": sum(w["writes"] for w in writes),
+            "offered_per_s": sum(w["offered_per_s"] for w in writes) / len(writes),
+            "applied_per_s": sum(w["applied_per_s"] for w in writes) / len(writes),
+            "controller_cpu_s": [round(w["controller_cpu_s"], 3) for w in writes]}
     return row
 
 
@@ -448,10 +519,13 @@ def _writing(write: Callable[[veth_switch.RunningSwitch, threading.Event, dict],
              switch: veth_switch.RunningSwitch, stop: threading.Event, result: dict) -> None:
     """Run a writer; what stopped it, if it failed, goes into ``result["error"]`` (the
     scenario then fails: a figure measured without the writes would pass for one with)."""
+    cpu = time.thread_time()
     try:
         write(switch, stop, result)
     except Exception as exc:  # noqa: BLE001 - reported by the scenario
         result["error"] = f"{type(exc).__name__}: {exc}"[:500]
+    # the controller's own CPU, taken from the measuring host's
+    result["controller_cpu_s"] = time.thread_time() - cpu
 
 
 def dataplane_cpu(choice: str) -> int | None:
@@ -492,12 +566,13 @@ def _generator_off(cpu: int | None) -> Iterator[None]:
 def run_target(target: str, seconds: float, max_pps: float | None,
                ingress_priority: bool = True,
                scenarios: tuple[str, ...] = SCENARIOS, load: Load = Load(),
-               cpu: int | None = None) -> dict:
+               cpu: int | None = None, rounds: int = 1) -> dict:
     """``ingress_priority``: softswitch reads the urgent DSCP ahead of a backlog
     (``--ingress-priority-dscp``, its extension; BMv2 has nothing like it). ``cpu``:
     softswitch runs its port loop on that CPU alone (``--dataplane-cpu``, its extension;
     BMv2 runs as it is), and the generator, receiver and controller stay off it, for
-    either target."""
+    either target. ``rounds``: each scenario runs that many times for ``seconds``,
+    the scenarios taking turns (see the module doc)."""
     extra: tuple[str, ...] = ()
     if ingress_priority:
         extra += ("--ingress-priority-dscp", str(URGENT_DSCP))
@@ -521,12 +596,19 @@ def run_target(target: str, seconds: float, max_pps: float | None,
                     rx.close()
                 max_pps = got / secs if secs else 1000.0
             switch.configure(_config(max_pps)[len(veth_pps.TAILCC_ROUTES):])
-            rows = []
-            for name in scenarios:
-                print(f"urgent latency: {target} {name} ...", file=sys.stderr, flush=True)
-                rows.append(_scenario(switch, (h1, sw1, h2), name, max_pps, seconds,
-                                      load))
-    return {"max_pps": max_pps, "scenarios": rows}
+            done: dict[str, list[Round]] = {name: [] for name in scenarios}
+            for r in range(rounds):
+                for name in scenarios:
+                    turn = f" (round {r + 1}/{rounds})" if rounds > 1 else ""
+                    print(f"urgent latency: {target} {name}{turn} ...", file=sys.stderr,
+                          flush=True)
+                    first_route = sum(d.writes.get("writes", 0) for d in done[name])
+                    done[name].append(_scenario(
+                        switch, (h1, sw1, h2), name,
+                        load.rates(max_pps, name != "idle"), seconds, first_route))
+    return {"max_pps": max_pps, "scenarios": [
+        _summary(name, load.rates(max_pps, name != "idle"), done[name])
+        for name in scenarios]}
 
 
 def table(report: dict) -> str:
@@ -550,6 +632,14 @@ def table(report: dict) -> str:
             ratios = [b[k] / a[k] if a[k] else 0.0 for k in ("p50_us", "p99_us", "p999_us")]
             lines.append(f"{'':<21}{'bmv2/soft':<12}{'':>9}" + "".join(
                 f"{r:>9.1f}x" if j else f"{r:>8.1f}x" for j, r in enumerate(ratios)))
+    for target in targets:
+        for r in report["targets"][target]["scenarios"]:
+            if "rounds" in r:
+                lines.append(f"  {target} {r['scenario']}: P99 per round " + " / ".join(
+                    f"{x['p99_us']:.0f}" for x in r["rounds"]) + " µs, max " + " / ".join(
+                    f"{x['max_us'] or 0:.0f}" for x in r["rounds"]) + " µs, loss " + " / ".join(
+                    f"{x['loss']:.1%}" for x in r["rounds"]) + ", of which the receiver dropped "
+                    + " / ".join(str(x["receiver_drops"]) for x in r["rounds"]))
     for target in targets:
         for r in report["targets"][target]["scenarios"]:
             if "writes" in r:
@@ -576,6 +666,9 @@ def main(argv: list[str] | None = None) -> int:
                          "for every target; auto: the last CPU, where there are two or "
                          "more (auto)")
     ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run each scenario this many times for --seconds, the scenarios "
+                         "taking turns; percentiles over all rounds' frames (1)")
     ap.add_argument("--load", type=float, default=LOAD,
                     help=f"offered load, a fraction of the target's max rate ({LOAD})")
     ap.add_argument("--urgent-share", type=float, default=URGENT_SHARE,
@@ -588,6 +681,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.seconds < 2:
         ap.error("--seconds must be at least 2")
+    if not 1 <= args.rounds <= 100:
+        ap.error(f"--rounds {args.rounds}: expected 1 to 100")
     if not 0 < args.load <= 1.5:
         ap.error(f"--load {args.load}: expected a fraction of the max rate in (0, 1.5]")
     if not 0 < args.urgent_share <= 1:
@@ -604,7 +699,8 @@ def main(argv: list[str] | None = None) -> int:
             given[name] = float(value)
         except ValueError:
             ap.error(f"--max-pps {item!r}: expected TARGET=N")
-    report: dict = {"seconds": args.seconds, "targets": {}, "notes": [],
+    report: dict = {"seconds": args.seconds, "rounds": args.rounds, "targets": {},
+                    "notes": [],
                     "load": load.total, "urgent_share": load.urgent,
                     "scenarios": list(args.scenarios),
                     "ingress_priority": args.ingress_priority, "dataplane_cpu": cpu}
@@ -624,7 +720,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         report["targets"][target] = run_target(target, args.seconds, given.get(target),
                                                args.ingress_priority == "on",
-                                               tuple(args.scenarios), load, cpu)
+                                               tuple(args.scenarios), load, cpu,
+                                               args.rounds)
     print(table(report))
     for note in report["notes"]:
         print(f"  {note}")

@@ -228,3 +228,50 @@ def test_urgent_latency_writer_failure_fails_the_scenario():
 
     ul._writing(broken, None, None, result)
     assert result["error"] == "RuntimeError: Write failed: update 0: ALREADY_EXISTS"
+
+
+def test_urgent_latency_rounds_pool_their_frames_and_keep_each_rounds_tail():
+    """``--rounds``: a scenario's percentiles are over the frames of all its rounds
+    (interleaved with the other scenarios), and each round's own P99/max and loss are
+    kept beside them, so a host stall in one round shows as that round's."""
+    ul = _bench_module("urgent_latency")
+
+    def round_of(latencies_us: list[int], expected: int, drops: int) -> object:
+        ns = sorted(v * 1000 for v in latencies_us)
+        return ul.Round(ns, ns, expected, 0, 1.0, 10.0, (50, 100, 2), 0.5, 0.3,
+                        {"writes": 10, "offered_per_s": 1000.0, "applied_per_s": 990.0,
+                         "controller_cpu_s": 0.25}, {"receiver": drops, "tap": 0})
+
+    quiet = round_of(list(range(1, 1001)), 1000, 0)          # 1..1000 µs
+    stalled = round_of([5] * 990 + [50_000] * 10, 1100, 7)   # 1% of it waited 50 ms
+    row = ul._summary("elephants+p4runtime", (100.0, 50.0), [quiet, stalled])
+    assert row["received"] == 2000 and row["receiver_drops"] == 7
+    assert abs(row["loss"] - (1 - 2000 / 2100)) < 1e-9
+    assert row["p99_us"] == 991.0 and row["max_us"] == 50_000.0   # over all 2000 frames
+    assert [r["p99_us"] for r in row["rounds"]] == [991.0, 50_000.0]
+    assert [r["loss"] for r in row["rounds"]] == [0.0, 1 - 1000 / 1100]
+    assert row["writes"]["writes"] == 20 and row["writes"]["controller_cpu_s"] == [0.25] * 2
+    assert row["host_busy"] == 0.5
+    one = ul._summary("idle", (100.0, 0.0), [quiet])
+    assert "rounds" not in one and "writes" in one
+
+
+def test_urgent_latency_later_rounds_write_new_routes():
+    """A scenario's second round adds routes after the first round's, never the same
+    ones again (ALREADY_EXISTS would fail it)."""
+    import threading
+
+    ul = _bench_module("urgent_latency")
+    stop = threading.Event()
+    sent: list[range] = []
+
+    def send(numbers: range) -> bool:
+        sent.append(numbers)
+        if sum(map(len, sent)) >= 30:
+            stop.set()
+        return True
+
+    result = {"first_route": 5000}
+    ul._write_at_rate(stop, result, send)
+    numbers = [n for r in sent for n in r]
+    assert numbers == list(range(5000, 5000 + len(numbers))) and result["writes"] == len(numbers)
