@@ -299,4 +299,5 @@ def test_draining_a_rate_limited_queue_that_holds_packets_frees_what_it_took(pro
         assert not frames and handback is None
     grown = _c_heap_in_use() - before
     assert tm.native.held() >= 2
-    assert grown < 2 << 20, f"the C heap grew by {grown / 2**20:.1f} MiB in 50k drains"
+    # (26 MiB with the leak; the bound leaves room for other threads' allocations)
+    assert grown < 8 << 20, f"the C heap grew by {grown / 2**20:.1f} MiB in 50k drains"

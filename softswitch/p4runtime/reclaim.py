@@ -196,6 +196,7 @@ class Reclaimer:
         self._last = 0.0
         self._pending = 0
         self._cycles = False         # a pipeline changed: the next pass collects cycles
+        self._cycles_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="reclaim", daemon=True)
         self._thread.start()
@@ -207,7 +208,8 @@ class Reclaimer:
         self._last = time.monotonic()
         self._pending += size
         if pipeline:
-            self._cycles = True
+            with self._cycles_lock:
+                self._cycles = True
         if self._pending >= BIG_REQUEST_BYTES or pipeline:
             self._pending = 0
             self._due.set()
@@ -225,7 +227,8 @@ class Reclaimer:
                 if self._stop.wait(self._quiet / 4):
                     return
             self._due.clear()
-            cycles, self._cycles = self._cycles, False
+            with self._cycles_lock:
+                cycles, self._cycles = self._cycles, False
             try:
                 done = reclaim(self._lock, self._roots, cycles)
             except Exception as exc:  # noqa: BLE001 - never take the server down
