@@ -155,7 +155,10 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
-def _run(program: str, native: bool) -> dict[str, Any]:
+def _scheduler(program: str, native: bool) -> tuple[Any, dict[int, list[bytes]],
+                                                    TrafficManager, EgressScheduler]:
+    """The device, the frames out per port, the traffic manager and the scheduler, as
+    the port loop has them."""
     device = _device(program)
     # the port loop's per-port lists of frames out: the native loop appends to them,
     # device.transmit too (on the port loop's thread and the scheduler's)
@@ -165,6 +168,11 @@ def _run(program: str, native: bool) -> dict[str, Any]:
     scheduler = EgressScheduler(device, tm, held_frames=lambda: held, native=native)
     for port in (1, 2, 3, CPU_PORT):
         tm.port(port)
+    return device, held, tm, scheduler
+
+
+def _run(program: str, native: bool) -> dict[str, Any]:
+    device, held, tm, scheduler = _scheduler(program, native)
     for port, prio, depth in ((2, 0, 3), (1, 1, 2), (3, 1, 2)):
         tm.set_queue_rate(1e6 / INTERVAL_US, port=port, priority=prio)
         tm.set_queue_depth(depth, port=port, priority=prio)
@@ -280,13 +288,7 @@ def test_draining_a_rate_limited_queue_that_holds_packets_frees_what_it_took(pro
 
     if ctypes.util.find_library("c") is None:
         pytest.skip("no C library to ask")
-    device = _device(program)
-    held: dict[int, list[bytes]] = {1: [], 2: [], 3: []}
-    device.transmit = lambda port, frame: held.setdefault(port, []).append(frame)
-    tm = TrafficManager(num_queues=8)
-    scheduler = EgressScheduler(device, tm, held_frames=lambda: held, native=True)
-    for port in (1, 2, 3, CPU_PORT):
-        tm.port(port)
+    _, _, tm, scheduler = _scheduler(program, native=True)
     tm.set_queue_rate(1e6 / INTERVAL_US, port=2, priority=0)
     scheduler.deliver_batch(1, [tagged(seq, 2) for seq in range(1, 4)])
     assert tm.native is not None and tm.native.held() >= 2     # waiting for their turn
