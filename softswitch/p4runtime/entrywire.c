@@ -43,6 +43,50 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
+#include <stdarg.h>
+
+/* A tuple of ``n`` new references, which it takes over (and releases, all of them, when
+ * one is NULL or the tuple cannot be made). What Py_BuildValue("(NN...)") does without
+ * parsing a format string per call: the per-entry tuples of a batch are built here. */
+static PyObject *tuple_of(Py_ssize_t n, ...) {
+    va_list ap;
+    PyObject *t = PyTuple_New(n);
+    int ok = t != NULL;
+    va_start(ap, n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = va_arg(ap, PyObject *);
+        ok = ok && o != NULL;
+        if (t && o)
+            PyTuple_SET_ITEM(t, i, o);
+        else if (o)
+            Py_DECREF(o);
+    }
+    va_end(ap);
+    if (!ok) {
+        Py_XDECREF(t);    /* its set items with it; unset ones are NULL */
+        return NULL;
+    }
+    return t;
+}
+
+/* A new reference to ``o`` (Py_NewRef is 3.10+; this builds on older Pythons too). */
+static inline PyObject *ref(PyObject *o) {
+    Py_INCREF(o);
+    return o;
+}
+
+/* Dict operations given the key's hash: a batched insert looks a key up, then stores
+ * it, and a key is a nested tuple whose hash is computed anew each time (tuples do not
+ * cache it). CPython's own helpers where it has them, else the plain calls. */
+#if PY_VERSION_HEX < 0x030D0000
+#define dict_get_h(d, k, h) _PyDict_GetItem_KnownHash((d), (k), (h))
+#define dict_set_h(d, k, v, h) _PyDict_SetItem_KnownHash((d), (k), (v), (h))
+#define dict_del_h(d, k, h) _PyDict_DelItem_KnownHash((d), (k), (h))
+#else
+#define dict_get_h(d, k, h) ((void)(h), PyDict_GetItemWithError((d), (k)))
+#define dict_set_h(d, k, v, h) ((void)(h), PyDict_SetItem((d), (k), (v)))
+#define dict_del_h(d, k, h) ((void)(h), PyDict_DelItem((d), (k)))
+#endif
 
 typedef struct {
     const unsigned char *p, *end;
@@ -448,19 +492,19 @@ static int check_field(const fm_t *f, int width, PyObject **norm, PyObject **sw)
     switch (f->kind) {
     case 2:         /* exact */
     case 7:         /* optional */
-        *norm = Py_BuildValue("(OOi)", f->kind == 2 ? K_EXACT : K_OPTIONAL, va, 0);
-        *sw = Py_BuildValue("(OO)", va, vm);
+        *norm = tuple_of(3, ref(f->kind == 2 ? K_EXACT : K_OPTIONAL), ref(va),
+                         PyLong_FromLong(0));
+        *sw = tuple_of(2, ref(va), ref(vm));
         break;
-    case 4: {       /* lpm */
-        *norm = Py_BuildValue("(OOL)", K_LPM, va, (long long)f->plen);
-        *sw = Py_BuildValue("(OOL)", va, vm, (long long)f->plen);
+    case 4:         /* lpm */
+        *norm = tuple_of(3, ref(K_LPM), ref(va), PyLong_FromLongLong(f->plen));
+        *sw = tuple_of(3, ref(va), ref(vm), PyLong_FromLongLong(f->plen));
         break;
-    }
     case 3: {       /* ternary: the mask too is shared */
         PyObject *vb = PyLong_FromUnsignedLongLong(b);
         if (vb) {
-            *norm = Py_BuildValue("(OOO)", K_TERNARY, va, vb);
-            *sw = Py_BuildValue("(OO)", va, vb);
+            *norm = tuple_of(3, ref(K_TERNARY), ref(va), ref(vb));
+            *sw = tuple_of(2, ref(va), ref(vb));
             Py_DECREF(vb);
         }
         break;
@@ -468,8 +512,8 @@ static int check_field(const fm_t *f, int width, PyObject **norm, PyObject **sw)
     default: {      /* range */
         PyObject *vb = PyLong_FromUnsignedLongLong(b);
         if (vb) {
-            *norm = Py_BuildValue("(OOO)", K_RANGE, va, vb);
-            *sw = Py_BuildValue("(OOO)", K_R, va, vb);
+            *norm = tuple_of(3, ref(K_RANGE), ref(va), ref(vb));
+            *sw = tuple_of(3, ref(K_R), ref(va), ref(vb));
             Py_DECREF(vb);
         }
         break;
@@ -627,15 +671,18 @@ static int check(upd_t *u, PyObject *tid, PyObject *plan, PyObject **out) {
         Py_INCREF(Py_None);
         match = Py_None;
     }
-    PyObject *key = Py_BuildValue("(OL)", items, (long long)u->priority);
+    PyObject *key = tuple_of(2, ref(items), PyLong_FromLongLong(u->priority));
     if (!key) {
         rc = -1;
         goto done;
     }
-    /* N steals key, match and args (also when building fails) */
-    *out = Py_BuildValue("(iONLINNy#iO)", (int)u->type, tid, key,
-                         (long long)u->idle, u->action_id, match, args, (const char *)u->te,
-                         u->type == 3 ? (Py_ssize_t)0 : u->nte, u->has_md, Py_True);
+    /* tuple_of takes key, match and args over (also when building fails) */
+    *out = tuple_of(10, PyLong_FromLong(u->type), ref(tid), key,
+                    PyLong_FromLongLong(u->idle), PyLong_FromUnsignedLong(u->action_id),
+                    match, args,
+                    PyBytes_FromStringAndSize((const char *)u->te,
+                                              u->type == 3 ? (Py_ssize_t)0 : u->nte),
+                    PyLong_FromLong(u->has_md), ref(Py_True));
     match = NULL;
     args = NULL;
     rc = *out ? 0 : -1;
@@ -661,8 +708,14 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t s, e;
-        PyObject *item = NULL;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(spans, i), "nn", &s, &e))
+        PyObject *item = NULL, *span = PyList_GET_ITEM(spans, i);
+        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a span is a (start, end) tuple");
+            goto fail;
+        }
+        s = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
+        e = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
+        if ((s == -1 || e == -1) && PyErr_Occurred())
             goto fail;
         if (s < 0 || e < s || e > buf.len) {
             PyErr_SetString(PyExc_ValueError, "span outside the data");
@@ -767,7 +820,8 @@ static PyObject *split(PyObject *self, PyObject *args) {
                 goto fail;
             }
             if (is_lazy) {
-                PyObject *span = Py_BuildValue("(nn)", pos, pos + (Py_ssize_t)length);
+                PyObject *span = tuple_of(2, PyLong_FromSsize_t(pos),
+                                          PyLong_FromSsize_t(pos + (Py_ssize_t)length));
                 if (!span || PyList_Append(spans, span)) { Py_XDECREF(span); goto fail; }
                 Py_DECREF(span);
                 pos += (Py_ssize_t)length;
@@ -984,7 +1038,9 @@ static PyObject *apply(PyObject *self, PyObject *args) {
         long kind = PyLong_AsLong(PyTuple_GET_ITEM(d, 0));
         PyObject *key = PyTuple_GET_ITEM(d, 2);
         if (kind == 3) {                                       /* DELETE */
-            PyObject *record = PyDict_GetItemWithError(records, key);
+            Py_hash_t hkey = PyObject_Hash(key);
+            if (hkey == -1) goto error;
+            PyObject *record = dict_get_h(records, key, hkey);
             if (!record) {
                 if (PyErr_Occurred()) goto error;
                 break;
@@ -1005,16 +1061,19 @@ static PyObject *apply(PyObject *self, PyObject *args) {
             }
             PyObject *prio = PyTuple_GET_ITEM(row, 4), *ident;
             ident = row_ident(PyTuple_GET_ITEM(row, 1), prio, mode);
-            PyObject *rid = PyLong_FromVoidPtr(record);
-            int bad = !ident || !rid
+            /* the timed dict (by the record's id) is looked at only when it has any */
+            PyObject *rid = PyDict_GET_SIZE(timed) ? PyLong_FromVoidPtr(record) : NULL;
+            int bad = !ident || (PyDict_GET_SIZE(timed) && !rid)
                       || (dead != Py_None && (PyList_Append(dead, record) < 0
                                               || PyList_Append(dead, row) < 0))
                       || PyDict_DelItem(row_ids, ident) < 0
-                      || PyDict_DelItem(rows, handle) < 0 || PyDict_DelItem(records, key) < 0
+                      || PyDict_DelItem(rows, handle) < 0
+                      || dict_del_h(records, key, hkey) < 0
                       || PyList_Append(deleted, handle) < 0;
-            if (!bad && PyDict_DelItem(timed, rid) < 0) {
-                if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
-                else bad = 1;
+            if (!bad && rid) {
+                PyObject *was = PyDict_GetItemWithError(timed, rid);
+                if (was ? PyDict_DelItem(timed, rid) < 0 : PyErr_Occurred() != NULL)
+                    bad = 1;
             }
             Py_XDECREF(ident);
             Py_XDECREF(rid);
@@ -1039,8 +1098,10 @@ static PyObject *apply(PyObject *self, PyObject *args) {
         PyObject *plain_flag = PyObject_IsTrue(PyTuple_GET_ITEM(d, 8)) ? Py_False : Py_True;
         PyObject *sw_action = PyTuple_GET_ITEM(route, 3);
         if (kind == 1) {                                       /* INSERT */
-            int has = PyDict_Contains(records, key);
-            if (has < 0) goto error;
+            Py_hash_t hkey = PyObject_Hash(key);
+            if (hkey == -1) goto error;
+            int has = dict_get_h(records, key, hkey) != NULL;
+            if (!has && PyErr_Occurred()) goto error;
             if (has || (size && PyDict_GET_SIZE(records) >= size)
                 || PyDict_GET_SIZE(rows) >= state_size)
                 break;                       /* ALREADY_EXISTS / full: Python reports */
@@ -1052,7 +1113,9 @@ static PyObject *apply(PyObject *self, PyObject *args) {
             }
             PyObject *ident = row_ident(match, prio, mode);
             if (!ident) { Py_DECREF(prio); goto error; }
-            has = PyDict_Contains(row_ids, ident);
+            Py_hash_t hident = PyObject_Hash(ident);
+            has = hident == -1 ? -1 : dict_get_h(row_ids, ident, hident) != NULL;
+            if (has == 0 && PyErr_Occurred()) has = -1;
             if (has) {                        /* a duplicate row (or an error) */
                 Py_DECREF(prio);
                 Py_DECREF(ident);
@@ -1078,11 +1141,13 @@ static PyObject *apply(PyObject *self, PyObject *args) {
                                       Py_None, idle, match, plain_flag};
                 record = new_slotted(Record, argv, 15);
             }
-            PyObject *rid = record ? PyLong_FromVoidPtr(record) : NULL;
-            int bad = !rid || PyDict_SetItem(rows, handle, row) < 0
-                      || PyDict_SetItem(row_ids, ident, handle) < 0
+            /* the timed dict's key (the record's id) only for an entry with a timeout */
+            PyObject *rid = record && timed_now ? PyLong_FromVoidPtr(record) : NULL;
+            int bad = !record || (timed_now && !rid)
+                      || PyDict_SetItem(rows, handle, row) < 0
+                      || dict_set_h(row_ids, ident, handle, hident) < 0
                       || PyList_Append(put, handle) < 0
-                      || PyDict_SetItem(records, key, record) < 0
+                      || dict_set_h(records, key, record, hkey) < 0
                       || (timed_now && PyDict_SetItem(timed, rid, record) < 0);
             Py_DECREF(ident);
             Py_XDECREF(handle);
