@@ -28,6 +28,11 @@ class EntityBuilder:
 
     def __init__(self, index: P4InfoIndex) -> None:
         self.index = index
+        # Per table id: whether its entries need a priority; per action id: its
+        # parameters as (name, id, bitwidth). Read once from the P4Info: every entry
+        # asks again, and protobuf's repeated fields build a wrapper per element read.
+        self._needs_priority: dict[int, bool] = {}
+        self._params: dict[int, tuple[tuple[str, int, int], ...]] = {}
 
     # --- tables ------------------------------------------------------------------------
     def table_entry(self, table: str, match: Mapping[str, MatchValue] | None = None,
@@ -103,10 +108,12 @@ class EntityBuilder:
             raise BadValueError(f"{what}: match kind {MF.MatchType.Name(kind)} "
                                 "is not supported")
 
-    @staticmethod
-    def _set_priority(entry: p4runtime_pb2.TableEntry, info: p4info_pb2.Table,
+    def _set_priority(self, entry: p4runtime_pb2.TableEntry, info: p4info_pb2.Table,
                       priority: int | None) -> None:
-        needs = any(mf.match_type in NEEDS_PRIORITY for mf in info.match_fields)
+        needs = self._needs_priority.get(info.preamble.id)
+        if needs is None:
+            needs = self._needs_priority[info.preamble.id] = any(
+                mf.match_type in NEEDS_PRIORITY for mf in info.match_fields)
         if needs and not priority:
             raise BadValueError(f"{info.preamble.name} has ternary/range/optional keys: "
                                 "an entry needs a priority >= 1")
@@ -126,16 +133,21 @@ class EntityBuilder:
         ``into`` fills an existing message (the caller's, without building one to copy)."""
         info = self.index.table_action(table, name) if table else self.index.action(name)
         act = into if into is not None else p4runtime_pb2.Action()
-        act.action_id = info.preamble.id
-        for key in params:
-            self.index.param(info, key)          # unknown parameter -> clear error
-        for p in info.params:
-            if p.name not in params:
-                raise BadValueError(f"action {info.preamble.name}: parameter {p.name!r} "
+        act.action_id = action_id = info.preamble.id
+        spec = self._params.get(action_id)
+        if spec is None:
+            spec = self._params[action_id] = tuple((p.name, p.id, p.bitwidth)
+                                                   for p in info.params)
+        if len(params) != len(spec) or any(key not in params for key, _, _ in spec):
+            for key in params:
+                self.index.param(info, key)      # unknown parameter -> clear error
+        for name, param_id, width in spec:
+            if name not in params:
+                raise BadValueError(f"action {info.preamble.name}: parameter {name!r} "
                                     "is missing")
-            number = values.parse_scalar(params[p.name], p.bitwidth,
-                                         f"action {info.preamble.name} parameter {p.name}")
-            act.params.add(param_id=p.id, value=values.encode(number))
+            number = values.parse_scalar(params[name], width,
+                                         f"action {info.preamble.name} parameter {name}")
+            act.params.add(param_id=param_id, value=values.encode(number))
         return act
 
     # --- action profiles ---------------------------------------------------------------

@@ -93,6 +93,11 @@ class P4InfoIndex:
             for obj in getattr(p4info, attr):
                 names.add(obj)
             self._kinds[attr] = names
+        # Lookups inside a table or action, by (what, its id, the name asked): a
+        # controller adding routes resolves the same few names for every entry, and each
+        # fresh resolution walks protobuf repeated fields (a wrapper object per element
+        # read): over half of building a route (2026-12-06). Only found names are kept.
+        self._found: dict[tuple[str, int, str], Any] = {}
 
     @classmethod
     def from_file(cls, path: str | Path) -> P4InfoIndex:
@@ -140,8 +145,17 @@ class P4InfoIndex:
         return True
 
     # --- inside a table/action ---------------------------------------------------------
+    # Each lookup answers from _found when it has answered the same question before; a
+    # table or action passed in is one of this index's P4Info (its id names it).
+    def match_field(self, table: p4info_pb2.Table, name: str) -> p4info_pb2.MatchField:
+        key = ("match", table.preamble.id, name)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = self._match_field(table, name)
+        return found
+
     @staticmethod
-    def match_field(table: p4info_pb2.Table, name: str) -> p4info_pb2.MatchField:
+    def _match_field(table: p4info_pb2.Table, name: str) -> p4info_pb2.MatchField:
         for mf in table.match_fields:
             if mf.name == name or mf.name.endswith("." + name):
                 return mf
@@ -149,8 +163,15 @@ class P4InfoIndex:
         raise UnknownNameError(f"table {table.preamble.name} has no key field {name!r} "
                                f"(keys: {known})")
 
+    def param(self, action: p4info_pb2.Action, name: str) -> p4info_pb2.Action.Param:
+        key = ("param", action.preamble.id, name)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = self._param(action, name)
+        return found
+
     @staticmethod
-    def param(action: p4info_pb2.Action, name: str) -> p4info_pb2.Action.Param:
+    def _param(action: p4info_pb2.Action, name: str) -> p4info_pb2.Action.Param:
         for p in action.params:
             if p.name == name:
                 return p
@@ -163,6 +184,13 @@ class P4InfoIndex:
 
     def table_action(self, table: p4info_pb2.Table, name: str) -> p4info_pb2.Action:
         """An action of ``table`` by name, suffix or alias (only among its own actions)."""
+        key = ("table action", table.preamble.id, name)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = self._table_action(table, name)
+        return found
+
+    def _table_action(self, table: p4info_pb2.Table, name: str) -> p4info_pb2.Action:
         candidates = [a for a in self.table_actions(table)
                       if name in ({a.preamble.name, a.preamble.alias}
                                   | _suffixes(a.preamble.name))]
