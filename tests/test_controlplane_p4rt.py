@@ -130,6 +130,29 @@ def test_entry_errors_name_the_problem(l3: P4InfoIndex, kwargs, message) -> None
         EntityBuilder(l3).table_entry(**args)
 
 
+def test_one_builder_answers_the_same_after_its_lookups_are_kept(l3: P4InfoIndex) -> None:
+    """The builder and the index keep what they resolved (names inside a table or action,
+    a table's priority rule, an action's parameters): a builder used for many entries
+    must still build each like a fresh one and refuse each mistake with the same error."""
+    args = {"table": "ipv4_lpm", "match": {"hdr.ipv4.dst_addr": "10.0.0.0/8"},
+            "action": "set_next_hop", "params": NH}
+    b = EntityBuilder(l3)
+    first = b.table_entry(**args)
+    for _ in range(2):
+        for kwargs, message in [
+                ({"match": {"hdr.ipv4.src": "1.2.3.4"}}, "has no key field 'hdr.ipv4.src'"),
+                ({"action": "forward"}, "has no action 'forward'"),
+                ({"params": {"port": 1}}, "parameter 'src_mac' is missing"),
+                ({"params": {**NH, "vlan": 3}}, "has no parameter 'vlan'"),
+                ({"params": {"port": 1, "src_mac": 2, "vlan": 3}}, "no parameter 'vlan'"),
+                ({"priority": 5}, "entries take no priority")]:
+            with pytest.raises((BadValueError, UnknownNameError), match=message):
+                b.table_entry(**{**args, **kwargs})
+        assert b.table_entry(**args) == first == EntityBuilder(l3).table_entry(**args)
+        assert b.table_entry(**{**args, "match": {"dst_addr": "10.0.0.0/8"},
+                                "action": "L3Ingress.set_next_hop"}) == first
+
+
 def test_ternary_range_optional_and_wildcards(acl: EntityBuilder) -> None:
     e = acl.table_entry("acl", match={"src_addr": "10.0.0.0&&&255.0.0.0",
                                       "dst_port": "4791..4791", "vrf": 3,
