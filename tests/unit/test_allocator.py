@@ -21,7 +21,19 @@ def without_jemalloc(monkeypatch):
 
 def test_default_preloads_jemalloc_where_installed(with_jemalloc):
     env = allocator.server_environment({"PATH": "/bin", "LD_PRELOAD": "/opt/x.so"})
-    assert env == {"PATH": "/bin", "PYTHONMALLOC": "malloc", "LD_PRELOAD": f"{LIB} /opt/x.so"}
+    assert env == {"PATH": "/bin", "PYTHONMALLOC": "malloc", "LD_PRELOAD": f"{LIB} /opt/x.so",
+                   "MALLOC_CONF": allocator.JEMALLOC_CONF}
+
+
+def test_jemalloc_purges_slowly_and_the_users_options_win(with_jemalloc):
+    """The reclaimer decides when freed pages go back: jemalloc's own purging waits
+    longer; options the user gives come after softswitch's, so theirs apply."""
+    assert "dirty_decay_ms:30000" in allocator.JEMALLOC_CONF
+    env = allocator.server_environment({"MALLOC_CONF": "dirty_decay_ms:1000"})
+    assert env is not None
+    assert env["MALLOC_CONF"] == f"{allocator.JEMALLOC_CONF},dirty_decay_ms:1000"
+    assert "MALLOC_CONF" not in allocator.server_environment(
+        {"SOFTSWITCH_ALLOCATOR": "glibc"})
 
 
 def test_default_without_jemalloc_is_glibc_with_few_arenas(without_jemalloc):
