@@ -7,6 +7,7 @@ index resolves all three and says which names exist when one does not.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,14 +146,19 @@ class P4InfoIndex:
         return True
 
     # --- inside a table/action ---------------------------------------------------------
-    # Each lookup answers from _found when it has answered the same question before; a
-    # table or action passed in is one of this index's P4Info (its id names it).
-    def match_field(self, table: p4info_pb2.Table, name: str) -> p4info_pb2.MatchField:
-        key = ("match", table.preamble.id, name)
+    def _kept(self, what: str, owner: Any, name: str,
+              resolve: Callable[[Any, str], Any]) -> Any:
+        """``resolve(owner, name)``, answered from _found when the same question was
+        asked before (``owner``, a table or action of this index's P4Info, is named by
+        its id); what it raises is not kept."""
+        key = (what, owner.preamble.id, name)
         found = self._found.get(key)
         if found is None:
-            found = self._found[key] = self._match_field(table, name)
+            found = self._found[key] = resolve(owner, name)
         return found
+
+    def match_field(self, table: p4info_pb2.Table, name: str) -> p4info_pb2.MatchField:
+        return self._kept("match", table, name, self._match_field)
 
     @staticmethod
     def _match_field(table: p4info_pb2.Table, name: str) -> p4info_pb2.MatchField:
@@ -164,11 +170,7 @@ class P4InfoIndex:
                                f"(keys: {known})")
 
     def param(self, action: p4info_pb2.Action, name: str) -> p4info_pb2.Action.Param:
-        key = ("param", action.preamble.id, name)
-        found = self._found.get(key)
-        if found is None:
-            found = self._found[key] = self._param(action, name)
-        return found
+        return self._kept("param", action, name, self._param)
 
     @staticmethod
     def _param(action: p4info_pb2.Action, name: str) -> p4info_pb2.Action.Param:
@@ -184,11 +186,7 @@ class P4InfoIndex:
 
     def table_action(self, table: p4info_pb2.Table, name: str) -> p4info_pb2.Action:
         """An action of ``table`` by name, suffix or alias (only among its own actions)."""
-        key = ("table action", table.preamble.id, name)
-        found = self._found.get(key)
-        if found is None:
-            found = self._found[key] = self._table_action(table, name)
-        return found
+        return self._kept("table action", table, name, self._table_action)
 
     def _table_action(self, table: p4info_pb2.Table, name: str) -> p4info_pb2.Action:
         candidates = [a for a in self.table_actions(table)
