@@ -226,42 +226,26 @@ static uint64_t rt_hash(int algo, const uint8_t *d, size_t n) {
 
 /* ------------------------------------------------------------------ hash maps */
 /* Open addressing, linear probing, backward-shift deletion; keys are nk u128 words.
- * A slot is the value, the key's hash and the key, side by side (32 bytes for a
- * one-word key, two to a cache line): a lookup that finds its key reads one cache line,
- * not one in each of three arrays. In a 20k-route table a write's lookups were its
- * hottest C code, all of it waiting on memory (2026-12-06); a packet's lookups read the
- * same slots.
- * Growing is incremental: a map past 3/4 full allocates slots twice as many and moves
- * MAP_STEP of the old ones per later write (put or delete), so no single write rehashes
- * the whole table. Doubling a 65,536-slot map in one step stopped the port loop for
- * ~23 ms in softswitch run (6 MB of new arrays, page faults included) while a controller
- * added routes one by one. Meanwhile lookups try the new slots, then the old ones, whose
- * moved or deleted slots hold MAP_GONE (probing goes on past them). A key is in one of
- * the two arrays, never both: a write finds it in the old ones first. */
-typedef struct {
-    void *v;                      /* NULL: empty */
-    uint64_t h;
-    /* then the key: nk u128 words (the slot's size is a multiple of 16: aligned) */
-} rt_slot;
-
+ * Growing is incremental: a map past 3/4 full allocates arrays twice the size and moves
+ * MAP_STEP slots of the old ones per later write (put or delete), so no single write
+ * rehashes the whole table. Doubling a 65,536-slot map in one step stopped the port loop
+ * for ~23 ms in softswitch run (6 MB of new arrays, page faults included) while a
+ * controller added routes one by one. Meanwhile lookups try the new arrays, then the old
+ * ones, whose moved or deleted slots hold MAP_GONE (probing goes on past them). A key is
+ * in one of the two arrays, never both: a write finds it in the old arrays first. */
 typedef struct {
     uint32_t cap, n, nk;          /* n: entries in both arrays */
-    size_t stride;                /* bytes per slot: sizeof(rt_slot) + nk words */
-    unsigned char *slots;
-    uint32_t ocap, opos;          /* while growing: the old slots, moved up to opos */
-    unsigned char *oslots;
+    u128 *keys;
+    void **vals;
+    uint64_t *hs;
+    uint32_t ocap, opos;          /* while growing: the old arrays, moved up to opos */
+    u128 *okeys;
+    void **ovals;
+    uint64_t *ohs;
 } rt_map;
 
 #define MAP_GONE ((void *)1)
 #define MAP_STEP 64u
-
-static inline rt_slot *slot_at(unsigned char *slots, size_t stride, uint32_t i) {
-    return (rt_slot *)(slots + stride * i);
-}
-
-static inline u128 *slot_key(rt_slot *sl) {
-    return (u128 *)(sl + 1);
-}
 
 static inline uint64_t mix64(uint64_t x) {
     x ^= x >> 33; x *= 0xff51afd7ed558ccdULL;
@@ -287,41 +271,42 @@ static inline int key_eq(const u128 *a, const u128 *b, uint32_t nk) {
 static void map_init(rt_map *m, uint32_t nk) {
     memset(m, 0, sizeof(*m));
     m->nk = nk ? nk : 1;
-    m->stride = sizeof(rt_slot) + sizeof(u128) * m->nk;
 }
 
 static void map_free_old(rt_map *m) {
-    free(m->oslots);
-    m->oslots = NULL;
+    free(m->okeys); free(m->ovals); free(m->ohs);
+    m->okeys = NULL; m->ovals = NULL; m->ohs = NULL;
     m->ocap = m->opos = 0;
 }
 
 static void map_free(rt_map *m) {
-    free(m->slots);
+    free(m->keys); free(m->vals); free(m->hs);
     map_free_old(m);
-    map_init(m, m->nk);
+    uint32_t nk = m->nk;
+    memset(m, 0, sizeof(*m));
+    m->nk = nk;
 }
 
-/* The slot of k (hash h) in the new slots, or NULL. */
-static rt_slot *map_find_new(const rt_map *m, const u128 *k, uint64_t h) {
-    if (!m->cap) return NULL;
+/* The slot of k (hash h) in the new arrays, or -1. */
+static int64_t map_find_new(const rt_map *m, const u128 *k, uint64_t h) {
+    if (!m->cap) return -1;
     uint32_t mask = m->cap - 1, i = (uint32_t)h & mask;
     for (;;) {
-        rt_slot *sl = slot_at(m->slots, m->stride, i);
-        if (!sl->v) return NULL;
-        if (sl->h == h && key_eq(slot_key(sl), k, m->nk)) return sl;
+        if (!m->vals[i]) return -1;
+        if (m->hs[i] == h && key_eq(&m->keys[(size_t)i * m->nk], k, m->nk)) return i;
         i = (i + 1) & mask;
     }
 }
 
-/* The slot of k (hash h) in the old slots (growing), or NULL. */
-static rt_slot *map_find_old(const rt_map *m, const u128 *k, uint64_t h) {
-    if (!m->oslots) return NULL;
+/* The slot of k (hash h) in the old arrays (growing), or -1. */
+static int64_t map_find_old(const rt_map *m, const u128 *k, uint64_t h) {
+    if (!m->ovals) return -1;
     uint32_t mask = m->ocap - 1, i = (uint32_t)h & mask;
     for (;;) {
-        rt_slot *sl = slot_at(m->oslots, m->stride, i);
-        if (!sl->v) return NULL;
-        if (sl->v != MAP_GONE && sl->h == h && key_eq(slot_key(sl), k, m->nk)) return sl;
+        void *v = m->ovals[i];
+        if (!v) return -1;
+        if (v != MAP_GONE && m->ohs[i] == h && key_eq(&m->okeys[(size_t)i * m->nk], k, m->nk))
+            return i;
         i = (i + 1) & mask;
     }
 }
@@ -329,29 +314,29 @@ static rt_slot *map_find_old(const rt_map *m, const u128 *k, uint64_t h) {
 static void *map_get(const rt_map *m, const u128 *k) {
     if (!m->n) return NULL;
     uint64_t h = key_hash(k, m->nk);
-    rt_slot *sl = map_find_new(m, k, h);
-    if (!sl) sl = map_find_old(m, k, h);
-    return sl ? sl->v : NULL;
+    int64_t i = map_find_new(m, k, h);
+    if (i >= 0) return m->vals[i];
+    i = map_find_old(m, k, h);
+    return i >= 0 ? m->ovals[i] : NULL;
 }
 
-/* Put a key known to be in neither array into the new slots. */
+/* Put a key known to be in neither array into the new ones. */
 static void map_place(rt_map *m, const u128 *k, uint64_t h, void *v) {
     uint32_t mask = m->cap - 1, i = (uint32_t)h & mask;
-    rt_slot *sl;
-    while ((sl = slot_at(m->slots, m->stride, i))->v) i = (i + 1) & mask;
-    sl->v = v;
-    sl->h = h;
-    memcpy(slot_key(sl), k, sizeof(u128) * m->nk);
+    while (m->vals[i]) i = (i + 1) & mask;
+    m->vals[i] = v;
+    m->hs[i] = h;
+    memcpy(&m->keys[(size_t)i * m->nk], k, sizeof(u128) * m->nk);
 }
 
-/* Move up to MAP_STEP old slots into the new ones; the old ones go when all moved. */
+/* Move up to MAP_STEP old slots into the new arrays; the old ones go when all moved. */
 static void map_migrate(rt_map *m) {
-    if (!m->oslots) return;
+    if (!m->ovals) return;
     uint32_t end = m->opos + MAP_STEP < m->ocap ? m->opos + MAP_STEP : m->ocap;
     for (uint32_t i = m->opos; i < end; i++) {
-        rt_slot *sl = slot_at(m->oslots, m->stride, i);
-        if (sl->v && sl->v != MAP_GONE) map_place(m, slot_key(sl), sl->h, sl->v);
-        if (sl->v) sl->v = MAP_GONE;
+        void *v = m->ovals[i];
+        if (v && v != MAP_GONE) map_place(m, &m->okeys[(size_t)i * m->nk], m->ohs[i], v);
+        if (v) m->ovals[i] = MAP_GONE;
     }
     m->opos = end;
     if (end == m->ocap) map_free_old(m);
@@ -360,26 +345,27 @@ static void map_migrate(rt_map *m) {
 /* Start growing (the first allocation has nothing to move); -1 when out of memory. */
 static int map_grow(rt_map *m) {
     uint32_t ncap = m->cap ? m->cap * 2 : 16;
-    unsigned char *slots = (unsigned char *)calloc(ncap, m->stride);
-    if (!slots) return -1;
+    u128 *keys = (u128 *)malloc(sizeof(u128) * m->nk * (size_t)ncap);
+    void **vals = (void **)calloc(ncap, sizeof(void *));
+    uint64_t *hs = (uint64_t *)malloc(sizeof(uint64_t) * ncap);
+    if (!keys || !vals || !hs) { free(keys); free(vals); free(hs); return -1; }
     if (m->cap) {
-        m->oslots = m->slots;
-        m->ocap = m->cap;
-        m->opos = 0;
+        m->okeys = m->keys; m->ovals = m->vals; m->ohs = m->hs;
+        m->ocap = m->cap; m->opos = 0;
     }
-    m->slots = slots;
-    m->cap = ncap;
+    m->keys = keys; m->vals = vals; m->hs = hs; m->cap = ncap;
     return 0;
 }
 
 /* Insert or replace; returns 0, or -1 when out of memory. */
 static int map_put(rt_map *m, const u128 *k, void *v) {
-    if (m->oslots) map_migrate(m);
+    if (m->ovals) map_migrate(m);
     else if ((m->n + 1) * 4 >= m->cap * 3 && map_grow(m)) return -1;
     uint64_t h = key_hash(k, m->nk);
-    rt_slot *sl = map_find_old(m, k, h);
-    if (!sl) sl = map_find_new(m, k, h);
-    if (sl) { sl->v = v; return 0; }
+    int64_t i = map_find_old(m, k, h);
+    if (i >= 0) { m->ovals[i] = v; return 0; }
+    i = map_find_new(m, k, h);
+    if (i >= 0) { m->vals[i] = v; return 0; }
     map_place(m, k, h, v);
     m->n++;
     return 0;
@@ -389,31 +375,31 @@ static void *map_del(rt_map *m, const u128 *k) {
     if (!m->n) return NULL;
     map_migrate(m);
     uint64_t h = key_hash(k, m->nk);
-    rt_slot *sl = map_find_old(m, k, h);
-    if (sl) {
-        void *old = sl->v;
-        sl->v = MAP_GONE;
+    int64_t found = map_find_old(m, k, h);
+    if (found >= 0) {
+        void *old = m->ovals[found];
+        m->ovals[found] = MAP_GONE;
         m->n--;
         return old;
     }
-    sl = map_find_new(m, k, h);
-    if (!sl) return NULL;
-    uint32_t mask = m->cap - 1;
-    uint32_t i = (uint32_t)(((unsigned char *)sl - m->slots) / m->stride);
-    void *old = sl->v;
-    sl->v = NULL;
+    found = map_find_new(m, k, h);
+    if (found < 0) return NULL;
+    uint32_t mask = m->cap - 1, i = (uint32_t)found;
+    void *old = m->vals[i];
+    m->vals[i] = NULL;
     m->n--;
     uint32_t j = i;
     for (;;) {
         j = (j + 1) & mask;
-        rt_slot *sj = slot_at(m->slots, m->stride, j);
-        if (!sj->v) break;
-        uint32_t home = (uint32_t)sj->h & mask;
+        if (!m->vals[j]) break;
+        uint32_t home = (uint32_t)m->hs[j] & mask;
         /* move j back to i when its home is not in (i, j] cyclically */
         int move = (i <= j) ? (home <= i || home > j) : (home <= i && home > j);
         if (move) {
-            memcpy(slot_at(m->slots, m->stride, i), sj, m->stride);
-            sj->v = NULL;
+            m->vals[i] = m->vals[j];
+            m->hs[i] = m->hs[j];
+            memcpy(&m->keys[(size_t)i * m->nk], &m->keys[(size_t)j * m->nk], sizeof(u128) * m->nk);
+            m->vals[j] = NULL;
             i = j;
         }
     }
@@ -422,11 +408,9 @@ static void *map_del(rt_map *m, const u128 *k) {
 
 /* Each value of the map (both arrays while growing), for teardown. */
 #define MAP_EACH(m, v, body) do { \
-    for (uint32_t _i = 0; _i < (m)->cap; _i++) { \
-        void *v = slot_at((m)->slots, (m)->stride, _i)->v; if (v) { body; } } \
+    for (uint32_t _i = 0; _i < (m)->cap; _i++) { void *v = (m)->vals[_i]; if (v) { body; } } \
     for (uint32_t _i = 0; _i < (m)->ocap; _i++) { \
-        void *v = slot_at((m)->oslots, (m)->stride, _i)->v; \
-        if (v && v != MAP_GONE) { body; } } \
+        void *v = (m)->ovals[_i]; if (v && v != MAP_GONE) { body; } } \
 } while (0)
 
 /* ------------------------------------------------------------------ tables */
