@@ -69,12 +69,6 @@ static PyObject *tuple_of(Py_ssize_t n, ...) {
     return t;
 }
 
-/* A new reference to ``o`` (Py_NewRef is 3.10+; this builds on older Pythons too). */
-static inline PyObject *ref(PyObject *o) {
-    Py_INCREF(o);
-    return o;
-}
-
 /* Dict operations given the key's hash: a batched insert looks a key up, then stores
  * it, and a key is a nested tuple whose hash is computed anew each time (tuples do not
  * cache it). CPython's own helpers where it has them, else the plain calls. */
@@ -492,19 +486,19 @@ static int check_field(const fm_t *f, int width, PyObject **norm, PyObject **sw)
     switch (f->kind) {
     case 2:         /* exact */
     case 7:         /* optional */
-        *norm = tuple_of(3, ref(f->kind == 2 ? K_EXACT : K_OPTIONAL), ref(va),
+        *norm = tuple_of(3, Py_NewRef(f->kind == 2 ? K_EXACT : K_OPTIONAL), Py_NewRef(va),
                          PyLong_FromLong(0));
-        *sw = tuple_of(2, ref(va), ref(vm));
+        *sw = tuple_of(2, Py_NewRef(va), Py_NewRef(vm));
         break;
     case 4:         /* lpm */
-        *norm = tuple_of(3, ref(K_LPM), ref(va), PyLong_FromLongLong(f->plen));
-        *sw = tuple_of(3, ref(va), ref(vm), PyLong_FromLongLong(f->plen));
+        *norm = tuple_of(3, Py_NewRef(K_LPM), Py_NewRef(va), PyLong_FromLongLong(f->plen));
+        *sw = tuple_of(3, Py_NewRef(va), Py_NewRef(vm), PyLong_FromLongLong(f->plen));
         break;
     case 3: {       /* ternary: the mask too is shared */
         PyObject *vb = PyLong_FromUnsignedLongLong(b);
         if (vb) {
-            *norm = tuple_of(3, ref(K_TERNARY), ref(va), ref(vb));
-            *sw = tuple_of(2, ref(va), ref(vb));
+            *norm = tuple_of(3, Py_NewRef(K_TERNARY), Py_NewRef(va), Py_NewRef(vb));
+            *sw = tuple_of(2, Py_NewRef(va), Py_NewRef(vb));
             Py_DECREF(vb);
         }
         break;
@@ -512,8 +506,8 @@ static int check_field(const fm_t *f, int width, PyObject **norm, PyObject **sw)
     default: {      /* range */
         PyObject *vb = PyLong_FromUnsignedLongLong(b);
         if (vb) {
-            *norm = tuple_of(3, ref(K_RANGE), ref(va), ref(vb));
-            *sw = tuple_of(3, ref(K_R), ref(va), ref(vb));
+            *norm = tuple_of(3, Py_NewRef(K_RANGE), Py_NewRef(va), Py_NewRef(vb));
+            *sw = tuple_of(3, Py_NewRef(K_R), Py_NewRef(va), Py_NewRef(vb));
             Py_DECREF(vb);
         }
         break;
@@ -671,18 +665,18 @@ static int check(upd_t *u, PyObject *tid, PyObject *plan, PyObject **out) {
         Py_INCREF(Py_None);
         match = Py_None;
     }
-    PyObject *key = tuple_of(2, ref(items), PyLong_FromLongLong(u->priority));
+    PyObject *key = tuple_of(2, Py_NewRef(items), PyLong_FromLongLong(u->priority));
     if (!key) {
         rc = -1;
         goto done;
     }
     /* tuple_of takes key, match and args over (also when building fails) */
-    *out = tuple_of(10, PyLong_FromLong(u->type), ref(tid), key,
+    *out = tuple_of(10, PyLong_FromLong(u->type), Py_NewRef(tid), key,
                     PyLong_FromLongLong(u->idle), PyLong_FromUnsignedLong(u->action_id),
                     match, args,
                     PyBytes_FromStringAndSize((const char *)u->te,
                                               u->type == 3 ? (Py_ssize_t)0 : u->nte),
-                    PyLong_FromLong(u->has_md), ref(Py_True));
+                    PyLong_FromLong(u->has_md), Py_NewRef(Py_True));
     match = NULL;
     args = NULL;
     rc = *out ? 0 : -1;
@@ -1062,8 +1056,9 @@ static PyObject *apply(PyObject *self, PyObject *args) {
             PyObject *prio = PyTuple_GET_ITEM(row, 4), *ident;
             ident = row_ident(PyTuple_GET_ITEM(row, 1), prio, mode);
             /* the timed dict (by the record's id) is looked at only when it has any */
-            PyObject *rid = PyDict_GET_SIZE(timed) ? PyLong_FromVoidPtr(record) : NULL;
-            int bad = !ident || (PyDict_GET_SIZE(timed) && !rid)
+            int any_timed = PyDict_GET_SIZE(timed) > 0;
+            PyObject *rid = any_timed ? PyLong_FromVoidPtr(record) : NULL;
+            int bad = !ident || (any_timed && !rid)
                       || (dead != Py_None && (PyList_Append(dead, record) < 0
                                               || PyList_Append(dead, row) < 0))
                       || PyDict_DelItem(row_ids, ident) < 0
