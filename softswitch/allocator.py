@@ -13,8 +13,10 @@ Which C allocator (``SOFTSWITCH_ALLOCATOR``):
   installs it): preloaded into the re-executed server. Measured on the P4Runtime write
   benchmark, against glibc: deletes of batches of 1000 430-540k entries/s instead of
   300-315k, no-op RPCs 3.4-3.5k/s instead of 3.05k/s, inserts the same or better.
-  Freed pages go back with its ``arena.<all>.purge``. Its own time-based purging is
-  slowed (:data:`JEMALLOC_CONF`): the reclaimer decides when freed pages go back;
+  Freed pages go back with its ``arena.<all>.purge`` (:func:`release_heap`), or, with
+  :func:`settle_heap`, only beyond :data:`KEEP_FREED_BYTES` (the rest along its decay).
+  Its own time-based purging is slowed (:data:`JEMALLOC_CONF`): the reclaimer decides
+  when freed pages go back;
   jemalloc's default (pages unused for ~10 s go, from whichever thread allocates next)
   handed back, during 7 s of single-entry writes, the pages a batched insert then
   faulted in again: batches of 1000 after them ran at 366k entries/s instead of 428k
@@ -34,12 +36,21 @@ import ctypes.util
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 CHOICES = ("jemalloc", "glibc", "pymalloc")
 # jemalloc's options for the server, before any of the user's MALLOC_CONF (which win):
 # unused dirty pages purged over 30 s rather than 10, and no "muzzy" stage after that
 # (MADV_FREE pages still count as the process's memory until the kernel takes them).
 JEMALLOC_CONF = "dirty_decay_ms:30000,muzzy_decay_ms:0"
+# Freed memory up to this much stays mapped for reuse when the server goes quiet
+# (settle_heap); jemalloc's decay returns it over JEMALLOC_CONF's 30 s. Purging it at
+# once had every big batch after a pause fault its pages in again: 20k routes inserted
+# in batches of 1000 after a delete and 1.6 s of other calls ran at 4.2 µs per entry
+# against ~2.5 (26 MiB freed; 2026-12-06). Beyond it (the gigabytes of issue 13's huge
+# batches; 53 MiB after 30k entries) everything goes back as soon as it is quiet: what
+# stays is bounded by this, whatever the batches were.
+KEEP_FREED_BYTES = 32 << 20
 # where Debian's libjemalloc2 puts the library, per architecture
 _JEMALLOC = ("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
              "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2")
@@ -85,15 +96,65 @@ def server_environment(env: Mapping[str, str]) -> dict[str, str] | None:
     return out
 
 
-def _jemalloc_purge() -> Callable[[], None] | None:
+def _mallctl() -> Any | None:
+    """jemalloc's ``mallctl``, where jemalloc is loaded into this process."""
     try:
         mallctl = ctypes.CDLL(None).mallctl          # present only where it is loaded
     except (OSError, AttributeError):
         return None
     mallctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
                         ctypes.c_void_p, ctypes.c_size_t]
+    return mallctl
+
+
+def _jemalloc_purge() -> Callable[[], None] | None:
+    mallctl = _mallctl()
+    if mallctl is None:
+        return None
     command = f"arena.{_ALL_ARENAS}.purge".encode()
     return lambda: mallctl(command, None, None, None, 0)
+
+
+def _jemalloc_dirty_bytes() -> Callable[[], int | None] | None:
+    """Bytes of freed pages jemalloc keeps mapped (its "dirty" pages, all arenas), read
+    afresh (``epoch``); None where its statistics cannot be read."""
+    mallctl = _mallctl()
+    if mallctl is None:
+        return None
+    pages = f"stats.arenas.{_ALL_ARENAS}.pdirty".encode()
+
+    def read_size(name: bytes) -> int | None:
+        value, size = ctypes.c_size_t(0), ctypes.c_size_t(ctypes.sizeof(ctypes.c_size_t))
+        failed = mallctl(name, ctypes.byref(value), ctypes.byref(size), None, 0)
+        return None if failed else value.value
+
+    def dirty_bytes() -> int | None:
+        epoch = ctypes.c_uint64(1)
+        if mallctl(b"epoch", None, None, ctypes.byref(epoch), ctypes.sizeof(epoch)):
+            return None
+        count, page = read_size(pages), read_size(b"arenas.page")
+        return None if count is None or page is None else count * page
+
+    return dirty_bytes
+
+
+def _jemalloc_settle() -> Callable[[], None] | None:
+    """:data:`settle_heap` on jemalloc: purge everything once more than
+    :data:`KEEP_FREED_BYTES` is free, else only what its decay says has been unused
+    long enough (``arena.<all>.decay``, along :data:`JEMALLOC_CONF`'s 30 s curve)."""
+    mallctl, purge, dirty_bytes = _mallctl(), _jemalloc_purge(), _jemalloc_dirty_bytes()
+    if mallctl is None or purge is None or dirty_bytes is None:
+        return None
+    decay = f"arena.{_ALL_ARENAS}.decay".encode()
+
+    def settle() -> None:
+        dirty = dirty_bytes()
+        if dirty is None or dirty > KEEP_FREED_BYTES:
+            purge()
+        else:
+            mallctl(decay, None, None, None, 0)
+
+    return settle
 
 
 def _glibc_trim() -> Callable[[], None]:
@@ -114,3 +175,7 @@ def describe() -> str:
 
 # returns the heap's freed pages to the kernel, with whichever allocator is loaded
 release_heap: Callable[[], None] = _jemalloc_purge() or _glibc_trim()
+# returns them too, but on jemalloc keeps up to KEEP_FREED_BYTES of them for the next
+# batch while they are recent (see KEEP_FREED_BYTES); glibc's trim has no such middle
+# way and returns them all
+settle_heap: Callable[[], None] = _jemalloc_settle() or release_heap

@@ -78,3 +78,39 @@ def test_release_heap_purges_jemalloc_when_preloaded():
                           env=dict(os.environ, LD_PRELOAD=library, PYTHONMALLOC="malloc"),
                           timeout=60)
     assert done.stdout.split() == ["jemalloc", "0"], done.stderr
+
+
+def test_settle_heap_keeps_a_bounded_amount_of_freed_memory_for_the_next_batch():
+    """On jemalloc, settle_heap leaves recently freed pages mapped while they are at most
+    KEEP_FREED_BYTES (the next batch reuses them instead of faulting them in again), and
+    hands everything back once more is free."""
+    import os
+    import subprocess
+    import sys
+
+    library = allocator.jemalloc_path()
+    if library is None:
+        pytest.skip("libjemalloc2 is not installed")
+    code = """
+from softswitch import allocator
+dirty = allocator._jemalloc_dirty_bytes()
+def freed(mib):
+    blocks = [bytearray(4000) for _ in range(mib * 256)]
+    del blocks
+    return dirty()
+small = freed(8)
+allocator.settle_heap()
+kept = dirty()
+big = freed(allocator.KEEP_FREED_BYTES // 2**20 + 16)
+allocator.settle_heap()
+print(small >> 20, kept >> 20, big >> 20, dirty() >> 20)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, LD_PRELOAD=library, PYTHONMALLOC="malloc",
+                                   MALLOC_CONF=allocator.JEMALLOC_CONF),
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    small, kept, big, after = map(int, done.stdout.split())
+    assert small >= 6 and kept >= small - 2, done.stdout          # kept for reuse
+    assert big > allocator.KEEP_FREED_BYTES >> 20, done.stdout
+    assert after <= 1, done.stdout                                 # all handed back
