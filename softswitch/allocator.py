@@ -46,8 +46,9 @@ JEMALLOC_CONF = "dirty_decay_ms:30000,muzzy_decay_ms:0"
 # Freed memory up to this much stays mapped for reuse when the server goes quiet
 # (settle_heap); jemalloc's decay returns it over JEMALLOC_CONF's 30 s. Purging it at
 # once had every big batch after a pause fault its pages in again: 20k routes inserted
-# in batches of 1000 after a delete and 1.6 s of other calls ran at 4.2 µs per entry
-# against ~2.5 (26 MiB freed; 2026-12-06). Beyond it (the gigabytes of issue 13's huge
+# in batches of 1000 after a delete (26 MiB freed) and 1.6 s of other calls ran at
+# 4.2-4.6 µs per entry, 3.3-3.9 with the pages kept (2.5-2.9 with no pause between;
+# 2026-12-06). Beyond it (the gigabytes of issue 13's huge
 # batches; 53 MiB after 30k entries) everything goes back as soon as it is quiet: what
 # stays is bounded by this, whatever the batches were.
 KEEP_FREED_BYTES = 32 << 20

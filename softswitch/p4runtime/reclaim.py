@@ -22,8 +22,8 @@ batch (:class:`Reclaimer`, a background thread):
 * **the C allocator keeps freed heap** in its arenas — ``settle_heap``
   (:mod:`softswitch.allocator`: jemalloc's purge, or glibc's ``malloc_trim(0)``) returns
   it to the kernel; on jemalloc up to ``KEEP_FREED_BYTES`` of recently freed pages stay
-  for the next batch (jemalloc's decay returns them within ~30 s), since a batch that
-  faults its pages in again runs ~40% slower.
+  for the next batch (jemalloc's decay returns them within ~30 s): a batch of 1000
+  inserts that faulted its pages in again ran ~20% slower.
 
 Requests add up: once the bytes handled since the last reclamation pass
 ``BIG_REQUEST_BYTES``, one is due.
