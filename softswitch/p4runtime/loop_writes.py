@@ -35,6 +35,11 @@ from softswitch.p4runtime.unary_lane import Handler, run_handler
 
 log = logging.getLogger("softswitch.p4runtime")
 SEND_TIMEOUT_S = 30.0        # the big-request thread's blocking sends
+# What one read takes, into a buffer kept for it (the loop's thread only): recv(1 MiB)
+# allocated and shrank a 1 MiB object per Write, 17% of the loop's time in Writes
+# (py-spy, 1000 routes/s).
+_CHUNK = bytearray(64 << 10)
+_CHUNK_VIEW = memoryview(_CHUNK)
 
 
 class PortLoop(Protocol):
@@ -118,16 +123,16 @@ class _Connection:
     def ready(self) -> None:
         """On the loop: read what arrived, answer the complete frames."""
         try:
-            data = self._sock.recv(1 << 20, socket.MSG_DONTWAIT)
+            got = self._sock.recv_into(_CHUNK, len(_CHUNK), socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             log.info("P4Runtime front end link: %s", exc)
-            data = b""
-        if not data:
+            got = 0
+        if not got:
             self.close()
             return
-        self._buffer += data
+        self._buffer += _CHUNK_VIEW[:got]
         try:
             while (body := frontend_link.take_frame(self._buffer,
                                                     self._owner._limit)) is not None:
