@@ -566,14 +566,19 @@ def _generator_off(cpu: int | None) -> Iterator[None]:
 def run_target(target: str, seconds: float, max_pps: float | None,
                ingress_priority: bool = True,
                scenarios: tuple[str, ...] = SCENARIOS, load: Load = Load(),
-               cpu: int | None = None, rounds: int = 1) -> dict:
+               cpu: int | None = None, rounds: int = 1,
+               p4runtime_process: bool = True) -> dict:
     """``ingress_priority``: softswitch reads the urgent DSCP ahead of a backlog
     (``--ingress-priority-dscp``, its extension; BMv2 has nothing like it). ``cpu``:
     softswitch runs its port loop on that CPU alone (``--dataplane-cpu``, its extension;
     BMv2 runs as it is), and the generator, receiver and controller stay off it, for
     either target. ``rounds``: each scenario runs that many times for ``seconds``,
-    the scenarios taking turns (see the module doc)."""
+    the scenarios taking turns (see the module doc). ``p4runtime_process``: softswitch
+    serves P4Runtime from a front end process, each Write answered on the port loop
+    (``--p4runtime-process``, its extension)."""
     extra: tuple[str, ...] = ()
+    if p4runtime_process:
+        extra += ("--p4runtime-process",)
     if ingress_priority:
         extra += ("--ingress-priority-dscp", str(URGENT_DSCP))
     if cpu is not None:
@@ -665,6 +670,9 @@ def main(argv: list[str] | None = None) -> int:
                          "extension), and the generator, receiver and controller off it "
                          "for every target; auto: the last CPU, where there are two or "
                          "more (auto)")
+    ap.add_argument("--p4runtime-process", choices=("on", "off"), default="on",
+                    help="softswitch serves P4Runtime from a front end process of its own "
+                         "(--p4runtime-process, its extension; on)")
     ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     ap.add_argument("--rounds", type=int, default=1,
                     help="run each scenario this many times for --seconds, the scenarios "
@@ -703,7 +711,8 @@ def main(argv: list[str] | None = None) -> int:
                     "notes": [],
                     "load": load.total, "urgent_share": load.urgent,
                     "scenarios": list(args.scenarios),
-                    "ingress_priority": args.ingress_priority, "dataplane_cpu": cpu}
+                    "ingress_priority": args.ingress_priority, "dataplane_cpu": cpu,
+                    "p4runtime_process": args.p4runtime_process}
     if "softswitch" in args.targets:
         report["notes"].append(
             f"softswitch ingress priority {args.ingress_priority}"
@@ -713,6 +722,9 @@ def main(argv: list[str] | None = None) -> int:
             "softswitch port loop on CPU shared with everything else" if cpu is None else
             f"softswitch port loop on CPU {cpu} alone (--dataplane-cpu {cpu}); generator, "
             f"receiver and controller on the other CPU(s) for every target; BMv2 unpinned")
+        report["notes"].append(f"softswitch P4Runtime front end process {args.p4runtime_process}"
+                               + (" (--p4runtime-process)" if args.p4runtime_process == "on"
+                                  else ""))
     for target in args.targets:
         why = veth_switch.available(target)
         if why is not None:
@@ -721,7 +733,7 @@ def main(argv: list[str] | None = None) -> int:
         report["targets"][target] = run_target(target, args.seconds, given.get(target),
                                                args.ingress_priority == "on",
                                                tuple(args.scenarios), load, cpu,
-                                               args.rounds)
+                                               args.rounds, args.p4runtime_process == "on")
     print(table(report))
     for note in report["notes"]:
         print(f"  {note}")

@@ -21,7 +21,10 @@ extensions) give each port a second socket for the frames of those DSCPs or size
 ahead of the others: when the host cannot keep up, the backlog of bulk frames waiting
 for the pipeline no longer delays urgent ones (``ports/ingress_priority.py``).
 ``--dataplane-cpu N`` (softswitch extension) runs the port loop on CPU N and keeps the
-process's other threads off it (``ports/dataplane_cpu.py``).
+process's other threads off it (``ports/dataplane_cpu.py``). ``--p4runtime-process``
+(softswitch extension) serves P4Runtime from a front end process of its own, each Write
+answered on the port loop (``p4runtime/frontend.py``): grpcio's threads then never
+share the switch's GIL with the port loop.
 
 A PNA program (``main`` a ``PNA_NIC``) runs as a NIC: ``--host-port N`` and
 ``--net-port N`` say which ports face the host (HOST_TO_NET traffic enters there) and
@@ -53,6 +56,7 @@ from softswitch.frontend.limits import UNLIMITED, Limits
 from softswitch.p4runtime import errors, pipeline
 from softswitch.p4runtime.channel_control import ManagedControl
 from softswitch.p4runtime.device import Device
+from softswitch.p4runtime.frontend_process import FrontendProcess
 from softswitch.p4runtime.idle import Sweeper
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.roles import RoleTable
@@ -108,6 +112,7 @@ class RunOptions:
     loopback_port: int | None = None                     # PNA: turns packets around
     ingress_priority: IngressPriority | None = None      # frames each port reads first
     dataplane_cpu: DataplaneCpu | None = None            # the port loop's own CPU
+    p4runtime_process: bool = False                      # P4Runtime from a front end
 
 
 class _Parser(argparse.ArgumentParser):
@@ -203,6 +208,10 @@ def _target_parser() -> _Parser:
     p.add_argument("--dataplane-cpu", type=int, metavar="N",
                    help="softswitch extension: run the port loop on CPU N alone, and the "
                         "other threads (P4Runtime, runtime channel) on the other CPUs")
+    p.add_argument("--p4runtime-process", action="store_true",
+                   help="softswitch extension: serve P4Runtime from a front end process "
+                        "of its own, each Write answered on the port loop (no gRPC "
+                        "thread shares the switch's GIL with the port loop)")
     p.add_argument("--enable-swap", action="store_true", help="accepted for compatibility")
     p.add_argument("--dp-grpc-server-addr", metavar="ADDR",
                    help="accepted for compatibility (ignored)")
@@ -229,7 +238,8 @@ def parse_args(argv: list[str]) -> RunOptions:
                       grpc_cacert=target.grpc_server_cacert,
                       grpc_cert=target.grpc_server_cert, grpc_key=target.grpc_server_key,
                       grpc_client_auth=target.grpc_server_with_client_auth,
-                      max_request_bytes=target.max_request_bytes)
+                      max_request_bytes=target.max_request_bytes,
+                      p4runtime_process=target.p4runtime_process)
     if ns.program is None and ns.pcap and ns.pcap.endswith((".p4", ".json")):
         opts.program, opts.pcap_dir = ns.pcap, "."    # "--pcap PROG.p4": pcap takes no DIR
     if opts.program and ns.no_p4:
@@ -345,6 +355,16 @@ def tls_config(opts: RunOptions) -> TlsConfig | None:
     return TlsConfig(cert, key, pems["--grpc-server-cacert"], opts.grpc_client_auth)
 
 
+def _tls_files(opts: RunOptions) -> tuple[str, str, str | None, bool] | None:
+    """The TLS files the front end process reads (checked by tls_config first)."""
+    if not opts.grpc_ssl:
+        return None
+    assert opts.grpc_cert is not None and opts.grpc_key is not None
+    return (os.path.abspath(opts.grpc_cert), os.path.abspath(opts.grpc_key),
+            os.path.abspath(opts.grpc_cacert) if opts.grpc_cacert else None,
+            opts.grpc_client_auth)
+
+
 def _interface(parser: _Parser, item: str) -> tuple[int, str]:
     port_text, at, iface = item.partition("@")
     if not at or not iface or not port_text.isdigit():
@@ -448,9 +468,14 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
                                 held_frames=plane.held_frames, native=native)
     tls = tls_config(opts)
     channels = _start_runtime_channel(opts, device, tm, plane)
+    frontend: FrontendProcess | None = None
     try:
-        server, _ = serve(device, opts.grpc_addr, tls=tls,
-                          max_message_bytes=opts.max_request_bytes)
+        if opts.p4runtime_process:
+            frontend = server = FrontendProcess.start(
+                device, opts.grpc_addr, opts.max_request_bytes, _tls_files(opts))
+        else:
+            server, _ = serve(device, opts.grpc_addr, tls=tls,
+                              max_message_bytes=opts.max_request_bytes)
     except ServerError as exc:
         for channel in channels:
             channel.stop()
@@ -466,6 +491,9 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
         plane.stop()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if frontend is not None:
+        frontend.attach(plane, plane.calls.post)
+        frontend.watch(lambda: on_signal(signal.SIGTERM, None))
     sweeper = Sweeper(device)
     sweeper.start()
     scheduler.drive(plane.wake)         # departures on the port loop's thread

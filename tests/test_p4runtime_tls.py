@@ -122,7 +122,10 @@ def test_client_auth_refuses_clients_without_a_good_certificate(pki):
         server.stop(0).wait()
 
 
-def test_softswitch_run_takes_simple_switch_grpc_tls_flags(pki):
+@pytest.mark.parametrize("frontend", [(), ("--p4runtime-process",)],
+                         ids=["in-process", "front-end-process"])
+def test_softswitch_run_takes_simple_switch_grpc_tls_flags(pki, frontend):
+    """Also with the front end process, which serves the TLS (and a Write over it)."""
     d = Path(pki["dir"].decode())
     port = free_port()
     proc = subprocess.Popen(
@@ -130,11 +133,16 @@ def test_softswitch_run_takes_simple_switch_grpc_tls_flags(pki):
          "--grpc-server-addr", f"127.0.0.1:{port}", "--grpc-server-ssl",
          "--grpc-server-cert", str(d / "server_cert.pem"),
          "--grpc-server-key", str(d / "server_key.pem"),
-         "--grpc-server-cacert", str(d / "ca.pem"), "--grpc-server-with-client-auth"],
+         "--grpc-server-cacert", str(d / "ca.pem"), "--grpc-server-with-client-auth",
+         *frontend],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         channel = _tls_channel(port, pki, "client")
         grpc.channel_ready_future(channel).result(timeout=60)
+        with pytest.raises(grpc.RpcError) as refused:       # --no-p4: no pipeline
+            channel.unary_unary("/p4.v1.P4Runtime/Write")(b"", timeout=10)
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION, \
+            refused.value.details()
         assert _capabilities(channel) == grpc.StatusCode.OK
         assert _capabilities(_tls_channel(port, pki)) == grpc.StatusCode.UNAVAILABLE
     finally:

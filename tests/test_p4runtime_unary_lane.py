@@ -16,7 +16,7 @@ import pytest
 from p4.v1 import p4runtime_pb2
 
 from controlplane.p4rt.client import CHANNEL_OPTIONS
-from softswitch.p4runtime import errors, pipeline, unary_lane
+from softswitch.p4runtime import big_requests, errors, pipeline, unary_lane
 from softswitch.p4runtime.client import StreamClient
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.server import serve
@@ -151,7 +151,7 @@ def test_lane_answers_as_grpcio_does(targets, monkeypatch):
 
 def test_lane_stops_with_the_server(targets):
     laned, _ = targets
-    lane = laned.server._lane._thread
+    lane = laned.server._lane._big._thread
     assert lane.is_alive() and lane.name == "p4rt-unary"
     started = time.monotonic()
     laned.close()
@@ -285,7 +285,7 @@ def test_big_requests_past_the_queue_budget_are_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(unary_lane.UnaryLane, "_answer", staticmethod(held))
     big = max(_requests(laned.ids), key=len)             # 700 deletes, > INLINE_BYTES
     assert len(big) > unary_lane.INLINE_BYTES
-    monkeypatch.setattr(unary_lane, "QUEUE_BYTES", len(big) * 3 // 2)
+    monkeypatch.setattr(big_requests, "QUEUE_BYTES", len(big) * 3 // 2)
     try:
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             calls = [pool.submit(laned.answer, big) for _ in range(4)]

@@ -15,13 +15,11 @@ threads then polled the connection (gRPC core lets every polling thread do the
 socket's I/O) and each woke per call: measured with ``perf`` on the no-op RPC, grpcio's
 thread spent ~48 µs a call in socket reads and wake-ups besides the lane's ~104 µs.
 
-Requests bigger than :data:`INLINE_BYTES` are answered on the lane's thread instead,
+Requests bigger than ``INLINE_BYTES`` are answered on the lane's thread instead
+(:mod:`~softswitch.p4runtime.big_requests`, which also bounds the bytes waiting there),
 one at a time, so that streams (packet-in, arbitration) and new calls never wait on
-the polling thread behind a long batch; Writes take the device lock one at a time
-anyway. Past :data:`QUEUE_BYTES` of big requests waiting there, a new one is refused
-with RESOURCE_EXHAUSTED: ten clients each sending a 15 MiB Write at once took the
-server to 378 MiB, and nothing bounded how many could. Reads, pipeline changes and
-streams stay on grpcio's pool.
+the polling thread behind a long batch. Reads, pipeline changes and streams stay on
+grpcio's pool.
 
 It uses gRPC core through grpcio's Cython layer (``grpc._cython.cygrpc``) and grpcio's
 server state, the same calls grpcio's own server makes. Where those are not what this
@@ -33,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +38,7 @@ from typing import Any
 import grpc
 
 from softswitch.p4runtime import reclaim
+from softswitch.p4runtime.big_requests import INLINE_BYTES, BigRequests
 
 log = logging.getLogger("softswitch.p4runtime")
 
@@ -50,15 +48,7 @@ except ImportError:   # pragma: no cover - grpcio without its Cython layer
     cygrpc = None
 
 Handler = tuple[Callable[[bytes], Any], Callable[[Any, Any], Any], Callable[[Any], bytes]]
-# Requests up to this size are answered on the polling thread (a Write of ~300 routes,
-# < 1 ms); bigger ones on the lane's thread, so that streams and other calls never wait
-# behind a long batch (see the module doc).
-INLINE_BYTES = 16 << 10
-# Big requests waiting for (or in) the lane's thread hold their bytes, and more while
-# they are parsed: each client may send requests of up to the server's 16 MiB at once,
-# so past this many bytes waiting a new big request is refused (RESOURCE_EXHAUSTED,
-# retry later) instead of queued. One is always taken.
-QUEUE_BYTES = 64 << 20
+Trailing = tuple[tuple[str, bytes], ...]
 
 
 class _Aborted(Exception):
@@ -95,25 +85,17 @@ class UnaryLane:
         self._handlers = handlers
         for method in handlers:
             self._server.register_method(method)
-        self._work: queue.SimpleQueue[tuple[Handler, bytes, Any] | None] = \
-            queue.SimpleQueue()
-        self._queued = 0                  # bytes of the big requests not answered yet
-        self._queued_lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="p4rt-unary", daemon=True)
-        self._closed = False
+        self._big = BigRequests("p4rt-unary")
 
     def start(self) -> None:
         """Serve (after the server started)."""
-        self._thread.start()
+        self._big.start()
         for method in self._handlers:
             self._request(method)
 
     def close(self) -> None:
         """End the lane once the server has shut down (its calls are over)."""
-        if not self._closed:
-            self._closed = True
-            self._work.put(None)
-            self._thread.join(5)
+        self._big.close()
 
     def _request(self, method: str) -> None:
         self._server.request_registered_call(self._cq, self._cq,
@@ -162,59 +144,43 @@ class UnaryLane:
             log.info("unary lane: reply not sent: %s: %s", type(exc).__name__, exc)
 
     def _enqueue(self, handler: Handler, message: bytes, call: Any) -> None:
-        """Hand a big request to the lane's thread, or refuse it when the bytes already
-        waiting there would pass :data:`QUEUE_BYTES` (a flood of big Writes must not
-        take the host's memory)."""
-        size = len(message)
-        with self._queued_lock:
-            waiting = self._queued
-            refused = waiting > 0 and waiting + size > QUEUE_BYTES
-            if not refused:
-                self._queued += size
-        if refused:
-            self._send(call, _status(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"{waiting / 2**20:.1f} MiB of earlier big requests are still being "
-                f"applied (at most {QUEUE_BYTES >> 20} MiB wait): retry once they are",
-                None))
-            return
-        self._work.put((handler, message, call))
-
-    def _run(self) -> None:
-        """The big requests, one at a time, off the polling thread."""
-        with reclaim.holding() as later:
-            while (job := self._work.get()) is not None:
-                handler, message, call = job
-                size, job = len(message), None
-                try:
-                    self._send(call, self._answer(handler, message))
-                finally:
-                    message = None
-                    later.clear()
-                    with self._queued_lock:
-                        self._queued -= size
+        """Hand a big request to the lane's thread (big_requests), or refuse it."""
+        refused = self._big.submit(
+            len(message), lambda: self._send(call, self._answer(handler, message)))
+        if refused is not None:
+            self._send(call, _status(grpc.StatusCode.RESOURCE_EXHAUSTED, refused, None))
 
     @staticmethod
     def _answer(handler: Handler, message: bytes) -> tuple[Any, ...]:
-        deserialize, behavior, serialize = handler
-        context = LaneContext()
-        try:
-            request = deserialize(message)
-            later = reclaim.held()
-            if later is not None:       # freed after the reply is sent (see reclaim.held)
-                later.append(request)
-            response = serialize(behavior(request, context))
-        except _Aborted as exc:
-            return _status(exc.code, exc.details, context.trailing)
-        except Exception as exc:  # noqa: BLE001 - a softswitch bug: INTERNAL, as grpcio
-            log.error("internal error: %s: %s", type(exc).__name__, exc)
-            return _status(grpc.StatusCode.INTERNAL, f"internal error: "
-                           f"{type(exc).__name__}: {exc}", None)
+        response, code, details, trailing = run_handler(handler, message)
+        if response is None:
+            return _status(code, details, trailing)
         return (cygrpc.SendInitialMetadataOperation(None, 0),
                 cygrpc.SendMessageOperation(response, 0),
-                cygrpc.SendStatusFromServerOperation(context.trailing, cygrpc.StatusCode.ok,
+                cygrpc.SendStatusFromServerOperation(trailing, cygrpc.StatusCode.ok,
                                                      b"", 0),
                 cygrpc.ReceiveCloseOnServerOperation(0))
+
+
+def run_handler(handler: Handler, message: bytes
+                ) -> tuple[bytes | None, grpc.StatusCode, str, Trailing | None]:
+    """A unary request answered as grpcio's server would: (the encoded response or
+    None, status code, details, trailing metadata). A softswitch bug is INTERNAL."""
+    deserialize, behavior, serialize = handler
+    context = LaneContext()
+    try:
+        request = deserialize(message)
+        later = reclaim.held()
+        if later is not None:       # freed after the reply is sent (see reclaim.held)
+            later.append(request)
+        response = serialize(behavior(request, context))
+    except _Aborted as exc:
+        return None, exc.code, exc.details, context.trailing
+    except Exception as exc:  # noqa: BLE001 - a softswitch bug: INTERNAL, as grpcio
+        log.error("internal error: %s: %s", type(exc).__name__, exc)
+        return None, grpc.StatusCode.INTERNAL, \
+            f"internal error: {type(exc).__name__}: {exc}", None
+    return response, grpc.StatusCode.OK, "", context.trailing
 
 
 def _done(event: Any) -> tuple[None, tuple[()]]:

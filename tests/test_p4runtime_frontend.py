@@ -1,0 +1,261 @@
+"""``softswitch run -- --p4runtime-process``: P4Runtime served by a front end process.
+
+The front end answers every request as the in-process server does (Writes over the
+link to the port loop, the rest passed through), ends with the switch, and takes the
+switch down with it if it dies; the link refuses what is not a frame without stopping
+the loop."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2
+from test_p4runtime_unary_lane import PROGRAM, Target, _requests
+
+from controlplane.p4rt.client import CHANNEL_OPTIONS
+from softswitch.local_port import free_port
+from softswitch.p4runtime import errors, frontend_link
+from softswitch.p4runtime.client import StreamClient
+from softswitch.p4runtime.frontend_link import LinkError, Reply
+from softswitch.p4runtime.loop_writes import LoopWrites
+from softswitch.run import parse_args
+
+
+class LiveSwitch:
+    """``softswitch run PROGRAM -- --p4runtime-process`` and a primary client."""
+
+    def __init__(self, program: Path) -> None:
+        self.address = f"127.0.0.1:{free_port()}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "softswitch", "run", str(program), "--",
+             "--grpc-server-addr", self.address, "--p4runtime-process"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+        ready = grpc.channel_ready_future(self.channel)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                assert self.proc.poll() is None, self.proc.communicate()
+                try:
+                    ready.result(timeout=0.5)
+                    break
+                except grpc.FutureTimeoutError:
+                    assert time.monotonic() < deadline, "the front end did not come up"
+        finally:
+            ready.cancel()
+        self.stream = StreamClient(self.channel)
+        self.stream.arbitrate(7)
+        self.stream.next(timeout=10)
+        self.write = self.channel.unary_unary("/p4.v1.P4Runtime/Write")
+
+    def answer(self, data: bytes) -> tuple:
+        try:
+            self.write(data, timeout=20)
+            return (grpc.StatusCode.OK, None, [])
+        except grpc.RpcError as exc:
+            per_update = [(e.canonical_code, e.message) for e in errors.details_of(exc)]
+            return (exc.code(), exc.details(), per_update)
+
+    def frontend_pid(self) -> int:
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
+        pids = [int(p) for p in children.split()]
+        assert len(pids) == 1, pids
+        return pids[0]
+
+    def stop(self) -> str:
+        self.stream.close()
+        self.channel.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.communicate(timeout=30)[1]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+@pytest.fixture
+def program(tmp_path):
+    path = tmp_path / "frontend.p4"
+    path.write_text(PROGRAM)
+    return path
+
+
+def _read_all(channel: grpc.Channel, table_id: int) -> list[bytes]:
+    request = p4runtime_pb2.ReadRequest(device_id=0)
+    request.entities.add().table_entry.table_id = table_id
+    read = channel.unary_stream("/p4.v1.P4Runtime/Read")
+    return sorted(entity.SerializeToString(deterministic=True)
+                  for data in read(request.SerializeToString(), timeout=10)
+                  for entity in p4runtime_pb2.ReadResponse.FromString(data).entities)
+
+
+def test_front_end_answers_as_the_in_process_server(program, monkeypatch):
+    """Every Write of the unary lane's test (errors per update, atomic rollback, not
+    primary, no election id, table full, > INLINE_BYTES, not protobuf, empty), then
+    Capabilities, Read and GetForwardingPipelineConfig: the same answers, live."""
+    local = Target(str(program), True, monkeypatch)
+    live = LiveSwitch(program)
+    try:
+        for i, data in enumerate(_requests(local.ids)):
+            assert live.answer(data) == local.answer(data), f"request {i}"
+        table = local.ids["I.route"]
+        assert _read_all(live.channel, table) == _read_all(local.channel, table)
+        caps = p4runtime_pb2.CapabilitiesRequest().SerializeToString()
+        got = live.channel.unary_unary("/p4.v1.P4Runtime/Capabilities")(caps, timeout=10)
+        assert p4runtime_pb2.CapabilitiesResponse.FromString(got).p4runtime_api_version
+        get = p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=0)
+        config = p4runtime_pb2.GetForwardingPipelineConfigResponse.FromString(
+            live.channel.unary_unary("/p4.v1.P4Runtime/GetForwardingPipelineConfig")(
+                get.SerializeToString(), timeout=10)).config
+        assert {t.preamble.name for t in config.p4info.tables} == {"I.route"}
+        with pytest.raises(grpc.RpcError) as refused:      # a passed-through error
+            live.channel.unary_unary("/p4.v1.P4Runtime/GetForwardingPipelineConfig")(
+                p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=9)
+                .SerializeToString(), timeout=10)
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+        frontend = live.frontend_pid()
+        err = live.stop()
+    finally:
+        live.kill()
+        local.close()
+    assert live.proc.returncode == 0, err
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{frontend}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{frontend}").exists(), "the front end outlived the switch"
+
+
+def test_switch_stops_when_its_front_end_dies(program):
+    live = LiveSwitch(program)
+    try:
+        os.kill(live.frontend_pid(), signal.SIGKILL)
+        err = live.proc.communicate(timeout=30)[1]
+    finally:
+        live.kill()
+    assert "P4Runtime front end exited" in err, err
+    assert "Traceback" not in err, err
+
+
+def test_option_parses():
+    assert parse_args(["--no-p4", "--", "--p4runtime-process"]).p4runtime_process
+    assert not parse_args(["--no-p4"]).p4runtime_process
+
+
+class _Loop:
+    """The port loop's watch, run by hand."""
+
+    def __init__(self) -> None:
+        self.ready: dict[int, object] = {}
+
+    def watch(self, fd, ready, lost) -> bool:
+        self.ready[fd] = ready
+        return True
+
+    def unwatch(self, fd) -> None:
+        self.ready.pop(fd, None)
+
+    def turn(self) -> None:
+        for ready in list(self.ready.values()):
+            ready()
+
+
+def _behave(request: bytes, context) -> bytes:
+    if request == b"fail":
+        context.set_trailing_metadata((("grpc-status-details-bin", b"\x08\x05"),))
+        context.abort(grpc.StatusCode.NOT_FOUND, "no such entry")
+    return request[::-1]
+
+
+def _link(tmp_path, limit: int = 1 << 20) -> tuple[LoopWrites, _Loop]:
+    handlers = {frontend_link.WRITE: (lambda data: data, _behave, lambda out: out)}
+    writes = LoopWrites(str(tmp_path / "link.sock"), handlers, limit)
+    loop = _Loop()
+    writes.attach(loop)
+    return writes, loop
+
+
+def _client(writes: LoopWrites, loop: _Loop) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(writes.path)
+    sock.settimeout(10)
+    loop.turn()                                   # accepted
+    return sock
+
+
+def _exchange(sock: socket.socket, loop: _Loop, method: int, data: bytes) -> Reply:
+    sock.sendall(frontend_link.frame(bytes([method]) + data))
+    time.sleep(0.05)
+    loop.turn()
+    buffer = bytearray()
+    while (body := frontend_link.take_frame(buffer, 1 << 20)) is None:
+        buffer += sock.recv(1 << 16)
+    return Reply.decode(body)
+
+
+def test_link_answers_refuses_and_survives_bad_frames(tmp_path):
+    writes, loop = _link(tmp_path, limit=64 << 10)
+    try:
+        sock = _client(writes, loop)
+        assert _exchange(sock, loop, frontend_link.WRITE, b"abc") == Reply(0, "", (), b"cba")
+        failed = _exchange(sock, loop, frontend_link.WRITE, b"fail")
+        assert (failed.code, failed.details) == (grpc.StatusCode.NOT_FOUND.value[0],
+                                                 "no such entry")
+        assert failed.trailing == (("grpc-status-details-bin", b"\x08\x05"),)
+        other = _exchange(sock, loop, 77, b"x")
+        assert other.code == grpc.StatusCode.UNIMPLEMENTED.value[0]
+        big = bytes(range(256)) * 100                      # > INLINE_BYTES: its thread
+        assert _exchange(sock, loop, frontend_link.WRITE, big).response == big[::-1]
+        # a frame past the limit, then an empty one: each ends its connection only
+        for bad in (b"\x00\x10\x00\x00", b"\x00\x00\x00\x00"):
+            sock.sendall(bad)
+            time.sleep(0.05)
+            loop.turn()
+            assert sock.recv(16) == b""                    # closed by the switch
+            sock.close()
+            sock = _client(writes, loop)
+        assert _exchange(sock, loop, frontend_link.WRITE, b"ok").response == b"ko"
+        sock.close()
+    finally:
+        writes.close()
+    assert not os.path.exists(writes.path)
+
+
+def test_reply_frames_round_trip_and_bad_ones_are_refused():
+    reply = Reply(6, "déjà là", (("a", b"\x00\x01"), ("b-bin", b"")), b"\x10\x20")
+    buffer = bytearray(reply.encode() + b"\x00\x00")
+    body = frontend_link.take_frame(buffer, 1 << 10)
+    assert body is not None and Reply.decode(body) == reply and buffer == b"\x00\x00"
+    with pytest.raises(LinkError):
+        frontend_link.take_frame(bytearray(b"\x00\x00\x10\x00" + b"x" * 10), 1 << 10)
+    with pytest.raises(LinkError):
+        Reply.decode(b"\x06\x00\x00\x00\x09ab")
+
+
+def test_stale_socket_directories_are_swept(tmp_path, monkeypatch):
+    """A switch killed while it started leaves its sockets' directory; the next one
+    removes it (its pid is gone), and leaves a running switch's alone."""
+    import tempfile
+
+    from softswitch.p4runtime import frontend_process
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{frontend_process.RUNDIR_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{frontend_process.RUNDIR_PREFIX}{os.getpid()}-def"
+    other = tmp_path / "softswitch-p4rt-notapid"
+    for path in (stale, live, other):
+        path.mkdir()
+        (path / "link.sock").write_text("")
+    frontend_process._sweep_stale()
+    assert not stale.exists() and live.exists() and other.exists()
