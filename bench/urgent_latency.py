@@ -35,6 +35,9 @@ softswitch runs its port loop alone on that CPU (``softswitch run -- --dataplane
 its extension, as OVS-DPDK and VPP give theirs a core) and the sender, receiver, tap and
 controller run on the other CPUs, for BMv2 too (which has no such option: its threads
 go where the kernel puts them). ``--dataplane-cpu off``: everything shares every CPU.
+softswitch serves P4Runtime from its front end process (``--p4runtime-process``, its
+extension: no grpcio thread shares the switch's GIL with the port loop);
+``--p4runtime-process off`` serves it in the switch, as by default.
 
 Prints P50/P99/P999/max (µs, port to port), loss, and the end-to-end P99/max per target
 and scenario, and BMv2/softswitch ratios; writes ``out/bench/urgent_latency.json``.
