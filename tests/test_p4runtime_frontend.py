@@ -18,12 +18,11 @@ from pathlib import Path
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
-from test_p4runtime_unary_lane import PROGRAM, Target, _requests
+from test_p4runtime_unary_lane import PROGRAM, Target, _requests, answer_of, primary_writer
 
 from controlplane.p4rt.client import CHANNEL_OPTIONS
 from softswitch.local_port import free_port
-from softswitch.p4runtime import errors, frontend_link
-from softswitch.p4runtime.client import StreamClient
+from softswitch.p4runtime import frontend_link
 from softswitch.p4runtime.frontend_link import LinkError, Reply
 from softswitch.p4runtime.loop_writes import LoopWrites
 from softswitch.run import parse_args
@@ -51,18 +50,10 @@ class LiveSwitch:
                     assert time.monotonic() < deadline, "the front end did not come up"
         finally:
             ready.cancel()
-        self.stream = StreamClient(self.channel)
-        self.stream.arbitrate(7)
-        self.stream.next(timeout=10)
-        self.write = self.channel.unary_unary("/p4.v1.P4Runtime/Write")
+        self.stream, self.write = primary_writer(self.channel)
 
     def answer(self, data: bytes) -> tuple:
-        try:
-            self.write(data, timeout=20)
-            return (grpc.StatusCode.OK, None, [])
-        except grpc.RpcError as exc:
-            per_update = [(e.canonical_code, e.message) for e in errors.details_of(exc)]
-            return (exc.code(), exc.details(), per_update)
+        return answer_of(self.write, data, timeout=20)
 
     def frontend_pid(self) -> int:
         children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()

@@ -44,6 +44,24 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
 
 
+def primary_writer(channel: grpc.Channel) -> tuple[StreamClient, grpc.UnaryUnaryMultiCallable]:
+    """Become primary (election id 7) on ``channel``; the stream and a raw Write."""
+    stream = StreamClient(channel)
+    stream.arbitrate(7)
+    stream.next(timeout=10)
+    return stream, channel.unary_unary("/p4.v1.P4Runtime/Write")
+
+
+def answer_of(write: grpc.UnaryUnaryMultiCallable, data: bytes, timeout: float = 10) -> tuple:
+    """(code, details, per-update errors) of a Write of these bytes."""
+    try:
+        write(data, timeout=timeout)
+        return (grpc.StatusCode.OK, None, [])
+    except grpc.RpcError as exc:
+        per_update = [(e.canonical_code, e.message) for e in errors.details_of(exc)]
+        return (exc.code(), exc.details(), per_update)
+
+
 class Target:
     """A device with PROGRAM loaded behind a gRPC server, and a primary client."""
 
@@ -61,19 +79,10 @@ class Target:
         assert isinstance(self.server, unary_lane.LanedServer) == lane
         # the controller's options: a big batch's per-update errors fit in its trailers
         self.channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=CHANNEL_OPTIONS)
-        self.stream = StreamClient(self.channel)
-        self.stream.arbitrate(7)
-        self.stream.next(timeout=10)
-        self.write = self.channel.unary_unary("/p4.v1.P4Runtime/Write")
+        self.stream, self.write = primary_writer(self.channel)
 
     def answer(self, data: bytes) -> tuple:
-        """(code, details, per-update errors) of a Write of these bytes."""
-        try:
-            self.write(data, timeout=10)
-            return (grpc.StatusCode.OK, None, [])
-        except grpc.RpcError as exc:
-            per_update = [(e.canonical_code, e.message) for e in errors.details_of(exc)]
-            return (exc.code(), exc.details(), per_update)
+        return answer_of(self.write, data)
 
     def close(self) -> None:
         self.stream.close()
