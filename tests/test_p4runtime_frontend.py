@@ -250,3 +250,24 @@ def test_stale_socket_directories_are_swept(tmp_path, monkeypatch):
         (path / "link.sock").write_text("")
     frontend_process._sweep_stale()
     assert not stale.exists() and live.exists() and other.exists()
+
+
+def test_an_address_in_use_is_a_clean_error():
+    """The front end cannot listen: one error line, exit 1, nothing left behind."""
+    import glob
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    address = f"127.0.0.1:{taken.getsockname()[1]}"
+    before = set(glob.glob("/tmp/softswitch-p4rt-*"))
+    try:
+        done = subprocess.run([sys.executable, "-m", "softswitch", "run", "--no-p4", "--",
+                               "--grpc-server-addr", address, "--p4runtime-process"],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        taken.close()
+    assert done.returncode == 1, done.stderr
+    assert f"cannot listen on {address}" in done.stderr and "Traceback" not in done.stderr
+    assert "internal" not in done.stderr, done.stderr
+    assert set(glob.glob("/tmp/softswitch-p4rt-*")) <= before

@@ -46,7 +46,8 @@ class BigRequests:
         if not self._closed:
             self._closed = True
             self._jobs.put(None)
-            self._thread.join(5)
+            if self._thread.is_alive():
+                self._thread.join(5)
 
     def submit(self, size: int, answer: Callable[[], None]) -> str | None:
         """Queue ``answer`` (which answers a request of ``size`` bytes and sends the
