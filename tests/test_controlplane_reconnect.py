@@ -137,5 +137,10 @@ def test_apply_every_reconverges_after_a_switch_restart(tmp_path: Path) -> None:
         switch.wait(timeout=20)
     assert "Traceback" not in out, out
     assert out.count("pipeline loaded") == 2, out   # once at start, once after the restart
-    assert "leaf: FAILED: " in out, out             # the outage was reported, not hidden
+    # The outage was reported, not hidden: by the round that found the switch gone, or,
+    # when the QP learner's Read met the crash first (it then drops the connection, and
+    # the next round may find the switch back already), by the learner.
+    reported = [line for line in out.splitlines() if line.startswith("leaf: FAILED: ")
+                or (line.startswith("leaf: qp-learn: ") and "UNAVAILABLE" in line)]
+    assert reported, out
     assert controller.returncode == 0, out
