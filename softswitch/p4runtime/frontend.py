@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import signal
 import socket
 import sys
@@ -194,6 +195,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-key", metavar="PEM")
     p.add_argument("--tls-ca", metavar="PEM")
     p.add_argument("--client-auth", action="store_true")
+    p.add_argument("--parent", type=int, metavar="PID",
+                   help="the switch's pid: exit at once if it is already gone")
     return p
 
 
@@ -218,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
         pass
+    if args.parent is not None and os.getppid() != args.parent:
+        return 1           # the switch ended before the signal was asked for
     frontend = Frontend(args.switch_grpc, args.link, args.max_request_bytes)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="p4rt"),
                          options=[("grpc.max_receive_message_length", args.max_request_bytes),

@@ -59,7 +59,8 @@ class FrontendProcess:
             link = LoopWrites(f"{rundir}/link.sock", _link_handlers(device), max_bytes)
             command = [sys.executable, "-m", "softswitch.p4runtime.frontend",
                        "--listen", address, "--switch-grpc", f"unix:{rundir}/grpc.sock",
-                       "--link", link.path, "--max-request-bytes", str(max_bytes)]
+                       "--link", link.path, "--max-request-bytes", str(max_bytes),
+                       "--parent", str(os.getpid())]
             if tls_files is not None:
                 cert, key, ca, client_auth = tls_files
                 command += ["--tls-cert", cert, "--tls-key", key]
