@@ -217,6 +217,11 @@ def _credentials(args: argparse.Namespace) -> grpc.ServerCredentials | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # SIGTERM/SIGINT end the process: held pending for sigwait below, in every thread
+    # (those started from now on inherit the mask). A handler setting an Event would
+    # deadlock when the signal lands while the main thread waits on that Event.
+    ending = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, ending)
     try:      # never outlive the switch, whatever ends it
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
@@ -238,12 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     if port == 0:
         print(f"cannot listen on {args.listen}", file=sys.stderr, flush=True)
         return 1
-    stopped = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopped.set())
     server.start()
     print(f"ready {port}", flush=True)
-    stopped.wait()
+    signal.sigwait(ending)
     server.stop(0.5).wait()
     frontend.close()
     return 0
