@@ -16,7 +16,6 @@ One request is outstanding per connection: the front end waits for each reply.
 
 from __future__ import annotations
 
-import socket
 import struct
 from dataclasses import dataclass
 
@@ -90,15 +89,3 @@ def take_frame(buffer: bytearray, limit: int) -> bytes | None:
     body = bytes(buffer[4:4 + size])
     del buffer[:4 + size]
     return body
-
-
-def call(sock: socket.socket, method: int, request: bytes, limit: int) -> Reply:
-    """Send one request and wait for its reply (the front end's side)."""
-    sock.sendall(frame(bytes([method]) + request))
-    buffer = bytearray()
-    while (body := take_frame(buffer, limit)) is None:
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            raise LinkError("the switch closed the link")
-        buffer += chunk
-    return Reply.decode(body)
