@@ -85,17 +85,14 @@ class Frontend:
 
     def _over_link(self, method: int, request: bytes,
                    context: grpc.ServicerContext) -> Reply:
-        sock = self._connection(context)
-        sock.settimeout(_seconds_left(context))
+        data = frontend_link.frame(bytes([method]) + request)
         try:
             try:
-                sock.sendall(frontend_link.frame(bytes([method]) + request))
+                sock = self._send(data, context)
             except (BrokenPipeError, ConnectionResetError):
                 # the switch had closed this connection: nothing was sent, try a new one
                 self._drop()
-                sock = self._connection(context)
-                sock.settimeout(_seconds_left(context))
-                sock.sendall(frontend_link.frame(bytes([method]) + request))
+                sock = self._send(data, context)
             return self._receive(sock)
         except TimeoutError:
             self._drop()
@@ -104,6 +101,12 @@ class Frontend:
             self._drop()
             context.abort(grpc.StatusCode.UNAVAILABLE, f"the switch did not answer: {exc}")
         raise AssertionError("unreachable")       # context.abort raises
+
+    def _send(self, data: bytes, context: grpc.ServicerContext) -> socket.socket:
+        sock = self._connection(context)
+        sock.settimeout(_seconds_left(context))
+        sock.sendall(data)
+        return sock
 
     def _receive(self, sock: socket.socket) -> Reply:
         buffer = bytearray()

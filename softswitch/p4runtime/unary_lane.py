@@ -39,6 +39,7 @@ import grpc
 
 from softswitch.p4runtime import reclaim
 from softswitch.p4runtime.big_requests import INLINE_BYTES, BigRequests
+from softswitch.p4runtime.frontend_link import Trailing
 
 log = logging.getLogger("softswitch.p4runtime")
 
@@ -48,7 +49,6 @@ except ImportError:   # pragma: no cover - grpcio without its Cython layer
     cygrpc = None
 
 Handler = tuple[Callable[[bytes], Any], Callable[[Any, Any], Any], Callable[[Any], bytes]]
-Trailing = tuple[tuple[str, bytes], ...]
 
 
 class _Aborted(Exception):
@@ -189,7 +189,7 @@ def _done(event: Any) -> tuple[None, tuple[()]]:
 
 
 def _status(code: grpc.StatusCode, details: str,
-            trailing: tuple[tuple[str, bytes], ...] | None) -> tuple[Any, ...]:
+            trailing: Trailing | None) -> tuple[Any, ...]:
     return (cygrpc.SendInitialMetadataOperation(None, 0),
             cygrpc.SendStatusFromServerOperation(trailing, code.value[0],
                                                  details.encode("utf-8", "replace"), 0),
