@@ -402,8 +402,10 @@ class Round:
     loadavg: float
     writes: dict
     # frames the measuring sockets' buffers had no room for (the measuring side's
-    # loss, not the switch's): receiver's, tap's
-    dropped: dict[str, int]
+    # loss, not the switch's): receiver's, tap's; and the frames the kernel dropped at
+    # the switch's ports because it fell behind (softswitch's show_ports; BMv2 does not
+    # say): its urgent socket's (ingress priority) and the others'
+    dropped: dict[str, int | None]
 
 
 def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], name: str,
@@ -432,6 +434,7 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
     writes: dict = {"first_route": first_route}
     writer = None
     sent = multiprocessing.Value("q", 0)
+    kernel0 = switch.kernel_drops()
     cpu0 = _cpu_seconds(switch.proc.pid)
     host0, gen0 = _host_jiffies(), _children_cpu()
     start_ns = time.time_ns()
@@ -448,7 +451,8 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
     _socket_drops(rx)                    # (counting from here)
     _socket_drops(tap_port.sock)
     got = _receive(rx, tap_port.sock, time.monotonic() + seconds + 1.0, start_ns)
-    dropped = {"receiver": _socket_drops(rx), "tap": _socket_drops(tap_port.sock)}
+    dropped: dict[str, int | None] = {"receiver": _socket_drops(rx),
+                                      "tap": _socket_drops(tap_port.sock)}
     proc.join()
     cpu = _cpu_seconds(switch.proc.pid) - cpu0
     host1, gen_cpu = _host_jiffies(), _children_cpu() - gen0
@@ -457,6 +461,10 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
         writer.join()
     rx_port.close()
     tap_port.close()
+    kernel1 = switch.kernel_drops()
+    if kernel0 is not None and kernel1 is not None:
+        dropped["switch_urgent"] = kernel1[0] - kernel0[0]
+        dropped["switch_other"] = kernel1[1] - kernel0[1]
     if "error" in writes:
         raise SystemExit(f"{switch.target} {name}: the controller failed: {writes['error']}")
     del writes["first_route"]
@@ -485,8 +493,10 @@ def _summary(name: str, rates: tuple[float, float], rounds: list[Round]) -> dict
            "received": received,
            "loss": max(0.0, 1 - received / sum(r.expected for r in rounds)),
            "unmatched": sum(r.unmatched for r in rounds),
-           "receiver_drops": sum(r.dropped["receiver"] for r in rounds),
-           "tap_drops": sum(r.dropped["tap"] for r in rounds),
+           "receiver_drops": sum(r.dropped["receiver"] or 0 for r in rounds),
+           "tap_drops": sum(r.dropped["tap"] or 0 for r in rounds),
+           "switch_urgent_drops": _total(r.dropped.get("switch_urgent") for r in rounds),
+           "switch_other_drops": _total(r.dropped.get("switch_other") for r in rounds),
            "p50_us": _percentile(lat, 0.50), "p99_us": _percentile(lat, 0.99),
            "p999_us": _percentile(lat, 0.999), "max_us": lat[-1] / 1000.0 if lat else None,
            # from the sender's stamp: the generator's own scheduling delay included
@@ -503,6 +513,7 @@ def _summary(name: str, rates: tuple[float, float], rounds: list[Round]) -> dict
     if len(rounds) > 1:
         row["rounds"] = [{"loss": max(0.0, 1 - len(r.end_to_end) / r.expected),
                           "receiver_drops": r.dropped["receiver"],
+                          "switch_urgent_drops": r.dropped.get("switch_urgent"),
                           "p99_us": _percentile(r.forwarding, 0.99),
                           "p999_us": _percentile(r.forwarding, 0.999),
                           "max_us": r.forwarding[-1] / 1000.0 if r.forwarding else None,
@@ -516,6 +527,12 @@ def _summary(name: str, rates: tuple[float, float], rounds: list[Round]) -> dict
             "applied_per_s": sum(w["applied_per_s"] for w in writes) / len(writes),
             "controller_cpu_s": [round(w["controller_cpu_s"], 3) for w in writes]}
     return row
+
+
+def _total(counts: Iterator[int | None]) -> int | None:
+    """The sum, or None when a target does not count them."""
+    known = [c for c in counts if c is not None]
+    return sum(known) if known else None
 
 
 def _writing(write: Callable[[veth_switch.RunningSwitch, threading.Event, dict], None],
@@ -647,7 +664,17 @@ def table(report: dict) -> str:
                     f"{x['p99_us']:.0f}" for x in r["rounds"]) + " µs, max " + " / ".join(
                     f"{x['max_us'] or 0:.0f}" for x in r["rounds"]) + " µs, loss " + " / ".join(
                     f"{x['loss']:.1%}" for x in r["rounds"]) + ", of which the receiver dropped "
-                    + " / ".join(str(x["receiver_drops"]) for x in r["rounds"]))
+                    + " / ".join(str(x["receiver_drops"]) for x in r["rounds"])
+                    + ("" if r["rounds"][0].get("switch_urgent_drops") is None else
+                       ", the switch's port (kernel, ring full) "
+                       + " / ".join(str(x["switch_urgent_drops"]) for x in r["rounds"])))
+    for target in targets:
+        for r in report["targets"][target]["scenarios"]:
+            if r.get("switch_urgent_drops") or r.get("switch_other_drops"):
+                lines.append(f"  {target} {r['scenario']}: the kernel dropped "
+                             f"{r['switch_urgent_drops']} urgent and "
+                             f"{r['switch_other_drops']} other frames at the switch's "
+                             "ports (it fell behind: a receive ring was full)")
     for target in targets:
         for r in report["targets"][target]["scenarios"]:
             if "writes" in r:

@@ -15,6 +15,7 @@ wrote beside it (SetForwardingPipelineConfig) before anything is configured.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -54,6 +55,21 @@ class RunningSwitch:
         if cli.returncode != 0 or failed:
             raise SystemExit(f"{self.target}: configuring failed: "
                              f"{(failed or [cli.stderr.strip()])[:3]}")
+
+    def kernel_drops(self) -> tuple[int, int] | None:
+        """Frames the kernel dropped on the switch's ports so far because the switch fell
+        behind and a receive ring (socket) filled, as (urgent socket, the others):
+        softswitch's ``show_ports``. None for BMv2: its ports (libpcap) do not say."""
+        if self.target != "softswitch":
+            return None
+        cli = subprocess.run(self.cli_command, input="show_ports\n", text=True,
+                             capture_output=True, timeout=60, env=self.cli_env)
+        counts = re.findall(r"\b(urgent_kernel_drops|kernel_drops)=(\d+)", cli.stdout)
+        urgent = sum(int(n) for key, n in counts if key == "urgent_kernel_drops")
+        other = sum(int(n) for key, n in counts if key == "kernel_drops")
+        if cli.returncode != 0:
+            raise SystemExit(f"{self.target}: show_ports failed: {cli.stderr.strip()[:200]}")
+        return urgent, other
 
     def p4runtime(self, election_id: int = 1) -> Any:
         """A P4Runtime client of the switch (``controlplane.p4rt.client.Client``),

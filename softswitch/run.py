@@ -520,6 +520,11 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
     if truncated := plane.truncated():
         log.warning("%d frames bigger than a receive ring's slot were dropped: their "
                     "full copy did not fit the socket's buffer", truncated)
+    for port in plane.port_status():
+        if dropped := port.kernel_drops + (port.urgent_kernel_drops or 0):
+            log.warning("port %d (%s): the kernel dropped %d frames in: the port loop "
+                        "fell behind and the receive ring filled", port.number, port.iface,
+                        dropped)
     return 0
 
 
@@ -562,7 +567,7 @@ def _start_runtime_channel(opts: RunOptions, device: Device, tm: TrafficManager,
 
     channel = RuntimeChannel(current_control, tm, lock=device.lock,  # type: ignore[arg-type]
                              run_each=plane.calls.call_each,
-                             checkpoint=plane.calls.checkpoint)
+                             checkpoint=plane.calls.checkpoint, ports=plane.port_status)
     servers: list[RuntimeChannelServer] = []
     try:
         if opts.thrift_port is not None:

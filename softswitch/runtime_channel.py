@@ -10,8 +10,12 @@ Traffic-manager commands handled here (BMv2 syntax, then softswitch extensions):
 ``set_queue_rate PPS [PORT [PRIORITY]]``, ``set_queue_depth PACKETS [PORT [PRIORITY]]``,
 ``set_queue_weight WEIGHT PORT [PRIORITY]`` (DWRR), ``set_link_rate BITS_PER_S PORT``,
 ``set_pfc INGRESS_PORT PRIORITY XOFF XON`` / ``clear_pfc INGRESS_PORT PRIORITY``,
-``show_queues PORT``, ``show_pfc``. Wire format (:mod:`softswitch.runtime_lines`): one
-JSON object per line each way — ``{"cmd": "..."}`` → ``{"ok": true|false, "output": "..."}``.
+``show_queues PORT``, ``show_pfc``; and ``show_ports`` (BMv2's table; its ``extra info``
+gives the frames the kernel dropped on each port because the port loop fell behind and
+its receive ring filled, ``kernel_drops``, and ``urgent_kernel_drops`` for the urgent
+class's own socket with ``--ingress-priority-dscp``). Wire format
+(:mod:`softswitch.runtime_lines`): one JSON object per line each way —
+``{"cmd": "..."}`` → ``{"ok": true|false, "output": "..."}``.
 
 Security (``softswitch run``): the channel listens on 127.0.0.1 unless
 ``--runtime-bind`` says otherwise, and/or on a Unix socket (``--runtime-socket PATH``,
@@ -38,6 +42,7 @@ from typing import Any
 
 from softswitch.core.control import SwitchControl
 from softswitch.diagnostics import P4Error
+from softswitch.ports.dataplane import PortStatus
 from softswitch.runtime_lines import (
     IDLE_SECONDS,
     NOT_A_COMMAND,
@@ -67,24 +72,27 @@ class RuntimeChannel:
     def __init__(self, control: SwitchControl | Callable[[], SwitchControl | None],
                  tm: TrafficManager | None, lock: Any = None,
                  run_each: Callable[[list[Callable[[], Any]]], list[Any]] | None = None,
-                 checkpoint: Callable[[], None] | None = None) -> None:
+                 checkpoint: Callable[[], None] | None = None,
+                 ports: Callable[[], list[PortStatus]] | None = None) -> None:
         """``run_each(fns)``: where commands run, returning each ``fn()`` in order.
         ``softswitch run`` gives the port loop's
         (:meth:`softswitch.ports.loop_calls.LoopCalls.call_each`): the loop takes the
         commands one at a time between bursts, so a stream of them never keeps the GIL
         from it. Default: the calling thread. ``checkpoint()``: called once a table
         command is parsed, before it runs (the loop's
-        :meth:`~softswitch.ports.loop_calls.LoopCalls.checkpoint`)."""
+        :meth:`~softswitch.ports.loop_calls.LoopCalls.checkpoint`). ``ports()``: the
+        switch's ports for ``show_ports`` (:meth:`DataPlane.port_status`)."""
         # A callable gives the switch of the moment: a running switch may be handed a new
         # pipeline over P4Runtime, and commands must go to the one that is loaded now.
         self._control_of = control if callable(control) else (lambda: control)
         self._session: CommandSession | None = None
         self.tm = tm
+        self._ports = ports
         self.lock = lock if lock is not None else nullcontext()
         self._run_each = run_each if run_each is not None else (
             lambda fns: [fn() for fn in fns])
         self._checkpoint = checkpoint if checkpoint is not None else (lambda: None)
-        self._tm_commands: dict[str, Callable[[list[str]], str]] = {
+        self._own_commands: dict[str, Callable[[list[str]], str]] = {
             "set_queue_rate": self._set_queue_rate,
             "set_queue_depth": self._set_queue_depth,
             "set_queue_weight": self._set_queue_weight,
@@ -93,6 +101,7 @@ class RuntimeChannel:
             "clear_pfc": self._clear_pfc,
             "show_queues": self._show_queues,
             "show_pfc": self._show_pfc,
+            "show_ports": self._show_ports,
         }
 
     def execute(self, line: str) -> tuple[bool, str]:
@@ -109,7 +118,7 @@ class RuntimeChannel:
             return True, ""
         keyword, *words = text.split()
         try:
-            handler = self._tm_commands.get(keyword.lower())
+            handler = self._own_commands.get(keyword.lower())
             if handler is not None:
                 with self.lock:
                     return True, handler(words)
@@ -201,6 +210,20 @@ class RuntimeChannel:
                 f"{'yes' if (port, prio) in tm.pfc.paused else 'no':>7} "
                 f"{tm.pfc.pauses_sent.get((port, prio), 0):>10} "
                 f"{tm.pfc_received.get((port, prio), 0):>13}")
+        return "\n".join(lines)
+
+    # --- ports ----------------------------------------------------------------------------
+    def _show_ports(self, words: list[str]) -> str:
+        _ints(words, "show_ports", 0, 0)
+        if self._ports is None:
+            raise P4Error("this switch has no ports (run it with softswitch run)")
+        lines = [f"{'port #':^10}{'iface name':^20}{'status':^10}extra info", "=" * 50]
+        for port in self._ports():
+            extra = f"kernel_drops={port.kernel_drops}"
+            if port.urgent_kernel_drops is not None:
+                extra += f"; urgent_kernel_drops={port.urgent_kernel_drops}"
+            lines.append(f"{port.number:^10}{port.iface:^20}"
+                         f"{'UP' if port.up else 'DOWN':^10}{extra}")
         return "\n".join(lines)
 
 

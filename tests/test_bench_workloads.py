@@ -194,6 +194,8 @@ def test_urgent_latency_bench_measures_from_the_switchs_port(tmp_path):
     assert row["received"] > 1000 and row["loss"] < 0.01 and row["unmatched"] == 0
     assert 0 < row["p50_us"] <= row["p99_us"] <= row["max_us"]
     assert row["e2e_p99_us"] > 0 and row["e2e_max_us"] > 0
+    # the switch's ports say what the kernel dropped there (show_ports): nothing here
+    assert row["switch_urgent_drops"] == 0 and row["switch_other_drops"] == 0
 
 
 def test_urgent_latency_bench_writes_routes_over_p4runtime(tmp_path):

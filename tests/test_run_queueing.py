@@ -308,3 +308,44 @@ def _kernel_stamps(rx: RawPort, count: int, deadline: float) -> list[int]:
                 sec, nsec = struct.unpack("qq", payload[:16])
                 stamps.append(sec * 1_000_000_000 + nsec)
     return stamps
+
+
+def test_show_ports_counts_the_frames_the_kernel_dropped(veths, tmp_path):
+    """A port loop that falls behind loses frames in the kernel, where no pipeline counter
+    sees them: ``show_ports`` gives them per port (BMv2's table, in its extra info), and
+    the switch names them when it stops. The switch is stopped (SIGSTOP) while more
+    frames arrive than its receive ring holds."""
+    prog = tmp_path / "prio.p4"
+    prog.write_text(PROGRAM)
+    grpc_port, cli_port = free_port(), free_port()
+    proc = _start_switch(prog, veths, cli_port, grpc_port)
+    sent = 6000                     # the ring holds 4096 (8 MiB of 2 KiB slots)
+    try:
+        wait_for_port(cli_port, proc)
+        wait_for_port(grpc_port, proc)
+        before = _cli(cli_port, "show_ports")
+        assert before.returncode == 0, before.stderr
+        assert before.stdout.split("\n")[0].split() == ["port", "#", "iface", "name",
+                                                        "status", "extra", "info"]
+        rows = {line.split()[1]: line for line in before.stdout.splitlines()[2:]}
+        assert set(rows) == {veths[0][0], veths[1][0]}, before.stdout
+        assert all(" UP " in row and "kernel_drops=0" in row for row in rows.values())
+        tx = RawPort(veths[0][1])
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            for seq in range(0, sent, 200):
+                assert tx.send_batch([frame(0, s % 256) for s in range(seq, seq + 200)]) \
+                    == 200
+        finally:
+            proc.send_signal(signal.SIGCONT)
+        tx.close()
+        after = _cli(cli_port, "show_ports")
+        assert after.returncode == 0, after.stderr
+        drops = {line.split()[0]: int(line.split("kernel_drops=")[1])
+                 for line in after.stdout.splitlines()[2:]}
+        assert drops["1"] == 0 and sent - 4096 <= drops["0"] < sent, after.stdout
+        assert _cli(cli_port, "show_ports 1").returncode != 0
+    finally:
+        err = _stop(proc)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert f"port 0 ({veths[0][0]}): the kernel dropped {drops['0']} frames in" in err, err

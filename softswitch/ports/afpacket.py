@@ -20,6 +20,7 @@ import logging
 import os
 import socket
 import struct
+import threading
 from typing import Any
 
 from softswitch.diagnostics import P4Error
@@ -32,6 +33,8 @@ PACKET_MR_PROMISC = 1
 PACKET_AUXDATA = 8
 PACKET_OUTGOING = 4
 PACKET_IGNORE_OUTGOING = 23
+PACKET_STATISTICS = 6
+_STATISTICS = struct.Struct("II")          # struct tpacket_stats: tp_packets, tp_drops
 TP_STATUS_VLAN_VALID = 0x10
 TP_STATUS_VLAN_TPID_VALID = 0x40
 _AUXDATA = struct.Struct("IIIHHHH")
@@ -55,6 +58,8 @@ class RawPort:
                  ring_bytes: int = 0) -> None:
         self.iface = iface
         self._ring: Any = None
+        self._drops = 0
+        self._drops_lock = threading.Lock()
         try:
             ifindex = socket.if_nametoindex(iface)
         except OSError:
@@ -144,7 +149,21 @@ class RawPort:
         mod = batchio.native()
         return 0 if self._ring is None else int(mod.ring_truncated(self._ring))
 
+    def kernel_drops(self) -> int:
+        """Frames the kernel dropped for this socket since it was opened because its
+        receive ring (or queue) was full: the port loop fell behind. The kernel resets
+        its count (PACKET_STATISTICS) at each reading, so the readings are added up
+        here; after :meth:`close` the last total stays."""
+        with self._drops_lock:
+            try:
+                raw = self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, _STATISTICS.size)
+            except OSError:                # closed
+                return self._drops
+            self._drops += _STATISTICS.unpack(raw)[1]
+            return self._drops
+
     def close(self) -> None:
+        self.kernel_drops()                # the count dies with the socket
         self._ring = None                  # unmapped first, then the socket goes
         self.sock.close()
 

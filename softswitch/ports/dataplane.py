@@ -77,6 +77,17 @@ class Port:
     urgent: RawPort | None = None        # its frames read first (ingress_priority)
 
 
+@dataclass(frozen=True)
+class PortStatus:
+    """One port as ``show_ports`` gives it."""
+
+    number: int
+    iface: str
+    up: bool                        # the interface's operational state
+    kernel_drops: int               # frames the kernel dropped: its receive ring was full
+    urgent_kernel_drops: int | None  # the same for the urgent socket (ingress priority)
+
+
 class DataPlane:
     """All front-panel ports of one switch."""
 
@@ -369,6 +380,13 @@ class DataPlane:
         return sum(sock.truncated for port in self.ports.values()
                    for sock in (port.raw, port.urgent) if sock is not None)
 
+    def port_status(self) -> list[PortStatus]:
+        """Every port, by number: its interface, state and kernel drops."""
+        return [PortStatus(port.number, port.raw.iface, _operstate_up(port.raw.iface),
+                           port.raw.kernel_drops(),
+                           port.urgent.kernel_drops() if port.urgent is not None else None)
+                for _, port in sorted(self.ports.items())]
+
     def close(self) -> None:
         for port in self.ports.values():
             port.raw.close()
@@ -384,3 +402,13 @@ class DataPlane:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def _operstate_up(iface: str) -> bool:
+    """Whether the interface can carry frames (``unknown``: drivers that do not say,
+    such as tun devices, are taken as up, as ``ip link`` shows them)."""
+    try:
+        with open(f"/sys/class/net/{iface}/operstate") as state:
+            return state.read().strip() in ("up", "unknown")
+    except OSError:
+        return False
