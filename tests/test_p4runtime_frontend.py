@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +26,11 @@ from softswitch.local_port import free_port
 from softswitch.p4runtime import frontend_link
 from softswitch.p4runtime.frontend_link import LinkError, Reply
 from softswitch.p4runtime.loop_writes import LoopWrites
+from softswitch.ports import batchio, ingress_priority
+from softswitch.ports.afpacket import RawPort
+from softswitch.ports.dataplane import DataPlane
+from softswitch.ports.loop_calls import LoopCalls
+from softswitch.ports.veth import veth_pairs
 from softswitch.run import parse_args
 
 
@@ -147,6 +153,7 @@ class _Loop:
 
     def __init__(self) -> None:
         self.ready: dict[int, object] = {}
+        self.calls = LoopCalls()
 
     def watch(self, fd, ready, lost) -> bool:
         self.ready[fd] = ready
@@ -295,3 +302,74 @@ def test_front_end_ends_cleanly_on_sigterm(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_write_checkpoints_sit_outside_the_device_lock(program, monkeypatch):
+    """A Write offers the port loop two checkpoints (Device.checkpoint): before it takes
+    the device lock and after it lets go, where the switch's state is whole."""
+    local = Target(str(program), True, monkeypatch)
+    held: list[bool] = []
+    local.device.checkpoint = lambda: held.append(local.device.lock._is_owned())  # noqa: SLF001
+    try:
+        assert local.answer(_requests(local.ids)[0])[0] == grpc.StatusCode.OK
+    finally:
+        local.close()
+    assert held == [False, False]
+
+
+def test_a_write_the_loop_answers_lets_urgent_frames_through_at_its_checkpoints(tmp_path):
+    """A Write from the front end runs on the port loop; at its checkpoints the loop
+    forwards the urgent frames that came meanwhile, and only those (the others wait
+    for the Write to end), as for a runtime-channel command."""
+    if batchio.native() is None:
+        pytest.skip("batchio is not built here")
+    if os.geteuid() != 0:
+        pytest.skip("needs root for veth/AF_PACKET")
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    spec = ingress_priority.parse("46", None)
+    eth = Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:02")
+    urgent = bytes(eth / IP(tos=46 << 2) / UDP() / b"urgent")
+    bulk = bytes(eth / IP(tos=0) / UDP() / b"bulk")
+    with veth_pairs(1, "fw") as pairs:
+        switch_side, peer = pairs[0]
+        plane = DataPlane({1: switch_side}, priority=spec)
+        tx = RawPort(peer)
+        got: list[bytes] = []
+
+        def write(request: bytes, context) -> bytes:
+            assert tx.send(bulk) and tx.send(urgent)
+            time.sleep(0.05)                        # both wait in the kernel now
+            before = len(got)
+            plane.calls.checkpoint()                # as Device.checkpoint does
+            return b"|".join(got[before:])
+
+        writes = LoopWrites(str(tmp_path / "link.sock"),
+                            {frontend_link.WRITE: (lambda d: d, write, lambda out: out)},
+                            1 << 20)
+        loop = threading.Thread(target=plane.run_batches,
+                                args=(lambda port, burst: got.extend(burst),))
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            loop.start()
+            plane.calls.call(lambda: writes.attach(plane))
+            sock.connect(writes.path)
+            sock.settimeout(10)
+            sock.sendall(frontend_link.frame(bytes([frontend_link.WRITE]) + b"w"))
+            buffer = bytearray()
+            while (body := frontend_link.take_frame(buffer, 1 << 20)) is None:
+                buffer += sock.recv(1 << 16)
+            deadline = time.monotonic() + 5
+            while len(got) < 2:
+                assert time.monotonic() < deadline, got
+                time.sleep(0.001)
+        finally:
+            sock.close()
+            plane.stop()
+            loop.join(5)
+            writes.close()
+            tx.close()
+            plane.close()
+    assert Reply.decode(body).response == urgent, "the checkpoint forwarded the urgent frame"
+    assert got == [urgent, bulk]

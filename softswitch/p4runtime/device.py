@@ -77,6 +77,10 @@ class Device:
         self.packets_out = 0
         self.reclaimer: Reclaimer | None = None
         self.stopping = threading.Event()      # set by stop(): long writes end early
+        # Called where a Write's state is whole (before it takes the lock, after it
+        # releases it): softswitch run gives the port loop's LoopCalls.checkpoint, so a
+        # Write the loop answers (the front end's) lets urgent frames through there.
+        self.checkpoint: Callable[[], None] = lambda: None
 
     # ------------------------------------------------------------------ memory
     def start_reclaimer(self) -> None:

@@ -7,7 +7,11 @@ port loop watches the socket (:meth:`DataPlane.watch`), as it does the runtime
 channel's connections, and answers each small request between two bursts with the
 same handlers as the in-process server (``unary_lane.run_handler``): no other thread
 of the switch takes the GIL for a Write, so the port loop never waits for one that the
-host preempted holding it. Requests bigger than ``INLINE_BYTES`` go to a thread of
+host preempted holding it. A Write runs as a call of the loop
+(:meth:`LoopCalls.as_call <softswitch.ports.loop_calls.LoopCalls.as_call>`): at its
+checkpoints (``Device.checkpoint``: before it takes the device lock, after it lets go)
+the loop forwards the urgent frames that came meanwhile, so they wait for a part of
+the Write, not all of it. Requests bigger than ``INLINE_BYTES`` go to a thread of
 their own (:mod:`~softswitch.p4runtime.big_requests`), as the unary lane's do, so a
 batch of thousands of entries does not stop forwarding while it is applied.
 
@@ -32,6 +36,7 @@ from softswitch.p4runtime import frontend_link
 from softswitch.p4runtime.big_requests import INLINE_BYTES, BigRequests
 from softswitch.p4runtime.frontend_link import LinkError, Reply
 from softswitch.p4runtime.unary_lane import Handler, run_handler
+from softswitch.ports.loop_calls import LoopCalls
 
 log = logging.getLogger("softswitch.p4runtime")
 SEND_TIMEOUT_S = 30.0        # the big-request thread's blocking sends
@@ -43,6 +48,8 @@ _CHUNK_VIEW = memoryview(_CHUNK)
 
 
 class PortLoop(Protocol):
+    calls: LoopCalls
+
     def watch(self, fd: int, ready: Callable[[], None], lost: Callable[[], None]) -> bool: ...
     def unwatch(self, fd: int) -> None: ...
 
@@ -155,7 +162,10 @@ class _Connection:
             if refused is not None:
                 self._send_now(Reply(grpc.StatusCode.RESOURCE_EXHAUSTED.value[0], refused))
         else:
-            self._send_now(_reply(handler, message))
+            loop = self._owner._loop
+            assert loop is not None
+            with loop.calls.as_call():  # its checkpoints let urgent frames through
+                self._send_now(_reply(handler, message))
 
     def _send_now(self, reply: Reply) -> None:
         """On the loop: the whole reply at once, or the connection ends (module doc)."""

@@ -57,6 +57,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.device.check_device(head.device_id)
             role = self.device.arbiter.check_writer(
                 role_name(name=head.role, role_id=head.role_id), election_id_of(head))
+            self.device.checkpoint()
             with self.device.lock:
                 loaded = self.device.require_pipeline()
                 scope = self.device.arbiter.roles.scope(role, loaded.runtime.index)
@@ -64,6 +65,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 results = loaded.runtime.write(request, permit=permit,
                                                cancelled=self.device.stopping.is_set,
                                                freeze=self.device.reclaimer is not None)
+            self.device.checkpoint()
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback

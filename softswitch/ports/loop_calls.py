@@ -27,7 +27,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -127,9 +128,21 @@ class LoopCalls:
 
     def checkpoint(self) -> None:
         """Inside a call the loop runs: forward the urgent frames waiting now, then go
-        on (the module's docstring). Anywhere else it does nothing."""
-        if self._in_call:
+        on (the module's docstring). Anywhere else (another thread too, while the loop
+        runs a call) it does nothing."""
+        if self._in_call and threading.get_ident() == self._loop:
             self._urgent()
+
+    @contextmanager
+    def as_call(self) -> Iterator[None]:
+        """On the loop: run the body as it runs a queued call, so its checkpoints
+        forward urgent frames (work the loop takes from a socket it watches, such as
+        the P4Runtime front end's Writes)."""
+        previous, self._in_call = self._in_call, True
+        try:
+            yield
+        finally:
+            self._in_call = previous
 
     def open(self, wake: Callable[[], None],
              urgent: Callable[[], None] | None = None) -> None:
