@@ -7,7 +7,9 @@ Runs, in this order (each writes its own JSON under ``out/bench/``):
   measured (urgent class 25%, elephants 25%), idle / elephants queued / elephants +
   1000 CLI writes/s / elephants + 1000 routes/s over P4Runtime; each scenario's
   ``--latency-seconds`` in three rounds the scenarios take turns in, so that a slow
-  spell of the host falls on all of them, not on the one running then;
+  spell of the host falls on all of them, not on the one running then; the
+  controllers write in 1 s windows, one on, one off, and their rows set the P99 while
+  they write beside the P99 between their writes in the same seconds;
 * ``pps.py``: in-process packets/s (interpreter vs C), tailcc.p4 included;
 * ``p4runtime_write.py``: P4Runtime insert/modify/delete/read at batches 1/100/1000;
 * ``cli_commands.py``: runtime CLI table_modify/delete/add against table size;
@@ -105,6 +107,16 @@ def latency(args: argparse.Namespace, targets: list[str], state: dict) -> list[R
             rows.append(row(f"urgent latency, {scenario}, {label}", unit,
                             by.get("bmv2", {}).get(scenario, {}).get(key),
                             by.get("softswitch", {}).get(scenario, {}).get(key), "lower"))
+        # the writes scenarios' P99 is while the controller writes; beside it, the
+        # same rounds' P99 between its writes (urgent_latency.WRITE_WINDOW_S)
+        for key, label, unit in (
+                ("between_p99_us", "P99 between the writes (same rounds)", "µs"),
+                ("writing_vs_between_p99", "P99 while writing / between the writes", "x")):
+            bmv2, soft = (by.get(t, {}).get(scenario, {}).get(key)
+                          for t in ("bmv2", "softswitch"))
+            if bmv2 is not None or soft is not None:
+                rows.append(row(f"urgent latency, {scenario}, {label}", unit, bmv2, soft,
+                                "lower"))
     return rows
 
 

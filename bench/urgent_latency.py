@@ -104,6 +104,14 @@ MEASURING_BUFFER_BYTES = 256 << 20
 URGENT_DSCP, URGENT_QUEUE, BULK_QUEUE = 46, 7, 0
 WARMUP_S = 0.5
 WRITES_PER_S = 1000
+# The controller writes in windows of WRITE_WINDOW_S, one on, one off, in turn: the
+# urgent frames that reach the switch while it writes and those between its writes
+# (after GUARD_S, for a Write still in flight) come from the same seconds of the same
+# round, so the ratio of their P99s is the writes' own cost, whatever the host did
+# over the minutes (until 2026-12-06 the writes scenario ran after the elephants one,
+# and P99 ratios between them moved 1.3-2.5x from one run to the next).
+WRITE_WINDOW_S = 1.0
+GUARD_S = 0.05
 LOAD, URGENT_SHARE = 0.5, 0.5                   # of the max rate; the urgent part of it
 ROUTE_SIZE = 131072                             # room for 60+ s of 1000 routes/s
 T = "TailccIngress"
@@ -223,6 +231,7 @@ class Latencies:
     forwarding: list[int]
     end_to_end: list[int]
     unmatched: int
+    forwarding_at: list[int]     # each forwarding sample's tap stamp (ns, wall clock)
 
 
 def _receive(rx: socket.socket, tap: socket.socket, until: float,
@@ -245,9 +254,10 @@ def _receive(rx: socket.socket, tap: socket.socket, until: float,
                 else:
                     left.append((found[0], found[1], stamp))
     sampled = [(seq, rx_ns) for seq, _sent, rx_ns in left if seq % TAP_SAMPLE == 0]
-    forwarding = [rx_ns - arrived[seq] for seq, rx_ns in sampled if seq in arrived]
-    return Latencies(forwarding, [rx_ns - sent for _seq, sent, rx_ns in left],
-                     len(sampled) - len(forwarding))
+    matched = [(arrived[seq], rx_ns) for seq, rx_ns in sampled if seq in arrived]
+    return Latencies([rx_ns - at for at, rx_ns in matched],
+                     [rx_ns - sent for _seq, sent, rx_ns in left],
+                     len(sampled) - len(matched), [at for at, _ in matched])
 
 
 def _route(n: int, first_octet: int) -> tuple[int, str]:
@@ -263,19 +273,49 @@ def _write_at_rate(stop: threading.Event, result: dict,
     (or ``send`` says False); the routes and the rate offered into ``result``. When it
     started (``time.monotonic``): the writer adds the rate applied once all are in.
     Numbers start at ``result["first_route"]`` (0): a scenario's later rounds add new
-    routes, not the ones an earlier round left in the table."""
+    routes, not the ones an earlier round left in the table. With ``result["window_s"]``
+    it writes in windows that long, one on, one off (WRITE_WINDOW_S); when the first
+    began (wall clock, ns) goes into ``result["start_ns"]``."""
+    window = result.get("window_s", 0.0)
+    result["start_ns"] = time.time_ns()
     start = time.monotonic()
     first = result.get("first_route", 0)
     n = 0
     while not stop.is_set():
-        due = int((time.monotonic() - start) * WRITES_PER_S)
+        due = int(_writing_seconds(time.monotonic() - start, window) * WRITES_PER_S)
         if due > n and not send(range(first + n, first + due)):
             break
         n = max(n, due)
         time.sleep(0.01)
-    offered_s = time.monotonic() - start
+    offered_s = _writing_seconds(time.monotonic() - start, window)
     result.update(writes=n, offered_per_s=n / offered_s if offered_s else 0.0)
     return start
+
+
+def _writing_seconds(elapsed: float, window: float) -> float:
+    """How much of ``elapsed`` fell in the writing windows (all of it without)."""
+    if not window:
+        return elapsed
+    pairs, rest = divmod(elapsed, 2 * window)
+    return pairs * window + min(rest, window)
+
+
+def while_writing(stamps: list[int], latencies: list[int], start_ns: int,
+                  window_s: float) -> tuple[list[int], list[int]]:
+    """The latencies of the frames that reached the switch in the writing windows and
+    of those between them (from GUARD_S after a window closed), split by their stamps;
+    frames before the first window are in neither."""
+    period, window, guard = (int(x * 1e9) for x in (2 * window_s, window_s, GUARD_S))
+    writing, between = [], []
+    for at, latency in zip(stamps, latencies, strict=True):
+        if at < start_ns:
+            continue
+        phase = (at - start_ns) % period
+        if phase < window:
+            writing.append(latency)
+        elif phase >= window + guard:
+            between.append(latency)
+    return writing, between
 
 
 def _writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
@@ -305,7 +345,8 @@ def _writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
     except BrokenPipeError:
         pass
     cli.wait(timeout=300)
-    result["applied_per_s"] = result["writes"] / (time.monotonic() - start)
+    result["applied_per_s"] = result["writes"] / _writing_seconds(
+        time.monotonic() - start, result.get("window_s", 0.0))
 
 
 def _p4runtime_writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
@@ -338,7 +379,8 @@ def _p4runtime_writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
         start = _write_at_rate(stop, result, send)
     finally:
         client.close()
-    result["applied_per_s"] = result["writes"] / (time.monotonic() - start)
+    result["applied_per_s"] = result["writes"] / _writing_seconds(
+        time.monotonic() - start, result.get("window_s", 0.0))
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -389,7 +431,9 @@ class Load:
 @dataclass
 class Round:
     """One run of a scenario: the urgent frames' latencies (ns, sorted) and what the
-    machine did meanwhile."""
+    machine did meanwhile. With a controller writing in windows (WRITE_WINDOW_S),
+    ``forwarding`` holds the frames that came while it wrote and ``between`` those
+    that came between its writes; otherwise ``between`` is empty."""
 
     forwarding: list[int]
     end_to_end: list[int]
@@ -406,13 +450,16 @@ class Round:
     # the switch's ports because it fell behind (softswitch's show_ports; BMv2 does not
     # say): its urgent socket's (ingress priority) and the others'
     dropped: dict[str, int | None]
+    between: list[int]
 
 
 def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], name: str,
-              rates: tuple[float, float], seconds: float, first_route: int = 0) -> Round:
+              rates: tuple[float, float], seconds: float, first_route: int = 0,
+              window_s: float = WRITE_WINDOW_S) -> Round:
     """One round of scenario ``name`` at ``rates`` (urgent, elephant frames/s).
     ``ports``: the sender's interface, the switch's ingress interface (its peer) and
-    the receiver's interface. A controller adds routes from number ``first_route``."""
+    the receiver's interface. A controller adds routes from number ``first_route``,
+    in windows of ``window_s`` (0: all along)."""
     h1, sw1, h2 = ports
     urgent_pps, elephant_pps = rates
     # only the urgent frames reach the receiver's socket and the tap on the switch's
@@ -431,7 +478,7 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
     while rx_port.receive_batch():
         pass
     stop = threading.Event()
-    writes: dict = {"first_route": first_route}
+    writes: dict = {"first_route": first_route, "window_s": window_s}
     writer = None
     sent = multiprocessing.Value("q", 0)
     kernel0 = switch.kernel_drops()
@@ -467,11 +514,18 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
         dropped["switch_other"] = kernel1[1] - kernel0[1]
     if "error" in writes:
         raise SystemExit(f"{switch.target} {name}: the controller failed: {writes['error']}")
-    del writes["first_route"]
-    return Round(sorted(got.forwarding), sorted(got.end_to_end),
+    forwarding, between = got.forwarding, []
+    if writer is not None and window_s:
+        forwarding, between = while_writing(got.forwarding_at, got.forwarding,
+                                            writes["start_ns"], window_s)
+    for key in ("first_route", "start_ns", "window_s"):
+        writes.pop(key, None)
+    if writer is not None:
+        writes["window_s"] = window_s
+    return Round(sorted(forwarding), sorted(got.end_to_end),
                  max(1, int(sent.value * (seconds - WARMUP_S) / seconds)), got.unmatched,
                  cpu, seconds, tuple(b - a for a, b in zip(host0, host1, strict=True)),
-                 gen_cpu, os.getloadavg()[0], writes, dropped)
+                 gen_cpu, os.getloadavg()[0], writes, dropped, sorted(between))
 
 
 def _socket_drops(sock: socket.socket) -> int:
@@ -519,13 +573,23 @@ def _summary(name: str, rates: tuple[float, float], rounds: list[Round]) -> dict
                           "max_us": r.forwarding[-1] / 1000.0 if r.forwarding else None,
                           "host_steal_ms": r.host[2] * 1000 / os.sysconf("SC_CLK_TCK")}
                          for r in rounds]
+    between = sorted(v for r in rounds for v in r.between)
+    if between:
+        # the same rounds' frames between the controller's writes (WRITE_WINDOW_S)
+        row["between_p99_us"] = _percentile(between, 0.99)
+        row["between_p999_us"] = _percentile(between, 0.999)
+        row["writing_vs_between_p99"] = row["p99_us"] / row["between_p99_us"]
+        if "rounds" in row:
+            for out, r in zip(row["rounds"], rounds, strict=True):
+                out["between_p99_us"] = _percentile(r.between, 0.99)
     writes = [r.writes for r in rounds if r.writes]
     if writes:
         row["writes"] = {
             "writes": sum(w["writes"] for w in writes),
             "offered_per_s": sum(w["offered_per_s"] for w in writes) / len(writes),
             "applied_per_s": sum(w["applied_per_s"] for w in writes) / len(writes),
-            "controller_cpu_s": [round(w["controller_cpu_s"], 3) for w in writes]}
+            "controller_cpu_s": [round(w["controller_cpu_s"], 3) for w in writes],
+            "window_s": writes[0].get("window_s", 0.0)}
     return row
 
 
@@ -587,7 +651,7 @@ def run_target(target: str, seconds: float, max_pps: float | None,
                ingress_priority: bool = True,
                scenarios: tuple[str, ...] = SCENARIOS, load: Load = Load(),
                cpu: int | None = None, rounds: int = 1,
-               p4runtime_process: bool = True) -> dict:
+               p4runtime_process: bool = True, window_s: float = WRITE_WINDOW_S) -> dict:
     """``ingress_priority``: softswitch reads the urgent DSCP ahead of a backlog
     (``--ingress-priority-dscp``, its extension; BMv2 has nothing like it). ``cpu``:
     softswitch runs its port loop on that CPU alone (``--dataplane-cpu``, its extension;
@@ -595,7 +659,8 @@ def run_target(target: str, seconds: float, max_pps: float | None,
     either target. ``rounds``: each scenario runs that many times for ``seconds``,
     the scenarios taking turns (see the module doc). ``p4runtime_process``: softswitch
     serves P4Runtime from a front end process, each Write answered on the port loop
-    (``--p4runtime-process``, its extension)."""
+    (``--p4runtime-process``, its extension). ``window_s``: the controller writes in
+    windows that long, one on, one off (0: all along)."""
     extra: tuple[str, ...] = ()
     if p4runtime_process:
         extra += ("--p4runtime-process",)
@@ -630,7 +695,8 @@ def run_target(target: str, seconds: float, max_pps: float | None,
                     first_route = sum(d.writes.get("writes", 0) for d in done[name])
                     done[name].append(_scenario(
                         switch, (h1, sw1, h2), name,
-                        load.rates(max_pps, name != "idle"), seconds, first_route))
+                        load.rates(max_pps, name != "idle"), seconds, first_route,
+                        window_s))
     return {"max_pps": max_pps, "scenarios": [
         _summary(name, load.rates(max_pps, name != "idle"), done[name])
         for name in scenarios]}
@@ -681,7 +747,17 @@ def table(report: dict) -> str:
                 w = r["writes"]
                 lines.append(f"  {target} {r['scenario']}: controller offered "
                              f"{w['offered_per_s']:.0f} writes/s, applied "
-                             f"{w['applied_per_s']:.0f}/s")
+                             f"{w['applied_per_s']:.0f}/s"
+                             + (f", in windows of {w['window_s']:g} s on, "
+                                f"{w['window_s']:g} s off" if w.get("window_s") else ""))
+            if "between_p99_us" in r:
+                lines.append(
+                    f"  {target} {r['scenario']}: P99 while the controller writes "
+                    f"{r['p99_us']:.0f} µs, between its writes (same rounds) "
+                    f"{r['between_p99_us']:.0f} µs: {r['writing_vs_between_p99']:.2f}x"
+                    + ("" if "rounds" not in r else " (per round " + " / ".join(
+                        f"{x['p99_us']:.0f} vs {x['between_p99_us']:.0f}"
+                        for x in r["rounds"]) + ")"))
     return "\n".join(lines)
 
 
@@ -712,6 +788,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--urgent-share", type=float, default=URGENT_SHARE,
                     help=f"the urgent frames' part of the load ({URGENT_SHARE}); "
                          "elephants carry the rest")
+    ap.add_argument("--write-window", type=float, default=WRITE_WINDOW_S, metavar="S",
+                    help="the controller writes for S seconds, then pauses S seconds, in "
+                         "turn, and the P99 while it writes is set beside the P99 between "
+                         f"its writes in the same rounds; 0: it writes all along "
+                         f"({WRITE_WINDOW_S:g})")
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -723,6 +804,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--rounds {args.rounds}: expected 1 to 100")
     if not 0 < args.load <= 1.5:
         ap.error(f"--load {args.load}: expected a fraction of the max rate in (0, 1.5]")
+    if args.write_window and not 4 * GUARD_S <= args.write_window <= args.seconds / 2:
+        ap.error(f"--write-window {args.write_window}: expected 0 or {4 * GUARD_S:g} to "
+                 "half of --seconds")
     if not 0 < args.urgent_share <= 1:
         ap.error(f"--urgent-share {args.urgent_share}: expected a fraction in (0, 1]")
     load = Load(args.load, args.urgent_share)
@@ -742,7 +826,8 @@ def main(argv: list[str] | None = None) -> int:
                     "load": load.total, "urgent_share": load.urgent,
                     "scenarios": list(args.scenarios),
                     "ingress_priority": args.ingress_priority, "dataplane_cpu": cpu,
-                    "p4runtime_process": args.p4runtime_process}
+                    "p4runtime_process": args.p4runtime_process,
+                    "write_window_s": args.write_window}
     if "softswitch" in args.targets:
         report["notes"].append(
             f"softswitch ingress priority {args.ingress_priority}"
@@ -763,7 +848,8 @@ def main(argv: list[str] | None = None) -> int:
         report["targets"][target] = run_target(target, args.seconds, given.get(target),
                                                args.ingress_priority == "on",
                                                tuple(args.scenarios), load, cpu,
-                                               args.rounds, args.p4runtime_process == "on")
+                                               args.rounds, args.p4runtime_process == "on",
+                                               args.write_window)
     print(table(report))
     for note in report["notes"]:
         print(f"  {note}")
