@@ -464,6 +464,7 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
         log.info("Adding interface %s as port %d", iface, port)
     device.transmit = plane.transmit
     device.checkpoint = plane.calls.checkpoint   # Writes the loop answers (front end)
+    device.checkpointing = plane.calls.checkpointing
     tm = TrafficManager(num_queues=opts.priority_queues, catch_up_us=LINK_CATCH_UP_US)
     scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port),
                                 held_frames=plane.held_frames, native=native)

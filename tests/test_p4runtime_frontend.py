@@ -373,3 +373,66 @@ def test_a_write_the_loop_answers_lets_urgent_frames_through_at_its_checkpoints(
             plane.close()
     assert Reply.decode(body).response == urgent, "the checkpoint forwarded the urgent frame"
     assert got == [urgent, bulk]
+
+
+
+def test_a_write_the_loop_answers_is_applied_a_slice_at_a_time(program, monkeypatch):
+    """Where the port loop answers a CONTINUE_ON_ERROR Write (Device.checkpointing), it
+    is applied LOOP_WRITE_SLICE updates per hold of the device lock, a checkpoint after
+    each, with the same per-update results; other Writes in one hold. A pipeline set
+    between two slices ends the batch: the updates after it are ABORTED, and none goes
+    to the new pipeline."""
+    from softswitch.p4runtime import pipeline, server
+
+    local = Target(str(program), True, monkeypatch)
+
+    def write(keys: range, kind: int = p4runtime_pb2.Update.INSERT,
+              atomicity: int = 0) -> bytes:
+        req = p4runtime_pb2.WriteRequest(device_id=0, atomicity=atomicity)
+        req.election_id.low = 7
+        for key in keys:
+            te = req.updates.add(type=kind).entity.table_entry
+            te.table_id = local.ids["I.route"]
+            te.match.add(field_id=1).exact.value = key.to_bytes(6, "big")
+            te.action.action.action_id = local.ids["I.fwd"]
+            te.action.action.params.add(param_id=1, value=(1).to_bytes(2, "big"))
+        return req.SerializeToString()
+
+    def codes(data: bytes) -> list[int]:
+        code, _, per_update = local.answer(data)
+        return [c for c, _ in per_update] if code != grpc.StatusCode.OK else []
+
+    device, held = local.device, []
+    device.checkpoint = lambda: held.append(1)
+    try:
+        assert server.LOOP_WRITE_SLICE == 4
+        device.checkpointing = lambda: True
+        assert codes(write(range(3))) == []
+        assert len(held) == 2                        # before, and after its one slice
+        held.clear()
+        # the table holds 16: 3 ALREADY_EXISTS, 13 in, 4 RESOURCE_EXHAUSTED
+        assert codes(write(range(20))) == [6] * 3 + [0] * 13 + [8] * 4
+        assert len(held) == 1 + 5                    # before, and after each slice
+        held.clear()
+        assert codes(write(range(20, 26), atomicity=1)) == [8] + [10] * 5
+        assert len(held) == 2                        # atomic: one hold
+        held.clear()
+        device.checkpointing = lambda: False
+        assert codes(write(range(30, 36))) == [8] * 6
+        assert len(held) == 2                        # not answered on the loop
+        device.checkpointing = lambda: True
+        held.clear()
+        old = device.current
+        assert old is not None
+        new = device._wrap(old.config, pipeline.compile_file(str(program), {}))  # noqa: SLF001
+
+        def set_pipeline_after_the_first_slice() -> None:
+            held.append(1)
+            if len(held) == 2:
+                device.current = new
+        device.checkpoint = set_pipeline_after_the_first_slice
+        assert codes(write(range(9), p4runtime_pb2.Update.DELETE)) == [0] * 4 + [10] * 5
+        assert not list(new.runtime.read_wire([p4runtime_pb2.Entity(
+            table_entry=p4runtime_pb2.TableEntry())]))
+    finally:
+        local.close()

@@ -81,6 +81,10 @@ class Device:
         # releases it): softswitch run gives the port loop's LoopCalls.checkpoint, so a
         # Write the loop answers (the front end's) lets urgent frames through there.
         self.checkpoint: Callable[[], None] = lambda: None
+        # Whether checkpoint() acts where it is called (the port loop answers this
+        # Write): a CONTINUE_ON_ERROR batch is then applied a few updates per hold of
+        # the lock, a checkpoint between (server.LOOP_WRITE_SLICE).
+        self.checkpointing: Callable[[], bool] = lambda: False
 
     # ------------------------------------------------------------------ memory
     def start_reclaimer(self) -> None:

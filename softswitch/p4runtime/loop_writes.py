@@ -9,11 +9,13 @@ same handlers as the in-process server (``unary_lane.run_handler``): no other th
 of the switch takes the GIL for a Write, so the port loop never waits for one that the
 host preempted holding it. A Write runs as a call of the loop
 (:meth:`LoopCalls.as_call <softswitch.ports.loop_calls.LoopCalls.as_call>`): at its
-checkpoints (``Device.checkpoint``: before it takes the device lock, after it lets go)
-the loop forwards the urgent frames that came meanwhile, so they wait for a part of
-the Write, not all of it. Requests bigger than ``INLINE_BYTES`` go to a thread of
-their own (:mod:`~softswitch.p4runtime.big_requests`), as the unary lane's do, so a
-batch of thousands of entries does not stop forwarding while it is applied.
+checkpoints (once its frame is read; ``Device.checkpoint``: before it takes the device
+lock, and after each hold of it, a CONTINUE_ON_ERROR batch being applied a few updates
+per hold: ``server.LOOP_WRITE_SLICE``) the loop forwards the urgent frames that came
+meanwhile, so they wait for a part of the Write, not all of it. Requests bigger than
+``INLINE_BYTES`` go to a thread of their own (:mod:`~softswitch.p4runtime.big_requests`),
+as the unary lane's do, so a batch of thousands of entries does not stop forwarding
+while it is applied.
 
 A reply the socket cannot take at once on the loop (a front end that stopped reading:
 it waits for each reply, so this does not happen while it works) ends that
@@ -165,6 +167,7 @@ class _Connection:
             loop = self._owner._loop
             assert loop is not None
             with loop.calls.as_call():  # its checkpoints let urgent frames through
+                loop.calls.checkpoint()  # (the frame was read: the request comes next)
                 self._send_now(_reply(handler, message))
 
     def _send_now(self, reply: Reply) -> None:

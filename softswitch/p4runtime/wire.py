@@ -211,6 +211,15 @@ class LazyRequest:
         message.MergeFromString(self._data)
         return message
 
+    def part(self, start: int, stop: int) -> LazyRequest:
+        """The same request with elements ``start`` to ``stop`` only (sharing its bytes
+        and header): a batch applied a few updates at a time."""
+        view = object.__new__(LazyRequest)
+        view.__dict__.update(self.__dict__)
+        view._spans = self._spans[start:stop]
+        view.size = sum(end - begin for begin, end in view._spans)
+        return view
+
     def release(self) -> None:
         """Drop the raw bytes (the request is done)."""
         self._data, self._spans = b"", []

@@ -130,8 +130,12 @@ class LoopCalls:
         """Inside a call the loop runs: forward the urgent frames waiting now, then go
         on (the module's docstring). Anywhere else (another thread too, while the loop
         runs a call) it does nothing."""
-        if self._in_call and threading.get_ident() == self._loop:
+        if self.checkpointing():
             self._urgent()
+
+    def checkpointing(self) -> bool:
+        """Whether :meth:`checkpoint` acts here: in a call, on the loop's thread."""
+        return self._in_call and threading.get_ident() == self._loop
 
     @contextmanager
     def as_call(self) -> Iterator[None]:
