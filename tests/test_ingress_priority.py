@@ -138,6 +138,13 @@ def test_nothing_asked_is_no_priority():
     assert ingress_priority.parse(None, None) is None
 
 
+def urgent_and_bulk() -> tuple[bytes, bytes]:
+    """An urgent frame (DSCP 46) and a bulk one, as the checkpoint tests send them."""
+    eth = Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:02")
+    return (bytes(eth / IP(tos=46 << 2) / UDP() / b"urgent"),
+            bytes(eth / IP(tos=0) / UDP() / b"bulk"))
+
+
 @needs_root
 def test_a_command_on_the_port_loop_lets_urgent_frames_through_at_its_checkpoints():
     """A runtime-channel command runs on the port loop between bursts; at its
@@ -147,9 +154,7 @@ def test_a_command_on_the_port_loop_lets_urgent_frames_through_at_its_checkpoint
         pytest.skip("batchio is not built here")
     spec = ingress_priority.parse("46", None)
     assert spec is not None
-    eth = Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:02")
-    urgent = bytes(eth / IP(tos=46 << 2) / UDP() / b"urgent")
-    bulk = bytes(eth / IP(tos=0) / UDP() / b"bulk")
+    urgent, bulk = urgent_and_bulk()
     with veth_pairs(1, "ip") as pairs:
         switch_side, peer = pairs[0]
         plane = DataPlane({1: switch_side}, priority=spec)

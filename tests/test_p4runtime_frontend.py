@@ -325,13 +325,10 @@ def test_a_write_the_loop_answers_lets_urgent_frames_through_at_its_checkpoints(
         pytest.skip("batchio is not built here")
     if os.geteuid() != 0:
         pytest.skip("needs root for veth/AF_PACKET")
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.l2 import Ether
+    from test_ingress_priority import urgent_and_bulk
 
     spec = ingress_priority.parse("46", None)
-    eth = Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:02")
-    urgent = bytes(eth / IP(tos=46 << 2) / UDP() / b"urgent")
-    bulk = bytes(eth / IP(tos=0) / UDP() / b"bulk")
+    urgent, bulk = urgent_and_bulk()
     with veth_pairs(1, "fw") as pairs:
         switch_side, peer = pairs[0]
         plane = DataPlane({1: switch_side}, priority=spec)
