@@ -73,7 +73,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -450,7 +450,7 @@ class Round:
     # the switch's ports because it fell behind (softswitch's show_ports; BMv2 does not
     # say): its urgent socket's (ingress priority) and the others'
     dropped: dict[str, int | None]
-    between: list[int]
+    between: list[int] = field(default_factory=list)
 
 
 def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], name: str,

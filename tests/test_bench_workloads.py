@@ -258,6 +258,36 @@ def test_urgent_latency_rounds_pool_their_frames_and_keep_each_rounds_tail():
     assert "rounds" not in one and "writes" in one
 
 
+def test_urgent_latency_splits_frames_by_the_writers_windows():
+    """The writes scenarios' frames are split by when they reached the switch: in a
+    writing window, between two (after GUARD_S), or neither (the guard, or before the
+    writer began); the row's P99 is the writing frames', beside the between ones'."""
+    ul = _bench_module("urgent_latency")
+    start, s = 10**18, 10**9
+    stamps = [start - s, start + s // 2, start + s + s // 100, start + 3 * s // 2,
+              start + 23 * s // 10, start + 39 * s // 10]
+    latencies = [1, 2, 3, 4, 5, 6]
+    writing, between = ul.while_writing(stamps, latencies, start, 1.0)
+    assert (writing, between) == ([2, 5], [4, 6])
+    assert ul._writing_seconds(3.5, 1.0) == 2.0 and ul._writing_seconds(3.5, 0.0) == 3.5
+
+    def round_of(on_us: list[int], off_us: list[int]) -> object:
+        on, off = sorted(v * 1000 for v in on_us), sorted(v * 1000 for v in off_us)
+        return ul.Round(on, on, len(on) + len(off), 0, 1.0, 10.0, (50, 100, 2), 0.5, 0.3,
+                        {"writes": 10, "offered_per_s": 1000.0, "applied_per_s": 990.0,
+                         "controller_cpu_s": 0.25, "window_s": 1.0},
+                        {"receiver": 0, "tap": 0}, off)
+
+    row = ul._summary("elephants+p4runtime", (100.0, 50.0),
+                      [round_of([200] * 100, [100] * 100), round_of([300] * 100, [100] * 100)])
+    assert row["p99_us"] == 300.0 and row["between_p99_us"] == 100.0
+    assert row["writing_vs_between_p99"] == 3.0 and row["writes"]["window_s"] == 1.0
+    assert [r["between_p99_us"] for r in row["rounds"]] == [100.0, 100.0]
+    assert "while the controller writes 300 µs, between its writes (same rounds) 100 µs" \
+        in ul.table({"targets": {"softswitch": {"scenarios": [row]}},
+                     "scenarios": ["elephants+p4runtime"]})
+
+
 def test_urgent_latency_later_rounds_write_new_routes():
     """A scenario's second round adds routes after the first round's, never the same
     ones again (ALREADY_EXISTS would fail it)."""
