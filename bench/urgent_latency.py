@@ -292,6 +292,13 @@ def _write_at_rate(stop: threading.Event, result: dict,
     return start
 
 
+def _note_applied(result: dict, start: float) -> None:
+    """The rate the switch took the writes at, once all are in (``start``: from
+    :func:`_write_at_rate`), over the writing windows' time."""
+    result["applied_per_s"] = result["writes"] / _writing_seconds(
+        time.monotonic() - start, result.get("window_s", 0.0))
+
+
 def _writing_seconds(elapsed: float, window: float) -> float:
     """How much of ``elapsed`` fell in the writing windows (all of it without)."""
     if not window:
@@ -345,8 +352,7 @@ def _writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
     except BrokenPipeError:
         pass
     cli.wait(timeout=300)
-    result["applied_per_s"] = result["writes"] / _writing_seconds(
-        time.monotonic() - start, result.get("window_s", 0.0))
+    _note_applied(result, start)
 
 
 def _p4runtime_writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
@@ -379,8 +385,7 @@ def _p4runtime_writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
         start = _write_at_rate(stop, result, send)
     finally:
         client.close()
-    result["applied_per_s"] = result["writes"] / _writing_seconds(
-        time.monotonic() - start, result.get("window_s", 0.0))
+    _note_applied(result, start)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -518,10 +523,10 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
     if writer is not None and window_s:
         forwarding, between = while_writing(got.forwarding_at, got.forwarding,
                                             writes["start_ns"], window_s)
-    for key in ("first_route", "start_ns", "window_s"):
-        writes.pop(key, None)
-    if writer is not None:
-        writes["window_s"] = window_s
+    if writer is None:
+        writes.clear()                   # no controller: nothing to report
+    else:
+        del writes["first_route"], writes["start_ns"]
     return Round(sorted(forwarding), sorted(got.end_to_end),
                  max(1, int(sent.value * (seconds - WARMUP_S) / seconds)), got.unmatched,
                  cpu, seconds, tuple(b - a for a, b in zip(host0, host1, strict=True)),

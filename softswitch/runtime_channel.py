@@ -38,11 +38,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from softswitch.core.control import SwitchControl
 from softswitch.diagnostics import P4Error
-from softswitch.ports.dataplane import PortStatus
 from softswitch.runtime_lines import (
     IDLE_SECONDS,
     NOT_A_COMMAND,
@@ -55,6 +54,9 @@ from softswitch.runtime_lines import (
 from softswitch.stf.commands import parse_command
 from softswitch.stf.session import CommandSession
 from softswitch.tm import PfcThresholds, TrafficManager
+
+if TYPE_CHECKING:
+    from softswitch.ports.dataplane import PortStatus
 
 
 def _ints(words: list[str], usage: str, least: int, most: int) -> list[int]:

@@ -7,9 +7,11 @@ the order the loop hands frames over shows which socket each frame went to."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from scapy.layers.inet import IP, UDP
@@ -145,17 +147,14 @@ def urgent_and_bulk() -> tuple[bytes, bytes]:
             bytes(eth / IP(tos=0) / UDP() / b"bulk"))
 
 
-@needs_root
-def test_a_command_on_the_port_loop_lets_urgent_frames_through_at_its_checkpoints():
-    """A runtime-channel command runs on the port loop between bursts; at its
-    checkpoints (LoopCalls.checkpoint) the loop forwards the urgent frames that came
-    meanwhile — and only those: the others wait for the command to end."""
-    if batchio.native() is None:
-        pytest.skip("batchio is not built here")
+@contextlib.contextmanager
+def running_priority_plane(prefix: str) -> Iterator[tuple[DataPlane, RawPort, list[bytes]]]:
+    """A DataPlane reading DSCP 46 first on one veth pair, its port loop running (up
+    and taking calls when this yields); a raw port on the peer to send from; the list
+    the loop hands every burst to. The checkpoint tests' set-up."""
     spec = ingress_priority.parse("46", None)
     assert spec is not None
-    urgent, bulk = urgent_and_bulk()
-    with veth_pairs(1, "ip") as pairs:
+    with veth_pairs(1, prefix) as pairs:
         switch_side, peer = pairs[0]
         plane = DataPlane({1: switch_side}, priority=spec)
         tx = RawPort(peer)
@@ -168,22 +167,37 @@ def test_a_command_on_the_port_loop_lets_urgent_frames_through_at_its_checkpoint
             while plane.calls._loop is None:            # noqa: SLF001 - loop is up
                 assert time.monotonic() < deadline
                 time.sleep(0.001)
-
-            def command() -> list[bytes]:
-                assert tx.send(bulk) and tx.send(urgent)
-                time.sleep(0.05)                        # both wait in the kernel now
-                before = list(got)
-                plane.calls.checkpoint()
-                return before + [b"|"] + got[len(before):]
-            seen = plane.calls.call(command)
-            deadline = time.monotonic() + 5
-            while len(got) < 2:
-                assert time.monotonic() < deadline, got
-                time.sleep(0.001)
+            yield plane, tx, got
         finally:
             plane.stop()
             loop.join(5)
             tx.close()
             plane.close()
+
+
+def wait_for(got: list[bytes], count: int) -> None:
+    deadline = time.monotonic() + 5
+    while len(got) < count:
+        assert time.monotonic() < deadline, got
+        time.sleep(0.001)
+
+
+@needs_root
+def test_a_command_on_the_port_loop_lets_urgent_frames_through_at_its_checkpoints():
+    """A runtime-channel command runs on the port loop between bursts; at its
+    checkpoints (LoopCalls.checkpoint) the loop forwards the urgent frames that came
+    meanwhile — and only those: the others wait for the command to end."""
+    if batchio.native() is None:
+        pytest.skip("batchio is not built here")
+    urgent, bulk = urgent_and_bulk()
+    with running_priority_plane("ip") as (plane, tx, got):
+        def command() -> list[bytes]:
+            assert tx.send(bulk) and tx.send(urgent)
+            time.sleep(0.05)                        # both wait in the kernel now
+            before = list(got)
+            plane.calls.checkpoint()
+            return before + [b"|"] + got[len(before):]
+        seen = plane.calls.call(command)
+        wait_for(got, 2)
     assert seen == [b"|", urgent], "the checkpoint forwarded the urgent frame alone"
     assert got == [urgent, bulk]

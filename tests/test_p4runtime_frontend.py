@@ -12,13 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
+from test_ingress_priority import running_priority_plane, urgent_and_bulk, wait_for
 from test_p4runtime_unary_lane import PROGRAM, Target, _requests, answer_of, primary_writer
 
 from controlplane.p4rt.client import CHANNEL_OPTIONS
@@ -26,11 +26,8 @@ from softswitch.local_port import free_port
 from softswitch.p4runtime import frontend_link
 from softswitch.p4runtime.frontend_link import LinkError, Reply
 from softswitch.p4runtime.loop_writes import LoopWrites
-from softswitch.ports import batchio, ingress_priority
-from softswitch.ports.afpacket import RawPort
-from softswitch.ports.dataplane import DataPlane
+from softswitch.ports import batchio
 from softswitch.ports.loop_calls import LoopCalls
-from softswitch.ports.veth import veth_pairs
 from softswitch.run import parse_args
 
 
@@ -325,49 +322,34 @@ def test_a_write_the_loop_answers_lets_urgent_frames_through_at_its_checkpoints(
         pytest.skip("batchio is not built here")
     if os.geteuid() != 0:
         pytest.skip("needs root for veth/AF_PACKET")
-    from test_ingress_priority import urgent_and_bulk
-
-    spec = ingress_priority.parse("46", None)
     urgent, bulk = urgent_and_bulk()
-    with veth_pairs(1, "fw") as pairs:
-        switch_side, peer = pairs[0]
-        plane = DataPlane({1: switch_side}, priority=spec)
-        tx = RawPort(peer)
-        got: list[bytes] = []
+    holder: list[LoopWrites] = []
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with running_priority_plane("fw") as (plane, tx, got):
+            def write(request: bytes, context) -> bytes:
+                assert tx.send(bulk) and tx.send(urgent)
+                time.sleep(0.05)                        # both wait in the kernel now
+                before = len(got)
+                plane.calls.checkpoint()                # as Device.checkpoint does
+                return b"|".join(got[before:])
 
-        def write(request: bytes, context) -> bytes:
-            assert tx.send(bulk) and tx.send(urgent)
-            time.sleep(0.05)                        # both wait in the kernel now
-            before = len(got)
-            plane.calls.checkpoint()                # as Device.checkpoint does
-            return b"|".join(got[before:])
-
-        writes = LoopWrites(str(tmp_path / "link.sock"),
-                            {frontend_link.WRITE: (lambda d: d, write, lambda out: out)},
-                            1 << 20)
-        loop = threading.Thread(target=plane.run_batches,
-                                args=(lambda port, burst: got.extend(burst),))
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            loop.start()
-            plane.calls.call(lambda: writes.attach(plane))
+            writes = LoopWrites(str(tmp_path / "link.sock"),
+                                {frontend_link.WRITE: (lambda d: d, write, lambda o: o)},
+                                1 << 20)
+            holder.append(writes)
+            plane.calls.call(lambda: writes.attach(plane))      # on the loop's thread
             sock.connect(writes.path)
             sock.settimeout(10)
             sock.sendall(frontend_link.frame(bytes([frontend_link.WRITE]) + b"w"))
             buffer = bytearray()
             while (body := frontend_link.take_frame(buffer, 1 << 20)) is None:
                 buffer += sock.recv(1 << 16)
-            deadline = time.monotonic() + 5
-            while len(got) < 2:
-                assert time.monotonic() < deadline, got
-                time.sleep(0.001)
-        finally:
-            sock.close()
-            plane.stop()
-            loop.join(5)
+            wait_for(got, 2)
+    finally:                                # once the loop has stopped
+        sock.close()
+        for writes in holder:
             writes.close()
-            tx.close()
-            plane.close()
     assert Reply.decode(body).response == urgent, "the checkpoint forwarded the urgent frame"
     assert got == [urgent, bulk]
 
