@@ -93,17 +93,26 @@ def freeing_now() -> Iterator[None]:
         _later.items = items
 
 
-@contextlib.contextmanager
-def holding() -> Iterator[list[Any]]:
+class Holding:
+    """:func:`holding`'s context (a plain class: it runs once per request, and a
+    generator-based context manager costs several calls more)."""
+
+    __slots__ = ("_items",)
+
+    def __enter__(self) -> list[Any]:
+        self._items: list[Any] = []
+        _later.items = self._items
+        return self._items
+
+    def __exit__(self, *exc: object) -> None:
+        _later.items = None
+        self._items.clear()
+
+
+def holding() -> Holding:
     """On this thread, :func:`held` gives a list while the block runs; the caller
     clears it (after sending the reply) and everything goes when the block ends."""
-    items: list[Any] = []
-    _later.items = items
-    try:
-        yield items
-    finally:
-        _later.items = None
-        items.clear()
+    return Holding()
 
 
 

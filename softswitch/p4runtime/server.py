@@ -26,6 +26,7 @@ from softswitch.p4runtime.arbitration import Connection, election_id_of, role_na
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.roles import Role
 from softswitch.p4runtime.runtime import Result
+from softswitch.p4runtime.small_writes import SmallWrites
 
 API_VERSION = "1.4.1"
 # The largest request the server accepts (gRPC answers RESOURCE_EXHAUSTED above it,
@@ -35,6 +36,8 @@ MAX_MESSAGE_BYTES = 16 << 20
 log = logging.getLogger("softswitch.p4runtime")
 _CLOSE = object()   # stream queue sentinel: the RPC is over
 _WRITE_RESPONSE = p4runtime_pb2.WriteResponse().SerializeToString()   # it has no fields
+_CAPABILITIES_RESPONSE = p4runtime_pb2.CapabilitiesResponse(
+    p4runtime_api_version=API_VERSION).SerializeToString()
 # Updates of a CONTINUE_ON_ERROR batch applied per hold of the device lock when the port
 # loop answers the Write (Device.checkpointing): ~12 µs each there, so an urgent frame
 # waits ~50 µs for the batch, not all of it (a Write of ten routes held it 120 µs).
@@ -46,11 +49,21 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def __init__(self, device: Device) -> None:
         self.device = device
+        self._small = SmallWrites(device)
 
     # ------------------------------------------------------------------ unary RPCs
     def Capabilities(self, request: p4runtime_pb2.CapabilitiesRequest,  # noqa: N802
-                     context: grpc.ServicerContext) -> p4runtime_pb2.CapabilitiesResponse:
-        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+                     context: grpc.ServicerContext) -> bytes:
+        """The CapabilitiesResponse, encoded (it never changes)."""
+        return _CAPABILITIES_RESPONSE
+
+    def write_encoded(self, data: bytes, context: grpc.ServicerContext) -> bytes:
+        """A Write from its bytes: the common single-update one (see small_writes) is
+        applied there; any other, or one that path does not take, is :meth:`Write`'s."""
+        if self._small.apply(data):
+            return _WRITE_RESPONSE
+        return self.Write(wire.LazyRequest(p4runtime_pb2.WriteRequest, p4runtime_pb2.Update,
+                                           4, data), context)
 
     def Write(self, request: wire.LazyRequest,  # noqa: N802
               context: grpc.ServicerContext) -> bytes:
@@ -259,9 +272,13 @@ def _stream_error(exc: errors.P4RuntimeError) -> p4runtime_pb2.StreamMessageResp
 
 
 def _write_handler(servicer: P4RuntimeServicer) -> unary_lane.Handler:
-    pb = p4runtime_pb2
-    return (lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
-            servicer.Write, wire.serialize)
+    """Write as (deserializer, behavior, serializer): the request stays bytes until
+    ``write_encoded`` looks at it."""
+    return (_as_bytes, servicer.write_encoded, wire.serialize)
+
+
+def _as_bytes(data: bytes) -> bytes:
+    return data
 
 
 def _lane_handlers(servicer: P4RuntimeServicer) -> dict[str, unary_lane.Handler]:
@@ -269,17 +286,16 @@ def _lane_handlers(servicer: P4RuntimeServicer) -> dict[str, unary_lane.Handler]
     pb = p4runtime_pb2
     return {"/p4.v1.P4Runtime/Write": _write_handler(servicer),
             "/p4.v1.P4Runtime/Capabilities": (pb.CapabilitiesRequest.FromString,
-                                              servicer.Capabilities,
-                                              pb.CapabilitiesResponse.SerializeToString)}
+                                              servicer.Capabilities, wire.serialize)}
 
 
 def _handlers(servicer: P4RuntimeServicer) -> grpc.GenericRpcHandler:
     """The service's method table, as the generated code builds it, except that
     Read's responses may be pre-encoded bytes (see :mod:`wire`)."""
     pb = p4runtime_pb2
-    deserialize, _, serialize = _write_handler(servicer)
+    deserialize, write, serialize = _write_handler(servicer)
     methods = {
-        "Write": grpc.unary_unary_rpc_method_handler(servicer.Write, deserialize, serialize),
+        "Write": grpc.unary_unary_rpc_method_handler(write, deserialize, serialize),
         "Read": grpc.unary_stream_rpc_method_handler(
             servicer.Read, pb.ReadRequest.FromString, wire.serialize),
         "SetForwardingPipelineConfig": grpc.unary_unary_rpc_method_handler(
@@ -295,8 +311,7 @@ def _handlers(servicer: P4RuntimeServicer) -> grpc.GenericRpcHandler:
             servicer.StreamChannel, pb.StreamMessageRequest.FromString,
             pb.StreamMessageResponse.SerializeToString),
         "Capabilities": grpc.unary_unary_rpc_method_handler(
-            servicer.Capabilities, pb.CapabilitiesRequest.FromString,
-            pb.CapabilitiesResponse.SerializeToString),
+            servicer.Capabilities, pb.CapabilitiesRequest.FromString, wire.serialize),
     }
     return grpc.method_handlers_generic_handler("p4.v1.P4Runtime", methods)
 

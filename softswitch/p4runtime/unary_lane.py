@@ -48,6 +48,9 @@ try:
 except ImportError:   # pragma: no cover - grpcio without its Cython layer
     cygrpc = None
 
+# Calls of each method asked for ahead: a call that arrives finds one waiting while the
+# one before it is answered, and the lane asks for its replacement after the reply.
+REQUESTS_PER_METHOD = 2
 Handler = tuple[Callable[[bytes], Any], Callable[[Any, Any], Any], Callable[[Any], bytes]]
 
 
@@ -91,7 +94,8 @@ class UnaryLane:
         """Serve (after the server started)."""
         self._big.start()
         for method in self._handlers:
-            self._request(method)
+            for _ in range(REQUESTS_PER_METHOD):
+                self._request(method)
 
     def close(self) -> None:
         """End the lane once the server has shut down (its calls are over)."""
@@ -105,20 +109,31 @@ class UnaryLane:
     # own callbacks do: (no rpc state, no callbacks). An exception escaping a tag would
     # end that loop (the whole server), so none does.
     def _arrived(self, method: str, event: Any) -> tuple[None, tuple[()]]:
-        """A new call of ``method``: ask for its one message, and for the next call."""
+        """A new call of ``method``: ask for its one message. (The request it used is
+        renewed once the call is answered: :meth:`_received`.)"""
+        if not event.success:                      # the server is shutting down
+            return None, ()
         try:
-            if event.success:                      # else: the server is shutting down
-                self._request(method)
-                event.call.start_server_batch(
-                    (cygrpc.ReceiveMessageOperation(0),),
-                    functools.partial(self._received, method, event.call))
+            event.call.start_server_batch(
+                (cygrpc.ReceiveMessageOperation(0),),
+                functools.partial(self._received, method, event.call))
         except Exception as exc:  # noqa: BLE001 - see above
             log.error("unary lane: %s call not taken: %s: %s", method,
                       type(exc).__name__, exc)
+            self._renew(method)                    # no _received comes for this call
         return None, ()
 
+    def _renew(self, method: str) -> None:
+        """Ask for the next call of ``method`` in place of the one that came."""
+        try:
+            self._request(method)
+        except Exception as exc:  # noqa: BLE001 - the server is stopping: no more calls
+            log.debug("unary lane: %s not renewed: %s: %s", method, type(exc).__name__,
+                      exc)
+
     def _received(self, method: str, call: Any, event: Any) -> tuple[None, tuple[()]]:
-        """The call's message (or none): answer it here, or on the lane's thread."""
+        """The call's message (or none): answer it here, or on the lane's thread; then
+        ask for the next call (after the reply: off the caller's round trip)."""
         try:
             message = event.batch_operations[0].message() if event.success else None
             if message is None:   # no message: half-closed at once, or gone (as grpcio)
@@ -134,6 +149,7 @@ class UnaryLane:
         except Exception as exc:  # noqa: BLE001 - see above
             log.error("unary lane: %s not answered: %s: %s", method, type(exc).__name__,
                       exc)
+        self._renew(method)
         return None, ()
 
     @staticmethod

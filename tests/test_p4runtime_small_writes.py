@@ -1,0 +1,163 @@
+"""The single-update Write fast path answers exactly as the general path (issue 11, batch 1).
+
+``P4RuntimeServicer.write_encoded`` first offers a Write's bytes to
+``small_writes.SmallWrites``, which applies the common single-update Write from the
+default role's primary itself and declines anything else with nothing changed. Here
+every request runs on two devices with the same program and the same primary: once
+through ``write_encoded`` (as the server answers it) and once through the general
+path alone. The answers (response, code, details, per-update errors) and what Read
+returns afterwards must be identical, for valid updates, for every kind of invalid
+update, and for every header the fast path must not take; and the fast path must have
+taken exactly the requests it is for.
+"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2
+from test_p4runtime_plain_writes import PROGRAM, Dev, corpus, route, upd
+
+from softswitch.p4runtime import entrywire, unary_lane, wire
+from softswitch.p4runtime.arbitration import Connection
+from softswitch.p4runtime.server import P4RuntimeServicer
+
+WriteRequest = p4runtime_pb2.WriteRequest
+Update = p4runtime_pb2.Update
+INSERT, MODIFY, DELETE = Update.INSERT, Update.MODIFY, Update.DELETE
+ELECTION = (3 << 64) | 5                  # both halves of the 128-bit id in play
+
+
+class Target:
+    """A device with a primary controller (election id ELECTION) and a servicer."""
+
+    def __init__(self, program_path: str, general_only: bool) -> None:
+        self.dev = Dev(program_path)
+        device = self.dev.device
+        update = p4runtime_pb2.MasterArbitrationUpdate(device_id=0)
+        update.election_id.high, update.election_id.low = ELECTION >> 64, ELECTION & (
+            (1 << 64) - 1)
+        device.arbiter.arbitrate(Connection(send=lambda message: None), update)
+        servicer = P4RuntimeServicer(device)
+        self.taken = 0
+        small = servicer._small.apply
+
+        def counted(data: bytes) -> bool:
+            took = small(data)
+            self.taken += took
+            return took
+        servicer._small.apply = counted        # type: ignore[method-assign]
+        pb = p4runtime_pb2
+        self.handler = ((lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
+                         servicer.Write, wire.serialize) if general_only else
+                        (lambda data: data, servicer.write_encoded, wire.serialize))
+
+    def write(self, data: bytes) -> tuple:
+        response, code, details, trailing = unary_lane.run_handler(self.handler, data)
+        return response, code, details, trailing
+
+
+@pytest.fixture
+def targets(tmp_path):
+    path = tmp_path / "small.p4"
+    path.write_text(PROGRAM)
+    return Target(str(path), general_only=False), Target(str(path), general_only=True)
+
+
+def request(*updates: Update, election: int | None = ELECTION, **header) -> bytes:
+    req = WriteRequest(device_id=header.pop("device_id", 0), **header)
+    if election is not None:
+        req.election_id.high, req.election_id.low = election >> 64, election & ((1 << 64) - 1)
+    req.updates.extend(updates)
+    return req.SerializeToString()
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return wire.field(bytes([number << 3 | 2]), payload)
+
+
+def headers(ids: dict) -> list[tuple[str, bytes]]:
+    """A valid insert in every request header the fast path must leave to the general
+    path (named for the failure message)."""
+    ok = upd(INSERT, route(ids, 0x200000000000))
+    plain = request(ok)
+    one = ok.SerializeToString()
+    election = _field(3, b"\x08\x03\x10\x05")
+    return [
+        ("other device", request(ok, device_id=1)),
+        ("no election id", request(ok, election=None)),
+        ("other election id (low)", request(ok, election=ELECTION + 1)),
+        ("other election id (high)", request(ok, election=ELECTION + (1 << 64))),
+        ("a role", request(ok, role="ops")),
+        ("a role id", request(ok, role_id=3)),
+        ("rollback on error", request(ok, atomicity=WriteRequest.ROLLBACK_ON_ERROR)),
+        ("dataplane atomic", request(ok, atomicity=WriteRequest.DATAPLANE_ATOMIC)),
+        ("unknown atomicity", request(ok, atomicity=7)),
+        ("two updates", request(ok, upd(INSERT, route(ids, 0x210000000000)))),
+        ("no update", request()),
+        ("device_id twice", b"\x08\x00" + plain),
+        ("election_id in two parts", _field(3, b"\x08\x03") + _field(3, b"\x10\x05")
+         + _field(4, one)),
+        ("an unknown field", plain + b"\x48\x01"),
+        ("an unknown election field", _field(3, b"\x08\x03\x10\x05\x18\x01") + _field(4, one)),
+        ("a varint past 64 bits", b"\x08" + b"\xff" * 9 + b"\x7f" + election + _field(4, one)),
+        ("a truncated update", election + b"\x22\x40" + one[:10]),
+        ("a truncated varint", election + _field(4, one) + b"\x08\xff"),
+        ("wire type 1 for device_id", b"\x09" + bytes(8) + election + _field(4, one)),
+    ]
+
+
+def test_fast_and_general_paths_answer_alike(targets):
+    fast, general = targets
+    assert entrywire.native() is not None, "the C decoder must build here"
+    cases = [(f"update {i}", request(u)) for i, u in enumerate(corpus(fast.dev.ids))]
+    cases += headers(fast.dev.ids)
+    taken, succeeded = [], []
+    for name, data in cases:
+        before = fast.taken
+        got, want = fast.write(data), general.write(data)
+        assert got == want, name
+        assert fast.dev.read() == general.dev.read(), f"after {name}"
+        if fast.taken > before:
+            taken.append(name)
+        if want[1] == grpc.StatusCode.OK:
+            succeeded.append(name)
+    assert general.taken == 0
+    assert fast.dev.views() == general.dev.views()
+    # Every valid single update of the corpus went the fast way (inserts into both
+    # tables, one with an idle timeout, one with metadata, modifies, deletes), and
+    # nothing else did: no header variant, no failed update.
+    assert taken == [name for name in succeeded if name.startswith("update")], taken
+    assert len(taken) >= 10, taken
+
+
+def test_fast_path_leaves_errors_to_the_general_path(targets):
+    fast, general = targets
+    ids = fast.dev.ids
+    entry = route(ids, 0x300000000000)
+    for data in (request(upd(INSERT, entry)), request(upd(INSERT, entry)),   # ALREADY_EXISTS
+                 request(upd(MODIFY, route(ids, 0x310000000000))),          # NOT_FOUND
+                 request(upd(DELETE, entry)), request(upd(DELETE, entry))):
+        assert fast.write(data) == general.write(data)
+    assert fast.taken == 2                     # the first insert and the first delete
+    assert fast.dev.read() == general.dev.read() == []
+
+
+def test_primary_spans_reads_only_the_common_header():
+    mod = entrywire.native()
+    assert mod is not None
+    one = upd(INSERT, p4runtime_pb2.TableEntry(table_id=1)).SerializeToString()
+    data = request(Update.FromString(one))
+    high, low = ELECTION >> 64, ELECTION & ((1 << 64) - 1)
+    spans = mod.primary_spans(data, 0, high, low, 1)
+    assert spans is not None and len(spans) == 1
+    start, end = spans[0]
+    assert data[start:end] == one
+    assert mod.primary_spans(data, 0, high, low + 1, 1) is None
+    assert mod.primary_spans(data, 1, high, low, 1) is None
+    two = request(Update.FromString(one), Update.FromString(one))
+    assert mod.primary_spans(two, 0, high, low, 1) is None
+    assert len(mod.primary_spans(two, 0, high, low, 2)) == 2
+    for bad in (b"", b"\x00", b"\x08", b"\xff" * 11, data[:-1], data + b"\x22\x05ab",
+                b"\x07" + data):
+        assert mod.primary_spans(bad, 0, high, low, 1) is None, bad
