@@ -13,6 +13,8 @@ taken exactly the requests it is for.
 
 from __future__ import annotations
 
+import gc
+
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
@@ -161,3 +163,21 @@ def test_primary_spans_reads_only_the_common_header():
     for bad in (b"", b"\x00", b"\x08", b"\xff" * 11, data[:-1], data + b"\x22\x05ab",
                 b"\x07" + data):
         assert mod.primary_spans(bad, 0, high, low, 1) is None, bad
+
+
+def test_fast_path_freezes_what_it_adds_as_the_general_path_does(targets):
+    """With the server's reclaimer, a Write's new objects go to the collector's
+    permanent generation (runtime._collector_paused): passes never walk them."""
+    ids = targets[0].dev.ids
+    data = request(upd(INSERT, route(ids, 0x400000000000)))
+    for target in targets:
+        device = target.dev.device
+        device.start_reclaimer()
+        try:
+            assert target.write(data)[1] == grpc.StatusCode.OK
+        finally:
+            device.stop_reclaimer()
+        (record,) = device.current.runtime.tables._records[ids["I.route"]].values()
+        tracked = {id(o) for generation in range(3) for o in gc.get_objects(generation)}
+        assert gc.is_tracked(record) and id(record) not in tracked, target
+    assert targets[0].taken == 1 and targets[1].taken == 0

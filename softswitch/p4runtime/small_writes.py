@@ -24,6 +24,8 @@ whatever it answers (results, errors, their order) is unchanged.
 
 from __future__ import annotations
 
+import gc
+
 from softswitch.p4runtime import entrywire, reclaim
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.entrywire import CHECKED_LEN
@@ -73,6 +75,10 @@ class SmallWrites:
             if type(update) is not tuple or len(update) != CHECKED_LEN \
                     or not tables.write_plain(update, self._log):
                 return False
+        if device.reclaimer is not None:
+            # What the write added goes to the permanent generation, as the general
+            # path's (runtime._collector_paused): the collector's passes never walk it.
+            gc.freeze()
         later = reclaim.held()
         if later is not None:        # freed once the reply is sent, as the general path
             later.append(items)
