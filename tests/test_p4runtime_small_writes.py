@@ -181,3 +181,43 @@ def test_fast_path_freezes_what_it_adds_as_the_general_path_does(targets):
         tracked = {id(o) for generation in range(3) for o in gc.get_objects(generation)}
         assert gc.is_tracked(record) and id(record) not in tracked, target
     assert targets[0].taken == 1 and targets[1].taken == 0
+
+
+def test_fast_path_follows_the_primary_as_streams_come_and_go(targets):
+    fast, _ = targets
+    arbiter = fast.dev.device.arbiter
+    ids = fast.dev.ids
+    entries = iter(route(ids, (0x50 + i) << 40) for i in range(8))
+
+    def write(election: int) -> grpc.StatusCode:
+        return fast.write(request(upd(INSERT, next(entries)), election=election))[1]
+
+    def arbitrate(conn: Connection, election: int) -> None:
+        update = p4runtime_pb2.MasterArbitrationUpdate(device_id=0)
+        update.election_id.high, update.election_id.low = election >> 64, election & (
+            (1 << 64) - 1)
+        arbiter.arbitrate(conn, update)
+
+    def primary_is(election: int | None) -> None:
+        primary = arbiter.primary("")
+        assert arbiter.default_election == (None if primary is None
+                                             else primary.election_id) == election
+
+    primary_is(ELECTION)
+    newer = Connection(send=lambda message: None)
+    arbitrate(newer, ELECTION + 10)
+    primary_is(ELECTION + 10)
+    assert write(ELECTION) == grpc.StatusCode.PERMISSION_DENIED
+    taken = fast.taken
+    assert write(ELECTION + 10) == grpc.StatusCode.OK and fast.taken == taken + 1
+    arbitrate(newer, ELECTION + 20)                  # the same stream, a new id
+    primary_is(ELECTION + 20)
+    assert write(ELECTION + 10) == grpc.StatusCode.PERMISSION_DENIED
+    arbiter.disconnect(newer)
+    primary_is(ELECTION)
+    assert write(ELECTION) == grpc.StatusCode.OK and fast.taken == taken + 2
+    for conn in [c for state in arbiter._roles.values() for c in state.connections]:
+        arbiter.disconnect(conn)
+    primary_is(None)
+    assert write(ELECTION) == grpc.StatusCode.PERMISSION_DENIED
+    assert fast.taken == taken + 2

@@ -92,6 +92,10 @@ class Arbiter:
         self.roles = roles if roles is not None else RoleTable()
         self._lock = threading.Lock()
         self._roles: dict[str, _Role] = {}
+        # The default role's primary's election id (None: no primary), kept as the
+        # streams come and go: a Write's fast path (small_writes) reads it without the
+        # lock, as check_writer's callers use what it answered after releasing it.
+        self.default_election: int | None = None
 
     # ------------------------------------------------------------------ stream events
     def arbitrate(self, conn: Connection, update: p4runtime_pb2.MasterArbitrationUpdate) -> None:
@@ -131,6 +135,7 @@ class Arbiter:
                 self._notify_all(role, state)
             else:
                 self._notify(role, state, conn)
+            self._remember_default()
 
     def disconnect(self, conn: Connection) -> None:
         """Forget a closed stream; if it was primary, tell the others."""
@@ -144,6 +149,13 @@ class Arbiter:
             state.connections.remove(conn)
             if was_primary:
                 self._notify_all(conn.role, state)
+            self._remember_default()
+
+    def _remember_default(self) -> None:
+        """Update ``default_election`` (the lock held)."""
+        state = self._roles.get("")
+        primary = state.primary() if state is not None else None
+        self.default_election = None if primary is None else primary.election_id
 
     # ------------------------------------------------------------------ queries
     def primary(self, role: str = "") -> Connection | None:

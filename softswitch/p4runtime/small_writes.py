@@ -42,25 +42,26 @@ class SmallWrites:
 
     def __init__(self, device: Device) -> None:
         self._device = device
+        self._mod = entrywire.native()
         # Nothing is undone on this path: one update, applied or not.
         self._log = UndoLog(atomic=False)
+        # The default role is built in with full access (roles.py): its writes need
+        # no scope check.
+        default = device.arbiter.roles.roles.get("")
+        if default is None or not default.full_access:
+            self._mod = None
 
     def apply(self, data: bytes) -> bool:
         """Apply the encoded WriteRequest ``data`` when it is the common single-update
         Write and it succeeds: True, and its answer is the empty WriteResponse. False
         when this path does not take it, having changed nothing."""
-        mod = entrywire.native()
+        mod = self._mod
         device = self._device
-        if (mod is None or len(data) > MAX_BYTES or device.current is None
-                or device.stopping.is_set() or device.checkpointing()):
+        election = device.arbiter.default_election
+        if (mod is None or election is None or len(data) > MAX_BYTES
+                or device.current is None or device.stopping.is_set()
+                or device.checkpointing()):
             return False
-        arbiter = device.arbiter
-        primary = arbiter.primary("")
-        role = arbiter.roles.roles.get("")
-        if primary is None or primary.election_id is None or role is None \
-                or not role.full_access:
-            return False
-        election = primary.election_id
         spans = mod.primary_spans(data, device.device_id, election >> 64,
                                   election & _LOW_64, 1)
         if spans is None:
