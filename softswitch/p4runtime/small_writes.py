@@ -43,8 +43,6 @@ class SmallWrites:
     def __init__(self, device: Device) -> None:
         self._device = device
         self._mod = entrywire.native()
-        # Nothing is undone on this path: one update, applied or not.
-        self._log = UndoLog(atomic=False)
         # The default role is built in with full access (roles.py): its writes need
         # no scope check.
         default = device.arbiter.roles.roles.get("")
@@ -73,8 +71,10 @@ class SmallWrites:
             tables = loaded.runtime.tables
             items = mod.decode(data, spans, tables.native_plans)
             update = items[0]
+            # One update, applied or not: its undo log (CONTINUE_ON_ERROR: no steps
+            # kept) is never rolled back.
             if type(update) is not tuple or len(update) != CHECKED_LEN \
-                    or not tables.write_plain(update, self._log):
+                    or not tables.write_plain(update, UndoLog(atomic=False)):
                 return False
         if device.reclaimer is not None:
             # What the write added goes to the permanent generation, as the general
