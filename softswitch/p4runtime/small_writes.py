@@ -31,7 +31,6 @@ from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.entrywire import CHECKED_LEN
 from softswitch.p4runtime.undo import UndoLog
 
-_UPDATES_FIELD = 4
 _LOW_64 = (1 << 64) - 1
 # The requests this path looks at: one update of a plain table entry is ~40-120 bytes.
 MAX_BYTES = 1024
