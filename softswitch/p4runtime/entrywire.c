@@ -855,33 +855,22 @@ fail:
  * unknown; device_id equal to ``device_id``; election_id present and equal to
  * (election_high, election_low); no role, role_id 0, atomicity CONTINUE_ON_ERROR; 1 to
  * ``max_updates`` updates. Anything else -> None (the general path parses the request
- * and reports what it finds), never an exception for bad bytes. */
-static int pw_varint(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, uint64_t *out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*pos >= end) return -1;
-        uint8_t byte = d[(*pos)++];
-        if (shift == 63 && (byte & 0x7E)) return -1;
-        v |= (uint64_t)(byte & 0x7F) << shift;
-        if (!(byte & 0x80)) { *out = v; return 0; }
-    }
-    return -1;
-}
+ * and reports what it finds), never an exception for bad bytes. Varints are read as
+ * protobuf reads them (rd_varint: bits past 64 dropped). */
 
 /* The Uint128 election_id {high = 1, low = 2}: 0 and its halves, or -1. */
-static int pw_election(const uint8_t *d, Py_ssize_t end, uint64_t *high, uint64_t *low) {
-    Py_ssize_t pos = 0;
-    int seen = 0;
+static int pw_election(rd_t r, uint64_t *high, uint64_t *low) {
+    uint32_t field, wt;
+    int seen = 0, got;
     *high = *low = 0;
-    while (pos < end) {
-        uint64_t tag, v;
-        if (pw_varint(d, end, &pos, &tag) || (tag != 0x08 && tag != 0x10)) return -1;
-        int bit = tag == 0x08 ? 1 : 2;
-        if ((seen & bit) || pw_varint(d, end, &pos, &v)) return -1;
-        seen |= bit;
-        if (bit == 1) *high = v; else *low = v;
+    while ((got = rd_tag(&r, &field, &wt)) == 1) {
+        if (wt != 0 || field > 2 || (seen & (int)field))
+            return -1;
+        seen |= (int)field;
+        if (rd_varint(&r, field == 1 ? high : low) < 0)
+            return -1;
     }
-    return 0;
+    return got;
 }
 
 static PyObject *primary_spans(PyObject *self, PyObject *args) {
@@ -891,41 +880,34 @@ static PyObject *primary_spans(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*KKKn", &buf, &want_device, &want_high, &want_low,
                           &max_updates))
         return NULL;
-    const uint8_t *d = (const uint8_t *)buf.buf;
-    Py_ssize_t end = buf.len, pos = 0;
-    uint64_t device = 0, high = 0, low = 0;
-    int seen = 0, common = 1;
+    const unsigned char *base = (const unsigned char *)buf.buf;
+    rd_t r = {base, base + buf.len}, sub;
+    uint64_t device = 0, high = 0, low = 0, v;
+    uint32_t field, wt;
+    int seen = 0, common = 1, got;
     PyObject *spans = PyList_New(0);
     if (!spans) { PyBuffer_Release(&buf); return NULL; }
-    while (pos < end && common) {
-        uint64_t tag, v, length;
-        if (pw_varint(d, end, &pos, &tag)) { common = 0; break; }
-        uint64_t field = tag >> 3;
-        unsigned wt = (unsigned)(tag & 7);
-        if (field < 1 || field > 6 || (field != 4 && (seen & (1 << field)))) {
+    while (common && (got = rd_tag(&r, &field, &wt)) != 0) {
+        if (got < 0 || field > 6 || (field != 4 && (seen & (1 << field)))) {
             common = 0;
             break;
         }
         seen |= 1 << field;
         if (field == 1 || field == 2 || field == 5) {       /* device_id, role_id, atomicity */
-            if (wt != 0 || pw_varint(d, end, &pos, &v)) { common = 0; break; }
+            if (wt != 0 || rd_varint(&r, &v) < 0) { common = 0; break; }
             if (field == 1) device = v;
             else if (v != 0) common = 0;
             continue;
         }
-        if (wt != 2 || pw_varint(d, end, &pos, &length) || length > (uint64_t)(end - pos)) {
-            common = 0;
-            break;
-        }
-        Py_ssize_t start = pos;
-        pos += (Py_ssize_t)length;
+        if (wt != 2 || rd_sub(&r, &sub) < 0) { common = 0; break; }
         if (field == 3) {                                    /* election_id */
-            if (pw_election(d + start, (Py_ssize_t)length, &high, &low)) common = 0;
+            if (pw_election(sub, &high, &low) < 0) common = 0;
         } else if (field == 6) {                             /* role */
-            if (length != 0) common = 0;
+            if (sub.p != sub.end) common = 0;
         } else {                                             /* updates */
             if (PyList_GET_SIZE(spans) >= max_updates) { common = 0; break; }
-            PyObject *span = tuple_of(2, PyLong_FromSsize_t(start), PyLong_FromSsize_t(pos));
+            PyObject *span = tuple_of(2, PyLong_FromSsize_t(sub.p - base),
+                                      PyLong_FromSsize_t(sub.end - base));
             if (!span || PyList_Append(spans, span)) {
                 Py_XDECREF(span);
                 Py_DECREF(spans);

@@ -16,8 +16,8 @@ is the common one (this device, the default role's primary's election id, no rol
 CONTINUE_ON_ERROR, nothing unknown or repeated); the update must decode as a checked
 plain table entry (``entrywire.decode`` with the tables' native plans) that
 ``TableEntries.write_plain`` takes — the very call the general path makes for it.
-Anything else (an error to report, another entity, a batch, a role with a limited
-scope, a Write the port loop answers with checkpoints) returns False with nothing
+Anything else (an error to report, another entity, a batch, another role, a Write
+the port loop answers with checkpoints) returns False with nothing
 changed, and the general path handles the request from its bytes, as it always did:
 whatever it answers (results, errors, their order) is unchanged.
 """
@@ -41,12 +41,9 @@ class SmallWrites:
 
     def __init__(self, device: Device) -> None:
         self._device = device
+        # The default role, the only one this path takes, always has full access
+        # (roles.py): its writes need no scope check.
         self._mod = entrywire.native()
-        # The default role is built in with full access (roles.py): its writes need
-        # no scope check.
-        default = device.arbiter.roles.roles.get("")
-        if default is None or not default.full_access:
-            self._mod = None
 
     def apply(self, data: bytes) -> bool:
         """Apply the encoded WriteRequest ``data`` when it is the common single-update
