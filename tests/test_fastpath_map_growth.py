@@ -105,3 +105,39 @@ def test_lookups_stay_right_while_maps_grow(checked) -> None:
             live.clear()
     compare(macs[:1600])
     assert all(_out(fast, m) == _out(ref, m) for m in macs[1541:1600])
+
+
+def test_prefix_lengths_in_use_follow_their_maps_filling_and_emptying(checked) -> None:
+    """An LPM lookup tries only the prefix lengths that hold routes (rt_head.c's
+    ``plens``), refreshed when a length's map fills or empties, not on every write.
+    Routes of nested lengths (/8 ... /48 over one MAC) come and go in random order, a
+    length emptied and refilled many times: after each write the longest live prefix
+    must win in C as in the interpreter, and the default once none is left."""
+    rng = random.Random(11)
+    ref, fast = _load_pair(checked, 1)
+    base = 0x0A1B2C3D4E5F
+    lengths = (8, 16, 24, 32, 40, 44, 48)
+    probes = [base, base ^ 1, base ^ 0xFF, base ^ (1 << 20), base ^ (1 << 30),
+              base ^ (1 << 45), 0x0B0000000000]
+    live: dict[int, tuple[int, int]] = {}       # prefix length -> (ref, fast) handles
+
+    def route(plen: int) -> tuple:
+        mask = (FULL << (48 - plen)) & FULL
+        return ((base & mask, mask, plen),)
+
+    for step in range(400):
+        plen = rng.choice(lengths)
+        if plen in live:
+            hr, hf = live.pop(plen)
+            ref.table_delete("I.route", hr)
+            fast.table_delete("I.route", hf)
+        else:
+            live[plen] = tuple(
+                sw.table_add_checked("I.route", route(plen),
+                                     sw.table_state("I.route").resolve_action("fwd"),
+                                     [2 + plen % 7, plen], None)
+                for sw in (ref, fast))
+        for dst in probes:
+            assert _out(fast, dst) == _out(ref, dst), (step, sorted(live), hex(dst))
+        if not live:
+            assert [o.port for o in fast.inject(0, _frame(base))] == [1]
