@@ -53,7 +53,11 @@ def _write(sw, rng: random.Random, handles: dict, outcomes: list) -> None:
         sw.table_delete(table, h)
         mine.remove(h)
         return
-    if table == "I.route":
+    # both actions of each table, so a batch's rows change action now and then (C looks
+    # an action up once per run of rows that share it)
+    if rng.random() < 0.2:
+        action, args = st.resolve_action("drop" if table == "I.route" else "acl_drop"), []
+    elif table == "I.route":
         action, args = st.resolve_action("fwd"), [rng.randrange(512), rng.getrandbits(48)]
     else:
         action, args = st.resolve_action("tag"), [rng.randrange(4096)]

@@ -738,17 +738,23 @@ static long long attr_ll(PyObject *o, PyObject *name) {
 
 /* The action index (``actions`` maps id(ActionDef) to it; -1 when absent) and the
  * argument values of an ActionDef and its control-plane arguments. */
-static int action_of(PyObject *act, PyObject *args, PyObject *actions, int32_t *action,
-                     uint32_t *nargs, u128 **av) {
+/* The C index of an ActionDef (``actions``: id(ActionDef) -> index), -1 for one the
+ * program does not know; borrowed (the dict's, or the interned -1); NULL on error. */
+static PyObject *action_index(PyObject *act, PyObject *actions) {
+    static PyObject *unknown;
+    if (!unknown && !(unknown = PyLong_FromLong(-1))) return NULL;
     PyObject *key = PyLong_FromVoidPtr(act);
-    if (!key) return -1;
+    if (!key) return NULL;
     PyObject *idx = PyDict_GetItemWithError(actions, key);
     Py_DECREF(key);
-    if (!idx && PyErr_Occurred()) return -1;
-    PyObject *index = idx ? idx : PyLong_FromLong(-1);
-    int r = index ? member_from(index, args, action, nargs, av) : -1;
-    if (!idx) Py_XDECREF(index);
-    return r;
+    if (!idx && PyErr_Occurred()) return NULL;
+    return idx ? idx : unknown;
+}
+
+static int action_of(PyObject *act, PyObject *args, PyObject *actions, int32_t *action,
+                     uint32_t *nargs, u128 **av) {
+    PyObject *index = action_index(act, actions);
+    return index ? member_from(index, args, action, nargs, av) : -1;
 }
 
 /* The action index and argument values of an Entry. */
@@ -874,6 +880,8 @@ static PyObject *m_tbl_put_rows(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "tbl_put_rows: a list of rows and a dict");
         return NULL;
     }
+    /* a batch's rows mostly share their action: its index is looked up once per run */
+    PyObject *last_act = NULL, *index = NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
         if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 7) {
@@ -885,8 +893,11 @@ static PyObject *m_tbl_put_rows(PyObject *self, PyObject *const *args, Py_ssize_
         int32_t action;
         uint32_t nargs;
         u128 *av;
-        if (action_of(PyTuple_GET_ITEM(row, 2), PyTuple_GET_ITEM(row, 3), actions, &action,
-                      &nargs, &av))
+        if (PyTuple_GET_ITEM(row, 2) != last_act) {
+            last_act = PyTuple_GET_ITEM(row, 2);
+            if (!(index = action_index(last_act, actions))) return NULL;
+        }
+        if (member_from(index, PyTuple_GET_ITEM(row, 3), &action, &nargs, &av))
             return NULL;
         rt_entry *e = table_get(t, handle);
         if (e) {                          /* already there: a new action (counters kept) */
