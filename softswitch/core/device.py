@@ -122,10 +122,12 @@ class Device:
         return self.pb.tables[self._table_name(table)]
 
     def table_add_checked(self, table: str, match: tuple[Any, ...], action: ActionDef,
-                          args: list[int], priority: int | None = None) -> int:
-        """``table_add`` of an entry already validated (``TableState.add_checked``):
-        P4Runtime's batched writes."""
-        return self.pb.tables[self._table_name(table)].add_checked(match, action, args, priority)
+                          args: list[int], priority: int | None = None,
+                          unique: bool = False) -> int:
+        """``table_add`` of an entry already validated (``TableState.add_checked``, and
+        its ``unique``): P4Runtime's batched writes."""
+        return self.pb.tables[self._table_name(table)].add_checked(match, action, args,
+                                                                   priority, unique)
 
     def table_modify_checked(self, table: str, handle: int, action: ActionDef,
                              args: list[int]) -> None:

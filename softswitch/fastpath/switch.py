@@ -222,9 +222,10 @@ class FastSwitch(Switch):
         return h
 
     def table_add_checked(self, table: str, match: tuple[Any, ...], action: Any,
-                          args: list[int], priority: int | None = None) -> int:
+                          args: list[int], priority: int | None = None,
+                          unique: bool = False) -> int:
         lay = self._lay(table)
-        h: int = lay.state.add_checked(match, action, args, priority)
+        h: int = lay.state.add_checked(match, action, args, priority, unique)
         self._sync_later(lay, h)
         return h
 
@@ -276,7 +277,8 @@ class FastSwitch(Switch):
 
         def add(match: tuple[Any, ...], action: Any, args: list[int],
                 priority: int | None) -> int:
-            h: int = add_checked(match, action, args, priority)
+            # P4Runtime has checked its records first: unique (TableState.add_checked)
+            h: int = add_checked(match, action, args, priority, True)
             later = slot()
             if later is None:
                 self._sync_entry(lay, h)

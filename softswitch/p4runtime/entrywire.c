@@ -934,12 +934,14 @@ static PyObject *primary_spans(PyObject *self, PyObject *args) {
  * (tables.TableEntries.apply_run is the caller; tests/test_apply_run.py compares both
  * on random sequences). It stops at the first item it does not take -- not a checked
  * update of ctx's table, or one whose Python path would refuse it or do more (an
- * existing key, an unknown action, a full table, a built entry, a duplicate row...) --
+ * existing key, an unknown action, a full table, a built entry...) --
  * and returns its index: the caller runs that one the Python way, which reports any
  * error. Nothing can fail half-way through an item: every check comes before the
  * first change. ctx is the tuple
- *     (tid, records, timed, routes, size, state, rows, row_ids, mode, lpm_index,
+ *     (tid, records, timed, routes, size, state, rows, mode, lpm_index,
  *      put, deleted, Record, ActionCall, now_us, state_size, dead)
+ * The rows' identities are not kept (TableState.bulk_rows): the records' keys, checked
+ * here first, are as unique.
  * routes: {action_id: (name, info, plan, switch_action)}; mode 0 exact, 1 lpm,
  * 2 ternary (TableState.mode); put/deleted: the switch's lists of handles whose C
  * entry is due at the end of the batch (FastSwitch._Pending); dead: a list that keeps
@@ -951,14 +953,6 @@ static PyObject *primary_spans(PyObject *self, PyObject *args) {
  * objects per entry to allocate and, costlier on glibc's allocator, to free. */
 static PyObject *S_NEXT, *S_ORDER, *S_CALL, *S_STORED, *S_IDLE, *S_PLAIN, *S_WIRE,
                 *S_HANDLE, *S_MEMBER, *S_GROUP, *S_KEY;
-
-static PyObject *row_ident(PyObject *match, PyObject *prio, long mode) {
-    if (mode != 2) {
-        Py_INCREF(match);
-        return match;
-    }
-    return PyTuple_Pack(2, prio, match);
-}
 
 /* The priority of a row: the prefix length in an lpm table, else the key's. */
 static PyObject *row_prio(PyObject *match, PyObject *key, long mode, Py_ssize_t lpm_index) {
@@ -1065,25 +1059,24 @@ static PyObject *apply(PyObject *self, PyObject *args) {
     Py_ssize_t start;
     if (!PyArg_ParseTuple(args, "O!nO!", &PyList_Type, &items, &start, &PyTuple_Type, &ctx))
         return NULL;
-    if (PyTuple_GET_SIZE(ctx) != 17) {
-        PyErr_SetString(PyExc_TypeError, "apply: ctx is a 17-tuple");
+    if (PyTuple_GET_SIZE(ctx) != 16) {
+        PyErr_SetString(PyExc_TypeError, "apply: ctx is a 16-tuple");
         return NULL;
     }
     PyObject *tid = PyTuple_GET_ITEM(ctx, 0), *records = PyTuple_GET_ITEM(ctx, 1),
              *timed = PyTuple_GET_ITEM(ctx, 2), *routes = PyTuple_GET_ITEM(ctx, 3),
              *state = PyTuple_GET_ITEM(ctx, 5), *rows = PyTuple_GET_ITEM(ctx, 6),
-             *row_ids = PyTuple_GET_ITEM(ctx, 7), *put = PyTuple_GET_ITEM(ctx, 10),
-             *deleted = PyTuple_GET_ITEM(ctx, 11), *Record = PyTuple_GET_ITEM(ctx, 12),
-             *ActionCall = PyTuple_GET_ITEM(ctx, 13), *now = PyTuple_GET_ITEM(ctx, 14),
-             *dead = PyTuple_GET_ITEM(ctx, 16);
+             *put = PyTuple_GET_ITEM(ctx, 9), *deleted = PyTuple_GET_ITEM(ctx, 10),
+             *Record = PyTuple_GET_ITEM(ctx, 11), *ActionCall = PyTuple_GET_ITEM(ctx, 12),
+             *now = PyTuple_GET_ITEM(ctx, 13), *dead = PyTuple_GET_ITEM(ctx, 15);
     long long size = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, 4));
-    long mode = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 8));
-    Py_ssize_t lpm_index = PyLong_AsSsize_t(PyTuple_GET_ITEM(ctx, 9));
-    Py_ssize_t state_size = PyLong_AsSsize_t(PyTuple_GET_ITEM(ctx, 15));
+    long mode = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 7));
+    Py_ssize_t lpm_index = PyLong_AsSsize_t(PyTuple_GET_ITEM(ctx, 8));
+    Py_ssize_t state_size = PyLong_AsSsize_t(PyTuple_GET_ITEM(ctx, 14));
     if (PyErr_Occurred())
         return NULL;
     if (!PyDict_Check(records) || !PyDict_Check(timed) || !PyDict_Check(routes)
-        || !PyDict_Check(rows) || !PyDict_Check(row_ids) || !PyList_Check(put)
+        || !PyDict_Check(rows) || !PyList_Check(put)
         || !PyList_Check(deleted) || (dead != Py_None && !PyList_Check(dead))) {
         PyErr_SetString(PyExc_TypeError, "apply: ctx holds dicts and lists");
         return NULL;
@@ -1131,15 +1124,12 @@ static PyObject *apply(PyObject *self, PyObject *args) {
                 if (PyErr_Occurred()) goto error;
                 break;                       /* a built entry (or not plain): Python */
             }
-            PyObject *prio = PyTuple_GET_ITEM(row, 4), *ident;
-            ident = row_ident(PyTuple_GET_ITEM(row, 1), prio, mode);
             /* the timed dict (by the record's id) is looked at only when it has any */
             int any_timed = PyDict_GET_SIZE(timed) > 0;
             PyObject *rid = any_timed ? PyLong_FromVoidPtr(record) : NULL;
-            int bad = !ident || (any_timed && !rid)
+            int bad = (any_timed && !rid)
                       || (dead != Py_None && (PyList_Append(dead, record) < 0
                                               || PyList_Append(dead, row) < 0))
-                      || PyDict_DelItem(row_ids, ident) < 0
                       || PyDict_DelItem(rows, handle) < 0
                       || dict_del_h(records, key, hkey) < 0
                       || PyList_Append(deleted, handle) < 0;
@@ -1148,7 +1138,6 @@ static PyObject *apply(PyObject *self, PyObject *args) {
                 if (was ? PyDict_DelItem(timed, rid) < 0 : PyErr_Occurred() != NULL)
                     bad = 1;
             }
-            Py_XDECREF(ident);
             Py_XDECREF(rid);
             Py_DECREF(handle);
             Py_DECREF(record);
@@ -1184,17 +1173,6 @@ static PyObject *apply(PyObject *self, PyObject *args) {
                 if (PyErr_Occurred()) goto error;
                 break;
             }
-            PyObject *ident = row_ident(match, prio, mode);
-            if (!ident) { Py_DECREF(prio); goto error; }
-            Py_hash_t hident = PyObject_Hash(ident);
-            has = hident == -1 ? -1 : dict_get_h(row_ids, ident, hident) != NULL;
-            if (has == 0 && PyErr_Occurred()) has = -1;
-            if (has) {                        /* a duplicate row (or an error) */
-                Py_DECREF(prio);
-                Py_DECREF(ident);
-                if (has < 0) goto error;
-                break;
-            }
             PyObject *handle = PyLong_FromLongLong(next), *o = NULL;
             if (handle && order == next) {
                 o = handle;
@@ -1218,11 +1196,9 @@ static PyObject *apply(PyObject *self, PyObject *args) {
             PyObject *rid = record && timed_now ? PyLong_FromVoidPtr(record) : NULL;
             int bad = !record || (timed_now && !rid)
                       || PyDict_SetItem(rows, handle, row) < 0
-                      || dict_set_h(row_ids, ident, handle, hident) < 0
                       || PyList_Append(put, handle) < 0
                       || dict_set_h(records, key, record, hkey) < 0
                       || (timed_now && PyDict_SetItem(timed, rid, record) < 0);
-            Py_DECREF(ident);
             Py_XDECREF(handle);
             Py_XDECREF(row);
             Py_XDECREF(call);

@@ -220,10 +220,10 @@ class TableEntries:
         bulk = fast.ops.bulk()
         if bulk is None:
             return start
-        (rows, row_ids, mode, lpm_index, state_size, now), put, deleted = bulk
+        (rows, mode, lpm_index, state_size, now), put, deleted = bulk
         state = fast.state
         ctx = (d[1], fast.records, fast.timed, fast.native_routes, fast.size, state, rows,
-               row_ids, mode, lpm_index, put, deleted, Record, ActionCall, now, state_size,
+               mode, lpm_index, put, deleted, Record, ActionCall, now, state_size,
                reclaim.held())
         return mod.apply(items, start, ctx)  # type: ignore[no-any-return]
 
@@ -321,7 +321,7 @@ class TableEntries:
             return False          # ALREADY_EXISTS / RESOURCE_EXHAUSTED, from write()
         name = table.name
         handle = self.switch.table_add_checked(name, match, switch_action, list(call.args),
-                                               key[1] or None)
+                                               key[1] or None, unique=True)
         # Positional (keywords cost more): handle, stored, switch_keys, call,
         # from_program, key, wire, idle_notified, member, group, oneshot, members,
         # idle_timeout_ns, match, plain.
@@ -490,7 +490,7 @@ class TableEntries:
             assert record.call is not None and record.match is not None
             action = self.switch.table_state(name).resolve_action(record.call.name)
             return self.switch.table_add_checked(name, record.match, action,
-                                                 list(record.call.args), prio)
+                                                 list(record.call.args), prio, unique=True)
         if record.members is not None:
             return self.switch.table_add_group(name, record.switch_keys, record.members,
                                                prio)
