@@ -736,8 +736,6 @@ static long long attr_ll(PyObject *o, PyObject *name) {
     return r;
 }
 
-/* The action index (``actions`` maps id(ActionDef) to it; -1 when absent) and the
- * argument values of an ActionDef and its control-plane arguments. */
 /* The C index of an ActionDef (``actions``: id(ActionDef) -> index), -1 for one the
  * program does not know; borrowed (the dict's, or the interned -1); NULL on error. */
 static PyObject *action_index(PyObject *act, PyObject *actions) {
@@ -751,6 +749,8 @@ static PyObject *action_index(PyObject *act, PyObject *actions) {
     return idx ? idx : unknown;
 }
 
+/* The action index (``actions`` maps id(ActionDef) to it; -1 when absent) and the
+ * argument values of an ActionDef and its control-plane arguments. */
 static int action_of(PyObject *act, PyObject *args, PyObject *actions, int32_t *action,
                      uint32_t *nargs, u128 **av) {
     PyObject *index = action_index(act, actions);
