@@ -524,18 +524,14 @@ static int check_field(const fm_t *f, int width, PyObject **norm, PyObject **sw)
 }
 
 /* The action's arguments in parameter order, None without an action; NOT_SIMPLE when
- * they are not valid (or the action is not in the plan). */
-static int check_args(const upd_t *u, PyObject *actions, PyObject **out) {
+ * they are not valid (or the action is not in the plan). aid: the action id's int. */
+static int check_args(const upd_t *u, PyObject *aid, PyObject *actions, PyObject **out) {
     if (!u->has_action) {
         Py_INCREF(Py_None);
         *out = Py_None;
         return 0;
     }
-    PyObject *aid = PyLong_FromUnsignedLong(u->action_id);
-    if (!aid)
-        return -1;
     PyObject *spec = PyDict_GetItemWithError(actions, aid);
-    Py_DECREF(aid);
     if (!spec)
         return PyErr_Occurred() ? -1 : NOT_SIMPLE;
     PyObject *ids = PyTuple_GET_ITEM(spec, 0), *widths = PyTuple_GET_ITEM(spec, 1);
@@ -602,10 +598,11 @@ static int check(upd_t *u, PyObject *tid, PyObject *plan, PyObject **out) {
     int need_match = u->type == 1, need_args = u->type != 3;
     Py_ssize_t nk = PyTuple_GET_SIZE(blank);
     PyObject *items = PyTuple_New(u->nf), *match = need_match ? PyTuple_New(nk) : NULL;
-    PyObject *args = NULL;
+    /* the action id's int: the key of the plan's actions, then the checked form's */
+    PyObject *args = NULL, *aid = PyLong_FromUnsignedLong(u->action_id);
     int rc = -1;
     long exact = 0;
-    if (!items || (need_match && !match))
+    if (!items || (need_match && !match) || !aid)
         goto done;
     for (Py_ssize_t i = 0; need_match && i < nk; i++) {
         PyObject *b = PyTuple_GET_ITEM(blank, i);
@@ -654,7 +651,7 @@ static int check(upd_t *u, PyObject *tid, PyObject *plan, PyObject **out) {
         goto done;
     }
     if (need_args) {
-        rc = check_args(u, PyTuple_GET_ITEM(plan, 5), &args);
+        rc = check_args(u, aid, PyTuple_GET_ITEM(plan, 5), &args);
         if (rc)
             goto done;
     } else {
@@ -670,20 +667,21 @@ static int check(upd_t *u, PyObject *tid, PyObject *plan, PyObject **out) {
         rc = -1;
         goto done;
     }
-    /* tuple_of takes key, match and args over (also when building fails) */
+    /* tuple_of takes key, aid, match and args over (also when building fails) */
     *out = tuple_of(10, PyLong_FromLong(u->type), Py_NewRef(tid), key,
-                    PyLong_FromLongLong(u->idle), PyLong_FromUnsignedLong(u->action_id),
-                    match, args,
+                    PyLong_FromLongLong(u->idle), aid, match, args,
                     PyBytes_FromStringAndSize((const char *)u->te,
                                               u->type == 3 ? (Py_ssize_t)0 : u->nte),
                     PyLong_FromLong(u->has_md), Py_NewRef(Py_True));
     match = NULL;
     args = NULL;
+    aid = NULL;
     rc = *out ? 0 : -1;
 done:
     Py_XDECREF(items);
     Py_XDECREF(match);
     Py_XDECREF(args);
+    Py_XDECREF(aid);
     return rc;
 }
 
