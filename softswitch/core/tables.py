@@ -428,24 +428,23 @@ class TableState:
             raise P4Error(f"table '{self.name}' is full ({self.size} entries)")
         if not self.lazy or self.meter_factory is not None:   # rows carry no meter
             return self._place(None, match, action, args, priority)
-        mode = self.mode
-        if mode == "lpm":
-            prio = match[self.lpm_index][2]
-            ident: Any = match
-        else:
-            prio = priority if priority is not None else 0
-            ident = match if mode == "exact" else (prio, match)
+        prio = (match[self.lpm_index][2] if self.mode == "lpm"
+                else priority if priority is not None else 0)
+        ident = None
         if unique:
             self._row_ids_whole = False
-        elif not self._row_ids_whole:
-            self._rebuild_row_ids()
-        if (not unique and ident in self._row_ids) or (
-                self._entries and self._built_dup(match, prio)):
+        else:
+            if not self._row_ids_whole:
+                self._rebuild_row_ids()
+            ident = self._ident(match, prio)
+            if ident in self._row_ids:
+                self._duplicate(match, prio)
+        if self._entries and self._built_dup(match, prio):
             self._duplicate(match, prio)
         handle = self._next_handle
         self._rows[handle] = (handle, match, action, args, prio, self._order,
                               self.clock.now_us() if self.clock is not None else 0)
-        if not unique:
+        if ident is not None:
             self._row_ids[ident] = handle
         self._next_handle = handle + 1
         self._order += 1
@@ -487,14 +486,14 @@ class TableState:
                 self.lpm_index if self.mode == "lpm" else 0, self.size,
                 self.clock.now_us() if self.clock is not None else 0)
 
-    def _row_ident(self, row: Row) -> Any:
-        match = row[1]
-        return (row[4], match) if self.mode == "ternary" else match
+    def _ident(self, match: tuple[Any, ...], prio: int) -> Any:
+        """A deferred row's identity (what _insert's duplicate checks compare)."""
+        return (prio, match) if self.mode == "ternary" else match
 
     def _rebuild_row_ids(self) -> None:
         """Every deferred row's identity again (see add_checked's ``unique``)."""
-        ident = self._row_ident
-        self._row_ids = {ident(row): handle for handle, row in self._rows.items()}
+        ident = self._ident
+        self._row_ids = {ident(row[1], row[4]): handle for handle, row in self._rows.items()}
         self._row_ids_whole = True
 
     def _materialize(self) -> None:
@@ -608,7 +607,7 @@ class TableState:
         row = self._rows.pop(handle, None)
         if row is not None:
             if self._row_ids_whole:
-                del self._row_ids[self._row_ident(row)]
+                del self._row_ids[self._ident(row[1], row[4])]
             return
         entry = self._get(handle)
         del self._entries[handle]
