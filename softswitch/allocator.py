@@ -14,13 +14,14 @@ Which C allocator (``SOFTSWITCH_ALLOCATOR``):
   benchmark, against glibc: deletes of batches of 1000 430-540k entries/s instead of
   300-315k, no-op RPCs 3.4-3.5k/s instead of 3.05k/s, inserts the same or better.
   Freed pages go back with its ``arena.<all>.purge`` (:func:`release_heap`), or, with
-  :func:`settle_heap`, only beyond :data:`KEEP_FREED_BYTES` (the rest along its decay).
-  Its own time-based purging is slowed (:data:`JEMALLOC_CONF`): the reclaimer decides
-  when freed pages go back;
+  :func:`settle_heap`, beyond :data:`KEEP_FREED_BYTES` at once and the rest once the
+  server has been quiet for :data:`KEEP_SECONDS`. Its own time-based purging is off
+  (:data:`JEMALLOC_CONF`): the reclaimer alone decides when freed pages go back.
   jemalloc's default (pages unused for ~10 s go, from whichever thread allocates next)
   handed back, during 7 s of single-entry writes, the pages a batched insert then
-  faulted in again: batches of 1000 after them ran at 366k entries/s instead of 428k
-  (2026-12-06);
+  faulted in again: batches of 1000 after them ran at 366k entries/s instead of 428k;
+  its decay slowed to 30 s still cost the write bench's batches of 1000, after batches
+  of 1 and 100, 3-7% (386-396k against 399-421k, alternated; 2026-12-06);
 * ``glibc`` (the default without it): ``MALLOC_ARENA_MAX=2`` (few arenas, less kept),
   freed pages go back with ``malloc_trim(0)``;
 * ``pymalloc``: the interpreter's own, nothing re-executed (so is an explicit
@@ -40,11 +41,11 @@ from typing import Any
 
 CHOICES = ("jemalloc", "glibc", "pymalloc")
 # jemalloc's options for the server, before any of the user's MALLOC_CONF (which win):
-# unused dirty pages purged over 30 s rather than 10, and no "muzzy" stage after that
-# (MADV_FREE pages still count as the process's memory until the kernel takes them).
-JEMALLOC_CONF = "dirty_decay_ms:30000,muzzy_decay_ms:0"
-# Freed memory up to this much stays mapped for reuse when the server goes quiet
-# (settle_heap); jemalloc's decay returns it over JEMALLOC_CONF's 30 s. Purging it at
+# no time-based purging of unused dirty pages (settle_heap decides), and no "muzzy"
+# stage (MADV_FREE pages still count as the process's memory until the kernel takes them).
+JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:0"
+# Freed memory up to this much stays mapped for reuse while the server is busy
+# (settle_heap), and goes once it has been quiet for KEEP_SECONDS. Purging it at
 # once had every big batch after a pause fault its pages in again: 20k routes inserted
 # in batches of 1000 after a delete (26 MiB freed) and 1.6 s of other calls ran at
 # 4.2-4.6 µs per entry, 3.3-3.9 with the pages kept (2.5-2.9 with no pause between;
@@ -52,6 +53,10 @@ JEMALLOC_CONF = "dirty_decay_ms:30000,muzzy_decay_ms:0"
 # batches; 53 MiB after 30k entries) everything goes back as soon as it is quiet: what
 # stays is bounded by this, whatever the batches were.
 KEEP_FREED_BYTES = 32 << 20
+# ... and this long without a request hands back what KEEP_FREED_BYTES kept (the pace of
+# the jemalloc decay it replaces): the write bench's targets take turns, and a switch
+# waits ~8 s for the other's phase.
+KEEP_SECONDS = 30.0
 # where Debian's libjemalloc2 puts the library, per architecture
 _JEMALLOC = ("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
              "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2")
@@ -139,21 +144,21 @@ def _jemalloc_dirty_bytes() -> Callable[[], int | None] | None:
     return dirty_bytes
 
 
-def _jemalloc_settle() -> Callable[[], None] | None:
+def _jemalloc_settle() -> Callable[[float], None] | None:
     """:data:`settle_heap` on jemalloc: purge everything once more than
-    :data:`KEEP_FREED_BYTES` is free, else only what its decay says has been unused
-    long enough (``arena.<all>.decay``, along :data:`JEMALLOC_CONF`'s 30 s curve)."""
-    mallctl, purge, dirty_bytes = _mallctl(), _jemalloc_purge(), _jemalloc_dirty_bytes()
-    if mallctl is None or purge is None or dirty_bytes is None:
+    :data:`KEEP_FREED_BYTES` is free, or once the server has been ``quiet`` (seconds
+    since its last request) for :data:`KEEP_SECONDS`; else keep the freed pages."""
+    purge, dirty_bytes = _jemalloc_purge(), _jemalloc_dirty_bytes()
+    if purge is None or dirty_bytes is None:
         return None
-    decay = f"arena.{_ALL_ARENAS}.decay".encode()
 
-    def settle() -> None:
+    def settle(quiet: float) -> None:
+        if quiet >= KEEP_SECONDS:
+            purge()
+            return
         dirty = dirty_bytes()
         if dirty is None or dirty > KEEP_FREED_BYTES:
             purge()
-        else:
-            mallctl(decay, None, None, None, 0)
 
     return settle
 
@@ -176,7 +181,8 @@ def describe() -> str:
 
 # returns the heap's freed pages to the kernel, with whichever allocator is loaded
 release_heap: Callable[[], None] = _jemalloc_purge() or _glibc_trim()
-# returns them too, but on jemalloc keeps up to KEEP_FREED_BYTES of them for the next
-# batch while they are recent (see KEEP_FREED_BYTES); glibc's trim has no such middle
-# way and returns them all
-settle_heap: Callable[[], None] = _jemalloc_settle() or release_heap
+# settle_heap(quiet) returns them too, but on jemalloc keeps up to KEEP_FREED_BYTES of
+# them for the next batch until the server has been quiet (no request for ``quiet``
+# seconds) for KEEP_SECONDS; glibc's trim has no such middle way and returns them all
+settle_heap: Callable[[float], None] = (_jemalloc_settle()
+                                        or (lambda quiet: release_heap()))

@@ -141,3 +141,55 @@ def test_prefix_lengths_in_use_follow_their_maps_filling_and_emptying(checked) -
             assert _out(fast, dst) == _out(ref, dst), (step, sorted(live), hex(dst))
         if not live:
             assert [o.port for o in fast.inject(0, _frame(base))] == [1]
+
+
+def test_lookups_stay_right_while_maps_shrink_and_empty(checked) -> None:
+    """Deletes shrink a sparse map (rt_head.c: into a quarter of the slots, moved
+    MAP_STEP at a time) and free an emptied one. 3,000 routes in, then deleted in random
+    order down to none, with a few inserts and modifies meanwhile: every few writes,
+    live, deleted and never-added MACs must go through C as through the interpreter;
+    then the emptied table fills again."""
+    rng = random.Random(13)
+    ref, fast = _load_pair(checked, 1)
+    macs = rng.sample(range(1 << 40, 1 << 41), 3600)
+    live: dict[int, tuple[int, int]] = {}           # mac -> (ref, fast) handles
+    gone: list[int] = []
+
+    def add(mac: int, port: int) -> None:
+        live[mac] = tuple(
+            sw.table_add_checked("I.route", ((mac, FULL, 48),),
+                                 sw.table_state("I.route").resolve_action("fwd"),
+                                 [port, mac], None)
+            for sw in (ref, fast))
+
+    def compare(sample: list[int]) -> None:
+        for mac in sample:
+            assert _out(fast, mac) == _out(ref, mac), hex(mac)
+
+    for n, mac in enumerate(macs[:3000]):
+        add(mac, 2 + n % 7)
+    fresh = iter(macs[3000:])                          # inserted while shrinking
+    step = 0
+    while live:
+        victim = rng.choice(list(live))
+        hr, hf = live.pop(victim)
+        ref.table_delete("I.route", hr)
+        fast.table_delete("I.route", hf)
+        gone.append(victim)
+        roll = rng.random()
+        if roll < 0.03:                                 # an insert while shrinking
+            add(next(fresh), rng.randrange(2, 9))
+        elif roll < 0.06 and live:                      # a modify
+            target, port = rng.choice(list(live)), rng.randrange(2, 9)
+            for sw, h in zip((ref, fast), live[target]):
+                sw.table_modify_checked("I.route", h, sw.table_state("I.route")
+                                        .resolve_action("fwd"), [port, 5])
+        if step % 5 == 0 or len(live) < 300:
+            compare(rng.sample(list(live), min(6, len(live))) + gone[-3:]
+                    + [rng.choice(macs)])
+        step += 1
+    compare(macs)                                       # all gone: the default for each
+    assert all([o.port for o in fast.inject(0, _frame(m))] == [1] for m in macs[:50])
+    for n, mac in enumerate(macs[:500]):                # the freed maps fill again
+        add(mac, 2 + n % 7)
+    compare(macs[:600])

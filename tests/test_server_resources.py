@@ -14,7 +14,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "server_resources.py"
 
 def test_memory_comes_back_after_deletes_and_sigterm_is_prompt(tmp_path):
     out = tmp_path / "figures.json"
-    proc = subprocess.run([sys.executable, str(BENCH), "--entries", "30000", "--batch", "10000",
+    proc = subprocess.run([sys.executable, str(BENCH), "--entries", "90000", "--batch", "30000",
                            "--settle", "2.5", "--huge", "600000", "--json", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -22,8 +22,10 @@ def test_memory_comes_back_after_deletes_and_sigterm_is_prompt(tmp_path):
     rss = [f["rss"] for f in figures["rss_mib"]]
     base, peak, settled = rss[0], max(rss[1:3]), rss[4]
     assert peak > base, figures
-    # deleted entries give their memory back (was: stayed at the peak)
-    assert settled - base <= 0.5 * (peak - base) + 16, figures
+    # deleted entries give their memory back (was: stayed at the peak), to within issue
+    # 13's 20% of the baseline: +10% measured; +28% while the fast path's C hash maps
+    # kept the slots of deleted entries (2026-12-06)
+    assert settled <= 1.2 * base, figures
     # a batch over the request limit is refused without growing the server for good
     assert "RESOURCE_EXHAUSTED" in figures["rss_mib"][5]["note"], figures
     assert rss[6] - base <= 0.5 * (peak - base) + 32, figures

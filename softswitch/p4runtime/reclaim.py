@@ -21,9 +21,9 @@ batch (:class:`Reclaimer`, a background thread):
   frozen at start-up, full of cycles — it is the only way to free;
 * **the C allocator keeps freed heap** in its arenas — ``settle_heap``
   (:mod:`softswitch.allocator`: jemalloc's purge, or glibc's ``malloc_trim(0)``) returns
-  it to the kernel; on jemalloc up to ``KEEP_FREED_BYTES`` of recently freed pages stay
-  for the next batch (jemalloc's decay returns them within ~30 s): a batch of 1000
-  inserts that faulted its pages in again ran ~20% slower.
+  it to the kernel; on jemalloc up to ``KEEP_FREED_BYTES`` of freed pages stay for the
+  next batch until the server has had no request for ``KEEP_SECONDS`` (30 s): a batch
+  of 1000 inserts that faulted its pages in again ran ~20% slower.
 
 Requests add up: once the bytes handled since the last reclamation pass
 ``BIG_REQUEST_BYTES``, one is due.
@@ -178,10 +178,11 @@ def _ours(value: Any) -> bool:
 
 
 def reclaim(lock: Any, roots: Callable[[], list[Any]],
-            cycles: bool = False) -> dict[str, float]:
+            cycles: bool = False, quiet: float = 0.0) -> dict[str, float]:
     """One reclamation: compact the pipeline's containers (under ``lock``), collect
-    cycles (``cycles``: the whole heap, see the module doc), trim the heap. Returns what
-    it did (for the log)."""
+    cycles (``cycles``: the whole heap, see the module doc), trim the heap (``quiet``:
+    seconds since the last request, see ``settle_heap``). Returns what it did (for the
+    log)."""
     t0 = time.perf_counter()
     with lock:
         rebuilt = sum(compact(root) for root in roots())
@@ -192,7 +193,7 @@ def reclaim(lock: Any, roots: Callable[[], list[Any]],
         gc.freeze()
         release_heap()          # the old pipeline's memory: none of it is reused soon
     else:
-        settle_heap()           # a table's freed entries: the next batch may reuse them
+        settle_heap(quiet)      # a table's freed entries: the next batch may reuse them
     return {"rebuilt": rebuilt, "collected": collected, "seconds": time.perf_counter() - t0}
 
 
@@ -227,23 +228,27 @@ class Reclaimer:
             self._pending = 0
             self._due.set()
 
+    def _quiet_for(self) -> float:
+        """Seconds since the last request."""
+        return time.monotonic() - self._last
+
     def _run(self) -> None:
         while not self._stop.is_set():
             if not self._due.wait(TRIM_EVERY_SECONDS):
                 # Memory freed outside any request softswitch sees (gRPC refusing an
                 # oversized message, packet bursts) goes back too, at low cost.
-                settle_heap()
+                settle_heap(self._quiet_for())
                 continue
             if self._stop.is_set():
                 return
-            while time.monotonic() - self._last < self._quiet:
+            while self._quiet_for() < self._quiet:
                 if self._stop.wait(self._quiet / 4):
                     return
             self._due.clear()
             with self._cycles_lock:
                 cycles, self._cycles = self._cycles, False
             try:
-                done = reclaim(self._lock, self._roots, cycles)
+                done = reclaim(self._lock, self._roots, cycles, self._quiet_for())
             except Exception as exc:  # noqa: BLE001 - never take the server down
                 log.error("memory reclamation failed: %s: %s", type(exc).__name__, exc)
                 continue

@@ -39,9 +39,9 @@ def test_only_a_pipeline_change_makes_the_reclaimer_collect_the_frozen_heap(monk
     passes: list[dict] = []
     real = reclaim.reclaim
 
-    def recorded(lock, roots, cycles=False):
-        done = real(lock, roots, cycles)
-        passes.append(done)
+    def recorded(lock, roots, cycles=False, quiet=0.0):
+        done = real(lock, roots, cycles, quiet)
+        passes.append(dict(done, quiet=quiet))
         return done
 
     monkeypatch.setattr(reclaim, "reclaim", recorded)
@@ -53,6 +53,8 @@ def test_only_a_pipeline_change_makes_the_reclaimer_collect_the_frozen_heap(monk
         reclaimer.note(reclaim.BIG_REQUEST_BYTES)           # big writes: no full pass
         _wait_for_pass(passes)
         assert passes[0]["collected"] == -1 and ref() is not None
+        # once quiet (0.05 s here), not yet KEEP_SECONDS: settle_heap may keep pages
+        assert 0.05 <= passes[0]["quiet"] < 5
         passes.clear()
         reclaimer.note(1000, pipeline=True)                 # a pipeline change: one
         _wait_for_pass(passes)
