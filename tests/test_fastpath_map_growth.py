@@ -181,7 +181,7 @@ def test_lookups_stay_right_while_maps_shrink_and_empty(checked) -> None:
             add(next(fresh), rng.randrange(2, 9))
         elif roll < 0.06 and live:                      # a modify
             target, port = rng.choice(list(live)), rng.randrange(2, 9)
-            for sw, h in zip((ref, fast), live[target]):
+            for sw, h in zip((ref, fast), live[target], strict=True):
                 sw.table_modify_checked("I.route", h, sw.table_state("I.route")
                                         .resolve_action("fwd"), [port, 5])
         if step % 5 == 0 or len(live) < 300:
