@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -415,3 +416,48 @@ def test_a_write_the_loop_answers_is_applied_a_slice_at_a_time(program, monkeypa
             table_entry=p4runtime_pb2.TableEntry())]))
     finally:
         local.close()
+
+
+def test_front_end_lane_handlers_answer_over_the_link_within_the_deadline(tmp_path):
+    """The front end's Write on the unary lane (grpcio's polling thread, no pool): the
+    link's reply is the call's answer, its trailing metadata kept; a switch that does
+    not answer within the call's deadline (the lane's context carries it) ends the call
+    DEADLINE_EXCEEDED instead of holding the polling thread."""
+    from softswitch.p4runtime.frontend import Frontend
+    from softswitch.p4runtime.unary_lane import run_handler
+
+    path = str(tmp_path / "link")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    replies = [Reply(0, trailing=(("x-k", b"v"),), response=b"\x08\x01"), None]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        buffer = bytearray()
+        with conn:
+            for reply in replies:
+                while frontend_link.take_frame(buffer, 1 << 20) is None:
+                    buffer += conn.recv(1 << 16)
+                if reply is None:
+                    time.sleep(1.5)           # later than the second call's deadline
+                    return
+                conn.sendall(reply.encode())
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    frontend = Frontend("127.0.0.1:1", path, 1 << 20)
+    write = frontend.lane_handlers()["/p4.v1.P4Runtime/Write"]
+    try:
+        response, code, _details, trailing = run_handler(write, b"\x08\x00",
+                                                         time.time() + 10)
+        assert (response, code, trailing) == (b"\x08\x01", grpc.StatusCode.OK,
+                                              (("x-k", b"v"),))
+        began = time.monotonic()
+        response, code, _details, _ = run_handler(write, b"\x08\x00", time.time() + 0.3)
+        assert (response, code) == (None, grpc.StatusCode.DEADLINE_EXCEEDED)
+        assert time.monotonic() - began < 1.2
+    finally:
+        frontend.close()
+        server.join(5)
+        listener.close()

@@ -141,13 +141,17 @@ def test_lane_answers_as_grpcio_does(targets, monkeypatch):
     answered_on: list[tuple[int, str]] = []
     answer = unary_lane.UnaryLane._answer
 
-    def spy(handler, message):
+    def spy(handler, message, deadline):
         answered_on.append((len(message), threading.current_thread().name))
-        return answer(handler, message)
+        left.append(deadline - time.time())
+        return answer(handler, message, deadline)
+    left: list[float] = []
     monkeypatch.setattr(unary_lane.UnaryLane, "_answer", staticmethod(spy))
     requests = _requests(laned.ids)
     for i, data in enumerate(requests):
         assert laned.answer(data) == pooled.answer(data), f"request {i}"
+    # the handlers see each call's deadline (answer_of: 10 s), as grpcio's context has it
+    assert left and all(8 < s <= 10.5 for s in left), left     # (gRPC rounds it up)
     # small requests on grpcio's polling thread, big ones on the lane's own
     assert {size > unary_lane.INLINE_BYTES for size, _ in answered_on} == {True, False}
     for size, thread in answered_on:
@@ -287,10 +291,10 @@ def test_big_requests_past_the_queue_budget_are_refused(tmp_path, monkeypatch):
     release = threading.Event()
     answer = unary_lane.UnaryLane._answer
 
-    def held(handler, message):
+    def held(handler, message, deadline):
         if threading.current_thread().name == "p4rt-unary":
             release.wait(10)              # the lane's thread is busy with the first one
-        return answer(handler, message)
+        return answer(handler, message, deadline)
     monkeypatch.setattr(unary_lane.UnaryLane, "_answer", staticmethod(held))
     big = max(_requests(laned.ids), key=len)             # 700 deletes, > INLINE_BYTES
     assert len(big) > unary_lane.INLINE_BYTES

@@ -11,7 +11,12 @@ in-process server the urgent class's P99 rose 2.9× over elephants alone, agains
 * **Write** and **Capabilities** go to the switch as one frame each over a unix socket
   that the port loop reads (:mod:`.frontend_link`, :mod:`.loop_writes`); its reply
   (status, details, trailing metadata with the per-update errors, response) is this
-  call's answer.
+  call's answer. They are served on the unary lane (:mod:`.unary_lane`, as in the
+  switch's own server): grpcio's polling thread receives the call, waits for the
+  switch's reply and sends it, where its thread pool handed every call to a pool
+  thread and back. This process shares a CPU with the controller (and, on the urgent
+  bench's 2-core machine, with the traffic generator): 320-350 µs of CPU per Write of
+  ten routes on the lane, 410-470 through the pool (2026-12-06).
 * **Read**, **SetForwardingPipelineConfig**, **GetForwardingPipelineConfig** and the
   **StreamChannel** are passed through, message by message, to the switch's own gRPC
   server on a second unix socket (metadata, deadline, status, trailing metadata and
@@ -38,7 +43,7 @@ from typing import Any
 
 import grpc
 
-from softswitch.p4runtime import frontend_link
+from softswitch.p4runtime import frontend_link, unary_lane
 from softswitch.p4runtime.frontend_link import LinkError, Reply
 
 SERVICE = "p4.v1.P4Runtime"
@@ -71,11 +76,23 @@ class Frontend:
                 self._streamed("StreamChannel", self._channel.stream_stream)),
         })
 
+    def lane_handlers(self) -> dict[str, unary_lane.Handler]:
+        """Write and Capabilities for the unary lane (the same answers as
+        :meth:`handler`'s, without grpcio's thread pool)."""
+        def same(data: bytes) -> bytes:
+            return data
+
+        def linked(method: int) -> unary_lane.Handler:
+            return (same, lambda r, c: self._linked(method, r, c), same)
+        return {f"/{SERVICE}/Write": linked(frontend_link.WRITE),
+                f"/{SERVICE}/Capabilities": linked(frontend_link.CAPABILITIES)}
+
     def close(self) -> None:
         self._channel.close()
 
     # ------------------------------------------------------------------ the link
-    def _linked(self, method: int, request: bytes, context: grpc.ServicerContext) -> bytes:
+    def _linked(self, method: int, request: bytes, context: Any) -> bytes:
+        """``context``: grpcio's, or the unary lane's (``LaneContext``)."""
         reply = self._over_link(method, request, context)
         if reply.trailing:
             context.set_trailing_metadata(reply.trailing)
@@ -83,8 +100,7 @@ class Frontend:
             context.abort(_CODES.get(reply.code, grpc.StatusCode.UNKNOWN), reply.details)
         return reply.response
 
-    def _over_link(self, method: int, request: bytes,
-                   context: grpc.ServicerContext) -> Reply:
+    def _over_link(self, method: int, request: bytes, context: Any) -> Reply:
         data = frontend_link.frame(bytes([method]) + request)
         try:
             try:
@@ -102,7 +118,7 @@ class Frontend:
             context.abort(grpc.StatusCode.UNAVAILABLE, f"the switch did not answer: {exc}")
         raise AssertionError("unreachable")       # context.abort raises
 
-    def _send(self, data: bytes, context: grpc.ServicerContext) -> socket.socket:
+    def _send(self, data: bytes, context: Any) -> socket.socket:
         sock = self._connection(context)
         sock.settimeout(_seconds_left(context))
         sock.sendall(data)
@@ -117,7 +133,7 @@ class Frontend:
             buffer += chunk
         return Reply.decode(body)
 
-    def _connection(self, context: grpc.ServicerContext) -> socket.socket:
+    def _connection(self, context: Any) -> socket.socket:
         """This thread's connection to the switch's link, opened when needed."""
         sock = getattr(self._local, "sock", None)
         if sock is None:
@@ -168,7 +184,7 @@ class Frontend:
         return handle
 
 
-def _seconds_left(context: grpc.ServicerContext) -> float | None:
+def _seconds_left(context: Any) -> float | None:
     """The call's deadline as a timeout; None without one."""
     left = context.time_remaining()
     return None if left is None or left > 1e6 else left
@@ -236,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                          options=[("grpc.max_receive_message_length", args.max_request_bytes),
                                   ("grpc.max_send_message_length", 64 << 20),
                                   ("grpc.so_reuseport", 0)])
+    lane = unary_lane.attach(server, frontend.lane_handlers())
     server.add_generic_rpc_handlers((frontend.handler(),))
     credentials = _credentials(args)
     try:
@@ -247,9 +264,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot listen on {args.listen}", file=sys.stderr, flush=True)
         return 1
     server.start()
+    if lane is not None:
+        lane.start()
     print(f"ready {port}", flush=True)
     signal.sigwait(ending)
     server.stop(0.5).wait()
+    if lane is not None:
+        lane.close()
     frontend.close()
     return 0
 

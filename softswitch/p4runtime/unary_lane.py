@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -64,12 +65,22 @@ class _Aborted(Exception):
 
 
 class LaneContext:
-    """What the servicer's unary handlers use of ``grpc.ServicerContext``."""
+    """What the servicer's unary handlers (and the front end's) use of
+    ``grpc.ServicerContext``."""
 
-    __slots__ = ("trailing",)
+    __slots__ = ("trailing", "_deadline")
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float | None = None) -> None:
+        """``deadline``: the call's, in ``time.time()`` seconds, as grpcio gives it (far
+        in the future without one); None: not known."""
         self.trailing: tuple[tuple[str, bytes], ...] | None = None
+        self._deadline = deadline
+
+    def time_remaining(self) -> float | None:
+        """Seconds left before the call's deadline, as grpcio's context answers."""
+        if self._deadline is None:
+            return None
+        return max(self._deadline - time.time(), 0.0)
 
     def set_trailing_metadata(self, metadata: Any) -> None:
         self.trailing = tuple(metadata)
@@ -116,7 +127,8 @@ class UnaryLane:
         try:
             event.call.start_server_batch(
                 (cygrpc.ReceiveMessageOperation(0),),
-                functools.partial(self._received, method, event.call))
+                functools.partial(self._received, method, event.call,
+                                  _deadline_of(event)))
         except Exception as exc:  # noqa: BLE001 - see above
             log.error("unary lane: %s call not taken: %s: %s", method,
                       type(exc).__name__, exc)
@@ -131,7 +143,8 @@ class UnaryLane:
             log.debug("unary lane: %s not renewed: %s: %s", method, type(exc).__name__,
                       exc)
 
-    def _received(self, method: str, call: Any, event: Any) -> tuple[None, tuple[()]]:
+    def _received(self, method: str, call: Any, deadline: float | None,
+                  event: Any) -> tuple[None, tuple[()]]:
         """The call's message (or none): answer it here, or on the lane's thread; then
         ask for the next call (after the reply: off the caller's round trip)."""
         try:
@@ -141,10 +154,11 @@ class UnaryLane:
                                          f'"{method}" requires exactly one request '
                                          'message.', None))
             elif len(message) > INLINE_BYTES:
-                self._enqueue(self._handlers[method], message, call)
+                self._enqueue(self._handlers[method], message, call, deadline)
             else:
                 with reclaim.holding() as later:
-                    self._send(call, self._answer(self._handlers[method], message))
+                    self._send(call, self._answer(self._handlers[method], message,
+                                                  deadline))
                     later.clear()
         except Exception as exc:  # noqa: BLE001 - see above
             log.error("unary lane: %s not answered: %s: %s", method, type(exc).__name__,
@@ -159,16 +173,17 @@ class UnaryLane:
         except Exception as exc:  # noqa: BLE001 - e.g. the server stopped meanwhile
             log.info("unary lane: reply not sent: %s: %s", type(exc).__name__, exc)
 
-    def _enqueue(self, handler: Handler, message: bytes, call: Any) -> None:
+    def _enqueue(self, handler: Handler, message: bytes, call: Any,
+                 deadline: float | None) -> None:
         """Hand a big request to the lane's thread (big_requests), or refuse it."""
         refused = self._big.submit(
-            len(message), lambda: self._send(call, self._answer(handler, message)))
+            len(message), lambda: self._send(call, self._answer(handler, message, deadline)))
         if refused is not None:
             self._send(call, _status(grpc.StatusCode.RESOURCE_EXHAUSTED, refused, None))
 
     @staticmethod
-    def _answer(handler: Handler, message: bytes) -> tuple[Any, ...]:
-        response, code, details, trailing = run_handler(handler, message)
+    def _answer(handler: Handler, message: bytes, deadline: float | None) -> tuple[Any, ...]:
+        response, code, details, trailing = run_handler(handler, message, deadline)
         if response is None:
             return _status(code, details, trailing)
         return (cygrpc.SendInitialMetadataOperation(None, 0),
@@ -178,12 +193,13 @@ class UnaryLane:
                 cygrpc.ReceiveCloseOnServerOperation(0))
 
 
-def run_handler(handler: Handler, message: bytes
+def run_handler(handler: Handler, message: bytes, deadline: float | None = None
                 ) -> tuple[bytes | None, grpc.StatusCode, str, Trailing | None]:
     """A unary request answered as grpcio's server would: (the encoded response or
-    None, status code, details, trailing metadata). A softswitch bug is INTERNAL."""
+    None, status code, details, trailing metadata). A softswitch bug is INTERNAL.
+    ``deadline``: the call's (:class:`LaneContext`)."""
     deserialize, behavior, serialize = handler
-    context = LaneContext()
+    context = LaneContext(deadline)
     try:
         request = deserialize(message)
         later = reclaim.held()
@@ -197,6 +213,12 @@ def run_handler(handler: Handler, message: bytes
         return None, grpc.StatusCode.INTERNAL, \
             f"internal error: {type(exc).__name__}: {exc}", None
     return response, grpc.StatusCode.OK, "", context.trailing
+
+
+def _deadline_of(event: Any) -> float | None:
+    """A new call's deadline (``time.time()`` seconds), where grpcio gives it."""
+    deadline = getattr(getattr(event, "call_details", None), "deadline", None)
+    return deadline if isinstance(deadline, float) else None
 
 
 def _done(event: Any) -> tuple[None, tuple[()]]:
