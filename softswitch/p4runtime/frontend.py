@@ -79,11 +79,9 @@ class Frontend:
     def lane_handlers(self) -> dict[str, unary_lane.Handler]:
         """Write and Capabilities for the unary lane (the same answers as
         :meth:`handler`'s, without grpcio's thread pool)."""
-        def same(data: bytes) -> bytes:
-            return data
-
         def linked(method: int) -> unary_lane.Handler:
-            return (same, lambda r, c: self._linked(method, r, c), same)
+            return (unary_lane.as_bytes, lambda r, c: self._linked(method, r, c),
+                    unary_lane.as_bytes)
         return {f"/{SERVICE}/Write": linked(frontend_link.WRITE),
                 f"/{SERVICE}/Capabilities": linked(frontend_link.CAPABILITIES)}
 

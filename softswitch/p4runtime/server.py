@@ -274,11 +274,7 @@ def _stream_error(exc: errors.P4RuntimeError) -> p4runtime_pb2.StreamMessageResp
 def _write_handler(servicer: P4RuntimeServicer) -> unary_lane.Handler:
     """Write as (deserializer, behavior, serializer): the request stays bytes until
     ``write_encoded`` looks at it."""
-    return (_as_bytes, servicer.write_encoded, wire.serialize)
-
-
-def _as_bytes(data: bytes) -> bytes:
-    return data
+    return (unary_lane.as_bytes, servicer.write_encoded, wire.serialize)
 
 
 def _lane_handlers(servicer: P4RuntimeServicer) -> dict[str, unary_lane.Handler]:

@@ -193,6 +193,11 @@ class UnaryLane:
                 cygrpc.ReceiveCloseOnServerOperation(0))
 
 
+def as_bytes(data: bytes) -> bytes:
+    """A handler's (de)serializer for requests or responses that stay bytes."""
+    return data
+
+
 def run_handler(handler: Handler, message: bytes, deadline: float | None = None
                 ) -> tuple[bytes | None, grpc.StatusCode, str, Trailing | None]:
     """A unary request answered as grpcio's server would: (the encoded response or
