@@ -17,7 +17,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from softswitch.diagnostics import P4Error
 from softswitch.local_port import free_port
 from softswitch.ports.dataplane_cpu import DataplaneCpu
-from softswitch.run import parse_args
+from softswitch.run import DATAPLANE_BUSY_POLL_US, parse_args
 
 ALLOWED = sorted(os.sched_getaffinity(0))
 two_cpus = pytest.mark.skipif(len(ALLOWED) < 2, reason="needs two CPUs this process may use")
@@ -43,6 +43,27 @@ def test_a_cpu_out_of_reach_is_a_usage_error(capsys):
         parse_args(["--no-p4", "--", "--dataplane-cpu", "4095"])
     assert exc.value.code == 1
     assert "--dataplane-cpu 4095: this process may use CPUs" in capsys.readouterr().err
+
+
+def test_busy_polling_comes_with_a_cpu_of_its_own():
+    """The port loop polls before it sleeps by default only on a CPU of its own
+    (``--busy-poll-us``: any host may ask for it, or turn it off)."""
+    assert parse_args(["--no-p4"]).busy_poll_us == 0
+    assert parse_args(["--no-p4", "--", "--busy-poll-us", "50"]).busy_poll_us == 50
+    if len(ALLOWED) >= 2:
+        cpu = str(ALLOWED[-1])
+        assert parse_args(["--no-p4", "--", "--dataplane-cpu", cpu]).busy_poll_us == \
+            DATAPLANE_BUSY_POLL_US
+        assert parse_args(["--no-p4", "--", "--dataplane-cpu", cpu,
+                           "--busy-poll-us", "0"]).busy_poll_us == 0
+
+
+@pytest.mark.parametrize("value", ["-1", "1000001", "ten"])
+def test_a_busy_poll_out_of_range_is_a_usage_error(capsys, value):
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--no-p4", "--", "--busy-poll-us", value])
+    assert exc.value.code == 1
+    assert "--busy-poll-us" in capsys.readouterr().err
 
 
 def _affinities(pid: int) -> dict[int, str]:

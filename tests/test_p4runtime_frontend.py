@@ -303,13 +303,17 @@ def test_front_end_ends_cleanly_on_sigterm(tmp_path):
 
 
 def test_write_checkpoints_sit_outside_the_device_lock(program, monkeypatch):
-    """A Write offers the port loop two checkpoints (Device.checkpoint): before it takes
-    the device lock and after it lets go, where the switch's state is whole."""
+    """A Write on the general path offers the port loop two checkpoints
+    (Device.checkpoint): before it takes the device lock and after it lets go, where the
+    switch's state is whole. A small one (small_writes: up to 16 plain entries) is
+    applied in one hold, without any."""
     local = Target(str(program), True, monkeypatch)
     held: list[bool] = []
     local.device.checkpoint = lambda: held.append(local.device.lock._is_owned())  # noqa: SLF001
     try:
         assert local.answer(_requests(local.ids)[0])[0] == grpc.StatusCode.OK
+        assert held == []
+        assert local.answer(_requests(local.ids)[8])[0] == grpc.StatusCode.UNKNOWN  # table full
     finally:
         local.close()
     assert held == [False, False]
@@ -362,9 +366,12 @@ def test_a_write_the_loop_answers_is_applied_a_slice_at_a_time(program, monkeypa
     each, with the same per-update results; other Writes in one hold. A pipeline set
     between two slices ends the batch: the updates after it are ABORTED, and none goes
     to the new pipeline."""
-    from softswitch.p4runtime import pipeline, server
+    from softswitch.p4runtime import pipeline, server, small_writes
 
     local = Target(str(program), True, monkeypatch)
+    # the general path's slices: small Writes go small_writes' way, in one hold
+    # (test_write_checkpoints_sit_outside_the_device_lock, test_p4runtime_small_writes)
+    monkeypatch.setattr(small_writes, "MAX_UPDATES", 0)
 
     def write(keys: range, kind: int = p4runtime_pb2.Update.INSERT,
               atomicity: int = 0) -> bytes:

@@ -1,8 +1,10 @@
-"""The single-update Write fast path answers exactly as the general path (issue 11, batch 1).
+"""The small-Write fast path answers exactly as the general path (issue 11, batch 1).
 
 ``P4RuntimeServicer.write_encoded`` first offers a Write's bytes to
-``small_writes.SmallWrites``, which applies the common single-update Write from the
-default role's primary itself and declines anything else with nothing changed. Here
+``small_writes.SmallWrites``, which applies the common Write of up to ``MAX_UPDATES``
+plain table entries from the default role's primary itself, up to the first update it
+does not take (the general path takes the rest), and declines anything else with
+nothing changed. Here
 every request runs on two devices with the same program and the same primary: once
 through ``write_encoded`` (as the server answers it) and once through the general
 path alone. The answers (response, code, details, per-update errors) and what Read
@@ -18,9 +20,9 @@ import gc
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
-from test_p4runtime_plain_writes import PROGRAM, Dev, corpus, route, upd
+from test_p4runtime_plain_writes import PROGRAM, Dev, acl, corpus, route, upd
 
-from softswitch.p4runtime import entrywire, unary_lane, wire
+from softswitch.p4runtime import entrywire, small_writes, unary_lane, wire
 from softswitch.p4runtime.arbitration import Connection
 from softswitch.p4runtime.server import P4RuntimeServicer
 
@@ -41,13 +43,15 @@ class Target:
             (1 << 64) - 1)
         device.arbiter.arbitrate(Connection(send=lambda message: None), update)
         servicer = P4RuntimeServicer(device)
-        self.taken = 0
+        self.taken = 0          # requests the fast path applied updates of
+        self.applied = 0        # updates it applied
         small = servicer._small.apply
 
-        def counted(data: bytes) -> bool:
-            took = small(data)
-            self.taken += took
-            return took
+        def counted(data: bytes) -> tuple[int, int]:
+            done, count = small(data)
+            self.taken += done > 0
+            self.applied += done
+            return done, count
         servicer._small.apply = counted        # type: ignore[method-assign]
         pb = p4runtime_pb2
         self.handler = ((lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
@@ -95,7 +99,9 @@ def headers(ids: dict) -> list[tuple[str, bytes]]:
         ("rollback on error", request(ok, atomicity=WriteRequest.ROLLBACK_ON_ERROR)),
         ("dataplane atomic", request(ok, atomicity=WriteRequest.DATAPLANE_ATOMIC)),
         ("unknown atomicity", request(ok, atomicity=7)),
-        ("two updates", request(ok, upd(INSERT, route(ids, 0x210000000000)))),
+        ("more updates than the fast path takes",
+         request(*(upd(INSERT, route(ids, (0x21 + i) << 40))
+                   for i in range(small_writes.MAX_UPDATES + 1)))),
         ("no update", request()),
         ("device_id twice", b"\x08\x00" + plain),
         ("election_id in two parts", _field(3, b"\x08\x03") + _field(3, b"\x10\x05")
@@ -143,6 +149,43 @@ def test_fast_path_leaves_errors_to_the_general_path(targets):
         assert fast.write(data) == general.write(data)
     assert fast.taken == 2                     # the first insert and the first delete
     assert fast.dev.read() == general.dev.read() == []
+
+
+def test_small_batches_answer_as_the_general_path(targets):
+    """Batches of 2 to MAX_UPDATES updates: all valid (the fast path applies them all),
+    or with a failing or uncommon update midway (it applies those before it, the
+    general path the rest, reporting the error at its index in the whole batch), or
+    with one it does not take first (the general path takes the whole batch)."""
+    fast, general = targets
+    ids = fast.dev.ids
+    batch = [upd(INSERT, route(ids, (0x60 + i) << 40)) for i in range(5)]
+    full = [upd(INSERT, route(ids, (0x70 + i) << 40))
+            for i in range(small_writes.MAX_UPDATES)]
+    cases = [
+        ("five inserts", batch, 5),
+        ("a full batch", full, small_writes.MAX_UPDATES),
+        ("modifies", [upd(MODIFY, route(ids, (0x60 + i) << 40, port=7)) for i in range(5)], 5),
+        ("an existing entry third", [upd(INSERT, route(ids, 0x800000000000)),
+                                     upd(INSERT, route(ids, 0x810000000000)), batch[0],
+                                     upd(INSERT, route(ids, 0x820000000000))], 2),
+        ("the same entry twice", [upd(INSERT, route(ids, 0x830000000000))] * 2, 1),
+        ("an acl entry among routes", [upd(INSERT, route(ids, 0x840000000000)),
+                                       upd(INSERT, acl(ids, 0x0800)),
+                                       upd(INSERT, route(ids, 0x850000000000))], 3),
+        ("a missing entry first", [upd(DELETE, route(ids, 0x900000000000)), batch[1]], 0),
+        ("deletes, one missing", [upd(DELETE, batch[1].entity.table_entry),
+                                  upd(DELETE, route(ids, 0x910000000000)),
+                                  upd(DELETE, batch[2].entity.table_entry)], 1),
+        ("deletes", [upd(DELETE, u.entity.table_entry) for u in full], len(full)),
+    ]
+    for name, updates, fast_applied in cases:
+        before = fast.applied
+        data = request(*updates)
+        assert fast.write(data) == general.write(data), name
+        assert fast.dev.read() == general.dev.read(), f"after {name}"
+        assert fast.applied - before == fast_applied, name
+    assert general.taken == 0
+    assert fast.dev.views() == general.dev.views()
 
 
 def test_primary_spans_reads_only_the_common_header():

@@ -58,17 +58,19 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return _CAPABILITIES_RESPONSE
 
     def write_encoded(self, data: bytes, context: grpc.ServicerContext) -> bytes:
-        """A Write from its bytes: the common single-update one (see small_writes) is
-        applied there; any other, or one that path does not take, is :meth:`Write`'s."""
-        if self._small.apply(data):
+        """A Write from its bytes: the common small one (see small_writes) is applied
+        there; any other, or what that path does not take of one, is :meth:`Write`'s."""
+        done, count = self._small.apply(data)
+        if done and done == count:
             return _WRITE_RESPONSE
         return self.Write(wire.LazyRequest(p4runtime_pb2.WriteRequest, p4runtime_pb2.Update,
-                                           4, data), context)
+                                           4, data), context, done)
 
     def Write(self, request: wire.LazyRequest,  # noqa: N802
-              context: grpc.ServicerContext) -> bytes:
-        """Updates are parsed one by one, after the checks (see wire.LazyRequest).
-        The answer is the (empty) WriteResponse, encoded."""
+              context: grpc.ServicerContext, done: int = 0) -> bytes:
+        """Updates are parsed one by one, after the checks (see wire.LazyRequest);
+        ``done``: the first updates the small path applied already (small_writes), the
+        rest are applied here. The answer is the (empty) WriteResponse, encoded."""
         head = request.header
         try:
             if request.error is not None:
@@ -77,7 +79,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             role = self.device.arbiter.check_writer(
                 role_name(name=head.role, role_id=head.role_id), election_id_of(head))
             self.device.checkpoint()
-            results = self._apply_write(request, role)
+            results: list[Result] = [None] * done
+            results += self._apply_write(request.part(done, len(request)) if done else request,
+                                         role)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback

@@ -1,39 +1,53 @@
-"""The common Write of one table entry, answered without the general path's layers.
+"""The common small Write of table entries, answered without the general path's layers.
 
 A controller that writes entries one by one (p4runtime-shell's ``insert()``, a route
-daemon) sends Writes of one update each, from the primary of the default role. On the
+daemon) or a few at a time (tailcc's control plane: the routes due every 10 ms) sends
+Writes of one to a few updates each, from the primary of the default role. On the
 general path (``P4RuntimeServicer.Write``) such a Write runs ~90 Python calls: the lazy
 request and its protobuf header, the device and arbitration checks, the role's scope,
 the runtime's batch machinery (slices, undo log, per-update error handling). Each is
 cheap when warm, but between two Writes of a controller gRPC's and the kernel's work
 evicts them from the CPU's caches: the same handler that costs ~13 µs in a loop costs
 ~60 µs as a server answers it (2026-12-06, ``bench/p4runtime_write.py`` at batch 1:
-softswitch's server used ~230 µs of CPU per Write against BMv2's ~185).
+softswitch's server used ~230 µs of CPU per Write against BMv2's ~185). On the port
+loop (``--p4runtime-process``), whose frames evict everything between two Writes, a
+Write of ten routes took 275 µs of the loop's CPU there (34 µs warm), and the urgent
+frames behind it waited that long (2026-12-06).
 
 :meth:`SmallWrites.apply` takes such a Write in a few steps: ``entrywire.primary_spans``
-reads the request's header in C and answers the update's span only when the request
+reads the request's header in C and answers the updates' spans only when the request
 is the common one (this device, the default role's primary's election id, no role,
-CONTINUE_ON_ERROR, nothing unknown or repeated); the update must decode as a checked
-plain table entry (``entrywire.decode`` with the tables' native plans) that
-``TableEntries.write_plain`` takes — the very call the general path makes for it.
-Anything else (an error to report, another entity, a batch, another role, a Write
-the port loop answers with checkpoints) returns False with nothing
-changed, and the general path handles the request from its bytes, as it always did:
-whatever it answers (results, errors, their order) is unchanged.
+CONTINUE_ON_ERROR, nothing unknown or repeated, at most ``MAX_UPDATES`` updates); every
+update must decode as a checked plain table entry (``entrywire.decode`` with the
+tables' native plans); they are applied in order as the general path applies them —
+runs of one table in one C call (``TableEntries.apply_run``), any other through
+``TableEntries.write_plain`` — until one is not taken. Anything else (an error to
+report, another entity, another role, more updates) is left to the general path: a
+request none of whose updates was applied goes there whole, with nothing changed; one
+whose first k updates were applied goes there for the rest only (the general path
+would have applied those k the same way), and the answer counts the k as done. So
+whatever the server answers (results, errors, their order) is unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 
 from softswitch.p4runtime import entrywire, reclaim
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.entrywire import CHECKED_LEN
+from softswitch.p4runtime.tables import TableEntries
 from softswitch.p4runtime.undo import UndoLog
 
 _LOW_64 = (1 << 64) - 1
 # The requests this path looks at: one update of a plain table entry is ~40-120 bytes.
-MAX_BYTES = 1024
+# A batch this small is applied in one hold of the device lock even on the port loop,
+# where the general path stops between slices (server.LOOP_WRITE_SLICE) to forward
+# urgent frames: ten routes here cost the loop ~50-70 µs (cold caches) against ~275.
+MAX_UPDATES = 16
+MAX_BYTES = 2048
+_NOT_TAKEN = (0, 0)
 
 
 class SmallWrites:
@@ -45,39 +59,66 @@ class SmallWrites:
         # (roles.py): its writes need no scope check.
         self._mod = entrywire.native()
 
-    def apply(self, data: bytes) -> bool:
-        """Apply the encoded WriteRequest ``data`` when it is the common single-update
-        Write and it succeeds: True, and its answer is the empty WriteResponse. False
-        when this path does not take it, having changed nothing."""
+    def apply(self, data: bytes) -> tuple[int, int]:
+        """Apply what this path takes of the encoded WriteRequest ``data`` (module doc):
+        (updates applied from the first, updates in the request). All of them: the
+        answer is the empty WriteResponse. None, (0, _): nothing changed, the general
+        path takes the whole request. Some: it takes the rest (``LazyRequest.part``)."""
         mod = self._mod
         device = self._device
         election = device.arbiter.default_election
         if (mod is None or election is None or len(data) > MAX_BYTES
-                or device.current is None or device.stopping.is_set()
-                or device.checkpointing()):
-            return False
+                or device.current is None or device.stopping.is_set()):
+            return _NOT_TAKEN
         spans = mod.primary_spans(data, device.device_id, election >> 64,
-                                  election & _LOW_64, 1)
+                                  election & _LOW_64, MAX_UPDATES)
         if spans is None:
-            return False
+            return _NOT_TAKEN
         with device.lock:
             loaded = device.current
             if loaded is None:
-                return False
+                return _NOT_TAKEN
             tables = loaded.runtime.tables
             items = mod.decode(data, spans, tables.native_plans)
-            update = items[0]
-            # One update, applied or not: its undo log (CONTINUE_ON_ERROR: no steps
-            # kept) is never rolled back.
-            if type(update) is not tuple or len(update) != CHECKED_LEN \
-                    or not tables.write_plain(update, UndoLog(atomic=False)):
-                return False
-        if device.reclaimer is not None:
+            for update in items:
+                if type(update) is not tuple or len(update) != CHECKED_LEN:
+                    return _NOT_TAKEN
+            if len(items) == 1:
+                # One update, applied or not: its undo log (CONTINUE_ON_ERROR: no steps
+                # kept) is never rolled back.
+                done = int(tables.write_plain(items[0], UndoLog(atomic=False)))
+            else:
+                done = _apply_in_order(tables, loaded.switch, items)
+        if done:
+            self._applied(items, len(data))
+        return done, len(items)
+
+    def _applied(self, items: list, size: int) -> None:
+        """What the general path does once a batch is in (runtime.write)."""
+        if self._device.reclaimer is not None:
             # What the write added goes to the permanent generation, as the general
             # path's (runtime._collector_paused): the collector's passes never walk it.
             gc.freeze()
         later = reclaim.held()
         if later is not None:        # freed once the reply is sent, as the general path
             later.append(items)
-        device.note_request(len(data))
-        return True
+        self._device.note_request(size)
+
+
+def _apply_in_order(tables: TableEntries, switch: object, items: list) -> int:
+    """Apply checked updates in order, as ``PipelineRuntime._write_batch`` does outside
+    atomic batches (runs of one table in one C call, the others one by one), up to the
+    first one not taken: how many were applied. The switch mirrors their entries into
+    its data path in one go at the end (``FastSwitch.synced_batch``), as there."""
+    synced = getattr(switch, "synced_batch", None)
+    with synced() if synced is not None else contextlib.nullcontext():
+        done, count = 0, len(items)
+        while done < count:
+            ran = tables.apply_run(items, done)
+            if ran > done:
+                done = ran
+            elif tables.write_plain(items[done], UndoLog(atomic=False)):
+                done += 1
+            else:
+                break
+    return done

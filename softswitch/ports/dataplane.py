@@ -96,9 +96,12 @@ class DataPlane:
     """All front-panel ports of one switch."""
 
     def __init__(self, interfaces: dict[int, str], pcap_dir: str | None = None,
-                 priority: IngressPriority | None = None) -> None:
-        """``priority``: which frames each port reads first (``ingress_priority``)."""
+                 priority: IngressPriority | None = None, busy_poll_s: float = 0.0) -> None:
+        """``priority``: which frames each port reads first (``ingress_priority``).
+        ``busy_poll_s``: how long the loop polls its sockets before it sleeps
+        (``softswitch run --busy-poll-us``)."""
         self.ports: dict[int, Port] = {}
+        self.busy_poll_s = busy_poll_s
         self._wake_r, self._wake_w = os.pipe()
         self._stopping = False
         self.received = 0
@@ -223,7 +226,8 @@ class DataPlane:
                 version, watched = self._watch_version, list(self._watched)
                 polled = fds + watched
             timeout = -1.0 if ticker is None else self._timeout(ticker)
-            for index in mod.wait_ready(polled, 0.0 if self.calls.pending() else timeout):
+            for index in mod.wait_ready(polled, 0.0 if self.calls.pending() else timeout,
+                                        self.busy_poll_s):
                 if index < first:                          # urgent sockets come first
                     self._drain_urgent(urgent[index], deliver)
                 elif index < wake:

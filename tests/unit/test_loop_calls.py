@@ -70,9 +70,9 @@ def test_one_call_per_turn_so_frames_are_read_between_commands(monkeypatch):
     class Counting:
         waits = 0
 
-        def wait_ready(self, fds: list[int], timeout: float) -> list[int]:
+        def wait_ready(self, fds: list[int], timeout: float, spin: float = 0.0) -> list[int]:
             Counting.waits += 1
-            return mod.wait_ready(fds, timeout)
+            return mod.wait_ready(fds, timeout, spin)
     monkeypatch.setattr(batchio, "native", lambda: Counting())
     with _Loop() as plane:
         seen = plane.calls.call_each([lambda: Counting.waits] * 5)
