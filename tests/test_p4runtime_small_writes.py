@@ -47,11 +47,11 @@ class Target:
         self.applied = 0        # updates it applied
         small = servicer._small.apply
 
-        def counted(data: bytes) -> tuple[int, int]:
-            done, count = small(data)
-            self.taken += done > 0
-            self.applied += done
-            return done, count
+        def counted(data: bytes) -> small_writes.Taken:
+            taken = small(data)
+            self.taken += taken.applied > 0
+            self.applied += taken.applied
+            return taken
         servicer._small.apply = counted        # type: ignore[method-assign]
         pb = p4runtime_pb2
         self.handler = ((lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
@@ -186,6 +186,48 @@ def test_small_batches_answer_as_the_general_path(targets):
         assert fast.applied - before == fast_applied, name
     assert general.taken == 0
     assert fast.dev.views() == general.dev.views()
+
+
+def test_a_pipeline_set_before_the_rest_aborts_it(tmp_path):
+    """A batch whose first updates the fast path applied and whose rest the general
+    path takes: a pipeline set in between (at the Write's checkpoint, where the port
+    loop lets other work in) aborts the rest, as between the general path's slices."""
+    from softswitch.p4runtime import pipeline
+
+    path = tmp_path / "small.p4"
+    path.write_text(PROGRAM)
+    fast = Target(str(path), general_only=False)
+    ids, device = fast.dev.ids, fast.dev.device
+    taken = upd(INSERT, route(ids, 0xA00000000000))
+    assert fast.write(request(taken))[1] == grpc.StatusCode.OK
+    old = device.current
+    new = device._wrap(old.config, pipeline.compile_file(str(path), {}))  # noqa: SLF001
+
+    def set_pipeline() -> None:
+        device.current = new
+    device.checkpoint = set_pipeline
+    data = request(upd(INSERT, route(ids, 0xA10000000000)), taken,
+                   upd(INSERT, route(ids, 0xA20000000000)))
+    response, code, details, trailing = fast.write(data)
+    assert fast.applied == 2 and code == grpc.StatusCode.UNKNOWN, details
+    errors = [e.canonical_code for e in _write_errors(trailing)]
+    assert errors == [grpc.StatusCode.OK.value[0]] + [grpc.StatusCode.ABORTED.value[0]] * 2
+    assert len(old.runtime.tables._records[ids["I.route"]]) == 2    # noqa: SLF001
+    assert not new.runtime.tables._records[ids["I.route"]]         # noqa: SLF001
+
+
+def _write_errors(trailing) -> list:
+    """The per-update p4.v1.Error list of a failed Write's status details."""
+    from google.rpc import status_pb2
+
+    (blob,) = [value for key, value in trailing if key == "grpc-status-details-bin"]
+    status = status_pb2.Status.FromString(blob)
+    out = []
+    for detail in status.details:
+        error = p4runtime_pb2.Error()
+        detail.Unpack(error)
+        out.append(error)
+    return out
 
 
 def test_primary_spans_reads_only_the_common_header():

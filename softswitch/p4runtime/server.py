@@ -26,7 +26,7 @@ from softswitch.p4runtime.arbitration import Connection, election_id_of, role_na
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.roles import Role
 from softswitch.p4runtime.runtime import Result
-from softswitch.p4runtime.small_writes import SmallWrites
+from softswitch.p4runtime.small_writes import NOT_TAKEN, SmallWrites, Taken
 
 API_VERSION = "1.4.1"
 # The largest request the server accepts (gRPC answers RESOURCE_EXHAUSTED above it,
@@ -60,17 +60,18 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def write_encoded(self, data: bytes, context: grpc.ServicerContext) -> bytes:
         """A Write from its bytes: the common small one (see small_writes) is applied
         there; any other, or what that path does not take of one, is :meth:`Write`'s."""
-        done, count = self._small.apply(data)
-        if done and done == count:
+        taken = self._small.apply(data)
+        if taken.applied and taken.applied == taken.updates:
             return _WRITE_RESPONSE
         return self.Write(wire.LazyRequest(p4runtime_pb2.WriteRequest, p4runtime_pb2.Update,
-                                           4, data), context, done)
+                                           4, data), context, taken)
 
     def Write(self, request: wire.LazyRequest,  # noqa: N802
-              context: grpc.ServicerContext, done: int = 0) -> bytes:
+              context: grpc.ServicerContext, taken: Taken = NOT_TAKEN) -> bytes:
         """Updates are parsed one by one, after the checks (see wire.LazyRequest);
-        ``done``: the first updates the small path applied already (small_writes), the
-        rest are applied here. The answer is the (empty) WriteResponse, encoded."""
+        ``taken``: the first updates the small path applied already (small_writes), to
+        its pipeline; the rest are applied here. The answer is the (empty)
+        WriteResponse, encoded."""
         head = request.header
         try:
             if request.error is not None:
@@ -79,9 +80,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             role = self.device.arbiter.check_writer(
                 role_name(name=head.role, role_id=head.role_id), election_id_of(head))
             self.device.checkpoint()
+            done = taken.applied
             results: list[Result] = [None] * done
             results += self._apply_write(request.part(done, len(request)) if done else request,
-                                         role)
+                                         role, taken.pipeline)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
@@ -96,17 +98,18 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             errors.abort_with_details(context, errors.write_failure_bytes(results))
         return _WRITE_RESPONSE
 
-    def _apply_write(self, request: wire.LazyRequest, role: Role) -> list[Result]:
+    def _apply_write(self, request: wire.LazyRequest, role: Role,
+                     first: object = None) -> list[Result]:
         """The batch's results; a checkpoint after each hold of the device lock (one,
         or one per LOOP_WRITE_SLICE updates: see Device.checkpointing). A pipeline set
-        between two slices ends the batch there: the rest is ABORTED."""
+        between two slices ends the batch there: the rest is ABORTED. ``first``: the
+        pipeline the batch's first updates went to (small_writes), if it began there."""
         parts = [request]
         if (request.header.atomicity == p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
                 and len(request) > LOOP_WRITE_SLICE and self.device.checkpointing()):
             parts = [request.part(at, at + LOOP_WRITE_SLICE)
                      for at in range(0, len(request), LOOP_WRITE_SLICE)]
         results: list[Result] = []
-        first: object = None
         for part in parts:
             with self.device.lock:
                 loaded = self.device.require_pipeline()
