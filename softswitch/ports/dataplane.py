@@ -201,6 +201,9 @@ class DataPlane:
             if mod is not None:
                 self._run_ppoll(mod, deliver, ticker)
             else:
+                if self.busy_poll_s:
+                    log.warning("the port loop cannot poll its ports (--busy-poll-us) "
+                                "without batchio: it sleeps between frames")
                 self._run_selector(deliver, ticker)
         finally:
             self._watching = False
