@@ -23,6 +23,7 @@ from p4.v1 import p4runtime_pb2
 from test_p4runtime_plain_writes import PROGRAM, Dev, acl, corpus, route, upd
 
 from softswitch.p4runtime import entrywire, small_writes, unary_lane, wire
+from softswitch.p4runtime import errors as p4errors
 from softswitch.p4runtime.arbitration import Connection
 from softswitch.p4runtime.server import P4RuntimeServicer
 
@@ -210,24 +211,10 @@ def test_a_pipeline_set_before_the_rest_aborts_it(tmp_path):
                    upd(INSERT, route(ids, 0xA20000000000)))
     response, code, details, trailing = fast.write(data)
     assert fast.applied == 2 and code == grpc.StatusCode.UNKNOWN, details
-    errors = [e.canonical_code for e in _write_errors(trailing)]
+    errors = [e.canonical_code for e in p4errors.details_in(trailing)]
     assert errors == [grpc.StatusCode.OK.value[0]] + [grpc.StatusCode.ABORTED.value[0]] * 2
     assert len(old.runtime.tables._records[ids["I.route"]]) == 2    # noqa: SLF001
     assert not new.runtime.tables._records[ids["I.route"]]         # noqa: SLF001
-
-
-def _write_errors(trailing) -> list:
-    """The per-update p4.v1.Error list of a failed Write's status details."""
-    from google.rpc import status_pb2
-
-    (blob,) = [value for key, value in trailing if key == "grpc-status-details-bin"]
-    status = status_pb2.Status.FromString(blob)
-    out = []
-    for detail in status.details:
-        error = p4runtime_pb2.Error()
-        detail.Unpack(error)
-        out.append(error)
-    return out
 
 
 def test_primary_spans_reads_only_the_common_header():

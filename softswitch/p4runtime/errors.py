@@ -11,6 +11,9 @@ p4runtime-shell and PTF's helpers decode.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, status_pb2
@@ -129,7 +132,12 @@ def _grpc_code(number: int) -> grpc.StatusCode:
 
 def details_of(error: grpc.RpcError) -> list[p4runtime_pb2.Error]:
     """Client side: the per-update errors carried by a failed Write (empty if none)."""
-    for key, value in error.trailing_metadata() or ():
+    return details_in(error.trailing_metadata() or ())
+
+
+def details_in(trailing: Iterable[tuple[str, Any]]) -> list[p4runtime_pb2.Error]:
+    """The per-update errors in a failed Write's trailing metadata (empty if none)."""
+    for key, value in trailing:
         if key == STATUS_DETAILS_KEY:
             status = status_pb2.Status.FromString(value)
             out = []
