@@ -25,6 +25,7 @@ from test_p4runtime_plain_writes import PROGRAM, Dev, acl, corpus, route, upd
 from softswitch.p4runtime import entrywire, small_writes, unary_lane, wire
 from softswitch.p4runtime import errors as p4errors
 from softswitch.p4runtime.arbitration import Connection
+from softswitch.p4runtime.device import LOOP_WRITE_SLICE
 from softswitch.p4runtime.server import P4RuntimeServicer
 
 WriteRequest = p4runtime_pb2.WriteRequest
@@ -214,6 +215,68 @@ def test_a_pipeline_set_before_the_rest_aborts_it(tmp_path):
     errors = [e.canonical_code for e in p4errors.details_in(trailing)]
     assert errors == [grpc.StatusCode.OK.value[0]] + [grpc.StatusCode.ABORTED.value[0]] * 2
     assert len(old.runtime.tables._records[ids["I.route"]]) == 2    # noqa: SLF001
+    assert not new.runtime.tables._records[ids["I.route"]]         # noqa: SLF001
+
+
+def test_on_the_port_loop_a_batch_is_applied_a_slice_at_a_time(targets):
+    """Where the port loop answers the Write (Device.checkpointing), the fast path
+    applies LOOP_WRITE_SLICE updates per hold of the device lock, with a checkpoint
+    outside the lock once the header is read, before each slice and after the last,
+    so an urgent frame waits for a slice, not for the batch; the answers are still the
+    general path's (which answers off the loop here), a failing update included."""
+    fast, general = targets
+    ids, device = fast.dev.ids, fast.dev.device
+    assert LOOP_WRITE_SLICE == 4
+    held: list[bool] = []
+    device.checkpointing = lambda: True
+    device.checkpoint = lambda: held.append(device.lock._is_owned())  # noqa: SLF001
+    data = request(*(upd(INSERT, route(ids, (0xB0 + i) << 40)) for i in range(10)))
+    assert fast.write(data) == general.write(data)
+    assert fast.applied == 10 and held == [False] * (1 + 3 + 1)
+    held.clear()
+    # an existing entry opens the second slice: the first is in, the general path
+    # reports the error at its index and applies the rest (from its own checkpoint)
+    mixed = [upd(INSERT, route(ids, (0xC0 + i) << 40)) for i in range(4)]
+    mixed += [upd(INSERT, route(ids, 0xB00000000000))]
+    mixed += [upd(INSERT, route(ids, (0xD0 + i) << 40)) for i in range(3)]
+    data = request(*mixed)
+    assert fast.write(data) == general.write(data)
+    assert fast.dev.read() == general.dev.read()
+    # the header, before slices 1 and 2; the general path's before and after its hold
+    assert fast.applied == 10 + 4 and held == [False] * (1 + 2 + 2)
+    device.checkpointing = lambda: False             # in process: one hold, no checkpoint
+    held.clear()
+    data = request(*(upd(INSERT, route(ids, (0xE0 + i) << 40)) for i in range(10)))
+    assert fast.write(data) == general.write(data)
+    assert fast.applied == 10 + 4 + 10 and held == []
+    assert fast.dev.views() == general.dev.views()
+
+
+def test_a_pipeline_set_between_two_slices_aborts_the_rest(tmp_path):
+    """On the port loop a pipeline set at a checkpoint between two slices ends the
+    batch there: the updates after it are ABORTED, and none goes to the new pipeline."""
+    from softswitch.p4runtime import pipeline
+
+    path = tmp_path / "small.p4"
+    path.write_text(PROGRAM)
+    fast = Target(str(path), general_only=False)
+    ids, device = fast.dev.ids, fast.dev.device
+    old = device.current
+    new = device._wrap(old.config, pipeline.compile_file(str(path), {}))  # noqa: SLF001
+    seen: list[int] = []
+
+    def set_pipeline_before_the_second_slice() -> None:
+        seen.append(1)
+        if len(seen) == 3:            # after the header, before slice 1, before slice 2
+            device.current = new
+    device.checkpointing = lambda: True
+    device.checkpoint = set_pipeline_before_the_second_slice
+    data = request(*(upd(INSERT, route(ids, (0xF0 + i) << 40)) for i in range(10)))
+    response, code, details, trailing = fast.write(data)
+    assert fast.applied == 4 and code == grpc.StatusCode.UNKNOWN, details
+    errors = [e.canonical_code for e in p4errors.details_in(trailing)]
+    assert errors == [grpc.StatusCode.OK.value[0]] * 4 + [grpc.StatusCode.ABORTED.value[0]] * 6
+    assert len(old.runtime.tables._records[ids["I.route"]]) == 4    # noqa: SLF001
     assert not new.runtime.tables._records[ids["I.route"]]         # noqa: SLF001
 
 

@@ -23,7 +23,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from softswitch.p4runtime import errors, reclaim, unary_lane, wire
 from softswitch.p4runtime.arbitration import Connection, election_id_of, role_name
-from softswitch.p4runtime.device import Device
+from softswitch.p4runtime.device import LOOP_WRITE_SLICE, Device
 from softswitch.p4runtime.roles import Role
 from softswitch.p4runtime.runtime import Result
 from softswitch.p4runtime.small_writes import NOT_TAKEN, SmallWrites, Taken
@@ -38,10 +38,6 @@ _CLOSE = object()   # stream queue sentinel: the RPC is over
 _WRITE_RESPONSE = p4runtime_pb2.WriteResponse().SerializeToString()   # it has no fields
 _CAPABILITIES_RESPONSE = p4runtime_pb2.CapabilitiesResponse(
     p4runtime_api_version=API_VERSION).SerializeToString()
-# Updates of a CONTINUE_ON_ERROR batch applied per hold of the device lock when the port
-# loop answers the Write (Device.checkpointing): ~12 µs each there, so an urgent frame
-# waits ~50 µs for the batch, not all of it (a Write of ten routes held it 120 µs).
-LOOP_WRITE_SLICE = 4
 
 
 class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
