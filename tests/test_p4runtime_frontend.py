@@ -24,7 +24,7 @@ from test_p4runtime_unary_lane import PROGRAM, Target, _requests, answer_of, pri
 
 from controlplane.p4rt.client import CHANNEL_OPTIONS
 from softswitch.local_port import free_port
-from softswitch.p4runtime import frontend_link
+from softswitch.p4runtime import frontend_link, loop_writes
 from softswitch.p4runtime.frontend_link import LinkError, Reply
 from softswitch.p4runtime.loop_writes import LoopWrites
 from softswitch.ports import batchio
@@ -319,15 +319,18 @@ def test_write_checkpoints_sit_outside_the_device_lock(program, monkeypatch):
     assert held == [False, False]
 
 
-def test_a_write_the_loop_answers_lets_urgent_frames_through_at_its_checkpoints(tmp_path):
+def test_a_write_the_loop_answers_lets_urgent_frames_through_at_its_checkpoints(
+        tmp_path, monkeypatch):
     """A Write from the front end runs on the port loop; at its checkpoints the loop
     forwards the urgent frames that came meanwhile, and only those (the others wait
-    for the Write to end), as for a runtime-channel command."""
+    for the Write to end), as for a runtime-channel command; the last checkpoint comes
+    once the reply is ready, before it is sent."""
     if batchio.native() is None:
         pytest.skip("batchio is not built here")
     if os.geteuid() != 0:
         pytest.skip("needs root for veth/AF_PACKET")
     urgent, bulk = urgent_and_bulk()
+    late = urgent[:-1] + bytes([urgent[-1] ^ 0xFF])     # another urgent frame
     holder: list[LoopWrites] = []
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -337,12 +340,21 @@ def test_a_write_the_loop_answers_lets_urgent_frames_through_at_its_checkpoints(
                 time.sleep(0.05)                        # both wait in the kernel now
                 before = len(got)
                 plane.calls.checkpoint()                # as Device.checkpoint does
-                return b"|".join(got[before:])
+                answer = b"|".join(got[before:])
+                assert tx.send(late)                    # after the Write's last checkpoint
+                time.sleep(0.05)
+                return answer
 
             writes = LoopWrites(str(tmp_path / "link.sock"),
                                 {frontend_link.WRITE: (lambda d: d, write, lambda o: o)},
                                 1 << 20)
             holder.append(writes)
+            send_now = loop_writes._Connection._send_now   # noqa: SLF001
+
+            def noted(conn, reply: Reply) -> None:          # on the loop, as the frames
+                got.append(b"the reply")
+                send_now(conn, reply)
+            monkeypatch.setattr(loop_writes._Connection, "_send_now", noted)  # noqa: SLF001
             plane.calls.call(lambda: writes.attach(plane))      # on the loop's thread
             sock.connect(writes.path)
             sock.settimeout(10)
@@ -350,13 +362,13 @@ def test_a_write_the_loop_answers_lets_urgent_frames_through_at_its_checkpoints(
             buffer = bytearray()
             while (body := frontend_link.take_frame(buffer, 1 << 20)) is None:
                 buffer += sock.recv(1 << 16)
-            wait_for(got, 2)
+            wait_for(got, 4)
     finally:                                # once the loop has stopped
         sock.close()
         for writes in holder:
             writes.close()
     assert Reply.decode(body).response == urgent, "the checkpoint forwarded the urgent frame"
-    assert got == [urgent, bulk]
+    assert got == [urgent, late, b"the reply", bulk]
 
 
 

@@ -11,8 +11,9 @@ host preempted holding it. A Write runs as a call of the loop
 (:meth:`LoopCalls.as_call <softswitch.ports.loop_calls.LoopCalls.as_call>`): at its
 checkpoints (once its frame is read; ``Device.checkpoint``: before it takes the device
 lock, and after each hold of it, a CONTINUE_ON_ERROR batch being applied a few updates
-per hold: ``device.LOOP_WRITE_SLICE``) the loop forwards the urgent frames that came
-meanwhile, so they wait for a part of the Write, not all of it. Requests bigger than
+per hold: ``device.LOOP_WRITE_SLICE``; once its reply is ready, before the send) the
+loop forwards the urgent frames that came meanwhile, so they wait for a part of the
+Write, not all of it. Requests bigger than
 ``INLINE_BYTES`` go to a thread of their own (:mod:`~softswitch.p4runtime.big_requests`),
 as the unary lane's do, so a batch of thousands of entries does not stop forwarding
 while it is applied.
@@ -168,7 +169,9 @@ class _Connection:
             assert loop is not None
             with loop.calls.as_call():  # its checkpoints let urgent frames through
                 loop.calls.checkpoint()  # (the frame was read: the request comes next)
-                self._send_now(_reply(handler, message))
+                reply = _reply(handler, message)
+                loop.calls.checkpoint()  # (answered: the send, ~30 µs, comes next)
+                self._send_now(reply)
 
     def _send_now(self, reply: Reply) -> None:
         """On the loop: the whole reply at once, or the connection ends (module doc)."""

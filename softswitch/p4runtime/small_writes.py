@@ -27,6 +27,16 @@ request none of whose updates was applied goes there whole, with nothing changed
 whose first k updates were applied goes there for the rest only (the general path
 would have applied those k the same way), and the answer counts the k as done. So
 whatever the server answers (results, errors, their order) is unchanged.
+
+In process the updates are applied in one hold of the device lock. On the port loop
+(``Device.checkpointing``) they are applied ``LOOP_WRITE_SLICE`` per hold, with a
+checkpoint (the loop forwards the urgent frames that came meanwhile) once the header
+is read and before each slice, where the switch's state is whole (the loop's own comes
+once the reply is ready, before it is sent: ``loop_writes``): in
+one hold the urgent frames behind a Write of ten routes waited for all of it (183 µs
+at P50); in slices the longest wait is 58 µs (2026-12-06, ``bench/urgent_latency.py``).
+A pipeline set at a checkpoint between two slices ends the batch there, as between the
+general path's slices: the rest goes to the general path, which aborts it.
 """
 
 from __future__ import annotations
@@ -44,10 +54,7 @@ from softswitch.p4runtime.undo import UndoLog
 _LOW_64 = (1 << 64) - 1
 # The requests this path looks at: one update of a plain table entry is ~40-120 bytes.
 # Ten routes here cost ~180 µs of the port loop's CPU against ~275 on the general path
-# (in process with cold caches 92 against 148). Off the loop a batch is applied in one
-# hold of the device lock; on it (Device.checkpointing) LOOP_WRITE_SLICE updates per
-# hold, a checkpoint after each, as the general path's slices: in one hold the urgent
-# frames behind a Write of ten routes waited 183 µs at P50 and 387 at P99 (2026-12-06).
+# (in process with cold caches 92 against 148).
 MAX_UPDATES = 16
 MAX_BYTES = 2048
 
@@ -117,10 +124,10 @@ class SmallWrites:
 
     def _in_slices(self, items: list, loaded: Loaded) -> int:
         """On the port loop: the decoded updates applied LOOP_WRITE_SLICE per hold of
-        the device lock, a checkpoint before each hold and after the last (the reply
-        comes next), up to the first update not taken or a pipeline set meanwhile (the
-        general path then answers for the rest, from its own checkpoint). How many
-        were applied."""
+        the device lock, a checkpoint before each (the loop's next one comes once the
+        reply is ready: loop_writes), up to the first update not taken or a pipeline
+        set meanwhile (the general path then answers for the rest, from its own
+        checkpoint). How many were applied."""
         device, done = self._device, 0
         while done < len(items):
             device.checkpoint()
@@ -133,7 +140,6 @@ class SmallWrites:
             if applied < end:
                 return applied
             done = applied
-        device.checkpoint()
         return done
 
     def _applied(self, items: list, size: int) -> None:
