@@ -9,7 +9,8 @@ Runs, in this order (each writes its own JSON under ``out/bench/``):
   ``--latency-seconds`` in three rounds the scenarios take turns in, so that a slow
   spell of the host falls on all of them, not on the one running then; the
   controllers write in 1 s windows, one on, one off, and their rows set the P99 while
-  they write beside the P99 between their writes in the same seconds;
+  they write beside the P99 between their writes in the same seconds; the sender runs
+  at SCHED_FIFO, so the controller on its CPU does not reshape its pacing into bursts;
 * ``pps.py``: in-process packets/s (interpreter vs C), tailcc.p4 included;
 * ``p4runtime_write.py``: P4Runtime insert/modify/delete/read at batches 1/100/1000;
 * ``cli_commands.py``: runtime CLI table_modify/delete/add against table size;

@@ -192,6 +192,8 @@ def test_urgent_latency_bench_measures_from_the_switchs_port(tmp_path):
     assert report["dataplane_cpu"] == (max(allowed) if len(allowed) >= 2 else None)
     row = report["targets"]["softswitch"]["scenarios"][0]
     assert row["received"] > 1000 and row["loss"] < 0.01 and row["unmatched"] == 0
+    # the sender keeps its pacing at SCHED_FIFO (root may set it)
+    assert report["generator_priority"] == "fifo" and row["generator_fifo"]
     assert 0 < row["p50_us"] <= row["p99_us"] <= row["max_us"]
     assert row["e2e_p99_us"] > 0 and row["e2e_max_us"] > 0
     # the switch's ports say what the kernel dropped there (show_ports): nothing here
