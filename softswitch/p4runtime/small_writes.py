@@ -31,12 +31,13 @@ whatever the server answers (results, errors, their order) is unchanged.
 In process the updates are applied in one hold of the device lock. On the port loop
 (``Device.checkpointing``) they are applied ``LOOP_WRITE_SLICE`` per hold, with a
 checkpoint (the loop forwards the urgent frames that came meanwhile) once the header
-is read and before each slice, where the switch's state is whole (the loop's own comes
-once the reply is ready, before it is sent: ``loop_writes``): in
-one hold the urgent frames behind a Write of ten routes waited for all of it (183 µs
-at P50); in slices the longest wait is 58 µs (2026-12-06, ``bench/urgent_latency.py``).
-A pipeline set at a checkpoint between two slices ends the batch there, as between the
-general path's slices: the rest goes to the general path, which aborts it.
+is read and before each slice, where the switch's state is whole; the loop's own last
+one comes once the reply is ready, before it is sent (``loop_writes``). In one hold the
+urgent frames behind a Write of ten routes waited for all of it (183 µs at P50); in
+slices the longest wait is 51-60 µs (2026-12-06, timed on the loop during
+``bench/urgent_latency.py``). A pipeline set at a checkpoint between two slices ends
+the batch there, as between the general path's slices: the rest goes to the general
+path, which aborts it.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class SmallWrites:
                 if type(update) is not tuple or len(update) != CHECKED_LEN:
                     return NOT_TAKEN
             if sliced:
-                pass                      # applied below, between checkpoints
+                done = 0                  # applied below, between checkpoints
             elif len(items) == 1:
                 # One update, applied or not: its undo log (CONTINUE_ON_ERROR: no steps
                 # kept) is never rolled back.
