@@ -123,7 +123,8 @@ def test_apply_every_reconverges_after_a_switch_restart(tmp_path: Path) -> None:
         time.sleep(1.5)                             # and it stays converged: no churn
         assert _converged(addr, intent)
     finally:
-        controller.send_signal(signal.SIGINT)
+        # SIGTERM: a test run started in the background inherits SIGINT ignored
+        controller.send_signal(signal.SIGTERM)
         try:
             out, _ = controller.communicate(timeout=30)
         except subprocess.TimeoutExpired:      # hung: its threads' stacks go to `out`

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
+from collections.abc import Callable
 
 from controlplane.commands.target import UsageError, non_negative_int, positive_float
 from controlplane.intent import Intent, IntentError, load_intent
@@ -124,6 +126,7 @@ def _apply_loop(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
     undone. An intent that turns invalid is reported and the last valid one is kept."""
     rounds = 0
     learning = None if args.dry_run else Learning(args.timeout, args.self_rollback)
+    restore = _stop_on_sigterm()
     try:
         while True:
             _apply_once(args, intent, pipeline, quiet_in_sync=rounds > 0, learning=learning)
@@ -145,8 +148,25 @@ def _apply_loop(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
     except KeyboardInterrupt:
         return 0
     finally:
+        restore()
         if learning:
             learning.close()
+
+
+def _stop_on_sigterm() -> Callable[[], None]:
+    """Controller mode ends on SIGTERM (a service manager's stop, or ``kill``) as on
+    Ctrl-C: the round in progress is cut, the learners' sessions are closed, exit 0.
+    (A controller started in the background by a script inherits SIGINT ignored, as
+    shells do for background jobs: SIGTERM is then how it is stopped.) Returns what
+    puts the previous handler back; nothing where signals cannot be set (not the main
+    thread)."""
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 class Learning:
