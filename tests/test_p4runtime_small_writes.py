@@ -190,20 +190,28 @@ def test_small_batches_answer_as_the_general_path(targets):
     assert fast.dev.views() == general.dev.views()
 
 
-def test_a_pipeline_set_before_the_rest_aborts_it(tmp_path):
-    """A batch whose first updates the fast path applied and whose rest the general
-    path takes: a pipeline set in between (at the Write's checkpoint, where the port
-    loop lets other work in) aborts the rest, as between the general path's slices."""
+def _fast_and_a_new_pipeline(tmp_path) -> tuple:
+    """A fast-path target, its pipeline, and a second one compiled from the same
+    program, not set: the pipeline-set tests set it at a checkpoint."""
     from softswitch.p4runtime import pipeline
 
     path = tmp_path / "small.p4"
     path.write_text(PROGRAM)
     fast = Target(str(path), general_only=False)
+    old = fast.dev.device.current
+    new = fast.dev.device._wrap(old.config,  # noqa: SLF001
+                                pipeline.compile_file(str(path), {}))
+    return fast, old, new
+
+
+def test_a_pipeline_set_before_the_rest_aborts_it(tmp_path):
+    """A batch whose first updates the fast path applied and whose rest the general
+    path takes: a pipeline set in between (at the Write's checkpoint, where the port
+    loop lets other work in) aborts the rest, as between the general path's slices."""
+    fast, old, new = _fast_and_a_new_pipeline(tmp_path)
     ids, device = fast.dev.ids, fast.dev.device
     taken = upd(INSERT, route(ids, 0xA00000000000))
     assert fast.write(request(taken))[1] == grpc.StatusCode.OK
-    old = device.current
-    new = device._wrap(old.config, pipeline.compile_file(str(path), {}))  # noqa: SLF001
 
     def set_pipeline() -> None:
         device.current = new
@@ -256,14 +264,8 @@ def test_on_the_port_loop_a_batch_is_applied_a_slice_at_a_time(targets):
 def test_a_pipeline_set_between_two_slices_aborts_the_rest(tmp_path):
     """On the port loop a pipeline set at a checkpoint between two slices ends the
     batch there: the updates after it are ABORTED, and none goes to the new pipeline."""
-    from softswitch.p4runtime import pipeline
-
-    path = tmp_path / "small.p4"
-    path.write_text(PROGRAM)
-    fast = Target(str(path), general_only=False)
+    fast, old, new = _fast_and_a_new_pipeline(tmp_path)
     ids, device = fast.dev.ids, fast.dev.device
-    old = device.current
-    new = device._wrap(old.config, pipeline.compile_file(str(path), {}))  # noqa: SLF001
     seen: list[int] = []
 
     def set_pipeline_before_the_second_slice() -> None:
