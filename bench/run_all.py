@@ -3,9 +3,10 @@
 Runs, in this order (each writes its own JSON under ``out/bench/``):
 
 * ``veth_pps.py``: bare veth, then l3_basic.p4 and tailcc.p4 over veth on each target;
-* ``urgent_latency.py``: each target loaded at 50% of its tailcc.p4 veth rate just
-  measured (urgent class 25%, elephants 25%), idle / elephants queued / elephants +
-  1000 CLI writes/s / elephants + 1000 routes/s over P4Runtime; each scenario's
+* ``urgent_latency.py``: each target loaded at 50% of its tailcc.p4 veth rate as it
+  runs there (its CPUs and extensions; its doc), urgent class 25%, elephants 25%:
+  idle / elephants queued / elephants + 1000 CLI writes/s / elephants + 1000 routes/s
+  over P4Runtime; each scenario's
   ``--latency-seconds`` in three rounds the scenarios take turns in, so that a slow
   spell of the host falls on all of them, not on the one running then; the
   controllers write in 1 s windows, one on, one off, and their rows set the P99 while
@@ -68,11 +69,10 @@ def ratio(r: Row) -> float | None:
 
 
 # --- the benchmarks ------------------------------------------------------------------------
-def veth(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+def veth(args: argparse.Namespace, targets: list[str]) -> list[Row]:
     report = veth_pps.measure(args.frames, targets)
     (OUT / "veth_pps.json").write_text(json.dumps(report, indent=2) + "\n")
     pps = {(r["target"], r["program"]): r["pps"] for r in report["rows"]}
-    state["tailcc_pps"] = {t: pps[(t, "tailcc")] for t in targets if (t, "tailcc") in pps}
     bare = pps.get(("veth", None))
     rows = [row("veth, bare pair, same sender", "frames/s", None, bare)]
     for prog in ("l3_basic", "tailcc"):
@@ -88,16 +88,16 @@ def veth(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]
 LATENCY_ROUNDS = 3
 
 
-def latency(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+def latency(args: argparse.Namespace, targets: list[str]) -> list[Row]:
     rounds = LATENCY_ROUNDS if args.latency_seconds >= 2 * LATENCY_ROUNDS else 1
     cmd = [sys.executable, str(ROOT / "bench" / "urgent_latency.py"), "--seconds",
            str(args.latency_seconds / rounds), "--rounds", str(rounds), "--targets",
            *targets, "--json", str(OUT / "urgent_latency.json")]
-    for target, pps in state.get("tailcc_pps", {}).items():
-        cmd += ["--max-pps", f"{target}={pps:.0f}"]
-    _run(cmd)
+    _run(cmd)             # each target's max rate measured as it runs there (its doc)
     report = json.loads((OUT / "urgent_latency.json").read_text())
-    rows = []
+    rows = [row("urgent latency, the max rate its load is 50% of (as configured there)",
+                "frames/s", *(report["targets"].get(t, {}).get("max_pps")
+                              for t in ("bmv2", "softswitch")))]
     by = {t: {s["scenario"]: s for s in r["scenarios"]} for t, r in report["targets"].items()}
     for scenario in ("idle", "elephants", "elephants+writes", "elephants+p4runtime"):
         for key, label, unit in (
@@ -121,7 +121,7 @@ def latency(args: argparse.Namespace, targets: list[str], state: dict) -> list[R
     return rows
 
 
-def pps(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+def pps(args: argparse.Namespace, targets: list[str]) -> list[Row]:
     quick = ["--seconds", "0.5", "--sizes", "1000,10000", "--programs", "0"]
     _run([sys.executable, str(ROOT / "bench" / "pps.py"), *(quick if args.quick else []),
           "--json", str(OUT / "pps.json")])
@@ -135,7 +135,7 @@ def pps(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
     return rows
 
 
-def p4runtime(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+def p4runtime(args: argparse.Namespace, targets: list[str]) -> list[Row]:
     path = OUT / "p4runtime_write.json"
     cmd = [sys.executable, str(ROOT / "bench" / "p4runtime_write.py"), "--targets",
            *targets, "--json", str(path)]
@@ -151,7 +151,7 @@ def p4runtime(args: argparse.Namespace, targets: list[str], state: dict) -> list
                 phases.get("softswitch", {}).get((phase, batch))) for phase, batch in keys]
 
 
-def cli(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+def cli(args: argparse.Namespace, targets: list[str]) -> list[Row]:
     path = OUT / "cli_commands.json"
     sizes = ["5000", "20000"] if args.quick else ["5000", "20000", "100000"]
     _run([sys.executable, str(ROOT / "bench" / "cli_commands.py"), "--targets", *targets,
@@ -163,7 +163,7 @@ def cli(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
             for size in report["sizes"] for kind in cli_commands.KINDS]
 
 
-def apply(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+def apply(args: argparse.Namespace, targets: list[str]) -> list[Row]:
     out = _run([sys.executable, str(ROOT / "bench" / "tailcc_apply.py"), "--default-intent"])
     (OUT / "tailcc_apply.txt").write_text(out)
     rows = []
@@ -176,7 +176,7 @@ def apply(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row
     return rows
 
 
-def compile_time(args: argparse.Namespace, targets: list[str], state: dict) -> list[Row]:
+def compile_time(args: argparse.Namespace, targets: list[str]) -> list[Row]:
     program = ROOT / "p4src" / "tailcc.p4"
     with tempfile.TemporaryDirectory(prefix="bench-compile-") as tmp:
         soft = _timed([sys.executable, "-m", "softswitch", "compile", str(program), "-o",
@@ -231,7 +231,7 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-STEPS: dict[str, Callable[[argparse.Namespace, list[str], dict], list[Row]]] = {
+STEPS: dict[str, Callable[[argparse.Namespace, list[str]], list[Row]]] = {
     "veth": veth, "latency": latency, "pps": pps, "p4runtime": p4runtime, "cli": cli,
     "apply": apply,
     "compile": compile_time}
@@ -262,14 +262,13 @@ def main(argv: list[str] | None = None) -> int:
         notes.append(f"BMv2 left out: {why}")
     rows: list[Row] = []
     failed: list[str] = []
-    state: dict = {}
     for name in BENCHES:
         if name in args.skip:
             continue
         print(f"== {name}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         try:
-            rows += STEPS[name](args, targets, state)
+            rows += STEPS[name](args, targets)
         except (RuntimeError, OSError, KeyError, ValueError, SystemExit) as exc:
             failed.append(name)
             rows.append(row(f"{name}: FAILED ({exc})"[:58], "", None, None))

@@ -157,6 +157,24 @@ def test_urgent_latency_tap_takes_one_urgent_frame_in_tap_sample():
     assert got == [(seq, 1) for seq in range(0, 3 * ul.TAP_SAMPLE + 1, ul.TAP_SAMPLE)]
 
 
+def test_urgent_latency_max_rate_is_the_median_of_its_runs(monkeypatch):
+    """The rate the urgent bench's load is a share of is the median of its runs, each
+    a real pump of frames over a veth pair (here a bare one), not the luckiest."""
+    import pytest
+
+    if not _root():
+        pytest.skip("needs root for veth/AF_PACKET")
+    ul = _bench_module("urgent_latency")
+    from softswitch.ports.veth import veth_pairs
+
+    monkeypatch.setattr(ul, "MAX_RATE_FRAMES", 2000)
+    with veth_pairs(1, "r") as pairs:
+        far, near = pairs[0]
+        rate, runs = ul.max_rate(near, far)
+    assert len(runs) == ul.MAX_RATE_RUNS and all(run > 1000 for run in runs)
+    assert rate == sorted(runs)[len(runs) // 2]
+
+
 def test_urgent_latency_dataplane_cpu_choices():
     import pytest
 
@@ -190,6 +208,10 @@ def test_urgent_latency_bench_measures_from_the_switchs_port(tmp_path):
     # by default the port loop runs on a CPU of its own where there are two or more
     allowed = os.sched_getaffinity(0)
     assert report["dataplane_cpu"] == (max(allowed) if len(allowed) >= 2 else None)
+    # the load is a share of the max rate given, none measured
+    assert report["targets"]["softswitch"]["max_pps"] == 4000
+    assert report["targets"]["softswitch"]["max_pps_runs"] == []
+    assert "loaded at 50% of 4,000 frames/s (given)" in done.stdout
     row = report["targets"]["softswitch"]["scenarios"][0]
     assert row["received"] > 1000 and row["loss"] < 0.01 and row["unmatched"] == 0
     # the sender keeps its pacing at SCHED_FIFO (root may set it)
