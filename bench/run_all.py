@@ -6,9 +6,9 @@ Runs, in this order (each writes its own JSON under ``out/bench/``):
 * ``urgent_latency.py``: each target loaded at 50% of its tailcc.p4 veth rate as it
   runs there (its CPUs and extensions; its doc), urgent class 25%, elephants 25%:
   idle / elephants queued / elephants + 1000 CLI writes/s / elephants + 1000 routes/s
-  over P4Runtime; each scenario's
-  ``--latency-seconds`` in three rounds the scenarios take turns in, so that a slow
-  spell of the host falls on all of them, not on the one running then; the
+  over P4Runtime; each scenario's ``--latency-seconds`` in four rounds the scenarios
+  take turns in (in reverse order every other round), so that a slow spell of the host
+  falls on all of them, not on the one running then; the
   controllers write in 1 s windows, one on, one off, and their rows set the P99 while
   they write beside the P99 between their writes in the same seconds; the sender runs
   at SCHED_FIFO, so the controller on its CPU does not reshape its pacing into bursts;
@@ -85,7 +85,7 @@ def veth(args: argparse.Namespace, targets: list[str]) -> list[Row]:
     return rows
 
 
-LATENCY_ROUNDS = 3
+LATENCY_ROUNDS = 4         # even: each scenario as early as late (urgent_latency)
 
 
 def latency(args: argparse.Namespace, targets: list[str]) -> list[Row]:

@@ -710,6 +710,15 @@ def max_rate(tx_name: str, rx_name: str) -> tuple[float, list[float]]:
     return (statistics.median(runs) or 1000.0), runs
 
 
+def round_order(scenarios: tuple[str, ...], r: int) -> tuple[str, ...]:
+    """The scenarios in the order round ``r`` (from 0) runs them: as given, and
+    reversed every other round (A B C, C B A, ...), so that over an even number of
+    rounds each scenario runs as early as late and a host that drifts over the minutes
+    (the elephants' P99 rose 155 -> 303 µs over six 10 s rounds, 2026-12-07) weighs on
+    all of them alike, not on the last ones of every round."""
+    return scenarios if r % 2 == 0 else scenarios[::-1]
+
+
 def run_target(target: str, seconds: float, max_pps: float | None,
                ingress_priority: bool = True,
                scenarios: tuple[str, ...] = SCENARIOS, load: Load = Load(),
@@ -721,7 +730,7 @@ def run_target(target: str, seconds: float, max_pps: float | None,
     softswitch runs its port loop on that CPU alone (``--dataplane-cpu``, its extension;
     BMv2 runs as it is), and the generator, receiver and controller stay off it, for
     either target. ``rounds``: each scenario runs that many times for ``seconds``,
-    the scenarios taking turns (see the module doc). ``p4runtime_process``: softswitch
+    the scenarios taking turns (``round_order``). ``p4runtime_process``: softswitch
     serves P4Runtime from a front end process, each Write answered on the port loop
     (``--p4runtime-process``, its extension). ``window_s``: the controller writes in
     windows that long, one on, one off (0: all along). ``generator_fifo``: the sender's
@@ -747,7 +756,7 @@ def run_target(target: str, seconds: float, max_pps: float | None,
             switch.configure(_config(max_pps)[len(veth_pps.TAILCC_ROUTES):])
             done: dict[str, list[Round]] = {name: [] for name in scenarios}
             for r in range(rounds):
-                for name in scenarios:
+                for name in round_order(scenarios, r):
                     turn = f" (round {r + 1}/{rounds})" if rounds > 1 else ""
                     print(f"urgent latency: {target} {name}{turn} ...", file=sys.stderr,
                           flush=True)
@@ -849,7 +858,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     ap.add_argument("--rounds", type=int, default=1,
                     help="run each scenario this many times for --seconds, the scenarios "
-                         "taking turns; percentiles over all rounds' frames (1)")
+                         "taking turns, in reverse order every other round; percentiles "
+                         "over all rounds' frames (1)")
     ap.add_argument("--load", type=float, default=LOAD,
                     help=f"offered load, a fraction of the target's max rate ({LOAD})")
     ap.add_argument("--urgent-share", type=float, default=URGENT_SHARE,

@@ -175,6 +175,12 @@ def test_urgent_latency_max_rate_is_the_median_of_its_runs(monkeypatch):
     assert rate == sorted(runs)[len(runs) // 2]
 
 
+def test_urgent_latency_rounds_run_the_scenarios_forth_and_back():
+    ul = _bench_module("urgent_latency")
+    order = [ul.round_order(("a", "b", "c"), r) for r in range(4)]
+    assert order == [("a", "b", "c"), ("c", "b", "a")] * 2
+
+
 def test_urgent_latency_dataplane_cpu_choices():
     import pytest
 
