@@ -697,8 +697,8 @@ def max_rate(tx_name: str, rx_name: str) -> tuple[float, list[float]]:
     ``veth_pps``'s sender — the median of MAX_RATE_RUNS runs of MAX_RATE_FRAMES
     frames, after one not counted, and the runs (frames/s). The median, not the best:
     a lucky 50 ms burst made 50% of it 55-65% of what the switch forwards (module doc).
-    The first run after the switch starts was the slowest of the six in every trial
-    (312-425k against a median of 433-498k, 2026-12-07): a warm-up, not the switch."""
+    The first run after the switch started was the slowest in three trials of four
+    (312-425k against medians of 433-498k, 2026-12-07): a warm-up, not the switch."""
     frames = [veth_pps._frame(i, veth_pps.ROUTER_MAC) for i in range(MAX_RATE_FRAMES)]
     tx, rx = RawPort(tx_name), RawPort(rx_name)
     runs = []
