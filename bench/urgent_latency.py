@@ -58,7 +58,11 @@ counted from the tap, but that burst's queueing was the host's scheduling, not t
 offered load. At SCHED_FIFO the offered traffic keeps its pacing, for every target.
 
 Prints P50/P99/P999/max (µs, port to port), loss, and the end-to-end P99/max per target
-and scenario, and BMv2/softswitch ratios; writes ``out/bench/urgent_latency.json``.
+and scenario, and BMv2/softswitch ratios; for the writes scenarios the P99 while the
+controller writes over the P99 between its writes and over the elephants scenario's,
+each with a 95% interval (``block_bootstrap``: writing windows, pauses and seconds of
+frames resampled whole), which says how far the next run's ratio could fall on this
+host; writes ``out/bench/urgent_latency.json``.
 Needs root. The sender is a separate process; on a 2-core machine it, the receiver and
 the switch share the cores, so an otherwise idle machine matters. Beside the switch's
 CPU share each row gives the sender's (its kernel time delivering every frame to the
@@ -97,6 +101,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import block_bootstrap  # noqa: E402
 import veth_pps  # noqa: E402
 import veth_switch  # noqa: E402
 
@@ -133,6 +138,7 @@ WRITES_PER_S = 1000
 WRITE_WINDOW_S = 1.0
 GUARD_S = 0.05
 LOAD, URGENT_SHARE = 0.5, 0.5                   # of the max rate; the urgent part of it
+BLOCK_S = 1.0                   # the blocks of frames block_bootstrap resamples
 # The max rate the load is a share of (max_rate): the median of these runs.
 MAX_RATE_RUNS, MAX_RATE_FRAMES = 5, 30000
 # The sender's SCHED_FIFO priority (--generator-priority fifo; module doc). It sleeps
@@ -340,22 +346,49 @@ def _writing_seconds(elapsed: float, window: float) -> float:
     return pairs * window + min(rest, window)
 
 
-def while_writing(stamps: list[int], latencies: list[int], start_ns: int,
-                  window_s: float) -> tuple[list[int], list[int]]:
-    """The latencies of the frames that reached the switch in the writing windows and
-    of those between them (from GUARD_S after a window closed), split by their stamps;
-    frames before the first window are in neither."""
+def write_cycles(stamps: list[int], latencies: list[int], start_ns: int,
+                 window_s: float) -> list[tuple[list[int], list[int]]]:
+    """Per cycle of the controller's windows, the latencies of the frames that reached
+    the switch while it wrote and of those between its writes (from GUARD_S after the
+    window closed), split by their stamps; frames before the first window are in
+    neither."""
     period, window, guard = (int(x * 1e9) for x in (2 * window_s, window_s, GUARD_S))
-    writing, between = [], []
+    cycles: list[tuple[list[int], list[int]]] = []
     for at, latency in zip(stamps, latencies, strict=True):
         if at < start_ns:
             continue
-        phase = (at - start_ns) % period
+        cycle, phase = divmod(at - start_ns, period)
+        while len(cycles) <= cycle:
+            cycles.append(([], []))
         if phase < window:
-            writing.append(latency)
+            cycles[cycle][0].append(latency)
         elif phase >= window + guard:
-            between.append(latency)
-    return writing, between
+            cycles[cycle][1].append(latency)
+    return cycles
+
+
+def while_writing(stamps: list[int], latencies: list[int], start_ns: int,
+                  window_s: float) -> tuple[list[int], list[int]]:
+    """The latencies of the frames that came while the controller wrote, and of those
+    between its writes (``write_cycles``, all cycles together)."""
+    cycles = write_cycles(stamps, latencies, start_ns, window_s)
+    return ([v for on, _ in cycles for v in on], [v for _, off in cycles for v in off])
+
+
+def second_blocks(stamps: list[int], latencies: list[int],
+                  block_s: float = BLOCK_S) -> list[list[int]]:
+    """The latencies in blocks of ``block_s`` by the frames' stamps, from the first
+    (for ``block_bootstrap``: a host's slow spell stays in its block)."""
+    if not stamps:
+        return []
+    first, width = min(stamps), int(block_s * 1e9)
+    blocks: list[list[int]] = []
+    for at, latency in zip(stamps, latencies, strict=True):
+        index = (at - first) // width
+        while len(blocks) <= index:
+            blocks.append([])
+        blocks[index].append(latency)
+    return blocks
 
 
 def _writer(switch: veth_switch.RunningSwitch, stop: threading.Event,
@@ -490,6 +523,11 @@ class Round:
     dropped: dict[str, int | None]
     between: list[int] = field(default_factory=list)
     generator_fifo: bool = False  # the sender ran at SCHED_FIFO
+    # ``forwarding`` in blocks (block_bootstrap): per writing window with a controller
+    # writing in windows, and ``between`` per the following pause (the same cycles);
+    # else per BLOCK_S of the frames' stamps
+    blocks: list[list[int]] = field(default_factory=list)
+    between_blocks: list[list[int]] = field(default_factory=list)
 
 
 def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], name: str,
@@ -557,9 +595,13 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
     if "error" in writes:
         raise SystemExit(f"{switch.target} {name}: the controller failed: {writes['error']}")
     forwarding, between = got.forwarding, []
+    blocks, between_blocks = second_blocks(got.forwarding_at, got.forwarding), []
     if writer is not None and window_s:
-        forwarding, between = while_writing(got.forwarding_at, got.forwarding,
-                                            writes["start_ns"], window_s)
+        cycles = write_cycles(got.forwarding_at, got.forwarding, writes["start_ns"],
+                              window_s)
+        blocks, between_blocks = [on for on, _ in cycles], [off for _, off in cycles]
+        forwarding = [v for block in blocks for v in block]
+        between = [v for block in between_blocks for v in block]
     if writer is None:
         writes.clear()                   # no controller: nothing to report
     else:
@@ -568,7 +610,7 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
                  max(1, int(sent.value * (seconds - WARMUP_S) / seconds)), got.unmatched,
                  cpu, seconds, tuple(b - a for a, b in zip(host0, host1, strict=True)),
                  gen_cpu, os.getloadavg()[0], writes, dropped, sorted(between),
-                 bool(realtime.value))
+                 bool(realtime.value), blocks, between_blocks)
 
 
 def _socket_drops(sock: socket.socket) -> int:
@@ -623,6 +665,11 @@ def _summary(name: str, rates: tuple[float, float], rounds: list[Round]) -> dict
         row["between_p99_us"] = _percentile(between, 0.99)
         row["between_p999_us"] = _percentile(between, 0.999)
         row["writing_vs_between_p99"] = row["p99_us"] / row["between_p99_us"]
+        # how far another run's ratio could be: the writing windows and the pauses
+        # after them resampled together (block_bootstrap)
+        row["writing_vs_between_p99_interval"] = block_bootstrap.ratio_interval(
+            [b for r in rounds for b in r.blocks],
+            [b for r in rounds for b in r.between_blocks], paired=True)
         if "rounds" in row:
             for out, r in zip(row["rounds"], rounds, strict=True):
                 out["between_p99_us"] = _percentile(r.between, 0.99)
@@ -768,9 +815,26 @@ def run_target(target: str, seconds: float, max_pps: float | None,
                         switch, (h1, sw1, h2), name,
                         load.rates(max_pps, name != "idle"), seconds, first_route,
                         window_s, generator_fifo))
-    return {"max_pps": max_pps, "max_pps_runs": runs, "scenarios": [
-        _summary(name, load.rates(max_pps, name != "idle"), done[name])
-        for name in scenarios]}
+    rows = [_summary(name, load.rates(max_pps, name != "idle"), done[name])
+            for name in scenarios]
+    _against_elephants(rows, done)
+    return {"max_pps": max_pps, "max_pps_runs": runs, "scenarios": rows}
+
+
+def _against_elephants(rows: list[dict], done: dict[str, list[Round]]) -> None:
+    """Each writes scenario's P99 (while its controller writes) over the elephants
+    scenario's, and where another run's ratio could fall (block_bootstrap: the writing
+    windows and the elephants' seconds resampled apart; issue 11 asks this ratio to
+    stay within 1.2)."""
+    elephants = next((r for r in rows if r["scenario"] == "elephants"), None)
+    if elephants is None or not elephants["p99_us"]:
+        return
+    plain = [b for r in done["elephants"] for b in r.blocks]
+    for row in rows:
+        if row["scenario"].startswith("elephants+"):
+            row["vs_elephants_p99"] = row["p99_us"] / elephants["p99_us"]
+            row["vs_elephants_p99_interval"] = block_bootstrap.ratio_interval(
+                [b for r in done[row["scenario"]] for b in r.blocks], plain)
 
 
 def table(report: dict) -> str:
@@ -834,10 +898,23 @@ def table(report: dict) -> str:
                     f"  {target} {r['scenario']}: P99 while the controller writes "
                     f"{r['p99_us']:.0f} µs, between its writes (same rounds) "
                     f"{r['between_p99_us']:.0f} µs: {r['writing_vs_between_p99']:.2f}x"
+                    + _interval(r.get("writing_vs_between_p99_interval"))
                     + ("" if "rounds" not in r else " (per round " + " / ".join(
                         f"{x['p99_us']:.0f} vs {x['between_p99_us']:.0f}"
                         for x in r["rounds"]) + ")"))
+            if "vs_elephants_p99" in r:
+                lines.append(
+                    f"  {target} {r['scenario']}: P99 while the controller writes over "
+                    f"the elephants scenario's: {r['vs_elephants_p99']:.2f}x"
+                    + _interval(r.get("vs_elephants_p99_interval")))
     return "\n".join(lines)
+
+
+def _interval(bounds: list[float] | tuple[float, float] | None) -> str:
+    """A ratio's 95% interval (block_bootstrap), as the table shows it."""
+    if not bounds:
+        return ""
+    return f" (95% interval {bounds[0]:.2f}-{bounds[1]:.2f}x)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -299,6 +299,10 @@ def test_urgent_latency_splits_frames_by_the_writers_windows():
     latencies = [1, 2, 3, 4, 5, 6]
     writing, between = ul.while_writing(stamps, latencies, start, 1.0)
     assert (writing, between) == ([2, 5], [4, 6])
+    # per cycle (a window, the pause after it), as block_bootstrap resamples them
+    assert ul.write_cycles(stamps, latencies, start, 1.0) == [([2], [4]), ([5], [6])]
+    assert ul.second_blocks(stamps, latencies) == [[1], [2], [3, 4], [5], [6]]
+    assert ul.second_blocks([start, start + 2 * s], [7, 8]) == [[7], [], [8]]
     assert ul._writing_seconds(3.5, 1.0) == 2.0 and ul._writing_seconds(3.5, 0.0) == 3.5
 
     def round_of(on_us: list[int], off_us: list[int]) -> object:
@@ -316,6 +320,73 @@ def test_urgent_latency_splits_frames_by_the_writers_windows():
     assert "while the controller writes 300 µs, between its writes (same rounds) 100 µs" \
         in ul.table({"targets": {"softswitch": {"scenarios": [row]}},
                      "scenarios": ["elephants+p4runtime"]})
+
+
+def test_block_bootstrap_interval_of_a_p99_ratio():
+    """The interval holds the ratio of two P99s a run's blocks can give: about 1 for two
+    halves of the same traffic, about 2 when one side is twice as slow, and wide when
+    one slow spell (a block) makes the tail, as on a shared host."""
+    import random
+
+    import pytest
+
+    bb = _bench_module("block_bootstrap")
+    rng = random.Random(1)
+
+    def blocks(n: int, scale: float = 1.0) -> list[list[int]]:
+        return [[int(rng.expovariate(1 / 100) * scale) + 1 for _ in range(500)]
+                for _ in range(n)]
+
+    same = bb.ratio_interval(blocks(30), blocks(30))
+    assert same is not None and same[0] < 1.0 < same[1] and same[1] - same[0] < 0.5
+    double = bb.ratio_interval(blocks(30, 2.0), blocks(30))
+    assert double is not None and 1.7 < double[0] < double[1] < 2.4
+    spell = blocks(30)
+    spell[7] = [50_000] * 200 + spell[7][:300]          # 1.3% of the frames, one spell
+    wide = bb.ratio_interval(spell, blocks(30))
+    assert wide is not None and wide[0] < 1.5 and wide[1] > 50
+    # paired: the same blocks drawn on both sides; the same seed, the same interval
+    on, off = blocks(20, 1.1), blocks(20)
+    assert bb.ratio_interval(on, off, paired=True) == bb.ratio_interval(on, off, paired=True)
+    with pytest.raises(ValueError, match="paired blocks: 20 against 19"):
+        bb.ratio_interval(on, off[:19], paired=True)
+    assert bb.ratio_interval(on[:1], off) is None and bb.ratio_interval(on, [[], []]) is None
+
+
+def test_urgent_latency_writers_set_against_the_elephants_with_intervals():
+    """A writes scenario's row gives its P99 over the elephants scenario's, and both
+    its ratios an interval from their blocks."""
+    ul = _bench_module("urgent_latency")
+    rng = __import__("random").Random(2)
+
+    def blocks(n: int, us: int) -> list[list[int]]:
+        return [[int(rng.uniform(0.5, 1.5) * us * 1000) for _ in range(400)]
+                for _ in range(n)]
+
+    def round_of(on: list[list[int]], off: list[list[int]]) -> object:
+        flat_on = sorted(v for b in on for v in b)
+        return ul.Round(flat_on, flat_on, len(flat_on), 0, 1.0, 10.0, (50, 100, 2), 0.5,
+                        0.3, {"writes": 10, "offered_per_s": 1000.0,
+                              "applied_per_s": 990.0, "controller_cpu_s": 0.25,
+                              "window_s": 1.0} if off else {},
+                        {"receiver": 0, "tap": 0}, sorted(v for b in off for v in b),
+                        True, on, off)
+
+    done = {"elephants": [round_of(blocks(20, 100), [])],
+            "elephants+p4runtime": [round_of(blocks(10, 200), blocks(10, 100))]}
+    rows = [ul._summary(name, (100.0, 50.0), rounds) for name, rounds in done.items()]
+    ul._against_elephants(rows, done)
+    writer = rows[1]
+    assert 1.9 < writer["vs_elephants_p99"] < 2.1
+    low, high = writer["vs_elephants_p99_interval"]
+    assert low < writer["vs_elephants_p99"] < high and high - low < 0.3
+    low, high = writer["writing_vs_between_p99_interval"]
+    assert low < writer["writing_vs_between_p99"] < high
+    assert "vs_elephants_p99" not in rows[0]
+    text = ul.table({"targets": {"softswitch": {"scenarios": rows}},
+                     "scenarios": list(done)})
+    assert "P99 while the controller writes over the elephants scenario's: " in text
+    assert "(95% interval " in text
 
 
 def test_urgent_latency_later_rounds_write_new_routes():
