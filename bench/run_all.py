@@ -120,13 +120,16 @@ def latency(args: argparse.Namespace, targets: list[str]) -> list[Row]:
                 ("vs_elephants_p99_interval", "the same, 95% interval", "x")):
             bmv2, soft = (by.get(t, {}).get(scenario, {}).get(key)
                           for t in ("bmv2", "softswitch"))
-            for bound, end in ((0, "low"), (1, "high")) if key.endswith("interval") else ():
+            if bmv2 is None and soft is None:
+                continue
+            if not key.endswith("interval"):
+                rows.append(row(f"urgent latency, {scenario}, {label}", unit, bmv2, soft,
+                                "lower"))
+                continue
+            for bound, end in ((0, "low"), (1, "high")):
                 rows.append(row(f"urgent latency, {scenario}, {label}, {end}", unit,
                                 bmv2[bound] if bmv2 else None,
                                 soft[bound] if soft else None, "lower"))
-            if not key.endswith("interval") and (bmv2 is not None or soft is not None):
-                rows.append(row(f"urgent latency, {scenario}, {label}", unit, bmv2, soft,
-                                "lower"))
     return rows
 
 
