@@ -8,13 +8,13 @@ on two veth pairs, with tailcc.p4 routing 10.0.2.0/24 out of port 2:
 1. the target's max rate is measured as it runs here (the CPUs split as below, its
    extensions on): ``veth_pps``'s sender and tailcc frames, the median of
    ``MAX_RATE_RUNS`` (5) runs of 30,000 frames after a warm-up (``max_rate``), unless
-   given with ``--max-pps TARGET=N``. ``make bench`` lets it measure. Until 2026-12-07 it gave the
-   figure ``veth_pps.py`` measured (every process free to use every CPU, no extension,
-   the best of 3 runs): on the same idle minutes softswitch forwarded 490-570k frames/s
-   that way and 420-510k as configured here (median 545k against 486k; runs of 300,000
-   frames: 560k against 439k), so "50%" loaded it at 55-65% of what it forwards here,
-   and at times its port loop fell behind the elephants (make bench, 2026-12-06 23:36:
-   the kernel dropped 2.7k-52.7k elephant frames per round);
+   given with ``--max-pps TARGET=N``. ``make bench`` lets it measure. Until 2026-12-07
+   it gave the figure ``veth_pps.py`` measured (every process free to use every CPU, no
+   extension, the best of 3 runs): on the same idle minutes softswitch forwarded
+   490-570k frames/s that way and 420-510k as configured here (median 545k against
+   486k; runs of 300,000 frames: 560k against 439k), so "50%" loaded it at 55-65% of
+   what it forwards here, and at times its port loop fell behind the elephants (make
+   bench, 2026-12-06 23:36: the kernel dropped 2.7k-52.7k elephant frames per round);
 2. the switch is loaded at ``--load`` of that rate (0.5), of which ``--urgent-share``
    (0.5) are urgent frames (DSCP 46, classified into queue 7), for ``--seconds``, in
    three scenarios: ``idle`` (the urgent frames alone); ``elephants`` (the rest of the
@@ -365,14 +365,6 @@ def write_cycles(stamps: list[int], latencies: list[int], start_ns: int,
         elif phase >= window + guard:
             cycles[cycle][1].append(latency)
     return cycles
-
-
-def while_writing(stamps: list[int], latencies: list[int], start_ns: int,
-                  window_s: float) -> tuple[list[int], list[int]]:
-    """The latencies of the frames that came while the controller wrote, and of those
-    between its writes (``write_cycles``, all cycles together)."""
-    cycles = write_cycles(stamps, latencies, start_ns, window_s)
-    return ([v for on, _ in cycles for v in on], [v for _, off in cycles for v in off])
 
 
 def second_blocks(stamps: list[int], latencies: list[int],

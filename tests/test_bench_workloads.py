@@ -297,8 +297,6 @@ def test_urgent_latency_splits_frames_by_the_writers_windows():
     stamps = [start - s, start + s // 2, start + s + s // 100, start + 3 * s // 2,
               start + 23 * s // 10, start + 39 * s // 10]
     latencies = [1, 2, 3, 4, 5, 6]
-    writing, between = ul.while_writing(stamps, latencies, start, 1.0)
-    assert (writing, between) == ([2, 5], [4, 6])
     # per cycle (a window, the pause after it), as block_bootstrap resamples them
     assert ul.write_cycles(stamps, latencies, start, 1.0) == [([2], [4]), ([5], [6])]
     assert ul.second_blocks(stamps, latencies) == [[1], [2], [3, 4], [5], [6]]
