@@ -23,10 +23,15 @@ LEVEL = 0.95
 Q = 0.99
 
 
+def rank(count: int, q: float) -> int:
+    """Where percentile ``q`` of ``count`` sorted values sits, as the bench counts it
+    (here and ``urgent_latency._percentile``): ``int(q * count)``, the last at most."""
+    return min(count - 1, int(q * count))
+
+
 def percentile(values: np.ndarray, q: float = Q) -> float:
-    """The bench's percentile (``urgent_latency._percentile``): the value at rank
-    ``int(q * n)`` of the sorted values, the last one at most."""
-    k = min(len(values) - 1, int(q * len(values)))
+    """Percentile ``q`` of unsorted ``values`` (:func:`rank`)."""
+    k = rank(len(values), q)
     return float(np.partition(values, k)[k])
 
 

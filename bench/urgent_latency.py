@@ -475,7 +475,7 @@ def _children_cpu() -> float:
 def _percentile(sorted_ns: list[int], q: float) -> float:
     if not sorted_ns:
         return float("nan")
-    return sorted_ns[min(len(sorted_ns) - 1, int(q * len(sorted_ns)))] / 1000.0
+    return sorted_ns[block_bootstrap.rank(len(sorted_ns), q)] / 1000.0
 
 
 @dataclass(frozen=True)
@@ -586,14 +586,15 @@ def _scenario(switch: veth_switch.RunningSwitch, ports: tuple[str, str, str], na
         dropped["switch_other"] = kernel1[1] - kernel0[1]
     if "error" in writes:
         raise SystemExit(f"{switch.target} {name}: the controller failed: {writes['error']}")
-    forwarding, between = got.forwarding, []
-    blocks, between_blocks = second_blocks(got.forwarding_at, got.forwarding), []
     if writer is not None and window_s:
         cycles = write_cycles(got.forwarding_at, got.forwarding, writes["start_ns"],
                               window_s)
         blocks, between_blocks = [on for on, _ in cycles], [off for _, off in cycles]
         forwarding = [v for block in blocks for v in block]
         between = [v for block in between_blocks for v in block]
+    else:
+        forwarding, between = got.forwarding, []
+        blocks, between_blocks = second_blocks(got.forwarding_at, got.forwarding), []
     if writer is None:
         writes.clear()                   # no controller: nothing to report
     else:

@@ -354,8 +354,10 @@ def test_block_bootstrap_interval_of_a_p99_ratio():
 def test_urgent_latency_writers_set_against_the_elephants_with_intervals():
     """A writes scenario's row gives its P99 over the elephants scenario's, and both
     its ratios an interval from their blocks."""
+    import random
+
     ul = _bench_module("urgent_latency")
-    rng = __import__("random").Random(2)
+    rng = random.Random(2)
 
     def blocks(n: int, us: int) -> list[list[int]]:
         return [[int(rng.uniform(0.5, 1.5) * us * 1000) for _ in range(400)]
