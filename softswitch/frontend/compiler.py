@@ -14,34 +14,7 @@ parsers, controls), ``annotations``, ``consteval`` (constant folding), ``checks`
 (whole-program checks after typing: recursion, parser reachability, global names),
 ``cpchecks`` (what the control-plane description cannot express, on the tables in use).
 
-Annotations the later passes can rely on:
-
-* ``PathExpr.decl`` — the declaration a name refers to (``VarDecl``, ``Param``,
-  ``ConstDecl``, ``ActionDecl``, ``TableDecl``, ``InstanceDecl``, ``FunctionDecl``,
-  ``ExternFunctionDecl``, ``ParserState`` — ``accept``/``reject`` are synthesized
-  ``ParserState`` nodes without statements —, ``ValueSetDecl``, a match-kind
-  ``EnumMember``, or a type declaration when the name denotes a type).
-* ``Expr.type`` — a :mod:`softswitch.frontend.types` value; untyped integer literals get
-  the concrete type of their context; shift amounts, slice bounds and genuinely
-  ``int`` constants stay :class:`IntType`. Keyset ``_``/``default`` get the key's type.
-* ``Expr.const`` — see :mod:`softswitch.frontend.consteval` (enum and ``error`` members
-  are ``MemberConst``; list values tuples; struct values ``StructConst``).
-* ``Call.resolved`` — a :class:`softswitch.frontend.calls.CallInfo`: ``kind`` (action,
-  function, extern_function, extern_method, abstract_method, table_apply,
-  parser_apply, control_apply, constructor, builtin), ``decl`` (the callee
-  declaration: ``ActionDecl``/``FunctionDecl``/``ExternFunctionDecl``/``MethodDecl``/
-  ``TableDecl``/``ParserDecl``/``ControlDecl``/``ExternDecl``/``PackageTypeDecl``),
-  ``params`` (after type substitution), ``args`` (in parameter order, None for omitted
-  optional parameters, the default expression for defaulted ones), ``type_args``
-  (type variable name → type), ``extern`` (the specialized ``ExternType`` for methods),
-  ``receiver`` (the object expression of methods/apply/builtins), ``builtin``
-  (isValid, setValid, setInvalid, push_front, pop_front, min/maxSizeInBits/Bytes).
-* ``TypeRef.resolved`` — the semantic type.
-* ``InstanceDecl.instance_type`` — the instance's type (``ExternType`` or
-  ``BlockType``); ``InstanceDecl.ctor`` — the constructor ``CallInfo``.
-* ``ActionRef.call`` — ``CallInfo`` of kind ``action`` for table action lists, default
-  actions and entries (``args`` None where the control plane supplies a value).
-* ``SelectCase.state_decl`` — the ``ParserState`` a select case goes to.
+The annotations the later passes can rely on are listed on :class:`CheckedProgram`.
 """
 
 from __future__ import annotations
@@ -63,7 +36,37 @@ _RECURSION_LIMIT = 20000
 
 @dataclass
 class CheckedProgram:
-    """A program that passed every front-end check, with its annotated AST."""
+    """A program that passed every front-end check, with its annotated AST.
+
+    Annotations the later passes can rely on:
+
+    * ``PathExpr.decl`` — the declaration a name refers to (``VarDecl``, ``Param``,
+      ``ConstDecl``, ``ActionDecl``, ``TableDecl``, ``InstanceDecl``, ``FunctionDecl``,
+      ``ExternFunctionDecl``, ``ParserState`` — ``accept``/``reject`` are synthesized
+      ``ParserState`` nodes without statements —, ``ValueSetDecl``, a match-kind
+      ``EnumMember``, or a type declaration when the name denotes a type).
+    * ``Expr.type`` — a :mod:`softswitch.frontend.types` value; untyped integer literals get
+      the concrete type of their context; shift amounts, slice bounds and genuinely
+      ``int`` constants stay :class:`IntType`. Keyset ``_``/``default`` get the key's type.
+    * ``Expr.const`` — see :mod:`softswitch.frontend.consteval` (enum and ``error`` members
+      are ``MemberConst``; list values tuples; struct values ``StructConst``).
+    * ``Call.resolved`` — a :class:`softswitch.frontend.calls.CallInfo`: ``kind`` (action,
+      function, extern_function, extern_method, abstract_method, table_apply,
+      parser_apply, control_apply, constructor, builtin), ``decl`` (the callee
+      declaration: ``ActionDecl``/``FunctionDecl``/``ExternFunctionDecl``/``MethodDecl``/
+      ``TableDecl``/``ParserDecl``/``ControlDecl``/``ExternDecl``/``PackageTypeDecl``),
+      ``params`` (after type substitution), ``args`` (in parameter order, None for omitted
+      optional parameters, the default expression for defaulted ones), ``type_args``
+      (type variable name → type), ``extern`` (the specialized ``ExternType`` for methods),
+      ``receiver`` (the object expression of methods/apply/builtins), ``builtin``
+      (isValid, setValid, setInvalid, push_front, pop_front, min/maxSizeInBits/Bytes).
+    * ``TypeRef.resolved`` — the semantic type.
+    * ``InstanceDecl.instance_type`` — the instance's type (``ExternType`` or
+      ``BlockType``); ``InstanceDecl.ctor`` — the constructor ``CallInfo``.
+    * ``ActionRef.call`` — ``CallInfo`` of kind ``action`` for table action lists, default
+      actions and entries (``args`` None where the control plane supplies a value).
+    * ``SelectCase.state_decl`` — the ``ParserState`` a select case goes to.
+    """
 
     program: ast.Program
     warnings: list[Diagnostic] = field(default_factory=list)

@@ -3,45 +3,26 @@
 P4 declares *types* of parsers and controls; what runs (and what P4Runtime sees) are
 their *instances*. This pass walks from the ``main`` package instance down through every
 parser/control instance, binding constructor arguments, and lists the objects a
-control plane can address — tables, actions, extern instances, value sets — each with
+control plane can address (tables, actions, extern instances, value sets), each with
 the name p4c's P4Info gives it. The P4Info generator and the v1model target both take
-names from here, so P4Runtime and the switch cannot disagree.
+names from here, so P4Runtime and the switch cannot disagree. The result's API is
+:class:`Elaboration`'s; the naming rules themselves are in :mod:`.cpnames`.
 
 Naming follows p4c's front end (UniqueNames + inlining + HierarchicalNames):
 
-* the prefix of a top-level parser/control instance is its *declaration* name
-  (``MyIngress``), whether the instance is nameless in ``main`` or named at top level;
+* a top-level parser/control instance's prefix is its *declaration* name (``MyIngress``);
 * a nested instance ``C() c_inst;`` inside ``MyIngress`` has prefix ``MyIngress.c_inst``;
   a direct call ``C.apply(…)`` behaves like an instance named after the type (placed
   after the declared locals); sub-instances are flattened into their top block in
   place, as p4c's inliner does, which fixes the order of objects in P4Info;
-* a local object's name is ``prefix.local`` where ``local`` is its ``@name`` (or its
-  declared name); ``@name(".x")`` makes the name absolute (``x``);
-* top-level actions and extern instances keep their own name (``NoAction``);
-* extern instances built in place in a table property (``implementation =
-  action_profile(128)``) are named by the property's ``@name`` verbatim (without one
-  they are ``anonymous`` and have no control-plane name);
+* a local object's name is ``prefix.local``, ``local`` its ``@name`` or declared name;
+  ``@name(".x")`` makes the name absolute (``x``); top-level actions and extern
+  instances keep their own name (``NoAction``);
+* an extern instance built in a table property (``implementation = action_profile(128)``)
+  is named by the property's ``@name`` verbatim (without one it has no control-plane name);
 * ``@hidden`` objects have no control-plane name (``name`` is ``None``);
 * actions and tables the program never uses are not control-plane objects (p4c
   removes them before generating P4Info); extern instances always are.
-
-The naming rules themselves (``@name``, qualification, table key names as p4c's
-TableKeyNames makes them) are in :mod:`softswitch.frontend.cpnames`.
-
-API (stable)::
-
-    elab = elaborate(checked)            # CheckedProgram or ast.Program
-    elab.main                            # the ``main`` InstanceDecl or None
-    elab.top_blocks                      # BlockInstance per package argument, in order
-    elab.blocks                          # every parser/control instance: each top block
-                                         # followed by its nested instances
-    elab.tables / elab.actions / elab.externs / elab.value_sets   # in P4Info order
-                                         # (``name`` None: @hidden; ``qualified`` is set)
-    elab.table(name) / elab.action(name) / elab.extern(name)      # by control-plane name
-    elab.instance_of(decl, block)        # the object a declaration became in a block
-    table.keys -> [KeyField(name, match_kind, width, expr, …)]
-    table.action_refs -> [TableActionRef(action, annotations, …)]
-    elab.extern_calls                    # extern *function* calls (digest, …) in controls
 """
 
 from __future__ import annotations
@@ -197,6 +178,22 @@ class PackageInstance:
 
 @dataclass(eq=False)
 class Elaboration:
+    """What :func:`elaborate` finds (API stable)::
+
+        elab = elaborate(checked)            # CheckedProgram or ast.Program
+        elab.main                            # the ``main`` InstanceDecl or None
+        elab.top_blocks                      # BlockInstance per package argument, in order
+        elab.blocks                          # every parser/control instance: each top block
+                                             # followed by its nested instances
+        elab.tables / elab.actions / elab.externs / elab.value_sets   # in P4Info order
+                                             # (``name`` None: @hidden; ``qualified`` is set)
+        elab.table(name) / elab.action(name) / elab.extern(name)      # by control-plane name
+        elab.instance_of(decl, block)        # the object a declaration became in a block
+        table.keys -> [KeyField(name, match_kind, width, expr, …)]
+        table.action_refs -> [TableActionRef(action, annotations, …)]
+        elab.extern_calls                    # extern *function* calls (digest, …) in controls
+    """
+
     program: ast.Program
     main: ast.InstanceDecl | None = None
     package: ast.PackageTypeDecl | None = None

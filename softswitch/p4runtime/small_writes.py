@@ -1,44 +1,28 @@
-"""The common small Write of table entries, answered without the general path's layers.
+"""The Write lane for plain table entries: the common small Write, without the general path.
 
 A controller that writes entries one by one (p4runtime-shell's ``insert()``, a route
-daemon) or a few at a time (tailcc's control plane: the routes due every 10 ms) sends
-Writes of one to a few updates each, from the primary of the default role. On the
-general path (``P4RuntimeServicer.Write``) such a Write runs ~90 Python calls: the lazy
-request and its protobuf header, the device and arbitration checks, the role's scope,
-the runtime's batch machinery (slices, undo log, per-update error handling). Each is
-cheap when warm, but between two Writes of a controller gRPC's and the kernel's work
-evicts them from the CPU's caches: the same handler that costs ~13 µs in a loop costs
-~60 µs as a server answers it (2026-12-06, ``bench/p4runtime_write.py`` at batch 1:
-softswitch's server used ~230 µs of CPU per Write against BMv2's ~185). On the port
-loop (``--p4runtime-process``), whose frames evict everything between two Writes, a
-Write of ten routes took 275 µs of the loop's CPU there (34 µs warm), and the urgent
-frames behind it waited that long (2026-12-06).
+daemon) or a few at a time (tailcc's control plane) sends Writes of one to a few
+updates each, from the primary of the default role. The general path
+(``P4RuntimeServicer.Write``) runs many Python calls per Write (request header, device
+and arbitration checks, the role's scope, the batch machinery); between two Writes
+gRPC's and the kernel's work evict their code and objects from the CPU's caches, so the
+cost of a small Write is the number of calls, not their work. This path makes a few.
 
-:meth:`SmallWrites.apply` takes such a Write in a few steps: ``entrywire.primary_spans``
-reads the request's header in C and answers the updates' spans only when the request
-is the common one (this device, the default role's primary's election id, no role,
-CONTINUE_ON_ERROR, nothing unknown or repeated, at most ``MAX_UPDATES`` updates); every
-update must decode as a checked plain table entry (``entrywire.decode`` with the
-tables' native plans); they are applied in order as the general path applies them —
-runs of one table in one C call (``TableEntries.apply_run``), any other through
-``TableEntries.write_plain`` — until one is not taken. Anything else (an error to
-report, another entity, another role, more updates) is left to the general path: a
-request none of whose updates was applied goes there whole, with nothing changed; one
-whose first k updates were applied goes there for the rest only (the general path
-would have applied those k the same way), and the answer counts the k as done. So
-whatever the server answers (results, errors, their order) is unchanged.
+:meth:`SmallWrites.apply` takes a Write only when ``entrywire.primary_spans`` finds it
+the common one (this device, the default role's primary's election id, no role,
+CONTINUE_ON_ERROR, nothing unknown or repeated, at most ``MAX_UPDATES`` updates) and
+every update decodes as a checked plain table entry. It applies them in order as the
+general path would, up to the first one not taken. A request none of whose updates was
+applied goes to the general path whole, with nothing changed; one whose first k were
+applied goes there for the rest, and the answer counts the k as done. So whatever the
+server answers (results, errors, their order) is what the general path answers.
 
 In process the updates are applied in one hold of the device lock. On the port loop
 (``Device.checkpointing``) they are applied ``LOOP_WRITE_SLICE`` per hold, with a
-checkpoint (the loop forwards the urgent frames that came meanwhile) once the header
-is read and before each slice, where the switch's state is whole; the loop's own last
-one comes once the reply is ready, before it is sent (``loop_writes``). In one hold the
-urgent frames behind a Write of ten routes waited for all of it (183 µs at P50); in
-slices the longest wait is 51-60 µs (2026-12-06, timed on the loop during
-``bench/urgent_latency.py``). A pipeline set at a checkpoint between two slices ends
-the batch there, as between the general path's slices: the rest goes to the general
-path, which aborts it.
-"""
+checkpoint once the header is read and before each slice, where the switch's state is
+whole: urgent frames wait for one slice, not the whole Write. A pipeline set at a
+checkpoint between two slices ends the batch there; the general path, which takes the
+rest, aborts it."""
 
 from __future__ import annotations
 
@@ -54,8 +38,6 @@ from softswitch.p4runtime.undo import UndoLog
 
 _LOW_64 = (1 << 64) - 1
 # The requests this path looks at: one update of a plain table entry is ~40-120 bytes.
-# Ten routes here cost ~180 µs of the port loop's CPU against ~275 on the general path
-# (in process with cold caches 92 against 148).
 MAX_UPDATES = 16
 MAX_BYTES = 2048
 
