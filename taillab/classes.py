@@ -23,9 +23,8 @@ class ClassRole:
 # Scheduling signals and control in strict queue 6 (a KV block must not sit in front of
 # them). Hot KV in two strict queues by message size, an SRPT approximation: the serving
 # stack posts small blocks on QPs of their own (a scenario's ``qp_by_size``), classified
-# ``hot_kv_small`` into queue 5, above the large blocks' queue 4 (with TP/PP). Without
-# the split a 2 KB block met another sender's 200 KB block in the decode node's
-# downlink queue and took 5-10x its unloaded time (pd_cascade, 20 ms, seed 1). Both are
+# ``hot_kv_small`` into queue 5, above the large blocks' queue 4 (with TP/PP), so a small
+# block does not wait behind another sender's large one in a downlink queue. Both are
 # marked only on a real incast of mice. MoE, KV-cache migration and training elephants
 # share queues 3/2/1 by DWRR 3:1:1, so a pause for one of them (a slow receiver of KV
 # migrations) does not stop the others. The elephants get early ECN and Fast CNP, so
@@ -33,10 +32,8 @@ class ClassRole:
 # MoE does not: a dispatch is a bounded, synchronised incast (every peer's shard at once:
 # 15 x 4 KB = 60 packets in the MoE scenario) that drains by itself, and a mark inside
 # it only cuts the rate of the *next* dispatch (BRIEF §1: cuts punish innocents). So MoE
-# is marked only above one dispatch's burst, and no Fast CNP: measured in the MoE
-# scenario (20 ms x 3 seeds), moe_a2a's P99 went from 21.1 (kmin 10 + Fast CNP; 1.31x
-# the baseline's 16.0) to 16.3, receiver CNPs ~1,600 -> ~180 per seed. Cold KV
-# migration (background) ranks below bulk.
+# is marked only above one dispatch's burst, and has no Fast CNP. Cold KV migration
+# (background) ranks below bulk.
 ROLES: dict[str, ClassRole] = {
     "control": ClassRole(9, 6, (32, 64, 0.1), False),
     "sched_signal": ClassRole(7, 6, (32, 64, 0.1), False),
@@ -51,11 +48,9 @@ ROLES: dict[str, ClassRole] = {
 DWRR_WEIGHTS = {3: 3, 2: 1, 1: 1, 0: 1}
 
 # Fast CNP's queue-depth trigger per class, where it differs from the scenario's
-# (Buffers.fast_cnp_qdepth_pkts, 8 packets). At 8 the rate cuts, not the queueing, set
-# training bulk's tail (its messages waited at the sender behind earlier ones sent at cut
-# rates): pd_cascade, 135 ms x 3 seeds, tailcc-nic, training bulk P99 42.5 (1.24x the
-# baseline's 34.2) at 8, 33.7 (0.98x) at 24, 19.9 without Fast CNP for bulk, which let
-# PFC pause 216 ms instead of 62 (the -90% target). At 24, half the PFC XOFF, 74 ms.
+# (Buffers.fast_cnp_qdepth_pkts, 8 packets). Training bulk's is half the PFC XOFF: at 8
+# the rate cuts, not the queueing, would set its tail (messages wait at the sender
+# behind earlier ones sent at cut rates), while without Fast CNP PFC pauses far longer.
 FAST_CNP_QDEPTH_PKTS = {"bulk": 24}
 
 

@@ -176,8 +176,8 @@ class FabricSwitch:
         self._send_pfc(now)
         nxt = self.queued.next_event_us(now)
         if nxt is not None and (self._scheduled is None or nxt < self._scheduled):
-            # one pending wake-up: a superseded one fires as a no-op (token), else every
-            # earlier arrival started another polling chain (1.45M ticks for 35k packets)
+            # one pending wake-up: a superseded one fires as a no-op (token), so an
+            # earlier arrival does not start another polling chain
             self._scheduled = nxt
             self._tick_token += 1
             token = self._tick_token
@@ -275,8 +275,8 @@ class HostNic:
     def _kick(self, t: float) -> None:
         """Wake the transmit path at ``t`` (not before the NIC is free). One wake-up is
         pending at a time: an earlier one already pending covers ``t``; a new earlier one
-        supersedes the pending one, which then fires as a no-op. (Without the token a
-        superseded wake-up ran too and started a second polling chain: 20x the events.)"""
+        supersedes the pending one, which then fires as a no-op (the token keeps it from
+        starting a second polling chain)."""
         t = max(t, self.nic_free_us)
         if self._scheduled_at is not None and self._scheduled_at <= t:
             return

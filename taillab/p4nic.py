@@ -1,47 +1,28 @@
 """The host NIC of the ``tailcc-nic`` scheme: tailcc's NIC program
 (p4src/nic/tailcc_nic.p4) on softswitch's PNA target, with per-class transmit queues.
 
-Who does what on the transmit side of a host:
+* **QPs** (:class:`taillab.network._QP`) hold the posted messages in order, cut them
+  into packets and keep the lab's DCQCN reaction point: a packet enters the NIC no
+  earlier than its QP's rate allows. At most :data:`QP_WINDOW` packets of a QP are
+  inside the NIC, so a backlog waits in its QP, not in front of other classes; within
+  a strict (mouse) class the QP whose head message has the fewest bytes left feeds
+  first (SRPT at the sender, as the size-split classes approximate it in the switches).
+* **The NIC program** runs on every posted packet (host->net): class by destination QP
+  (``qp_class``), small one-packet messages into the urgent queue, DSCP + ECT(0) and
+  the class's transmit queue (``class_policy``). Hosts post DSCP 0 and Not-ECT, so the
+  switches see what the program stamped.
+* **The transmit queues** (:class:`softswitch.pna.tm.NicQueues`) serve the classes as
+  the switches do, strict for the urgent queue and the small mouse classes, DWRR
+  (:data:`NIC_DWRR_WEIGHTS`) for the elephants and for queue 4 when it holds only large
+  hot KV blocks, at the host's line rate. PFC pauses the queue of the paused priority;
+  the urgent queue (CNPs, as a NIC's CNP queue) is never paused.
 
-* **QPs (the lab, :class:`taillab.network._QP`)** hold the posted messages in order and
-  cut them into packets. Each QP keeps the lab's DCQCN reaction point: a packet may
-  enter the NIC no earlier than the QP's current rate allows, and CNPs cut that rate.
-  A QP has at most :data:`QP_WINDOW` packets inside the NIC at a time (the packets a
-  NIC fetches ahead per QP), so a backlog waits in its QP, not in front of other
-  classes. Within a strict (mouse) class the QP whose head message has the fewest
-  bytes left feeds first (SRPT at the sender, as the size-split classes approximate
-  it in the switches); the elephants' DWRR classes take turns.
-* **The NIC program** runs on every packet the host posts (its host->net pipeline):
-  classification by the destination QP (``qp_class``), small one-packet messages into
-  the urgent queue (by BTH opcode and IPv4 length), DSCP + ECT(0) stamping and the
-  transmit queue of the class (``class_policy``). The host posts packets with DSCP 0
-  and Not-ECT: what the switches see is what the program stamped.
-* **The NIC's transmit queues** (:class:`softswitch.pna.tm.NicQueues` on softswitch's
-  traffic manager) hold each class in its own queue, served as the switches serve the
-  same classes, strict priority for the urgent queue and the small mouse classes, but
-  with queue 4, when it holds only large hot KV blocks, in the NIC's DWRR with the elephants
-  (:data:`NIC_DWRR_WEIGHTS`: one host's large block must not hold its MoE dispatch),
-  at the host's line rate. PFC from the leaf pauses the
-  queue of the paused priority (the class queues are the switches' priorities; the
-  urgent queue is never paused, as a NIC's CNP queue).
-
-The P4 program's own per-QP pacing (``qp_rate``: tokens, QUEUE_PACED) is not
-installed: one rate-limited queue shared by every over-rate QP is coarser than the
-lab's per-QP DCQCN, which stays the reaction point in every scheme. CNPs arriving for
-the host do go through the program's net->host pipeline (it consumes them, counts
-them and marks the entropy value they name) before the lab's reaction point reacts.
-Entropy spraying is off (``ev_count`` 0): each QP keeps the UDP source port it has in
-the other schemes, so every scheme's packets take the same ECMP paths. The receiver's
-notification point is the lab's in every scheme; its CNPs take the NIC's urgent
-transmit queue (where the program's own loopback-built CNPs go).
-
-The tables are filled with the entries the control plane compiles from an intent
-(controlplane/compile/nic.py: port_map, qp_class, local_qp, class_policy, rx_fast_path,
-the CNP clone session) for the lab's QPs and classes, with the DSCPs of the default
-profile (controlplane/profiles/default.yaml).
-
-softswitch's PNA target has no C fast path: each packet costs the interpreter about
-0.2 ms of CPU, which is what this scheme adds to a lab run.
+The program's per-QP pacing (``qp_rate``) is not installed: one rate-limited queue
+shared by every over-rate QP is coarser than the lab's per-QP DCQCN, the reaction point
+in every scheme. Entropy spraying is off (``ev_count`` 0), so every scheme's packets
+take the same ECMP paths. CNPs for the host pass the program's net->host pipeline
+(consumed, counted, their entropy value marked) before the reaction point reacts. The
+entries are those controlplane/compile/nic.py compiles, with the default profile's DSCPs.
 """
 
 from __future__ import annotations
@@ -71,18 +52,12 @@ RC_ACKNOWLEDGE, NAK_SYNDROME, NAK_MASK = 0x11, 0x60, 0xE0
 # profile's sched_signal: packet_size ..512): IPv4 + UDP + BTH + 512 + ICRC.
 URGENT_MAX_IPV4_LEN = 20 + 8 + 12 + 512 + 4
 # The NIC's DWRR weights per transmit queue. The switches keep queue 4 (large hot KV
-# blocks, TP/PP) strict; one host's NIC must not: a block of up to 256 KB in a strict
-# queue holds the host's link for up to 210 us at 10 Gb/s, and a MoE dispatch (every
-# 80 us) waits behind it at the sender. Measured in moe.yaml (3 ms, seed 1, tailcc-nic):
-# of 551 shards that waited > 50 us at the sender, 324 had a > 64 KB hot KV block of
-# their host on the wire; the dispatches that piled up then left as one burst, and the
-# 15-to-1 incasts behind it paused the spines (850 us of PFC, moe_a2a P99 30 vs 10.5).
-# The DWRR weights 3:1 against training bulk were not the cause (15:1 gave identical
-# figures: no bulk was on the wire yet). So at the NIC queue 4 shares by DWRR: MoE gets
-# 3/4 of the link against it (more than MoE's 61% offered load, so a dispatch keeps its
-# period; 1/2 was not enough: P99 26-34 in 5 ms cells), queue 4 gets 4/5 against each
-# elephant class (they keep the switches' 1:1 among themselves), and MoE keeps the
-# class-blind NIC's precedence over a host's elephants (one bulk QP among 15 MoE QPs).
+# blocks, TP/PP) strict; one host's NIC does not: a block of up to 256 KB in a strict
+# queue holds the host's 10 Gb/s link for about 200 us, longer than the MoE dispatch
+# period, and the dispatches held behind it leave as one burst. So queue 4 shares by
+# DWRR: MoE (queue 3) gets 3/4 of the link against it, more than MoE's offered load, so
+# a dispatch keeps its period; queue 4 gets 4/5 against each elephant class (1:1 among
+# themselves, as in the switches); MoE keeps its precedence over a host's elephants.
 # Within queue 4 the QPs still feed shortest message first (_feed: mouse classes).
 # Queue 4 is weighted only where it holds large blocks alone (large_blocks_only).
 NIC_DWRR_WEIGHTS = {4: 4, 3: 12, 2: 1, 1: 1, 0: 1}
@@ -149,8 +124,8 @@ def transmit_queues(rate_bps: float, classes: Iterable[str]) -> TrafficManager:
 def large_blocks_only(classes: set[str]) -> bool:
     """Does queue 4 hold only large hot KV blocks (the scenario splits hot KV by size,
     and no TP/PP)? Only then does the NIC weight it: a small block, or a TP/PP
-    message, in queue 4 stays strict above the elephants (a 16 KB block behind its
-    host's bulk: 1.17x weighted, 1.0x strict)."""
+    message, in queue 4 stays strict above the elephants (weighted, a small block
+    would wait behind its host's bulk)."""
     in_queue = {c for c in classes if role(c).queue == LARGE_BLOCK_QUEUE}
     return in_queue == {"hot_kv"} and "hot_kv_small" in classes
 

@@ -41,7 +41,7 @@ def _mac(addr: str) -> bytes:
 @lru_cache(maxsize=4096)
 def _ip_text(packed: bytes) -> str:
     """Dotted quad of 4 address bytes; cached (a lab run sees a few dozen hosts, and
-    ``ipaddress`` per packet was a tenth of the fabric's run time)."""
+    ``ipaddress`` per packet is a large share of the fabric's run time)."""
     return str(ipaddress.IPv4Address(packed))
 
 
