@@ -1,35 +1,28 @@
 """Giving memory back after big Write/Read batches.
 
-A parsed 30-60-byte TableEntry costs ~1.3 KB even on protobuf's upb runtime, so a
-controller that inserts and deletes a few hundred thousand entries moves gigabytes
-through the server. Three things keep that memory after the entries are gone, and
-this module undoes each, once the server has been quiet for a moment after such a
-batch (:class:`Reclaimer`, a background thread):
+A parsed TableEntry costs many times its encoded size, so a controller that inserts and
+deletes a few hundred thousand entries moves gigabytes through the server. Three things
+keep that memory after the entries are gone; :class:`Reclaimer`, a background thread,
+undoes each once the server has been quiet for a moment after such a batch:
 
-* **emptied dicts and sets keep their size** — CPython never shrinks a dict when keys
-  are deleted; :func:`compact` rebuilds sparse containers of the pipeline *in place*
+* **emptied dicts and sets keep their size** (CPython never shrinks a dict when keys
+  are deleted): :func:`compact` rebuilds sparse containers of the pipeline *in place*
   (clear + refill keeps their identity, which the data path's closures may hold);
-* **reference cycles** wait for a full collection — ``gc.collect()``, of the permanent
-  generation too: Writes freeze what exists when they end
-  (``runtime._collector_paused``), so it is unfrozen, collected, and what survives
-  (live, then) frozen again, as ``ports.realtime.settle`` does at start-up. That pass
-  walks every object of the process (a loaded tailcc.p4 with 60k routes: 50-450 ms
-  holding the GIL, the port loop stopped: one urgent frame waited 460 ms, 1 s after a
-  controller's writes ended, 2026-12-05) and, after table writes, finds nothing: their
-  paths leave no cycle (``tests/test_p4runtime_cycles.py`` keeps it so). So it runs
-  only after a pipeline change (``note(..., pipeline=True)``), whose old pipeline —
-  frozen at start-up, full of cycles — it is the only way to free;
-* **the C allocator keeps freed heap** in its arenas — ``settle_heap``
-  (:mod:`softswitch.allocator`: jemalloc's purge, or glibc's ``malloc_trim(0)``) returns
-  it to the kernel; on jemalloc up to ``KEEP_FREED_BYTES`` of freed pages stay for the
-  next batch until the server has had no request for ``KEEP_SECONDS`` (30 s): a batch
-  of 1000 inserts that faulted its pages in again ran ~20% slower.
+* **reference cycles** wait for a full collection of the permanent generation too
+  (Writes freeze what exists when they end: ``runtime._collector_paused``): it is
+  unfrozen, collected, and what survives frozen again, as ``ports.realtime.settle``
+  does at start-up. That pass walks every object of the process with the GIL held,
+  stopping the port loop, and after table writes finds nothing (their paths leave no
+  cycle; ``tests/test_p4runtime_cycles.py`` keeps it so), so it runs only after a
+  pipeline change (``note(..., pipeline=True)``), whose old pipeline it alone frees;
+* **the C allocator keeps freed heap** in its arenas: ``settle_heap``
+  (:mod:`softswitch.allocator`) returns it to the kernel, keeping some freed pages for
+  the next batch while requests keep coming (faulting them in again slows that batch).
 
 Requests add up: once the bytes handled since the last reclamation pass
-``BIG_REQUEST_BYTES``, one is due.
-
-Without a pipeline change the work is proportional to the pipeline's containers, not
-to its entries, and runs under the device lock only for :func:`compact` (milliseconds).
+``BIG_REQUEST_BYTES``, one is due. Without a pipeline change the work is proportional
+to the pipeline's containers, not to its entries, and holds the device lock only for
+:func:`compact`.
 """
 
 from __future__ import annotations
@@ -70,15 +63,15 @@ def held() -> list[Any] | None:
     so (``unary_lane``: :func:`holding`), else None: drop at once.
 
     Freeing is an entry's costliest part on glibc's allocator (``softswitch run``'s, see
-    ``cli._system_allocator``): ~20 objects per deleted entry, ~1-3 µs. Done after the
-    reply has been handed to gRPC, it overlaps the client's next request instead of
-    delaying this reply; a request's garbage is held for that request only."""
+    ``cli._system_allocator``). Done after the reply has been handed to gRPC, it
+    overlaps the client's next request instead of delaying this reply; a request's
+    garbage is held for that request only."""
     return _later.items
 
 
 # Batches of more updates free as they go: holding everything such a batch drops (its
 # decoded updates, a MODIFY's old actions) until the reply would raise its peak memory
-# by as much (~0.5 KB per update; a 16 MiB request holds ~300k).
+# by as much again.
 HOLD_UPDATES = 4096
 
 

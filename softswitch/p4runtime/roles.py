@@ -3,20 +3,7 @@
 P4Runtime partitions the control plane into named *roles*, each with its own primary
 controller, and leaves the role definitions to an out-of-band scheme agreed between
 clients and server. softswitch's scheme is a file given to ``softswitch run
---role-config FILE`` (YAML or JSON)::
-
-    roles:
-      - name: acl                     # the role name clients send (Role.name)
-        write:                        # what its primary may write: P4Info names
-          - MyIngress.acl             #   (full or alias) or ids, of tables, action
-          - MyIngress.acl_hits        #   profiles, counters, meters, registers,
-          - 0x02000001                #   value sets and digests, plus the names
-          - clone_sessions            #   multicast_groups / clone_sessions (PRE)
-        packet_in: false              # receives PacketIn (default false)
-        packet_out: false             # may send PacketOut (default false)
-      - name: ops
-        write: "*"                    # everything ...
-        pipeline: true                # ... and may set the pipeline (needs write "*")
+--role-config FILE`` (YAML or JSON; its form is on :meth:`RoleTable.load`).
 
 The *default role* (no role name) always exists with full pipeline access, as the
 specification defines it; it cannot be redefined. A role name the server does not know
@@ -229,7 +216,21 @@ class RoleTable:
 
     @classmethod
     def load(cls, path: str) -> RoleTable:
-        """Read a role config file (YAML or JSON); P4Error naming the problem."""
+        """Read a role config file (YAML or JSON); P4Error naming the problem. The form::
+
+            roles:
+              - name: acl                     # the role name clients send (Role.name)
+                write:                        # what its primary may write: P4Info names
+                  - MyIngress.acl             #   (full or alias) or ids, of tables, action
+                  - MyIngress.acl_hits        #   profiles, counters, meters, registers,
+                  - 0x02000001                #   value sets and digests, plus the names
+                  - clone_sessions            #   multicast_groups / clone_sessions (PRE)
+                packet_in: false              # receives PacketIn (default false)
+                packet_out: false             # may send PacketOut (default false)
+              - name: ops
+                write: "*"                    # everything ...
+                pipeline: true                # ... and may set the pipeline (needs write "*")
+        """
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read(1 << 20)

@@ -5,31 +5,7 @@ One parser turns a line into a typed command, and one
 :class:`~softswitch.core.control.SwitchControl`, so an STF test and an operator typing
 ``simple_switch_CLI`` commands program the switch identically.
 
-STF forms (p4c's ``bmv2stf.py``; keywords case-insensitive)::
-
-    add TABLE [PRIO] KEY:VALUE… ACTION(ARG:VALUE, …) [= ID]   higher PRIO wins
-    setdefault TABLE ACTION(ARG:VALUE, …)
-    remove all                                                clear every table
-    check_counter NAME(INDEX|$ID) [packets|bytes OP N]        OP: == != < <= > >=
-
-``simple_switch_CLI`` forms (positional keys in table order, BMv2 priority: lower wins)::
-
-    table_add TABLE ACTION KEY… => ARG… [PRIO]
-    table_set_default TABLE ACTION ARG…       table_modify TABLE ACTION HANDLE ARG…
-    table_delete TABLE HANDLE                 table_clear TABLE
-    table_dump TABLE                          table_num_entries TABLE       show_tables
-    table_info TABLE                          table_show_actions TABLE      show_actions
-
-Both::
-
-    mirroring_add SESSION PORT                mirroring_add_mc SESSION MGRP
-    mirroring_delete SESSION
-    mc_mgrp_create MGRP                       mc_node_create RID PORT…
-    mc_node_associate MGRP NODE
-    counter_read NAME INDEX                   counter_write NAME INDEX PACKETS BYTES
-    counter_reset NAME                        register_read NAME [INDEX]
-    register_write NAME INDEX VALUE           register_reset NAME
-    meter_set_rates NAME INDEX RATE:BURST…    meter_array_set_rates NAME RATE:BURST…
+The forms each command takes are listed on :func:`parse_command`.
 
 Names resolve as :mod:`softswitch.stf.names` documents; values parse as
 :mod:`softswitch.stf.values` documents; :mod:`softswitch.stf.session` executes. A
@@ -470,7 +446,34 @@ COMMAND_KEYWORDS = frozenset(_PARSERS)
 
 
 def parse_command(text: str, loc: SourceLoc | None = None) -> Command:
-    """Parse one control command (STF or ``simple_switch_CLI`` form)."""
+    """Parse one control command (STF or ``simple_switch_CLI`` form).
+
+    STF forms (p4c's ``bmv2stf.py``; keywords case-insensitive)::
+
+        add TABLE [PRIO] KEY:VALUE… ACTION(ARG:VALUE, …) [= ID]   higher PRIO wins
+        setdefault TABLE ACTION(ARG:VALUE, …)
+        remove all                                                clear every table
+        check_counter NAME(INDEX|$ID) [packets|bytes OP N]        OP: == != < <= > >=
+
+    ``simple_switch_CLI`` forms (positional keys in table order, BMv2 priority: lower wins)::
+
+        table_add TABLE ACTION KEY… => ARG… [PRIO]
+        table_set_default TABLE ACTION ARG…       table_modify TABLE ACTION HANDLE ARG…
+        table_delete TABLE HANDLE                 table_clear TABLE
+        table_dump TABLE                          table_num_entries TABLE       show_tables
+        table_info TABLE                          table_show_actions TABLE      show_actions
+
+    Both::
+
+        mirroring_add SESSION PORT                mirroring_add_mc SESSION MGRP
+        mirroring_delete SESSION
+        mc_mgrp_create MGRP                       mc_node_create RID PORT…
+        mc_node_associate MGRP NODE
+        counter_read NAME INDEX                   counter_write NAME INDEX PACKETS BYTES
+        counter_reset NAME                        register_read NAME [INDEX]
+        register_write NAME INDEX VALUE           register_reset NAME
+        meter_set_rates NAME INDEX RATE:BURST…    meter_array_set_rates NAME RATE:BURST…
+    """
     stripped = text.strip()
     keyword, _, rest = stripped.partition(" ")
     if not keyword:

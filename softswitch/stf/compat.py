@@ -5,31 +5,7 @@
 and values, and runs the lines strictly in order. A file that relies on any of that fails
 under p4c's driver, or passes with another meaning. :func:`check` finds such lines; the
 runner reports each as a warning (``FILE:LINE: warning: … [p4c-KIND]``), so a test can
-keep its files runnable on both targets. The kinds:
-
-``grammar``
-    not in p4c's STF grammar, so p4c's driver rejects the file: ``simple_switch_CLI``
-    commands (``table_add``, ``counter_reset`` …), ``register_read`` without an index,
-    and ``remove all`` (in the grammar, but the lexer reads ``all`` as a name: "parse
-    error: Unexpected token 'all'"; softswitch clears the tables).
-``syntax``
-    a value p4c's driver cannot read or translate: dotted IPv4, MAC and IPv6 addresses,
-    ``&&&`` masks, ``value/len`` (an LPM written so crashes the driver), a decimal or
-    ``0X`` ternary/LPM value (it needs ``0x``/``0b`` literals, ``*`` digits as wildcards),
-    ``*`` digits in an exact key or an action argument, ``-`` and ``_`` in numbers.
-``match-kind``
-    an entry of a table with a ``range`` or ``optional`` key: the driver cannot add one
-    (``Unexpected key type range``), whatever the entry's values.
-``priority``
-    an entry of a table with ternary keys without a priority: the driver crashes.
-``ignored``
-    parsed by the driver but never executed (``mc_node_update``); the softswitch runner
-    ignores it too.
-``order``
-    a control command after a packet. The driver feeds BMv2 from pcap files and BMv2
-    reads them only once every input port has a packet waiting or is closed (at the end
-    of the file), so the command may reach the switch before the packets written above
-    it: on BMv2 the file's meaning depends on timing.
+keep its files runnable on both targets. The kinds are :class:`CompatNote`'s.
 
 Not reported, because softswitch is stricter or the same: ``check_counter`` (the driver
 ignores it, softswitch checks it), ``wait`` (a no-op in both), ``expect PORT`` without
@@ -73,6 +49,33 @@ _STARRED = re.compile(r"0x[0-9a-fA-F*]+|0b[01*]+")
 
 @dataclass(frozen=True)
 class CompatNote:
+    """One line p4c's driver would reject or read differently; ``kind`` is one of:
+
+    ``grammar``
+        not in p4c's STF grammar, so p4c's driver rejects the file: ``simple_switch_CLI``
+        commands (``table_add``, ``counter_reset`` …), ``register_read`` without an index,
+        and ``remove all`` (in the grammar, but the lexer reads ``all`` as a name: "parse
+        error: Unexpected token 'all'"; softswitch clears the tables).
+    ``syntax``
+        a value p4c's driver cannot read or translate: dotted IPv4, MAC and IPv6 addresses,
+        ``&&&`` masks, ``value/len`` (an LPM written so crashes the driver), a decimal or
+        ``0X`` ternary/LPM value (it needs ``0x``/``0b`` literals, ``*`` digits as wildcards),
+        ``*`` digits in an exact key or an action argument, ``-`` and ``_`` in numbers.
+    ``match-kind``
+        an entry of a table with a ``range`` or ``optional`` key: the driver cannot add one
+        (``Unexpected key type range``), whatever the entry's values.
+    ``priority``
+        an entry of a table with ternary keys without a priority: the driver crashes.
+    ``ignored``
+        parsed by the driver but never executed (``mc_node_update``); the softswitch runner
+        ignores it too.
+    ``order``
+        a control command after a packet. The driver feeds BMv2 from pcap files and BMv2
+        reads them only once every input port has a packet waiting or is closed (at the end
+        of the file), so the command may reach the switch before the packets written above
+        it: on BMv2 the file's meaning depends on timing.
+    """
+
     loc: SourceLoc | None
     kind: str
     message: str
