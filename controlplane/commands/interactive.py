@@ -123,9 +123,8 @@ class _GrpcWithLimits:
     channels it opens take the controller's limits (:data:`CHANNEL_OPTIONS`).
 
     p4runtime-shell opens its channel with gRPC's defaults, so in the shell a Read of a
-    BMv2 table over 4 MiB (~70k routes: BMv2 answers a Read in one message) failed with
-    RESOURCE_EXHAUSTED, as ``tailcc apply`` did before its channel got the limits; it
-    offers no way to pass channel options."""
+    BMv2 table over 4 MiB (~70k routes: BMv2 answers a Read in one message) would fail
+    with RESOURCE_EXHAUSTED; it offers no way to pass channel options."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(grpc, name)

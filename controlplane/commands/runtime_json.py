@@ -9,22 +9,20 @@ The tutorials describe each switch as ``{"target": "bmv2", "p4info", "bmv2_json"
   ``[addr, prefix_len]`` for LPM, ``[value, mask]`` ternary, ``[low, high]`` range,
   each element again possibly a one-element list; ints (negative ones in two's
   complement), IPv4/IPv6 and MAC strings; action parameters the same way;
-- ``"default_action": true`` entries (the table's default action), ``priority``;
-- table and action names as full names or aliases (or any unique suffix);
-- ``multicast_group_entries`` ``{multicast_group_id, replicas: [{egress_port,
-  instance}]}``, ``clone_session_entries`` ``{clone_session_id, replicas,
-  packet_length_bytes}``.
+- ``"default_action": true`` entries, ``priority``; table and action names as full
+  names, aliases or any unique suffix; ``multicast_group_entries`` and
+  ``clone_session_entries`` (``replicas``, ``packet_length_bytes``).
 
 ``p4info`` and ``bmv2_json`` are found as the tutorials' ``make run`` finds them:
-relative to the current directory (the exercise folder, where ``build/`` is), then
-relative to the JSON's own folder, then to its parent (runtime files in ``pod-topo/``
-or ``solution/`` beside the exercise's ``build/``).
+relative to the current directory (the exercise folder, where ``build/`` is), then to
+the JSON's own folder, then to its parent (``pod-topo/`` or ``solution/`` beside the
+exercise's ``build/``).
 
 Every entry is built (and every problem reported, naming the entry) before anything
-is written; then all entries go in one transaction
-(:mod:`controlplane.p4rt.rollback`): atomic where the switch grants it, rolled back by
-the controller where it does not (BMv2), so a refused entry never leaves a switch
-half-programmed. The pipeline, once set, stays set.
+is written; then all entries go in one transaction (:mod:`controlplane.p4rt.rollback`),
+atomic where the switch grants it and rolled back by the controller where it does not
+(BMv2), so a refused entry never leaves a switch half-programmed. The pipeline, once
+set, stays set.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import yaml
 
 from controlplane.intent.problems import IntentError, Problem, child_path
 
-# libyaml's parser when PyYAML has it (several times faster on large intents).
+# libyaml's parser when PyYAML has it (the C parser, for large intents).
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 MAX_TEXT_BYTES = 16 * 1024 * 1024

@@ -28,15 +28,15 @@ _STOP = object()
 
 # A failed Write names each update's error in its trailers (grpc-status-details-bin,
 # one p4.v1.Error per update, ~100 bytes each). gRPC's default limit on received
-# metadata is 16 KiB: past ~160 failed updates a batch's answer was cut off as
-# RESOURCE_EXHAUSTED "received metadata size exceeds hard limit", from softswitch and
-# BMv2 alike, and which updates failed was lost. 32 MiB holds the errors of ~300k
-# updates, more than a 16 MiB request (softswitch's limit) can carry.
+# metadata, 16 KiB, cuts a batch's answer off past ~160 failed updates
+# (RESOURCE_EXHAUSTED "received metadata size exceeds hard limit", from softswitch and
+# BMv2 alike), losing which updates failed. 32 MiB holds the errors of ~300k updates,
+# more than a 16 MiB request (softswitch's limit) can carry.
 # BMv2 answers a Read in one ReadResponse, whatever the table's size (~60 B an LPM
-# route): past ~70k entries that is over gRPC's default 4 MiB for a received message,
-# and the Read failed with RESOURCE_EXHAUSTED "Received message larger than max", so
-# `tailcc apply` could not read the switch it reconciles. softswitch streams a Read in
-# responses of 1,000 entities. 256 MiB holds a few million routes.
+# route), so past ~70k entries it exceeds gRPC's default 4 MiB for a received message
+# (RESOURCE_EXHAUSTED "Received message larger than max") and `tailcc apply` cannot
+# read the switch it reconciles. softswitch streams a Read in responses of 1,000
+# entities. 256 MiB holds a few million routes.
 CHANNEL_OPTIONS = [("grpc.max_metadata_size", 32 << 20),
                    ("grpc.max_receive_message_length", 256 << 20)]
 
@@ -201,10 +201,10 @@ class Client:
         if self._reader is not None:
             self._reader.join(timeout=2)
         if self._channel is not None:
-            # grpc's Channel.close() waits for its polling thread's next wake-up (about
-            # 0.2 s after a streaming call): the session is over once the stream is
-            # cancelled, so nobody needs to wait for that. Closing in the background
-            # takes 0.2 s off every command and every reconcile round.
+            # grpc's Channel.close() waits for its polling thread's next wake-up: the
+            # session is over once the stream is cancelled, so nobody needs to wait for
+            # that. Closing in the background spares every command and every reconcile
+            # round that wait.
             threading.Thread(target=self._channel.close, daemon=True,
                              name=f"p4rt-close-{self.address}").start()
         self._stream = self._reader = self._channel = self._stub = None

@@ -97,7 +97,7 @@ class P4InfoIndex:
         # Lookups inside a table or action, by (what, its id, the name asked): a
         # controller adding routes resolves the same few names for every entry, and each
         # fresh resolution walks protobuf repeated fields (a wrapper object per element
-        # read): over half of building a route (2026-12-06). Only found names are kept.
+        # read), the larger part of building a route. Only found names are kept.
         self._found: dict[tuple[str, int, str], Any] = {}
 
     @classmethod

@@ -1,37 +1,28 @@
 """All-or-nothing writes, on targets that grant atomic batches and on those that do not.
 
-Why this module exists:
+P4Runtime's ``ROLLBACK_ON_ERROR`` makes *one* WriteRequest all-or-nothing, but BMv2's
+``simple_switch_grpc`` refuses it (``UNIMPLEMENTED``) and accepts only
+``CONTINUE_ON_ERROR``; and where it is granted (softswitch) it covers one request, while
+the controller writes in dependency phases and batches (``tailcc apply``: deletes, ECMP
+members, groups, table entries, replication).
 
-- P4Runtime's ``ROLLBACK_ON_ERROR`` makes *one* WriteRequest all-or-nothing, but BMv2's
-  ``simple_switch_grpc`` refuses it outright (``UNIMPLEMENTED: Support for atomic write
-  modes has not been implemented yet``) and accepts only ``CONTINUE_ON_ERROR``, which
-  applies every update it can and reports the others.
-- Even where it is granted (softswitch), it covers one request. The controller writes
-  in dependency phases and in batches (``tailcc apply``: deletes, ECMP members, groups,
-  table entries, replication), so a refusal in a later request would leave the earlier
-  ones applied.
-
-A :class:`Transaction` therefore keeps a journal of every update the switch accepted,
-with what the switch held before it, and when anything is refused it undoes them
-itself, newest first, with the inverse updates::
+A :class:`Transaction` therefore journals every update the switch accepted, with what
+the switch held before it, and when anything is refused undoes them itself, newest
+first, with the inverse updates::
 
     INSERT -> DELETE        DELETE -> INSERT of the entity as it was read before
     MODIFY -> MODIFY back to the value as it was read before
 
 The previous state of what a MODIFY or DELETE touches must be known *before* the
 write: callers that already read the switch (the reconciler) pass it in, otherwise the
-transaction reads it first. After undoing, the transaction reads every touched entity
-back and compares it with the state before (one repair attempt for anything that
-still differs), so the error tells the user either that the switch reads as before or
-exactly which entities could not be restored, and why.
+transaction reads it first. After undoing, it reads every touched entity back (one
+repair attempt for anything that still differs), so the error says either that the
+switch reads as before or which entities could not be restored, and why.
 
 Whether the target grants ``ROLLBACK_ON_ERROR`` is learned once per session
-(:meth:`controlplane.p4rt.client.Client.grants_atomic_writes`: an empty atomic
-WriteRequest as a probe, or the first ``UNIMPLEMENTED`` answer). Where it is granted
-each batch is still sent atomically (a refused batch leaves nothing behind and only
-earlier batches need undoing); ``Client(atomic_writes=False)`` forces the
-controller's own rollback everywhere (tests, and targets that grant the mode but
-implement it badly).
+(:meth:`controlplane.p4rt.client.Client.grants_atomic_writes`); where granted, each
+batch is still sent atomically, so only earlier batches need undoing.
+``Client(atomic_writes=False)`` forces the controller's own rollback everywhere.
 """
 
 from __future__ import annotations

@@ -190,7 +190,7 @@ class Bmv2Thrift:
         when SetForwardingPipelineConfig loads a pipeline, but leaves their nodes in
         BMv2's PRE: a clone session written again with the same id then gets a second
         replica, and every clone (every Fast CNP) is sent twice. After a pipeline load
-        both sides are empty again. Measured with ``mc_dump``; see controlplane/README.md.
+        both sides are empty again. ``mc_dump`` shows the nodes; see controlplane/README.md.
         """
         raw = self._call("mc_dump", lambda: self._pre.bm_mc_get_entries(0))
         try:
