@@ -1,8 +1,9 @@
 """Seeded mutations of P4_16 source text: small programs near the edges of the language.
 
-A mutation changes one thing in a program's own text (includes stay as they are) and
-says what it did. They are token-level, so most mutants still parse and the front end's
-*semantic* rules decide, which is where a front end written against samples goes wrong:
+A mutation changes one thing in a program's own text (includes stay as they are) and says
+what it did; :func:`mutants` yields them deterministically from a seed, so a failing
+mutant is reproduced by its ``(seed, index)``. Token-level, most mutants still parse and
+the front end's *semantic* rules decide, where a front end written against samples errs:
 
 ``binop``      an operator becomes another (``==`` → ``<``, ``&`` → ``&&&``, ``+`` → ``++``)
 ``literal``    an integer literal becomes a value at or past the edges (0, 255, 256, -1,
@@ -12,8 +13,7 @@ says what it did. They are token-level, so most mutants still parse and the fron
 ``match_kind`` a table key's match kind becomes another
 ``direction``  a parameter direction changes (or goes)
 ``const``      ``const`` goes, or appears before ``entries``/``default_action``
-``drop``       a statement or declaration goes
-``dup``        a statement or declaration is doubled
+``drop``/``dup`` a statement or declaration goes / is doubled
 ``ident``      a name becomes another name of the program, or a table's ``.apply().hit``
 ``priority``   a table entry gains ``priority = N:``
 ``swap``       two call arguments change places
@@ -23,9 +23,6 @@ says what it did. They are token-level, so most mutants still parse and the fron
                ``.next``/``.last``/a run-time value; a ``.next``/``.last`` becomes an index
 ``typeargs``   a call gets explicit type arguments (right, wrong or too many)
 ``label``      a ``switch`` or ``select`` case label becomes another value or ``default``
-
-:func:`mutants` yields them deterministically from a seed, so a failing mutant is
-reproduced by its ``(seed, index)``.
 """
 
 from __future__ import annotations

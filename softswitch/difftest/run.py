@@ -139,10 +139,10 @@ def run_p4c(exe: str, path: Path, include_dirs: Iterable[str], out: Path | None,
         except subprocess.TimeoutExpired:
             return Verdict("crash", f"timeout after {timeout:.0f} s")
         text = proc.stdout + proc.stderr
-        # p4c 1.2.5's tools start gRPC's event engine, whose poller has killed p4test
-        # once (make test, 2026-12-05: "Epoll1Poller ... epoll_wait error: Bad file
-        # descriptor", then a signal): a failure of gRPC's runtime, not a verdict on
-        # the program, so such a run is made once more. A real crash repeats.
+        # p4c 1.2.5's tools start gRPC's event engine, whose poller can kill p4test
+        # ("Epoll1Poller ... epoll_wait error: Bad file descriptor", then a signal): a
+        # failure of gRPC's runtime, not a verdict on the program, so such a run is
+        # made once more. A real crash repeats.
         if not (proc.returncode < 0 and _EVENT_ENGINE_ABORT in text):
             break
     if "Compiler Bug" in text or proc.returncode < 0 or "bad_alloc" in text:

@@ -37,10 +37,8 @@ Transmit = Callable[[int, bytes], None]
 log = logging.getLogger("softswitch.device")
 MAX_STREAM_BACKLOG = 10000    # PacketIns queued for one controller before dropping
 # Updates of a CONTINUE_ON_ERROR batch applied per hold of the device lock when the port
-# loop answers the Write (Device.checkpointing), a checkpoint between: ~12 µs each
-# there, so an urgent frame waits ~50 µs for the batch, not all of it (a Write of ten
-# routes held it 120 µs on the general path, 2026-12-05; 183 µs at P50 on the small
-# path's one hold, 2026-12-06).
+# loop answers the Write (Device.checkpointing), a checkpoint between: an urgent frame
+# waits for one slice of the batch, not all of it.
 LOOP_WRITE_SLICE = 4
 
 

@@ -3,20 +3,16 @@
 ``softswitch run -- --p4runtime-process`` (a softswitch extension) starts this process
 beside the switch. It serves ``p4.v1.P4Runtime`` on the switch's address (TLS as the
 switch was told), so grpcio's threads, HTTP/2 and every call's completion-queue events
-run here, not in the switch, whose port loop would otherwise share the GIL with them:
-with a controller writing 1000 routes/s (one Write of ten every 10 ms) over the
-in-process server the urgent class's P99 rose 2.9× over elephants alone, against
-1.48× for 1000 CLI commands/s that run on the port loop itself (2026-12-06, README).
+run here, not in the switch, whose port loop would otherwise share the GIL with them
+and delay urgent frames while a controller writes.
 
 * **Write** and **Capabilities** go to the switch as one frame each over a unix socket
   that the port loop reads (:mod:`.frontend_link`, :mod:`.loop_writes`); its reply
   (status, details, trailing metadata with the per-update errors, response) is this
   call's answer. They are served on the unary lane (:mod:`.unary_lane`, as in the
   switch's own server): grpcio's polling thread receives the call, waits for the
-  switch's reply and sends it, where its thread pool handed every call to a pool
-  thread and back. This process shares a CPU with the controller (and, on the urgent
-  bench's 2-core machine, with the traffic generator): 320-350 µs of CPU per Write of
-  ten routes on the lane, 410-470 through the pool (2026-12-06).
+  switch's reply and sends it, with no hand-over to a pool thread and back, which
+  saves CPU this process shares with the controller.
 * **Read**, **SetForwardingPipelineConfig**, **GetForwardingPipelineConfig** and the
   **StreamChannel** are passed through, message by message, to the switch's own gRPC
   server on a second unix socket (metadata, deadline, status, trailing metadata and

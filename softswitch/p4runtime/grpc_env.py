@@ -4,12 +4,9 @@ grpcio >= 1.5x accepts connections and reads and writes their sockets on EventEn
 threads of its own, which then hand each completed operation to the thread polling the
 completion queue: for the unary lane (:mod:`unary_lane`) that is one more wake-up of
 another thread per step of every call. With the listener experiment off, accepted
-connections use gRPC's poller endpoints, whose I/O runs on the threads that poll —
-grpcio's serving thread, which also answers the lane's calls. Measured on the 2-core
-machine with the same Python client (before the lane moved onto that thread), server
-started alternately one way and the other: no-op RPCs 2,800-3,130/s
-against 2,370-2,650/s, server CPU ~160 µs a call against ~170 µs (BMv2's C++ server:
-~3,300-3,500/s, ~106 µs).
+connections use gRPC's poller endpoints, whose I/O runs on the threads that poll:
+grpcio's serving thread, which also answers the lane's calls, so a no-op RPC costs the
+server less CPU and more calls are answered per second.
 
 gRPC reads ``GRPC_EXPERIMENTS`` once, when its core starts, so :func:`configure` must run
 before the first server or channel exists; a value the user set is left alone. The

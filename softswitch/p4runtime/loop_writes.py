@@ -43,9 +43,8 @@ from softswitch.ports.loop_calls import LoopCalls
 
 log = logging.getLogger("softswitch.p4runtime")
 SEND_TIMEOUT_S = 30.0        # the big-request thread's blocking sends
-# What one read takes, into a buffer kept for it (the loop's thread only): recv(1 MiB)
-# allocated and shrank a 1 MiB object per Write, 17% of the loop's time in Writes
-# (py-spy, 1000 routes/s).
+# What one read takes, into a buffer kept for it (the loop's thread only), so a Write
+# does not allocate and shrink a new bytes object of the read's size.
 _CHUNK = bytearray(64 << 10)
 _CHUNK_VIEW = memoryview(_CHUNK)
 
@@ -170,7 +169,7 @@ class _Connection:
             with loop.calls.as_call():  # its checkpoints let urgent frames through
                 loop.calls.checkpoint()  # (the frame was read: the request comes next)
                 reply = _reply(handler, message)
-                loop.calls.checkpoint()  # (answered: the send, ~30 µs, comes next)
+                loop.calls.checkpoint()  # (answered: the send comes next)
                 self._send_now(reply)
 
     def _send_now(self, reply: Reply) -> None:

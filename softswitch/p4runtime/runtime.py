@@ -290,16 +290,15 @@ _NOTHING = contextlib.nullcontext()       # reusable: a context that does nothin
 class _collector_paused:  # noqa: N801 - used as a context manager, like contextlib's
     """No automatic cyclic-GC pass while a big batch (``pause``) is applied.
 
-    A batch allocates ~10 tracked objects per entry, none of them garbage: every gen-2
-    pass it triggers would walk the whole table (O(table) per batch, ~10-15% of an
-    insert of 20k entries). It is re-enabled after the batch if it was enabled before
-    it (so concurrent batches cannot leave it off). With ``freeze`` (a server whose
-    :mod:`reclaim` thread collects and re-freezes once quiet) what exists then is moved
-    to the permanent generation (O(1)), after small writes too: otherwise the passes
-    after the write walk its objects anyway — in young, then middle, then full passes,
-    ~4 µs per entry inserted in batches of 1000 (measured with gc callbacks), as much
-    as the insert; entries added one at a time (1000 CLI writes/s) stopped the port
-    loop 10-30 ms every few seconds.
+    A batch allocates several tracked objects per entry, none of them garbage: every
+    gen-2 pass it triggers would walk the whole table (O(table) per batch). It is
+    re-enabled after the batch if it was enabled before it (so concurrent batches cannot
+    leave it off). With ``freeze`` (a server whose :mod:`reclaim` thread collects and
+    re-freezes once quiet) what exists then is moved to the permanent generation
+    (O(1)), after small writes too: otherwise the passes after the write walk its
+    objects anyway, in young, then middle, then full passes, costing as much as the
+    insert and, for entries added one at a time, stopping the port loop for whole
+    full passes.
     A class, not a generator: every Write enters it, a batch of one too."""
 
     __slots__ = ("_freeze", "_paused")

@@ -1,19 +1,14 @@
 """A lean serving lane for P4Runtime's short unary RPCs (Write, Capabilities).
 
 grpcio's synchronous server hands every call from its polling thread to a pool thread
-and back, several times per call (request, message, status), each hop a GIL hand-over:
-on a 2-core machine a no-op RPC costs ~560 µs there against ~330 µs on BMv2's C++
-server, so a batch-1 Write could not keep up with BMv2 whatever the write itself cost.
-This lane takes those methods off the pool: they are registered with gRPC core as
-*registered methods* whose events arrive on grpcio's own completion queue with tags
-that grpcio's serving loop calls (as it calls its own per-call callbacks), so the one
-thread that polls the connection also receives, runs the handler, and sends message
-and status in one batch: no hand-over at all.
-
-An earlier version polled a completion queue of its own on a thread of its own. Both
-threads then polled the connection (gRPC core lets every polling thread do the
-socket's I/O) and each woke per call: measured with ``perf`` on the no-op RPC, grpcio's
-thread spent ~48 µs a call in socket reads and wake-ups besides the lane's ~104 µs.
+and back, several times per call (request, message, status), each hop a GIL hand-over
+that costs more than a small Write itself. This lane takes those methods off the pool:
+they are registered with gRPC core as *registered methods* whose events arrive on
+grpcio's own completion queue with tags that grpcio's serving loop calls (as it calls
+its own per-call callbacks), so the one thread that polls the connection also
+receives, runs the handler, and sends message and status in one batch: no hand-over
+at all. (A completion queue of the lane's own, polled on a thread of its own, would
+have two threads polling the connection and each waking per call.)
 
 Requests bigger than ``INLINE_BYTES`` are answered on the lane's thread instead
 (:mod:`~softswitch.p4runtime.big_requests`, which also bounds the bytes waiting there),

@@ -99,8 +99,9 @@ def split(data: bytes, lazy_field: int) -> tuple[bytes, list[tuple[int, int]]]:
     length-delimited occurrences (parsed one by one, later — or never, when the
     request is refused first). WireError on malformed bytes.
 
-    Done in C by entrywire's ``split`` where it is built (this loop costs ~1-2 µs per
-    update of a big batch), else by :func:`split_python`: same result, same errors."""
+    Done in C by entrywire's ``split`` where it is built (the Python loop's cost per
+    update adds up over a big batch), else by :func:`split_python`: same result, same
+    errors."""
     mod = entrywire.native()
     if mod is None:
         return split_python(data, lazy_field)
