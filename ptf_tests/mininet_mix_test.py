@@ -7,9 +7,9 @@ switch is programmed by ``tailcc apply`` with either the tailcc intent or the FI
 first sends the urgent mice alone (port 2 to 3), then with elephants from port 1 to 3
 offered at twice the bottleneck. During the loaded phase the same mice classes also go
 from port 2 to port 1, whose queue is empty: that is each class's *unloaded* latency
-measured at the same moment, so a stall of the machine or the switch (measured: ~90 ms
-stalls that hit every class at once, with a load of 10 on the 2-core VM) counts on both
-sides of the comparison. The mice-alone phase is printed next to it. Per urgent class:
+measured at the same moment, so a stall of the machine or the switch (one that hits
+every class at once) counts on both sides of the comparison. The mice-alone phase is
+printed next to it. Per urgent class:
 
 - ``config=tailcc``: no mouse lost, P99 <= unloaded P99 + 2 x one bulk frame's
   serialisation time at the bottleneck, order kept;
@@ -20,11 +20,9 @@ Frames leave through PTF's dataplane (ports 1 and 2). Latency is the kernel's re
 stamp (``SO_TIMESTAMPNS`` on a packet socket bound to port 3's interface, from PTF's
 port map) minus the send time written into the frame just before it is sent: one
 clock, and no Python thread scheduling on the receive side. The GIL switch interval
-is shortened so the mice's sender thread is not held up by the elephants' for the
-default 5 ms.
-
-Not in PTF's standard group: it needs the topology ``topologies.ptf_mix`` sets up, so
-``ptf_tests/run.py`` (plain veths) does not run it.
+is shortened so the elephants' sender thread does not hold up the mice's for Python's
+default 5 ms. Not in PTF's standard group: it needs the topology ``topologies.ptf_mix``
+sets up, so ``ptf_tests/run.py`` (plain veths) does not run it.
 """
 
 from __future__ import annotations

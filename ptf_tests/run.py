@@ -5,39 +5,25 @@
                      [--ports 1,2,3,4,5,6] [--no-netns] [--keep DIR] [-- PTF ARGS / TESTS]
     ptf_tests/run.py --suite nic [--keep DIR] [-- PTF ARGS / TESTS]
 
-``--suite nic`` runs ptf_tests/nic/ against the tailcc NIC (p4src/nic/tailcc_nic.p4, a
-PNA program) on softswitch: ``softswitch run`` gets ``--host-port 1 --net-port 2
---loopback-port 9`` and the tests send into the host port and the network port.
-BMv2 has no target for p4c's generic PNA programs (softswitch/pna/README.md), so the
-NIC suite runs on softswitch only.
-
 What it does, in order, and undoes in reverse whatever happens (failure, Ctrl-C):
 
-1. prepares the P4Info and the device config the tests push with
-   SetForwardingPipelineConfig. softswitch: ``softswitch compile`` writes the P4Info
-   (unless ``--p4info``) and the config is softswitch's artifact (the program with its
-   include files). BMv2: the tools are found by ``softswitch.reference_tools``
-   (``PATH`` or ``/opt/p4lang``, installed from ``../shared/p4lang`` when the bundle is
-   there); the config is the ``--bmv2-json`` given, or ``p4c-bm2-ss --arch v1model``
-   compiles ``p4src/tailcc.p4`` into the work directory, P4Info included;
-2. creates a private network namespace (so the suites can use the classic interface
-   names ``veth0``/``veth1`` … and port 9559 without colliding with anything else on
-   the machine) and in it one veth pair per switch port P: ``veth{2i}`` on the switch
-   side, ``veth{2i+1}`` on the PTF side, with IPv6 off so the kernel sends nothing
-   the tests do not expect, and offloads off (``ethtool -K``) so frames stay as sent
-   and BMv2's libpcap capture ring holds a whole burst;
-3. starts ``softswitch run --no-p4`` (or ``simple_switch_grpc --no-p4``, with its
-   notification socket in the work directory so parallel runs do not share it) on the
-   switch side with ``--cpu-port 255 --priority-queues 8`` and waits until its gRPC
-   port answers;
-4. runs ``ptf --test-dir ptf_tests -i P@veth{2i+1} … --test-params "grpcaddr=…;
-   p4info=…;device_config=…;cpu_port=…;target=…"``, writes ``results.txt`` (one
-   ``PASS|FAIL|SKIP name[ why]`` line per test) into the work directory, prints a closing
-   ``N passed, N failed`` line, and exits with PTF's status.
+1. prepares the P4Info and the device config the tests push: softswitch's artifact
+   (``softswitch compile``), or for BMv2 the ``--bmv2-json`` given or ``p4c-bm2-ss``'s
+   output for ``p4src/tailcc.p4`` (tools found by ``softswitch.reference_tools``);
+2. creates a private network namespace (so the classic names ``veth0``/``veth1`` … and
+   port 9559 collide with nothing) with one veth pair per switch port, ``veth{2i}`` on
+   the switch side and ``veth{2i+1}`` on PTF's, IPv6 and offloads off;
+3. starts ``softswitch run --no-p4`` (or ``simple_switch_grpc --no-p4``) with
+   ``--cpu-port 255 --priority-queues 8`` and waits until its gRPC port answers;
+4. runs ``ptf --test-dir ptf_tests`` with the ports and ``--test-params`` (grpcaddr,
+   p4info, device_config, cpu_port, target), writes ``results.txt`` (one ``PASS|FAIL|SKIP
+   name[ why]`` line per test), prints ``N passed, N failed`` and exits with PTF's status.
 
-The namespace mode re-executes this script inside the namespace (Python 3.11 has no
-``os.setns``), so the switch, the gRPC wait and PTF all live there; the outer process
-only owns the namespace and the inner process group.
+``--suite nic`` runs ptf_tests/nic/ against p4src/nic/tailcc_nic.p4 (PNA) on softswitch
+only (BMv2 has no target for p4c's PNA programs), with host port 1, network port 2 and
+loopback port 9. The namespace mode re-executes this script inside the namespace
+(Python 3.11 has no ``os.setns``); the outer process owns only the namespace and the
+inner process group.
 """
 
 from __future__ import annotations

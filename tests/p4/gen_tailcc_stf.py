@@ -1,35 +1,28 @@
 """Generate the STF tests of p4src/tailcc.p4 (tests/p4/*.stf).
 
 Run ``.venv/bin/python tests/p4/gen_tailcc_stf.py`` after changing a test; the .stf
-files are committed so the tests run without regenerating.
-
-Expected packets are built from scratch with scapy, never by transforming the input the
-way the P4 program does: scapy computes IPv4 checksums, UDP checksums and the RoCEv2 ICRC
-(``scapy.contrib.roce``), so they are an independent reference for what the switch must
-emit.
+files are committed so the tests run without regenerating. Expected packets are built
+from scratch with scapy (IPv4 and UDP checksums, the RoCEv2 ICRC), never by transforming
+the input the way the P4 program does, so they are an independent reference.
 
 Every file runs under both ``softswitch stf`` and p4c's own BMv2 STF driver
 (``bmv2-stf``, tests/test_tailcc_stf.py), so entries use only the syntax that driver's
 grammar takes, with the same meaning in both:
 
 * numbers are hex (``0x…``), binary (``0b…``) or decimal; no dotted IPv4, no MAC colons;
-* a ternary key is a ``0x``/``0b`` literal whose ``*`` digits are wildcards; the mask is
-  the digits written, so the literal spells every bit of the key (:func:`tern`);
-* an LPM key is a literal whose trailing ``*`` digits give the prefix length (``0x0a0002**``
-  is /24) (:func:`lpm`); no ``value/len``;
+* a ternary key is a ``0x``/``0b`` literal whose ``*`` digits are wildcards, spelling
+  every bit of the key (:func:`tern`); an LPM key's trailing ``*`` digits give the
+  prefix length (``0x0a0002**`` is /24, :func:`lpm`); no ``value/len``;
 * ternary tables always get a priority: a higher STF priority wins (the driver passes
   ``10000 - PRIO`` to ``simple_switch_CLI``, where a lower value wins);
 * control commands come before the packets: BMv2 reads its pcap inputs only once every
-  input port has a packet queued or is closed, so on BMv2 a command written after a
-  packet may take effect before that packet is processed;
-* the switch runs with ``--priority-queues 8`` (as tailcc is deployed), and BMv2 may
-  hold a burst of packets in its strict-priority queues at once, so the packets that
-  leave by one port are written in non-increasing queue order (7 first): then strict
-  priority and arrival order agree, and softswitch (which sends each packet before it
-  takes the next) and BMv2 see the same order.
+  input port has a packet queued or is closed, so a later command may overtake a packet;
+* with ``--priority-queues 8`` (as tailcc is deployed) BMv2 may hold a burst in its
+  strict-priority queues, so the packets leaving one port are written in non-increasing
+  queue order (7 first): strict priority and arrival order then agree on both targets.
 
-Range keys (``LOW..HIGH``) have no syntax in that driver at all: see
-tests/test_tailcc_stf.py for what that means for the files that program ``traffic_class``.
+Range keys (``LOW..HIGH``) have no syntax in that driver: tests/test_tailcc_stf.py says
+what that means for the files that program ``traffic_class``.
 """
 
 from __future__ import annotations

@@ -11,10 +11,8 @@ range keys out, and ``parse_table_add`` gives ``simple_switch_CLI`` a priority o
 tables whose BMv2 match type is ``ternary`` (a table with a range key is ``range``, and
 BMv2 needs a priority there too). tailcc's ``traffic_class`` has five range keys, so
 without this every STF file that classifies traffic fails on BMv2 before a packet is
-sent.
-
-This script imports the unmodified driver, adds exactly those three things, and runs the
-driver's own ``run-bmv2-test.py`` — nothing else of the driver changes:
+sent. This script imports the unmodified driver, adds exactly those three things, and
+runs the driver's own ``run-bmv2-test.py`` — nothing else of the driver changes:
 
 * ``KEY:LOW..HIGH`` (softswitch's STF range syntax) is ``LOW->HIGH`` for
   ``simple_switch_CLI``;
