@@ -55,9 +55,10 @@ from topologies.schema import PROJECT_ROOT, Topology, TopologyError, load_topolo
 TRAFFIC = Path(__file__).resolve().parent / "mix_traffic.py"
 NAMED = {"single": "topologies/single.yaml", "leaf-spine": "topologies/leaf_spine.yaml"}
 CONFIGS = ("fifo", "tailcc")
-# Measured on the idle 2-core VM (topologies/README.md): softswitch's link at 10 Mb/s
-# (~2600 frames/s in) and BMv2 at 500 bulk frames/s per queue keep up; slower links
-# put the mice's floor (one bulk frame ahead + their own frame) near the 3 ms target.
+# Bottleneck rates a software switch on a small machine keeps up with
+# (topologies/README.md): softswitch's link at 10 Mb/s, BMv2 at 500 bulk frames/s per
+# queue; slower links put the mice's floor (one bulk frame ahead + their own frame)
+# near the 3 ms target.
 DEFAULT_RATES = {"link-rate": 10_000_000, "queue-rate": 500}
 START_DELAY = 1.0                 # senders start after the receiver is listening
 DRAIN = 1.5                       # the receiver keeps listening after the senders stop

@@ -10,8 +10,7 @@ class to the receiver, the topology's last host. Where it congests (the bottlene
 
 - senders on the receiver's switch (``single``): the receiver's access port;
 - senders on another switch (``leaf-spine``): that switch's uplink towards the
-  receiver. ECMP routes are pinned to their group's first member, so every flow takes
-  the same uplink: one shared link, not a hash-dependent pair.
+  receiver, one link every flow shares (ECMP routes pinned to their group's first member).
 
 How the bottleneck is made, per target (``--bottleneck``):
 

@@ -72,8 +72,8 @@ def send(cfg: dict) -> dict:
     # mice arrive as a Poisson process (seeded: the same run twice sends the same
     # gaps), elephants at a constant mean rate with each gap jittered by up to
     # +-ELEPHANT_JITTER: strictly periodic flows phase-lock with a tail-drop queue (the
-    # same flow always meets the full queue: a FIFO run once dropped 99.7% of one
-    # elephant class and 21% of another offered at the same rate)
+    # same flow always meets the full queue, so of two classes offered at the same rate
+    # one loses nearly everything)
     rngs = [random.Random(cfg.get("seed", 0) * 1000 + f["id"]) for f in flows]
     heapq.heapify(heap)
     seq = [0] * len(flows)
