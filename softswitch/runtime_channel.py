@@ -6,14 +6,7 @@ BMv2 exposes queue rates/depths, mirroring and table commands over Thrift to
 TCP (``softswitch run … --thrift-port P``), and ``softswitch cli --port P`` is the client:
 commands from ``-c``, a file or standard input, like ``simple_switch_CLI < cmds.txt``.
 
-Traffic-manager commands handled here (BMv2 syntax, then softswitch extensions):
-``set_queue_rate PPS [PORT [PRIORITY]]``, ``set_queue_depth PACKETS [PORT [PRIORITY]]``,
-``set_queue_weight WEIGHT PORT [PRIORITY]`` (DWRR), ``set_link_rate BITS_PER_S PORT``,
-``set_pfc INGRESS_PORT PRIORITY XOFF XON`` / ``clear_pfc INGRESS_PORT PRIORITY``,
-``show_queues PORT``, ``show_pfc``; and ``show_ports`` (BMv2's table; its ``extra info``
-gives the frames the kernel dropped on each port because the port loop fell behind and
-its receive ring filled, ``kernel_drops``, and ``urgent_kernel_drops`` for the urgent
-class's own socket with ``--ingress-priority-dscp``). Wire format
+The traffic-manager commands it adds are listed on :class:`RuntimeChannel`. Wire format
 (:mod:`softswitch.runtime_lines`): one JSON object per line each way —
 ``{"cmd": "..."}`` → ``{"ok": true|false, "output": "..."}``.
 
@@ -69,7 +62,17 @@ def _ints(words: list[str], usage: str, least: int, most: int) -> list[int]:
 
 
 class RuntimeChannel:
-    """Executes one command line against a switch and its traffic manager."""
+    """Executes one command line against a switch and its traffic manager.
+
+    Traffic-manager commands handled here (BMv2 syntax, then softswitch extensions):
+    ``set_queue_rate PPS [PORT [PRIORITY]]``, ``set_queue_depth PACKETS [PORT [PRIORITY]]``,
+    ``set_queue_weight WEIGHT PORT [PRIORITY]`` (DWRR), ``set_link_rate BITS_PER_S PORT``,
+    ``set_pfc INGRESS_PORT PRIORITY XOFF XON`` / ``clear_pfc INGRESS_PORT PRIORITY``,
+    ``show_queues PORT``, ``show_pfc``; and ``show_ports`` (BMv2's table; its ``extra info``
+    gives the frames the kernel dropped on each port because the port loop fell behind and
+    its receive ring filled, ``kernel_drops``, and ``urgent_kernel_drops`` for the urgent
+    class's own socket with ``--ingress-priority-dscp``).
+    """
 
     def __init__(self, control: SwitchControl | Callable[[], SwitchControl | None],
                  tm: TrafficManager | None, lock: Any = None,

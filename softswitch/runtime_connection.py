@@ -1,26 +1,22 @@
 """A runtime-channel connection read and answered on ``softswitch run``'s port loop.
 
 The runtime channel's commands run on the port loop anyway, one per turn
-(:mod:`softswitch.ports.loop_calls`). When a connection's own thread read the socket,
-parsed the JSON lines, handed them over and wrote the replies, that thread took the
-GIL a few times per burst of commands, and every time the loop wanted it back it
-waited for that thread and for a wake-up across CPUs. With 1000 commands/s in bursts
-of ten, commands that failed at once (nearly nothing to run) still took the urgent
-class's P99 from 150 to 230 µs (``bench/urgent_latency.py``, elephants queued,
-2026-12-05); commands the loop itself issued, with no other thread involved, cost
-~25 µs of P99.
+(:mod:`softswitch.ports.loop_calls`). A connection thread that read the socket, parsed
+the JSON lines, handed them over and wrote the replies would take the GIL a few times
+per burst of commands, and every time the loop wanted it back it would wait for that
+thread and for a wake-up across CPUs, raising the urgent class's tail latency even for
+commands that do nothing.
 
 So once a connection is accepted (and authenticated) its thread hands the socket to
 the loop (:meth:`DataPlane.watch`) and waits. The loop reads what arrives
 (non-blocking), answers the complete lines one command per turn, and sends the
-replies of a read together, as the thread did; it does not read the connection again
-until they are sent, so a client cannot queue more than one read's worth of
-commands. A reply the socket cannot take at once (a client that does not read) goes
-to the connection's thread, which sends it blocking and gives the socket back: the
-loop never waits on a client. The thread also closes a connection idle for
-``idle`` seconds, as before. Where the loop does not take connections (not running,
-or on ``select``), the thread serves it the old way
-(:class:`softswitch.runtime_channel._Handler`).
+replies of a read together; it does not read the connection again until they are
+sent, so a client cannot queue more than one read's worth of commands. A reply the
+socket cannot take at once (a client that does not read) goes to the connection's
+thread, which sends it blocking and gives the socket back: the loop never waits on a
+client. The thread also closes a connection idle for ``idle`` seconds. Where the loop
+does not take connections (not running, or on ``select``), the thread serves it
+itself (:class:`softswitch.runtime_channel._Handler`).
 """
 
 from __future__ import annotations

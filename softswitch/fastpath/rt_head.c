@@ -228,16 +228,16 @@ static uint64_t rt_hash(int algo, const uint8_t *d, size_t n) {
 /* Open addressing, linear probing, backward-shift deletion; keys are nk u128 words.
  * Growing is incremental: a map past 3/4 full allocates arrays twice the size and moves
  * MAP_STEP slots of the old ones per later write (put or delete), so no single write
- * rehashes the whole table. Doubling a 65,536-slot map in one step stopped the port loop
- * for ~23 ms in softswitch run (6 MB of new arrays, page faults included) while a
- * controller added routes one by one. Meanwhile lookups try the new arrays, then the old
- * ones, whose moved or deleted slots hold MAP_GONE (probing goes on past them). A key is
- * in one of the two arrays, never both: a write finds it in the old arrays first.
+ * rehashes the whole table (doubling a big map in one step would stop the port loop for
+ * the whole copy, page faults included, on one controller write). Meanwhile lookups try
+ * the new arrays, then the old ones, whose moved or deleted slots hold MAP_GONE (probing
+ * goes on past them). A key is in one of the two arrays, never both: a write finds it in
+ * the old arrays first.
  * Shrinking is the same move into arrays a quarter the size, begun by a delete that
  * leaves a map of over MAP_SHRINK_MIN slots less than 1/16 full (what it moves then fits
  * in a quarter of the new arrays, and the inserts meanwhile in another sixteenth); an
- * emptied map frees its arrays at once. Without it, 150k routes inserted and deleted
- * left the server's RSS 25 MiB above where it started, for good (2026-12-06). */
+ * emptied map frees its arrays at once, so inserting and deleting many routes leaves
+ * the server's memory where it started. */
 typedef struct {
     uint32_t cap, n, nk;          /* n: entries in both arrays */
     u128 *keys;
@@ -625,8 +625,7 @@ static int table_insert(rt_table *t, rt_entry *e) {
     case TM_LPM: {
         if (e->plen < 0 || e->plen > t->lw) return -2;
         /* the prefix lengths in use change only when a length's map fills or empties:
-         * refreshing them (a walk over every length) on each write was a fifth of what a
-         * batch of deletes cost in C */
+         * they are refreshed (a walk over every length) then, not on each write */
         uint32_t had = t->lpm[e->plen].n;
         if (map_put(&t->lpm[e->plen], e->v, e)) return -1;
         if (!had) lpm_refresh(t);

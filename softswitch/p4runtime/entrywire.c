@@ -4,15 +4,15 @@
  * cache (softswitch/fastpath/build.py, which defines P4_MODNAME_STR and P4_PYINIT).
  *
  * Why: on protobuf's upb runtime, parsing an Update is cheap but every field read from
- * Python is not (a wrapper object per sub-message): reading the ~25 fields of an LPM
- * route costs ~7 us, most of what a batched insert cost. This walks the protobuf wire
+ * Python is not (a wrapper object per sub-message): reading the fields of an LPM route
+ * from Python is most of what a batched insert costs. This walks the protobuf wire
  * format of each Update once and returns the fields as plain Python values.
  *
  * It only takes the common shape: an Update (type, entity) whose Entity is a
  * table_entry with a direct action, match fields of the five standard kinds, and no
  * meter/counter data, default-action flag, is_const or unknown field; each field at
  * most once. Anything else -- and anything malformed -- gives None for that update,
- * and the caller parses it with protobuf as before, so every error the server reports
+ * and the caller parses it with protobuf, so every error the server reports
  * still comes from the one general path.
  *
  * decode(data: bytes, spans: list[tuple[int, int]], plans=None) -> list[tuple | None],
@@ -968,13 +968,13 @@ static PyObject *row_prio(PyObject *match, PyObject *key, long mode, Py_ssize_t 
 }
 
 /* Record and ActionCall are slotted dataclasses. Their generated __init__ is bytecode
- * that stores each argument through its member descriptor: ~240 ns for a Record's 15
- * fields, over a tenth of a batched insert. Where a type's __init__ is the generated
+ * that stores each argument through its member descriptor, a noticeable part of a
+ * batched insert. Where a type's __init__ is the generated
  * one (its code's co_qualname says so) and takes exactly its fields, in order, into
  * plain object slots, the object is allocated and its slots filled here instead; the
  * layout is looked up once per type (and the type kept alive with it). Any other type
  * -- a __post_init__, an __init__ of its own, an InitVar or a field without a slot --
- * is called, as before. */
+ * is called as any other type is. */
 #define SLOT_TYPES 4
 #define SLOT_FIELDS 24
 typedef struct {
@@ -1292,7 +1292,7 @@ error:
  *     -> bytes, or None
  * The canonical TableEntry of a plain record, as tables.py's _plain_wire builds it in
  * Python (the same bytes: protobuf's field order, defaults omitted): a Read's first pass
- * over a big table encodes every entry, and in Python that was ~70% of the Read.
+ * over a big table encodes every entry, and in Python that is most of the Read.
  * fields: ((field_id, (kind, a, b)), ...) as the record's key holds them; head and
  * prefixes: the action's ActionPlan.wire_prefixes; args: its argument values.
  * None (no error) for what it does not take -- a value over 64 bits or negative, a

@@ -137,9 +137,9 @@ static PyObject *recv_batch(PyObject *self, PyObject *args) {
 /* ---- the receive ring: PACKET_RX_RING, TPACKET_V2 -----------------------------------
  * recvmmsg costs the port loop a system call per burst and, per frame, the socket
  * queue's lock, a copy out of the skb, the address and the ancillary data: more than
- * the compiled pipeline (perf, l3_basic over veth, 2026-12-05). With a ring the kernel
- * copies each frame into a slot of memory shared with us as it delivers it (on the
- * sender's CPU), and reading a burst is a walk over the slots. TPACKET_V2, not V3:
+ * the compiled pipeline costs for a simple program. With a ring the kernel copies each
+ * frame into a slot of memory shared with us as it delivers it (on the sender's CPU),
+ * and reading a burst is a walk over the slots. TPACKET_V2, not V3:
  * V3 hands frames over a block at a time (when it fills, or after a timeout of a
  * millisecond or more), which would delay urgent frames; V2 hands each frame over at
  * once. A frame bigger than a slot (the MTU raised after the port was opened) keeps
@@ -336,9 +336,9 @@ static PyObject *send_batch(PyObject *self, PyObject *args) {
  * timeout; timeout_s < 0: no timeout). ppoll counts in nanoseconds where epoll counts in
  * milliseconds: the port loop times departures with it (a link rate's frames are
  * tens of microseconds apart). spin_s > 0: poll without sleeping for up to that long
- * (or the timeout, if sooner) before sleeping: a sleeping CPU takes tens of
- * microseconds to wake (a virtual machine's, ~50 µs at the median), a polling one
- * none, which is worth a CPU the caller has alone (the port loop's --dataplane-cpu). */
+ * (or the timeout, if sooner) before sleeping: a sleeping CPU takes a while to wake (a
+ * virtual machine's longer still), a polling one none, which is worth a CPU the caller
+ * has alone (the port loop's --dataplane-cpu). */
 #define MAX_WAIT_FDS 1024
 static double monotonic_s(void) {
     struct timespec now;

@@ -3,9 +3,8 @@
 A thread that changes the switch (the runtime channel's ``table_add``, a queue rate)
 needs the GIL and the device lock for as long as the change takes. While it holds the
 GIL, the port loop, woken by an urgent frame, cannot run: CPython gives the GIL to a
-waiting thread only when the holder blocks or after the 5 ms switch interval. A
-controller piping 1000 commands/s in bursts of ten kept the port loop out for 1-3 ms
-at a time: urgent P99 3.3 ms against 0.37 ms without the writes (bench/urgent_latency.py).
+waiting thread only when the holder blocks or after the switch interval (5 ms), so a
+controller piping bursts of commands would keep the port loop out for a burst at a time.
 
 So such work is queued here and the calling thread blocks until it is done (the GIL
 is free meanwhile); the port loop runs one queued call per turn, after the frames that
@@ -14,8 +13,8 @@ and the loop's frames and the commands take turns instead of racing for the GIL.
 
 A call may also mark the points between its steps where the loop may forward its
 urgent frames before going on (:meth:`LoopCalls.checkpoint`): a runtime-channel
-``table_add`` is three steps of 15-30 µs (parse, build the entry, write it), so an
-urgent frame waits for one step of it, not for all of it. A checkpoint must sit where
+``table_add`` is three steps (parse, build the entry, write it), so an urgent frame
+waits for one step of it, not for all of it. A checkpoint must sit where
 the switch's state is whole (before a change, or after it).
 
 When no port loop runs (before it starts, after it stops, or in a process without

@@ -18,8 +18,7 @@ It adds, as documented extensions BMv2 does not have:
 * DWRR between queues given a weight (weight 0 = strict priority): strict queues are
   served first, highest priority first; the weighted queues share what is left in
   proportion to their weights, measured in bytes (deficit round robin);
-* byte-based queue capacity;
-* a link rate in bits/s, so a port serialises packets like a real link;
+* byte-based queue capacity, and a link rate in bits/s (a port serialises like a link);
 * pause of a queue by PFC (802.1Qbb) from the downstream neighbour.
 
 Time is passed in by the caller in microseconds (float), so the same scheduler runs
