@@ -56,8 +56,12 @@ conformance: setup
 	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m softswitch.conformance $(CONFORMANCE)
 
 # Every benchmark, softswitch beside BMv2 (when the reference tools are installed) in one
-# run, one ratio table; JSON in out/bench/ (bench/run_all.py). Needs root (veth).
-# BENCH_ARGS e.g. "--quick", "--latency-seconds 10", "--skip p4runtime apply".
+# run, one ratio table, JSON in out/bench/ (bench/run_all.py); the lab at full size
+# (out/lab/), its ns-3 cross-check, and the Mininet mix on one softswitch, FIFO vs tailcc,
+# 20 s each (out/mix/). Then bench/performance_doc.py writes the figures into
+# docs/performance.md and docs/lab.md (between their `make bench` markers) and the two
+# CDFs into docs/img/. Needs root (veth, Mininet). A failing step stops the run, the docs
+# unchanged. BENCH_ARGS e.g. "--quick", "--latency-seconds 10", "--skip p4runtime apply".
 bench: setup reference-tools
 	$(PY) bench/run_all.py $(BENCH_ARGS)
 	$(VENV)/bin/tailcc lab pd_cascade --out out/lab/pd_cascade
@@ -65,6 +69,8 @@ bench: setup reference-tools
 	$(VENV)/bin/tailcc lab moe --sweep 0.3,0.5,0.7,0.9 --duration-us 3000 --seeds 1,2 \
 		--out out/lab/moe-sweep
 	$(PY) -m taillab.ns3_check --packets 200000
+	$(PY) -m topologies.mix --topology single --switch softswitch --duration 20 --out out/mix
+	$(PY) bench/performance_doc.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

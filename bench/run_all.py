@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -45,12 +46,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cli_commands  # noqa: E402
 import veth_pps  # noqa: E402
 import veth_switch  # noqa: E402
+from performance_doc import fmt_ratio, fmt_value  # noqa: E402
 
 from softswitch import reference_tools  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "out" / "bench"
 BENCHES = ("veth", "latency", "pps", "p4runtime", "cli", "apply", "compile")
+TITLES = {                 # each benchmark's heading in docs/performance.md
+    "veth": "Frames/s over veth (bench/veth_pps.py)",
+    "latency": "Urgent-class latency under load (bench/urgent_latency.py)",
+    "pps": "Packets/s in process (bench/pps.py)",
+    "p4runtime": "P4Runtime writes and reads (bench/p4runtime_write.py)",
+    "cli": "Runtime CLI commands against table size (bench/cli_commands.py)",
+    "apply": "tailcc apply, the whole command (bench/tailcc_apply.py)",
+    "compile": "Compile time of tailcc.p4",
+}
 Row = dict[str, Any]       # measure, unit, bmv2, softswitch, better ("higher"/"lower")
 
 
@@ -219,28 +230,13 @@ def _timed(cmd: list[str]) -> float:
     return time.perf_counter() - t0
 
 
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return "-"
-    if unit == "fraction":
-        return f"{value:.2f}"
-    if unit == "s":
-        return f"{value:.3f} s"
-    if unit == "µs":
-        return f"{value:,.0f} µs"
-    if unit == "x":
-        return f"{value:.2f}x"
-    return f"{value / 1000:,.1f}k" if value >= 10000 else f"{value:,.0f}"
-
-
 def table(rows: list[Row]) -> str:
     lines = [f"| {'measure':<58} | {'BMv2':>12} | {'softswitch':>12} | {'ratio':>7} |",
              f"|{'-' * 60}|{'-' * 14}|{'-' * 14}|{'-' * 9}|"]
     for r in rows:
         x = ratio(r)
-        lines.append(f"| {r['measure']:<58} | {_fmt(r['bmv2'], r['unit']):>12} | "
-                     f"{_fmt(r['softswitch'], r['unit']):>12} | "
-                     f"{f'{x:.2f}x' if x else '-':>7} |")
+        lines.append(f"| {r['measure']:<58} | {fmt_value(r['bmv2'], r['unit']):>12} | "
+                     f"{fmt_value(r['softswitch'], r['unit']):>12} | {fmt_ratio(x):>7} |")
     lines.append("ratio: how many times better softswitch is (rate: soft/BMv2; time: BMv2/soft)")
     return "\n".join(lines)
 
@@ -276,23 +272,27 @@ def main(argv: list[str] | None = None) -> int:
         notes.append(f"BMv2 left out: {why}")
     rows: list[Row] = []
     failed: list[str] = []
-    for name in BENCHES:
-        if name in args.skip:
-            continue
+    errors: dict[str, str] = {}
+    ran = [name for name in BENCHES if name not in args.skip]
+    for name in ran:
         print(f"== {name}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         try:
-            rows += STEPS[name](args, targets)
+            rows += [{**r, "bench": name} for r in STEPS[name](args, targets)]
         except (RuntimeError, OSError, KeyError, ValueError, SystemExit) as exc:
             failed.append(name)
-            rows.append(row(f"{name}: FAILED ({exc})"[:58], "", None, None))
+            errors[name] = str(exc)
+            rows.append({**row(f"{name}: FAILED ({exc})"[:58], "", None, None),
+                         "bench": name})
         print(f"== {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     print(table(rows))
     for note in notes:
         print(f"  {note}")
     summary = {"rows": [{**r, "ratio": ratio(r)} for r in rows], "notes": notes,
-               "failed": failed, "loadavg": os.getloadavg(), "cpus": os.cpu_count(),
-               "quick": args.quick, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+               "benches": {name: TITLES[name] for name in ran}, "targets": targets,
+               "failed": failed, "errors": errors, "loadavg": os.getloadavg(),
+               "cpus": os.cpu_count(), "host": platform.platform(), "quick": args.quick,
+               "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     (OUT / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"  written to {OUT / 'summary.json'}")
     return 1 if failed else 0
