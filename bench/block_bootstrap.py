@@ -1,13 +1,12 @@
 """How sure a ratio of two tail percentiles is: a block bootstrap.
 
-The urgent bench compares P99s — while a controller writes against between its writes,
-or against the elephants scenario — and one run's ratio moved 0.96-1.28x between
-`make bench` runs with the code unchanged; a writer that sent nothing gave 0.94-1.18x
-(2026-12-07). A tail is made by the host's slow spells, which last from a millisecond
-to seconds, so the frames are not independent samples: resampling single frames would
-claim a precision the run does not have. Resampling whole blocks (a writing window, a
-second of frames) with replacement keeps each spell inside its block, and the spread of
-the ratio over the resamples says how far one run's figure can be from the next.
+The urgent bench compares P99s: while a controller writes against between its writes,
+or against the elephants scenario. A tail is made by the host's slow spells, which last
+from a millisecond to seconds, so the frames are not independent samples: resampling
+single frames would claim a precision the run does not have. Resampling whole blocks (a
+writing window, a second of frames) with replacement keeps each spell inside its block,
+and the spread of the ratio over the resamples says how far one run's figure can be from
+the next.
 
 :func:`ratio_interval` gives the central 95% of P99(numerator) / P99(denominator) over
 the resamples; ``paired`` resamples the same block indices on both sides (a writing

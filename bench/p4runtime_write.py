@@ -1,34 +1,25 @@
 """P4Runtime Write/Read throughput of ``softswitch run`` beside BMv2 ``simple_switch_grpc``.
 
-Each target runs as its own process, as users run it, with no program
-(``--no-p4``); the benchmark pushes ``p4src/samples/l3_basic.p4`` (its ``ipv4_lpm``
-table sized to the entry count) through SetForwardingPipelineConfig — the P4 source
-for softswitch, the JSON and P4Info ``/opt/p4lang/bin/p4c-bm2-ss`` compiles from the same
-source for BMv2 — becomes primary and times, over real gRPC on loopback:
+Each target runs as its own process, as users run it, with no program (``--no-p4``); the
+benchmark pushes ``p4src/samples/l3_basic.p4`` (``ipv4_lpm`` sized to the entry count)
+through SetForwardingPipelineConfig (softswitch: the P4 source; BMv2: what ``p4c-bm2-ss``
+compiles from it), becomes primary and times, over real gRPC on loopback:
 
-    insert   N LPM routes (distinct /24s in 10/8) in batches of 1, 100, 1000
-             (between two insert runs the table is emptied, untimed)
+    insert   N LPM routes (/24s in 10/8), batches of 1, 100, 1000, emptied between (untimed)
     read     all N back in one Read, twice: softswitch's first read builds the
              canonical encodings it caches, the second ("re-read") uses them
-    modify   all N, batches of 1000
-    delete   all N, batches of 1000
+    modify, delete   all N, batches of 1000
 
-each phase ``--rounds`` times (5; one round of batch-1000 inserts lasts ~0.05 s, which a
-busy neighbour can halve), the targets taking turns round by round, the one waiting
-stopped (SIGSTOP) meanwhile: until 2026-12-05 one target ran all its rounds, then the
-other, and BMv2's batch-1000 figure moved from 125k to 166k between two such runs
-minutes apart, taking the ratio with it. It prints, from each phase's median round,
-entries/s per target and the softswitch/BMv2 ratio in one table, with each
-server's CPU time per entry (from /proc) and each target's rate of no-op RPCs
-(``Capabilities``: what one gRPC round trip costs here). The same figures go to
-``out/bench/p4runtime_write.json``. BMv2 is left out, with a note, where the reference
-tools are not installed (``softswitch/reference_tools.py``).
+each phase ``--rounds`` times, the targets taking turns round by round, the one waiting
+stopped (SIGSTOP) (``run_rounds``). It prints, from each phase's median round, entries/s
+per target and the softswitch/BMv2 ratio, each server's CPU time per entry and its rate
+of no-op RPCs (``Capabilities``: one gRPC round trip), and writes them to ``--json``.
 
-The client sends requests serialized before the clock starts and counts the entities it
-read only after it stops, so the figures are the switch's and gRPC's, not this client's
-protobuf. Values are padded to full width, as p4runtime-shell sends them, so softswitch's
-canonicalization is part of its figure. Controllers push routes in bulk at start-up, so
-this decides how long a topology takes to come up.
+Requests are serialized before the clock starts and the entities read are counted after
+it stops: the figures are the switch's and gRPC's, not this client's protobuf. Values are
+padded to full width, as p4runtime-shell sends them, so softswitch's canonicalization is
+part of its figure. Controllers push routes in bulk at start-up: this decides how long a
+topology takes to come up. BMv2 is left out, with a note, without the reference tools.
 
     python bench/p4runtime_write.py [--entries N] [--insert-batch B ...] [--batch B]
                                     [--rounds R] [--targets softswitch bmv2] [--json PATH]
@@ -227,7 +218,7 @@ def target_session(target: Target, program: pathlib.Path, work: pathlib.Path,
             req.SerializeToString(), timeout=120)
 
         noop = p4runtime_pb2.CapabilitiesRequest().SerializeToString()
-        # 2,000 calls (~0.6 s) rather than 300: a steadier figure on a noisy machine
+        # NOOP_CALLS calls: enough for a steady figure on a shared machine
         t0 = time.perf_counter()
         for _ in range(NOOP_CALLS):
             capabilities(noop, timeout=30)
@@ -315,7 +306,7 @@ def run_rounds(sessions: dict[str, Session], rounds: int) -> dict[str, dict]:
 
 def _median(entries: int, runs: list[tuple[float, float]]) -> dict:
     """A phase's figures from its median round (by time), with every round's seconds:
-    one round is ~0.1 s at batch 1000, short enough for a busy neighbour to halve it."""
+    a round is short enough for a busy neighbour to halve it, the median is not."""
     secs, cpu = sorted(runs)[len(runs) // 2]
     return {"seconds": secs, "entries_per_s": entries / secs,
             "server_cpu_us_per_entry": cpu * 1e6 / entries,

@@ -3,15 +3,9 @@
 Runs, in this order (each writes its own JSON under ``out/bench/``):
 
 * ``veth_pps.py``: bare veth, then l3_basic.p4 and tailcc.p4 over veth on each target;
-* ``urgent_latency.py``: each target loaded at 50% of its tailcc.p4 veth rate as it
-  runs there (its CPUs and extensions; its doc), urgent class 25%, elephants 25%:
-  idle / elephants queued / elephants + 1000 CLI writes/s / elephants + 1000 routes/s
-  over P4Runtime; each scenario's ``--latency-seconds`` in four rounds the scenarios
-  take turns in (in reverse order every other round), so that a slow spell of the host
-  falls on all of them, not on the one running then; the
-  controllers write in 1 s windows, one on, one off, and their rows set the P99 while
-  they write beside the P99 between their writes in the same seconds; the sender runs
-  at SCHED_FIFO, so the controller on its CPU does not reshape its pacing into bursts;
+* ``urgent_latency.py``: the urgent class's latency through tailcc.p4, idle, with
+  elephants queued, and with a controller writing over the CLI channel or P4Runtime,
+  in ``LATENCY_ROUNDS`` rounds the scenarios take turns in (its doc has the method);
 * ``pps.py``: in-process packets/s (interpreter vs C), tailcc.p4 included;
 * ``p4runtime_write.py``: P4Runtime insert/modify/delete/read at batches 1/100/1000;
 * ``cli_commands.py``: runtime CLI table_modify/delete/add against table size;
@@ -19,10 +13,11 @@ Runs, in this order (each writes its own JSON under ``out/bench/``):
 * compile time of tailcc.p4: ``softswitch compile`` vs ``p4c-bm2-ss`` (whole commands).
 
 BMv2 legs run where the reference tools are installed (``softswitch/reference_tools``)
-and are left out with a note otherwise. The summary table (measure, BMv2, softswitch,
-ratio, where the ratio is "softswitch better" when > 1) is printed and written to
-``out/bench/summary.json``. A benchmark that fails is reported in the table and the
-run goes on; the exit status is 1 then. Needs root for the veth legs.
+and are left out with a note otherwise. The table (measure, BMv2, softswitch, ratio,
+where a ratio > 1 means softswitch is better) is printed and written to
+``out/bench/summary.json``, each row naming its benchmark (``bench``), with each
+benchmark's title, for ``performance_doc.py``. A benchmark that fails is reported in the
+table and the run goes on; the exit status is 1 then. Needs root for the veth legs.
 
     python bench/run_all.py [--quick] [--latency-seconds 60] [--skip NAME ...]
 """
@@ -121,7 +116,7 @@ def latency(args: argparse.Namespace, targets: list[str]) -> list[Row]:
                             by.get("softswitch", {}).get(scenario, {}).get(key), "lower"))
         # the writes scenarios' P99 is while the controller writes; beside it, the
         # same rounds' P99 between its writes (urgent_latency.WRITE_WINDOW_S)
-        # and the P99 while writing over the elephants scenario's (issue 11: within
+        # and the P99 while writing over the elephants scenario's (the target: within
         # 1.2x), each ratio with where another run's could fall (95%, block_bootstrap)
         for key, label, unit in (
                 ("between_p99_us", "P99 between the writes (same rounds)", "µs"),

@@ -12,18 +12,17 @@ change, so these decide how fast a change reaches the network.
     python bench/tailcc_apply.py --default-intent
     python bench/tailcc_apply.py --intent topologies/leaf_spine_intent.yaml
 
-``--intent PATH`` (e.g. ``topologies/leaf_spine_intent.yaml``): that intent, its
-switches started as ``softswitch run p4src/tailcc.p4`` on free ports (the file's
-addresses are rewritten to them), applied once, then the unchanged re-apply timed as
-the whole ``tailcc apply`` command (a fresh process: interpreter, imports, YAML, every
-switch read and diffed); best of ``--repeat``. The issue's bound is 0.5 s.
+``--intent PATH``: that intent, its switches started as ``softswitch run
+p4src/tailcc.p4`` on free ports (the file's addresses rewritten to them), applied once,
+then the unchanged re-apply timed as the whole ``tailcc apply`` command (a fresh
+process: interpreter, imports, YAML, every switch read and diffed); best of
+``--repeat``, against a bound of 0.5 s.
 
-``--default-intent``: the issue's figure — ``tailcc apply`` of the shipped default
-profile (``base: default``, Fast CNP on) on 4 switches that already run
-``p4src/tailcc.p4`` (started with the program, as a deployed fabric is, so no
-pipeline push), first apply and re-apply, both as the ``tailcc`` command (a fresh
-process: interpreter, imports, YAML) and in-process, beside a baseline measured in the
-same run: one wildcard Read of every table on the 4 switches (concurrently).
+``--default-intent`` (``make bench``): ``tailcc apply`` of the shipped default profile
+(``base: default``, Fast CNP on) on 4 switches already running ``p4src/tailcc.p4`` (as a
+deployed fabric is: no pipeline push), first apply and re-apply, as the ``tailcc``
+command and in-process, beside a baseline from the same run: one wildcard Read of every
+table on the 4 switches, concurrently.
 """
 
 from __future__ import annotations
@@ -156,7 +155,7 @@ def _read_all(addresses: list[str]) -> tuple[float, int]:
 def _user_env() -> dict[str, str]:
     """The environment of a user's shell for the timed ``tailcc`` commands: bytecode
     caching on, as for any installed package (PYTHONDONTWRITEBYTECODE, which sandboxes
-    and some CI set, makes every run recompile ~60 modules: +0.2-0.4 s), the cache
+    and some CI set, would make every run recompile the command's modules), the cache
     under out/bench/pycache rather than in the source tree."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -192,7 +191,7 @@ def _cli_apply_cpu(path: Path) -> tuple[float, float, str]:
 
 
 def default_intent(repeat: int) -> int:
-    """The issue's benchmark (see the module docstring)."""
+    """``--default-intent``: the benchmark ``make bench`` runs (module docstring)."""
     addrs = [f"127.0.0.1:{_free_port()}" for _ in range(4)]
     procs: list[subprocess.Popen] = []
     rows: list[tuple[str, float]] = []

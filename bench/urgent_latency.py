@@ -1,84 +1,28 @@
 """Forwarding latency of an urgent class through tailcc.p4 over veth, idle and loaded.
 
-tailcc's promise is the urgent class's tail: whatever the elephants do, an urgent packet
-waits for at most one bulk frame plus the pipeline. Per target (``softswitch run``, and
-BMv2 ``simple_switch_grpc`` when the reference tools are installed; ``veth_switch.py``),
-on two veth pairs, with tailcc.p4 routing 10.0.2.0/24 out of port 2:
+tailcc promises the urgent class's tail: whatever the elephants do, an urgent packet waits
+for at most one bulk frame plus the pipeline. Per target (softswitch; BMv2 where installed;
+``veth_switch.py``), on two veth pairs, tailcc.p4 routing 10.0.2.0/24 out of port 2:
 
-1. the target's max rate is measured as it runs here (the CPUs split as below, its
-   extensions on): ``veth_pps``'s sender and tailcc frames, the median of
-   ``MAX_RATE_RUNS`` (5) runs of 30,000 frames after a warm-up (``max_rate``), unless
-   given with ``--max-pps TARGET=N``. ``make bench`` lets it measure. Until 2026-12-07
-   it gave the figure ``veth_pps.py`` measured (every process free to use every CPU, no
-   extension, the best of 3 runs): on the same idle minutes softswitch forwarded
-   490-570k frames/s that way and 420-510k as configured here (median 545k against
-   486k; runs of 300,000 frames: 560k against 439k), so "50%" loaded it at 55-65% of
-   what it forwards here, and at times its port loop fell behind the elephants (make
-   bench, 2026-12-06 23:36: the kernel dropped 2.7k-52.7k elephant frames per round);
-2. the switch is loaded at ``--load`` of that rate (0.5), of which ``--urgent-share``
-   (0.5) are urgent frames (DSCP 46, classified into queue 7), for ``--seconds``, in
-   three scenarios: ``idle`` (the urgent frames alone); ``elephants`` (the rest of the
-   load as 1400-byte best-effort frames, queue 0, while queue 0 of port 2 is limited
-   to 10% of the max rate with ``set_queue_rate``, so it stays full: elephants queued);
-   ``elephants+writes`` (the same while a controller adds 1000 routes/s through the CLI
-   channel — softswitch's runtime channel, BMv2's Thrift — into routing_v4);
-   ``elephants+p4runtime`` (the same routes over P4Runtime, as tailcc's control plane
-   writes them: one Write of the ten due every 10 ms; BMv2 gets its P4Info first,
-   ``veth_switch.RunningSwitch.arm_p4runtime``);
-3. forwarding latency is measured port to port: a tap on the switch's ingress
-   interface stamps (kernel, ``SO_TIMESTAMPNS``) the urgent frames whose sequence
-   number is a multiple of ``TAP_SAMPLE`` (16) as they reach the switch, and the
-   receiver's socket stamps every urgent frame as the switch hands it to the egress
-   link; both sockets take only urgent frames (kernel filters), so the measuring side's
-   own scheduling does not count. Each urgent frame also carries its send time
-   (``time.time_ns`` just before the burst it is in goes out): the ``e2e`` columns,
-   from that stamp, include the generator's own delay — on 2 cores the sender, stamped
-   before a burst of ~0.2 ms of frames, is itself preempted at times (its bursts took
-   0.2 ms at P50 and up to 4 ms in a 15 s run), which until 2026-12-05 was counted as
-   the switch's. The first 0.5 s are warm-up.
+1. the basis: the target's max rate as configured here (``max_rate``), or ``--max-pps``;
+2. the load: ``--load`` of that rate, ``--urgent-share`` of it urgent (DSCP 46, queue 7),
+   in four scenarios: ``idle`` (urgent frames alone); ``elephants`` (the rest as 1400-byte
+   frames in queue 0, held to 10% of the max rate so it stays full); ``elephants+writes``
+   (plus a controller adding ``WRITES_PER_S`` routes over the CLI channel) and
+   ``elephants+p4runtime`` (the same routes as P4Runtime Writes every 10 ms), the writers
+   in ``--write-window`` windows, one on, one off; ``--rounds`` rounds, in turns;
+3. the latency, port to port: a tap on the switch's ingress interface kernel-stamps every
+   ``TAP_SAMPLE``-th urgent frame, the receiver's socket every one (``e2e``: from the
+   sender's stamp, its own delay included), after a warm-up of ``WARMUP_S``.
 
-With ``--dataplane-cpu`` (``auto``: the last CPU, where there are two or more)
-softswitch runs its port loop alone on that CPU (``softswitch run -- --dataplane-cpu N``,
-its extension, as OVS-DPDK and VPP give theirs a core) and the sender, receiver, tap and
-controller run on the other CPUs, for BMv2 too (which has no such option: its threads
-go where the kernel puts them). ``--dataplane-cpu off``: everything shares every CPU.
-softswitch serves P4Runtime from its front end process (``--p4runtime-process``, its
-extension: no grpcio thread shares the switch's GIL with the port loop);
-``--p4runtime-process off`` serves it in the switch, as by default.
+softswitch runs its port loop alone on ``--dataplane-cpu`` (the measuring side and the
+controller stay off it, for every target) and serves P4Runtime from its front end process;
+the sender runs at SCHED_FIFO, as hosts that share no CPU with a controller would send.
+Prints P50/P99/P999/max, loss, CPU shares and the host's steal per target and scenario;
+for the writes scenarios the P99 while writing over the P99 between the writes and over
+the elephants', with 95% intervals (``block_bootstrap``). Writes ``--json``. Needs root.
 
-The sender runs at SCHED_FIFO (``--generator-priority fifo``, the default; ``normal``:
-as any process). It stands for the network's hosts, which do not share a CPU with the
-controller or the switch's control plane; here they all share CPU 0, and at normal
-priority each Write's ~300 µs of gRPC work in the front end preempted it: it sent
-nothing for those ~300 µs, then caught up at once, and that burst reached the switch
-as the loop took up the same Write (tap stamps binned around each Write, 2026-12-06:
-~20 urgent frames per 100 µs in the 300 µs before it against ~390 elsewhere, ~700 in
-the 200 µs after, at P50 latencies of 150-210 µs against ~105). The latencies are
-counted from the tap, but that burst's queueing was the host's scheduling, not the
-offered load. At SCHED_FIFO the offered traffic keeps its pacing, for every target.
-
-Prints P50/P99/P999/max (µs, port to port), loss, and the end-to-end P99/max per target
-and scenario, and BMv2/softswitch ratios; for the writes scenarios the P99 while the
-controller writes over the P99 between its writes and over the elephants scenario's,
-each with a 95% interval (``block_bootstrap``: writing windows, pauses and seconds of
-frames resampled whole), which says how far the next run's ratio could fall on this
-host; writes ``out/bench/urgent_latency.json``.
-Needs root. The sender is a separate process; on a 2-core machine it, the receiver and
-the switch share the cores, so an otherwise idle machine matters. Beside the switch's
-CPU share each row gives the sender's (its kernel time delivering every frame to the
-switch's socket is most of it) and how busy the whole machine was: on 2 cores, 50% of
-softswitch's max rate with elephants keeps the machine ~80-85% busy (2026-12-05:
-switch 0.85-0.92 of a core, sender ~0.5), so the urgent tail there is mostly waiting
-for a CPU. ``steal ms`` is the CPU time the hypervisor took from this virtual machine
-during the scenario: a stall that long in the max or P999 is the host's.
-
-Until 2026-12 the urgent class alone was sent at 50% and the elephants at 25% beside
-it (75% in all): ``--load 0.75 --urgent-share 0.667`` runs that.
-
-    python bench/urgent_latency.py [--seconds 60] [--targets softswitch bmv2]
-                                   [--load 0.5] [--urgent-share 0.5]
-                                   [--max-pps softswitch=30000] [--json PATH]
-                                   [--generator-priority fifo|normal]
+    python bench/urgent_latency.py [--seconds 10] [--rounds 4] [--targets softswitch bmv2]
 """
 
 from __future__ import annotations
@@ -118,13 +62,13 @@ MAGIC = b"URG!"
 STAMP = struct.Struct("!4sIQ")                  # magic, sequence, send time (ns)
 STAMP_AT = 14 + 20 + 8                          # the stamp follows Ethernet, IPv4, UDP
 # One urgent frame in TAP_SAMPLE (by sequence number) is also stamped where it reaches
-# the switch's ingress port. Tapping all of them (87k frames/s at 50% of softswitch's
-# max) took the machine from ~68% to ~82% busy and moved what was measured.
+# the switch's ingress port: tapping every one would take CPU from the switch that shares
+# the machine, and move what is measured.
 TAP_SAMPLE = 16
 SO_TIMESTAMPNS = 35
 SOL_PACKET, PACKET_STATISTICS = 263, 6
 SO_RCVBUFFORCE = 33
-# the receiver's and the tap's socket buffers: ~1 s of urgent frames at 155k/s
+# the receiver's and the tap's socket buffers: room for about a second of urgent frames
 MEASURING_BUFFER_BYTES = 256 << 20
 URGENT_DSCP, URGENT_QUEUE, BULK_QUEUE = 46, 7, 0
 WARMUP_S = 0.5
@@ -133,8 +77,7 @@ WRITES_PER_S = 1000
 # urgent frames that reach the switch while it writes and those between its writes
 # (after GUARD_S, for a Write still in flight) come from the same seconds of the same
 # round, so the ratio of their P99s is the writes' own cost, whatever the host did
-# over the minutes (until 2026-12-06 the writes scenario ran after the elephants one,
-# and P99 ratios between them moved 1.3-2.5x from one run to the next).
+# over the minutes.
 WRITE_WINDOW_S = 1.0
 GUARD_S = 0.05
 LOAD, URGENT_SHARE = 0.5, 0.5                   # of the max rate; the urgent part of it
@@ -142,7 +85,7 @@ BLOCK_S = 1.0                   # the blocks of frames block_bootstrap resamples
 # The max rate the load is a share of (max_rate): the median of these runs.
 MAX_RATE_RUNS, MAX_RATE_FRAMES = 5, 30000
 # The sender's SCHED_FIFO priority (--generator-priority fifo; module doc). It sleeps
-# 200 µs between bursts and takes ~40% of a CPU at 50% load: far from RT throttling.
+# 200 µs between bursts, so it gives its CPU up long before RT throttling would.
 GENERATOR_FIFO_PRIORITY = 10
 ROUTE_SIZE = 131072                             # room for 60+ s of 1000 routes/s
 T = "TailccIngress"
@@ -456,9 +399,8 @@ def _cpu_seconds(pid: int) -> float:
 def _host_jiffies() -> tuple[int, int, int]:
     """(busy, total, steal) CPU time of the whole machine so far, from /proc/stat: busy
     is everything but idle and iowait (steal included); steal is the time the
-    hypervisor ran something else while this virtual machine wanted its CPUs. A 225 ms
-    stall of the port loop, in a ppoll that had a 10 µs timeout, came with 120 ms of
-    steal (2026-12-05): such a stall is the host's, and the row says so."""
+    hypervisor ran something else while this virtual machine wanted its CPUs: a stall
+    of the port loop that comes with as much steal is the host's, and the row says so."""
     with open("/proc/stat", encoding="ascii") as f:
         values = [int(v) for v in f.readline().split()[1:]]
     idle = values[3] + (values[4] if len(values) > 4 else 0)
@@ -736,9 +678,8 @@ def max_rate(tx_name: str, rx_name: str) -> tuple[float, list[float]]:
     benchmark (CPUs, extensions), forwards from ``tx_name`` to ``rx_name`` with
     ``veth_pps``'s sender — the median of MAX_RATE_RUNS runs of MAX_RATE_FRAMES
     frames, after one not counted, and the runs (frames/s). The median, not the best:
-    a lucky 50 ms burst made 50% of it 55-65% of what the switch forwards (module doc).
-    The first run after the switch started was the slowest in three trials of four
-    (312-425k against medians of 433-498k, 2026-12-07): a warm-up, not the switch."""
+    a lucky burst would make "50%" of it more than half of what the switch forwards.
+    The first run after the switch starts is a warm-up, not counted."""
     frames = [veth_pps._frame(i, veth_pps.ROUTER_MAC) for i in range(MAX_RATE_FRAMES)]
     tx, rx = RawPort(tx_name), RawPort(rx_name)
     runs = []
@@ -757,8 +698,7 @@ def round_order(scenarios: tuple[str, ...], r: int) -> tuple[str, ...]:
     """The scenarios in the order round ``r`` (from 0) runs them: as given, and
     reversed every other round (A B C, C B A, ...), so that over an even number of
     rounds each scenario runs as early as late and a host that drifts over the minutes
-    (the elephants' P99 rose 155 -> 303 µs over six 10 s rounds, 2026-12-07) weighs on
-    all of them alike, not on the last ones of every round."""
+    weighs on all of them alike, not on the last ones of every round."""
     return scenarios if r % 2 == 0 else scenarios[::-1]
 
 
@@ -817,8 +757,8 @@ def run_target(target: str, seconds: float, max_pps: float | None,
 def _against_elephants(rows: list[dict], done: dict[str, list[Round]]) -> None:
     """Each writes scenario's P99 (while its controller writes) over the elephants
     scenario's, and where another run's ratio could fall (block_bootstrap: the writing
-    windows and the elephants' seconds resampled apart; issue 11 asks this ratio to
-    stay within 1.2)."""
+    windows and the elephants' seconds resampled apart; the target is a ratio within
+    1.2)."""
     elephants = next((r for r in rows if r["scenario"] == "elephants"), None)
     if elephants is None or not elephants["p99_us"]:
         return
