@@ -6,12 +6,11 @@ What starters of switch processes poll for: BMv2 and softswitch open their gRPC 
 Thrift/CLI ports only once the program is loaded. Polling by connecting has a trap: the
 polling socket's ephemeral source port can be the very port polled, and the kernel then
 connects the socket to itself (TCP simultaneous open). The port looks open, and while
-that socket lives the server's own bind fails with "Address already in use" (``make
-test`` saw a BMv2 spine come up without its gRPC server that way; ``make bench`` a
-softswitch whose CLI channel then refused). So :func:`listening` reads the kernel's
-socket tables (``/proc/net/tcp``, ``tcp6``) instead: nothing is created, nothing can
-collide. Where those tables cannot be read it connects, and does not count a connection
-that met itself.
+that socket lives the server's own bind fails with "Address already in use" (the
+switch then runs without its gRPC server or its CLI channel). So :func:`listening`
+reads the kernel's socket tables (``/proc/net/tcp``, ``tcp6``) instead: nothing is
+created, nothing can collide. Where those tables cannot be read it connects, and does
+not count a connection that met itself.
 """
 
 from __future__ import annotations
@@ -78,10 +77,10 @@ def _listening_in_tables(port: int) -> bool | None:
 
 def free_ports(count: int) -> list[int]:
     """``count`` TCP ports on 127.0.0.1 that nothing uses now, none handed out before
-    by this process. Chosen one at a time and let go, ports can repeat: the kernel gave
-    one BMv2 spine's Thrift port to the next spine's gRPC server in ``make test``, which
-    then ran without it. So every socket is held until all are chosen, and a port this
-    process already handed out is never handed out again."""
+    by this process. Chosen one at a time and let go, ports can repeat: the kernel can
+    give one switch's Thrift port to the next switch's gRPC server, which then runs
+    without it. So every socket is held until all are chosen, and a port this process
+    already handed out is never handed out again."""
     held: list[socket.socket] = []
     ports: list[int] = []
     try:

@@ -419,9 +419,9 @@ class TableState:
 
         ``unique``: the writer has made sure no entry has this identity (P4Runtime
         checks its own records first, keyed one-to-one with the identities): a deferred
-        row's identity is then neither checked nor kept — keeping it was ~10% of a
-        batched insert and ~12% of a delete — and the identities are rebuilt, once, when
-        a writer that has not checked comes."""
+        row's identity is then neither checked nor kept (keeping it is a noticeable part
+        of a batched insert or delete), and the identities are rebuilt, once, when a
+        writer that has not checked comes."""
         if self.entries_const:
             raise P4Error(f"table '{self.name}' has const entries and cannot be modified")
         if len(self._entries) + len(self._rows) >= self.size:

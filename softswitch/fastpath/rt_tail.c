@@ -39,8 +39,8 @@ typedef struct rt_work {
 typedef struct { rt_work **items; size_t head, n, cap; } rt_queue;
 
 /* Freed work items (with their buffers) are kept for the next packets: a packet takes
- * two or more of them, and allocating and clearing them was a tenth of the native
- * loop's time. Only touched with the GIL held. */
+ * two or more of them, and allocating and clearing them is a noticeable part of the
+ * native loop's time. Only touched with the GIL held. */
 #define WORK_KEEP 64
 #define BUF_KEEP 16384
 static rt_work *FREE_WORK;

@@ -2,7 +2,7 @@
 
 :class:`FastSwitch` is a :class:`~softswitch.v1model.switch.Switch` (same control
 interface, same ``ProgramBuilder``): the interpreter's table states stay authoritative —
-P4Runtime, the runtime CLI and STF write them exactly as before — and every write is
+P4Runtime, the runtime CLI and STF write them as on any switch — and every write is
 mirrored into the C tables right after it succeeds. Their tables are ``lazy`` (those
 without a direct meter): an entry written pre-checked (P4Runtime's plain writes) stays a
 row until something needs the interpreter's Entry, and reaches C from the row

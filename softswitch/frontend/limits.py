@@ -21,7 +21,7 @@ files and softswitch's ``p4include/`` (see :mod:`softswitch.frontend.preprocess`
 
 The limits of the running compile live in a context variable (:func:`applied`), so
 the preprocessor and the front end find them without a parameter on every call;
-code that sets none (the conformance suite, STF, tests) runs unlimited as before.
+code that sets none (the conformance suite, STF, tests) runs unlimited.
 """
 
 from __future__ import annotations

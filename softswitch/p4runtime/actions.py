@@ -33,8 +33,8 @@ class ActionCall:
     plan: ActionPlan | None = None     # the action's plan (its encoding prefixes)
 
     def canonical(self) -> p4runtime_pb2.Action:
-        """The canonical Action (built afresh: a stored entry keeps only ints — a
-        parsed message costs ~1 KB on upb, ~7 KB with pure-Python protobuf)."""
+        """The canonical Action (built afresh: a stored entry keeps only ints, as a
+        parsed message costs many times that, on upb and more so in pure Python)."""
         if self.info is None:
             assert self.proto is not None
             return self.proto
@@ -45,8 +45,8 @@ class ActionCall:
 
     def canonical_bytes(self) -> bytes:
         """The canonical Action, encoded directly (a Read of many entries builds one
-        per entry: message objects cost ~5x more). Field numbers: Action.action_id = 1,
-        params = 4; Param.param_id = 2, value = 3 (p4runtime.proto)."""
+        per entry: building message objects costs several times more). Field numbers:
+        Action.action_id = 1, params = 4; Param.param_id = 2, value = 3 (p4runtime.proto)."""
         if self.plan is not None:         # the per-parameter prefixes are the plan's
             head, prefixes = self.plan.wire_prefixes
             encode = bytestrings.encode

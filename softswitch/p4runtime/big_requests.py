@@ -8,9 +8,8 @@ thread answers it (Writes take the device lock one at a time anyway).
 
 Each waiting request holds its bytes, and more while it is parsed; clients may each
 send up to the server's 16 MiB at once, so past :data:`QUEUE_BYTES` waiting a new one is
-refused (RESOURCE_EXHAUSTED, retry later) instead of queued: ten clients each sending a
-15 MiB Write at once took the server to 378 MiB, and nothing bounded how many could.
-One is always taken.
+refused (RESOURCE_EXHAUSTED, retry later) rather than queued: the memory big requests
+hold stays bounded however many clients send at once. One is always taken.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ from collections.abc import Callable
 
 from softswitch.p4runtime import reclaim
 
-# Requests up to this size are answered where they arrive (a Write of ~300 routes,
-# < 1 ms); bigger ones here.
+# Requests up to this size (a Write of a few hundred routes) are answered where they
+# arrive; bigger ones here.
 INLINE_BYTES = 16 << 10
 QUEUE_BYTES = 64 << 20
 

@@ -57,8 +57,8 @@ class ManagedControl:
         write leaves is also moved out of the collector's reach, as P4Runtime Writes do
         (``runtime._collector_paused``). Entries written one command at a time are
         long-lived objects the young and middle collections would otherwise walk again
-        and again: in ``softswitch run`` at 1000 CLI writes/s those passes stopped the
-        port loop for 10-30 ms every few seconds.
+        and again, stopping the port loop every few seconds under a stream of CLI
+        writes.
 
         ``checkpoint()``: called between the steps of a table command (the command
         parsed; the entry built), where the switch's state is whole: on the port loop it
@@ -94,7 +94,7 @@ class ManagedControl:
         self._write(Update.INSERT, entry)
         if state.next_handle == before + 1:
             # One entry placed by this insert, under the device lock: it is this one
-            # (finding its record by key instead was ~10% of a command).
+            # (no need to find its record by key).
             return before
         return self._runtime.tables.record_for(p4runtime_pb2.TableEntry.FromString(entry))[1].handle
 
@@ -148,7 +148,7 @@ class ManagedControl:
     def _record(self, table: str, handle: int) -> Any:
         """The P4Runtime record of the entry the switch holds under ``handle``: found
         by the entry's match key, as a Write names it, so a command costs the same in
-        a table of 100k entries as in one of 10 (a scan by handle took 5 ms there)."""
+        a big table as in a small one (no scan by handle)."""
         index = self._table(table)
         view = self._switch.table_entry(table, handle)     # P4Error: no such handle
         entry = p4runtime_pb2.TableEntry(table_id=index.info.preamble.id,
@@ -170,9 +170,8 @@ class ManagedControl:
     def _write(self, kind: int, entry: p4runtime_pb2.TableEntry | bytes) -> None:
         """One update of ``entry`` (a message, or one encoded), written as a gRPC Write
         arrives: encoded, so the runtime takes the path of plain table entries
-        (entrywire's C decoder, the native plans), 20% less per command than a parsed
-        request (CLI rate 7.5k -> 9.0k commands/s). WriteRequest.updates 4; Update type
-        1, entity 2; Entity.table_entry 2."""
+        (entrywire's C decoder, the native plans), cheaper per command than a parsed
+        request. WriteRequest.updates 4; Update type 1, entity 2; Entity.table_entry 2."""
         data = entry if isinstance(entry, bytes) else entry.SerializeToString()
         update = b"\x08" + wire.varint(kind) + wire.field(b"\x12", wire.field(b"\x12", data))
         request = wire.field(b"\x22", update)

@@ -91,8 +91,8 @@ def write_failure_status(results: list[P4RuntimeError | None]) -> status_pb2.Sta
 
 def write_failure_bytes(results: list[P4RuntimeError | None]) -> bytes:
     """:func:`write_failure_status`, serialized — built from cached encodings of each
-    distinct per-update error, so a failed batch of 100k updates costs milliseconds,
-    not the seconds 100k messages built one by one take."""
+    distinct per-update error, so a failed batch of many updates does not build one
+    message per update."""
     from softswitch.p4runtime import wire
 
     type_url = wire.field(b"\x0a", b"type.googleapis.com/p4.v1.Error")

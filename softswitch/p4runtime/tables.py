@@ -38,9 +38,8 @@ class Record:
     """One entry the switch holds: its handle and its P4Runtime form as written.
 
     The entry is kept serialized (``stored``) and parsed when needed: a parsed
-    TableEntry costs ~1.3 KB on protobuf's upb runtime (~7 KB pure-Python), its
-    encoding ~30-60 bytes, and what the hot paths need (priority, idle timeout) has its
-    own field."""
+    TableEntry costs many times its encoding, even on protobuf's upb runtime, and what
+    the hot paths need (priority, idle timeout) has its own field."""
 
     handle: int
     stored: bytes

@@ -156,9 +156,9 @@ def split_python(data: bytes, lazy_field: int) -> tuple[bytes, list[tuple[int, i
 class LazyRequest:
     """A request whose one big repeated field (Write's ``updates``) is parsed only
     when iterated, one element at a time: the server checks the device, role and
-    election id first, and never holds a whole parsed batch (a 60-byte update costs
-    ~1.3 KB as a parsed message on upb). Other attributes are the header
-    message's; ``error`` is set (and the header empty) when the bytes are malformed."""
+    election id first, and never holds a whole parsed batch (a parsed update costs
+    many times its encoding). Other attributes are the header message's; ``error`` is
+    set (and the header empty) when the bytes are malformed."""
 
     def __init__(self, message_type: type, element_type: type, field_number: int,
                  data: bytes) -> None:

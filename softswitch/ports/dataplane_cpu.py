@@ -17,7 +17,7 @@ Linux's affinity is per thread and a new thread inherits its creator's. So
 thread exists: every thread started afterwards (gRPC's pool included) inherits the
 control CPUs. :meth:`DataplaneCpu.enter_loop` then moves the calling thread, the port
 loop, onto its CPU. Work other threads hand to the loop (``loop_calls.py``: runtime
-channel commands) runs there, one call per turn, as before.
+channel commands) runs there, one call per turn.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from softswitch.stf.reader import PacketCmd
 # Commands of p4c's STF grammar (bmv2stf.py's Bmv2StfParser): keyword -> whether the
 # driver executes it (False: parsed, then "ignoring stf command").
 # ("remove" is a keyword too, but its lexer returns 'all' as an ID, not ALL, so
-# "remove all" is a parse error: measured.)
+# "remove all" is a parse error.)
 STF_KEYWORDS = {
     "add": True, "setdefault": True, "check_counter": True,
     "mirroring_add": True, "mirroring_add_mc": True, "mirroring_delete": True,

@@ -58,8 +58,8 @@ def _parse_address(text: str) -> int | None:
 
 def _ipv4(text: str) -> int | None:
     """A dotted quad's value; None where ``ipaddress`` refuses it (an octet over 255,
-    a leading zero, a digit that is not ASCII). Computed here: ``IPv4Address`` took a
-    third of parsing a routing ``table_add``."""
+    a leading zero, a digit that is not ASCII). Computed here: ``IPv4Address`` is a
+    large part of parsing a routing ``table_add``."""
     if not text.isascii():
         return None
     value = 0

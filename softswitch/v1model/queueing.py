@@ -115,8 +115,8 @@ class QueuedSwitch:
             return False
         # Egress reads only the stay's metadata. Left in, the packet would reach itself
         # (w.queue.packet.item is w): a cycle per packet, freed only by the cyclic
-        # collector, whose young-generation passes then stopped a busy switch for
-        # 80-115 ms every ~50,000 packets (the Mininet leaf-spine mix's P99).
+        # collector, whose young-generation passes would then stop a busy switch for
+        # long pauses every few tens of thousands of packets.
         dq.packet.item = None
         w.queue = dq
         return True
