@@ -7,30 +7,22 @@ start BMv2 start softswitch unchanged::
         [--log-console] [--device-id N] [--thrift-port P] [--role-config FILE]
         -- --grpc-server-addr ADDR --cpu-port N [--priority-queues N] [--drop-port N]
 
-It serves P4Runtime (default 127.0.0.1:9559), moves frames between the interfaces
-and the pipeline, and runs until SIGINT/SIGTERM, then closes its sockets and exits 0.
-Packets from the ports wait between ingress and egress in the traffic manager's
-``--priority-queues N`` strict-priority queues (BMv2 semantics; rates, depths and
-softswitch's DWRR/PFC extensions set over the runtime channel). ``--thrift-port P``
-serves that runtime channel — the ``simple_switch_CLI`` command language, spoken by
-``softswitch cli --port P`` — where BMv2 serves Thrift. Options BMv2 has but softswitch
-does not need (``--nanolog`` …) are accepted so existing command lines keep working.
+It serves P4Runtime (default 127.0.0.1:9559), moves frames between the interfaces and
+the pipeline, and runs until SIGINT/SIGTERM, then closes its sockets and exits 0.
+Packets wait between ingress and egress in the traffic manager's ``--priority-queues N``
+strict-priority queues (BMv2 semantics). ``--thrift-port P`` serves the runtime channel
+(``simple_switch_CLI`` commands, for ``softswitch cli --port P``) where BMv2 serves
+Thrift. BMv2 options softswitch does not need (``--nanolog`` …) are accepted and ignored.
+Softswitch extensions: ``--ingress-priority-dscp``/``--ingress-priority-max-bytes``
+(those frames read first, so a backlog of bulk frames does not delay them:
+``ports/ingress_priority.py``), ``--dataplane-cpu N`` (the port loop's own CPU,
+``ports/dataplane_cpu.py``), ``--p4runtime-process`` (P4Runtime served from a front end
+process, so grpcio's threads never share the switch's GIL: ``p4runtime/frontend.py``).
 
-``--ingress-priority-dscp LIST`` / ``--ingress-priority-max-bytes N`` (softswitch
-extensions) give each port a second socket for the frames of those DSCPs or sizes, read
-ahead of the others: when the host cannot keep up, the backlog of bulk frames waiting
-for the pipeline no longer delays urgent ones (``ports/ingress_priority.py``).
-``--dataplane-cpu N`` (softswitch extension) runs the port loop on CPU N and keeps the
-process's other threads off it (``ports/dataplane_cpu.py``). ``--p4runtime-process``
-(softswitch extension) serves P4Runtime from a front end process of its own, each Write
-answered on the port loop (``p4runtime/frontend.py``): grpcio's threads then never
-share the switch's GIL with the port loop.
-
-A PNA program (``main`` a ``PNA_NIC``) runs as a NIC: ``--host-port N`` and
-``--net-port N`` say which ports face the host (HOST_TO_NET traffic enters there) and
-which the network; every ``-i`` port must be one or the other, and the CPU port counts
-as a host port. What the NIC sends waits in per-class transmit queues (class_of_service
-→ queue, ``--priority-queues N`` of them; see softswitch/pna/tm.py).
+A PNA program (``main`` a ``PNA_NIC``) runs as a NIC: every ``-i`` port is a
+``--host-port N`` or a ``--net-port N`` (the CPU port counts as a host port), and what
+the NIC sends waits in per-class transmit queues (``softswitch/pna/tm.py``). The packet
+path is compiled C or Python by ``SOFTSWITCH_FASTPATH`` (``softswitch.fastpath``).
 """
 
 from __future__ import annotations
@@ -47,13 +39,13 @@ from typing import NoReturn
 
 from p4.v1 import p4runtime_pb2
 
-from softswitch import allocator
+from softswitch import allocator, fastpath
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import isolate
 from softswitch.frontend import limits as limits_mod
 from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
 from softswitch.frontend.limits import UNLIMITED, Limits
-from softswitch.p4runtime import errors, pipeline
+from softswitch.p4runtime import entrywire, errors, pipeline
 from softswitch.p4runtime.channel_control import ManagedControl
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.frontend_process import FrontendProcess
@@ -61,7 +53,7 @@ from softswitch.p4runtime.idle import Sweeper
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.roles import RoleTable
 from softswitch.p4runtime.server import MAX_MESSAGE_BYTES, ServerError, TlsConfig, serve
-from softswitch.ports import ingress_priority, realtime
+from softswitch.ports import batchio, ingress_priority, realtime
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.dataplane_cpu import DataplaneCpu
 from softswitch.ports.egress_scheduler import EgressScheduler
@@ -77,9 +69,8 @@ MAX_PORT = 511
 LINK_CATCH_UP_US = 2000.0
 # With a CPU of its own (--dataplane-cpu) the port loop polls its ports this long (µs)
 # after its last frame before it sleeps: a frame that wakes a sleeping CPU waits for it
-# (on this project's 2-vCPU virtual machines, 53 µs at the median and 94 µs at P99; a
-# polling one sees it in 5 µs, 2026-12-06), and polling costs nothing on a CPU no one
-# else may use. A longer gap between frames sleeps as before.
+# to wake, and polling costs nothing on a CPU no one else may use. A longer gap between
+# frames sleeps.
 DATAPLANE_BUSY_POLL_US = 1000
 MAX_BUSY_POLL_US = 1_000_000
 log = logging.getLogger("softswitch.run")
@@ -449,7 +440,7 @@ def main(argv: list[str]) -> int:
     opts = parse_args(argv)
     if opts.dataplane_cpu is not None:     # before any thread starts: they inherit it
         opts.dataplane_cpu.confine_control()
-    native = native_loop()
+    _check_fastpath()
     _setup_logging(opts)
     roles = RoleTable.load(opts.role_config) if opts.role_config else None
     device = Device(opts.device_id, opts.cpu_port, opts.drop_port, roles=roles,
@@ -473,12 +464,12 @@ def main(argv: list[str]) -> int:
         log.info("dataplane CPU: %s; it polls its ports for %d µs before it sleeps",
                  opts.dataplane_cpu.describe(), opts.busy_poll_us)
     try:
-        return _serve(opts, device, plane, native)
+        return _serve(opts, device, plane)
     finally:
         plane.close()
 
 
-def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = True) -> int:
+def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     log.info("memory allocator: %s", allocator.describe())
     for port, iface in sorted(opts.interfaces.items()):
         log.info("Adding interface %s as port %d", iface, port)
@@ -487,7 +478,7 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
     device.checkpointing = plane.calls.checkpointing
     tm = TrafficManager(num_queues=opts.priority_queues, catch_up_us=LINK_CATCH_UP_US)
     scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port),
-                                held_frames=plane.held_frames, native=native)
+                                held_frames=plane.held_frames)
     tls = tls_config(opts)
     channels = _start_runtime_channel(opts, device, tm, plane)
     frontend: FrontendProcess | None = None
@@ -550,13 +541,13 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane, native: bool = Tr
     return 0
 
 
-def native_loop() -> bool:
-    """Whether bursts may take the native forwarding loop: ``SOFTSWITCH_NATIVE_LOOP``
-    ``on`` (default) or ``off`` (every frame the Python way; same results, slower)."""
-    value = os.environ.get("SOFTSWITCH_NATIVE_LOOP", "on").strip().lower()
-    if value not in ("on", "off"):
-        raise P4Error(f"SOFTSWITCH_NATIVE_LOOP must be 'on' or 'off', not '{value}'")
-    return value == "on"
+def _check_fastpath() -> None:
+    """Stop the start on a bad ``SOFTSWITCH_FASTPATH``, and with ``require`` on a C
+    helper that cannot be built here (else they are built at first use, and the
+    P4Runtime entry decoder's first use is a controller's Write)."""
+    if fastpath.mode() == "require":
+        batchio.native()
+        entrywire.native()
 
 
 def _start_runtime_channel(opts: RunOptions, device: Device, tm: TrafficManager,

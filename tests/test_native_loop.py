@@ -1,15 +1,19 @@
 """The native forwarding loop of ``softswitch run`` (``fastpath/rt_loop.c``) against the
-Python way (``SOFTSWITCH_NATIVE_LOOP=off``): one mixed burst over real veth pairs must
+Python way (``EgressScheduler(native=False)``): one mixed burst over real veth pairs must
 leave the same frames, in the same order per port, with the same counters, registers and
 traffic-manager statistics. The burst mixes frames the loop finishes with every kind it
 hands back in the middle: PFC frames (pause, then resume, of a queue the burst uses),
 packets for the paused queue, clones, a resubmit, a recirculation, next to multicast
 copies, PacketIns to the CPU port, digests, counters and tail drops at the full paused
-queue that the loop does itself. Needs root."""
+queue that the loop does itself. With ``SOFTSWITCH_FASTPATH=off`` the same burst takes
+the Python way with no compiled C at all (interpreter, select loop, per-frame socket
+calls). Needs root."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +22,6 @@ from typing import Any
 import pytest
 
 from softswitch.core.control import KeyMatch
-from softswitch.diagnostics import P4Error
 from softswitch.ports.afpacket import RawPort
 from softswitch.ports.dataplane import DataPlane
 from softswitch.ports.egress_scheduler import EgressScheduler
@@ -148,14 +151,14 @@ def veths() -> Iterator[list[tuple[str, str]]]:
         yield pairs
 
 
-def _device(program: str) -> Any:
+def _device(program: str, fastpath: str = "c") -> Any:
     from p4.v1 import p4runtime_pb2
 
     from softswitch.p4runtime import pipeline
     from softswitch.p4runtime.device import Device
 
     compiled = pipeline.compile_file(program, {})
-    assert compiled.switch.fastpath == "c"
+    assert compiled.switch.fastpath == fastpath
     sw = compiled.switch
     for out, port in ((1, 1), (2, 2), (3, 3)):
         sw.table_add("route", [KeyMatch("h.tag.dest", "exact", out)], "to", [port])
@@ -175,9 +178,10 @@ def _wait(condition: Any, seconds: float = 5.0) -> None:
         time.sleep(0.005)
 
 
-def _run(program: str, veths: list[tuple[str, str]], native: bool) -> dict[str, Any]:
+def _run(program: str, veths: list[tuple[str, str]], native: bool,
+         fastpath: str = "c") -> dict[str, Any]:
     """Forward one burst into port 1 and gather everything it changed."""
-    device = _device(program)
+    device = _device(program, fastpath)
     plane = DataPlane({i + 1: sw for i, (sw, _) in enumerate(veths)})
     tm = TrafficManager(num_queues=8)
     scheduler = EgressScheduler(device, tm, held_frames=plane.held_frames, native=native)
@@ -216,6 +220,7 @@ def _run(program: str, veths: list[tuple[str, str]], native: bool) -> dict[str, 
             "dropped_at_enqueue": scheduler._queued.dropped_at_enqueue,
             "native_frames": scheduler.native_frames,
             "handed_back": scheduler.handed_back,
+            "native_queues": tm.native is not None,
         }
     finally:
         for host in hosts:
@@ -257,11 +262,42 @@ def test_native_loop_and_python_way_leave_the_same_frames(program, veths):
     assert native["pfc_received"] == {(1, 2): 2} and native["queued"] == 0
 
 
-def test_native_loop_setting_is_checked(monkeypatch):
-    from softswitch.run import native_loop
+@pytest.fixture()
+def fastpath_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """SOFTSWITCH_FASTPATH=off, with the C helpers looked up afresh before and after."""
+    from softswitch.p4runtime import entrywire
+    from softswitch.ports import batchio
 
-    monkeypatch.setenv("SOFTSWITCH_NATIVE_LOOP", "off")
-    assert native_loop() is False
-    monkeypatch.setenv("SOFTSWITCH_NATIVE_LOOP", "maybe")
-    with pytest.raises(P4Error, match="SOFTSWITCH_NATIVE_LOOP must be 'on' or 'off'"):
-        native_loop()
+    monkeypatch.setenv("SOFTSWITCH_FASTPATH", "off")
+    batchio.native.cache_clear()
+    entrywire.native.cache_clear()
+    yield
+    monkeypatch.undo()
+    batchio.native.cache_clear()
+    entrywire.native.cache_clear()
+
+
+def test_fastpath_off_runs_no_compiled_c(program, veths, fastpath_off):
+    """SOFTSWITCH_FASTPATH=off: no batched port I/O, no entry decoder, an interpreted
+    pipeline, so no native loop or native queues even where the scheduler allows them;
+    the burst still leaves what the loop leaves."""
+    from softswitch.p4runtime import entrywire
+    from softswitch.ports import batchio
+
+    assert batchio.native() is None and entrywire.native() is None
+    off = _run(program, veths, native=True, fastpath="off")
+    assert (off["native_frames"], off["native_queues"]) == (0, False), off
+    assert [s for s, _, _ in _seqs(off["outs"][1])] == [2, 4, 30, 3, 31, 13]
+    assert off["sent"] == sum(len(f) for f in off["outs"].values()) == 24
+    assert off["pfc_received"] == {(1, 2): 2} and off["dropped_at_enqueue"] == 2
+
+
+def test_a_bad_fastpath_setting_stops_softswitch_run():
+    env = dict(os.environ, SOFTSWITCH_FASTPATH="maybe")
+    res = subprocess.run([sys.executable, "-m", "softswitch", "run", "--no-p4", "--",
+                          "--grpc-server-addr", "127.0.0.1:0"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1, res
+    assert "SOFTSWITCH_FASTPATH must be one of off, auto, require, not 'maybe'" \
+        in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr

@@ -5,7 +5,7 @@ port's queues back to Python while they hold packets, a recirculation out of a n
 queue, clones and multicast copies next to queued ones, and a runtime
 ``set_queue_rate``/``set_queue_depth`` of a native queue holding packets, go through
 ``EgressScheduler`` twice: with the native loop (queues in C) and the Python way
-(``native=False``, what ``SOFTSWITCH_NATIVE_LOOP=off`` gives). Both must leave the same
+(``native=False``, what an interpreted pipeline gets). Both must leave the same
 frames in the same order per port with the same queue metadata seen by egress
 (``enq_qdepth``, ``deq_qdepth``, instance type) and the same statistics; the timing
 metadata, which reads the wall clock, must keep BMv2's rules in both (departures of a

@@ -249,15 +249,16 @@ def test_packet_out_waits_in_the_egress_queues(veths, tmp_path):
     assert proc.returncode == 0 and "Traceback" not in err, err
 
 
-@pytest.mark.parametrize("batchio", ["on", "off"])
-def test_departures_keep_a_fast_link_rate(veths, tmp_path, batchio):
+@pytest.mark.parametrize("fastpath", ["auto", "off"])
+def test_departures_keep_a_fast_link_rate(veths, tmp_path, fastpath):
     """The port loop times departures itself (no scheduler thread): a link rate whose
     frames are 100 µs apart must hold, not fall to one frame per millisecond (epoll's
-    resolution) — with batchio's ppoll and with the select fallback alike."""
+    resolution) — with batchio's ppoll and with the select fallback alike (the one
+    ``SOFTSWITCH_FASTPATH=off`` runs)."""
     prog = tmp_path / "prio.p4"
     prog.write_text(PROGRAM)
     grpc_port, cli_port = free_port(), free_port()
-    env = dict(os.environ, SOFTSWITCH_BATCHIO=batchio)
+    env = dict(os.environ, SOFTSWITCH_FASTPATH=fastpath)
     proc = subprocess.Popen(
         [sys.executable, "-m", "softswitch", "run", str(prog), "-i", f"0@{veths[0][0]}",
          "-i", f"1@{veths[1][0]}", "--thrift-port", str(cli_port), "--",

@@ -8,12 +8,17 @@ with the system C compiler into a CPython extension (:mod:`build`, cached by a h
 the source) and returns a :class:`~softswitch.fastpath.switch.FastSwitch` that runs
 packets there.
 
-``SOFTSWITCH_FASTPATH`` (or the ``fastpath`` argument of ``Switch.from_program``):
+``SOFTSWITCH_FASTPATH`` (or the ``fastpath`` argument of ``Switch.from_program``) is the
+one switch for compiled C: the pipeline, and with it ``softswitch run``'s native
+forwarding loop and native queues (which run whenever the pipeline is C), batched port
+I/O (``ports/batchio``) and the P4Runtime entry decoder (``p4runtime/entrywire``):
 
-* ``auto`` (default): C when the program is supported, else the interpreter, with a
-  warning naming the construct that was refused and where it is;
-* ``off``: always the interpreter;
-* ``require``: C or a load error (``P4Error``) with that reason.
+* ``auto`` (default): C where it can be built, else the Python way, with a warning
+  naming the construct that was refused and where it is, or why a helper is missing;
+* ``off``: no generated or compiled C at all: the interpreter, the Python port loop
+  with per-frame socket calls, protobuf decoding of every update;
+* ``require``: C or an error (``P4Error``) with the reason, for the pipeline and the
+  helpers alike (``softswitch run`` builds the helpers at start-up then).
 
 ``tests/test_fastpath_differential.py`` runs the p4c corpus and the project's STF files
 through both paths and requires identical results.

@@ -2,10 +2,16 @@
 
 The shared object is named after a hash of everything that decides its contents (the
 generated source, the compiler command and version, the Python ABI), so an unchanged
-program loads in milliseconds, and a changed one can never pick up a stale build. The
+program loads without compiling, and a changed one can never pick up a stale build. The
 cache lives in ``$SOFTSWITCH_CACHE`` or ``~/.cache/softswitch/fastpath``; builds are
 written to a temporary name and renamed into place, so concurrent builds (parallel
-tests, several switches) never see half a file.
+tests, several switches) never see half a file. With ``SOFTSWITCH_DEBUG=1`` the
+generated C source is kept beside the module it built (``ssfp_<key>.c``).
+
+The hand-written C helpers (batched port I/O, the P4Runtime entry decoder) are built
+through the same cache (:func:`load_helper`) and follow ``SOFTSWITCH_FASTPATH`` as the
+pipeline does: not built with ``off``, a warning and the Python way where they cannot be
+built with ``auto``, an error with ``require``.
 """
 
 from __future__ import annotations
@@ -99,17 +105,25 @@ def load(source: str) -> tuple[ModuleType, str, bool]:
         return mod, key, built
 
 
-def load_helper(source: Path, switch_env: str, log: logging.Logger,
-                without: str) -> ModuleType | None:
-    """A hand-written C helper module (batched port I/O, the P4Runtime entry decoder)
-    built through the same cache, or None when ``$switch_env`` is ``off`` or it cannot
-    be built here; the failure is logged with what runs ``without`` it."""
-    if os.environ.get(switch_env, "auto") == "off":
+def load_helper(source: Path, log: logging.Logger, name: str,
+                fallback: str) -> ModuleType | None:
+    """A hand-written C helper module (``name``, e.g. "batched port I/O") built through
+    the same cache, by the fast-path mode (``SOFTSWITCH_FASTPATH``): None with ``off``;
+    with ``auto``, None where it cannot be built here, logged as a warning with what
+    runs instead (``fallback``); with ``require``, a ``P4Error`` saying why not."""
+    from softswitch.fastpath import mode
+
+    wanted = mode()
+    if wanted == "off":
         return None
     try:
         mod, _key, _built = load(source.read_text())
     except (BuildError, OSError) as exc:
-        log.warning("%s: %s", without, exc)
+        if wanted == "require":
+            from softswitch.diagnostics import P4Error
+            raise P4Error(f"{name} cannot be built (SOFTSWITCH_FASTPATH=require): "
+                          f"{exc}") from None
+        log.warning("%s unavailable, %s: %s", name, fallback, exc)
         return None
     return mod
 
@@ -134,7 +148,7 @@ def _compile(source: str, name: str, path: Path) -> None:
             err = "\n".join(res.stderr.splitlines()[:20])
             raise BuildError(f"C compiler rejected the generated source ({keep}):\n{err}")
         os.replace(out, path)
-        if os.environ.get("SOFTSWITCH_FASTPATH_KEEP_C"):
+        if os.environ.get("SOFTSWITCH_DEBUG"):
             (path.parent / f"{name}.c").write_text(full)
 
 

@@ -1,8 +1,8 @@
 """Plain table-entry updates of a Write batch, decoded from the wire in one C call.
 
 On protobuf's upb runtime a parsed Update is cheap, but reading its fields from Python
-is not: each sub-message access builds a wrapper, and the ~25 reads of an LPM route cost
-~7 µs, most of a batched insert. ``entrywire.c`` walks each Update's encoding once and
+is not: each sub-message access builds a wrapper, and those reads are most of what a
+batched insert costs. ``entrywire.c`` walks each Update's encoding once and
 hands back plain values (:data:`Decoded`). It takes only the common shape — a
 table_entry with a direct action, standard match kinds, no meter/counter data, no
 default or const flag, no unknown field — and answers None for anything else, which the
@@ -11,8 +11,9 @@ general path. Given the tables' native plans (``entryplan``), it also checks the
 updates of those tables as ``matches.parse``/``actions.parse`` would, and hands back
 the canonical key, the switch's match and the arguments (:data:`Checked`): what the
 Python plan does, without its per-field Python work. An update it cannot check goes to
-the Python plan. Where no C compiler is available (or ``SOFTSWITCH_ENTRYWIRE=off``) every
-update takes that general path: same results, slower.
+the Python plan. Where the decoder is not built (no C compiler, or
+``SOFTSWITCH_FASTPATH=off``: ``fastpath.build.load_helper``) every update takes that
+general path: same results, slower.
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ CHECKED_LEN = 10
 
 @cache
 def native() -> Any | None:
-    """The compiled decoder, or None (logged once) when it cannot be built here."""
+    """The compiled decoder, or None: with ``SOFTSWITCH_FASTPATH=off``, or where it cannot
+    be built here (logged once; an error with ``require``)."""
     from softswitch.fastpath import build
 
-    return build.load_helper(SOURCE, "SOFTSWITCH_ENTRYWIRE", log, "P4Runtime entry "
-                             "decoder unavailable, parsing every update with protobuf")
+    return build.load_helper(SOURCE, log, "P4Runtime entry decoder",
+                             "parsing every update with protobuf")
 
 
 def decode(data: bytes, spans: list[tuple[int, int]],

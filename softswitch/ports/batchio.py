@@ -3,9 +3,9 @@
 Per frame, Python's ``socket.recvmsg``/``send`` cost more than the compiled pipeline
 itself, so the port loop reads and writes bursts. ``batchio.c`` does it with
 ``recvmmsg``/``sendmmsg`` (the switch's ports: a ``PACKET_RX_RING``, ``ring_recv``),
-compiled once into the fast path's cache; where there is no
-compiler (or ``SOFTSWITCH_BATCHIO=off``) the same functions loop over the single-frame
-socket calls, so behaviour is identical either way, only slower.
+compiled once into the fast path's cache; where it is not built (no compiler, or
+``SOFTSWITCH_FASTPATH=off``: ``fastpath.build.load_helper``) the same functions loop over
+the single-frame socket calls, so behaviour is identical either way, only slower.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ SendBatch = Callable[[int, Sequence[bytes]], int]
 
 @cache
 def native() -> Any | None:
-    """The compiled module, or None (logged once) when it cannot be built here."""
+    """The compiled module, or None: with ``SOFTSWITCH_FASTPATH=off``, or where it cannot
+    be built here (logged once; an error with ``require``)."""
     from softswitch.fastpath import build
 
-    return build.load_helper(SOURCE, "SOFTSWITCH_BATCHIO", log,
-                             "batched port I/O unavailable, using per-frame socket calls")
+    return build.load_helper(SOURCE, log, "batched port I/O", "using per-frame socket calls")
 
 
 def python_send_batch(sock: socket.socket, frames: Sequence[bytes]) -> int:

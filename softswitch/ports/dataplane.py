@@ -51,22 +51,19 @@ class Ticker(Protocol):
         flushed as a burst's are)."""
 
 
-# the loop looks at its timer at least this often, as the scheduler thread did: a rate
-# changed from another thread may bring a departure forward
+# the loop looks at its timer at least this often: a rate changed from another thread
+# may bring a departure forward
 IDLE_WAIT_S = 0.5
-# with ingress priority, frames of the other socket read per burst: about 50-100 µs of
+# with ingress priority, frames of the other socket read per burst: a short burst of
 # work, what an urgent frame arriving meanwhile waits at most before it is read
 REST_BATCH = 32
-# frames through the pipeline between two sends: a full read (batchio.MAX_BATCH, 256)
-# costs the pipeline and the kernel ~1-2 ms on a busy 2-core host, which the first frame
-# of it would wait; a slice costs one more Python call and system call each
+# frames through the pipeline between two sends: the first frame of a full read
+# (batchio.MAX_BATCH) would wait for the pipeline and the kernel to finish all of it; a
+# slice costs one more Python call and system call each
 SEND_EVERY = 64
-# each port's receive ring (afpacket.RawPort): as much as the 8 MiB socket buffer it
-# replaces held. The urgent socket (ingress priority) takes only the urgent class, and
-# as much: a loop the host stops for a few ms must delay urgent frames, not drop them.
-# With 2 MiB (1,024 slots: 7.9 ms of 130k urgent frames/s) the kernel dropped urgent
-# frames in 5 of 8 urgent-bench rounds at 50% of 520k frames/s (show_ports), 57-810
-# each; with 8 MiB in none of 8 (2026-12-06).
+# each port's receive ring (afpacket.RawPort). The urgent socket (ingress priority)
+# takes only the urgent class, and as much: a loop the host stops for a few
+# milliseconds must delay urgent frames, not drop them.
 RING_BYTES = 8 << 20
 URGENT_RING_BYTES = 8 << 20
 
@@ -245,10 +242,9 @@ class DataPlane:
     def watch(self, fd: int, ready: Callable[[], None], lost: Callable[[], None]) -> bool:
         """On the loop's thread (in a call): call ``ready()`` there each turn ``fd`` is
         readable, until :meth:`unwatch`; ``lost()`` if the loop ends first. False (and
-        nothing watched) where the loop does not take watches: not running, or on
-        ``select`` (batchio not built). The runtime channel's connections are read so
-        (``softswitch.runtime_connection``): no other thread then takes the GIL per
-        command."""
+        nothing watched) when the loop is not running or this is not its thread. The
+        runtime channel's connections are read so (``softswitch.runtime_connection``):
+        no other thread then takes the GIL per command."""
         if not self._watching or threading.get_ident() != self._runner:
             return False
         self._watched[fd] = (ready, lost)
@@ -300,18 +296,30 @@ class DataPlane:
             for port in self.ports.values():
                 sel.register(port.raw, selectors.EVENT_READ, (False, port))
             sel.register(self._wake_r, selectors.EVENT_READ, None)
+            self._watching = True
+            version, registered = -1, set[int]()
             while not self._stopping:
+                if version != self._watch_version:    # watched sockets: data is the fd
+                    version, watched = self._watch_version, set(self._watched)
+                    for fd in registered - watched:
+                        sel.unregister(fd)
+                    for fd in watched - registered:
+                        sel.register(fd, selectors.EVENT_READ, fd)
+                    registered = watched
                 timeout = None if ticker is None else self._timeout(ticker)
                 ready = [key.data for key, _ in
                          sel.select(0.0 if self.calls.pending() else timeout)]
                 if None in ready:
                     os.read(self._wake_r, 64)
-                for is_urgent, port in sorted((d for d in ready if d is not None),
+                for is_urgent, port in sorted((d for d in ready if type(d) is tuple),
                                               key=lambda d: not d[0]):
                     if is_urgent:
                         self._drain_urgent(port, deliver)
                     else:
                         self._drain_rest(port, urgent, deliver)
+                for fd in ready:
+                    if type(fd) is int:
+                        self._watched_ready(fd)
                 self.calls.run_one()
 
     def _drain_urgent(self, port: Port, deliver: DeliverBatch) -> None:

@@ -2,35 +2,27 @@
 
 Frames from the ports go through ingress at once; the packets ingress sends out wait in
 the traffic manager's queues (``--priority-queues N``, 64 packets each, rates and depths
-set over the runtime channel) and leave when the scheduler lets them, from the port
-loop's thread when they may leave at once and from this module's thread when a rate
-limit or link rate holds them. Everything touching the switch runs under the device's
-lock. Packets a controller injects with PacketOut take the same path from the CPU port
-(ingress, then the egress queues), as on BMv2.
+set over the runtime channel) and leave when the scheduler lets them. Everything
+touching the switch runs under the device's lock. Packets a controller injects with
+PacketOut take the same path from the CPU port (ingress, then the egress queues), as on
+BMv2. Departures are timed by the port loop itself when it drives the scheduler
+(:meth:`EgressScheduler.drive`): it waits on its sockets only until the next departure,
+so departures and arrivals share one thread and never wait for each other's GIL turn or
+lock. Without a port loop (tests feeding frames by hand), :meth:`EgressScheduler.start`
+runs a thread that does the same.
 
 PFC (a softswitch extension, thresholds set with the runtime channel's ``set_pfc``):
 when the packets held from an ingress port and priority reach XOFF, an 802.1Qbb frame
 pausing that priority (maximum quanta) goes out of that port, and one with quanta 0 when
-they drain to XON. A PFC frame arriving on a port pauses that port's egress queue of
-each priority it names for its quanta; the frame still goes through the P4 pipeline,
-so a program can count it (tailcc does).
+they drain to XON. A PFC frame arriving pauses that port's egress queue of each priority
+it names for its quanta; it still goes through the P4 pipeline, so a program can count it.
 
 The native loop: when the pipeline runs on the C fast path (``FastSwitch``), a burst
-goes through C in one call per run of frames the traffic manager lets pass at once
-(``fastpath/rt_loop.c``), frames out appended straight to the DataPlane's per-port
-lists; a frame needing anything else (a queue, a PFC frame, the CPU port's PacketIn)
-is handed back where it stands and finished here the Python way, so results and the
-order per port are the same with the loop and without (``SOFTSWITCH_NATIVE_LOOP=off``).
-With the loop, ports whose queues C can hold (``TrafficManager.native``,
-``fastpath/rt_queues.c``) keep their queued packets in C: the loop queues and drains
-them, and drains them with one call per departure time.
-
-Departures are timed by the port loop itself when it drives the scheduler
-(:meth:`EgressScheduler.drive`, ``softswitch run``): it waits on its sockets only until
-the next departure and sends what is due after each burst, so departures and arrivals
-share one thread and never wait for each other's GIL turn or lock. Without a port loop
-(tests feeding frames by hand), :meth:`EgressScheduler.start` runs a thread that does
-the same.
+goes through C (``fastpath/rt_loop.c``) in one call per run of frames the traffic manager
+lets pass at once, and ports whose queues C can hold (``fastpath/rt_queues.c``) keep
+their packets there. A frame needing anything else (a Python-held queue, a PFC frame,
+the CPU port's PacketIn) is handed back and finished the Python way, so results and the
+order per port are those of the Python way (``EgressScheduler(native=False)``).
 """
 
 from __future__ import annotations
@@ -73,7 +65,9 @@ class EgressScheduler:
                  held_frames: Callable[[], dict[int, list[bytes]] | None] = lambda: None,
                  native: bool = True) -> None:
         """``held_frames``: the DataPlane's (its per-port lists of frames out during a
-        burst), which lets bursts take the native loop when ``native``."""
+        burst), which lets bursts take the native loop when ``native`` and the pipeline
+        is C; ``native=False`` keeps every frame on the Python way (the reference the
+        native loop is tested against)."""
         self.device = device
         self.tm = tm
         self.port_mac = port_mac
@@ -133,7 +127,7 @@ class EgressScheduler:
                 self.device._dispatch(loaded, outs)
             # The timer only has work when something waits for later (a rate,
             # link rate or pause holds it); waking it for every frame hands the GIL back
-            # and forth for nothing (veth l3_basic/tailcc: ~1.6x the frames per second).
+            # and forth for nothing.
             if self.tm.holding() and self.tm.next_event_us(self.now_us()) is not None:
                 if self._poke is not None:
                     self._poke()
@@ -234,7 +228,7 @@ class EgressScheduler:
             # a PNA NIC brings its own view (per-class transmit queues, softswitch.pna.tm)
             view = getattr(switch, "queued_view", None)
             self._queued = view(self.tm) if view is not None else QueuedSwitch(switch, self.tm)
-            # native egress queues: v1model on the C fast path, unless the loop is off
+            # native egress queues: v1model on the C fast path, unless native=False
             native = self.native and type(self._queued) is QueuedSwitch \
                 and hasattr(switch, "native_queues")
             self.tm.attach_native(switch.native_queues(self.tm.num_queues) if native else None)

@@ -102,6 +102,67 @@ def test_build_is_cached(tmp_path, monkeypatch):
     assert key2 == key and not built2
 
 
+def test_debug_keeps_the_generated_source(tmp_path, monkeypatch):
+    """SOFTSWITCH_DEBUG=1 keeps the C a build compiled beside the module it built."""
+    monkeypatch.setenv("SOFTSWITCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SOFTSWITCH_DEBUG", raising=False)
+    source = "#include <Python.h>\n/* debug keeps me */\n" + HELPER_C
+    build._loaded.clear()
+    _mod, key, built = build.load(source)
+    assert built and not list(build.cache_dir().glob("*.c"))
+    monkeypatch.setenv("SOFTSWITCH_DEBUG", "1")
+    source += "/* again */\n"
+    build._loaded.clear()
+    _mod, key, built = build.load(source)
+    kept = build.cache_dir() / f"ssfp_{key}.c"
+    assert built and kept.exists() and kept.read_text().endswith(source)
+    build._loaded.clear()
+
+
+HELPER_C = r"""
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, P4_MODNAME_STR, NULL, -1, NULL};
+PyMODINIT_FUNC P4_PYINIT(void) { return PyModule_Create(&def); }
+"""
+
+
+def _helper(tmp_path, monkeypatch, mode, cc=None):
+    """load_helper on a tiny C module, with SOFTSWITCH_FASTPATH=mode (and CC=cc)."""
+    monkeypatch.setenv("SOFTSWITCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SOFTSWITCH_FASTPATH", mode)
+    if cc is not None:
+        monkeypatch.setenv("CC", cc)
+    source = tmp_path / "helper.c"
+    source.write_text("#include <Python.h>\n" + HELPER_C)
+    build.compiler.cache_clear()
+    build._loaded.clear()
+    try:
+        return build.load_helper(source, logging.getLogger("test.helper"), "the helper",
+                                 "doing without it")
+    finally:
+        build.compiler.cache_clear()
+        build._loaded.clear()
+
+
+def test_helpers_follow_the_fastpath_mode(tmp_path, monkeypatch, caplog):
+    """The C helpers (batchio, entrywire) are built with auto and require, never with
+    off; where they cannot be built, auto warns and goes without, require refuses."""
+    assert _helper(tmp_path, monkeypatch, "auto") is not None
+    assert _helper(tmp_path, monkeypatch, "require") is not None
+    assert _helper(tmp_path, monkeypatch, "off") is None
+    missing = str(tmp_path / "no-such-cc")
+    assert _helper(tmp_path, monkeypatch, "off", cc=missing) is None
+    assert not [r for r in caplog.records if r.name == "test.helper"]
+    with caplog.at_level(logging.WARNING, logger="test.helper"):
+        assert _helper(tmp_path, monkeypatch, "auto", cc=missing) is None
+    assert "the helper unavailable, doing without it: cannot run the C compiler" \
+        in caplog.text
+    with pytest.raises(P4Error, match="the helper cannot be built "
+                                      r"\(SOFTSWITCH_FASTPATH=require\): cannot run"):
+        _helper(tmp_path, monkeypatch, "require", cc=missing)
+    with pytest.raises(P4Error, match="SOFTSWITCH_FASTPATH must be one of"):
+        _helper(tmp_path, monkeypatch, "sometimes")
+
+
 def test_control_interface_reads_c_state(tmp_path):
     checked = _checked(tmp_path)
     ref = Switch.from_program(checked, fastpath="off")
