@@ -15,6 +15,10 @@ timing how long the process takes to exit and checking that its gRPC port can be
 bound again at once. Prints the figures; asserts nothing.
 
     python bench/server_resources.py [--entries N] [--batch B] [--json FILE]
+                                     [--allocator jemalloc|glibc|pymalloc]
+
+``--allocator`` runs the server on that allocator instead of the one ``softswitch run``
+chooses (``softswitch.allocator``), to compare them.
 
 ``--json`` also writes the figures as JSON (tests/test_server_resources.py bounds them).
 """
@@ -36,6 +40,7 @@ import time
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from softswitch import allocator
 from softswitch.local_port import free_port as _free_port
 from softswitch.p4runtime import pipeline
 from softswitch.p4runtime.client import StreamClient
@@ -122,9 +127,19 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--huge", type=int, default=HUGE_UPDATES,
                     help="updates in the batch over the server's request limit")
     ap.add_argument("--json", type=pathlib.Path, help="also write the figures here")
+    ap.add_argument("--allocator", choices=allocator.CHOICES,
+                    help="the server's allocator (default: softswitch run's choice)")
     args = ap.parse_args(argv)
     if not 1 <= args.entries <= 1 << 24 or args.batch < 1:
         ap.error("--entries must be 1..2^24 and --batch >= 1")
+    env = None
+    if args.allocator is not None:
+        try:
+            env = allocator.server_environment(os.environ, args.allocator)
+        except allocator.AllocatorError as exc:
+            ap.error(f"--allocator: {exc}")
+        if env is None:
+            ap.error("--allocator: PYTHONMALLOC is set, which the server would run on")
 
     source = PROGRAM.read_text().replace("size = 1024;", f"size = {args.entries};")
     with tempfile.TemporaryDirectory() as tmp:
@@ -136,7 +151,7 @@ def main(argv: list[str]) -> int:
     addr = f"127.0.0.1:{port}"
     server = subprocess.Popen([sys.executable, "-m", "softswitch", "run", "--no-p4",
                                "--device-id", "0", "--", "--grpc-server-addr", addr],
-                              stderr=subprocess.PIPE, text=True)
+                              stderr=subprocess.PIPE, text=True, env=env)
     channel = grpc.insecure_channel(addr, options=[
         ("grpc.max_send_message_length", 256 * MiB),
         ("grpc.max_receive_message_length", 256 * MiB)])
@@ -199,7 +214,8 @@ def main(argv: list[str]) -> int:
     free = _port_free(port)
 
     base = figures[0][1]
-    print(f"softswitch run: server RSS (MiB), {os.cpu_count()} CPUs")
+    print(f"softswitch run: server RSS (MiB), {os.cpu_count()} CPUs, allocator "
+          f"{args.allocator or 'default'}")
     for label, rss, note in figures:
         print(f"  {label:48s} {rss:8.1f}  {100 * (rss - base) / base:+6.0f}%  {note}")
     print(f"  SIGTERM to exit: {stop_s:.2f} s (exit code {server.returncode}); "

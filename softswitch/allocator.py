@@ -2,32 +2,25 @@
 
 ``softswitch run`` is a long-running server that controllers fill and empty with
 hundreds of thousands of table entries. Python's own allocator (pymalloc) keeps its
-1 MiB arenas mapped while a few objects remain in them (RSS +30% over the baseline
-after big batches are deleted), so the server runs on the C allocator
-(``PYTHONMALLOC=malloc``), which can hand freed heap back: :func:`release_heap`, called
-by the memory reclaimer (``softswitch.p4runtime.reclaim``) once the server is quiet.
+arenas mapped while a few objects remain in them, so the server re-executes itself on
+the C allocator (``PYTHONMALLOC=malloc``, :func:`server_environment`), which can hand
+freed heap back: :func:`release_heap` and :func:`settle_heap`, called by the memory
+reclaimer (``softswitch.p4runtime.reclaim``) once the server is quiet.
 
-Which C allocator (``SOFTSWITCH_ALLOCATOR``):
+The C allocator is jemalloc where Debian's ``libjemalloc2`` is installed (``make
+setup`` installs it), preloaded into the re-executed server, else glibc's:
 
-* ``jemalloc`` (the default where Debian's ``libjemalloc2`` is installed; ``make setup``
-  installs it): preloaded into the re-executed server. Measured on the P4Runtime write
-  benchmark, against glibc: deletes of batches of 1000 430-540k entries/s instead of
-  300-315k, no-op RPCs 3.4-3.5k/s instead of 3.05k/s, inserts the same or better.
-  Freed pages go back with its ``arena.<all>.purge`` (:func:`release_heap`), or, with
-  :func:`settle_heap`, beyond :data:`KEEP_FREED_BYTES` at once and the rest once the
-  server has been quiet for :data:`KEEP_SECONDS`. Its own time-based purging is off
-  (:data:`JEMALLOC_CONF`): the reclaimer alone decides when freed pages go back.
-  jemalloc's default (pages unused for ~10 s go, from whichever thread allocates next)
-  handed back, during 7 s of single-entry writes, the pages a batched insert then
-  faulted in again: batches of 1000 after them ran at 366k entries/s instead of 428k;
-  its decay slowed to 30 s still cost the write bench's batches of 1000, after batches
-  of 1 and 100, 3-7% (386-396k against 399-421k, alternated; 2026-12-06);
-* ``glibc`` (the default without it): ``MALLOC_ARENA_MAX=2`` (few arenas, less kept),
-  freed pages go back with ``malloc_trim(0)``;
-* ``pymalloc``: the interpreter's own, nothing re-executed (so is an explicit
-  ``PYTHONMALLOC``, and the older ``SOFTSWITCH_PYMALLOC=1``).
+* jemalloc: its own time-based purging is off (:data:`JEMALLOC_CONF`; the user's
+  ``MALLOC_CONF`` still wins), so the reclaimer alone decides when freed pages go back:
+  :func:`settle_heap` keeps up to :data:`KEEP_FREED_BYTES` of them for the next batch
+  until the server has been quiet for :data:`KEEP_SECONDS`, and purges at once beyond;
+* glibc: ``MALLOC_ARENA_MAX=2`` (few arenas, less kept), freed pages go back with
+  ``malloc_trim(0)``.
 
-The choice is logged at start-up (:func:`describe`).
+A ``PYTHONMALLOC`` the user sets is honoured: the server then runs on it, unchanged.
+Benchmarks compare allocators by naming one (``server_environment(env, allocator)``:
+``jemalloc``, ``glibc`` or ``pymalloc``). The choice is logged at start-up
+(:func:`describe`).
 """
 
 from __future__ import annotations
@@ -45,17 +38,12 @@ CHOICES = ("jemalloc", "glibc", "pymalloc")
 # stage (MADV_FREE pages still count as the process's memory until the kernel takes them).
 JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:0"
 # Freed memory up to this much stays mapped for reuse while the server is busy
-# (settle_heap), and goes once it has been quiet for KEEP_SECONDS. Purging it at
-# once had every big batch after a pause fault its pages in again: 20k routes inserted
-# in batches of 1000 after a delete (26 MiB freed) and 1.6 s of other calls ran at
-# 4.2-4.6 µs per entry, 3.3-3.9 with the pages kept (2.5-2.9 with no pause between;
-# 2026-12-06). Beyond it (the gigabytes of issue 13's huge
-# batches; 53 MiB after 30k entries) everything goes back as soon as it is quiet: what
-# stays is bounded by this, whatever the batches were.
+# (settle_heap), and goes once it has been quiet for KEEP_SECONDS: a big batch after a
+# pause then reuses those pages instead of faulting them in again. Beyond it everything
+# goes back as soon as it is quiet: what stays is bounded by this, whatever the batches
+# were.
 KEEP_FREED_BYTES = 32 << 20
-# ... and this long without a request hands back what KEEP_FREED_BYTES kept (the pace of
-# the jemalloc decay it replaces): the write bench's targets take turns, and a switch
-# waits ~8 s for the other's phase.
+# ... and this long without a request hands back what KEEP_FREED_BYTES kept
 KEEP_SECONDS = 30.0
 # where Debian's libjemalloc2 puts the library, per architecture
 _JEMALLOC = ("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
@@ -64,7 +52,7 @@ _ALL_ARENAS = 4096              # jemalloc's MALLCTL_ARENAS_ALL
 
 
 class AllocatorError(ValueError):
-    """SOFTSWITCH_ALLOCATOR names no allocator this machine has (message says why)."""
+    """An allocator asked for by name that this machine does not have (message says why)."""
 
 
 def jemalloc_path() -> str | None:
@@ -76,22 +64,24 @@ def jemalloc_path() -> str | None:
     return found if found and Path(found).is_absolute() else None
 
 
-def server_environment(env: Mapping[str, str]) -> dict[str, str] | None:
-    """The environment to re-execute the server with, or None to keep this process
-    (pymalloc asked for, or the allocator already chosen: ``PYTHONMALLOC`` is set)."""
-    if env.get("PYTHONMALLOC") or env.get("SOFTSWITCH_PYMALLOC"):
+def server_environment(env: Mapping[str, str],
+                       allocator: str | None = None) -> dict[str, str] | None:
+    """The environment to run the server with on ``allocator`` (None: jemalloc where it
+    is installed, else glibc; ``pymalloc``: the interpreter's own), or None when ``env``
+    has chosen already (``PYTHONMALLOC`` is set: by the user, or this is the server
+    re-executed). AllocatorError for an unknown name, or jemalloc where it is missing."""
+    if env.get("PYTHONMALLOC"):
         return None
-    choice = env.get("SOFTSWITCH_ALLOCATOR", "").strip().lower()
+    choice = (allocator or "").strip().lower()
     if choice not in ("", *CHOICES):
-        raise AllocatorError(f"SOFTSWITCH_ALLOCATOR must be one of {', '.join(CHOICES)}, "
-                             f"not '{choice}'")
+        raise AllocatorError(f"allocator must be one of {', '.join(CHOICES)}, not '{choice}'")
     if choice == "pymalloc":
-        return None
+        return dict(env, PYTHONMALLOC="pymalloc")
     out = dict(env, PYTHONMALLOC="malloc")
     library = jemalloc_path() if choice in ("", "jemalloc") else None
     if choice == "jemalloc" and library is None:
-        raise AllocatorError("SOFTSWITCH_ALLOCATOR=jemalloc: libjemalloc.so.2 is not "
-                             "installed (Debian: apt-get install libjemalloc2)")
+        raise AllocatorError("allocator jemalloc: libjemalloc.so.2 is not installed "
+                             "(Debian: apt-get install libjemalloc2)")
     if library is not None:
         preload = env.get("LD_PRELOAD", "")
         out["LD_PRELOAD"] = f"{library} {preload}".strip()

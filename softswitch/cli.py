@@ -2,8 +2,9 @@
 
 Exit codes follow p4c: 0 success, 1 the user's input has errors (diagnostics printed as
 ``file:line:col: error: message``), 2 an internal error of softswitch (a bug: reported
-in one line, with the traceback only when ``SOFTSWITCH_DEBUG=1``). No Python traceback
-reaches a user otherwise.
+in one line, with the traceback only when ``SOFTSWITCH_DEBUG=1``, which also keeps the
+generated C of the fast path beside its build: ``softswitch.fastpath.build``). No Python
+traceback reaches a user otherwise.
 """
 
 from __future__ import annotations
@@ -270,13 +271,8 @@ def _system_allocator() -> None:
     """``softswitch run`` is a long-running server: re-execute this very command line
     once on the C allocator :mod:`softswitch.allocator` chooses (jemalloc where
     installed, else glibc), whose freed memory the reclaimer can give back, rather than
-    pymalloc. ``SOFTSWITCH_ALLOCATOR=pymalloc`` (or an explicit PYTHONMALLOC) keeps the
-    interpreter's."""
-    try:
-        env = allocator.server_environment(os.environ)
-    except allocator.AllocatorError as exc:
-        print(f"softswitch: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+    pymalloc. A ``PYTHONMALLOC`` the user sets keeps this process as it is."""
+    env = allocator.server_environment(os.environ)
     argv = list(getattr(sys, "orig_argv", []))
     if env is None or not argv:
         return
@@ -290,7 +286,7 @@ def _system_allocator() -> None:
 
 def _exit_now(code: int) -> NoReturn:
     """End ``softswitch run`` once it has stopped: its sockets, pcap files and logs are
-    closed by then, and the interpreter's teardown only delays the exit (seconds with a
+    closed by then, and the interpreter's teardown only delays the exit (long, with a
     large Write abandoned mid-way: its request and gRPC's core are torn down object by
     object), which a supervisor restarting the switch waits for."""
     sys.stdout.flush()

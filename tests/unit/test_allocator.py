@@ -32,8 +32,7 @@ def test_jemalloc_never_purges_on_its_own_and_the_users_options_win(with_jemallo
     env = allocator.server_environment({"MALLOC_CONF": "dirty_decay_ms:1000"})
     assert env is not None
     assert env["MALLOC_CONF"] == f"{allocator.JEMALLOC_CONF},dirty_decay_ms:1000"
-    assert "MALLOC_CONF" not in allocator.server_environment(
-        {"SOFTSWITCH_ALLOCATOR": "glibc"})
+    assert "MALLOC_CONF" not in allocator.server_environment({}, "glibc")
 
 
 def test_default_without_jemalloc_is_glibc_with_few_arenas(without_jemalloc):
@@ -42,25 +41,36 @@ def test_default_without_jemalloc_is_glibc_with_few_arenas(without_jemalloc):
 
 
 def test_glibc_asked_for_preloads_nothing(with_jemalloc):
-    env = allocator.server_environment({"SOFTSWITCH_ALLOCATOR": "glibc"})
+    env = allocator.server_environment({}, "glibc")
     assert env is not None and "LD_PRELOAD" not in env and env["PYTHONMALLOC"] == "malloc"
 
 
-@pytest.mark.parametrize("env", [{"PYTHONMALLOC": "pymalloc"},
-                                 {"SOFTSWITCH_ALLOCATOR": "pymalloc"},
-                                 {"SOFTSWITCH_PYMALLOC": "1"}])
-def test_an_allocator_already_chosen_keeps_the_process(env, with_jemalloc):
-    assert allocator.server_environment(env) is None
+def test_jemalloc_asked_for_preloads_it(with_jemalloc):
+    env = allocator.server_environment({}, "jemalloc")
+    assert env is not None and env["LD_PRELOAD"] == LIB and env["PYTHONMALLOC"] == "malloc"
+
+
+def test_pymalloc_asked_for_runs_the_interpreters_own(with_jemalloc):
+    """A server started with this environment does not re-execute itself (PYTHONMALLOC
+    is set) and preloads nothing."""
+    assert allocator.server_environment({"PATH": "/bin"}, "pymalloc") == {
+        "PATH": "/bin", "PYTHONMALLOC": "pymalloc"}
+
+
+@pytest.mark.parametrize("choice", [None, "jemalloc", "glibc", "pymalloc"])
+def test_a_users_pythonmalloc_keeps_the_process(choice, with_jemalloc):
+    assert allocator.server_environment({"PYTHONMALLOC": "pymalloc"}, choice) is None
+    assert allocator.server_environment({"PYTHONMALLOC": "malloc"}, choice) is None
 
 
 def test_jemalloc_asked_for_but_missing_is_an_error(without_jemalloc):
     with pytest.raises(allocator.AllocatorError, match="libjemalloc2"):
-        allocator.server_environment({"SOFTSWITCH_ALLOCATOR": "jemalloc"})
+        allocator.server_environment({}, "jemalloc")
 
 
 def test_an_unknown_allocator_is_an_error():
     with pytest.raises(allocator.AllocatorError, match="one of jemalloc, glibc, pymalloc"):
-        allocator.server_environment({"SOFTSWITCH_ALLOCATOR": "tcmalloc"})
+        allocator.server_environment({}, "tcmalloc")
 
 
 def test_release_heap_purges_jemalloc_when_preloaded():
