@@ -9,9 +9,8 @@ switch is given back however the test ends, also when ``setUp`` fails half-way
 the queue and link rates it set are reset and the packets still queued behind them
 drained, then its P4Runtime stream is closed and the server has dropped its
 arbitration before the next test connects with the same election id. Entries are
-written with the
-shared P4Runtime client (``controlplane.p4rt``) by P4Info names, exactly as the
-controller writes them, so a renamed table breaks these suites loudly.
+written with the shared P4Runtime client (``controlplane.p4rt``) by P4Info names,
+exactly as the controller writes them, so a renamed table breaks these suites loudly.
 
 softswitch's traffic-manager extensions (link rate, DWRR weights, PFC; see
 ``softswitch/tm/``) have helpers here that skip the test on any other target, naming
@@ -67,7 +66,7 @@ QUEUE_CAPACITY_PKTS = 64
 
 # softswitch's traffic-manager extensions BMv2 does not have: the name a skipping test
 # gives, and what the extension is (README.md "softswitch" and softswitch/tm/).
-SOFTSWITCH_EXTENSIONS = {
+TARGET_EXTENSIONS = {
     "set_link_rate": "per-port link rate (serialisation at bits/s)",
     "set_queue_weight": "DWRR weights between queues (strict priority only)",
     "set_pfc": "PFC generation (XOFF/XON frames to the upstream port)",
@@ -178,10 +177,10 @@ class TailccTest(BaseTest):
 
     def softswitch_extension(self, name: str) -> None:
         """Skip unless the target is softswitch: ``name`` (a key of
-        SOFTSWITCH_EXTENSIONS) is one of its extensions, which BMv2 does not have."""
+        TARGET_EXTENSIONS) is one of its extensions, which BMv2 does not have."""
         if self.target != "softswitch":
             self.skipTest(f"softswitch extension {name}: {self.target} has no "
-                          f"{SOFTSWITCH_EXTENSIONS[name]}")
+                          f"{TARGET_EXTENSIONS[name]}")
 
     def set_link_rate(self, bps: int, port: int) -> None:
         """softswitch's port serialisation rate (skips the test on other targets)."""

@@ -202,7 +202,7 @@ def _ptf_test_names() -> set[str]:
 def test_expectation_lists_name_real_tests_and_extensions():
     """known_failures.txt and the README's table parse, and name existing tests and
     (for skips) a softswitch extension the suites' base knows."""
-    from tailcc_base import SOFTSWITCH_EXTENSIONS
+    from tailcc_base import TARGET_EXTENSIONS
 
     tests = _ptf_test_names()
     assert len(tests) >= 20
@@ -212,7 +212,7 @@ def test_expectation_lists_name_real_tests_and_extensions():
         for name, e in listed.items():
             assert e.reason, name
             if e.verdict == "SKIP":
-                assert e.extension in SOFTSWITCH_EXTENSIONS, (name, e.extension)
+                assert e.extension in TARGET_EXTENSIONS, (name, e.extension)
     assert "scheduling_test.StrictPriorityOrderTest" in expectations.documented_skips()["bmv2"]
 
 

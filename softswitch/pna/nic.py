@@ -5,30 +5,24 @@ main_deparser (p4c's generic ``pna.p4``), then acts on what main_control decided
 
 * the direction is NET_TO_HOST for a packet from a network port and HOST_TO_NET for
   one from a host port (:class:`PortRoles`); ``input_port`` is the arrival port;
-* a parser error does not drop the packet: main_control sees it in
-  ``istd.parser_error`` (the program decides, e.g. ``drop_packet()``);
-* pre_control gets the parsed headers (read only) and the user metadata; its
-  metadata writes are what main_control starts with. Inline decryption
-  (``ostd.decrypt``) is not provided: such a packet is dropped and counted in
-  :attr:`Nic.decrypt_refused`;
-* forwarding: the last of ``send_to_port``/``drop_packet``/``recirculate`` wins and a
-  packet with none is dropped; a port that is neither a host nor a network port drops
-  it too (:attr:`Nic.unknown_port_drops`). ``recirculate`` re-runs the deparsed
+* a parser error does not drop the packet: main_control sees ``istd.parser_error``;
+* pre_control gets the parsed headers (read only) and the user metadata; its metadata
+  writes are what main_control starts with. Inline decryption (``ostd.decrypt``) is
+  not provided: such a packet is dropped (:attr:`Nic.decrypt_refused`);
+* forwarding: the last of ``send_to_port``/``drop_packet``/``recirculate`` wins; a
+  packet with none, or for a port that is neither a host nor a network port
+  (:attr:`Nic.unknown_port_drops`), is dropped. ``recirculate`` re-runs the deparsed
   packet with ``pass`` + 1 and the same direction, up to pass 7 (``PassNumber_t`` is
-  3 bits), after which it is dropped (:attr:`Nic.pass_limit_drops`);
+  3 bits), then drops it (:attr:`Nic.pass_limit_drops`);
 * ``mirror_packet(slot, session)``: one copy per slot of the deparsed packet to the
   session's port (P4Runtime ``CloneSessionEntry``), the original still forwarded;
-* ``ostd.class_of_service`` travels with the packet (``PacketOut.meta``) to the NIC's
-  transmit queues (:mod:`softswitch.pna.tm`);
-* the loopback port (:class:`PortRoles`, optional): a packet sent or mirrored to it
-  re-enters the pipeline at once with ``loopedback`` true, in the other direction
-  (a packet the NIC turns around, e.g. a receiver CNP built from a data packet), with
-  ``pass`` 0 and the loopback port as ``input_port``; re-entries count against the
-  same limit of 8 passes per arriving packet.
+* ``ostd.class_of_service`` goes with the packet to the transmit queues (``pna.tm``);
+* the loopback port (optional): a packet sent or mirrored to it re-enters at once with
+  ``loopedback`` true, in the other direction, ``pass`` 0 and the loopback port as
+  ``input_port``; re-entries count against the same limit of 8 passes per packet.
 
-The control-plane side (tables, counters, registers, meters, clone sessions, digests)
-is the shared :class:`~softswitch.core.device.Device`, as for a v1model switch, so the
-same P4Runtime server and STF runner drive a NIC.
+The control-plane side is the shared :class:`~softswitch.core.device.Device`, as for a
+v1model switch, so the same P4Runtime server and STF runner drive a NIC.
 """
 
 from __future__ import annotations
