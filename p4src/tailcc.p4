@@ -3,7 +3,7 @@
  *
  * v1model program for p4c (`p4c --target bmv2 --arch v1model`) on BMv2
  * `simple_switch_grpc --priority-queues 8`, and unchanged on softswitch.
- * docs/PIPELINE.md describes every stage, table, register and counter.
+ * docs/pipeline.md describes every stage, table, register and counter.
  *
  * Ingress:  packet-out -> parser-error policy -> PFC accounting -> tenant
  *           (VRF) -> VXLAN termination + RFC 6040 -> lookup view ->

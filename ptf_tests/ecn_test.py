@@ -71,7 +71,7 @@ class EcnThresholdsTest(TailccTest):
 
 
 def mark_probability(depth: int, kmin: int, kmax: int, pmax: int) -> float:
-    """The program's rule, from docs/PIPELINE.md: never at or below Kmin, always at or
+    """The program's rule, from docs/pipeline.md: never at or below Kmin, always at or
     above Kmax, in between r*(Kmax-Kmin) < Pmax*(depth-Kmin) for r uniform in 0..1023."""
     if depth >= kmax:
         return 1.0

@@ -65,7 +65,7 @@ DRAIN_QUIET_S = 0.3
 QUEUE_CAPACITY_PKTS = 64
 
 # softswitch's traffic-manager extensions BMv2 does not have: the name a skipping test
-# gives, and what the extension is (README.md "softswitch" and softswitch/tm/).
+# gives, and what the extension is (docs/softswitch.md and softswitch/tm/).
 TARGET_EXTENSIONS = {
     "set_link_rate": "per-port link rate (serialisation at bits/s)",
     "set_queue_weight": "DWRR weights between queues (strict priority only)",

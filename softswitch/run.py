@@ -164,8 +164,9 @@ def _switch_parser() -> _Parser:
     p.add_argument("--dump-packet-data", type=int, metavar="N",
                    help="accepted for compatibility (ignored)")
     p.add_argument("--role-config", metavar="FILE",
-                   help="controller roles and what each may write (YAML/JSON; see README, "
-                        "softswitch section); the default role always has full access")
+                   help="controller roles and what each may write (YAML/JSON; see "
+                        "docs/softswitch.md, Controller roles); the default role always "
+                        "has full access")
     p.add_argument("--host-port", action="append", type=int, default=[], metavar="N",
                    help="PNA programs: port N faces the host (repeatable)")
     p.add_argument("--net-port", action="append", type=int, default=[], metavar="N",

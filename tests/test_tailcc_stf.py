@@ -11,7 +11,7 @@ project STF file (tests/p4/*.stf and p4src/samples/*.stf) runs twice:
   those lines against BMv2's own log instead.
 
 tailcc runs with 8 priority queues per port on both (``--priority-queues 8``, as it is
-deployed: README); the samples with simple_switch's default of one.
+deployed: docs/softswitch.md); the samples with simple_switch's default of one.
 
 Known differences, each with its evidence in the test that covers it:
 
@@ -84,7 +84,7 @@ def test_tailcc_compiles_without_warnings():
 
 
 def test_tailcc_p4info_names(tmp_path: Path):
-    """The control-plane names docs/PIPELINE.md promises the controller."""
+    """The control-plane names docs/pipeline.md promises the controller."""
     out = tmp_path / "tailcc.p4info.txtpb"
     res = _softswitch("compile", str(PROGRAM), "--p4runtime-files", str(out))
     assert res.returncode == 0, res.stdout + res.stderr

@@ -2,7 +2,7 @@
 
 Dotted suffixes, resolved through the P4Info index, so the controller keeps working if
 a control instance is renamed as long as the table names stay unique. One place to
-change when docs/PIPELINE.md changes.
+change when docs/pipeline.md changes.
 """
 
 TRAFFIC_CLASS = "classify.traffic_class"

@@ -1,6 +1,6 @@
 """Intent -> the P4Runtime entities a NIC running p4src/nic/tailcc_nic.p4 should hold.
 
-The NIC's tables (docs/NIC.md): ports, the QP -> class map in both directions, the
+The NIC's tables (docs/nic.md): ports, the QP -> class map in both directions, the
 per-QP pacing bounds, application tags, the class policies (DSCP, ECN capability and
 transmit queue of every class with a DSCP), the receive fast path, and the clone
 session that turns CE-marked data into receiver CNPs on the loopback port.

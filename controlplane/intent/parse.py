@@ -366,7 +366,7 @@ NIC_KEYS = ("name", "address", "device_id", "election_id", "cpu_port", "runtime_
 
 
 def parse_nic(node: Node) -> m.Nic | None:
-    """A NIC running p4src/nic/tailcc_nic.p4 (docs/NIC.md)."""
+    """A NIC running p4src/nic/tailcc_nic.p4 (docs/nic.md)."""
     if not node.mapping(NIC_KEYS):
         return None
     name = _req(node, "name", Node.name)

@@ -15,7 +15,7 @@
  *   optionally a DSCP rewrite, so downstream hops see one DSCP per class.
  * Misses are best effort: class 0, queue 0, profile 0.
  *
- * The default queue map (controlplane/profiles/default.yaml, docs/PIPELINE.md)
+ * The default queue map (controlplane/profiles/default.yaml, docs/pipeline.md)
  * follows the brief: control q7, CNP q6, hot KV / scheduling signals q5,
  * TP/PP and MoE q4, storage and weights q3, training bulk q2, cold KV q1,
  * front-end API and best effort q0.

@@ -79,13 +79,13 @@ class LoopWrites:
         self._loop: PortLoop | None = None
 
     def attach(self, loop: PortLoop) -> None:
-        """On the port loop's thread: start serving (False from watch: the loop does not
-        take sockets, e.g. on ``select``; then nothing is served, loudly)."""
+        """On the port loop's thread: start serving (False from watch: the loop takes no
+        sockets; then nothing is served, loudly)."""
         self._big.start()
         self._loop = loop
         if not loop.watch(self._listener.fileno(), self._accept, self._lost):
-            log.error("the port loop cannot serve the P4Runtime front end's link "
-                      "(batchio not built): Writes will fail")
+            log.error("the port loop cannot watch the P4Runtime front end's link: "
+                      "Writes will fail")
 
     def close(self) -> None:
         for conn in list(self._conns.values()):
