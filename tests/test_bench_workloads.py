@@ -4,30 +4,15 @@ programs tailcc.p4 on both packet paths, and its RoCEv2 mix leaves the same way 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import time
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def _bench_module(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module          # dataclasses look their module up there
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+from bench_support import BENCH, bench_module
 
 
 def test_pps_tailcc_lab_workload_forwards_alike_on_both_paths():
-    pps = _bench_module("pps")
+    pps = bench_module("pps")
     switches, packets = pps.tailcc_lab()
     assert set(switches) == {"interpreter", "C"} and len(packets) == 32
     outs = {name: [[(o.port, o.data) for o in sw.inject(port, data)]
@@ -37,7 +22,7 @@ def test_pps_tailcc_lab_workload_forwards_alike_on_both_paths():
 
 
 def test_tail_latency_bench_imports():
-    assert hasattr(_bench_module("tail_latency"), "main")
+    assert hasattr(bench_module("tail_latency"), "main")
 
 
 def test_p4runtime_write_bench_reports_the_median_of_its_rounds(tmp_path):
@@ -68,7 +53,7 @@ def test_p4runtime_write_targets_take_turns_the_other_stopped():
     waiting is stopped (SIGSTOP) while the other runs; all run again at the end."""
     import subprocess
 
-    bench = _bench_module("p4runtime_write")
+    bench = bench_module("p4runtime_write")
 
     def state(pid: int) -> str:
         with open(f"/proc/{pid}/stat") as f:
@@ -138,7 +123,7 @@ def test_urgent_latency_tap_takes_one_urgent_frame_in_tap_sample():
     from softswitch.ports.afpacket import RawPort
     from softswitch.ports.veth import veth_pairs
 
-    ul = _bench_module("urgent_latency")
+    ul = bench_module("urgent_latency")
     other = bytes(Ether() / IP(tos=0) / UDP() / (ul.STAMP.pack(ul.MAGIC, 0, 1) + bytes(48)))
     unstamped = bytes(Ether() / IP(tos=ul.URGENT_DSCP << 2) / UDP() / bytes(64))
     frames = [ul._urgent(seq, 1) for seq in range(3 * ul.TAP_SAMPLE + 1)] + [other, unstamped]
@@ -164,7 +149,7 @@ def test_urgent_latency_max_rate_is_the_median_of_its_runs(monkeypatch):
 
     if not _root():
         pytest.skip("needs root for veth/AF_PACKET")
-    ul = _bench_module("urgent_latency")
+    ul = bench_module("urgent_latency")
     from softswitch.ports.veth import veth_pairs
 
     monkeypatch.setattr(ul, "MAX_RATE_FRAMES", 2000)
@@ -176,7 +161,7 @@ def test_urgent_latency_max_rate_is_the_median_of_its_runs(monkeypatch):
 
 
 def test_urgent_latency_rounds_run_the_scenarios_forth_and_back():
-    ul = _bench_module("urgent_latency")
+    ul = bench_module("urgent_latency")
     order = [ul.round_order(("a", "b", "c"), r) for r in range(4)]
     assert order == [("a", "b", "c"), ("c", "b", "a")] * 2
 
@@ -184,7 +169,7 @@ def test_urgent_latency_rounds_run_the_scenarios_forth_and_back():
 def test_urgent_latency_dataplane_cpu_choices():
     import pytest
 
-    ul = _bench_module("urgent_latency")
+    ul = bench_module("urgent_latency")
     allowed = os.sched_getaffinity(0)
     assert ul.dataplane_cpu("off") is None
     assert ul.dataplane_cpu("auto") == (max(allowed) if len(allowed) >= 2 else None)
@@ -252,7 +237,7 @@ def test_urgent_latency_bench_writes_routes_over_p4runtime(tmp_path):
 
 
 def test_urgent_latency_writer_failure_fails_the_scenario():
-    ul = _bench_module("urgent_latency")
+    ul = bench_module("urgent_latency")
     result: dict = {}
 
     def broken(switch, stop, res):
@@ -266,7 +251,7 @@ def test_urgent_latency_rounds_pool_their_frames_and_keep_each_rounds_tail():
     """``--rounds``: a scenario's percentiles are over the frames of all its rounds
     (interleaved with the other scenarios), and each round's own P99/max and loss are
     kept beside them, so a host stall in one round shows as that round's."""
-    ul = _bench_module("urgent_latency")
+    ul = bench_module("urgent_latency")
 
     def round_of(latencies_us: list[int], expected: int, drops: int) -> object:
         ns = sorted(v * 1000 for v in latencies_us)
@@ -292,7 +277,7 @@ def test_urgent_latency_splits_frames_by_the_writers_windows():
     """The writes scenarios' frames are split by when they reached the switch: in a
     writing window, between two (after GUARD_S), or neither (the guard, or before the
     writer began); the row's P99 is the writing frames', beside the between ones'."""
-    ul = _bench_module("urgent_latency")
+    ul = bench_module("urgent_latency")
     start, s = 10**18, 10**9
     stamps = [start - s, start + s // 2, start + s + s // 100, start + 3 * s // 2,
               start + 23 * s // 10, start + 39 * s // 10]
@@ -328,7 +313,7 @@ def test_block_bootstrap_interval_of_a_p99_ratio():
 
     import pytest
 
-    bb = _bench_module("block_bootstrap")
+    bb = bench_module("block_bootstrap")
     rng = random.Random(1)
 
     def blocks(n: int, scale: float = 1.0) -> list[list[int]]:
@@ -356,7 +341,7 @@ def test_urgent_latency_writers_set_against_the_elephants_with_intervals():
     its ratios an interval from their blocks."""
     import random
 
-    ul = _bench_module("urgent_latency")
+    ul = bench_module("urgent_latency")
     rng = random.Random(2)
 
     def blocks(n: int, us: int) -> list[list[int]]:
@@ -394,7 +379,7 @@ def test_urgent_latency_later_rounds_write_new_routes():
     ones again (ALREADY_EXISTS would fail it)."""
     import threading
 
-    ul = _bench_module("urgent_latency")
+    ul = bench_module("urgent_latency")
     stop = threading.Event()
     sent: list[range] = []
 

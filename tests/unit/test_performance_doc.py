@@ -5,7 +5,6 @@ rewritten, and a clean one-line error (docs unchanged) for a missing input or ma
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -14,28 +13,15 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bench_support import BENCH, bench_module
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 PROSE_BEFORE = "# Performance\n\nHand-written prose | with a pipe.\n\n"
 PROSE_AFTER = "\n\n## Design decisions\n\nMore prose.\n"
 
 
-def _bench_module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
-
-
 @pytest.fixture(scope="module")
 def doc_mod() -> ModuleType:
-    return _bench_module("performance_doc")
+    return bench_module("performance_doc")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +50,7 @@ def _row(bench: str, measure: str, unit: str, bmv2: float | None, soft: float | 
 def summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """bench/run_all.py's own summary.json, its benchmarks replaced by small fakes (none
     of them a veth one: no root needed)."""
-    run_all = _bench_module("run_all")
+    run_all = bench_module("run_all")
     monkeypatch.setattr(run_all, "OUT", tmp_path / "bench")
     monkeypatch.setattr(run_all.veth_switch, "available", lambda target: None)
 
