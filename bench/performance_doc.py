@@ -93,17 +93,14 @@ def _markdown(header: list[str], align: str, rows: list[list[str]]) -> list[str]
 def performance_region(summary: dict[str, Any], mix_img: str | None = None) -> str:
     """The region of docs/performance.md for one run_all summary."""
     rows = summary["rows"]
-    titles: dict[str, str] = dict(summary.get("benches") or {})
-    for r in rows:
-        titles.setdefault(r.get("bench", "other"), r.get("bench", "other"))
-    failed = list(summary.get("failed") or [])
+    titles: dict[str, str] = summary["benches"]
     errors: dict[str, str] = summary.get("errors") or {}
     out = [_run_line(summary), "", RATIO_NOTE + "."]
     for note in summary.get("notes") or []:
         out += ["", f"Note: {note}"]
     for bench, title in titles.items():
-        mine = [r for r in rows if r.get("bench", "other") == bench]
-        if bench in failed or not mine:
+        mine = [r for r in rows if r["bench"] == bench]
+        if bench in errors or not mine:
             continue
         out += ["", f"### {title}", ""]
         with_bmv2 = any(r.get("bmv2") is not None for r in mine)
@@ -116,10 +113,9 @@ def performance_region(summary: dict[str, Any], mix_img: str | None = None) -> s
                           fmt_ratio(r.get("ratio"))] if with_bmv2 else [measure, soft])
         out += _markdown(["measure", "BMv2", "softswitch", "ratio"], "lrrr", table) \
             if with_bmv2 else _markdown(["measure", "softswitch"], "lr", table)
-    if failed:
+    if errors:
         out += ["", "### Failed", ""]
-        out += [f"- `{name}`: {errors.get(name) or _failure_text(rows, name)}"
-                for name in failed]
+        out += [f"- `{name}`: {error}" for name, error in errors.items()]
     if mix_img:
         out += ["", "### The Mininet mix", "",
                 "Per-class latency CDF through the single-switch topology on softswitch, "
@@ -131,11 +127,7 @@ def performance_region(summary: dict[str, Any], mix_img: str | None = None) -> s
 def _run_line(summary: dict[str, Any]) -> str:
     load = summary.get("loadavg")
     load_text = " / ".join(f"{x:.2f}" for x in load) if load else "not recorded"
-    targets = summary.get("targets")
-    if targets is not None:
-        bmv2_ran = "bmv2" in targets
-    else:
-        bmv2_ran = not any(str(n).startswith("BMv2 left out") for n in summary.get("notes") or [])
+    bmv2_ran = "bmv2" in summary["targets"]
     host = f" ({summary['host']})" if summary.get("host") else ""
     kind = ("`--quick`: a smoke test of the whole bench, not figures to quote"
             if summary.get("quick") else "a full run")
@@ -143,10 +135,6 @@ def _run_line(summary: dict[str, Any]) -> str:
             f"{summary.get('cpus', '?')} CPUs{host}, load average {load_text} at its end; "
             f"{'BMv2 side by side' if bmv2_ran else 'softswitch only (BMv2 left out)'}; "
             f"{kind}.")
-
-
-def _failure_text(rows: list[dict[str, Any]], bench: str) -> str:
-    return next((r["measure"] for r in rows if r.get("bench") == bench), "failed")
 
 
 # --- docs/lab.md ----------------------------------------------------------------------------
@@ -286,8 +274,9 @@ def read_json(path: Path, what: str, hint: str) -> Any:
 
 def read_summary(path: Path) -> dict[str, Any]:
     data = read_json(path, "benchmark summary", "make bench writes it: bench/run_all.py")
-    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
-        raise DocError(f"{path}: not a bench/run_all.py summary (no list of rows)")
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list) \
+            or not isinstance(data.get("benches"), dict) or "targets" not in data:
+        raise DocError(f"{path}: not a bench/run_all.py summary (rows, benches, targets)")
     return data
 
 
