@@ -285,11 +285,13 @@ class TailccTest(BaseTest):
 
     def wait_counter(self, name: str, index: int, expected: int, timeout: float = 10.0) -> int:
         """Poll a packet counter until it reaches ``expected`` (drops leave no frame to
-        wait for, so the test waits for the switch's own account instead)."""
+        wait for, so the test waits for the switch's own account instead). It polls every
+        few milliseconds: what a test does next may have to happen within a time the
+        program holds state for (the NIC's EV_CE_HOLD_NS after a CNP)."""
         deadline = time.monotonic() + timeout
         value = self.packets(name, index)
         while value < expected and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.005)
             value = self.packets(name, index)
         return value
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -126,12 +127,12 @@ def _apply_loop(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
     undone. An intent that turns invalid is reported and the last valid one is kept."""
     rounds = 0
     learning = None if args.dry_run else Learning(args.timeout, args.self_rollback)
-    restore = _stop_on_sigterm()
+    restore, stopped = _stop_on_sigterm()
     try:
-        while True:
+        while not stopped.is_set():
             _apply_once(args, intent, pipeline, quiet_in_sync=rounds > 0, learning=learning)
             rounds += 1
-            if args.rounds and rounds >= args.rounds:
+            if (args.rounds and rounds >= args.rounds) or stopped.is_set():
                 return 0
             if learning:
                 for line in learning.wait(args.every):
@@ -145,6 +146,7 @@ def _apply_loop(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
                 print(f"tailcc: {args.intent} is invalid, keeping the last valid intent:",
                       file=sys.stderr)
                 print(str(exc), file=sys.stderr, flush=True)
+        return 0
     except KeyboardInterrupt:
         return 0
     finally:
@@ -153,20 +155,25 @@ def _apply_loop(args: argparse.Namespace, intent: Intent, pipeline: Pipeline | N
             learning.close()
 
 
-def _stop_on_sigterm() -> Callable[[], None]:
+def _stop_on_sigterm() -> tuple[Callable[[], None], threading.Event]:
     """Controller mode ends on SIGTERM (a service manager's stop, or ``kill``) as on
     Ctrl-C: the round in progress is cut, the learners' sessions are closed, exit 0.
     (A controller started in the background by a script inherits SIGINT ignored, as
-    shells do for background jobs: SIGTERM is then how it is stopped.) Returns what
-    puts the previous handler back; nothing where signals cannot be set (not the main
-    thread)."""
+    shells do for background jobs: SIGTERM is then how it is stopped.) The handler also
+    sets the returned event, which the loop checks between rounds: Python drops an
+    exception raised while it runs a finalizer or weakref callback, and the stop must
+    not be lost with it. Returns what puts the previous handler back (nothing where
+    signals cannot be set: not the main thread) and that event."""
+    stopped = threading.Event()
+
     def stop(signum: int, frame: object) -> None:
+        stopped.set()
         raise KeyboardInterrupt
     try:
         previous = signal.signal(signal.SIGTERM, stop)
     except ValueError:
-        return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, previous)
+        return (lambda: None), stopped
+    return (lambda: signal.signal(signal.SIGTERM, previous)), stopped
 
 
 class Learning:
