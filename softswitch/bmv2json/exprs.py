@@ -1,0 +1,257 @@
+"""BMv2 expressions as typed P4 expressions.
+
+BMv2 evaluates expressions on unbounded integers and truncates on assignment; p4c
+masks every result whose width matters (``& 0xff``). The translation types each
+subexpression as ``bit<W>``/``int<W>``: ring operations (``+ - * & | ^ ~``) take the
+wider operand's width, a left shift by a constant widens by the shift so bits p4c moves
+up for a concatenation survive, and a comparison widens both sides to one width — so
+the low bits BMv2 keeps are the ones P4's modular arithmetic computes. ``convert`` casts
+an expression to the type its use needs (assignment, parameter, condition).
+"""
+
+from __future__ import annotations
+
+from softswitch.bmv2json.context import BOOL, LIT, Context, Expr, Ty
+from softswitch.bmv2json.reader import Node
+
+ARITH = {"+", "-", "*", "&", "|", "^"}
+COMPARE = {"==", "!=", ">", ">=", "<", "<="}
+VARIABLE_SHIFT_WIDTH = 64
+
+
+def literal(value: int, ty: Ty) -> str:
+    """``value`` as a literal of type ``ty`` (wrapped to its width)."""
+    if ty.kind == "bit":
+        return f"{ty.width}w{value % (1 << ty.width)}"
+    if ty.kind == "int":
+        v = value % (1 << ty.width)
+        if v >= 1 << (ty.width - 1):
+            v -= 1 << ty.width
+        return f"{ty.width}s{v}" if v >= 0 else f"(-{ty.width}s{-v})"
+    if ty.kind == "bool":
+        return "true" if value else "false"
+    return str(value)
+
+
+def convert(e: Expr, ty: Ty) -> str:
+    """The code of ``e`` as a value of ``ty``."""
+    src = e.ty
+    if e.value is not None and src == LIT:
+        return literal(e.value, ty)
+    if ty == src or ty.kind in ("lit", "header", "stack", "varbit", "error"):
+        return e.code
+    if ty.kind == "bool":
+        return e.code if src.kind == "bool" else f"({e.code} != 0)"
+    if src.kind == "bool":
+        return convert(Expr(f"({e.code} ? 1w1 : 1w0)", Ty("bit", 1)), ty)
+    if src.kind == ty.kind:
+        return f"(({ty.kind}<{ty.width}>){e.code})"
+    if src.kind == "bit":  # bit -> int: zero-extend, then reinterpret
+        return f"((int<{ty.width}>)(bit<{ty.width}>){e.code})"
+    if src.kind == "int":  # int -> bit: sign-extend, then reinterpret
+        return f"((bit<{ty.width}>)(int<{ty.width}>){e.code})"
+    raise ValueError(f"cannot convert {src} to {ty}")
+
+
+def _width_of(e: Expr) -> int:
+    if e.value is not None:
+        return max(1, (e.value if e.value >= 0 else ~e.value).bit_length()
+                   + (1 if e.value < 0 else 0))
+    return e.ty.width
+
+
+def _common(a: Expr, b: Expr, extra: int = 0) -> Ty:
+    width = max(_width_of(a), _width_of(b)) + extra
+    signed = a.ty.kind == "int" or b.ty.kind == "int"
+    return Ty("int" if signed else "bit", width)
+
+
+def hexstr(node: Node, text: object) -> int:
+    if not isinstance(text, str):
+        raise node.error(f"expected a hex string, got {text!r}")
+    try:
+        return int(text, 16) if "0x" in text.lower() else int(text, 0)
+    except ValueError:
+        raise node.error(f"bad hex string {text!r}") from None
+
+
+class Translator:
+    """Translates expressions of one action, parser or control (``params``: runtime data)."""
+
+    def __init__(self, ctx: Context, node: Node, params: list[tuple[str, Ty]] | None = None):
+        self.ctx = ctx
+        self.node = node
+        self.params = params or []
+
+    def error(self, message: str) -> Exception:
+        return self.node.error(message)
+
+    def field(self, ref: object) -> Expr:
+        if not (isinstance(ref, list) and len(ref) == 2):
+            raise self.error(f"malformed field reference {ref!r}")
+        inst = self.ctx.instance(self.node, ref[0])
+        if ref[1] == "$valid$":
+            return Expr(f"{inst.access}.isValid()", BOOL)
+        got = inst.htype.field(ref[1])
+        if got is None:
+            raise self.error(f"header {ref[0]!r} has no field {ref[1]!r}")
+        p4name, ty = got
+        if inst.kind == "std":
+            p4name = ref[1]
+            if p4name == "parser_error":
+                ty = Ty("error")
+        return Expr(f"{inst.access}.{p4name}", ty)
+
+    def header(self, name: object) -> Expr:
+        inst = self.ctx.instance(self.node, name)
+        return Expr(inst.access, Ty("stack" if inst.kind == "stack" else "header"))
+
+    def __call__(self, e: object) -> Expr:
+        if not isinstance(e, dict) or "type" not in e:
+            raise self.error(f"malformed expression {e!r}")
+        kind, value = e["type"], e.get("value")
+        if kind == "field":
+            return self.field(value)
+        if kind == "hexstr":
+            v = hexstr(self.node, value)
+            if isinstance(e.get("bitwidth"), int):
+                ty = Ty("bit", e["bitwidth"])
+                return Expr(literal(v, ty), ty)
+            return Expr(str(v), LIT, v)
+        if kind == "bool":
+            return Expr("true" if value else "false", BOOL)
+        if kind in ("local", "runtime_data"):
+            if not isinstance(value, int) or not 0 <= value < len(self.params):
+                raise self.error(f"runtime data index {value!r} out of range")
+            name, ty = self.params[value]
+            return Expr(name, ty)
+        if kind in ("header", "header_stack"):
+            return self.header(value)
+        if kind == "stack_field":
+            inst = self.ctx.instance(self.node, value[0])
+            got = inst.htype.field(value[1])
+            if got is None:
+                raise self.error(f"stack {value[0]!r} has no field {value[1]!r}")
+            return Expr(f"{inst.access}.last.{got[0]}", got[1])
+        if kind == "expression":
+            return self.op(value)
+        raise self.error(f"expression type {kind!r} is not supported")
+
+    def op(self, v: object) -> Expr:
+        if isinstance(v, dict) and "type" in v and "op" not in v:
+            return self(v)
+        if not isinstance(v, dict) or "op" not in v:
+            raise self.error(f"malformed expression {v!r}")
+        op = v["op"]
+        if op == "?:":
+            c = convert(self(v.get("cond")), BOOL)
+            a, b = self(v.get("left")), self(v.get("right"))
+            if a.ty.kind in ("bool", "header"):
+                return Expr(f"({c} ? {a.code} : {convert(b, a.ty)})", a.ty)
+            ty = _common(a, b)
+            return Expr(f"({c} ? {convert(a, ty)} : {convert(b, ty)})", ty)
+        unary = _UNARY.get(op)
+        if unary is not None:
+            return unary(self, self(v.get("right")) if op != "valid" else v.get("right"))
+        if op in ("two_comp_mod", "sat_cast", "usat_cast"):
+            return self.cast(op, self(v.get("left")), self(v.get("right")))
+        left, right = self(v.get("left")), self(v.get("right"))
+        return self.binary(op, left, right)
+
+    def cast(self, op: str, e: Expr, width: Expr) -> Expr:
+        if width.value is None or op != "two_comp_mod":
+            raise self.error(f"operation {op!r} is not supported")
+        ty = Ty("int", width.value)
+        return Expr(convert(e, ty), ty)
+
+    def binary(self, op: str, a: Expr, b: Expr) -> Expr:
+        if op in ("and", "or"):
+            sym = "&&" if op == "and" else "||"
+            return Expr(f"({convert(a, BOOL)} {sym} {convert(b, BOOL)})", BOOL)
+        if op in COMPARE:
+            return self.compare(op, a, b)
+        if op in ARITH:
+            if a.value is not None and b.value is not None:
+                return _fold(op, a.value, b.value)
+            ty = _common(a, b)
+            return Expr(f"({convert(a, ty)} {op} {convert(b, ty)})", ty)
+        if op in ("<<", ">>"):
+            return self.shift(op, a, b)
+        if op in ("/", "%"):
+            ty = _common(a, b)
+            return Expr(f"({convert(a, ty)} {op} {convert(b, ty)})", ty)
+        if op == "dereference_header_stack":
+            return Expr(f"{a.code}[{convert(b, Ty('bit', 32))}]", Ty("header"))
+        if op == "access_field":
+            return self.access_field(a, b)
+        raise self.error(f"operation {op!r} is not supported")
+
+    def compare(self, op: str, a: Expr, b: Expr) -> Expr:
+        if a.ty.kind == "error" or b.ty.kind == "error":
+            err, lit = (a, b) if a.ty.kind == "error" else (b, a)
+            if lit.value is None or op not in ("==", "!="):
+                raise self.error("only comparisons of parser_error with a constant are "
+                                 "supported")
+            return Expr(f"({err.code} {op} error.{self.ctx.error_name(self.node, lit.value)})",
+                        BOOL)
+        if a.ty.kind == "bool" and b.ty.kind == "bool":
+            return Expr(f"({a.code} {op} {b.code})", BOOL)
+        if a.ty.kind == "header" or b.ty.kind == "header":
+            raise self.error("comparing headers is not supported")
+        ty = _common(a, b)
+        if a.ty.kind != b.ty.kind and "lit" not in (a.ty.kind, b.ty.kind):
+            ty = Ty("int", ty.width + 1)
+        return Expr(f"({convert(a, ty)} {op} {convert(b, ty)})", BOOL)
+
+    def shift(self, op: str, a: Expr, b: Expr) -> Expr:
+        if a.value is not None and b.value is not None:
+            return _fold(op, a.value, b.value)
+        if op == "<<":
+            extra = b.value if b.value is not None else VARIABLE_SHIFT_WIDTH
+            ty = Ty(a.ty.kind if a.ty.kind != "lit" else "bit", _width_of(a) + extra)
+        else:
+            ty = Ty(a.ty.kind if a.ty.kind != "lit" else "bit", _width_of(a))
+        amount = str(b.value) if b.value is not None else convert(b, Ty("bit", b.ty.width or 8))
+        return Expr(f"({convert(a, ty)} {op} {amount})", ty)
+
+    def access_field(self, a: Expr, b: Expr) -> Expr:
+        raise self.error("access_field on a computed header is not supported")
+
+
+def _fold(op: str, x: int, y: int) -> Expr:
+    value = {"+": x + y, "-": x - y, "*": x * y, "&": x & y, "|": x | y, "^": x ^ y,
+             "<<": x << y, ">>": x >> y}[op]
+    return Expr(str(value), LIT, value)
+
+
+def _not(t: Translator, e: Expr) -> Expr:
+    return Expr(f"(!{convert(e, BOOL)})", BOOL)
+
+
+def _neg(t: Translator, e: Expr) -> Expr:
+    if e.value is not None:
+        return Expr(str(~e.value), LIT, ~e.value)
+    return Expr(f"(~{e.code})", e.ty)
+
+
+def _valid(t: Translator, raw: object) -> Expr:
+    if isinstance(raw, dict) and raw.get("type") == "header":
+        return Expr(f"{t.header(raw.get('value')).code}.isValid()", BOOL)
+    return Expr(f"{t(raw).code}.isValid()", BOOL)
+
+
+def _d2b(t: Translator, e: Expr) -> Expr:
+    return Expr(convert(e, BOOL), BOOL)
+
+
+def _b2d(t: Translator, e: Expr) -> Expr:
+    ty = Ty("bit", 1)
+    return Expr(convert(e, ty), ty)
+
+
+def _last_index(t: Translator, e: Expr) -> Expr:
+    return Expr(f"{e.code}.lastIndex", Ty("bit", 32))
+
+
+_UNARY = {"not": _not, "~": _neg, "valid": _valid, "d2b": _d2b, "b2d": _b2d,
+          "last_stack_index": _last_index}

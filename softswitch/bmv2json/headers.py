@@ -1,0 +1,139 @@
+"""Header types, header instances, stacks and metadata as P4 declarations.
+
+``collect`` fills the :class:`Context` (types, instances, errors) from the document;
+``declarations`` writes the ``error`` members, a ``header`` per header type and a
+``struct`` per metadata type, then ``headers_t`` (headers and stacks) and
+``metadata_t`` (every metadata instance but ``standard_metadata``, which is v1model's
+own). Metadata fields named by a field list carry ``@field_list(id)`` so clone,
+resubmit and recirculate preserve them as BMv2 does. Header unions are refused.
+"""
+
+from __future__ import annotations
+
+from softswitch.bmv2json.context import CORE_ERRORS, STD, Context, HeaderType, Instance, Ty, ident
+from softswitch.bmv2json.reader import Node
+
+
+def _field_ty(node: Node, spec: list, max_length: int | None) -> Ty:
+    if len(spec) < 2 or not isinstance(spec[0], str):
+        raise node.error(f"malformed field {spec!r}")
+    width = spec[1]
+    if width == "*":
+        if not isinstance(max_length, int):
+            raise node.error(f"varbit field {spec[0]!r} without max_length")
+        return Ty("varbit", max_length * 8)
+    if not isinstance(width, int) or width <= 0:
+        raise node.error(f"field {spec[0]!r} has bad bit width {width!r}")
+    signed = len(spec) > 2 and spec[2] is True
+    return Ty("int" if signed else "bit", width)
+
+
+def _header_type(node: Node) -> HeaderType:
+    name = node.get("name", str)
+    max_length = node.get("max_length", int, default=None)
+    fields = []
+    for i, spec in enumerate(node.get("fields", list)):
+        if not isinstance(spec, list):
+            raise node.error(f"fields[{i}] is not an array")
+        ty = _field_ty(node, spec, max_length)
+        fields.append((spec[0], ident(spec[0], "f_"), ty))
+    return HeaderType(name, ident(name, "T_"), fields)
+
+
+def collect(ctx: Context) -> None:
+    """Resolve header types, instances, stacks and errors into ``ctx``."""
+    root = ctx.root
+    for node in root.items("header_types"):
+        ht = _header_type(node)
+        ctx.htypes[ht.name] = ht
+    for key in ("header_unions", "header_union_stacks"):
+        for node in root.items(key):
+            raise node.error("header unions are not supported")
+    in_stack: set[int] = set()
+    for node in root.items("header_stacks"):
+        ids = node.get("header_ids", list)
+        in_stack.update(i for i in ids if isinstance(i, int))
+        name = node.get("name", str)
+        ctx.instances[name] = Instance(name, "stack", f"hdr.{ident(name, 's_')}",
+                                       _htype(ctx, node), node.get("size", int))
+    for node in root.items("headers"):
+        _instance(ctx, node, in_stack)
+    for pair in root.get("errors", list, default=[]):
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], int)):
+            raise root.error(f"malformed errors entry {pair!r}")
+        ctx.errors[pair[1]] = pair[0]
+
+
+def _htype(ctx: Context, node: Node) -> HeaderType:
+    name = node.get("header_type", str)
+    if name not in ctx.htypes:
+        raise node.error(f"unknown header type {name!r}")
+    return ctx.htypes[name]
+
+
+def _instance(ctx: Context, node: Node, in_stack: set[int]) -> None:
+    name = node.get("name", str)
+    ht = _htype(ctx, node)
+    if node.get("metadata", bool, default=False):
+        if name == STD:
+            ctx.instances[name] = Instance(name, "std", "sm", ht)
+        else:
+            ctx.instances[name] = Instance(name, "meta", f"meta.{ident(name, 'm_')}", ht)
+        return
+    if node.get("id", int) in in_stack:
+        stack, _, index = name.rpartition("[")
+        owner = ctx.instances.get(stack)
+        if owner is None or not index.rstrip("]").isdigit():
+            raise node.error("header in a stack with an unexpected name")
+        ctx.instances[name] = Instance(name, "header", f"{owner.access}[{index}", ht)
+        return
+    ctx.instances[name] = Instance(name, "header", f"hdr.{ident(name, 'h_')}", ht)
+
+
+def _field_lists_of(ctx: Context) -> dict[tuple[str, str], list[int]]:
+    """(metadata instance, field) -> field list ids naming it."""
+    marks: dict[tuple[str, str], list[int]] = {}
+    for fl in ctx.field_lists.values():
+        for el in fl.get("elements", list):
+            if isinstance(el, dict) and el.get("type") == "field":
+                inst, fname = el["value"]
+                marks.setdefault((inst, fname), []).append(fl.get("id", int))
+    return marks
+
+
+def _ty_text(ty: Ty) -> str:
+    return {"bit": "bit<{}>", "int": "int<{}>", "varbit": "varbit<{}>"}[ty.kind].format(
+        ty.width)
+
+
+def declarations(ctx: Context) -> list[str]:
+    """The P4 type declarations: errors, headers, metadata structs, headers_t, metadata_t."""
+    out: list[str] = []
+    user_errors = [n for n in ctx.errors.values() if n not in CORE_ERRORS]
+    if user_errors:
+        out.append("error { " + ", ".join(user_errors) + " }")
+    marks = _field_lists_of(ctx)
+    kinds = {inst.htype.name: inst.kind for inst in ctx.instances.values()}
+    for ht in ctx.htypes.values():
+        kind = kinds.get(ht.name)
+        if kind is None or kind == "std":
+            continue
+        owner = [i.name for i in ctx.instances.values() if i.htype is ht]
+        out.append(("struct " if kind == "meta" else "header ") + ht.p4name + " {")
+        for raw, p4name, ty in ht.fields:
+            ann = "".join(f"@field_list({n}) " for o in owner for n in marks.get((o, raw), []))
+            out.append(f"    {ann}{_ty_text(ty)} {p4name};")
+        out.append("}")
+    out.append("struct headers_t {")
+    for inst in ctx.instances.values():
+        if inst.kind == "stack":
+            out.append(f"    {inst.htype.p4name}[{inst.size}] {inst.access[4:]};")
+        elif inst.kind == "header" and inst.access.startswith("hdr.h_"):
+            out.append(f"    {inst.htype.p4name} {inst.access[4:]};")
+    out.append("}")
+    out.append("struct metadata_t {")
+    for inst in ctx.instances.values():
+        if inst.kind == "meta":
+            out.append(f"    {inst.htype.p4name} {inst.access[5:]};")
+    out.append("}")
+    return out

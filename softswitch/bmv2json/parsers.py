@@ -1,0 +1,162 @@
+"""Parsers and deparsers: parse states, their operations and transitions, emit order.
+
+A parse state's ``parser_ops`` become statements (``extract`` → ``pkt.extract``,
+``extract_VL`` with its length, ``set``, ``verify``, ``shift``/``advance``,
+``primitive``); its transition key and hex-string cases become a ``select`` whose keyset
+splits each value and mask by the key elements' byte widths (as BMv2 builds the key),
+``parse_vset`` cases name a ``value_set``. ``next_state: null`` accepts. The deparser
+emits its ``order``.
+"""
+
+from __future__ import annotations
+
+from softswitch.bmv2json import primitives
+from softswitch.bmv2json.context import BOOL, Context, Expr, Ty, ident
+from softswitch.bmv2json.exprs import Translator, convert, hexstr
+from softswitch.bmv2json.reader import Node
+
+BITS = Ty("bit", 32)
+
+
+def _state_name(name: object, node: Node) -> str:
+    if name is None:
+        return "accept"
+    if not isinstance(name, str):
+        raise node.error(f"bad next_state {name!r}")
+    return ident(name, "st_")
+
+
+def _op(b: primitives.Body, op: dict, node: Node) -> list[str]:
+    kind = op.get("op")
+    ps = op.get("parameters", [])
+    tr = b.tr
+    if kind == "extract":
+        p = ps[0]
+        if p.get("type") == "stack":
+            return [f"pkt.extract({tr.header(p.get('value')).code}.next);"]
+        if p.get("type") != "regular":
+            raise node.error(f"extract of {p.get('type')!r} is not supported")
+        return [f"pkt.extract({tr.header(p.get('value')).code});"]
+    if kind == "extract_VL":
+        length = convert(tr(ps[1]), BITS)
+        return [f"pkt.extract({tr.header(ps[0].get('value')).code}, {length});"]
+    if kind == "set":
+        return primitives.statements(b, [{"op": "assign", "parameters": ps}], node)
+    if kind == "verify":
+        cond = convert(tr(ps[0]), BOOL)
+        code = tr(ps[1])
+        if code.value is None:
+            raise node.error("verify with a computed error is not supported")
+        return [f"verify({cond}, error.{tr.ctx.error_name(node, code.value)});"]
+    if kind == "shift":
+        return [f"pkt.advance({tr(ps[0]).value or 0} * 8);"] if ps else []
+    if kind == "advance":
+        return [f"pkt.advance({convert(tr(ps[0]), BITS)});"]
+    if kind == "primitive":
+        return primitives.statements(b, ps, node)
+    raise node.error(f"parser operation {kind!r} is not supported")
+
+
+def _key(tr: Translator, raw: object, node: Node) -> Expr:
+    if isinstance(raw, dict) and raw.get("type") == "lookahead":
+        offset, width = raw.get("value", [0, 0])
+        ty = Ty("bit", width)
+        if offset == 0:
+            return Expr(f"pkt.lookahead<bit<{width}>>()", ty)
+        return Expr(f"pkt.lookahead<bit<{offset + width}>>()[{width - 1}:0]", ty)
+    return tr(raw)
+
+
+def _split(value: int, widths: list[int]) -> list[int]:
+    parts = []
+    for width in reversed(widths):
+        nbytes = (width + 7) // 8
+        parts.append(value & ((1 << (8 * nbytes)) - 1))
+        value >>= 8 * nbytes
+    return list(reversed(parts))
+
+
+def _keyset(tr: Translator, t: Node, keys: list[Expr]) -> str:
+    kind = t.get("type", str)
+    if kind == "default":
+        return "default"
+    widths = [k.ty.width if k.ty.kind != "bool" else 1 for k in keys]
+    if kind == "parse_vset":
+        return ident(t.get("value", str), "vs_")
+    if kind != "hexstr":
+        raise t.error(f"transition type {kind!r} is not supported")
+    values = _split(hexstr(t, t.get("value", str)), widths)
+    mask_text = t.get("mask", str, default=None)
+    masks = _split(hexstr(t, mask_text), widths) if mask_text else None
+    items = []
+    for i, (v, w) in enumerate(zip(values, widths, strict=True)):
+        ty = Ty("bit", w)
+        lit = convert(Expr(str(v), Ty("lit"), v), ty)
+        if masks is not None:
+            lit = f"{lit} &&& {convert(Expr(str(masks[i]), Ty('lit'), masks[i]), ty)}"
+        items.append(lit)
+    return items[0] if len(items) == 1 else "(" + ", ".join(items) + ")"
+
+
+def _state(ctx: Context, node: Node) -> tuple[list[str], list[str]]:
+    b = primitives.Body(Translator(ctx, node))
+    body: list[str] = []
+    for op in node.get("parser_ops", list):
+        if not isinstance(op, dict):
+            raise node.error(f"malformed parser operation {op!r}")
+        body += _op(b, op, node)
+    keys = [_key(b.tr, k, node) for k in node.get("transition_key", list, default=[])]
+    transitions = node.items("transitions")
+    if not keys or all(t.get("type", str) == "default" for t in transitions):
+        nxt = transitions[0].get("next_state", object, default=None) if transitions else None
+        body.append(f"transition {_state_name(nxt, node)};")
+    else:
+        key_code = ", ".join(k.code if k.ty.kind != "bool" else convert(k, Ty("bit", 1))
+                             for k in keys)
+        keys = [k if k.ty.kind != "bool" else Expr(k.code, Ty("bit", 1)) for k in keys]
+        body.append(f"transition select({key_code}) {{")
+        for t in transitions:
+            nxt = _state_name(t.get("next_state", object, default=None), t)
+            body.append(f"    {_keyset(b.tr, t, keys)}: {nxt};")
+        body.append("}")
+    return b.temps, [f"state {ident(node.get('name', str), 'st_')} {{",
+                     *("    " + s for s in body), "}"]
+
+
+def parser(ctx: Context) -> list[str]:
+    """The v1model parser ``P`` of the document's (single) parser."""
+    parsers = ctx.root.items("parsers")
+    if len(parsers) != 1:
+        raise ctx.root.error(f"expected one parser, found {len(parsers)}")
+    node = parsers[0]
+    out = ["parser P(packet_in pkt, out headers_t hdr, inout metadata_t meta, "
+           "inout standard_metadata_t sm) {"]
+    for vs in ctx.root.items("parse_vsets"):
+        width = vs.get("compressed_bitwidth", int)
+        out.append(f'    @name(".{vs.get("name", str)}") value_set<bit<{width}>>'
+                   f'({vs.get("max_size", int)}) {ident(vs.get("name", str), "vs_")};')
+    temps: list[str] = []
+    states: list[str] = []
+    init = node.get("init_state", str)
+    for st in node.items("parse_states"):
+        t, lines = _state(ctx, st)
+        temps += t
+        states += lines
+    out += ["    " + t for t in temps]
+    out += ["    state start {", f"        transition {_state_name(init, node)};", "    }"]
+    out += ["    " + s for s in states]
+    out.append("}")
+    return out
+
+
+def deparser(ctx: Context) -> list[str]:
+    """The v1model deparser ``D``: emit every header of ``order``."""
+    deparsers = ctx.root.items("deparsers")
+    if len(deparsers) != 1:
+        raise ctx.root.error(f"expected one deparser, found {len(deparsers)}")
+    node = deparsers[0]
+    if node.get("primitives", list, default=[]):
+        raise node.error("deparser primitives are not supported")
+    tr = Translator(ctx, node)
+    emits = [f"        pkt.emit({tr.header(h).code});" for h in node.get("order", list)]
+    return ["control D(packet_out pkt, in headers_t hdr) {", "    apply {", *emits, "    }", "}"]

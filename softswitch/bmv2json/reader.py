@@ -1,0 +1,99 @@
+"""Reading p4c's BMv2 JSON: the text, its top-level shape, and located errors.
+
+``read_document`` parses the JSON (a syntax error names ``file:line:col``) and checks
+that it is a BMv2 document (``header_types``, ``headers``, ``parsers``, ``pipelines``,
+``actions`` present, a known format version). ``Node`` wraps one JSON object with its
+path (``actions[3] "foo"``) so every later step can refuse what it cannot run with an
+error naming the object, never a ``KeyError`` or ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from softswitch.diagnostics import P4Error, SourceLoc
+
+REQUIRED = ("header_types", "headers", "parsers", "deparsers", "pipelines", "actions")
+SUPPORTED_MAJOR = 2
+
+
+class LoadError(P4Error):
+    """A BMv2 JSON document that softswitch cannot load, naming where and why."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One JSON object (or array) at ``path`` inside the document read from ``file``."""
+
+    value: Any
+    path: str
+    file: str
+
+    def error(self, message: str) -> LoadError:
+        where = f"{self.path}: " if self.path else ""
+        return LoadError(f"{self.file}: {where}{message}")
+
+    def get(self, key: str, kind: type | tuple[type, ...] = object, default: Any = ...) -> Any:
+        """The member ``key`` (checked to be of ``kind``); ``default`` when absent."""
+        if not isinstance(self.value, dict):
+            raise self.error("expected an object")
+        if key not in self.value or (self.value[key] is None and default is not ...):
+            if default is ...:
+                raise self.error(f"missing member \"{key}\"")
+            return default
+        got = self.value[key]
+        if kind is not object and not isinstance(got, kind):
+            raise self.error(f"member \"{key}\" has the wrong type ({type(got).__name__})")
+        return got
+
+    def child(self, key: str | int, label: str | None = None) -> Node:
+        """The node of member ``key`` (an index for arrays), labelled by its name."""
+        sub = self.value[key]
+        base = f"{self.path}." if self.path else ""
+        path = f"{base}{key}" if isinstance(key, str) else f"{self.path}[{key}]"
+        if label is None and isinstance(sub, dict) and isinstance(sub.get("name"), str):
+            label = sub["name"]
+        return Node(sub, f"{path} \"{label}\"" if label else path, self.file)
+
+    def items(self, key: str) -> list[Node]:
+        """The elements of the array member ``key`` (empty when absent or null)."""
+        arr = self.get(key, list, default=[])
+        node = Node(arr, f"{self.path}.{key}" if self.path else key, self.file)
+        return [node.child(i) for i in range(len(arr))]
+
+
+def read_text(text_or_path: str | Path) -> tuple[str, str]:
+    """(JSON text, file name): a path is read, anything starting with ``{`` is the text."""
+    if isinstance(text_or_path, Path) or not str(text_or_path).lstrip().startswith("{"):
+        path = Path(text_or_path)
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except (OSError, UnicodeDecodeError) as e:
+            raise LoadError(f"cannot read BMv2 JSON: {e}", SourceLoc(str(path), 0, 0)) from None
+    return str(text_or_path), "<bmv2 json>"
+
+
+def read_document(text: str, file: str) -> Node:
+    """Parse and check the top-level shape of a BMv2 JSON document."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise LoadError(f"malformed JSON: {e.msg}", SourceLoc(file, e.lineno, e.colno)) from None
+    except RecursionError:
+        raise LoadError("malformed JSON: nested too deeply", SourceLoc(file, 1, 1)) from None
+    if not isinstance(doc, dict):
+        raise LoadError("not a BMv2 JSON document: the top level is not an object",
+                        SourceLoc(file, 1, 1))
+    root = Node(doc, "", file)
+    missing = [k for k in REQUIRED if k not in doc]
+    if missing:
+        raise root.error("not a BMv2 JSON document: missing " + ", ".join(missing))
+    version = doc.get("__meta__", {}).get("version") if isinstance(doc.get("__meta__"),
+                                                                    dict) else None
+    if isinstance(version, list) and version and version[0] != SUPPORTED_MAJOR:
+        raise root.error(f"BMv2 JSON format version {version} is not supported "
+                         f"(softswitch reads {SUPPORTED_MAJOR}.x)")
+    return root
