@@ -11,14 +11,17 @@ the next.
 :func:`ratio_interval` gives the central 95% of P99(numerator) / P99(denominator) over
 the resamples; ``paired`` resamples the same block indices on both sides (a writing
 window and the seconds between that follow it come from the same moments of the host).
+The resampling is the lab's (``taillab.bootstrap``), with the bench's percentile rank.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-RESAMPLES = 400
-LEVEL = 0.95
+from taillab import bootstrap
+
+RESAMPLES = bootstrap.RESAMPLES
+LEVEL = bootstrap.LEVEL
 Q = 0.99
 
 
@@ -42,25 +45,7 @@ def ratio_interval(numerator: list[list[int]], denominator: list[list[int]],
     seed (the same run gives the same interval). ``paired``: both sides have as many
     blocks, block i of each from the same moments, and are resampled together. None
     when a side has fewer than two blocks with values: no spread to estimate."""
-    num = [np.asarray(b, dtype=np.int64) for b in numerator]
-    den = [np.asarray(b, dtype=np.int64) for b in denominator]
-    if paired and len(num) != len(den):
-        raise ValueError(f"paired blocks: {len(num)} against {len(den)}")
-    if sum(1 for b in num if len(b)) < 2 or sum(1 for b in den if len(b)) < 2:
-        return None
-    rng = np.random.default_rng(seed)
-    ratios = []
-    for _ in range(resamples):
-        pick_num = rng.integers(0, len(num), len(num))
-        pick_den = pick_num if paired else rng.integers(0, len(den), len(den))
-        top = np.concatenate([num[i] for i in pick_num])
-        bottom = np.concatenate([den[i] for i in pick_den])
-        if len(top) and len(bottom):
-            low = percentile(bottom, q)
-            if low > 0:
-                ratios.append(percentile(top, q) / low)
-    if not ratios:
-        return None
-    tail = (1 - LEVEL) / 2
-    low, high = np.quantile(ratios, [tail, 1 - tail])
-    return float(low), float(high)
+    got = bootstrap.ratio_intervals(numerator, denominator, [q], rank=rank, paired=paired,
+                                     resamples=resamples, level=LEVEL, seed=seed,
+                                     dtype=np.int64)
+    return None if got is None else got[0]

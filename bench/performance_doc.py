@@ -45,8 +45,11 @@ IMG_LIMIT = 150_000          # bytes: the most a picture committed under docs/im
 RATIO_NOTE = ("ratio: how many times better softswitch is (rate: softswitch / BMv2; "
               "time: BMv2 / softswitch)")
 MOUSE_NOTE = ("slowdown: a message's completion time over its completion time on an idle "
-              "fabric; [95% interval over the seeds] where there are several; "
-              "\\* marks a mouse class")
+              "fabric; [95% interval, a bootstrap over the seeds and blocks of time]; "
+              "\\* marks a mouse class; *floor*: what the offered traffic forces on any "
+              "scheduler (taillab.bounds), each scheme's P99 and P999 also as a multiple "
+              "of it; / ideal-srpt: the P99 over that of a central SRPT schedule "
+              "(taillab.ideal), with its paired interval")
 
 
 class DocError(Exception):
@@ -161,18 +164,12 @@ def _lab_run(path: Path, data: dict[str, Any]) -> list[str]:
            f"`{_shown(path)}`, written {written.strftime('%Y-%m-%dT%H:%M:%S%z')}: "
            f"{len(summary)} schemes, seeds {', '.join(map(str, seeds))}"
            f"{_scenario_extent(path.parent / 'scenario.json')}.", ""]
+    floors: dict[str, Any] = data.get("floors") or {}
     rows = []
     for cls in dict.fromkeys(c for s in summary.values() for c in s["classes"]):
-        first = True
-        for scheme, s in summary.items():
-            c = s["classes"].get(cls)
-            if c is None:
-                continue
-            tag = cls + ("*" if c.get("mouse") else "") if first else ""
-            rows.append([tag, scheme, f"{c['messages']:,}", _stat(c["p99"]), _stat(c["p999"])])
-            first = False
-    out += _markdown(["class", "scheme", "messages", "P99 slowdown", "P999 slowdown"],
-                     "llrrr", rows)
+        rows += _class_rows(cls, summary, floors.get(cls))
+    out += _markdown(["class", "scheme", "messages", "P99 slowdown", "P999 slowdown",
+                      "P99 / floor", "P999 / floor", "P99 / ideal-srpt"], "llrrrrrr", rows)
     base = summary.get("baseline") or {}
     table = [[scheme, _num(s["pfc_paused_us"], "{:,.0f}"),
               _vs(s["pfc_paused_us"], base.get("pfc_paused_us")),
@@ -187,6 +184,29 @@ def _lab_run(path: Path, data: dict[str, Any]) -> list[str]:
         out += ["", f"Targets: {len(verdict) - len(missed)} of {len(verdict)} met"
                 + ("; missed: " + "; ".join(missed) if missed else "") + "."]
     return out
+
+
+def _class_rows(cls: str, summary: dict[str, Any], floor: dict[str, Any] | None
+                ) -> list[list[str]]:
+    """A class's rows: its floor (when the run has one), then one per scheme."""
+    rows = []
+    if floor:
+        rows.append(["", "floor (any scheduler)", "", _num(floor.get("p99"), "{:.2f}"),
+                     _num(floor.get("p999"), "{:.2f}"), "", "", ""])
+    for scheme, s in summary.items():
+        c = s["classes"].get(cls)
+        if c is None:
+            continue
+        vs_floor = c.get("vs_floor") or {}
+        vs_ideal = (c.get("vs_ideal") or {}).get("p99")
+        rows.append(["", scheme, f"{c['messages']:,}", _stat(c["p99"]), _stat(c["p999"]),
+                     _num(vs_floor.get("p99"), "{:.2f}x"), _num(vs_floor.get("p999"),
+                                                                "{:.2f}x"),
+                     _stat(vs_ideal) + "x" if vs_ideal else "-"])
+    if rows:
+        mouse = any(s["classes"].get(cls, {}).get("mouse") for s in summary.values())
+        rows[0][0] = cls + ("*" if mouse else "")
+    return rows
 
 
 def _scenario_extent(path: Path) -> str:

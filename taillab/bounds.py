@@ -155,16 +155,21 @@ def percentile_floor(jobs_per_seed: list[list[Job]], pct: float, hi: float = 64.
     return lo
 
 
-def class_floors(scenario: Scenario, classes: Iterable[str],
+def class_floors(scenario: Scenario, classes: Iterable[str] | None = None,
                  pcts: tuple[float, ...] = (99.0, 99.9)) -> dict[str, dict[str, float]]:
-    """Per class (traffic spec name): the floor of each percentile over the scenario's
-    seeds, from the messages the scenario offers."""
+    """Per class (traffic spec name; every class when ``classes`` is None) and per size
+    band of the report (Scenario.size_bands): the floor of each percentile over the
+    scenario's seeds, from the messages the scenario offers."""
+    names = [t.name for t in scenario.traffic] if classes is None else list(classes)
+    groups: dict[str, tuple[str, int, float]] = {n: (n, -1, math.inf) for n in names}
+    groups.update({b: g for b, g in scenario.size_bands().items() if g[0] in names})
     per_seed = {seed: generate(scenario, seed) for seed in scenario.seeds}
     out: dict[str, dict[str, float]] = {}
-    for name in classes:
-        jobs = [jobs_of(scenario, [m for m in msgs if m.cls == name])
+    for group, (name, above, upto) in groups.items():
+        jobs = [jobs_of(scenario, [m for m in msgs
+                                   if m.cls == name and above < m.size <= upto])
                 for msgs in per_seed.values()]
         if any(jobs):
-            out[name] = {f"p{pct:g}".replace(".", ""): percentile_floor(jobs, pct)
-                         for pct in pcts}
+            out[group] = {f"p{pct:g}".replace(".", ""): percentile_floor(jobs, pct)
+                          for pct in pcts}
     return out

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from taillab.scenario import MOUSE_CLASSES, SCHEMES, ScenarioError, builtin_names, load_scenario
+from taillab.scenario import SCHEMES, ScenarioError, builtin_names, load_scenario
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -113,7 +113,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     from taillab.bounds import class_floors
     from taillab.lab_report import (
         aggregate,
-        format_floors,
+        format_distances,
         format_tables,
         format_verdict,
         verdict,
@@ -138,15 +138,13 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
           f"{scenario.topology.spines} spines; {where}", flush=True)
     cells = run_grid(scenario, out, jobs, args.fastpath,
                      progress=lambda line: print(line, flush=True), scheduler=args.scheduler)
-    summary = aggregate(scenario, cells)
+    floors = class_floors(scenario)
+    summary = aggregate(scenario, cells, floors)
     print(format_tables(summary))
-    floors = class_floors(scenario, [t.name for t in scenario.traffic
-                                     if t.role in MOUSE_CLASSES])
-    if floors:
-        print("\n" + format_floors(floors))
+    print("\n" + format_distances(summary, floors))
     rows = verdict(summary, floors)
     if rows:
-        print("\ntargets (issue 14, each tailcc scheme vs baseline):")
+        print("\ntargets (issue 45, each tailcc scheme vs baseline, floor and ideal-srpt):")
         print(format_verdict(rows))
     paths = write_outputs(scenario, cells, summary, out, floors)
     print("\nwrote " + ", ".join(str(p) for p in paths))

@@ -1,6 +1,13 @@
 """What a scenario run reports: the per-class slowdown table with confidence intervals,
-PFC/ECN/CNP figures per scheme, the issue's targets checked against the numbers, and
-the JSON, CSV and PNG files."""
+PFC/ECN/CNP figures per scheme, every class's measured tail beside its floor (what the
+offered traffic forces on any scheduler, taillab.bounds) and beside ``ideal-srpt``
+(what a central SRPT schedule achieves, taillab.ideal), the issue's targets checked
+against the numbers, and the JSON, CSV and PNG files.
+
+Classes of a banded role (hot KV) are also reported by message size
+(Scenario.size_bands). Intervals are percentile block bootstraps (taillab.bootstrap):
+a class's percentiles over the blocks of time of every seed, and ratios between two
+schemes with the same blocks resampled on both sides (identical offered traffic)."""
 
 from __future__ import annotations
 
@@ -12,58 +19,126 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from taillab.bootstrap import ratio_intervals, time_blocks
 from taillab.classes import ROLES
-from taillab.metrics import Stat, pooled_stat
+from taillab.ideal import SCHEME as IDEAL
+from taillab.metrics import Stat, block_stats
 from taillab.scenario import MOUSE_CLASSES, Scenario
 
 PCTS = (("p50", 50.0), ("p99", 99.0), ("p999", 99.9))
 Floors = dict[str, dict[str, float]]      # class -> {"p99": s, "p999": s} (taillab.bounds)
+BLOCKS_PER_SEED = 10                      # blocks of time each seed's run is cut into
+Blocks = dict[str, dict[str, list[list[float]]]]     # scheme -> group -> blocks of slowdowns
 
 
-def aggregate(scenario: Scenario, cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per scheme: per-class slowdown statistics over the seeds, and the fabric's
-    PFC/ECN/CNP figures (means over seeds)."""
+def groups(scenario: Scenario) -> dict[str, tuple[str, int, float]]:
+    """What the report has a row for: every class (traffic spec), then its size bands:
+    name -> (class, above this many bytes, up to this many)."""
+    out: dict[str, tuple[str, int, float]] = {t.name: (t.name, -1, math.inf)
+                                              for t in scenario.traffic}
+    out.update(scenario.size_bands())
+    return out
+
+
+def _blocks(scenario: Scenario, runs: list[dict[str, Any]], name: str, above: int,
+            upto: float) -> list[list[float]]:
+    """The slowdowns of ``name``'s messages of (above, upto] bytes, in blocks: each
+    seed's run cut into BLOCKS_PER_SEED slices of its duration by message start."""
+    out: list[list[float]] = []
+    for r in runs:
+        pairs = [(t, v) for t, v, b in zip(r["start_us"].get(name, ()),
+                                           r["slowdown"].get(name, ()),
+                                           r["msg_bytes"].get(name, ()), strict=True)
+                 if above < b <= upto]
+        out += time_blocks(pairs, scenario.duration_us, BLOCKS_PER_SEED)
+    return out
+
+
+def aggregate(scenario: Scenario, cells: list[dict[str, Any]],
+              floors: Floors | None = None) -> dict[str, Any]:
+    """Per scheme: per-class (and size band) slowdown statistics over the seeds, the
+    fabric's PFC/ECN/CNP figures (means over seeds), and each class's distance to its
+    floor, to ``ideal-srpt`` and to the baseline when they are in the run."""
     by_scheme: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in cells:
         by_scheme[c["scheme"]].append(c)
     roles = {t.name: t.role for t in scenario.traffic}
     out: dict[str, Any] = {}
+    blocks: Blocks = {}
     for scheme, runs in by_scheme.items():
+        runs.sort(key=lambda r: r["seed"])
         classes: dict[str, Any] = {}
-        for name in roles:
-            per_seed = [r["slowdown"].get(name, []) for r in runs]
-            n = sum(len(s) for s in per_seed)
+        blocks[scheme] = {}
+        for group, (name, above, upto) in groups(scenario).items():
+            b = _blocks(scenario, runs, name, above, upto)
+            n = sum(len(x) for x in b)
             if not n:
                 continue
-            stats = {k: pooled_stat(per_seed, p) for k, p in PCTS}
-            classes[name] = {
-                "role": roles[name], "mouse": roles[name] in MOUSE_CLASSES, "messages": n,
-                **{k: vars(v) for k, v in stats.items()},
-                "p99_over_p50": stats["p99"].value / stats["p50"].value,
-                "sender_wait_p99_us": _pooled_pct(runs, "sender_wait_us", name, 99.0),
-                "wire_p99": _pooled_pct(runs, "wire_slowdown", name, 99.0),
-                "wire_p999": _pooled_pct(runs, "wire_slowdown", name, 99.9),
-                "ecn_mark_rate": _mean(r["ecn_mark_rate"].get(name, 0.0) for r in runs),
-                "goodput_gbps": _mean(r["goodput_gbps"].get(name, 0.0) for r in runs),
-            }
-        delays = {src: [d for r in runs for d in r["cnp_delay_us"].get(src, [])]
-                  for src in ("switch", "receiver")}
-        out[scheme] = {
-            "seeds": [r["seed"] for r in runs], "classes": classes,
-            "elephant_goodput_gbps": _mean(sum(r["goodput_gbps"].get(c, 0.0)
-                                               for c in r["elephant_classes"]) for r in runs),
-            "pfc_frames": _mean(r["pfc_frames"] for r in runs),
-            "pfc_paused_us": _mean(r["pfc_paused_us"] for r in runs),
-            "innocent_victims": _mean(r["innocent_victims"] for r in runs),
-            "paused_flows": _mean(r["paused_flows"] for r in runs),
-            "cnps": {s: _mean(r["cnps"].get(s, 0) for r in runs) for s in delays},
-            "cnp_delay_us_median": {s: statistics.median(v) if v else math.nan
-                                    for s, v in delays.items()},
-            "peak_buffer_pkts": max(max(r["peak_buffer_pkts"].values(), default=0)
-                                    for r in runs),
-            "wall_s": sum(r["wall_s"] for r in runs),
-        }
+            blocks[scheme][group] = b
+            classes[group] = _class_entry(runs, name, roles[name], n,
+                                          block_stats(b, [p for _, p in PCTS]))
+            if group != name:
+                classes[group]["band_of"] = name
+        out[scheme] = _scheme_entry(runs, classes)
+    _distances(out, blocks, floors or {})
     return out
+
+
+def _class_entry(runs: list[dict[str, Any]], name: str, role: str, n: int,
+                 stats: list[Stat]) -> dict[str, Any]:
+    by = dict(zip((k for k, _ in PCTS), stats, strict=True))
+    return {
+        "role": role, "mouse": role in MOUSE_CLASSES, "messages": n,
+        **{k: vars(v) for k, v in by.items()},
+        "p99_over_p50": by["p99"].value / by["p50"].value,
+        "sender_wait_p99_us": _pooled_pct(runs, "sender_wait_us", name, 99.0),
+        "wire_p99": _pooled_pct(runs, "wire_slowdown", name, 99.0),
+        "wire_p999": _pooled_pct(runs, "wire_slowdown", name, 99.9),
+        "ecn_mark_rate": _mean(r["ecn_mark_rate"].get(name, 0.0) for r in runs),
+        "goodput_gbps": _mean(r["goodput_gbps"].get(name, 0.0) for r in runs),
+    }
+
+
+def _scheme_entry(runs: list[dict[str, Any]], classes: dict[str, Any]) -> dict[str, Any]:
+    delays = {src: [d for r in runs for d in r["cnp_delay_us"].get(src, [])]
+              for src in ("switch", "receiver")}
+    return {
+        "seeds": [r["seed"] for r in runs], "classes": classes,
+        "elephant_goodput_gbps": _mean(sum(r["goodput_gbps"].get(c, 0.0)
+                                           for c in r["elephant_classes"]) for r in runs),
+        "pfc_frames": _mean(r["pfc_frames"] for r in runs),
+        "pfc_paused_us": _mean(r["pfc_paused_us"] for r in runs),
+        "innocent_victims": _mean(r["innocent_victims"] for r in runs),
+        "paused_flows": _mean(r["paused_flows"] for r in runs),
+        "cnps": {s: _mean(r["cnps"].get(s, 0) for r in runs) for s in delays},
+        "cnp_delay_us_median": {s: statistics.median(v) if v else math.nan
+                                for s, v in delays.items()},
+        "peak_buffer_pkts": max(max(r["peak_buffer_pkts"].values(), default=0)
+                                for r in runs),
+        "wall_s": sum(r["wall_s"] for r in runs),
+    }
+
+
+def _distances(summary: dict[str, Any], blocks: Blocks, floors: Floors) -> None:
+    """Adds to each class of each scheme: ``vs_floor`` (its P99 and P999 over the
+    floor's), ``vs_ideal`` and ``vs_baseline`` (over ideal-srpt's and the baseline's,
+    each a point value with a paired bootstrap interval)."""
+    keys = [k for k, _ in PCTS if k != "p50"]
+    qs = [p / 100 for k, p in PCTS if k != "p50"]
+    for scheme, s in summary.items():
+        for group, c in s["classes"].items():
+            floor = floors.get(group)
+            if floor:
+                c["vs_floor"] = {k: c[k]["value"] / floor[k] for k in keys}
+            for ref, key in ((IDEAL, "vs_ideal"), ("baseline", "vs_baseline")):
+                other = summary.get(ref, {}).get("classes", {}).get(group)
+                if scheme == ref or other is None or summary[ref]["seeds"] != s["seeds"]:
+                    continue
+                ci = ratio_intervals(blocks[scheme][group], blocks[ref][group], qs,
+                                     paired=True)
+                c[key] = {k: vars(Stat(c[k]["value"] / other[k]["value"],
+                                       *(ci[i] if ci else (math.nan, math.nan))))
+                          for i, k in enumerate(keys)}
 
 
 def _pooled_pct(runs: list[dict[str, Any]], key: str, name: str, p: float) -> float:
@@ -84,31 +159,69 @@ def format_tables(summary: dict[str, Any]) -> str:
     lines = []
     for scheme, s in summary.items():
         lines.append(f"\n{scheme} (seeds {', '.join(map(str, s['seeds']))}): slowdown "
-                     f"= completion / unloaded completion, [95% CI over seeds]")
+                     f"= completion / unloaded completion, [95% CI: bootstrap over seeds "
+                     f"and blocks of time]")
         lines.append(f"  {'class':<15}{'msgs':>7}  {'P50':<24}{'P99':<24}{'P999':<24}"
                      f"{'P99/P50':>8}{'ECN':>7}{'Gb/s':>7}")
         for name, c in s["classes"].items():
             tag = name + ("*" if c["mouse"] else "")
+            tail = (f"{'':>7}{'':>7}" if "band_of" in c else
+                    f"{c['ecn_mark_rate']:>7.3f}{c['goodput_gbps']:>7.2f}")
             lines.append(f"  {tag:<15}{c['messages']:>7}  " + "".join(
                 f"{_stat(c[k]).fmt():<24}" for k, _ in PCTS)
-                + f"{c['p99_over_p50']:>8.2f}{c['ecn_mark_rate']:>7.3f}"
-                  f"{c['goodput_gbps']:>7.2f}")
-        waits = [f"{n} {c['sender_wait_p99_us']:.0f} us (slowdown from its first packet "
-                 f"on the wire: P99 {c['wire_p99']:.2f}, P999 {c['wire_p999']:.2f})"
-                 for n, c in s["classes"].items() if c["mouse"]]
-        if waits:
-            lines.append("  P99 wait at the sender's NIC before the first packet: "
-                         + "; ".join(waits))
-        cd = s["cnp_delay_us_median"]
-        lines.append(f"  PFC: {s['pfc_frames']:.0f} frames, paused {s['pfc_paused_us']:.0f} "
-                     f"us (port-priority time), {s['innocent_victims']:.0f} innocent victim "
-                     f"flows of {s['paused_flows']:.0f} paused;  elephant goodput "
-                     f"{s['elephant_goodput_gbps']:.2f} Gb/s")
-        lines.append(f"  CNPs: switch {s['cnps']['switch']:.0f} (median feedback "
-                     f"{cd['switch']:.1f} us), receiver {s['cnps']['receiver']:.0f} (median "
-                     f"{cd['receiver']:.1f} us);  peak switch buffer "
-                     f"{s['peak_buffer_pkts']} pkts;  {s['wall_s']:.0f} s of cell run time (wall)")
+                + f"{c['p99_over_p50']:>8.2f}" + tail)
+        if scheme == IDEAL:
+            lines.append(f"  fluid model (taillab.ideal): no packets, so no ECN, PFC or "
+                         f"CNPs; elephant goodput {s['elephant_goodput_gbps']:.2f} Gb/s")
+            continue
+        lines += _fabric_lines(s)
     lines.append("  (* mouse class)")
+    return "\n".join(lines)
+
+
+def _fabric_lines(s: dict[str, Any]) -> list[str]:
+    lines = []
+    waits = [f"{n} {c['sender_wait_p99_us']:.0f} us (slowdown from its first packet "
+             f"on the wire: P99 {c['wire_p99']:.2f}, P999 {c['wire_p999']:.2f})"
+             for n, c in s["classes"].items() if c["mouse"] and "band_of" not in c]
+    if waits:
+        lines.append("  P99 wait at the sender's NIC before the first packet: "
+                     + "; ".join(waits))
+    cd = s["cnp_delay_us_median"]
+    lines.append(f"  PFC: {s['pfc_frames']:.0f} frames, paused {s['pfc_paused_us']:.0f} "
+                 f"us (port-priority time), {s['innocent_victims']:.0f} innocent victim "
+                 f"flows of {s['paused_flows']:.0f} paused;  elephant goodput "
+                 f"{s['elephant_goodput_gbps']:.2f} Gb/s")
+    lines.append(f"  CNPs: switch {s['cnps']['switch']:.0f} (median feedback "
+                 f"{cd['switch']:.1f} us), receiver {s['cnps']['receiver']:.0f} (median "
+                 f"{cd['receiver']:.1f} us);  peak switch buffer "
+                 f"{s['peak_buffer_pkts']} pkts;  {s['wall_s']:.0f} s of cell run time (wall)")
+    return lines
+
+
+def format_distances(summary: dict[str, Any], floors: Floors) -> str:
+    """Per class and size band: the floor, then each scheme's P99 and P999 with their
+    ratio to the floor and to ideal-srpt (with its paired bootstrap interval)."""
+    names = list(dict.fromkeys(g for s in summary.values() for g in s["classes"]))
+    lines = ["against the floor (what the offered traffic forces on any scheduler, "
+             "taillab.bounds) and ideal-srpt (central SRPT, taillab.ideal), same seeds:",
+             f"  {'class':<16}{'scheme':<15}{'P99':>7}{'/floor':>8}  {'/ideal [95% CI]':<22}"
+             f"{'P999':>7}{'/floor':>8}  {'/ideal [95% CI]':<22}"]
+    for name in names:
+        f = floors.get(name)
+        lines.append(f"  {name:<16}{'floor':<15}" + (
+            f"{f['p99']:>7.2f}{'':>8}  {'':<22}{f['p999']:>7.2f}" if f else f"{'-':>7}"))
+        for scheme, s in summary.items():
+            c = s["classes"].get(name)
+            if c is None:
+                continue
+            cols = ""
+            for k in ("p99", "p999"):
+                vf = c.get("vs_floor", {}).get(k)
+                vi = c.get("vs_ideal", {}).get(k)
+                cols += (f"{c[k]['value']:>7.2f}" + (f"{vf:>7.2f}x" if vf else f"{'-':>8}")
+                         + f"  {(_stat(vi).fmt() + 'x') if vi else '-':<22}")
+            lines.append(f"  {'':<16}{scheme:<15}" + cols)
     return "\n".join(lines)
 
 
@@ -116,43 +229,57 @@ TAILCC_SCHEMES = ("tailcc", "tailcc-nic")
 
 
 MOUSE_P99, MOUSE_P999 = 1.5, 2.0
+NEAR_FLOOR, NEAR_IDEAL, IDEAL_ABOVE_FLOOR = 1.15, 1.05, 1.10
 
 
 def verdict(summary: dict[str, Any], floors: Floors | None = None
             ) -> list[tuple[str, bool, str]]:
     """The issue's 'Done when' targets, each with its measured figure, for each tailcc
     scheme in the run (switch-only, NIC+switch). ``floors`` (taillab.bounds): a missed
-    mouse target says whether any scheduler could have met it."""
+    mouse target says whether any scheduler could have met it, and a banded class as a
+    whole is judged against its floor (or ideal-srpt, where that lies above it)."""
     if "baseline" not in summary:
         return []
     out: list[tuple[str, bool, str]] = []
     for scheme in TAILCC_SCHEMES:
         if scheme in summary:
-            out += _targets(scheme, summary["baseline"], summary[scheme], floors or {})
+            out += _targets(scheme, summary["baseline"], summary[scheme], floors or {},
+                            summary.get(IDEAL))
     return out
 
 
+def _banded(ours: dict[str, Any]) -> set[str]:
+    return {c["band_of"] for c in ours["classes"].values() if "band_of" in c}
+
+
 def _targets(scheme: str, base: dict[str, Any], ours: dict[str, Any],
-             floors: Floors) -> list[tuple[str, bool, str]]:
+             floors: Floors, ideal: dict[str, Any] | None = None
+             ) -> list[tuple[str, bool, str]]:
     out: list[tuple[str, bool, str]] = []
-    mice = [n for n, c in ours["classes"].items() if c["mouse"]]
-    for n in mice:
-        c = ours["classes"][n]
+    banded = _banded(ours)
+    for n, c in ours["classes"].items():
+        if not c["mouse"] or n in banded or c.get("band_of") and "<=" not in n:
+            continue
         ok = c["p99"]["value"] <= MOUSE_P99 and c["p999"]["value"] <= MOUSE_P999
         out.append((f"{scheme} {n} P99 <= {MOUSE_P99}, P999 <= {MOUSE_P999}", ok,
                     f"P99 {c['p99']['value']:.2f}, P999 {c['p999']['value']:.2f}"
                     + ("" if ok else _reach(floors.get(n)))))
         b = base["classes"].get(n)
-        if b:
+        if b and "band_of" not in c:
             ratio = b["p99"]["value"] / c["p99"]["value"]
             out.append((f"baseline {n} P99 >= 3x {scheme}'s", ratio >= 3.0, f"{ratio:.3g}x"))
+    for n in banded:
+        out += _near_floor(scheme, n, ours["classes"][n], floors.get(n),
+                           (ideal or {}).get("classes", {}).get(n))
     below_bulk = {name for name, r in ROLES.items() if r.queue < ROLES["bulk"].queue}
     for n, c in ours["classes"].items():
         b = base["classes"].get(n)
-        if b and c["role"] not in below_bulk:
+        if b and c["role"] not in below_bulk and "band_of" not in c:
             ratio = c["p99"]["value"] / b["p99"]["value"]
+            ci = c.get("vs_baseline", {}).get("p99")
+            shown = (_stat(ci).fmt() + "x" if ci else f"{ratio:.3g}x") + " baseline"
             out.append((f"{scheme} {n} P99 no worse than baseline +10%", ratio <= 1.10,
-                        f"{ratio:.3g}x baseline"))
+                        shown))
     if base["elephant_goodput_gbps"] > 0:   # a short run may deliver no elephant bytes
         g = ours["elephant_goodput_gbps"] / base["elephant_goodput_gbps"]
         out.append((f"{scheme} elephant goodput >= 0.95x baseline", g >= 0.95, f"{g:.3f}x"))
@@ -160,6 +287,27 @@ def _targets(scheme: str, base: dict[str, Any], ours: dict[str, Any],
         red = 1 - ours["pfc_paused_us"] / base["pfc_paused_us"]
         out.append((f"{scheme} PFC paused time >= 90% lower", red >= 0.90,
                     f"{red * 100:.1f}% lower"))
+    return out
+
+
+def _near_floor(scheme: str, name: str, c: dict[str, Any], floor: dict[str, float] | None,
+                ideal: dict[str, Any] | None) -> list[tuple[str, bool, str]]:
+    """A banded class as a whole: P99 and P999 each within NEAR_FLOOR of the floor, or,
+    where ideal-srpt itself lies above IDEAL_ABOVE_FLOOR x the floor, within NEAR_IDEAL
+    of ideal-srpt."""
+    if not floor:
+        return []
+    out = []
+    for k, label in (("p99", "P99"), ("p999", "P999")):
+        v, fl = c[k]["value"], floor[k]
+        ref = ideal[k]["value"] if ideal else math.nan
+        if ideal and ref > IDEAL_ABOVE_FLOOR * fl:
+            out.append((f"{scheme} {name} {label} <= {NEAR_IDEAL}x ideal-srpt's (ideal-srpt "
+                        f"above {IDEAL_ABOVE_FLOOR}x the floor)", v <= NEAR_IDEAL * ref,
+                        f"{v:.2f} = {v / ref:.3f}x ideal-srpt {ref:.2f} (floor {fl:.2f})"))
+        else:
+            out.append((f"{scheme} {name} {label} <= {NEAR_FLOOR}x the floor",
+                        v <= NEAR_FLOOR * fl, f"{v:.2f} = {v / fl:.3f}x floor {fl:.2f}"))
     return out
 
 
@@ -175,16 +323,6 @@ def _reach(floor: dict[str, float] | None) -> str:
                 f"P999 {floor['p999']:.2f})")
     return " (out of reach for any scheduler: the offered traffic forces " + \
         " and ".join(out) + " at least)"
-
-
-def format_floors(floors: Floors) -> str:
-    """The best tail any scheduler could give each mouse class (taillab.bounds)."""
-    if not floors:
-        return ""
-    return ("floors, for any scheduler (the offered traffic on the host links alone, "
-            "taillab.bounds): " + "; ".join(
-                f"{n} P99 >= {f['p99']:.3f}, P999 >= {f['p999']:.3f}"
-                for n, f in floors.items()))
 
 
 def format_verdict(rows: list[tuple[str, bool, str]]) -> str:
@@ -266,7 +404,10 @@ def plot_cascade(cells: list[dict[str, Any]], path: Path) -> list[Path]:
     plt = _pyplot()
     first: dict[str, dict[str, Any]] = {}
     for c in cells:
-        first.setdefault(c["scheme"], c)
+        if c["depth_samples"]:              # ideal-srpt, a fluid model, has no queues
+            first.setdefault(c["scheme"], c)
+    if not first:
+        return []
     fig, axes = plt.subplots(len(first), 1, figsize=(10, 2.6 * len(first)), sharex=True,
                              squeeze=False)
     for ax, (scheme, cell) in zip(axes[:, 0], first.items(), strict=True):

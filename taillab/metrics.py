@@ -8,30 +8,20 @@ then, at a slow receiver, its receive rate. A test checks it equals what the sim
 measures for a lone message, so a slowdown of 1.0 means exactly "no waiting".
 
 Percentiles are nearest rank over the pooled samples of all seeds; the 95% confidence
-interval is Student's t over the per-seed values of the same percentile.
+interval is a percentile bootstrap over whole blocks of time of every seed
+(taillab.bootstrap), so its bounds are sampled slowdowns, never below the smallest.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from taillab.bootstrap import percentile_intervals
 from taillab.report import percentile
 from taillab.roce import ETH_IP_UDP_BTH_ICRC
-
-# two-sided 95% Student's t quantiles by degrees of freedom
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228, 15: 2.131, 20: 2.086, 30: 2.042}
-
-
-def t95(dof: int) -> float:
-    if dof <= 0:
-        return math.nan
-    keys = [k for k in _T95 if k <= dof]
-    return _T95[max(keys)] if dof <= 30 else 1.96
 
 
 @lru_cache(maxsize=4096)
@@ -57,7 +47,7 @@ def unloaded_us(size: int, mtu: int, rates_bps: tuple[float, ...], prop_us: floa
 
 @dataclass(frozen=True)
 class Stat:
-    """A percentile over pooled seeds with its 95% CI from the per-seed values."""
+    """A percentile over pooled seeds with its 95% block-bootstrap interval."""
 
     value: float
     ci_low: float
@@ -69,16 +59,16 @@ class Stat:
         return f"{self.value:.2f} [{self.ci_low:.2f},{self.ci_high:.2f}]"
 
 
-def pooled_stat(per_seed: Sequence[Sequence[float]], p: float) -> Stat:
-    pooled = sorted(v for s in per_seed for v in s)
-    value = percentile(pooled, p)
-    seed_values = [percentile(sorted(s), p) for s in per_seed if s]
-    if len(seed_values) < 2:
-        return Stat(value, math.nan, math.nan)
-    half = t95(len(seed_values) - 1) * statistics.stdev(seed_values) / math.sqrt(
-        len(seed_values))
-    mean = statistics.fmean(seed_values)
-    return Stat(value, mean - half, mean + half)
+def block_stats(blocks: Sequence[Sequence[float]], pcts: Sequence[float]) -> list[Stat]:
+    """Each percentile ``p`` (in %) of the values of all ``blocks`` pooled, with the
+    interval of a bootstrap over the blocks (no interval when fewer than two blocks
+    hold values)."""
+    pooled = sorted(v for b in blocks for v in b)
+    values = [percentile(pooled, p) for p in pcts]
+    intervals = percentile_intervals(blocks, [p / 100 for p in pcts])
+    if intervals is None:
+        return [Stat(v, math.nan, math.nan) for v in values]
+    return [Stat(v, low, high) for v, (low, high) in zip(values, intervals, strict=True)]
 
 
 def jain_index(rates: Sequence[float]) -> float:

@@ -1,6 +1,7 @@
 """Run a scenario: one grid cell per (scheme, seed), each a full network simulation with
-tailcc.p4 on softswitch in every switch; cells run on local cores in parallel, each
-cell's result is written as it finishes, and a rerun skips the cells already written.
+tailcc.p4 on softswitch in every switch (the ``ideal-srpt`` reference: a fluid schedule,
+taillab.ideal); cells run on local cores in parallel, each cell's result is written as
+it finishes, and a rerun skips the cells already written.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from taillab import ideal
 from taillab.classes import DWRR_WEIGHTS
 from taillab.leafspine import (
     Fabric,
@@ -30,7 +32,7 @@ from taillab.programs import LabError, compile_nic_program, compile_tailcc
 from taillab.scenario import Scenario
 from taillab.traffic import FabricMessage, generate
 
-RESULT_VERSION = 3
+RESULT_VERSION = 4
 
 
 def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
@@ -64,9 +66,11 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
 def run_cell(scenario: Scenario, scheme: str, seed: int, fastpath: str = "auto",
              checked: Any = None) -> dict[str, Any]:
     """One simulation; returns plain data (JSON-able) for the report."""
+    messages = generate(scenario, seed)
+    if scheme == ideal.SCHEME:
+        return _ideal_cell(scenario, seed, messages)
     if checked is None:
         checked = compile_tailcc()
-    messages = generate(scenario, seed)
     started = time.monotonic()
     net = build_network(scenario, scheme, messages, checked, fastpath)
     obs = net.run(messages)
@@ -107,38 +111,50 @@ def _sample_ports(fabric: Fabric, host: int) -> list[tuple[str, int]]:
     return [(f"l{leaf}", host % fabric.H), ("s0", leaf), (f"l{other}", fabric.H)]
 
 
-def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
-               messages: list[FabricMessage], net: Network, obs: Any,
-               wall_s: float) -> dict[str, Any]:
+def _samples(scenario: Scenario, fabric: Fabric,
+             completions: list[tuple[FabricMessage, float]],
+             first_tx_us: dict[int, float]) -> dict[str, dict[str, list[float]]]:
+    """Per class, one entry per message completed by the end of the run (duration plus
+    drain), in completion order: its slowdown, completion time, size, start, the wait
+    before its first byte left the sender and its slowdown counted from then."""
     t = scenario.topology
     slow = {s.host: s.rx_gbps * 1e9 for s in scenario.slow_receivers}
-    slowdown: dict[str, list[float]] = defaultdict(list)
-    fct: dict[str, list[float]] = defaultdict(list)
-    sender_wait: dict[str, list[float]] = defaultdict(list)
-    wire_slowdown: dict[str, list[float]] = defaultdict(list)
-    for msg, done in obs.completions:
-        if msg.start_us > scenario.duration_us:
+    keys = ("slowdown", "fct_us", "msg_bytes", "start_us", "sender_wait_us", "wire_slowdown")
+    out: dict[str, dict[str, list[float]]] = {k: defaultdict(list) for k in keys}
+    for msg, done in completions:
+        if msg.start_us > scenario.duration_us or done > scenario.duration_us + \
+                scenario.drain_us:
             continue
         base = unloaded_us(msg.size, t.mtu_payload,
                            tuple(fabric.path_rates(msg.sender, msg.receiver)), t.prop_us,
                            slow.get(msg.receiver))
-        slowdown[msg.cls].append((done - msg.start_us) / base)
-        fct[msg.cls].append(done - msg.start_us)
-        first = obs.first_tx_us[msg.msg_id]
-        sender_wait[msg.cls].append(first - msg.start_us)
-        wire_slowdown[msg.cls].append((done - first) / base)
+        first = first_tx_us[msg.msg_id]
+        for key, value in zip(keys, ((done - msg.start_us) / base, done - msg.start_us,
+                                     msg.size, msg.start_us, first - msg.start_us,
+                                     (done - first) / base), strict=True):
+            out[key][msg.cls].append(value)
+    return {k: dict(v) for k, v in out.items()}
+
+
+def _offered(messages: list[FabricMessage]) -> dict[str, int]:
     offered: dict[str, int] = defaultdict(int)
     for m in messages:
         offered[m.cls] += 1
+    return dict(offered)
+
+
+def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
+               messages: list[FabricMessage], net: Network, obs: Any,
+               wall_s: float) -> dict[str, Any]:
     pfc = obs.pfc
     return {
         "version": RESULT_VERSION, "scenario": scenario.name, "scheme": scheme, "seed": seed,
-        "messages": len(messages), "offered": dict(offered),
+        "messages": len(messages), "offered": _offered(messages),
         "completed": len(obs.completions),
-        "slowdown": dict(slowdown), "fct_us": dict(fct),
-        # diagnostics: the wait before the first packet left the sender's NIC, and the
-        # slowdown counted from then (the part the switches can change)
-        "sender_wait_us": dict(sender_wait), "wire_slowdown": dict(wire_slowdown),
+        # per class: slowdown, fct_us, msg_bytes, start_us; and as diagnostics the wait
+        # before the first packet left the sender's NIC (sender_wait_us), and the
+        # slowdown counted from then (wire_slowdown: the part the switches can change)
+        **_samples(scenario, fabric, obs.completions, obs.first_tx_us),
         "elephant_classes": sorted({m.cls for m in messages if m.elephant}),
         "goodput_gbps": {c: b * 8 / scenario.duration_us / 1e3
                          for c, b in obs.delivered_bytes.items()},
@@ -157,6 +173,28 @@ def _summarise(scenario: Scenario, scheme: str, seed: int, fabric: Fabric,
         "nic_program_packets": sum(getattr(n, "pipeline_packets", 0)
                                    + getattr(n, "cnps_consumed", 0)
                                    for n in net.nics.values()),
+    }
+
+
+def _ideal_cell(scenario: Scenario, seed: int, messages: list[FabricMessage]
+                ) -> dict[str, Any]:
+    """The ideal-srpt cell, in the shape of the others: a fluid model has no packets,
+    so no ECN, CNPs, PFC or queues to report."""
+    started = time.monotonic()
+    fluid = ideal.schedule(scenario, messages)
+    return {
+        "version": RESULT_VERSION, "scenario": scenario.name, "scheme": ideal.SCHEME,
+        "seed": seed, "messages": len(messages), "offered": _offered(messages),
+        "completed": len(fluid.completions),
+        **_samples(scenario, Fabric(scenario.topology), fluid.completions, fluid.first_tx_us),
+        "elephant_classes": sorted({m.cls for m in messages if m.elephant}),
+        "goodput_gbps": {c: b * 8 / scenario.duration_us / 1e3
+                         for c, b in fluid.delivered_bytes.items()},
+        "ecn_mark_rate": {}, "pfc_frames": 0, "pfc_paused_us": 0.0, "paused_flows": 0,
+        "innocent_victims": 0, "cnp_delay_us": {"switch": [], "receiver": []},
+        "cnps": {"switch": 0, "receiver": 0}, "peak_buffer_pkts": {}, "depth_samples": [],
+        "wall_s": round(time.monotonic() - started, 1), "sim_events": fluid.events,
+        "switch_packets": 0, "nic_program_packets": 0,
     }
 
 
@@ -202,7 +240,7 @@ def run_grid(scenario: Scenario, out: Path, jobs: int, fastpath: str = "auto",
         for res in _on_dask(scheduler, scenario, todo, fastpath):
             finished(res)
     elif jobs <= 1 or len(todo) <= 1:
-        checked = compile_tailcc() if todo else None
+        checked = compile_tailcc() if any(s != ideal.SCHEME for s, _ in todo) else None
         for scheme, seed in todo:
             finished(run_cell(scenario, scheme, seed, fastpath, checked))
     else:

@@ -17,8 +17,12 @@ import yaml
 
 from taillab.classes import ROLES
 
-SCHEMES = ("baseline", "priority-only", "tailcc", "tailcc-nic")
+SCHEMES = ("baseline", "priority-only", "tailcc", "tailcc-nic", "ideal-srpt")
 MOUSE_CLASSES = ("control", "cnp", "hot_kv", "sched_signal", "tp_pp")
+# Classes the report also splits by message size, at this many bytes: hot KV's small
+# blocks (a target of their own) and its large ones (what forces its tail).
+BANDED_ROLES = ("hot_kv",)
+BAND_BYTES = 64 * 1024
 
 
 class ScenarioError(ValueError):
@@ -127,6 +131,18 @@ class Scenario:
                                     f"at or above its link's rate")
         return replace(self, duration_us=duration_us or self.duration_us,
                        seeds=seeds or self.seeds, traffic=traffic)
+
+    def size_bands(self) -> dict[str, tuple[str, int, float]]:
+        """The report's size bands: band name -> (class name, above this many bytes, up
+        to this many), two per class of a BANDED_ROLES role whose sizes span
+        BAND_BYTES."""
+        out: dict[str, tuple[str, int, float]] = {}
+        for t in self.traffic:
+            if t.role in BANDED_ROLES and min(t.sizes) <= BAND_BYTES < max(t.sizes):
+                kb = BAND_BYTES // 1024
+                out[f"{t.name}<={kb}KB"] = (t.name, 0, BAND_BYTES)
+                out[f"{t.name}>{kb}KB"] = (t.name, BAND_BYTES, float("inf"))
+        return out
 
     def qp_ranges(self) -> list[str]:
         """The semantic class of each QP range, by range index: one range per traffic

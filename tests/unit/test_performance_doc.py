@@ -26,16 +26,20 @@ def doc_mod() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def lab_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real lab run, tiny: pd_cascade, 300 µs, one seed, baseline and tailcc, its
-    summary.json, scenario.json and slowdown_cdf.png written by taillab itself."""
+    """A real lab run, tiny: pd_cascade, 300 µs, one seed, baseline, tailcc and
+    ideal-srpt, with the floors; its summary.json, scenario.json and slowdown_cdf.png
+    written by taillab itself."""
+    from taillab.bounds import class_floors
     from taillab.lab_report import aggregate, write_outputs
     from taillab.runner import run_cell
     from taillab.scenario import load_scenario
 
     lab = tmp_path_factory.mktemp("lab")
     scenario = load_scenario("pd_cascade").scaled(300.0, [1])
-    cells = [run_cell(scenario, scheme, 1) for scheme in ("baseline", "tailcc")]
-    write_outputs(scenario, cells, aggregate(scenario, cells), lab / "pd_cascade")
+    cells = [run_cell(scenario, scheme, 1) for scheme in ("baseline", "tailcc", "ideal-srpt")]
+    floors = class_floors(scenario)
+    write_outputs(scenario, cells, aggregate(scenario, cells, floors), lab / "pd_cascade",
+                  floors)
     (lab / "pd_cascade" / "scenario.json").write_text(json.dumps({"duration_us": 300.0}))
     return lab
 
@@ -150,13 +154,23 @@ def test_lab_tables_from_taillab_summary(tmp_path, doc_mod, lab_dir, summary):
     rows = tables["pd_cascade"]
     split = next(i for i, r in enumerate(rows) if r[0] == "scheme")
     per_class, per_scheme = rows[:split], rows[split:]
-    assert per_class[0] == ["class", "scheme", "messages", "P99 slowdown", "P999 slowdown"]
-    tailcc_signal = got["tailcc"]["classes"]["sched_signal"]
-    assert ["", "tailcc", f"{tailcc_signal['messages']:,}",
-            f"{tailcc_signal['p99']['value']:.2f}",
-            f"{tailcc_signal['p999']['value']:.2f}"] in per_class
-    assert per_class[2][:2] == ["sched_signal\\*", "baseline"]           # a mouse class
-    assert len(per_class) == 2 + 2 * len(got["baseline"]["classes"])
+    floors = json.loads((lab_dir / "pd_cascade" / "summary.json").read_text())["floors"]
+    assert per_class[0] == ["class", "scheme", "messages", "P99 slowdown", "P999 slowdown",
+                            "P99 / floor", "P999 / floor", "P99 / ideal-srpt"]
+    signal = got["tailcc"]["classes"]["sched_signal"]
+
+    def stat(d: dict[str, float]) -> str:
+        return f"{d['value']:.2f} [{d['ci_low']:.2f}, {d['ci_high']:.2f}]"
+    assert ["", "tailcc", f"{signal['messages']:,}", stat(signal["p99"]), stat(signal["p999"]),
+            f"{signal['vs_floor']['p99']:.2f}x", f"{signal['vs_floor']['p999']:.2f}x",
+            stat(signal["vs_ideal"]["p99"]) + "x"] in per_class
+    assert per_class[2][:2] == ["sched_signal\\*", "floor (any scheduler)"]   # a mouse class
+    assert per_class[2][3:5] == [f"{floors['sched_signal']['p99']:.2f}",
+                                 f"{floors['sched_signal']['p999']:.2f}"]
+    assert ["hot_kv<=64KB\\*", "floor (any scheduler)"] in [r[:2] for r in per_class]
+    ideal = next(r for r in per_class if r[1] == "ideal-srpt")
+    assert ideal[7] == "-"                                           # not against itself
+    assert len(per_class) == 2 + len(floors) + 3 * len(got["baseline"]["classes"])
     tailcc = next(r for r in per_scheme if r[0] == "tailcc")
     paused = got["tailcc"]["pfc_paused_us"] / got["baseline"]["pfc_paused_us"]
     assert tailcc[1] == f"{got['tailcc']['pfc_paused_us']:,.0f}"
