@@ -4,12 +4,12 @@ server on a free port, and request builders."""
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass, field
 
 import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from programs import P4RT_NAMES, v1model_program
 
 from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
 from softswitch.frontend.limits import Limits
@@ -24,80 +24,72 @@ SetReq = p4runtime_pb2.SetForwardingPipelineConfigRequest
 CPU = 255
 DEVICE_ID = 1
 
-PROGRAM = textwrap.dedent("""\
-    #include <core.p4>
-    #include <v1model.p4>
-    @controller_header("packet_in")
-    header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
-    @controller_header("packet_out")
-    header packet_out_t { bit<9> egress_port; bit<7> _pad; }
-    header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }
-    struct headers_t { packet_out_t packet_out; packet_in_t packet_in; eth_t eth; }
-    struct meta_t { }
-    parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
-             inout standard_metadata_t sm) {
-        state start {
-            transition select(sm.ingress_port) { 255: parse_out; default: parse_eth; }
-        }
-        state parse_out { pkt.extract(hdr.packet_out); transition parse_eth; }
-        state parse_eth { pkt.extract(hdr.eth); transition accept; }
+PROGRAM = v1model_program(
+    types="""
+@controller_header("packet_in")
+header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
+@controller_header("packet_out")
+header packet_out_t { bit<9> egress_port; bit<7> _pad; }
+header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }
+""",
+    headers="packet_out_t packet_out; packet_in_t packet_in; eth_t eth;",
+    parser="""
+    state start {
+        transition select(sm.ingress_port) { 255: parse_out; default: parse_eth; }
     }
-    control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-    control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-        counter(8, CounterType.packets) hits;
-        register<bit<9>>(4) last_port;
-        direct_counter(CounterType.packets) acl_hits;
-        action fwd(bit<9> port) { sm.egress_spec = port; }
-        action drop() { mark_to_drop(sm); }
-        action deny() { mark_to_drop(sm); }
-        action allow() { }
-        action set_port(bit<9> port) { sm.egress_spec = port; }
-        action_selector(HashAlgorithm.crc16, 32w16, 32w16) sel;
-        table fwd_table {
-            key = { hdr.eth.dst: exact; }
-            actions = { fwd; drop; }
-            default_action = drop();
-        }
-        table acl {
-            key = { hdr.eth.src: ternary; }
-            actions = { deny; allow; }
-            default_action = allow();
-            counters = acl_hits;
-        }
-        table ecmp {
-            key = { hdr.eth.etype: exact; hdr.eth.src: selector; }
-            actions = { set_port; }
-            implementation = sel;
-        }
-        apply {
-            if (hdr.packet_out.isValid()) {
-                sm.egress_spec = hdr.packet_out.egress_port;
-                hdr.packet_out.setInvalid();
-            } else if (hdr.eth.etype == 0x9999) {
-                sm.egress_spec = 255;
-            } else {
-                hits.count(0);
-                last_port.write(0, sm.ingress_port);
-                fwd_table.apply();
-                acl.apply();
-                ecmp.apply();
-            }
+    state parse_out { pkt.extract(hdr.packet_out); transition parse_eth; }
+    state parse_eth { pkt.extract(hdr.eth); transition accept; }
+""",
+    ingress="""
+    counter(8, CounterType.packets) hits;
+    register<bit<9>>(4) last_port;
+    direct_counter(CounterType.packets) acl_hits;
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    action drop() { mark_to_drop(sm); }
+    action deny() { mark_to_drop(sm); }
+    action allow() { }
+    action set_port(bit<9> port) { sm.egress_spec = port; }
+    action_selector(HashAlgorithm.crc16, 32w16, 32w16) sel;
+    table fwd_table {
+        key = { hdr.eth.dst: exact; }
+        actions = { fwd; drop; }
+        default_action = drop();
+    }
+    table acl {
+        key = { hdr.eth.src: ternary; }
+        actions = { deny; allow; }
+        default_action = allow();
+        counters = acl_hits;
+    }
+    table ecmp {
+        key = { hdr.eth.etype: exact; hdr.eth.src: selector; }
+        actions = { set_port; }
+        implementation = sel;
+    }
+    apply {
+        if (hdr.packet_out.isValid()) {
+            sm.egress_spec = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+        } else if (hdr.eth.etype == 0x9999) {
+            sm.egress_spec = 255;
+        } else {
+            hits.count(0);
+            last_port.write(0, sm.ingress_port);
+            fwd_table.apply();
+            acl.apply();
+            ecmp.apply();
         }
     }
-    control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-        apply {
-            if (sm.egress_port == 255) {
-                hdr.packet_in.setValid();
-                hdr.packet_in.ingress_port = sm.ingress_port;
-            }
+""",
+    egress="""
+    apply {
+        if (sm.egress_port == 255) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = sm.ingress_port;
         }
     }
-    control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-    control D(packet_out pkt, in headers_t hdr) {
-        apply { pkt.emit(hdr.packet_in); pkt.emit(hdr.eth); }
-    }
-    V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-    """)
+""",
+    emit=["hdr.packet_in", "hdr.eth"], names=P4RT_NAMES)
 
 ROLES = {"roles": [
     {"name": "acl", "write": ["I.acl", "multicast_groups"], "packet_in": True},

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from programs import STF_NAMES, v1model_program
 
 from softswitch import conformance as conf
 
@@ -123,24 +124,12 @@ def test_workers_agree_when_other_threads_are_alive():
         [(r.category, r.program, r.ok) for r in forked]
 
 
-GOOD = r"""
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; }
-struct headers { h_t h; }
-struct meta_t { }
-parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.h); transition accept; }
-}
-control VC(inout headers hdr, inout meta_t m) { apply { } }
-control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+GOOD = v1model_program(
+    types="header h_t { bit<8> a; }", headers="h_t h;", extract=["hdr.h"],
+    ingress="""
     apply { sm.egress_spec = 2; hdr.h.a = hdr.h.a + 1; }
-}
-control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
-control CC(inout headers hdr, inout meta_t m) { apply { } }
-control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""",
+    emit=["hdr.h"], names=STF_NAMES)
 
 
 def _mini_corpus(root: Path) -> Path:

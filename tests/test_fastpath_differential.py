@@ -22,6 +22,7 @@ import random
 from pathlib import Path
 
 import pytest
+from programs import v1model_program
 
 from softswitch.conformance import corpus_dir, load_programs
 from softswitch.core.control import KeyMatch
@@ -107,18 +108,13 @@ def test_corpus_without_stf_random_packets():
 
 
 # ---------------------------------------------------------------- tables at scale
-SCALE_P4 = r"""
-#include <core.p4>
-#include <v1model.p4>
+SCALE_P4 = v1model_program(
+    types="""
 header h_t { bit<32> a; bit<16> b; bit<128> v6; bit<32> t; bit<32> out1; bit<32> out2;
              bit<32> out3; }
-struct H { h_t h; }
-struct M { }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(h.h); transition accept; }
-}
-control V(inout H h, inout M m) { apply { } }
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+""",
+    headers="h_t h;", extract=["h.h"],
+    ingress="""
     action e(bit<32> x) { h.h.out1 = x; }
     action l(bit<32> x) { h.h.out2 = x; }
     action t(bit<32> x) { h.h.out3 = x; }
@@ -128,12 +124,8 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
     table lp { key = { h.h.b : exact; h.h.v6 : lpm; } actions = { l; } size = 200000; }
     table te { key = { h.h.t : ternary; } actions = { t; } size = 200000; }
     apply { ex.apply(); lp.apply(); te.apply(); sm.egress_spec = 1; }
-}
-control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
-control C(inout H h, inout M m) { apply { } }
-control D(packet_out pk, in H h) { apply { pk.emit(h.h); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h.h"])
 
 
 def _packet(a: int, b: int, v6: int, t: int) -> bytes:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from programs import QUEUEING_NAMES, v1model_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.ports.afpacket import RawPort
@@ -35,24 +36,22 @@ CPU_PORT = 255
 TAG = 0x88B5          # IEEE local experimental: nothing else on the veths uses it
 # op: 0 forward, 1 clone to session 5 (port 3), 2 multicast group 1 (ports 2, 3),
 # 3 resubmit once, 4 to the CPU port, 5 digest, 6 recirculate once (in egress)
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
+PROGRAM = v1model_program(
+    types="""
 header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
 header tag_t { bit<8> op; bit<8> prio; bit<8> dest; bit<8> seq; bit<32> order;
                bit<32> qdepth; bit<8> inst; bit<8> rid; bit<8> again; bit<8> port; }
-struct h_t { eth_t eth; tag_t tag; }
-struct seen_t { bit<8> seq; bit<8> op; }
-struct m_t { @field_list(1) bit<8> again; }
-parser P(packet_in pkt, out h_t h, inout m_t m, inout standard_metadata_t sm) {
+""",
+    headers="eth_t eth; tag_t tag;", meta="@field_list(1) bit<8> again;",
+    declarations="struct seen_t { bit<8> seq; bit<8> op; }",
+    parser="""
     state start {
         pkt.extract(h.eth);
         transition select(h.eth.type) { 0x88B5: tag; default: accept; }
     }
     state tag { pkt.extract(h.tag); transition accept; }
-}
-control V(inout h_t h, inout m_t m) { apply {} }
-control I(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
+""",
+    ingress="""
     counter(8, CounterType.packets_and_bytes) per_op;
     direct_counter(CounterType.packets_and_bytes) routed;
     action to(bit<9> port) { sm.egress_spec = port; routed.count(); }
@@ -78,8 +77,8 @@ control I(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
             digest<seen_t>(1, {h.tag.seq, h.tag.op});
         }
     }
-}
-control E(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
+""",
+    egress="""
     register<bit<32>>(1) order;
     apply {
         bit<32> o;
@@ -95,11 +94,8 @@ control E(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
             recirculate_preserving_field_list(1);
         }
     }
-}
-control C(inout h_t h, inout m_t m) { apply {} }
-control D(packet_out pkt, in h_t h) { apply { pkt.emit(h.eth); pkt.emit(h.tag); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h.eth", "h.tag"], names=QUEUEING_NAMES)
 
 
 def tagged(seq: int, out: int, prio: int = 0, op: int = 0) -> bytes:

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 import pytest
+from programs import QUEUEING_NAMES, v1model_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.ports.egress_scheduler import EgressScheduler
@@ -30,24 +31,22 @@ TAG = 0x88B5
 INTERVAL_US = 100_000            # 10 packets/s: nothing leaves during a burst by chance
 # op: 0 forward, 1 clone to session 5 (port 3), 2 multicast group 1 (ports 2, 3),
 # 6 recirculate once (in egress)
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
+PROGRAM = v1model_program(
+    types="""
 header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
 header tag_t { bit<8> op; bit<8> prio; bit<8> dest; bit<8> seq; bit<32> enq_ts;
                bit<32> deq_td; bit<32> eg_ts; bit<32> enq_qd; bit<32> deq_qd;
                bit<8> inst; bit<8> again; }
-struct h_t { eth_t eth; tag_t tag; }
-struct m_t { @field_list(1) bit<8> again; }
-parser P(packet_in pkt, out h_t h, inout m_t m, inout standard_metadata_t sm) {
+""",
+    headers="eth_t eth; tag_t tag;", meta="@field_list(1) bit<8> again;",
+    parser="""
     state start {
         pkt.extract(h.eth);
         transition select(h.eth.type) { 0x88B5: tag; default: accept; }
     }
     state tag { pkt.extract(h.tag); transition accept; }
-}
-control V(inout h_t h, inout m_t m) { apply {} }
-control I(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
+""",
+    ingress="""
     action to(bit<9> port) { sm.egress_spec = port; }
     action drop() { mark_to_drop(sm); }
     table route { key = { h.tag.dest : exact; } actions = { to; drop; }
@@ -63,8 +62,8 @@ control I(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
             sm.mcast_grp = 1;
         }
     }
-}
-control E(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
+""",
+    egress="""
     apply {
         h.tag.enq_ts = sm.enq_timestamp;
         h.tag.deq_td = sm.deq_timedelta;
@@ -77,11 +76,8 @@ control E(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
             recirculate_preserving_field_list(1);
         }
     }
-}
-control C(inout h_t h, inout m_t m) { apply {} }
-control D(packet_out pkt, in h_t h) { apply { pkt.emit(h.eth); pkt.emit(h.tag); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h.eth", "h.tag"], names=QUEUEING_NAMES)
 
 
 def tagged(seq: int, out: int, prio: int = 0, op: int = 0) -> bytes:

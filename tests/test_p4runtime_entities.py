@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pathlib
 import queue
-import textwrap
 import time
 
 import grpc
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from programs import P4RT_NAMES, v1model_program
 
 from softswitch.p4runtime import errors, idle, pipeline
 from softswitch.p4runtime.client import StreamClient
@@ -23,97 +23,87 @@ Update = p4runtime_pb2.Update
 SetReq = p4runtime_pb2.SetForwardingPipelineConfigRequest
 CPU = 255
 
-PROGRAM = textwrap.dedent("""\
-    #include <core.p4>
-    #include <v1model.p4>
-    @controller_header("packet_in")
-    header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
-    @controller_header("packet_out")
-    header packet_out_t { bit<9> egress_port; bit<7> _pad; }
-    header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-    header tag_t { bit<8> value; }
-    struct headers_t {
-        packet_out_t packet_out; packet_in_t packet_in; ethernet_t eth; tag_t tag;
+PROGRAM = v1model_program(
+    types="""
+@controller_header("packet_in")
+header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
+@controller_header("packet_out")
+header packet_out_t { bit<9> egress_port; bit<7> _pad; }
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
+header tag_t { bit<8> value; }
+""",
+    headers="packet_out_t packet_out; packet_in_t packet_in; ethernet_t eth; tag_t tag;",
+    declarations="struct learn_t { bit<48> src; bit<9> port; }",
+    parser="""
+    value_set<bit<16>>(4) tagged_types;
+    state start {
+        transition select(sm.ingress_port) { 255: parse_po; default: parse_eth; }
     }
-    struct meta_t { }
-    struct learn_t { bit<48> src; bit<9> port; }
-    parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
-             inout standard_metadata_t sm) {
-        value_set<bit<16>>(4) tagged_types;
-        state start {
-            transition select(sm.ingress_port) { 255: parse_po; default: parse_eth; }
-        }
-        state parse_po { pkt.extract(hdr.packet_out); transition parse_eth; }
-        state parse_eth {
-            pkt.extract(hdr.eth);
-            transition select(hdr.eth.etype) { tagged_types: parse_tag; default: accept; }
-        }
-        state parse_tag { pkt.extract(hdr.tag); transition accept; }
+    state parse_po { pkt.extract(hdr.packet_out); transition parse_eth; }
+    state parse_eth {
+        pkt.extract(hdr.eth);
+        transition select(hdr.eth.etype) { tagged_types: parse_tag; default: accept; }
     }
-    control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-    control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-        counter(8, CounterType.packets_and_bytes) ctr;
-        register<bit<32>>(16) reg;
-        meter(4, MeterType.packets) mtr;
-        direct_counter(CounterType.packets_and_bytes) fwd_ctr;
-        action drop() { mark_to_drop(sm); }
-        action fwd(bit<9> port) { sm.egress_spec = port; }
-        action to_cpu() { sm.egress_spec = 255; }
-        action mcast(bit<16> grp) { sm.mcast_grp = grp; }
-        action clone_to(bit<32> session, bit<9> port) {
-            sm.egress_spec = port;
-            clone(CloneType.I2E, session);
-        }
-        action miss() { mark_to_drop(sm); }
-        table fwd_table {
-            key = { hdr.eth.dst : exact; }
-            actions = { fwd; to_cpu; mcast; clone_to; drop; @defaultonly miss; }
-            default_action = drop();
-            counters = fwd_ctr;
-            support_timeout = true;
-        }
-        table acl {
-            key = { hdr.eth.etype : ternary; hdr.eth.src : ternary; }
-            actions = { drop; NoAction; }
-            default_action = NoAction();
-        }
-        table fixed {
-            key = { hdr.eth.etype : exact; }
-            actions = { drop; NoAction; }
-            const entries = { 0x9999 : drop(); }
-            const default_action = NoAction();
-        }
-        apply {
-            if (hdr.packet_out.isValid()) {
-                sm.egress_spec = hdr.packet_out.egress_port;
-                hdr.packet_out.setInvalid();
-                exit;
-            }
-            ctr.count((bit<32>) sm.ingress_port);
-            reg.write(0, (bit<32>) hdr.eth.etype);
-            if (hdr.eth.etype == 0x7777) {
-                digest<learn_t>(1, { hdr.eth.src, sm.ingress_port });
-            }
-            fwd_table.apply();
-            acl.apply();
-            fixed.apply();
-            if (hdr.tag.isValid()) { sm.egress_spec = (bit<9>) hdr.tag.value; }
-        }
+    state parse_tag { pkt.extract(hdr.tag); transition accept; }
+""",
+    ingress="""
+    counter(8, CounterType.packets_and_bytes) ctr;
+    register<bit<32>>(16) reg;
+    meter(4, MeterType.packets) mtr;
+    direct_counter(CounterType.packets_and_bytes) fwd_ctr;
+    action drop() { mark_to_drop(sm); }
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    action to_cpu() { sm.egress_spec = 255; }
+    action mcast(bit<16> grp) { sm.mcast_grp = grp; }
+    action clone_to(bit<32> session, bit<9> port) {
+        sm.egress_spec = port;
+        clone(CloneType.I2E, session);
     }
-    control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-        apply {
-            if (sm.egress_port == 255) {
-                hdr.packet_in.setValid();
-                hdr.packet_in.ingress_port = sm.ingress_port;
-            }
+    action miss() { mark_to_drop(sm); }
+    table fwd_table {
+        key = { hdr.eth.dst : exact; }
+        actions = { fwd; to_cpu; mcast; clone_to; drop; @defaultonly miss; }
+        default_action = drop();
+        counters = fwd_ctr;
+        support_timeout = true;
+    }
+    table acl {
+        key = { hdr.eth.etype : ternary; hdr.eth.src : ternary; }
+        actions = { drop; NoAction; }
+        default_action = NoAction();
+    }
+    table fixed {
+        key = { hdr.eth.etype : exact; }
+        actions = { drop; NoAction; }
+        const entries = { 0x9999 : drop(); }
+        const default_action = NoAction();
+    }
+    apply {
+        if (hdr.packet_out.isValid()) {
+            sm.egress_spec = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+            exit;
+        }
+        ctr.count((bit<32>) sm.ingress_port);
+        reg.write(0, (bit<32>) hdr.eth.etype);
+        if (hdr.eth.etype == 0x7777) {
+            digest<learn_t>(1, { hdr.eth.src, sm.ingress_port });
+        }
+        fwd_table.apply();
+        acl.apply();
+        fixed.apply();
+        if (hdr.tag.isValid()) { sm.egress_spec = (bit<9>) hdr.tag.value; }
+    }
+""",
+    egress="""
+    apply {
+        if (sm.egress_port == 255) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = sm.ingress_port;
         }
     }
-    control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-    control D(packet_out pkt, in headers_t hdr) {
-        apply { pkt.emit(hdr.packet_in); pkt.emit(hdr.eth); pkt.emit(hdr.tag); }
-    }
-    V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-    """)
+""",
+    emit=["hdr.packet_in", "hdr.eth", "hdr.tag"], names=P4RT_NAMES)
 
 
 @pytest.fixture(scope="module")

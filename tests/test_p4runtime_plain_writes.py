@@ -19,6 +19,7 @@ import random
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
+from programs import P4RT_NAMES, v1model_program
 
 from softswitch.p4runtime import actions, bytestrings, entrywire, pipeline, wire
 from softswitch.p4runtime.device import Device
@@ -28,18 +29,10 @@ Update = p4runtime_pb2.Update
 TableEntry = p4runtime_pb2.TableEntry
 INSERT, MODIFY, DELETE = Update.INSERT, Update.MODIFY, Update.DELETE
 
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
-struct headers_t { eth_t eth; }
-struct meta_t { bit<12> tag; }
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
-         inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+PROGRAM = v1model_program(
+    types="header eth_t { bit<48> dst; bit<48> src; bit<16> type; }", headers="eth_t eth;",
+    meta="bit<12> tag;", extract=["hdr.eth"],
+    ingress="""
     direct_counter(CounterType.packets_and_bytes) acl_hits;
     action fwd(bit<9> port, bit<48> mac) { sm.egress_spec = port; hdr.eth.src = mac; }
     action drop() { mark_to_drop(sm); }
@@ -61,12 +54,8 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         size = 64;
     }
     apply { route.apply(); acl.apply(); }
-}
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""",
+    emit=["hdr.eth"], names=P4RT_NAMES)
 
 
 class Dev:

@@ -4,52 +4,37 @@ selector, and the error codes of each."""
 
 from __future__ import annotations
 
-import textwrap
-
 import grpc
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
+from programs import P4RT_NAMES, v1model_program
 from test_p4runtime_entities import Rig, upd
 
 from softswitch.p4runtime import pipeline
 
 Update = p4runtime_pb2.Update
-PROGRAM = textwrap.dedent("""\
-    #include <core.p4>
-    #include <v1model.p4>
-    header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-    struct headers_t { ethernet_t eth; }
-    struct meta_t { }
-    parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
-             inout standard_metadata_t sm) {
-        state start { pkt.extract(hdr.eth); transition accept; }
+PROGRAM = v1model_program(
+    types="header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }",
+    headers="ethernet_t eth;", extract=["hdr.eth"],
+    ingress="""
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    action drop() { mark_to_drop(sm); }
+    action_profile(4) ap;
+    action_selector(HashAlgorithm.crc16, 64, 14) sel;
+    table t_ap {
+        key = { hdr.eth.dst : exact; }
+        actions = { fwd; drop; }
+        implementation = ap;
     }
-    control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-    control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-        action fwd(bit<9> port) { sm.egress_spec = port; }
-        action drop() { mark_to_drop(sm); }
-        action_profile(4) ap;
-        action_selector(HashAlgorithm.crc16, 64, 14) sel;
-        table t_ap {
-            key = { hdr.eth.dst : exact; }
-            actions = { fwd; drop; }
-            implementation = ap;
-        }
-        table t_sel {
-            key = { hdr.eth.dst : exact; hdr.eth.src : selector; }
-            actions = { fwd; drop; }
-            implementation = sel;
-        }
-        apply { t_ap.apply(); t_sel.apply(); }
+    table t_sel {
+        key = { hdr.eth.dst : exact; hdr.eth.src : selector; }
+        actions = { fwd; drop; }
+        implementation = sel;
     }
-    control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-        apply { }
-    }
-    control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-    control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-    V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-    """)
+    apply { t_ap.apply(); t_sel.apply(); }
+""",
+    emit=["hdr.eth"], names=P4RT_NAMES)
 
 
 @pytest.fixture()

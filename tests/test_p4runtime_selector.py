@@ -5,11 +5,10 @@ target-handle order; ``outputWidth`` plays no part), MODIFY/DELETE/READ, rollbac
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
+from programs import P4RT_NAMES, v1model_program
 from test_p4runtime_entities import Rig, upd
 
 from softswitch.core import hashes
@@ -20,38 +19,26 @@ ROLLBACK = p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR
 
 # dst picks the entry; (src, sport, dport) is the flow the selector hashes. crc16 with
 # outputWidth 14 checks that the width is ignored, as BMv2 ignores it.
-PROGRAM = textwrap.dedent("""\
-    #include <core.p4>
-    #include <v1model.p4>
-    header flow_t { bit<8> dst; bit<32> src; bit<16> sport; bit<16> dport; bit<8> mark; }
-    struct headers_t { flow_t f; }
-    struct meta_t { }
-    parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
-             inout standard_metadata_t sm) {
-        state start { pkt.extract(hdr.f); transition accept; }
+PROGRAM = v1model_program(
+    types="""
+header flow_t { bit<8> dst; bit<32> src; bit<16> sport; bit<16> dport; bit<8> mark; }
+""",
+    headers="flow_t f;", extract=["hdr.f"],
+    ingress="""
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    action tag(bit<9> port, bit<8> mark) { sm.egress_spec = port; hdr.f.mark = mark; }
+    action drop() { mark_to_drop(sm); }
+    action_selector(HashAlgorithm.crc16, 32w128, 32w14) sel;
+    table lb {
+        key = { hdr.f.dst : exact; hdr.f.src : selector; hdr.f.sport : selector;
+                hdr.f.dport : selector; }
+        actions = { fwd; tag; @defaultonly drop; }
+        const default_action = drop();
+        implementation = sel;
     }
-    control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-    control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-        action fwd(bit<9> port) { sm.egress_spec = port; }
-        action tag(bit<9> port, bit<8> mark) { sm.egress_spec = port; hdr.f.mark = mark; }
-        action drop() { mark_to_drop(sm); }
-        action_selector(HashAlgorithm.crc16, 32w128, 32w14) sel;
-        table lb {
-            key = { hdr.f.dst : exact; hdr.f.src : selector; hdr.f.sport : selector;
-                    hdr.f.dport : selector; }
-            actions = { fwd; tag; @defaultonly drop; }
-            const default_action = drop();
-            implementation = sel;
-        }
-        apply { lb.apply(); }
-    }
-    control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-        apply { }
-    }
-    control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-    control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.f); } }
-    V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-    """)
+    apply { lb.apply(); }
+""",
+    emit=["hdr.f"], names=P4RT_NAMES)
 
 
 @pytest.fixture()

@@ -12,6 +12,7 @@ import sys
 
 import grpc
 import pytest
+from programs import P4RT_NAMES, v1model_program
 
 from softswitch import p4info
 from softswitch.p4runtime import pipeline
@@ -112,43 +113,36 @@ def test_packet_out_and_in_through_p4runtime_shell(tmp_path):
         assert meta[1] == 255                     # ingress_port: the CPU port
 
 
-ECHO_PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
+ECHO_PROGRAM = v1model_program(
+    types="""
 @controller_header("packet_in")
 header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
 @controller_header("packet_out")
 header packet_out_t { bit<9> egress_port; bit<7> _pad; }
 header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-struct headers_t { packet_out_t packet_out; packet_in_t packet_in; ethernet_t eth; }
-struct meta_t { }
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+""",
+    headers="packet_out_t packet_out; packet_in_t packet_in; ethernet_t eth;",
+    parser="""
     state start {
         transition select(sm.ingress_port) { 255: parse_po; default: parse_eth; }
     }
     state parse_po { pkt.extract(hdr.packet_out); transition parse_eth; }
     state parse_eth { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+""",
+    ingress="""
     apply {
         if (hdr.packet_out.isValid()) {
             sm.egress_spec = hdr.packet_out.egress_port;
             hdr.packet_out.setInvalid();
         }
     }
-}
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+""",
+    egress="""
     apply {
         if (sm.egress_port == 255) {
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = sm.ingress_port;
         }
     }
-}
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) {
-    apply { pkt.emit(hdr.packet_in); pkt.emit(hdr.eth); }
-}
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""",
+    emit=["hdr.packet_in", "hdr.eth"], names=P4RT_NAMES)

@@ -14,6 +14,7 @@ import time
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
+from programs import P4RT_NAMES, v1model_program
 
 from controlplane.p4rt.client import CHANNEL_OPTIONS
 from softswitch.p4runtime import big_requests, errors, pipeline, unary_lane
@@ -21,27 +22,15 @@ from softswitch.p4runtime.client import StreamClient
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.server import serve
 
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
-struct headers_t { eth_t eth; }
-struct meta_t { }
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
-         inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.eth); transition accept; }
-}
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+PROGRAM = v1model_program(
+    types="header eth_t { bit<48> dst; bit<48> src; bit<16> type; }", headers="eth_t eth;",
+    extract=["hdr.eth"],
+    ingress="""
     action fwd(bit<9> port) { sm.egress_spec = port; }
     table route { key = { hdr.eth.dst: exact; } actions = { fwd; NoAction; } size = 16; }
     apply { route.apply(); }
-}
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""",
+    emit=["hdr.eth"], names=P4RT_NAMES)
 
 
 def primary_writer(channel: grpc.Channel) -> tuple[StreamClient, grpc.UnaryUnaryMultiCallable]:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from programs import QUEUEING_NAMES, v1model_program
 
 from softswitch import local_port
 from softswitch.local_port import free_port
@@ -23,24 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
 
 # Every frame goes out of port 1 in the queue named by the low 3 bits of its source MAC.
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
-struct h_t { eth_t eth; }
-struct m_t {}
-parser P(packet_in pkt, out h_t h, inout m_t m, inout standard_metadata_t sm) {
-    state start { pkt.extract(h.eth); transition accept; }
-}
-control V(inout h_t h, inout m_t m) { apply {} }
-control I(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
+PROGRAM = v1model_program(
+    types="header eth_t { bit<48> dst; bit<48> src; bit<16> type; }", headers="eth_t eth;",
+    extract=["h.eth"],
+    ingress="""
     apply { sm.egress_spec = 1; sm.priority = h.eth.src[2:0]; }
-}
-control E(inout h_t h, inout m_t m, inout standard_metadata_t sm) { apply {} }
-control C(inout h_t h, inout m_t m) { apply {} }
-control D(packet_out pkt, in h_t h) { apply { pkt.emit(h.eth); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h.eth"], names=QUEUEING_NAMES)
 ETHERTYPE = 0x88B5  # IEEE local experimental: nothing else on the veths uses it
 
 

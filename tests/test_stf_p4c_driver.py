@@ -12,23 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from programs import STF_NAMES, v1model_program
 
 from softswitch.stf import run_stf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "p4"))
 import p4c_stf  # noqa: E402
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<8> b; }
-struct headers { h_t h; }
-struct meta_t { }
-parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.h); transition accept; }
-}
-control VC(inout headers hdr, inout meta_t m) { apply { } }
-control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+PROGRAM = v1model_program(
+    types="header h_t { bit<8> a; bit<8> b; }", headers="h_t h;", extract=["hdr.h"],
+    ingress="""
     counter(8, CounterType.packets) hits;
     action fwd(bit<9> port, bit<8> tag) { sm.egress_spec = port; hdr.h.b = tag; }
     action queue(bit<9> port, bit<3> prio) { sm.egress_spec = port; sm.priority = prio; }
@@ -47,12 +40,8 @@ control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
         hits.count((bit<32>)hdr.h.a[2:0]);
         if (hdr.h.a[7:4] == 4w0xe) { ex.apply(); } else { tern.apply(); }
     }
-}
-control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
-control CC(inout headers hdr, inout meta_t m) { apply { } }
-control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""",
+    emit=["hdr.h"], names=STF_NAMES)
 
 # Priority 3 to port 2 and priority 0 to port 1: separate ports, so BMv2's strict
 # priority cannot reorder them.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from programs import v1model_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
@@ -15,18 +16,13 @@ from softswitch.fastpath.switch import FastSwitch
 from softswitch.frontend.compiler import compile_program
 from softswitch.v1model.switch import Switch
 
-PROG = r"""
-#include <core.p4>
-#include <v1model.p4>
+PROG = v1model_program(
+    types="""
 header h_t { bit<8> a; bit<8> b; }
 struct pair_t { bit<8> x; bit<8> y; }
-struct H { h_t h; }
-struct M { }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(h.h); transition accept; }
-}
-control V(inout H h, inout M m) { apply { } }
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+""",
+    headers="h_t h;", extract=["h.h"],
+    ingress="""
     counter(4, CounterType.packets_and_bytes) c;
     EXTRA
     register<int<16>>(4) r;
@@ -40,12 +36,8 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         r.write((bit<32>)h.h.b, x - 3);
         t.apply();
     }
-}
-control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
-control C(inout H h, inout M m) { apply { } }
-control D(packet_out pk, in H h) { apply { pk.emit(h.h); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h.h"])
 
 
 def _checked(tmp_path, extra: str = ""):

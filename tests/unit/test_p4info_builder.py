@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2
+from programs import P4INFO_NAMES, v1model_program
 
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
@@ -16,27 +17,24 @@ from softswitch.frontend.parser import parse_text
 from softswitch.p4info import generate, ids, read, write
 from softswitch.p4info.builder import Builder
 
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
+PROGRAM = v1model_program(
+    types="""
 @p4runtime_translation("example.org/port", 32)
 type bit<9> port_t;
 enum bit<8> kind_t { A = 1, B = 3 }
 header h_t { bit<8> a; bit<16> b; }
 @controller_header("packet_in") header pin_t { bit<9> port; @hidden bit<7> pad; }
 struct dg_t { bit<8> a; kind_t k; }
-struct H { h_t h; pin_t pin; }
-struct M { bit<32> m; dg_t d; }
-parser P(packet_in pk, out H hdr, inout M meta, inout standard_metadata_t sm) {
+""",
+    headers="h_t h; pin_t pin;", meta="bit<32> m; dg_t d;",
+    parser="""
     value_set<bit<16>>(4) vs;
     state start {
         pk.extract(hdr.h);
         transition select(hdr.h.b) { vs: accept; default: accept; }
     }
-}
-control VC(inout H hdr, inout M meta) { apply { } }
-control CC(inout H hdr, inout M meta) { apply { } }
-control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+""",
+    ingress="""
     counter(32w16, CounterType.packets_and_bytes) c;
     meter(32w8, MeterType.bytes) mt;
     register<bit<12>>(32w4) r;
@@ -52,11 +50,9 @@ control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
         size = 64;
     }
     apply { t.apply(); c.count(0); }
-}
-control E(inout H hdr, inout M meta, inout standard_metadata_t sm) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
-@pkginfo(name="demo", version="1.2") V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;
-"""
+""",
+    emit=["hdr.h"], package_annotation='@pkginfo(name="demo", version="1.2") ',
+    names=P4INFO_NAMES)
 
 
 @pytest.fixture(scope="module")
@@ -161,18 +157,10 @@ def test_index_type_name_for_user_defined_index_types() -> None:
     assert builder.p4info.type_info.new_types["idx_t"].original_type.bitstring.bit.bitwidth == 32
 
 
-FIELD_IDS = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<16> b; }
-struct H { h_t h; }
-struct M { bit<32> m; }
-parser P(packet_in pk, out H hdr, inout M meta, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout H hdr, inout M meta) { apply { } }
-control CC(inout H hdr, inout M meta) { apply { } }
-control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
+FIELD_IDS = v1model_program(
+    types="header h_t { bit<8> a; bit<16> b; }", headers="h_t h;", meta="bit<32> m;",
+    extract=["hdr.h"],
+    ingress="""
     action set(@id(5) bit<8> first, bit<8> second, @id(1) bit<4> third) { hdr.h.a = first; }
     table sel {
         key = { meta.m : selector; hdr.h.a : exact; hdr.h.b : ternary @id(9); }
@@ -180,11 +168,8 @@ control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
         @name("prof") implementation = action_selector(HashAlgorithm.crc16, 32w64, 32w8);
     }
     apply { sel.apply(); }
-}
-control E(inout H hdr, inout M meta, inout standard_metadata_t sm) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
-V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;
-"""
+""",
+    emit=["hdr.h"], names=P4INFO_NAMES)
 
 
 def test_field_ids_follow_id_annotations_and_selectors_take_an_id() -> None:

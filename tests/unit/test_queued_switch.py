@@ -1,8 +1,8 @@
 """QueuedSwitch: the traffic manager between ingress and egress, observed from P4."""
 
-import textwrap
 
 import pytest
+from programs import QUEUEING_NAMES, v1model_program
 
 from softswitch.tm import TrafficManager
 from softswitch.v1model.queueing import QueuedSwitch
@@ -10,33 +10,23 @@ from softswitch.v1model.switch import Switch
 
 # Ingress: out port 1, queue = low 3 bits of the source MAC. Egress writes the queueing
 # metadata into the destination MAC so the test can read it off the wire.
-PROGRAM = textwrap.dedent("""
-    #include <core.p4>
-    #include <v1model.p4>
-    header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
-    struct h_t { eth_t eth; }
-    struct m_t {}
-    parser P(packet_in pkt, out h_t h, inout m_t m, inout standard_metadata_t sm) {
-        state start { pkt.extract(h.eth); transition accept; }
+PROGRAM = v1model_program(
+    types="header eth_t { bit<48> dst; bit<48> src; bit<16> type; }", headers="eth_t eth;",
+    extract=["h.eth"],
+    ingress="""
+    apply {
+        sm.egress_spec = 1;
+        sm.priority = h.eth.src[2:0];
+        if (h.eth.type == 0x0001) { clone(CloneType.I2E, 7); }
     }
-    control V(inout h_t h, inout m_t m) { apply {} }
-    control I(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
-        apply {
-            sm.egress_spec = 1;
-            sm.priority = h.eth.src[2:0];
-            if (h.eth.type == 0x0001) { clone(CloneType.I2E, 7); }
-        }
+""",
+    egress="""
+    apply {
+        h.eth.dst = (bit<16>) sm.deq_timedelta ++ (bit<13>) sm.enq_qdepth
+                    ++ (bit<16>) sm.deq_qdepth ++ sm.priority;
     }
-    control E(inout h_t h, inout m_t m, inout standard_metadata_t sm) {
-        apply {
-            h.eth.dst = (bit<16>) sm.deq_timedelta ++ (bit<13>) sm.enq_qdepth
-                        ++ (bit<16>) sm.deq_qdepth ++ sm.priority;
-        }
-    }
-    control C(inout h_t h, inout m_t m) { apply {} }
-    control D(packet_out pkt, in h_t h) { apply { pkt.emit(h.eth); } }
-    V1Switch(P(), V(), I(), E(), C(), D()) main;
-""")
+""",
+    emit=["h.eth"], names=QUEUEING_NAMES)
 
 
 def frame(prio: int, ether_type: int = 0x0800, size: int = 100) -> bytes:

@@ -7,23 +7,16 @@ What the driver does with each construct was measured with p4c 1.2.5.16's
 from pathlib import Path
 
 import pytest
+from programs import STF_NAMES, v1model_program
 
 from softswitch.stf import run_stf
 from softswitch.stf.compat import check
 from softswitch.stf.stf import parse_stf_text
 from softswitch.v1model.switch import Switch
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<8> b; }
-struct headers { h_t h; }
-struct meta_t { }
-parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.h); transition accept; }
-}
-control VC(inout headers hdr, inout meta_t m) { apply { } }
-control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+PROGRAM = v1model_program(
+    types="header h_t { bit<8> a; bit<8> b; }", headers="h_t h;", extract=["hdr.h"],
+    ingress="""
     action fwd(bit<9> port, bit<8> tag) { sm.egress_spec = port; hdr.h.b = tag; }
     action drop() { mark_to_drop(sm); }
     table tern { key = { hdr.h.a : ternary; } actions = { fwd; drop; } default_action = drop(); }
@@ -36,12 +29,8 @@ control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
         else if (hdr.h.a == 0xcc) { rng.apply(); }
         else { tern.apply(); }
     }
-}
-control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
-control CC(inout headers hdr, inout meta_t m) { apply { } }
-control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""",
+    emit=["hdr.h"], names=STF_NAMES)
 
 
 @pytest.fixture(scope="module")

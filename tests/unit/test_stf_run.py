@@ -3,22 +3,15 @@
 from pathlib import Path
 
 import pytest
+from programs import STF_NAMES, v1model_program
 
 from softswitch.diagnostics import P4Error
 from softswitch.stf import CommandSession, run_stf
 from softswitch.v1model.switch import Switch
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<8> b; }
-struct headers { h_t h; }
-struct meta_t { }
-parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.h); transition accept; }
-}
-control VC(inout headers hdr, inout meta_t m) { apply { } }
-control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+PROGRAM = v1model_program(
+    types="header h_t { bit<8> a; bit<8> b; }", headers="h_t h;", extract=["hdr.h"],
+    ingress="""
     counter(8, CounterType.packets_and_bytes) hits;
     register<bit<8>>(4) last;
     action fwd(bit<9> port, bit<8> tag) { sm.egress_spec = port; hdr.h.b = tag; }
@@ -33,12 +26,8 @@ control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
         hits.count((bit<32>)hdr.h.a[2:0]);
         last.write(0, hdr.h.a);
     }
-}
-control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
-control CC(inout headers hdr, inout meta_t m) { apply { } }
-control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""",
+    emit=["hdr.h"], names=STF_NAMES)
 
 STF = """
 # overlapping ternary entries: the higher STF priority wins
@@ -106,17 +95,9 @@ def test_cli_session_on_the_switch(program: Path):
     assert "1 entry" in session.run_line("table_dump tern").text
 
 
-DIRECT = r"""
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<8> b; }
-struct headers { h_t h; }
-struct meta_t { }
-parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.h); transition accept; }
-}
-control VC(inout headers hdr, inout meta_t m) { apply { } }
-control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+DIRECT = v1model_program(
+    types="header h_t { bit<8> a; bit<8> b; }", headers="h_t h;", extract=["hdr.h"],
+    ingress="""
     direct_counter(CounterType.packets_and_bytes) seen;
     action fwd(bit<9> port) { sm.egress_spec = port; seen.count(); }
     table t {
@@ -126,12 +107,8 @@ control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
         default_action = NoAction();
     }
     apply { t.apply(); }
-}
-control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
-control CC(inout headers hdr, inout meta_t m) { apply { } }
-control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""",
+    emit=["hdr.h"], names=STF_NAMES)
 
 
 def test_direct_counter_checked_through_entry_id(tmp_path: Path):

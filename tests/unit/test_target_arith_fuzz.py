@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 
+from programs import v1model_program
+
 from softswitch.v1model.switch import Switch
 
 OPERANDS = {  # name -> (width, signed)
@@ -54,33 +56,17 @@ def program(exprs: list[tuple[str, int, bool]]) -> str:
         assigns.append(f"        h.o.o{i} = {conv};")
     fields = "\n".join(f"    {'int' if s else 'bit'}<{w}> {n};"
                        for n, (w, s) in OPERANDS.items())
-    return f"""
-#include <core.p4>
-#include <v1model.p4>
-header in_t {{
-{fields}
-}}
-header out_t {{
-{outs}
-}}
-struct H {{ in_t i; out_t o; }}
-struct M {{ }}
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {{
-    state start {{ pk.extract(h.i); transition accept; }}
-}}
-control V(inout H h, inout M m) {{ apply {{ }} }}
-control I(inout H h, inout M m, inout standard_metadata_t sm) {{
+    return v1model_program(
+        types=f"header in_t {{\n{fields}\n}}\nheader out_t {{\n{outs}\n}}",
+        headers="in_t i; out_t o;", extract=["h.i"],
+        ingress=f"""
     apply {{
         h.o.setValid();
 {chr(10).join(assigns)}
         sm.egress_spec = 1;
     }}
-}}
-control E(inout H h, inout M m, inout standard_metadata_t sm) {{ apply {{ }} }}
-control C(inout H h, inout M m) {{ apply {{ }} }}
-control D(packet_out pk, in H h) {{ apply {{ pk.emit(h.o); }} }}
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+        emit=["h.o"])
 
 
 def substitute(expr: str, repl: dict[str, str]) -> str:

@@ -4,25 +4,25 @@ exit through a sub-control (copy-out still happens)."""
 
 from __future__ import annotations
 
+from programs import v1model_program
+
 from softswitch.v1model.switch import Switch
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
+PROGRAM = v1model_program(
+    types="""
 header e_t { bit<8> a; bit<8> b; bit<8> c; bit<8> d; }
 header s_t { bit<8> v; }
 header x_t { bit<8> x; }
 header y_t { bit<8> y; }
 header_union xy_t { x_t x; y_t y; }
-struct H { e_t e; s_t[3] s; xy_t u; }
-struct M { bit<8> tmp; }
-
+""",
+    headers="e_t e; s_t[3] s; xy_t u;", meta="bit<8> tmp;",
+    declarations="""
 bit<8> twice(in bit<8> v, out bit<8> carry) {
     bit<9> wide = (bit<9>)v << 1;
     carry = (bit<8>)(wide >> 8);
     return wide[7:0];
 }
-
 control Bump(inout bit<8> v, inout bit<8> trace)(bit<8> step, counter cnt) {
     apply {
         cnt.count(0);
@@ -31,12 +31,9 @@ control Bump(inout bit<8> v, inout bit<8> trace)(bit<8> step, counter cnt) {
         trace = trace + 1;
     }
 }
-
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(h.e); transition accept; }
-}
-control V(inout H h, inout M m) { apply { } }
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+""",
+    extract=["h.e"],
+    ingress="""
     counter(1, CounterType.packets) hits;
     Bump(8w10, hits) by10;
     Bump(8w1, hits) by1;
@@ -57,12 +54,8 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         by10.apply(h.e.d, m.tmp);
         h.e.a = m.tmp;
     }
-}
-control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
-control C(inout H h, inout M m) { apply { } }
-control D(packet_out pk, in H h) { apply { pk.emit(h.e); pk.emit(h.s); pk.emit(h.u); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h.e", "h.s", "h.u"])
 
 
 def switch(tmp_path) -> Switch:
@@ -92,12 +85,9 @@ def test_exit_in_subcontrol_still_copies_out(tmp_path):
     assert out.data == bytes([0, 0, 0, 206])
 
 
-ALIAS = r"""
-#include <core.p4>
-#include <v1model.p4>
-header e_t { bit<8> a; bit<8> b; }
-struct H { e_t e; }
-struct M { }
+ALIAS = v1model_program(
+    types="header e_t { bit<8> a; bit<8> b; }", headers="e_t e;",
+    declarations="""
 void two(out bit<8> first, out bit<8> second) { first = 1; second = 2; }
 control Sub(inout H whole, inout e_t part) {
     apply {
@@ -105,11 +95,9 @@ control Sub(inout H whole, inout e_t part) {
         whole.e.b = whole.e.a;
     }                          // copy-out order: whole first, then part (a = 7 wins)
 }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(h.e); transition accept; }
-}
-control V(inout H h, inout M m) { apply { } }
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+""",
+    extract=["h.e"],
+    ingress="""
     Sub() sub;
     apply {
         sub.apply(h, h.e);
@@ -117,12 +105,8 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         h.e.b = h.e.b + h.e.a;
         sm.egress_spec = 1;
     }
-}
-control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
-control C(inout H h, inout M m) { apply { } }
-control D(packet_out pk, in H h) { apply { pk.emit(h.e); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h.e"])
 
 
 def test_overlapping_arguments_keep_copy_semantics(tmp_path):

@@ -3,44 +3,34 @@ initial-entry priorities, parser loops."""
 
 from __future__ import annotations
 
+from programs import v1model_program
+
 from softswitch.core.control import KeyMatch
 from softswitch.v1model.switch import Switch
-
-HEAD = """
-#include <core.p4>
-#include <v1model.p4>
-"""
-
-PIPE_TAIL = """
-control V(inout H h, inout M m) { apply { } }
-control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
-control C(inout H h, inout M m) { apply { } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
 
 
 def load(tmp_path, src: str) -> Switch:
     p = tmp_path / "prog.p4"
-    p.write_text(HEAD + src + PIPE_TAIL)
+    p.write_text(src)
     return Switch.from_file(p)
 
 
 def test_varbit_extract_and_emit(tmp_path):
-    sw = load(tmp_path, """
+    sw = load(tmp_path, v1model_program(
+        types="""
 header len_t { bit<8> n; }
 header opt_t { varbit<32> data; }
 header tail_t { bit<8> t; }
-struct H { len_t l; opt_t o; tail_t t; }
-struct M { }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+""",
+        headers="len_t l; opt_t o; tail_t t;",
+        parser="""
     state start { pk.extract(h.l); pk.extract(h.o, (bit<32>)h.l.n * 8);
                   pk.extract(h.t); transition accept; }
-}
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+""",
+        ingress="""
     apply { h.t.t = h.t.t + 1; sm.egress_spec = 1; }
-}
-control D(packet_out pk, in H h) { apply { pk.emit(h); } }
-""")
+""",
+        emit=["h"]))
     (out,) = sw.inject(0, bytes([2, 0xAA, 0xBB, 0x10, 0x77]))
     assert out.data == bytes([2, 0xAA, 0xBB, 0x11, 0x77])
     # more than the varbit's maximum: HeaderTooShort, nothing of it is emitted
@@ -49,21 +39,21 @@ control D(packet_out pk, in H h) { apply { pk.emit(h); } }
 
 
 def test_value_set_and_parser_select(tmp_path):
-    sw = load(tmp_path, """
+    sw = load(tmp_path, v1model_program(
+        types="""
 header a_t { bit<16> kind; }
 header b_t { bit<8> v; }
-struct H { a_t a; b_t b; }
-struct M { }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+""",
+        headers="a_t a; b_t b;",
+        parser="""
     value_set<bit<16>>(4) kinds;
     state start { pk.extract(h.a); transition select(h.a.kind) { kinds: more; default: accept; } }
     state more { pk.extract(h.b); transition accept; }
-}
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+""",
+        ingress="""
     apply { if (h.b.isValid()) { h.b.v = 0xFF; } sm.egress_spec = 1; }
-}
-control D(packet_out pk, in H h) { apply { pk.emit(h); } }
-""")
+""",
+        emit=["h"]))
     pkt = bytes([0x12, 0x34, 0x01])
     assert sw.inject(0, pkt)[0].data == pkt
     sw.value_set_set("kinds", [[KeyMatch("", "exact", 0x1234)]])
@@ -71,15 +61,10 @@ control D(packet_out pk, in H h) { apply { pk.emit(h); } }
 
 
 def test_digest_and_direct_meter(tmp_path):
-    sw = load(tmp_path, """
-header e_t { bit<8> a; bit<8> colour; }
-struct H { e_t e; }
-struct learn_t { bit<8> a; bit<9> port; }
-struct M { }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(h.e); transition accept; }
-}
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    sw = load(tmp_path, v1model_program(
+        types="header e_t { bit<8> a; bit<8> colour; }", headers="e_t e;",
+        declarations="struct learn_t { bit<8> a; bit<9> port; }", extract=["h.e"],
+        ingress="""
     direct_meter<bit<8>>(MeterType.packets) dm;
     action mark() { dm.read(h.e.colour); sm.egress_spec = 1; }
     table t { key = { h.e.a: exact; } actions = { mark; } meters = dm; }
@@ -87,9 +72,8 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         digest<learn_t>(1, { h.e.a, sm.ingress_port });
         t.apply();
     }
-}
-control D(packet_out pk, in H h) { apply { pk.emit(h); } }
-""")
+""",
+        emit=["h"]))
     handle = sw.table_add("t", [KeyMatch("", "exact", 7)], "mark", [])
     sw.pb.clock.freeze(0)
     sw.meter_set_rates("dm", handle, [(0.000001, 1), (0.000001, 2)])
@@ -100,33 +84,26 @@ control D(packet_out pk, in H h) { apply { pk.emit(h); } }
 
 
 def test_parser_loop_ends_with_timeout(tmp_path):
-    sw = load(tmp_path, """
-header e_t { bit<8> a; }
-struct H { e_t e; }
-struct M { }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+    sw = load(tmp_path, v1model_program(
+        types="header e_t { bit<8> a; }", headers="e_t e;",
+        parser="""
     state start { pk.extract(h.e); transition again; }
     state again { transition select(h.e.a) { 0: accept; default: again; } }
-}
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+""",
+        ingress="""
     apply { if (sm.parser_error == error.ParserTimeout) { sm.egress_spec = 2; } }
-}
-control D(packet_out pk, in H h) { apply { pk.emit(h); } }
-""")
+""",
+        emit=["h"]))
     (out,) = sw.inject(0, b"\x01")
     assert out.port == 2 and out.data == b"\x01"
 
 
 def test_action_selector_group_picks_member_by_hash(tmp_path):
     from softswitch.core import hashes
-    sw = load(tmp_path, """
-header e_t { bit<8> grp; bit<16> flow; bit<8> res; }
-struct H { e_t e; }
-struct M { }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(h.e); transition accept; }
-}
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    sw = load(tmp_path, v1model_program(
+        types="header e_t { bit<8> grp; bit<16> flow; bit<8> res; }", headers="e_t e;",
+        extract=["h.e"],
+        ingress="""
     action_selector(HashAlgorithm.crc16, 32w64, 32w14) sel;
     action nh(bit<8> v) { h.e.res = v; sm.egress_spec = 1; }
     table ecmp {
@@ -135,9 +112,8 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         implementation = sel;
     }
     apply { ecmp.apply(); }
-}
-control D(packet_out pk, in H h) { apply { pk.emit(h); } }
-""")
+""",
+        emit=["h"]))
     values = [10, 20, 30, 40, 50]
     sw.table_add_group("ecmp", [KeyMatch("", "exact", 1)], [("nh", [v]) for v in values])
     for flow in range(40):

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+from programs import v1model_program
+
 from softswitch.v1model.switch import Switch
 
-PROGRAM = r"""
-#include <core.p4>
-#include <v1model.p4>
+PROGRAM = v1model_program(
+    types="""
 header tag_t { bit<4> kind; bit<4> more; }
 header num_t { bit<8> v; }
 header a_t { bit<8> x; }
 header b_t { bit<16> y; }
 header_union ab_t { a_t a; b_t b; }
 header out_t { bit<8> count; bit<8> last; bit<8> look; bit<8> err; bit<8> sub; }
-struct H { tag_t[4] tags; ab_t u; num_t n; out_t o; }
-struct M { bit<8> seen; bit<8> count; bit<8> last; }
+""",
+    headers="tag_t[4] tags; ab_t u; num_t n; out_t o;",
+    meta="bit<8> seen; bit<8> count; bit<8> last;",
+    declarations="""
 error { TooMany }
-
 parser Sub(packet_in pk, inout H h, inout M m)(bit<8> bonus) {
     state start { pk.extract(h.n); m.seen = h.n.v + bonus; transition accept; }
 }
-
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+""",
+    parser="""
     Sub(8w100) sub;
     state start {
         h.o.look = pk.lookahead<bit<8>>();
@@ -42,9 +44,8 @@ parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
     state odd { pk.extract(h.u.a); transition finish; }
     state even { pk.advance(8); pk.extract(h.u.b); transition finish; }
     state finish { sub.apply(pk, h, m); transition accept; }
-}
-control V(inout H h, inout M m) { apply { } }
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+""",
+    ingress="""
     apply {
         h.o.setValid();
         h.o.count = m.count;
@@ -54,14 +55,8 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         h.o.sub = m.seen;
         sm.egress_spec = 1;
     }
-}
-control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
-control C(inout H h, inout M m) { apply { } }
-control D(packet_out pk, in H h) {
-    apply { pk.emit(h.o); pk.emit(h.tags); pk.emit(h.u); pk.emit(h.n); }
-}
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h.o", "h.tags", "h.u", "h.n"])
 
 
 def switch(tmp_path) -> Switch:
@@ -104,33 +99,26 @@ def test_packet_too_short_keeps_the_bytes(tmp_path):
     assert out.data == bytes([1, 1, 0x10, 2, 0]) + bytes([0x10])
 
 
-REJECTING = r"""
-#include <core.p4>
-#include <v1model.p4>
-header b_t { bit<8> v; }
-struct H { b_t first; b_t second; }
-struct M { }
+REJECTING = v1model_program(
+    types="header b_t { bit<8> v; }", headers="b_t first; b_t second;",
+    declarations="""
 parser Sub(packet_in pk, inout H h) {
     state start { pk.extract(h.first);
                   transition select(h.first.v) { 0: reject; default: accept; } }
 }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
+""",
+    parser="""
     Sub() sub;
     state start { sub.apply(pk, h); transition next; }
     state next { pk.extract(h.second); transition accept; }
-}
-control V(inout H h, inout M m) { apply { } }
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+""",
+    ingress="""
     apply {
         if (sm.parser_error == error.NoError) { sm.egress_spec = 1; }
         if (h.second.isValid()) { h.first.v = h.first.v + 1; }
     }
-}
-control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
-control C(inout H h, inout M m) { apply { } }
-control D(packet_out pk, in H h) { apply { pk.emit(h); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h"])
 
 
 def test_reject_in_a_subparser_ends_parsing_without_error(tmp_path):

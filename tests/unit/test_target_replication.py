@@ -5,22 +5,16 @@ sessions (BMv2's ``mc_node_dissociate``/``mc_node_destroy``/``mc_mgrp_destroy``/
 from __future__ import annotations
 
 import pytest
+from programs import v1model_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
 from softswitch.v1model.switch import Switch
 
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> op; bit<8> arg; }
-struct H { h_t h; }
-struct M { bit<8> x; }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(h.h); transition accept; }
-}
-control V(inout H h, inout M m) { apply { } }
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+PROGRAM = v1model_program(
+    types="header h_t { bit<8> op; bit<8> arg; }", headers="h_t h;", meta="bit<8> x;",
+    extract=["h.h"],
+    ingress="""
     action fwd(bit<9> port) { sm.egress_spec = port; }
     table t { key = { h.h.arg : exact; } actions = { fwd; NoAction; } }
     apply {
@@ -28,12 +22,8 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         else if (h.h.op == 2) { clone(CloneType.I2E, (bit<32>) h.h.arg); sm.egress_spec = 9; }
         else { t.apply(); }
     }
-}
-control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
-control C(inout H h, inout M m) { apply { } }
-control D(packet_out pk, in H h) { apply { pk.emit(h.h); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h.h"])
 
 
 @pytest.fixture
@@ -108,17 +98,10 @@ def test_entry_idle_us_follows_hits(sw):
         sw.entry_idle_us("t", 99)
 
 
-ERROR_KEY_PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> op; bit<8> res; }
-struct H { h_t h; }
-struct M { error err; }
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(h.h); transition accept; }
-}
-control V(inout H h, inout M m) { apply { } }
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
+ERROR_KEY_PROGRAM = v1model_program(
+    types="header h_t { bit<8> op; bit<8> res; }", headers="h_t h;", meta="error err;",
+    extract=["h.h"],
+    ingress="""
     action set(bit<8> v) { h.h.res = v; }
     table by_error {
         key = { m.err : exact; }
@@ -138,12 +121,8 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         dyn.apply();
         sm.egress_spec = 1;
     }
-}
-control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
-control C(inout H h, inout M m) { apply { } }
-control D(packet_out pk, in H h) { apply { pk.emit(h.h); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
+""",
+    emit=["h.h"])
 
 
 def test_error_keys_are_bmv2_wide(tmp_path):
