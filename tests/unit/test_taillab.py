@@ -97,3 +97,35 @@ def test_a_missed_mouse_target_says_whether_any_scheduler_could_meet_it():
     assert not ok and "within reach" in text
     _, ok, text = mouse_row(None)
     assert not ok and "reach" not in text
+
+
+def test_a_banded_class_is_judged_by_its_small_band_and_against_its_floor():
+    """Hot KV by size band: the <= 64 KB band gets the mouse target; the class as a whole
+    is judged against its floor, or against ideal-srpt where that lies above 1.10x the
+    floor; the baseline's 3x is asked of the whole class."""
+    from taillab.lab_report import verdict
+
+    def cls(p99, p999, band_of=None):
+        c = {"role": "hot_kv", "mouse": True, "p99": {"value": p99}, "p999": {"value": p999}}
+        return c | ({"band_of": band_of} if band_of else {})
+
+    def side(whole, small, large):
+        return {"classes": {"hot_kv": cls(*whole), "hot_kv<=64KB": cls(*small, "hot_kv"),
+                            "hot_kv>64KB": cls(*large, "hot_kv")},
+                "elephant_goodput_gbps": 0.0, "pfc_paused_us": 0.0}
+
+    floors = {"hot_kv": {"p99": 1.5, "p999": 2.0}}
+    summary = {"baseline": side((9.0, 20.0), (9.0, 20.0), (9.0, 20.0)),
+               "tailcc": side((1.7, 2.4), (1.4, 1.9), (1.7, 2.4))}
+    rows = {what: (ok, fig) for what, ok, fig in verdict(summary, floors)}
+    assert rows["tailcc hot_kv<=64KB P99 <= 1.5, P999 <= 2.0"][0]
+    assert "tailcc hot_kv P99 <= 1.5, P999 <= 2.0" not in rows
+    assert not any(w.startswith("tailcc hot_kv>64KB P99 <=") for w in rows)
+    assert rows["tailcc hot_kv P99 <= 1.15x the floor"] == (True, "1.70 = 1.133x floor 1.50")
+    assert rows["tailcc hot_kv P999 <= 1.15x the floor"][0] is False
+    assert rows["baseline hot_kv P99 >= 3x tailcc's"][0]
+    # ideal-srpt well above the floor: the class is held to ideal-srpt instead
+    summary["ideal-srpt"] = side((1.7, 2.3), (1.1, 1.2), (1.7, 2.3))
+    rows = {what: (ok, fig) for what, ok, fig in verdict(summary, floors)}
+    key = "tailcc hot_kv P999 <= 1.05x ideal-srpt's (ideal-srpt above 1.1x the floor)"
+    assert rows[key][0] and "1.043x ideal-srpt 2.30 (floor 2.00)" in rows[key][1]
