@@ -39,6 +39,7 @@ class Expr:
     code: str
     ty: Ty
     value: int | None = None
+    htype: HeaderType | None = None   # headers and stacks
 
 
 @dataclass

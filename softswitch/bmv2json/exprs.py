@@ -19,6 +19,10 @@ COMPARE = {"==", "!=", ">", ">=", "<", "<="}
 VARIABLE_SHIFT_WIDTH = 64
 
 
+class Unconvertible(Exception):
+    """An expression used where its type cannot go (the caller names the object)."""
+
+
 def literal(value: int, ty: Ty) -> str:
     """``value`` as a literal of type ``ty`` (wrapped to its width)."""
     if ty.kind == "bit":
@@ -50,7 +54,7 @@ def convert(e: Expr, ty: Ty) -> str:
         return f"((int<{ty.width}>)(bit<{ty.width}>){e.code})"
     if src.kind == "int":  # int -> bit: sign-extend, then reinterpret
         return f"((bit<{ty.width}>)(int<{ty.width}>){e.code})"
-    raise ValueError(f"cannot convert {src} to {ty}")
+    raise Unconvertible(f"cannot convert a {src.kind} value to {ty.kind}")
 
 
 def _width_of(e: Expr) -> int:
@@ -104,7 +108,8 @@ class Translator:
 
     def header(self, name: object) -> Expr:
         inst = self.ctx.instance(self.node, name)
-        return Expr(inst.access, Ty("stack" if inst.kind == "stack" else "header"))
+        return Expr(inst.access, Ty("stack" if inst.kind == "stack" else "header"),
+                    htype=inst.htype)
 
     def __call__(self, e: object) -> Expr:
         if not isinstance(e, dict) or "type" not in e:
@@ -135,7 +140,19 @@ class Translator:
             return Expr(f"{inst.access}.last.{got[0]}", got[1])
         if kind == "expression":
             return self.op(value)
+        if kind == "lookahead":
+            return self.lookahead(value)
         raise self.error(f"expression type {kind!r} is not supported")
+
+    def lookahead(self, value: object) -> Expr:
+        if not (isinstance(value, list) and len(value) == 2
+                and all(isinstance(v, int) and v >= 0 for v in value) and value[1] > 0):
+            raise self.error(f"malformed lookahead {value!r}")
+        offset, width = value
+        ty = Ty("bit", width)
+        if offset == 0:
+            return Expr(f"pkt.lookahead<bit<{width}>>()", ty)
+        return Expr(f"pkt.lookahead<bit<{offset + width}>>()[{width - 1}:0]", ty)
 
     def op(self, v: object) -> Expr:
         if isinstance(v, dict) and "type" in v and "op" not in v:
@@ -143,7 +160,7 @@ class Translator:
         if not isinstance(v, dict) or "op" not in v:
             raise self.error(f"malformed expression {v!r}")
         op = v["op"]
-        if op == "?:":
+        if op in ("?:", "?"):
             c = convert(self(v.get("cond")), BOOL)
             a, b = self(v.get("left")), self(v.get("right"))
             if a.ty.kind in ("bool", "header"):
@@ -153,10 +170,38 @@ class Translator:
         unary = _UNARY.get(op)
         if unary is not None:
             return unary(self, self(v.get("right")) if op != "valid" else v.get("right"))
-        if op in ("two_comp_mod", "sat_cast", "usat_cast"):
+        if op in ("sat_cast", "usat_cast"):
+            return self.saturate(op == "sat_cast", v.get("left"), self(v.get("right")))
+        if op == "two_comp_mod":
             return self.cast(op, self(v.get("left")), self(v.get("right")))
+        if op == "access_field":
+            return self.access_field(self(v.get("left")), v.get("right"))
         left, right = self(v.get("left")), self(v.get("right"))
         return self.binary(op, left, right)
+
+    def saturate(self, signed: bool, raw: object, width: Expr) -> Expr:
+        """``sat_cast``/``usat_cast``: the value (computed without wrapping) clamped to
+        ``width`` bits."""
+        if width.value is None:
+            raise self.error("a saturating cast to a computed width is not supported")
+        w = width.value
+        inner = raw.get("value") if isinstance(raw, dict) else None
+        while isinstance(inner, dict) and "op" not in inner and inner.get("type") == \
+                "expression":
+            inner = inner.get("value")
+        if isinstance(inner, dict) and inner.get("op") in ("+", "-"):
+            a, b = self(inner.get("left")), self(inner.get("right"))
+            wide = Ty("int", max(_width_of(a), _width_of(b), w) + 2)
+            value = f"({convert(a, wide)} {inner['op']} {convert(b, wide)})"
+        else:
+            e = self(raw)
+            wide = Ty("int", max(_width_of(e), w) + 2)
+            value = convert(e, wide)
+        ty = Ty("int" if signed else "bit", w)
+        lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
+        clamp = convert(Expr(value, wide), ty)
+        return Expr(f"(({value} < {literal(lo, wide)}) ? {literal(lo, ty)} : "
+                    f"(({value} > {literal(hi, wide)}) ? {literal(hi, ty)} : {clamp}))", ty)
 
     def cast(self, op: str, e: Expr, width: Expr) -> Expr:
         if width.value is None or op != "two_comp_mod":
@@ -181,9 +226,7 @@ class Translator:
             ty = _common(a, b)
             return Expr(f"({convert(a, ty)} {op} {convert(b, ty)})", ty)
         if op == "dereference_header_stack":
-            return Expr(f"{a.code}[{convert(b, Ty('bit', 32))}]", Ty("header"))
-        if op == "access_field":
-            return self.access_field(a, b)
+            return Expr(f"{a.code}[{convert(b, Ty('bit', 32))}]", Ty("header"), htype=a.htype)
         raise self.error(f"operation {op!r} is not supported")
 
     def compare(self, op: str, a: Expr, b: Expr) -> Expr:
@@ -194,6 +237,10 @@ class Translator:
                                  "supported")
             return Expr(f"({err.code} {op} error.{self.ctx.error_name(self.node, lit.value)})",
                         BOOL)
+        if a.ty.kind == "varbit" and b.ty.kind == "varbit" and op in ("==", "!="):
+            return Expr(f"({a.code} {op} {b.code})", BOOL)
+        if a.ty.kind in ("varbit", "stack") or b.ty.kind in ("varbit", "stack"):
+            raise self.error(f"operation {op!r} on varbit or stack values is not supported")
         if a.ty.kind == "bool" and b.ty.kind == "bool":
             return Expr(f"({a.code} {op} {b.code})", BOOL)
         if a.ty.kind == "header" or b.ty.kind == "header":
@@ -214,8 +261,12 @@ class Translator:
         amount = str(b.value) if b.value is not None else convert(b, Ty("bit", b.ty.width or 8))
         return Expr(f"({convert(a, ty)} {op} {amount})", ty)
 
-    def access_field(self, a: Expr, b: Expr) -> Expr:
-        raise self.error("access_field on a computed header is not supported")
+    def access_field(self, a: Expr, index: object) -> Expr:
+        fields = a.htype.fields if a.htype is not None else []
+        if not isinstance(index, int) or not 0 <= index < len(fields):
+            raise self.error(f"access_field: no field {index!r} in {a.code}")
+        _, p4name, ty = fields[index]
+        return Expr(f"{a.code}.{p4name}", ty)
 
 
 def _fold(op: str, x: int, y: int) -> Expr:

@@ -57,16 +57,6 @@ def _op(b: primitives.Body, op: dict, node: Node) -> list[str]:
     raise node.error(f"parser operation {kind!r} is not supported")
 
 
-def _key(tr: Translator, raw: object, node: Node) -> Expr:
-    if isinstance(raw, dict) and raw.get("type") == "lookahead":
-        offset, width = raw.get("value", [0, 0])
-        ty = Ty("bit", width)
-        if offset == 0:
-            return Expr(f"pkt.lookahead<bit<{width}>>()", ty)
-        return Expr(f"pkt.lookahead<bit<{offset + width}>>()[{width - 1}:0]", ty)
-    return tr(raw)
-
-
 def _split(value: int, widths: list[int]) -> list[int]:
     parts = []
     for width in reversed(widths):
@@ -105,7 +95,7 @@ def _state(ctx: Context, node: Node) -> tuple[list[str], list[str]]:
         if not isinstance(op, dict):
             raise node.error(f"malformed parser operation {op!r}")
         body += _op(b, op, node)
-    keys = [_key(b.tr, k, node) for k in node.get("transition_key", list, default=[])]
+    keys = [b.tr(k) for k in node.get("transition_key", list, default=[])]
     transitions = node.items("transitions")
     if not keys or all(t.get("type", str) == "default" for t in transitions):
         nxt = transitions[0].get("next_state", object, default=None) if transitions else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from softswitch.bmv2json import controls, externs, headers, parsers
 from softswitch.bmv2json.context import Context
+from softswitch.bmv2json.exprs import Unconvertible
 from softswitch.bmv2json.reader import Node
 
 PIPELINES = (("ingress", "I"), ("egress", "E"))
@@ -37,6 +38,15 @@ def context(root: Node) -> Context:
 
 def to_p4(root: Node) -> str:
     """P4_16 source text (v1model) equivalent to the BMv2 JSON document ``root``."""
+    try:
+        return _generate(root)
+    except Unconvertible as e:
+        raise root.error(str(e)) from None
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
+        raise root.error(f"malformed BMv2 JSON ({type(e).__name__}: {e})") from None
+
+
+def _generate(root: Node) -> str:
     ctx = context(root)
     pipes = {p.get("name", str): p for p in root.items("pipelines")}
     for name in pipes:
