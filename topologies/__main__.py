@@ -1,5 +1,9 @@
 """``python -m topologies FILE.yaml``: bring a topology up, check it, tear it down.
 
+``python -m topologies topology.json`` does the same for a p4lang/tutorials exercise's
+topology, run from the exercise folder as ``make run`` is (:mod:`topologies.tutorials`):
+its programs compiled, its logs in ``logs/`` and pcaps in ``pcaps/``.
+
 Non-interactive sessions (:mod:`topologies.session`): ``python -m topologies up
 FILE.yaml`` keeps the topology up after the command returns and prints its name, run
 directory and each host's namespace; ``python -m topologies exec NAME HOST -- CMD``
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from topologies.p4switch import KINDS, PRIORITIES, SwitchStartError
@@ -26,16 +31,19 @@ from topologies.runner import (
     default_backend,
     terminate_on_sigterm,
 )
-from topologies.schema import TopologyError, load_topology
+from topologies.schema import Topology, TopologyError, load_topology
 from topologies.session import SessionError, down, exec_in, hold, up
+from topologies.tutorials import is_tutorials_file, load_exercise, place_outputs
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m topologies",
-        description="Run a P4 topology (YAML) on Mininet or plain network namespaces, one "
-                    "softswitch or simple_switch_grpc process per switch.")
-    p.add_argument("topology", help="topology YAML file (e.g. topologies/single.yaml)")
+        description="Run a P4 topology (YAML, or a p4lang/tutorials topology.json) on "
+                    "Mininet or plain network namespaces, one softswitch or "
+                    "simple_switch_grpc process per switch.")
+    p.add_argument("topology", help="topology YAML file (e.g. topologies/single.yaml) or a "
+                                    "tutorials topology.json (run from the exercise folder)")
     p.add_argument("--switch", choices=KINDS, default="softswitch",
                    help="switch program: softswitch (default) or BMv2 simple_switch_grpc")
     p.add_argument("--backend", choices=BACKENDS, default=None,
@@ -47,7 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after the pings, bulk TCP from the first host to the last one for "
                         "SECONDS and print the receiver's Mb/s")
     p.add_argument("--run-dir", type=Path, default=None,
-                   help="logs, pcaps and generated files (out/topologies/NAME)")
+                   help="logs, pcaps and generated files (out/topologies/NAME; a tutorials "
+                        "topology: RUN_DIR/logs and RUN_DIR/pcaps, default the current "
+                        "folder's)")
+    p.add_argument("--p4", type=Path, default=None, metavar="FILE",
+                   help="tutorials topology: the P4 program of every switch without its "
+                        "own 'program' (default: the one its runtime file names, else the "
+                        "exercise folder's only .p4)")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds for all switches to answer on gRPC (120)")
     p.add_argument("--check", action="store_true", help="validate the file and exit")
@@ -102,6 +116,9 @@ def session_main(command: str, argv: list[str]) -> int:
     try:
         if command in ("up", "_hold"):
             args = build_up_parser(f"python -m topologies {command}").parse_args(argv)
+            if is_tutorials_file(args.topology):
+                raise SessionError("up takes a YAML topology; run a tutorials topology.json "
+                                   "with python -m topologies FILE (--cli for Mininet's CLI)")
             topo = load_topology(args.topology)
             if os.geteuid() != 0:
                 raise SessionError("needs root (network namespaces)")
@@ -132,13 +149,27 @@ def session_main(command: str, argv: list[str]) -> int:
         return 1
 
 
+def _load(args: argparse.Namespace
+          ) -> tuple[Topology, Path | None, Callable[[Path], None] | None]:
+    """The topology, its run directory and what to do before it is built (a tutorials
+    exercise compiles its programs)."""
+    if not is_tutorials_file(args.topology):
+        if args.p4 is not None:
+            raise TopologyError("--p4 is for a tutorials topology.json (a YAML topology "
+                                "names each switch's program)")
+        return load_topology(args.topology), args.run_dir, None
+    exercise = load_exercise(args.topology, args.p4)
+    run_dir = place_outputs(exercise, args.run_dir or Path.cwd())
+    return exercise.topology, run_dir, lambda where: exercise.compile(args.switch, where)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("up", "exec", "down", "_hold"):
         return session_main(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     try:
-        topo = load_topology(args.topology)
+        topo, run_dir, prepare = _load(args)
     except TopologyError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -151,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     if args.clean:
-        removed = cleanup(topo, args.run_dir)
+        removed = cleanup(topo, run_dir)
         print(f"{topo.name}: {'nothing to clean' if not removed else 'clean'}")
         return 0
     if args.count < 1 or args.tcp < 0:
@@ -159,11 +190,15 @@ def main(argv: list[str] | None = None) -> int:
               "negative", file=sys.stderr)
         return 2
     backend = args.backend or default_backend()
-    runner = Runner(topo, args.switch, backend, args.run_dir, args.timeout,
-                    allow_partial=args.allow_partial, switch_priority=args.switch_priority)
+    runner = Runner(topo, args.switch, backend, run_dir, args.timeout,
+                    allow_partial=args.allow_partial, switch_priority=args.switch_priority,
+                    prepare=prepare)
     try:
         with terminate_on_sigterm(), runner:
             if args.cli:
+                for sw in topo.switches:
+                    print(f"{sw.name} -> gRPC port: {sw.grpc_port}, thrift port: "
+                          f"{sw.thrift_port}", flush=True)
                 runner.interactive()
                 return 0
             results = runner.pingall(args.count)

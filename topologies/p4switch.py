@@ -59,23 +59,28 @@ def bmv2_program(spec: SwitchSpec, run_dir: Path) -> Path:
     """The BMv2 JSON for ``spec``: the program itself, or compiled with ``p4c``."""
     if spec.program.suffix == ".json":
         return spec.program
+    return p4c_compile(spec.program, run_dir / f"{spec.name}.json",
+                       run_dir / f"{spec.name}.p4info.txtpb", spec.name)
+
+
+def p4c_compile(program: Path, out: Path, p4info: Path, who: str) -> Path:
+    """``program`` compiled by p4c for BMv2 (v1model) into ``out`` and its P4Info into
+    ``p4info``; ``who`` names the switch in errors."""
     tools = reference_tools.find()
     p4c = tools.p4c if tools is not None else (shutil.which("p4c") or shutil.which("p4c-bm2-ss"))
     if p4c is None:
-        raise SwitchStartError(f"{spec.name}: --switch bmv2 needs {spec.program.name} "
-                               "compiled to BMv2 JSON, and p4c is not installed (give "
-                               "the switch a .json program, or use --switch softswitch)")
-    out = run_dir / f"{spec.name}.json"
-    p4info = run_dir / f"{spec.name}.p4info.txtpb"
+        raise SwitchStartError(f"{who}: --switch bmv2 needs {program.name} compiled to BMv2 "
+                               "JSON, and p4c is not installed (give the switch a .json "
+                               "program, or use --switch softswitch)")
     argv = [p4c, "--target", "bmv2", "--arch", "v1model", "-o", str(out),
-            "--p4runtime-files", str(p4info), str(spec.program)]
+            "--p4runtime-files", str(p4info), str(program)]
     if Path(p4c).name == "p4c":
-        argv[argv.index("-o") + 1] = str(run_dir)
+        argv[argv.index("-o") + 1] = str(out.parent)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     if done.returncode != 0:
-        raise SwitchStartError(f"{spec.name}: p4c failed on {spec.program}:\n"
+        raise SwitchStartError(f"{who}: p4c failed on {program}:\n"
                                f"{done.stdout}{done.stderr}".rstrip())
-    compiled = run_dir / f"{spec.program.stem}.json"
+    compiled = out.parent / f"{program.stem}.json"
     if compiled.exists() and compiled != out:
         compiled.replace(out)
     return out
@@ -128,6 +133,10 @@ class SwitchProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.output = run_dir / f"{spec.name}.out"
 
+    def pcap_dir(self) -> Path:
+        """Where the switch writes ``<interface>_in.pcap``/``_out.pcap``."""
+        return self.spec.pcap_dir or self.run_dir / "pcap" / self.spec.name
+
     def argv(self) -> list[str]:
         """``simple_switch_grpc``'s command line (softswitch: ``softswitch run`` + same)."""
         spec = self.spec
@@ -161,7 +170,7 @@ class SwitchProcess:
         argv += ["--device-id", str(spec.device_id), "--thrift-port", str(spec.thrift_port),
                  "--log-file", log_file, "--log-level", spec.log_level]
         if spec.pcap:
-            argv += ["--pcap", str(self.run_dir / "pcap" / spec.name)]
+            argv += ["--pcap", str(self.pcap_dir())]
         argv += ["--", "--grpc-server-addr", f"127.0.0.1:{spec.grpc_port}",
                  "--cpu-port", str(spec.cpu_port),
                  "--priority-queues", str(spec.priority_queues)]
@@ -175,7 +184,7 @@ class SwitchProcess:
                                    "grpc_port or stop it)")
         argv = self.argv()
         if self.spec.pcap:
-            (self.run_dir / "pcap" / self.spec.name).mkdir(parents=True, exist_ok=True)
+            self.pcap_dir().mkdir(parents=True, exist_ok=True)
         with open(self.output, "wb") as out:
             out.write((" ".join(argv) + "\n").encode())
             out.flush()

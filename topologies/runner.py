@@ -215,7 +215,7 @@ class NetnsNetwork:
             self._shape(end.node if end.port is None else None, name, link)
 
     def _intf_name(self, node: str, port: int | None) -> str:
-        return f"{node}-eth0" if port is None else self.topo.switch(node).intf(port)
+        return self.topo.host_intf(node) if port is None else self.topo.switch(node).intf(port)
 
     def _shape(self, host: str | None, intf: str, link: LinkSpec) -> None:
         """``tc`` as Mininet's TCLink does it: HTB for bw, netem below it for delay/loss."""
@@ -343,6 +343,8 @@ class MininetNetwork:
     def build(self) -> None:
         self.net.build()
         for host in self.topo.hosts:
+            if self.topo.host_eth0:           # as tutorials' P4Host.config does
+                self.net.get(host.name).defaultIntf().rename(self.topo.host_intf(host.name))
             self.host_run(host.name, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
                           check=False)
 
@@ -374,7 +376,9 @@ class MininetNetwork:
 
     def interactive(self) -> None:
         from mininet.cli import CLI
+        from mininet.log import setLogLevel
 
+        setLogLevel("output")           # the CLI's command output is logged at this level
         CLI(self.net)
 
     def stop(self) -> None:
@@ -388,8 +392,12 @@ class Runner:
     def __init__(self, topo: Topology, switch_kind: str = "softswitch",
                  backend: str | None = None, run_dir: Path | None = None,
                  start_timeout: float = 120.0, log: Callable[[str], None] | None = None,
-                 allow_partial: bool | None = None, switch_priority: str = "normal") -> None:
+                 allow_partial: bool | None = None, switch_priority: str = "normal",
+                 prepare: Callable[[Path], None] | None = None) -> None:
         self.topo = topo
+        # called with the run directory once the pre-flight checks pass, before anything
+        # is built (the tutorials runner compiles the exercise's programs there)
+        self.prepare = prepare
         if switch_priority not in PRIORITIES:
             raise RunnerError(f"unknown switch priority {switch_priority!r} (one of: "
                               f"{', '.join(PRIORITIES)})")
@@ -433,6 +441,8 @@ class Runner:
         self._preflight()
         self._created = True
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.prepare is not None:
+            self.prepare(self.run_dir)
         t0 = time.monotonic()
         if self.backend == "mininet":
             self.net = MininetNetwork(self.topo, self.kind, self.run_dir)
@@ -521,7 +531,7 @@ class Runner:
         assert self.net is not None
         run = self.net.host_run
         for host in self.topo.hosts:
-            intf = f"{host.name}-eth0"
+            intf = self.topo.host_intf(host.name)
             if isinstance(self.net, NetnsNetwork):
                 run(host.name, ["ip", "addr", "add", str(host.ip), "dev", intf])
                 run(host.name, ["ip", "link", "set", intf, "up"])
@@ -554,7 +564,12 @@ class Runner:
                 self._cli_commands(sw)
 
     def _p4info(self, sw: Any) -> Path:
-        """The switch program's P4Info (same names on BMv2 and softswitch)."""
+        """The switch program's P4Info (same names on BMv2 and softswitch): beside a
+        compiled program (``build/basic.json`` + ``build/basic.p4info.txtpb``), else
+        compiled from its source into the run directory."""
+        beside = sw.program.with_suffix(".p4info.txtpb")
+        if sw.program.suffix == ".json" and beside.exists():
+            return beside
         out = self.run_dir / f"{sw.name}.p4info.txtpb"
         if not out.exists() or out.stat().st_mtime < sw.program.stat().st_mtime:
             if sw.program.suffix != ".p4":

@@ -13,10 +13,11 @@ taken relative to the topology file, then relative to the project root, so both
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controlplane.intent.problems import IntentError, Problems
+from controlplane.intent.problems import IntentError, Problem, Problems
 from controlplane.intent.reader import Node
 from controlplane.intent.yamlsrc import load_yaml
 
@@ -60,6 +61,7 @@ class SwitchSpec:
     runtime_json: Path | None = None
     cli_commands: Path | None = None
     pcap: bool = False
+    pcap_dir: Path | None = None       # where pcaps go (default: RUN_DIR/pcap/NAME)
     log_level: str = "info"
     # a NIC (a PNA program such as p4src/nic/tailcc_nic.p4): softswitch run
     # --host-port/--net-port/--loopback-port
@@ -102,6 +104,13 @@ class Topology:
     switches: list[SwitchSpec]
     links: list[LinkSpec]
     intent: Path | None = None
+    # hosts' interface is ``eth0``, as p4lang/tutorials' P4Host renames it (their host
+    # ``commands`` name it); else Mininet's ``h1-eth0``
+    host_eth0: bool = False
+
+    def host_intf(self, name: str) -> str:
+        """The interface of host ``name`` inside its namespace."""
+        return "eth0" if self.host_eth0 else f"{name}-eth0"
 
     def host(self, name: str) -> HostSpec:
         return next(h for h in self.hosts if h.name == name)
@@ -137,6 +146,12 @@ def resolve_path(text: str, base_dir: Path) -> Path | None:
 def load_topology(path: str | Path) -> Topology:
     """Read and validate a topology file (TopologyError naming every problem)."""
     path = Path(path)
+    data, lines = read_data(path)
+    return topology_from_data(data, lines, path)
+
+
+def read_data(path: Path) -> tuple[object, dict[str, int]]:
+    """A YAML (or JSON) file's data and each path's line (TopologyError if unreadable)."""
     source = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -148,10 +163,20 @@ def load_topology(path: str | Path) -> Topology:
         data, lines = load_yaml(text, source)
     except IntentError as exc:
         raise TopologyError(str(exc)) from None
+    return data, lines
+
+
+def topology_from_data(data: object, lines: dict[str, int], path: Path,
+                       where: Callable[[str], str] | None = None) -> Topology:
+    """Validate the schema's ``data`` (``lines``: path -> line of ``path``'s file);
+    ``where`` renames a problem's path to the file's own (a tutorials topology.json)."""
     problems = Problems(lines)
     topo = _parse(Node(data, "", problems), path)
     if problems.items:
-        raise TopologyError("\n".join(p.format(source) for p in problems.items))
+        rename = where or (lambda p: p)
+        named = [Problem(rename(p.path), p.message, problems.line_of(rename(p.path)))
+                 for p in problems.items]
+        raise TopologyError("\n".join(p.format(str(path)) for p in named))
     assert topo is not None
     return topo
 
