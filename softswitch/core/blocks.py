@@ -26,7 +26,7 @@ from softswitch.frontend.ast import NOT_CONST
 from softswitch.frontend.cpnames import qualify
 
 if TYPE_CHECKING:
-    from softswitch.core.build import ProgramBuilder
+    from softswitch.core.contracts import ProgramHost
 
 
 PARSER_STATE_LIMIT = 100_000
@@ -34,7 +34,7 @@ REJECT_CODE = -1   # ParserError code of an explicit reject: parsing stops, no e
 
 
 class BlockLowerer(TransitionWalk, StmtLowerer):
-    def __init__(self, pb: ProgramBuilder, block: E.BlockInstance) -> None:
+    def __init__(self, pb: ProgramHost, block: E.BlockInstance) -> None:
         super().__init__(pb.env, pb.base_namespace())
         self.pb = pb
         self.block = block

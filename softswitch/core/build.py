@@ -16,7 +16,8 @@ from softswitch.core.bits import PacketReader, PacketTooShort
 from softswitch.core.blocks import BlockLowerer
 from softswitch.core.control import KeyMatch, from_bmv2_priority
 from softswitch.core.execution import ExitSignal, ParserError, Runtime, shl, shl_signed
-from softswitch.core.extern_calls import CORE_FUNCTIONS, CORE_METHODS
+from softswitch.core.extern_calls import CORE
+from softswitch.core.extern_table import ExternTable
 from softswitch.core.externs import Clock, CounterArray, Meter, MeterArray, RegisterArray
 from softswitch.core.lower import LowerEnv
 from softswitch.core.stmts import const_int
@@ -67,14 +68,13 @@ class ProgramBuilder:
     """Compiles a program's blocks and builds its control-plane objects.
 
     Architecture-neutral: each architecture's builder (softswitch.v1model.build,
-    softswitch.pna.build) subclasses it and sets the hooks: its extern lowering, its
+    softswitch.pna.build) subclasses it and sets the hooks: its extern table, its
     extern objects, how it recognises a selector, whether direct counters/meters act on
     every table hit (v1model) or only when an action calls them (PNA), and whether
     tables tell the runtime which entry matched. Alone it runs core.p4 only."""
 
     target_name = "core"
-    extern_functions: dict[str, Any] = CORE_FUNCTIONS
-    extern_methods: dict[tuple[str, str], Any] = CORE_METHODS
+    externs: ExternTable = CORE
     runtime_class: type[Runtime] = Runtime
     direct_resources_on_hit = True
     table_context = False

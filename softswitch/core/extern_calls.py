@@ -1,20 +1,20 @@
-"""Lowering of extern calls: the dispatcher, the argument helpers, core.p4's externs.
+"""The interpreter's extern calls: the dispatcher, the argument helpers, core.p4's table.
 
 Each extern call becomes a few lines calling the packet cursor, the stateful extern
 objects, the hash functions (:mod:`hashes`) or the per-packet runtime ``_RT``. Which
-handler lowers a call is the architecture's choice: the program builder's
-``extern_functions``/``extern_methods`` (:mod:`softswitch.v1model.lower_externs`,
-:mod:`softswitch.pna.lower_externs`), both built on the helpers here — ``flatten`` and
-``packed`` turn a data argument into the fields BMv2 would serialize (fields of invalid
-headers skipped, as BMv2's field-list builder does).
+emission lowers a call is the architecture's extern table, the program builder's
+``externs`` (:mod:`softswitch.v1model.externs`, :mod:`softswitch.pna.externs`), both
+extending :data:`CORE` here and built on its helpers: ``flatten`` and ``packed`` turn a
+data argument into the fields BMv2 would serialize (fields of invalid headers skipped,
+as BMv2's field-list builder does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from softswitch.core import hashes
+from softswitch.core.extern_table import Extern, ExternTable, call_name
 from softswitch.core.lower import FnCtx, fit, scalar_bits
 from softswitch.core.values import attr
 from softswitch.frontend import ast
@@ -22,29 +22,16 @@ from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
 
 if TYPE_CHECKING:
-    from softswitch.core.blocks import BlockLowerer
+    from softswitch.core.contracts import PyLowering
 
-Handler = Callable[["BlockLowerer", ast.Call, Any, FnCtx], str | None]
-
-
-def lower_extern_call(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx,
+def lower_extern_call(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx,
                       want_value: bool) -> str | None:
-    """Lower one extern call with the handlers of the program's architecture: the
-    builder's ``extern_functions``/``extern_methods``."""
-    target = lw.pb.target_name
-    if info.kind == "extern_function":
-        name = info.decl.name
-        h = lw.pb.extern_functions.get(name)
-        if h is None:
-            raise lw.fail(f"extern function '{name}' is not supported by the {target} target",
-                          e)
-        return h(lw, e, info, fn)
-    ext = info.extern.name if info.extern is not None else ""
-    h = lw.pb.extern_methods.get((ext, info.decl.name))
-    if h is None:
-        raise lw.fail(f"method '{ext}.{info.decl.name}' is not supported by the {target} "
+    """Lower one extern call with the interpreter's emission in the program's table."""
+    ext = lw.pb.externs.find(info)
+    if ext is None:
+        raise lw.fail(f"{call_name(info)} is not supported by the {lw.pb.target_name} "
                       "target", e)
-    return h(lw, e, info, fn)
+    return ext.interp(lw, e, info, fn)
 
 
 # ---------------------------------------------------------------- helpers
@@ -60,7 +47,7 @@ def enum_name(e: ast.Expr | None) -> str:
     return ""
 
 
-def flatten(lw: BlockLowerer, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, str | None]]:
+def flatten(lw: PyLowering, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, str | None]]:
     """(value code, width, validity code or None) for every field in ``e``, in order."""
     out: list[tuple[str, int, str | None]] = []
     if isinstance(e, ast.ListExpr) and not isinstance(
@@ -74,7 +61,7 @@ def flatten(lw: BlockLowerer, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, st
     return out
 
 
-def _flatten_value(lw: BlockLowerer, code: str, t: Any, valid: str | None,
+def _flatten_value(lw: PyLowering, code: str, t: Any, valid: str | None,
                    out: list[tuple[str, int, str | None]], fn: FnCtx) -> None:
     t = T.strip_newtype(t)
     if isinstance(t, T.StructLikeType | T.StackType | T.TupleType | T.ListType):
@@ -104,7 +91,7 @@ def _flatten_value(lw: BlockLowerer, code: str, t: Any, valid: str | None,
         out.append((code, b[0] if b else 0, valid))
 
 
-def packed(lw: BlockLowerer, e: ast.Expr, fn: FnCtx) -> str:
+def packed(lw: PyLowering, e: ast.Expr, fn: FnCtx) -> str:
     """Python expression for the bytes BMv2 hashes for data argument ``e``."""
     items = flatten(lw, e, fn)
     if all(v is None for _, w, v in items) and all(w >= 0 for _, w, _ in items):
@@ -158,7 +145,7 @@ def packed(lw: BlockLowerer, e: ast.Expr, fn: FnCtx) -> str:
     return f"({acc} << (-{n} % 8)).to_bytes(({n} + 7) >> 3, 'big')"
 
 
-def hash_call(lw: BlockLowerer, algo: str, data: str, e: ast.Node) -> str:
+def hash_call(lw: PyLowering, algo: str, data: str, e: ast.Node) -> str:
     """A call of the named hash on ``data``, bound directly when it is deterministic."""
     fn = hashes.ALGORITHMS.get(algo)
     if fn is None:
@@ -173,7 +160,7 @@ def arg(info: Any, i: int) -> ast.Expr | None:
     return info.args[i] if i < len(info.args) else None
 
 
-def receiver(lw: BlockLowerer, info: Any, fn: FnCtx) -> str:
+def receiver(lw: PyLowering, info: Any, fn: FnCtx) -> str:
     recv = info.receiver
     name = lw.names.get(id(getattr(recv, "decl", None)))
     if name is None:
@@ -181,7 +168,7 @@ def receiver(lw: BlockLowerer, info: Any, fn: FnCtx) -> str:
     return name
 
 
-def out_assign(lw: BlockLowerer, target: ast.Expr | None, code: str, fn: FnCtx) -> None:
+def out_assign(lw: PyLowering, target: ast.Expr | None, code: str, fn: FnCtx) -> None:
     if target is None or isinstance(target, ast.DontCareExpr):
         fn.buf.emit(code)
         return
@@ -189,7 +176,7 @@ def out_assign(lw: BlockLowerer, target: ast.Expr | None, code: str, fn: FnCtx) 
 
 
 # ---------------------------------------------------------------- packet_in / packet_out
-def _extract(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _extract(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     target = info.args[0]
     tt = T.strip_newtype(info.params[0].type if info.params else target.type)
@@ -225,7 +212,7 @@ def _extract(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return None
 
 
-def _lookahead(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _lookahead(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     t = T.strip_newtype(e.type)
     if isinstance(t, T.HeaderType | T.StructType):
@@ -239,16 +226,16 @@ def _lookahead(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | Non
     return fit(f"_peek({pkt}, {b[0]})", t) if b[1] else f"_peek({pkt}, {b[0]})"
 
 
-def _advance(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _advance(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     return f"_advance({pkt}, {lw.expr(info.args[0], fn)})"
 
 
-def _length(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _length(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return f"({receiver(lw, info, fn)}.total_bits >> 3)"
 
 
-def _emit(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _emit(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     target = info.args[0]
     t = T.strip_newtype(target.type)
@@ -264,7 +251,7 @@ def _emit(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
 
 # ---------------------------------------------------------------- core functions
 # (log_msg too: v1model.p4 and pna.p4 both declare it)
-def verify(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def verify(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     cond = lw.expr(info.args[0], fn)
     err = lw.expr(info.args[1], fn)
     fn.buf.emit(f"if not ({cond}):")
@@ -273,7 +260,7 @@ def verify(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return None
 
 
-def log_msg(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def log_msg(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     msg = lw.expr(info.args[0], fn)
     data = arg(info, 1)
     if data is None:
@@ -283,20 +270,30 @@ def log_msg(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return f"_RT.log({msg}, ({vals}{',' if len(items) == 1 else ''}))"
 
 
-def static_assert(lw: BlockLowerer, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def static_assert(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return "True"
 
 
-#: core.p4's functions and packet_in/packet_out methods: every architecture has them.
-CORE_FUNCTIONS: dict[str, Handler] = {
-    "verify": verify,
-    "static_assert": static_assert,
-}
-
-CORE_METHODS: dict[tuple[str, str], Handler] = {
-    ("packet_in", "extract"): _extract,
-    ("packet_in", "lookahead"): _lookahead,
-    ("packet_in", "advance"): _advance,
-    ("packet_in", "length"): _length,
-    ("packet_out", "emit"): _emit,
-}
+#: core.p4's functions and packet_in/packet_out methods (and log_msg, which v1model.p4
+#: and pna.p4 both declare): every architecture's table extends this one.
+CORE = ExternTable(
+    "core",
+    functions={
+        "verify": Extern("fail the parser with the error unless the condition holds", verify),
+        "static_assert": Extern("true (the front end checked it)", static_assert),
+        "log_msg": Extern("log the message with the data's fields", log_msg),
+    },
+    methods={
+        ("packet_in", "extract"): Extern(
+            "read a header (and its varbit) at the cursor, set it valid; PacketTooShort "
+            "when the packet ends first", _extract),
+        ("packet_in", "lookahead"): Extern(
+            "the value at the cursor without moving it; PacketTooShort past the end",
+            _lookahead),
+        ("packet_in", "advance"): Extern(
+            "move the cursor by whole bytes (ParserInvalidArgument otherwise); "
+            "PacketTooShort past the end", _advance),
+        ("packet_in", "length"): Extern("the packet's length in bytes", _length),
+        ("packet_out", "emit"): Extern("append the valid headers of the value", _emit),
+    },
+)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from softswitch.core import wire
 from softswitch.core.blocks import PARSER_STATE_LIMIT, REJECT_CODE, match_keys
+from softswitch.core.extern_table import call_name
 from softswitch.core.tables import EMPTY_GROUP_ACTION
 from softswitch.core.transitions import Key, TransitionWalk
 from softswitch.fastpath import cexterns
@@ -27,11 +28,11 @@ from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
 
 if TYPE_CHECKING:
-    from softswitch.fastpath.cprogram import CProgram, ExternRef
+    from softswitch.fastpath.ccontracts import CProgramHost, ExternRef
 
 
 class CBlock(TransitionWalk, StmtGen):
-    def __init__(self, prog: CProgram, block: E.BlockInstance, bid: int) -> None:
+    def __init__(self, prog: CProgramHost, block: E.BlockInstance, bid: int) -> None:
         super().__init__(prog)
         self.pb = prog.pb
         self.block = block
@@ -557,7 +558,10 @@ class CBlock(TransitionWalk, StmtGen):
         return r
 
     def extern_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
-        return cexterns.lower_extern_call(self, e, info, fn, want_value)
+        ext = self.pb.externs.find(info)
+        if ext is None or ext.c is None:
+            raise self.fail(f"{call_name(info)} is not supported by the C back end", e)
+        return ext.c(self, e, info, fn)
 
     def bound_block(self, decl: Any) -> str | None:
         return self.blocks.get(id(decl))

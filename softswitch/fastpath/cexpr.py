@@ -32,7 +32,7 @@ from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
 
 if TYPE_CHECKING:
-    from softswitch.fastpath.cprogram import CProgram
+    from softswitch.fastpath.ccontracts import CProgramHost
 
 
 class CBuf:
@@ -96,7 +96,7 @@ def flatten_slice(e: ast.Expr) -> ast.Expr:
 
 
 class ExprGen:
-    def __init__(self, prog: CProgram) -> None:
+    def __init__(self, prog: CProgramHost) -> None:
         self.prog = prog
         self.types = prog.types
         self.names: dict[Any, str] = {}
@@ -245,7 +245,7 @@ class ExprGen:
             return f"{base}.items[{base}.nxt - 1]"
         raise self.fail(f"header stacks have no member '{e.name}'", e)
 
-    def _index_in(self, idx: str, t: Any, size: int) -> str:
+    def index_in(self, idx: str, t: Any, size: int) -> str:
         sc = scalar(t)
         if sc is not None and sc.signed:
             return f"((i128)({idx}) >= 0 && (i128)({idx}) < {size})"
@@ -261,7 +261,7 @@ class ExprGen:
                     raise self.fail(f"index {i} out of range for a stack of {t.size}", e)
                 return f"{base}.items[{i}]"
             idx = self.expr(e.index, fn)
-            return (f"({self._index_in(idx, e.index.type, t.size)} ? "
+            return (f"({self.index_in(idx, e.index.type, t.size)} ? "
                     f"{base}.items[(size_t)({idx})] : {self.zero(t.element)})")
         if isinstance(t, T.TupleType | T.ListType) and e.index.const is not NOT_CONST:
             return f"{base}.e{int(e.index.const)}"
@@ -492,7 +492,7 @@ class ExprGen:
             if isinstance(t, T.StackType):
                 if e.index.const is NOT_CONST:
                     idx = self.expr(e.index, fn)
-                    self.perr(fn, f"!{self._index_in(idx, e.index.type, t.size)}", oob)
+                    self.perr(fn, f"!{self.index_in(idx, e.index.type, t.size)}", oob)
                     ti = self.tmp()
                     fn.buf.emit(f"size_t {ti} = (size_t)({idx});")
                     return f"{base}.items[{ti}]"
@@ -514,7 +514,7 @@ class ExprGen:
             et = self.ct(st.element)
             scratch = self.declare(fn, st.element, prefix="z")
             p = self.tmp("p")
-            fn.buf.emit(f"{et} *{p} = {self._index_in(idx, e.index.type, st.size)} ? "
+            fn.buf.emit(f"{et} *{p} = {self.index_in(idx, e.index.type, st.size)} ? "
                         f"&{base}.items[(size_t)({idx})] : &{scratch};")
             return f"(*{p})"
         if isinstance(e, ast.Member) and isinstance(

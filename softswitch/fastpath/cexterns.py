@@ -1,49 +1,31 @@
-"""C for calls of core and v1model externs (the interpreter's
-:mod:`softswitch.core.extern_calls`, rule for rule).
+"""The fast path's C for extern calls: the helpers, and core.p4's externs.
 
-Hash, checksum and digest data are flattened at generation time into the fields BMv2
+The C emissions of core.p4's calls (``extract``, ``lookahead``, ``advance``,
+``length``, ``emit``, ``verify``, ``log_msg``, ``static_assert``), the C side of the
+interpreter's :mod:`softswitch.core.extern_calls`, and the helpers an architecture's
+extern table (:mod:`softswitch.v1model.externs`) builds its C emissions on. Hash,
+checksum and digest data are flattened at generation time into the fields BMv2
 serializes; fields of headers that may be invalid are skipped at run time, as BMv2's
-field-list builder does. What needs the interpreter's own Python state — ``random``
-(its seeded generator), meters (its clock and float token buckets), digests and
-``log_msg`` (its queues), value sets — calls back into Python, so results stay
-identical.
+field-list builder does. What needs the interpreter's own Python state (``random``,
+meters, digests, ``log_msg``) calls back into Python, so results stay identical.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from softswitch.core.extern_calls import enum_name
+from softswitch.core.extern_table import Emission
 from softswitch.fastpath.cexpr import FnCtx
 from softswitch.fastpath.ctypes_ import Unsupported, fit, is_wide, scalar, scalar_bits
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
-from softswitch.frontend.cpnames import digest_data_type
 
 if TYPE_CHECKING:
-    from softswitch.fastpath.cblock import CBlock
-
-Handler = Callable[["CBlock", ast.Call, Any, FnCtx], str | None]
+    from softswitch.fastpath.ccontracts import CLowering
 
 HASHES = {"crc16": "H_CRC16", "crc32": "H_CRC32", "crc16_custom": "H_CRC16C",
           "crc32_custom": "H_CRC32C", "csum16": "H_CSUM16", "xor16": "H_XOR16",
           "identity": "H_IDENTITY"}
-
-
-def lower_extern_call(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx,
-                      want_value: bool) -> str | None:
-    if info.kind == "extern_function":
-        name = info.decl.name
-        h = FUNCTIONS.get(name)
-        if h is None:
-            raise lw.fail(f"extern function '{name}' is not supported by the C back end", e)
-        return h(lw, e, info, fn)
-    ext = info.extern.name if info.extern is not None else ""
-    h = METHODS.get((ext, info.decl.name))
-    if h is None:
-        raise lw.fail(f"method '{ext}.{info.decl.name}' is not supported by the C back end", e)
-    return h(lw, e, info, fn)
 
 
 # ---------------------------------------------------------------- helpers
@@ -51,7 +33,7 @@ def arg(info: Any, i: int) -> ast.Expr | None:
     return info.args[i] if i < len(info.args) else None
 
 
-def flatten(lw: CBlock, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, str | None, Any]]:
+def flatten(lw: CLowering, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, str | None, Any]]:
     """(C value, width, validity or None, type) of every field in e, in order."""
     out: list[tuple[str, int, str | None, Any]] = []
     if isinstance(e, ast.ListExpr) and not isinstance(
@@ -65,7 +47,7 @@ def flatten(lw: CBlock, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, str | No
     return out
 
 
-def _flatten_value(lw: CBlock, code: str, t: Any, valid: str | None,
+def _flatten_value(lw: CLowering, code: str, t: Any, valid: str | None,
                    out: list[tuple[str, int, str | None, Any]], fn: FnCtx) -> None:
     t = T.strip_newtype(t)
     if isinstance(t, T.StructLikeType | T.StackType | T.TupleType | T.ListType):
@@ -98,7 +80,7 @@ def _flatten_value(lw: CBlock, code: str, t: Any, valid: str | None,
         out.append((code, b[0] if b else 0, valid, t))
 
 
-def packed(lw: CBlock, e: ast.Expr, fn: FnCtx) -> tuple[str, str, int]:
+def packed(lw: CLowering, e: ast.Expr, fn: FnCtx) -> tuple[str, str, int]:
     """Pack the data argument e like BMv2: (buffer, byte-count expression, max bytes)."""
     items = flatten(lw, e, fn)
     total = sum(w if w >= 0 else _t.max_width for _, w, _, _t in items)
@@ -140,7 +122,7 @@ def packed(lw: CBlock, e: ast.Expr, fn: FnCtx) -> tuple[str, str, int]:
     return buf, f"(size_t)(({n} + 7) >> 3)", nbytes
 
 
-def hash_value(lw: CBlock, algo: str, buf: str, nbytes: str, e: ast.Node, fn: FnCtx) -> str:
+def hash_value(lw: CLowering, algo: str, buf: str, nbytes: str, e: ast.Node, fn: FnCtx) -> str:
     """A C expression for the named hash over buf (a callback for 'random')."""
     if algo == "random":
         r = lw.tmp("h")
@@ -154,7 +136,7 @@ def hash_value(lw: CBlock, algo: str, buf: str, nbytes: str, e: ast.Node, fn: Fn
     return f"rt_hash({code}, {buf}, {nbytes})"
 
 
-def receiver(lw: CBlock, info: Any, fn: FnCtx) -> Any:
+def receiver(lw: CLowering, info: Any, fn: FnCtx) -> Any:
     """The extern object a method is called on (an ExternRef), or a packet pointer."""
     recv = info.receiver
     decl = getattr(recv, "decl", None)
@@ -166,19 +148,26 @@ def receiver(lw: CBlock, info: Any, fn: FnCtx) -> Any:
     return lw.expr(recv, fn)
 
 
-def out_assign(lw: CBlock, target: ast.Expr | None, code: str, fn: FnCtx) -> None:
+def out_assign(lw: CLowering, target: ast.Expr | None, code: str, fn: FnCtx) -> None:
     if target is None or isinstance(target, ast.DontCareExpr):
         fn.buf.emit(f"(void)({code});")
         return
     lw.assign(target, fit(code, target.type), fn)
 
 
-def _index_ok(lw: CBlock, idx: str, t: Any, size: int) -> str:
-    return lw._index_in(idx, t, size)
+def index_ok(lw: CLowering, idx: str, t: Any, size: int) -> str:
+    return lw.index_in(idx, t, size)
+
+
+def extern_ref(lw: CLowering, info: Any, fn: FnCtx, kind: str, e: ast.Call) -> Any:
+    r = receiver(lw, info, fn)
+    if isinstance(r, str) or r.kind != kind:
+        raise lw.fail(f"cannot resolve the {kind} this call uses", e)
+    return r
 
 
 # ---------------------------------------------------------------- packet_in / packet_out
-def _extract(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _extract(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     target = info.args[0]
     tt = T.strip_newtype(info.params[0].type if info.params else target.type)
@@ -225,7 +214,7 @@ def _extract(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return None
 
 
-def _lookahead(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _lookahead(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     t = T.strip_newtype(e.type)
     short = lw.prog.error_code("PacketTooShort", 1)
@@ -252,7 +241,7 @@ def _lookahead(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return v
 
 
-def _advance(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _advance(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     n = lw.expr(info.args[0], fn)
     short = lw.prog.error_code("PacketTooShort", 1)
@@ -266,11 +255,11 @@ def _advance(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return None
 
 
-def _length(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _length(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return f"((uint64_t)({receiver(lw, info, fn)}->nbits >> 3))"
 
 
-def _emit_one(lw: CBlock, pkt: str, t: Any, code: str, item: ast.Expr, fn: FnCtx) -> None:
+def _emit_one(lw: CLowering, pkt: str, t: Any, code: str, item: ast.Expr, fn: FnCtx) -> None:
     em = lw.prog.emitter(t)
     if lw.is_lvalue(item):
         ptr = f"&({code})"
@@ -280,7 +269,7 @@ def _emit_one(lw: CBlock, pkt: str, t: Any, code: str, item: ast.Expr, fn: FnCtx
     lw.check(fn)
 
 
-def _emit(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _emit(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     target = info.args[0]
     t = T.strip_newtype(target.type)
@@ -293,48 +282,15 @@ def _emit(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------- core / v1model functions
-def _verify(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+# ---------------------------------------------------------------- core functions
+def _verify(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     cond = lw.expr(info.args[0], fn)
     err = lw.expr(info.args[1], fn)
     lw.perr(fn, f"!({cond})", f"(int64_t)({err})")
     return None
 
 
-def _mark_to_drop(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    sm = lw.expr(info.args[0], fn)
-    fn.buf.emit(f"{sm}.f_egress_spec = 511;")
-    fn.buf.emit(f"{sm}.f_mcast_grp = 0;")
-    return None
-
-
-def _hash(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    algo = enum_name(arg(info, 1))
-    base = lw.expr(info.args[2], fn)
-    buf, nbytes, _ = packed(lw, info.args[3], fn)
-    mx = lw.expr(info.args[4], fn)
-    h = hash_value(lw, algo, buf, nbytes, e, fn)
-    bt = lw.tmp("hb")
-    mt = lw.tmp("hm")
-    fn.buf.emit(f"i128 {bt} = (i128)({base});")
-    fn.buf.emit(f"i128 {mt} = (i128)({mx});")
-    code = f"({mt} == 0 ? {bt} : {bt} + rt_fmod((i128)({h}), {mt}))"
-    out_assign(lw, info.args[0], code, fn)
-    return None
-
-
-def _random(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    lo = lw.expr(info.args[1], fn)
-    hi = lw.expr(info.args[2], fn)
-    r = lw.tmp("rnd")
-    fn.buf.emit(f"i128 {r} = 0;")
-    fn.buf.emit(f"st = cb_random(c, (i128)({lo}), (i128)({hi}), &{r});")
-    lw.check(fn)
-    out_assign(lw, info.args[0], r, fn)
-    return None
-
-
-def _py_value(lw: CBlock, code: str, t: Any) -> str:
+def py_value(lw: CLowering, code: str, t: Any) -> str:
     """C expression making a new Python int of a C scalar (NULL on failure)."""
     sc = scalar(t)
     if sc is not None and sc.signed:
@@ -342,7 +298,7 @@ def _py_value(lw: CBlock, code: str, t: Any) -> str:
     return f"u128_to_py((u128)({code}))"
 
 
-def _py_tuple(lw: CBlock, vals: list[str], fn: FnCtx) -> str:
+def py_tuple(lw: CLowering, vals: list[str], fn: FnCtx) -> str:
     tup = lw.tmp("tp")
     fn.buf.emit(f"PyObject *{tup} = PyTuple_New({len(vals)});")
     fn.buf.emit(f"if (!{tup}) return ST_ABORT;")
@@ -354,101 +310,7 @@ def _py_tuple(lw: CBlock, vals: list[str], fn: FnCtx) -> str:
     return tup
 
 
-def _digest(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    recv = lw.expr(info.args[0], fn)
-    data = info.args[1]
-    items = flatten(lw, data, fn)
-    vals = []
-    for code, w, _, _t in items:
-        if w < 0 or is_wide(_t):
-            raise lw.fail("varbit or >128-bit values in a digest are not supported by the C "
-                          "back end", e)
-        if w > 0:
-            vals.append(f"u128_to_py(((u128)({code})) & "
-                        f"{'(~(u128)0)' if w >= 128 else f'((((u128)1) << {w}) - 1)'})")
-        else:
-            vals.append(_py_value(lw, code, _t))
-    tup = _py_tuple(lw, vals, fn)
-    # named as the interpreter and P4Info name it (cpnames.digest_names)
-    tname = lw.prog.obj(lw.pb.elab.digest_names.get(id(e)) or str(digest_data_type(e)))
-    rv = lw.tmp("o")
-    fn.buf.emit(f"PyObject *{rv} = {_py_value(lw, recv, info.args[0].type)};")
-    fn.buf.emit(f"if (!{rv}) {{ Py_DECREF({tup}); return ST_ABORT; }}")
-    fn.buf.emit(f"{{ PyObject *_r = PyObject_CallMethod(PyTuple_GET_ITEM(c->objs, 0), "
-                f"\"digest\", \"NON\", {rv}, PyTuple_GET_ITEM(c->objs, {tname}), {tup}); "
-                f"if (!_r) return ST_ABORT; Py_DECREF(_r); }}")
-    return None
-
-
-def _clone(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    kind = enum_name(arg(info, 0))
-    session = lw.expr(info.args[1], fn)
-    has_fl = info.decl.name == "clone_preserving_field_list"
-    fl = lw.expr(info.args[2], fn) if has_fl else "0"
-    fn.buf.emit(f"c->pkt.clone_session = (uint64_t)({session});")
-    fn.buf.emit(f"c->pkt.clone_type = {2 if kind == 'E2E' else 1};")
-    fn.buf.emit(f"c->pkt.has_clone_fl = {1 if has_fl else 0};")
-    fn.buf.emit(f"c->pkt.clone_fl = (int64_t)({fl});")
-    return None
-
-
-def _resubmit(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    fl = "-1"
-    if info.decl.name.endswith("preserving_field_list"):
-        fl = f"(int64_t)({lw.expr(info.args[0], fn)})"
-    what = "resubmit" if info.decl.name.startswith("resubmit") else "recirc"
-    fn.buf.emit(f"c->pkt.has_{what} = 1;")
-    fn.buf.emit(f"c->pkt.{what}_fl = {fl};")
-    return None
-
-
-def _truncate(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    n = lw.expr(info.args[0], fn)
-    fn.buf.emit("c->pkt.has_trunc = 1;")
-    fn.buf.emit(f"c->pkt.trunc = (uint64_t)({n});")
-    return None
-
-
-def _checksum(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    name = info.decl.name
-    cond = lw.expr(info.args[0], fn)
-    algo = enum_name(arg(info, 3))
-    target = info.args[2]
-    b = scalar_bits(target.type)
-    mask = (1 << b[0]) - 1 if b else 0xFFFF
-    if mask >= (1 << 64):
-        raise lw.fail("checksums wider than 64 bits are not supported by the C back end", e)
-    with fn.buf.block(f"if ({cond})"):
-        buf, nbytes, _ = packed(lw, info.args[1], fn)
-        if name.endswith("_with_payload"):
-            nb = lw.tmp("nb")
-            sb = lw.tmp("sb")
-            fn.buf.emit(f"size_t {nb} = {nbytes};")
-            fn.buf.emit(f"uint8_t *{sb} = rt_scratch(c, {nb} + c->payload_len + PAD);")
-            fn.buf.emit(f"if (!{sb}) {{ PyErr_NoMemory(); return ST_ABORT; }}")
-            fn.buf.emit(f"memcpy({sb}, {buf}, {nb});")
-            fn.buf.emit(f"if (c->payload_len) memcpy({sb} + {nb}, c->payload, c->payload_len);")
-            buf, nbytes = sb, f"({nb} + c->payload_len)"
-        h = f"((uint64_t)({hash_value(lw, algo, buf, nbytes, e, fn)}) & 0x{mask:x}ULL)"
-        if name.startswith("verify"):
-            cur = lw.expr(target, fn)
-            with fn.buf.block(f"if ({h} != ((uint64_t)({cur}) & 0x{mask:x}ULL))"):
-                fn.buf.emit("c->pkt.checksum_error = 1;")
-        else:
-            lw.assign(target, fit(h, target.type), fn)
-    return None
-
-
-def _assert(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    cond = lw.expr(info.args[0], fn)
-    what = lw.prog.obj(info.decl.name)
-    where = lw.prog.obj(e.loc)
-    with fn.buf.block(f"if (!({cond}))"):
-        fn.buf.emit(f"return cb_abort(c, {what}, {where}, \"abort\");")
-    return None
-
-
-def _log_msg(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _log_msg(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     m = info.args[0]
     msg = m.const if isinstance(m.const, str) else (
         m.value if isinstance(m, ast.StringLiteral) else None)
@@ -461,8 +323,8 @@ def _log_msg(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
             if w < 0 or is_wide(t):
                 raise lw.fail("varbit or >128-bit values in log_msg are not supported by the "
                               "C back end", e)
-            vals.append(_py_value(lw, code, t))
-    tup = _py_tuple(lw, vals, fn)
+            vals.append(py_value(lw, code, t))
+    tup = py_tuple(lw, vals, fn)
     mo = lw.prog.obj(msg)
     fn.buf.emit(f"{{ PyObject *_r = PyObject_CallMethod(PyTuple_GET_ITEM(c->objs, 0), \"log\", "
                 f"\"ON\", PyTuple_GET_ITEM(c->objs, {mo}), {tup}); "
@@ -470,116 +332,21 @@ def _log_msg(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return None
 
 
-def _static_assert(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _static_assert(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return "1"
 
 
-# ---------------------------------------------------------------- stateful externs
-def _ref(lw: CBlock, info: Any, fn: FnCtx, kind: str, e: ast.Call) -> Any:
-    r = receiver(lw, info, fn)
-    if isinstance(r, str) or r.kind != kind:
-        raise lw.fail(f"cannot resolve the {kind} this call uses", e)
-    return r
-
-
-def _reg_read(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    r = _ref(lw, info, fn, "register", e)
-    idx = lw.expr(info.args[1], fn)
-    size, width, signed = r.obj.size, r.obj.width, r.obj.signed
-    cell = f"c->registers[{r.index}].cells[(size_t)({idx})]"
-    val = f"sext128({cell}, {width})" if signed else cell
-    code = f"({_index_ok(lw, idx, info.args[1].type, size)} ? (i128)({val}) : (i128)0)"
-    out_assign(lw, info.args[0], code, fn)
-    return None
-
-
-def _reg_write(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    r = _ref(lw, info, fn, "register", e)
-    idx = lw.expr(info.args[0], fn)
-    val = lw.expr(info.args[1], fn)
-    size, width = r.obj.size, r.obj.width
-    m = "(~(u128)0)" if width >= 128 else f"((((u128)1) << {width}) - 1)"
-    with fn.buf.block(f"if ({_index_ok(lw, idx, info.args[0].type, size)})"):
-        fn.buf.emit(f"c->registers[{r.index}].cells[(size_t)({idx})] = (u128)({val}) & {m};")
-    return None
-
-
-def _count(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    r = _ref(lw, info, fn, "counter", e)
-    idx = lw.expr(info.args[0], fn)
-    with fn.buf.block(f"if ({_index_ok(lw, idx, info.args[0].type, r.obj.size)})"):
-        fn.buf.emit(f"c->counters[{r.index}].pk[(size_t)({idx})] += 1;")
-        fn.buf.emit(f"c->counters[{r.index}].by[(size_t)({idx})] += c->pkt.length;")
-    return None
-
-
-def _direct_count(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    return None  # BMv2 counts direct counters on every hit of their table
-
-
-def _execute_meter(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    r = _ref(lw, info, fn, "meter", e)
-    idx = lw.expr(info.args[0], fn)
-    res = lw.tmp("col")
-    iv = lw.tmp("o")
-    fn.buf.emit(f"u128 {res} = 0;")
-    fn.buf.emit(f"PyObject *{iv} = {_py_value(lw, idx, info.args[0].type)};")
-    fn.buf.emit(f"if (!{iv}) return ST_ABORT;")
-    fn.buf.emit(f"st = cb_int(PyObject_CallMethod(PyTuple_GET_ITEM(c->objs, {r.index}), "
-                f"\"execute\", \"NK\", {iv}, (unsigned long long)c->pkt.length), &{res});")
-    lw.check(fn)
-    out_assign(lw, info.args[1], res, fn)
-    return None
-
-
-def _direct_meter_read(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    decl = getattr(info.receiver, "decl", None)
-    tid = lw.direct_meter_table.get(id(decl))
-    code = f"c->tables[{tid}].color" if tid is not None else "0"
-    out_assign(lw, info.args[0], code, fn)
-    return None
-
-
-def _checksum16_get(lw: CBlock, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    buf, nbytes, _ = packed(lw, info.args[0], fn)
-    return f"rt_hash(H_CSUM16, {buf}, {nbytes})"
-
-
-FUNCTIONS: dict[str, Handler] = {
+#: C emissions of core.p4's calls, by the keys of :data:`softswitch.core.extern_calls.CORE`.
+CORE_FUNCTIONS: dict[str, Emission] = {
     "verify": _verify,
-    "mark_to_drop": _mark_to_drop,
-    "hash": _hash,
-    "random": _random,
-    "digest": _digest,
-    "clone": _clone,
-    "clone3": _clone,
-    "clone_preserving_field_list": _clone,
-    "resubmit": _resubmit,
-    "resubmit_preserving_field_list": _resubmit,
-    "recirculate": _resubmit,
-    "recirculate_preserving_field_list": _resubmit,
-    "truncate": _truncate,
-    "verify_checksum": _checksum,
-    "update_checksum": _checksum,
-    "verify_checksum_with_payload": _checksum,
-    "update_checksum_with_payload": _checksum,
-    "assert": _assert,
-    "assume": _assert,
-    "log_msg": _log_msg,
     "static_assert": _static_assert,
+    "log_msg": _log_msg,
 }
 
-METHODS: dict[tuple[str, str], Handler] = {
+CORE_METHODS: dict[tuple[str, str], Emission] = {
     ("packet_in", "extract"): _extract,
     ("packet_in", "lookahead"): _lookahead,
     ("packet_in", "advance"): _advance,
     ("packet_in", "length"): _length,
     ("packet_out", "emit"): _emit,
-    ("register", "read"): _reg_read,
-    ("register", "write"): _reg_write,
-    ("counter", "count"): _count,
-    ("direct_counter", "count"): _direct_count,
-    ("meter", "execute_meter"): _execute_meter,
-    ("direct_meter", "read"): _direct_meter_read,
-    ("Checksum16", "get"): _checksum16_get,
 }

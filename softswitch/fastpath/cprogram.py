@@ -23,6 +23,7 @@ from softswitch.core.blocks import REJECT_CODE
 from softswitch.core.externs import CounterArray, MeterArray, RegisterArray
 from softswitch.core.tables import EMPTY_GROUP_ACTION
 from softswitch.fastpath.cblock import CBlock
+from softswitch.fastpath.ccontracts import ExternRef
 from softswitch.fastpath.ctypes_ import CTypes, Unsupported
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
@@ -31,13 +32,6 @@ HERE = Path(__file__).resolve().parent
 ROLES = ("p", "vr", "ig", "eg", "ck", "dep")
 #: runtime version: part of every cache key
 RUNTIME_VERSION = "1"
-
-
-@dataclass
-class ExternRef:
-    kind: str          # counter | register | meter | the extern type name
-    index: int | None  # counter/register number, or objs index (meter)
-    obj: Any
 
 
 @dataclass

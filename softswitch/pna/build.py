@@ -1,7 +1,7 @@
 """Builds a PNA program's blocks and extern objects on the shared lowering.
 
 :class:`PnaProgramBuilder` is the core :class:`~softswitch.core.build.ProgramBuilder`
-with PNA's hooks: PNA's extern lowering (:mod:`softswitch.pna.lower_externs`), its
+with PNA's hooks: PNA's extern table (:mod:`softswitch.pna.externs`), its
 extern constructors (``Counter(n_counters, type)``, ``Register(size[, initial])``,
 ``Hash(algo)`` …), direct counters and meters that act only when an action calls them
 (PNA/PSA) instead of on every hit (v1model), and tables that tell the runtime which
@@ -20,7 +20,7 @@ from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
-from softswitch.pna import lower_externs
+from softswitch.pna.externs import EXTERNS
 from softswitch.pna.runtime import AccumulatingHash, OnesComplement16, PnaRuntime, meter_color
 
 #: PNA_HashAlgorithm_t members (generic pna.p4: TARGET_DEFAULT; dpdk/pna.p4 adds the
@@ -44,8 +44,7 @@ class DigestSink:
 
 class PnaProgramBuilder(ProgramBuilder):
     target_name = "pna"
-    extern_functions = lower_externs.FUNCTIONS
-    extern_methods = lower_externs.METHODS
+    externs = EXTERNS
     runtime_class = PnaRuntime
     direct_resources_on_hit = False
     table_context = True

@@ -1,7 +1,7 @@
 """The v1model program builder: v1model's externs over the core builder.
 
 :class:`V1ModelProgramBuilder` is :class:`~softswitch.core.build.ProgramBuilder` with
-v1model's hooks: its extern lowering (:mod:`softswitch.v1model.lower_externs`), its
+v1model's hooks: its extern table (:mod:`softswitch.v1model.externs`), its
 stateful externs (``counter``, ``register``, ``meter`` with BMv2's semantics), and
 ``action_selector`` with the hash algorithm its constructor names.
 """
@@ -17,7 +17,7 @@ from softswitch.core.externs import CounterArray, Meter, MeterArray, RegisterArr
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
-from softswitch.v1model import lower_externs
+from softswitch.v1model.externs import EXTERNS
 from softswitch.v1model.runtime import V1ModelRuntime
 
 
@@ -25,8 +25,7 @@ class V1ModelProgramBuilder(ProgramBuilder):
     """Builds a v1model program's blocks and control-plane objects."""
 
     target_name = "v1model"
-    extern_functions = lower_externs.FUNCTIONS
-    extern_methods = lower_externs.METHODS
+    externs = EXTERNS
     runtime_class = V1ModelRuntime
     direct_resources_on_hit = True
 
