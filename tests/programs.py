@@ -4,9 +4,8 @@
 headers and metadata structs, the parser, the empty checksum controls, the deparser and
 the ``V1Switch`` instantiation. A test hands in only what it varies, as P4 text: the
 types, the ingress body, and where it needs them the parser body, the egress body, the
-headers the deparser emits, declarations before the parser. A part given as ``None`` is
-one the test declares itself (in ``types`` or ``declarations``), so a test helper can
-keep its own pieces and still take the rest from here.
+headers the deparser emits, declarations before the parser. A struct or block given as
+``None`` is one the test declares itself (in ``types`` or ``declarations``).
 
 ``Names`` is how a skeleton spells its structs, parameters and blocks. The bodies a test
 writes use those names, and control-plane names derive from them (``I.t``, ``hdr.h.a``),
@@ -54,7 +53,7 @@ def v1model_program(*, ingress: str | None, headers: str | None, meta: str | Non
                     types: str = "", declarations: str = "", parser: str | None = None,
                     extract: Sequence[str] = (), egress: str | None = "apply { }",
                     emit: Sequence[str] = (), package_annotation: str = "",
-                    names: Names = SHORT_NAMES) -> str:
+                    package: bool = True, names: Names = SHORT_NAMES) -> str:
     """The P4 source of a v1model program built from a test's parts.
 
     ``types``: type declarations, first. ``headers`` / ``meta``: the members of the
@@ -62,10 +61,15 @@ def v1model_program(*, ingress: str | None, headers: str | None, meta: str | Non
     parser (functions, sub-controls, sub-parsers, errors). ``parser``, ``ingress``,
     ``egress``: the bodies of those blocks (locals, states, ``apply { … }``); without a
     ``parser`` body the start state extracts ``extract`` in turn and accepts. ``emit``:
-    what the deparser emits, in order. ``None``: the test declares that part itself."""
+    what the deparser emits, in order. ``headers``, ``meta``, ``ingress`` or ``egress``
+    given as ``None``: the test declares that struct or block itself (in ``types`` or
+    ``declarations``). ``package=False``: no ``V1Switch`` instantiation, a program without
+    ``main``."""
     n = names
     if parser is None:
         parser = f"    state start {{ {_calls(n.pkt, 'extract', extract)}transition accept; }}"
+    main = (f"{package_annotation}V1Switch({n.parser}(), {n.verify}(), {n.ingress}(), "
+            f"{n.egress}(), {n.compute}(), {n.deparser}()) main;")
     parts = [
         INCLUDES + types,
         _struct(n.headers, headers),
@@ -79,8 +83,7 @@ def v1model_program(*, ingress: str | None, headers: str | None, meta: str | Non
         f"control {n.compute}(inout {n.headers} {n.hdr}, inout {n.meta} {n.md}) {{ apply {{ }} }}",
         f"control {n.deparser}(packet_out {n.pkt}, in {n.headers} {n.hdr}) "
         f"{{ apply {{ {_calls(n.pkt, 'emit', emit)}}} }}",
-        f"{package_annotation}V1Switch({n.parser}(), {n.verify}(), {n.ingress}(), "
-        f"{n.egress}(), {n.compute}(), {n.deparser}()) main;",
+        main if package else "",
     ]
     return "\n".join(part.strip("\n") for part in parts if part) + "\n"
 

@@ -3,32 +3,22 @@
 from __future__ import annotations
 
 import pytest
+from programs import P4INFO_NAMES, v1model_program
 
 from softswitch.diagnostics import P4Error
 from softswitch.frontend.compiler import check_program
 from softswitch.frontend.elaborate import Elaboration, elaborate
 from softswitch.frontend.parser import parse_text
 
-PRELUDE = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<16> b; }
-struct H { h_t h; h_t[2] s; }
-struct M { bit<32> m; }
-parser P(packet_in pk, out H hdr, inout M meta, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout H hdr, inout M meta) { apply { } }
-control CC(inout H hdr, inout M meta) { apply { } }
-control E(inout H hdr, inout M meta, inout standard_metadata_t sm) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
-"""
-
-MAIN = "V1Switch(P(), VC(), Ing(), E(), CC(), D()) main;\n"
+HEADERS = "header h_t { bit<8> a; bit<16> b; }"
 
 
-def elab(body: str, main: str = MAIN) -> Elaboration:
-    return elaborate(check_program(parse_text(PRELUDE + body + main, "t.p4")))
+def elab(declarations: str, main: bool = True) -> Elaboration:
+    """The elaboration of a program whose ingress ``Ing`` ``declarations`` declare."""
+    src = v1model_program(types=HEADERS, headers="h_t h; h_t[2] s;", meta="bit<32> m;",
+                          declarations=declarations, extract=["hdr.h"], ingress=None,
+                          emit=["hdr.h"], package=main, names=P4INFO_NAMES)
+    return elaborate(check_program(parse_text(src, "t.p4")))
 
 
 def names(objs: list) -> list[str | None]:
@@ -156,7 +146,7 @@ control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) {
 
 def test_no_main_means_no_instances() -> None:
     e = elab("control Ing(inout H hdr, inout M meta, inout standard_metadata_t sm) "
-             "{ apply { } }\n", main="")
+             "{ apply { } }\n", main=False)
     assert e.main is None and e.tables == [] and e.top_blocks == []
 
 

@@ -3,37 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from programs import v1model_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.core.execution import SwitchAbort
 from softswitch.diagnostics import P4Error
 from softswitch.v1model.switch import Switch
 
-PRELUDE = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<8> b; bit<16> c; }
-struct H { h_t h; }
-"""
 
-TAIL = """
-control V(inout H h, inout M m) { apply { } }
-control C(inout H h, inout M m) { apply { } }
-control D(packet_out pk, in H h) { apply { pk.emit(h.h); } }
-V1Switch(P(), V(), I(), E(), C(), D()) main;
-"""
-
-PARSER = """
-parser P(packet_in pk, out H h, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(h.h); transition accept; }
-}
-"""
-
-
-def load(tmp_path, body: str, meta: str = "struct M { bit<8> x; }", parser: str = PARSER,
-         egress: str = "control E(inout H h, inout M m, inout standard_metadata_t sm) "
-                       "{ apply { } }") -> Switch:
-    src = PRELUDE + meta + parser + body + egress + TAIL
+def load(tmp_path, ingress: str, meta: str = "bit<8> x;", egress: str = "apply { }",
+         declarations: str = "") -> Switch:
+    """A switch running ``ingress`` (and ``egress``) over one header ``h_t h``."""
+    src = v1model_program(types="header h_t { bit<8> a; bit<8> b; bit<16> c; }",
+                          headers="h_t h;", meta=meta, declarations=declarations,
+                          extract=["h.h"], ingress=ingress, egress=egress, emit=["h.h"])
     p = tmp_path / "prog.p4"
     p.write_text(src)
     return Switch.from_file(p)
@@ -46,7 +29,6 @@ def one(sw: Switch, data: bytes, port: int = 0) -> tuple[int, bytes]:
 
 def test_arithmetic_semantics(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     apply {
         int<8> s = (int<8>)h.h.a;
         h.h.b = (bit<8>)(s >> 1);            // arithmetic shift of a negative value
@@ -54,7 +36,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         h.h.a = h.h.a + 8w3;                 // wraps modulo 2^8
         sm.egress_spec = 2;
     }
-}""")
+""")
     port, data = one(sw, bytes([0xFE, 0, 0, 0]) + b"pay")
     assert port == 2
     assert data == bytes([0x01, 0xFF, 0xFE, 0xFF]) + b"pay"
@@ -62,20 +44,18 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
 
 def test_slices_and_casts(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     apply {
         h.h.c[15:8] = h.h.a[3:0] ++ h.h.b[7:4];
         h.h.b = (bit<8>)(h.h.c[3:0] << 2);
         sm.egress_spec = 1;
     }
-}""")
+""")
     _, data = one(sw, bytes([0xAB, 0xCD, 0x12, 0x3F]))
     assert data == bytes([0xAB, 0x0C, 0xBC, 0x3F])  # bit<4> << 2 stays 4 bits wide
 
 
 def test_table_exit_and_copy_out(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     action bump(inout bit<8> v) { v = v + 1; }
     action set_port(bit<9> p) { sm.egress_spec = p; bump(h.h.b); exit; }
     table t { key = { h.h.a: exact; } actions = { set_port; NoAction; } }
@@ -84,7 +64,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         h.h.b = 0xEE;   // skipped when set_port exits
         sm.egress_spec = 7;
     }
-}""")
+""")
     sw.table_add("t", [KeyMatch("h.h.a", "exact", 1)], "set_port", [4])
     assert one(sw, bytes([1, 5, 0, 0])) == (4, bytes([1, 6, 0, 0]))
     assert one(sw, bytes([2, 5, 0, 0])) == (7, bytes([2, 0xEE, 0, 0]))
@@ -94,24 +74,19 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
 
 def test_parser_error_reaches_ingress(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     apply {
         if (sm.parser_error == error.PacketTooShort) { h.h.setValid(); h.h.a = 0xEE; }
         sm.egress_spec = 1;
     }
-}""")
+""")
     port, data = one(sw, b"\x01\x02")
     assert data == bytes([0xEE, 0, 0, 0]) + b"\x01\x02"
 
 
 def test_multicast_replicates_with_rid(tmp_path):
-    sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
-    apply { sm.mcast_grp = 5; }
-}""", egress="""
-control E(inout H h, inout M m, inout standard_metadata_t sm) {
+    sw = load(tmp_path, "apply { sm.mcast_grp = 5; }", egress="""
     apply { h.h.b = (bit<8>)sm.egress_rid; h.h.c = (bit<16>)sm.egress_port; }
-}""")
+""")
     sw.mc_mgrp_create(5)
     sw.mc_node_associate(5, sw.mc_node_create(9, [3, 1]))
     outs = sw.inject(0, bytes(4))
@@ -120,9 +95,8 @@ control E(inout H h, inout M m, inout standard_metadata_t sm) {
 
 
 def test_clone_resubmit_recirculate(tmp_path):
-    meta = "struct M { @field_list(1) bit<8> x; bit<8> y; }"
+    meta = "@field_list(1) bit<8> x; bit<8> y;"
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     apply {
         sm.egress_spec = 1;
         if (sm.instance_type == 0 && h.h.a == 1) {
@@ -135,15 +109,14 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         if (h.h.a == 3 && sm.instance_type == 0) { m.x = 9; }
         if (sm.instance_type == 4) { h.h.b = m.x; }
     }
-}""", meta=meta, egress="""
-control E(inout H h, inout M m, inout standard_metadata_t sm) {
+""", meta=meta, egress="""
     apply {
         if (sm.instance_type == 1) { h.h.c = 0xC1; }
         // BMv2 resets instance_type to 0 for unicast, so a recirculated copy is
         // recognised by its data.
         if (h.h.a == 3 && h.h.b == 0) { recirculate_preserving_field_list(1); }
     }
-}""")
+""")
     assert one(sw, bytes([1, 0, 0, 0])) == (1, bytes([1, 42, 0, 0]))
     sw.mirroring_add(3, 8)
     outs = sw.inject(0, bytes([2, 0, 0, 0]))
@@ -154,7 +127,6 @@ control E(inout H h, inout M m, inout standard_metadata_t sm) {
 
 def test_drop_and_registers_counters(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     register<bit<16>>(4) r;
     counter(4, CounterType.packets_and_bytes) c;
     apply {
@@ -164,7 +136,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         c.count(2);
         if (h.h.a == 0) { mark_to_drop(sm); } else { sm.egress_spec = 1; }
     }
-}""")
+""")
     assert sw.inject(0, bytes([0, 0, 0, 5])) == []
     sw.inject(0, bytes([1, 0, 0, 6]) + b"xx")
     assert sw.register_read("r", 1) == 11
@@ -176,7 +148,6 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
 
 def test_const_entries_first_listed_wins(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     action fwd(bit<9> p) { sm.egress_spec = p; }
     table t {
         key = { h.h.a: ternary; }
@@ -184,7 +155,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         const entries = { 0x10 &&& 0xF0 : fwd(1); _ : fwd(2); }
     }
     apply { t.apply(); }
-}""")
+""")
     assert one(sw, bytes([0x15, 0, 0, 0]))[0] == 1
     assert one(sw, bytes([0x25, 0, 0, 0]))[0] == 2
     with pytest.raises(P4Error):
@@ -193,13 +164,12 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
 
 def test_checksum_and_hash(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     apply {
         hash(h.h.b, HashAlgorithm.crc16, 8w0, { h.h.a }, 8w100);
         update_checksum(true, { h.h.a, h.h.b }, h.h.c, HashAlgorithm.csum16);
         sm.egress_spec = 1;
     }
-}""")
+""")
     from softswitch.core import hashes
     _, data = one(sw, bytes([0x31, 0, 0, 0]))
     b = hashes.crc16(b"\x31") % 100
@@ -208,10 +178,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
 
 
 def test_assert_failure_aborts_clearly(tmp_path):
-    sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
-    apply { assert(h.h.a != 0); sm.egress_spec = 1; }
-}""")
+    sw = load(tmp_path, "apply { assert(h.h.a != 0); sm.egress_spec = 1; }")
     assert one(sw, bytes([1, 0, 0, 0]))[0] == 1
     with pytest.raises(SwitchAbort, match="assert") as info:
         sw.inject(0, bytes(4))
@@ -222,17 +189,13 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
 
 def test_unsupported_extern_is_a_located_error(tmp_path):
     with pytest.raises(P4Error) as info:
-        load(tmp_path, """
-extern void magic(inout bit<8> x);
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
-    apply { magic(h.h.a); }
-}""")
+        load(tmp_path, "apply { magic(h.h.a); }",
+             declarations="extern void magic(inout bit<8> x);")
     assert info.value.loc is not None and "magic" in info.value.message
 
 
 def test_unknown_names_are_p4_errors(tmp_path):
-    sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }""")
+    sw = load(tmp_path, "apply { }")
     with pytest.raises(P4Error, match="no table"):
         sw.table_add("nope", [], "x", [])
     with pytest.raises(P4Error, match="no register"):
@@ -241,7 +204,6 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }""")
 
 def test_assigning_an_invalid_header_keeps_the_destination_fields(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     apply {
         h_t inv;                 // invalid, fields zero
         inv.a = 0x77;            // BMv2 allows writes to an invalid header
@@ -251,13 +213,12 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         h.h.b = inv.a;
         sm.egress_spec = 1;
     }
-}""")
+""")
     assert one(sw, bytes([1, 2, 3, 4])) == (1, bytes([1, 0x77, 3, 4]))
 
 
 def test_signed_and_bool_action_parameters_from_the_control_plane(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     action set(int<8> delta, bool flag) {
         h.h.b = (bit<8>)((int<8>)h.h.b + delta);
         if (flag) { h.h.a = 0xAA; }
@@ -265,7 +226,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
     }
     table t { key = { h.h.c: exact; } actions = { set; } }
     apply { t.apply(); }
-}""")
+""")
     sw.table_add("t", [KeyMatch("", "exact", 1)], "set", [0xFE, 1])   # delta = -2
     assert one(sw, bytes([0, 10, 0, 1])) == (1, bytes([0xAA, 8, 0, 1]))
     (entry,) = sw.table_entries("t")
@@ -274,7 +235,6 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
 
 def test_const_lpm_entries_use_prefix_length_not_order(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     action fwd(bit<9> p) { sm.egress_spec = p; }
     table t {
         key = { h.h.a: lpm; }
@@ -287,7 +247,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         const entries = { 10 .. 20 : fwd(4); 15 .. 30 : fwd(5); }
     }
     apply { t.apply(); r.apply(); }
-}""")
+""")
     assert one(sw, bytes([0x05, 0, 0, 0]))[0] == 2     # /6 beats /1 listed before it
     assert one(sw, bytes([0x45, 0, 0, 0]))[0] == 1
     assert one(sw, bytes([0x85, 0, 0, 0]))[0] == 3
@@ -297,13 +257,12 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
 
 def test_truncate_and_recirculate_requested_in_ingress(tmp_path):
     sw = load(tmp_path, """
-control I(inout H h, inout M m, inout standard_metadata_t sm) {
     apply {
         sm.egress_spec = 1;
         if (h.h.a == 1) { truncate(2); }
         if (h.h.a == 2) { h.h.a = 3; recirculate_preserving_field_list(0); }
         if (sm.instance_type == 4) { h.h.b = 0x44; }
     }
-}""")
+""")
     assert one(sw, bytes([1, 2, 3, 4, 5])) == (1, bytes([1, 2]))
     assert one(sw, bytes([2, 0, 0, 0])) == (1, bytes([3, 0x44, 0, 0]))
