@@ -18,7 +18,9 @@ without ``..`` inside those roots or softswitch's ``p4include/``; absolute and
 computed (macro) includes are refused, and after cpp every file its line markers name
 must lie inside them, so nothing else of the server's disk ever reaches the parser or
 an error message (the compile worker also runs under Landlock where the kernel has it:
-:mod:`softswitch.frontend.isolate`).
+:mod:`softswitch.frontend.isolate`). A NUL byte in any name the compile would hand the
+operating system (the program's path, an include directory or directive, a ``-D``
+definition) is a located error, since no file can carry such a name.
 """
 
 from __future__ import annotations
@@ -224,6 +226,7 @@ def preprocess(path: str | os.PathLike[str],
                defines: Mapping[str, str | None] | None = None) -> Preprocessed:
     """Preprocess the P4 file at ``path``; locations name the files as cpp saw them."""
     name = os.fspath(path)
+    _refuse_nul(name, "input file", SourceLoc(name, 0, 0))
     if not os.path.isfile(name):
         raise P4Error(f"input file {name} does not exist", SourceLoc(name, 0, 0))
     limits = limits_mod.current()
@@ -233,6 +236,7 @@ def preprocess(path: str | os.PathLike[str],
                             f"{describe('max_source_bytes', limits.max_source_bytes)}",
                             SourceLoc(name, 0, 0))
     dirs = [os.fspath(d) for d in include_dirs]
+    _refuse_nul_options(dirs, defines, SourceLoc(name, 0, 0))
     check_includes(name, dirs, limits)
     cmd = _cpp_command(include_dirs, defines) + [name]
     pre = build_line_map(_run_cpp(cmd, None, name, None, limits))
@@ -244,11 +248,35 @@ def preprocess_text(text: str, filename: str = "<string>",
                     include_dirs: Sequence[str | os.PathLike[str]] = (),
                     defines: Mapping[str, str | None] | None = None) -> Preprocessed:
     """Preprocess program text given in memory (tests, tools); reported as ``filename``."""
+    _refuse_nul_options([os.fspath(d) for d in include_dirs], defines,
+                        SourceLoc(filename, 0, 0))
     cmd = _cpp_command(include_dirs, defines) + ["-"]
     return build_line_map(_run_cpp(cmd, text, filename, filename), stdin_name=filename)
 
 
 # ---------------------------------------------------------------------- include checks
+def _refuse_nul(name: str, what: str, loc: SourceLoc) -> None:
+    """A located error for a name with a NUL byte (the OS cannot open such a file)."""
+    if "\0" in name:
+        raise P4Error(f"{what} {_visible(name)}: a file name cannot contain a NUL byte", loc)
+
+
+def _visible(name: str) -> str:
+    """``name`` printable: a NUL byte shown as ``\\0``."""
+    return name.replace("\0", "\\0")
+
+
+def _refuse_nul_options(include_dirs: Sequence[str], defines: Mapping[str, str | None] | None,
+                        loc: SourceLoc) -> None:
+    for d in include_dirs:
+        _refuse_nul(d, "include directory", loc)
+    for key, value in (defines or {}).items():
+        if "\0" in key or "\0" in (value or ""):
+            text = key if value is None else f"{key}={value}"
+            raise P4Error(f"-D{_visible(text)}: a macro definition cannot contain a NUL "
+                          "byte", loc)
+
+
 _DIRECTIVE = re.compile(
     r"^[ \t\f\v]*(?:#|%:)[ \t\f\v]*(?:/\*.*?\*/[ \t\f\v]*)*"
     r"(include_next|include|import)\b[ \t\f\v]*(.*)$", re.MULTILINE)
@@ -298,6 +326,9 @@ def _check_one(keyword: str, operand: str, including: str, include_dirs: Sequenc
     quoted = m.group(1) is not None
     target = m.group(1) if quoted else m.group(2)
     shown = f'"{target}"' if quoted else f"<{target}>"
+    if "\0" in target:
+        raise P4Error(f"#{keyword} {_visible(shown)}: a file name cannot contain a NUL byte",
+                      loc)
     if roots is not None:
         parts = target.replace("\\", "/").split("/")
         if os.path.isabs(target) or target.startswith("~"):
