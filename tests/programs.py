@@ -48,6 +48,23 @@ P4INFO_NAMES = Names(hdr="hdr", md="meta", verify="VC", ingress="Ing", compute="
 
 INCLUDES = "#include <core.p4>\n#include <v1model.p4>\n"
 
+# The controller's packet-in / packet-out headers (for ``types``) and the egress body
+# that fills packet-in on a packet to the CPU port, 255, as P4Runtime tests use them.
+CONTROLLER_HEADERS = """
+@controller_header("packet_in")
+header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
+@controller_header("packet_out")
+header packet_out_t { bit<9> egress_port; bit<7> _pad; }
+"""
+PACKET_IN_EGRESS = """
+    apply {
+        if (sm.egress_port == 255) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = sm.ingress_port;
+        }
+    }
+"""
+
 
 def v1model_program(*, ingress: str | None, headers: str | None, meta: str | None = "",
                     types: str = "", declarations: str = "", parser: str | None = None,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from programs import P4RT_NAMES, v1model_program
+from programs import CONTROLLER_HEADERS, P4RT_NAMES, PACKET_IN_EGRESS, v1model_program
 
 from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
 from softswitch.frontend.limits import Limits
@@ -25,13 +25,7 @@ CPU = 255
 DEVICE_ID = 1
 
 PROGRAM = v1model_program(
-    types="""
-@controller_header("packet_in")
-header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
-@controller_header("packet_out")
-header packet_out_t { bit<9> egress_port; bit<7> _pad; }
-header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }
-""",
+    types=CONTROLLER_HEADERS + "header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }",
     headers="packet_out_t packet_out; packet_in_t packet_in; eth_t eth;",
     parser="""
     state start {
@@ -81,14 +75,7 @@ header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }
         }
     }
 """,
-    egress="""
-    apply {
-        if (sm.egress_port == 255) {
-            hdr.packet_in.setValid();
-            hdr.packet_in.ingress_port = sm.ingress_port;
-        }
-    }
-""",
+    egress=PACKET_IN_EGRESS,
     emit=["hdr.packet_in", "hdr.eth"], names=P4RT_NAMES)
 
 ROLES = {"roles": [

@@ -12,7 +12,7 @@ import grpc
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from programs import P4RT_NAMES, v1model_program
+from programs import CONTROLLER_HEADERS, P4RT_NAMES, PACKET_IN_EGRESS, v1model_program
 
 from softswitch.p4runtime import errors, idle, pipeline
 from softswitch.p4runtime.client import StreamClient
@@ -24,11 +24,7 @@ SetReq = p4runtime_pb2.SetForwardingPipelineConfigRequest
 CPU = 255
 
 PROGRAM = v1model_program(
-    types="""
-@controller_header("packet_in")
-header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
-@controller_header("packet_out")
-header packet_out_t { bit<9> egress_port; bit<7> _pad; }
+    types=CONTROLLER_HEADERS + """
 header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
 header tag_t { bit<8> value; }
 """,
@@ -95,14 +91,7 @@ header tag_t { bit<8> value; }
         if (hdr.tag.isValid()) { sm.egress_spec = (bit<9>) hdr.tag.value; }
     }
 """,
-    egress="""
-    apply {
-        if (sm.egress_port == 255) {
-            hdr.packet_in.setValid();
-            hdr.packet_in.ingress_port = sm.ingress_port;
-        }
-    }
-""",
+    egress=PACKET_IN_EGRESS,
     emit=["hdr.packet_in", "hdr.eth", "hdr.tag"], names=P4RT_NAMES)
 
 

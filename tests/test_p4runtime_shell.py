@@ -12,7 +12,7 @@ import sys
 
 import grpc
 import pytest
-from programs import P4RT_NAMES, v1model_program
+from programs import CONTROLLER_HEADERS, P4RT_NAMES, PACKET_IN_EGRESS, v1model_program
 
 from softswitch import p4info
 from softswitch.p4runtime import pipeline
@@ -114,13 +114,7 @@ def test_packet_out_and_in_through_p4runtime_shell(tmp_path):
 
 
 ECHO_PROGRAM = v1model_program(
-    types="""
-@controller_header("packet_in")
-header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
-@controller_header("packet_out")
-header packet_out_t { bit<9> egress_port; bit<7> _pad; }
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
-""",
+    types=CONTROLLER_HEADERS + "header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }",
     headers="packet_out_t packet_out; packet_in_t packet_in; ethernet_t eth;",
     parser="""
     state start {
@@ -137,12 +131,5 @@ header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }
         }
     }
 """,
-    egress="""
-    apply {
-        if (sm.egress_port == 255) {
-            hdr.packet_in.setValid();
-            hdr.packet_in.ingress_port = sm.ingress_port;
-        }
-    }
-""",
+    egress=PACKET_IN_EGRESS,
     emit=["hdr.packet_in", "hdr.eth"], names=P4RT_NAMES)
