@@ -46,6 +46,7 @@ class Outcome:
     source_ok: bool | None
     json_ok: bool | None
     reason: str = ""
+    error: bool = False   # the worker crashed or timed out: neither verdict is known
 
     @property
     def agrees(self) -> bool:
@@ -112,7 +113,7 @@ def run_case(case: Case) -> Outcome:
 
 
 def _failed(case: Case, why: str) -> Outcome:
-    return Outcome(case.name, None, False, f"worker: {_first(why)}")
+    return Outcome(case.name, None, None, f"error: {_first(why)}", error=True)
 
 
 def compare(selected: list[Case], p4c: str, jobs: int = 2) -> list[Outcome]:
@@ -135,9 +136,11 @@ def summary(outcomes: list[Outcome]) -> str:
     ran = [o for o in outcomes if not (o.source_ok is None and o.json_ok is None)]
     same = sum(o.agrees for o in ran)
     share = 100.0 * same / len(ran) if ran else 0.0
+    errors = sum(o.error for o in outcomes)
     return (f"agreement: {same}/{len(ran)} programs give the same STF verdict from p4c's "
             f"JSON as from source ({share:.1f}%); {len(ran) - same} differ; "
-            f"{len(outcomes) - len(ran)} not compiled by p4c-bm2-ss")
+            f"{errors} worker errors; {len(outcomes) - len(ran) - errors} not compiled by "
+            "p4c-bm2-ss")
 
 
 def _line(o: Outcome) -> str:
@@ -145,7 +148,7 @@ def _line(o: Outcome) -> str:
         return {True: "pass", False: "FAIL", None: "-"}[ok]
     status = "same" if o.agrees else "DIFF"
     if o.source_ok is None and o.json_ok is None:
-        status = "skip"
+        status = "ERR" if o.error else "skip"
     tail = f"  {o.reason}" if o.reason else ""
     return f"{status:4}  source {word(o.source_ok):4}  json {word(o.json_ok):4}  {o.name}{tail}"
 
@@ -170,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     for o in outcomes:
         print(_line(o))
     print(summary(outcomes))
-    return 0 if all(o.agrees for o in outcomes) else 1
+    return 0 if all(o.agrees and not o.error for o in outcomes) else 1
 
 
 if __name__ == "__main__":

@@ -108,8 +108,9 @@ def direct_meter_read(ctx: Context, table: str) -> str | None:
     return None
 
 
-def calculation(tr: Translator, name: object) -> tuple[str, str]:
-    """(HashAlgorithm member, P4 data list) of calculation ``name``."""
+def calculation(tr: Translator, name: object, payload: bool = False) -> tuple[str, str]:
+    """(HashAlgorithm member, P4 data list) of calculation ``name``; ``payload``: a final
+    ``payload`` input is allowed (a checksum ``_with_payload``) and left out of the list."""
     node = tr.ctx.calculations.get(name) if isinstance(name, str) else None
     if node is None:
         raise tr.error(f"unknown calculation {name!r}")
@@ -117,10 +118,19 @@ def calculation(tr: Translator, name: object) -> tuple[str, str]:
     if algo not in ALGORITHMS:
         raise node.error(f"hash algorithm {algo!r} is not supported")
     inputs = node.get("input", list)
+    if payload and inputs and isinstance(inputs[-1], dict) and inputs[-1].get(
+            "type") == "payload":
+        inputs = inputs[:-1]
     if any(isinstance(i, dict) and i.get("type") == "payload" for i in inputs):
-        raise node.error("a calculation over the payload is not supported")
+        raise node.error("a calculation over the payload is only supported as a checksum's "
+                         "last input")
     sub = Translator(tr.ctx, node, tr.params)
     return algo, "{" + ", ".join(sub(i).code for i in inputs) + "}"
+
+
+def _has_payload(ctx: Context, calc: str) -> bool:
+    inputs = ctx.calculations[calc].get("input", list)
+    return bool(inputs) and isinstance(inputs[-1], dict) and inputs[-1].get("type") == "payload"
 
 
 def learn_list(tr: Translator, list_id: int | None) -> tuple[str, str]:
@@ -160,8 +170,11 @@ def checksum_statements(ctx: Context, verify: bool) -> list[str]:
         cond = "true"
         if node.get("if_cond", dict, default=None) is not None:
             cond = convert(tr(node.get("if_cond", dict)), Ty("bool"))
-        algo, data = calculation(tr, node.get("calculation", str))
+        calc = node.get("calculation", str)
+        algo, data = calculation(tr, calc, payload=True)
         target = tr.field(node.get("target", list))
         call = "verify_checksum" if verify else "update_checksum"
+        if _has_payload(ctx, calc):
+            call += "_with_payload"
         out.append(f"{call}({cond}, {data}, {target.code}, HashAlgorithm.{algo});")
     return out

@@ -30,16 +30,11 @@ def _op(b: primitives.Body, op: dict, node: Node) -> list[str]:
     kind = op.get("op")
     ps = op.get("parameters", [])
     tr = b.tr
-    if kind == "extract":
-        p = ps[0]
-        if p.get("type") == "stack":
-            return [f"pkt.extract({tr.header(p.get('value')).code}.next);"]
-        if p.get("type") != "regular":
-            raise node.error(f"extract of {p.get('type')!r} is not supported")
-        return [f"pkt.extract({tr.header(p.get('value')).code});"]
-    if kind == "extract_VL":
-        length = convert(tr(ps[1]), BITS)
-        return [f"pkt.extract({tr.header(ps[0].get('value')).code}, {length});"]
+    if kind in ("extract", "extract_VL"):
+        target = _extracted(tr, ps[0], node)
+        if kind == "extract":
+            return [f"pkt.extract({target});"]
+        return [f"pkt.extract({target}, {convert(tr(ps[1]), BITS)});"]
     if kind == "set":
         return primitives.statements(b, [{"op": "assign", "parameters": ps}], node)
     if kind == "verify":
@@ -55,6 +50,15 @@ def _op(b: primitives.Body, op: dict, node: Node) -> list[str]:
     if kind == "primitive":
         return primitives.statements(b, ps, node)
     raise node.error(f"parser operation {kind!r} is not supported")
+
+
+def _extracted(tr: Translator, p: dict, node: Node) -> str:
+    """The header an ``extract`` writes: a header, or a stack's next element."""
+    if p.get("type") == "stack":
+        return f"{tr.header(p.get('value')).code}.next"
+    if p.get("type") != "regular":
+        raise node.error(f"extract of {p.get('type')!r} is not supported")
+    return tr.header(p.get("value")).code
 
 
 def _split(value: int, widths: list[int]) -> list[int]:
