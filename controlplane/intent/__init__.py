@@ -32,18 +32,19 @@ def load_intent(path: str | Path) -> Intent:
                           str(path)) from None
     except UnicodeDecodeError as exc:
         raise IntentError([Problem("", f"not UTF-8 text: {exc.reason}")], str(path)) from None
-    return parse_intent_text(text, str(path), base_dir=path.parent)
+    return parse_intent_text(text, str(path), base_dir=path.parent, origin=path)
 
 
 def parse_intent_text(text: str, source: str | None = None,
-                      base_dir: Path | None = None) -> Intent:
-    """Validate intent YAML ``text`` (``source`` names it in messages)."""
+                      base_dir: Path | None = None, origin: Path | None = None) -> Intent:
+    """Validate intent YAML ``text`` (``source`` names it in messages; ``origin``, the
+    file it was read from, lets a ``base`` chain that comes back to it be refused)."""
     data, lines = load_yaml(text, source)
     if data is None:
         data = {}
     problems = Problems(lines=lines)
     if isinstance(data, dict) and "base" in data:
-        data = _merge_base(data, problems, base_dir)
+        data = _merge_bases(data, problems, base_dir, origin)
     lines.pop("", None)   # a root-level problem has no single line
     intent = parse_intent(Node(data, "", problems))
     if not problems.items:
@@ -52,36 +53,68 @@ def parse_intent_text(text: str, source: str | None = None,
     return Intent(**{**intent.__dict__, "source": source})
 
 
-def _merge_base(data: dict[str, Any], problems: Problems, base_dir: Path | None) -> dict:
-    """``base: default`` (a shipped profile) or a path: its top-level keys are defaults."""
-    base = data["base"]
+def _merge_bases(data: dict[str, Any], problems: Problems, base_dir: Path | None,
+                 origin: Path | None) -> dict:
+    """``base: default`` (a shipped profile) or a path, whose own ``base`` is followed in
+    turn (relative to that file), to any depth: each file's top-level keys replace its
+    base's whole. A chain that comes back to a file it has read is refused, naming the
+    files in order; any problem leaves ``data`` as it is (the problem stops the load)."""
+    layers = [data]
+    seen = [origin.resolve()] if origin is not None else []
+    folder = base_dir
+    while "base" in layers[-1]:
+        within = f"in {seen[-1]}: " if len(layers) > 1 else ""
+        found = _find_base(layers[-1]["base"], folder, problems, within)
+        if found is None:
+            return data
+        if found.resolve() in seen:
+            chain = " -> ".join(str(p) for p in [*seen, found.resolve()])
+            problems.add("base", f"{within}a cycle of bases: {chain}")
+            return data
+        layer = _read_base(found, problems, within)
+        if layer is None:
+            return data
+        seen.append(found.resolve())
+        layers.append(layer)
+        folder = found.parent
+    merged: dict[str, Any] = {}
+    for layer in reversed(layers):
+        merged.update({k: v for k, v in layer.items() if k != "base"})
+    return merged
+
+
+def _find_base(base: object, folder: Path | None, problems: Problems,
+               within: str) -> Path | None:
+    """The file ``base`` names: relative to ``folder``, else a shipped profile."""
     if not isinstance(base, str) or not base:
-        problems.add("base", f"expected a profile name or file path, got {base!r}")
-        return data
+        problems.add("base", f"{within}expected a profile name or file path, got {base!r}")
+        return None
     candidates = [PROFILES_DIR / f"{base}.yaml"]
-    if base_dir is not None:
-        candidates.insert(0, base_dir / base)
+    if folder is not None:
+        candidates.insert(0, folder / base)
     found = next((c for c in candidates if _is_file(c)), None)
     if found is None:
         shipped = sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
-        problems.add("base", f"no profile or file {base!r} (shipped profiles: "
+        problems.add("base", f"{within}no profile or file {base!r} (shipped profiles: "
                      f"{', '.join(shipped)})")
-        return data
+    return found
+
+
+def _read_base(found: Path, problems: Problems, within: str) -> dict[str, Any] | None:
     try:
         base_data, _ = load_yaml(found.read_text(encoding="utf-8"), str(found))
     except (OSError, UnicodeDecodeError) as exc:
-        problems.add("base", f"cannot read {found}: {getattr(exc, 'strerror', None) or exc}")
-        return data
+        problems.add("base", f"{within}cannot read {found}: "
+                     f"{getattr(exc, 'strerror', None) or exc}")
+        return None
     except IntentError as exc:
         for p in exc.problems:
-            problems.add("base", f"in {found}: {p.format()}")
-        return data
+            problems.add("base", f"{within}in {found}: {p.format()}")
+        return None
     if not isinstance(base_data, dict):
-        problems.add("base", f"{found} is not a mapping")
-        return data
-    merged = {k: v for k, v in base_data.items() if k != "base"}
-    merged.update({k: v for k, v in data.items() if k != "base"})
-    return merged
+        problems.add("base", f"{within}{found} is not a mapping")
+        return None
+    return base_data
 
 
 def _is_file(path: Path) -> bool:
