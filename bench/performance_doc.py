@@ -49,7 +49,8 @@ MOUSE_NOTE = ("slowdown: a message's completion time over its completion time on
               "\\* marks a mouse class; *floor*: what the offered traffic forces on any "
               "scheduler (taillab.bounds), each scheme's P99 and P999 also as a multiple "
               "of it; / ideal-srpt: the P99 over that of a central SRPT schedule "
-              "(taillab.ideal), with its paired interval")
+              "(taillab.ideal), with its paired interval; *N of M*: where not every offered "
+              "message completed, the percentiles are over those that did")
 
 
 class DocError(Exception):
@@ -199,7 +200,7 @@ def _class_rows(cls: str, summary: dict[str, Any], floor: dict[str, Any] | None
             continue
         vs_floor = c.get("vs_floor") or {}
         vs_ideal = (c.get("vs_ideal") or {}).get("p99")
-        rows.append(["", scheme, f"{c['messages']:,}", _stat(c["p99"]), _stat(c["p999"]),
+        rows.append(["", scheme, _done(c), _stat(c["p99"]), _stat(c["p999"]),
                      _num(vs_floor.get("p99"), "{:.2f}x"), _num(vs_floor.get("p999"),
                                                                 "{:.2f}x"),
                      _stat(vs_ideal) + "x" if vs_ideal else "-"])
@@ -207,6 +208,14 @@ def _class_rows(cls: str, summary: dict[str, Any], floor: dict[str, Any] | None
         mouse = any(s["classes"].get(cls, {}).get("mouse") for s in summary.values())
         rows[0][0] = cls + ("*" if mouse else "")
     return rows
+
+
+def _done(c: dict[str, Any]) -> str:
+    """Messages completed, and of how many offered where some did not complete."""
+    offered = c.get("offered")
+    if isinstance(offered, int) and offered > c["messages"]:
+        return f"{c['messages']:,} of {offered:,}"
+    return f"{c['messages']:,}"
 
 
 def _scenario_extent(path: Path) -> str:

@@ -41,6 +41,7 @@ from taillab.scenario import Scenario
 from taillab.traffic import FabricMessage, generate
 
 _BISECT_STEPS = 14
+FLOOR_CAP = 1024.0      # class_floors' highest floor: an overloaded receiver's class
 _EPS = 1e-9
 
 
@@ -170,6 +171,6 @@ def class_floors(scenario: Scenario, classes: Iterable[str] | None = None,
                                    if m.cls == name and above < m.size <= upto])
                 for msgs in per_seed.values()]
         if any(jobs):
-            out[group] = {f"p{pct:g}".replace(".", ""): percentile_floor(jobs, pct)
+            out[group] = {f"p{pct:g}".replace(".", ""): percentile_floor(jobs, pct, FLOOR_CAP)
                           for pct in pcts}
     return out

@@ -118,6 +118,7 @@ def test_never_below_the_floor_on_scenario_traffic():
         for k in ("p99", "p999"):
             assert summary[group][k]["value"] >= floor[k] - 1e-9, (group, k)
     assert any(summary[g]["p99"]["value"] > 1.01 for g in floors)   # not all trivially 1
+    assert all(summary[g]["offered"] == summary[g]["messages"] for g in floors)
     assert math.isclose(summary["hot_kv"]["messages"],
                         summary["hot_kv<=64KB"]["messages"]
                         + summary["hot_kv>64KB"]["messages"])
