@@ -1,5 +1,5 @@
 """Action primitives as P4 statements, with ``_jump``/``_jump_if_zero`` structured back
-into ``if``/``else``.
+into ``if``/``else`` and loops.
 
 Each supported primitive maps to the v1model statement p4c lowered into it
 (``assign`` → ``=``, ``add_header`` → ``setValid()``, ``register_read`` →
@@ -209,30 +209,29 @@ def _jump_target(b: Body, prim: dict, lo: int, hi: int) -> int:
     return target
 
 
-def _block(b: Body, prims: list, lo: int, hi: int, where: Node) -> list[str]:
+def _loops_to(b: Body, prim: object, start: int) -> bool:
+    """``prim`` is a ``_jump`` back to ``start`` (the test of a loop)."""
+    if not (isinstance(prim, dict) and prim.get("op") == "_jump"):
+        return False
+    return b.const(b.params(prim, 1)[-1]) == start
+
+
+def _block(b: Body, prims: list, lo: int, hi: int, where: Node,
+           loop: tuple[int, int] | None = None) -> list[str]:
+    """Statements of ``prims[lo:hi]``; ``loop`` is (test, exit) of the enclosing loop."""
     out: list[str] = []
     i = lo
     while i < hi:
         prim = prims[i]
         op = prim.get("op") if isinstance(prim, dict) else None
         if op == "_jump_if_zero":
-            cond = convert(b.tr(b.params(prim, 2)[0]), BOOL)
-            target = _jump_target(b, prim, i, hi)
-            end = target
-            last = prims[target - 1] if target - 1 > i else None
-            if isinstance(last, dict) and last.get("op") == "_jump":
-                end = _jump_target(b, last, target - 1, hi)
-                then = _block(b, prims, i + 1, target - 1, where)
-                other = _block(b, prims, target, end, where)
-            else:
-                then, other = _block(b, prims, i + 1, target, where), []
-            out.append(f"if ({cond}) {{")
-            out += ["    " + s for s in then]
-            out += ["} else {", *("    " + s for s in other), "}"] if other else ["}"]
-            i = end
+            lines, i = _branch(b, prims, i, hi, where, loop)
+            out += lines
             continue
         if op == "_jump":
-            raise where.error(f"primitives[{i}]: a jump outside an if/else is not supported")
+            out.append(_leave(b, prim, i, where, loop))
+            i += 1
+            continue
         handler = HANDLERS.get(op) if isinstance(op, str) else None
         if handler is None:
             raise where.error(f"primitive {op!r} is not supported")
@@ -240,3 +239,41 @@ def _block(b: Body, prims: list, lo: int, hi: int, where: Node) -> list[str]:
         out += emit(b, b.params(prim, count))
         i += 1
     return out
+
+
+def _leave(b: Body, prim: dict, i: int, where: Node, loop: tuple[int, int] | None) -> str:
+    """A ``_jump`` inside a loop body: ``break`` or ``continue``."""
+    target = b.const(b.params(prim, 1)[-1])
+    if loop is not None and target == loop[1]:
+        return "break;"
+    if loop is not None and target == loop[0]:
+        return "continue;"
+    raise where.error(f"primitives[{i}]: a jump outside an if/else or loop is not supported")
+
+
+def _exits(b: Body, prim: object, loop: tuple[int, int] | None) -> bool:
+    return (loop is not None and isinstance(prim, dict) and prim.get("op") == "_jump"
+            and b.const(b.params(prim, 1)[-1]) in loop)
+
+
+def _branch(b: Body, prims: list, i: int, hi: int, where: Node,
+            loop: tuple[int, int] | None) -> tuple[list[str], int]:
+    """The loop or ``if``/``else`` a ``_jump_if_zero`` at ``i`` opens, and where it ends."""
+    prim = prims[i]
+    cond = convert(b.tr(b.params(prim, 2)[0]), BOOL)
+    target = _jump_target(b, prim, i, hi)
+    last = prims[target - 1] if target - 1 > i else None
+    if _loops_to(b, last, i):
+        body = _block(b, prims, i + 1, target - 1, where, (i, target))
+        return [f"for (; {cond}; ) {{", *("    " + s for s in body), "}"], target
+    end = target
+    other: list[str] = []
+    if isinstance(last, dict) and last.get("op") == "_jump" and not _exits(b, last, loop):
+        end = _jump_target(b, last, target - 1, hi)
+        then = _block(b, prims, i + 1, target - 1, where, loop)
+        other = _block(b, prims, target, end, where, loop)
+    else:
+        then = _block(b, prims, i + 1, target, where, loop)
+    lines = [f"if ({cond}) {{", *("    " + s for s in then)]
+    lines += ["} else {", *("    " + s for s in other), "}"] if other else ["}"]
+    return lines, end
