@@ -92,6 +92,9 @@ class Context:
     field_lists: dict[int, Node] = field(default_factory=dict)
     learn_lists: dict[int, Node] = field(default_factory=dict)
     externs: dict[str, tuple[str, Node]] = field(default_factory=dict)  # name -> (kind, node)
+    unions: dict[str, tuple[str, list[tuple[str, HeaderType]]]] = field(default_factory=dict)
+    # union instance name -> (P4 path, union type)
+    union_instances: dict[str, tuple[str, str]] = field(default_factory=dict)
     alias: dict[int, int] = field(default_factory=dict)  # action id -> the id declared
     toplevel: dict[str, tuple[int, object, list[str]]] = field(default_factory=dict)
 

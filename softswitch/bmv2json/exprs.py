@@ -132,6 +132,10 @@ class Translator:
             return Expr(name, ty)
         if kind in ("header", "header_stack"):
             return self.header(value)
+        if kind == "header_union":
+            if value not in self.ctx.union_instances:
+                raise self.error(f"unknown header union {value!r}")
+            return Expr(self.ctx.union_instances[value][0], Ty("header"))
         if kind == "stack_field":
             inst = self.ctx.instance(self.node, value[0])
             got = inst.htype.field(value[1])
@@ -169,7 +173,8 @@ class Translator:
             return Expr(f"({c} ? {convert(a, ty)} : {convert(b, ty)})", ty)
         unary = _UNARY.get(op)
         if unary is not None:
-            return unary(self, self(v.get("right")) if op != "valid" else v.get("right"))
+            raw = v.get("right")
+            return unary(self, raw if op in ("valid", "valid_union") else self(raw))
         if op in ("sat_cast", "usat_cast"):
             return self.saturate(op == "sat_cast", v.get("left"), self(v.get("right")))
         if op == "two_comp_mod":
@@ -304,5 +309,5 @@ def _last_index(t: Translator, e: Expr) -> Expr:
     return Expr(f"{e.code}.lastIndex", Ty("bit", 32))
 
 
-_UNARY = {"not": _not, "~": _neg, "valid": _valid, "d2b": _d2b, "b2d": _b2d,
+_UNARY = {"not": _not, "~": _neg, "valid": _valid, "valid_union": _valid, "d2b": _d2b, "b2d": _b2d,
           "last_stack_index": _last_index}

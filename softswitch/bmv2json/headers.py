@@ -5,7 +5,7 @@
 ``struct`` per metadata type, then ``headers_t`` (headers and stacks) and
 ``metadata_t`` (every metadata instance but ``standard_metadata``, which is v1model's
 own). Metadata fields named by a field list carry ``@field_list(id)`` so clone,
-resubmit and recirculate preserve them as BMv2 does. Header unions are refused.
+resubmit and recirculate preserve them as BMv2 does. Header union stacks are refused.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def collect(ctx: Context) -> None:
     for node in root.items("header_types"):
         ht = _header_type(node)
         ctx.htypes[ht.name] = ht
-    for key in ("header_unions", "header_union_stacks"):
-        for node in root.items(key):
-            raise node.error("header unions are not supported")
+    for node in root.items("header_union_stacks"):
+        raise node.error("header union stacks are not supported")
+    members = _unions(ctx)
     in_stack: set[int] = set()
     for node in root.items("header_stacks"):
         ids = node.get("header_ids", list)
@@ -57,7 +57,7 @@ def collect(ctx: Context) -> None:
         ctx.instances[name] = Instance(name, "stack", f"hdr.{ident(name, 's_')}",
                                        _htype(ctx, node), node.get("size", int))
     for node in root.items("headers"):
-        _instance(ctx, node, in_stack)
+        _instance(ctx, node, in_stack, members)
     for pair in root.get("errors", list, default=[]):
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], int)):
             raise root.error(f"malformed errors entry {pair!r}")
@@ -71,9 +71,38 @@ def _htype(ctx: Context, node: Node) -> HeaderType:
     return ctx.htypes[name]
 
 
-def _instance(ctx: Context, node: Node, in_stack: set[int]) -> None:
+def _unions(ctx: Context) -> dict[int, str]:
+    """Declare each header union's type and instance; header id -> its member path."""
+    members: dict[int, str] = {}
+    for node in ctx.root.items("header_union_types"):
+        fields = node.get("headers", list)
+        if not all(isinstance(f, list) and len(f) == 2 and f[1] in ctx.htypes
+                   for f in fields):
+            raise node.error("malformed union members")
+        ctx.unions[node.get("name", str)] = (ident(node.get("name", str), "U_"),
+                                              [(ident(f[0], "f_"), ctx.htypes[f[1]])
+                                               for f in fields])
+    for node in ctx.root.items("header_unions"):
+        utype = node.get("union_type", str)
+        if utype not in ctx.unions:
+            raise node.error(f"unknown union type {utype!r}")
+        access = f"hdr.{ident(node.get('name', str), 'u_')}"
+        ctx.union_instances[node.get("name", str)] = (access, utype)
+        fields = ctx.unions[utype][1]
+        ids = node.get("header_ids", list)
+        if len(ids) != len(fields):
+            raise node.error("header_ids do not match the union type's members")
+        for hid, (fname, _) in zip(ids, fields, strict=True):
+            members[hid] = f"{access}.{fname}"
+    return members
+
+
+def _instance(ctx: Context, node: Node, in_stack: set[int], members: dict[int, str]) -> None:
     name = node.get("name", str)
     ht = _htype(ctx, node)
+    if node.get("id", int) in members:
+        ctx.instances[name] = Instance(name, "header", members[node.get("id", int)], ht)
+        return
     if node.get("metadata", bool, default=False):
         if name == STD:
             ctx.instances[name] = Instance(name, "std", "sm", ht)
@@ -114,6 +143,7 @@ def declarations(ctx: Context) -> list[str]:
         out.append("error { " + ", ".join(user_errors) + " }")
     marks = _field_lists_of(ctx)
     kinds = {inst.htype.name: inst.kind for inst in ctx.instances.values()}
+    kinds.update({ht.name: "header" for _, fields in ctx.unions.values() for _, ht in fields})
     for ht in ctx.htypes.values():
         kind = kinds.get(ht.name)
         if kind is None or kind == "std":
@@ -124,7 +154,13 @@ def declarations(ctx: Context) -> list[str]:
             ann = "".join(f"@field_list({n}) " for o in owner for n in marks.get((o, raw), []))
             out.append(f"    {ann}{_ty_text(ty)} {p4name};")
         out.append("}")
+    for p4name, fields in ctx.unions.values():
+        out.append(f"header_union {p4name} {{")
+        out += [f"    {ht.p4name} {fname};" for fname, ht in fields]
+        out.append("}")
     out.append("struct headers_t {")
+    for access, utype in ctx.union_instances.values():
+        out.append(f"    {ctx.unions[utype][0]} {access[4:]};")
     for inst in ctx.instances.values():
         if inst.kind == "stack":
             out.append(f"    {inst.htype.p4name}[{inst.size}] {inst.access[4:]};")
