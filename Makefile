@@ -17,7 +17,7 @@ P4LANG_INSTALL ?= $(abspath ../shared/p4lang/install.sh)
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml softswitch/p4runtime_stubs.py
+$(VENV)/.installed: pyproject.toml softswitch/devtools/p4runtime_stubs.py
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "apt-get install:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
@@ -25,16 +25,11 @@ $(VENV)/.installed: pyproject.toml softswitch/p4runtime_stubs.py
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,shell]'
 # P4Runtime's Python bindings for protobuf's upb runtime, generated from the p4runtime 1.4.1
-# wheel's descriptors and installed as p4runtime 1.4.1+upb (softswitch/p4runtime_stubs.py).
-	$(PY) -m softswitch.p4runtime_stubs install
+# wheel's descriptors and installed as p4runtime 1.4.1+upb (softswitch/devtools/p4runtime_stubs.py).
+	$(PY) -m softswitch.devtools.p4runtime_stubs install
 # p4runtime-shell without its pins (protobuf < 3.21, PyPI's p4runtime): it runs on the stubs
 # above (tests/test_p4runtime_shell.py); its other dependencies are the `shell` extra.
 	$(PY) -m pip install -q --no-deps 'p4runtime-shell==0.0.4'
-# BMv2's Python Thrift modules (bm_runtime, sswitch_runtime: controlplane/reconcile/
-# bmv2_thrift.py) sit in <prefix>/lib/python3 beside simple_switch_CLI, not in a package:
-# this .pth puts that folder on the venv's path (Python adds it once it exists).
-	echo "$${P4LANG_PREFIX:-/opt/p4lang}/lib/python3" > \
-	  "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/p4lang-bmv2.pth"
 	touch $@
 
 # The main job: the P/D cascade on a leaf-spine fabric (every switch runs tailcc.p4 on
@@ -58,7 +53,7 @@ test: setup reference-tools
 	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m pytest -q -p no:cacheprovider tests
 
 conformance: setup
-	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m softswitch.conformance $(CONFORMANCE)
+	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m softswitch.devtools.conformance $(CONFORMANCE)
 
 # Every benchmark, softswitch beside BMv2 (when the reference tools are installed) in one
 # run, one ratio table, JSON in out/bench/ (bench/run_all.py); the lab at full size

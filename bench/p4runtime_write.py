@@ -47,10 +47,10 @@ from google.protobuf.internal import api_implementation
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from softswitch import reference_tools
+from softswitch.devtools import reference_tools
+from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.local_port import free_port as _free_port
 from softswitch.p4runtime import pipeline
-from softswitch.p4runtime.client import StreamClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "samples" / "l3_basic.p4"

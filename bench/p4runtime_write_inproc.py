@@ -2,7 +2,7 @@
 
 ``bench/p4runtime_write.py`` times real gRPC round trips beside BMv2; its figures move
 with the machine's load and include gRPC's own work. This one runs the server's Write
-handler (``unary_lane``'s answer to a Write: decoding, checks, the switch, the C tables)
+handler (``rpc.unary``'s answer to a Write: decoding, checks, the switch, the C tables)
 in process on the same routes (``p4src/samples/l3_basic.p4``'s ``ipv4_lpm``, values padded
 to full width), as the primary controller, with the server's memory reclaimer (so with
 its collector policy), and prints the thread CPU time per entry of insert, modify and
@@ -29,10 +29,11 @@ from p4.v1 import p4runtime_pb2
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import p4runtime_write as bench  # noqa: E402 - the routes and batches of the gRPC benchmark
 
-from softswitch.p4runtime import pipeline, unary_lane  # noqa: E402
+from softswitch.daemon.device import Device  # noqa: E402
+from softswitch.daemon.rpc import unary  # noqa: E402
+from softswitch.daemon.rpc.server import P4RuntimeServicer, _write_handler  # noqa: E402
+from softswitch.p4runtime import pipeline
 from softswitch.p4runtime.arbitration import Connection  # noqa: E402
-from softswitch.p4runtime.device import Device  # noqa: E402
-from softswitch.p4runtime.server import P4RuntimeServicer, _write_handler  # noqa: E402
 
 PHASES = ((p4runtime_pb2.Update.INSERT, "insert"), (p4runtime_pb2.Update.MODIFY, "modify"),
           (p4runtime_pb2.Update.DELETE, "delete"))
@@ -77,7 +78,7 @@ def run(entries: int, batch: int, rounds: int) -> dict[str, float]:
                     blocks = sys.getallocatedblocks()
                 t0 = time.thread_time()
                 for data in requests[name]:
-                    ops = unary_lane.UnaryLane._answer(handler, data)
+                    ops = unary.UnaryLane._answer(handler, data)
                     if len(ops) != 4:          # initial metadata, message, OK, close
                         raise RuntimeError(f"{name}: a Write failed")
                 spent = time.thread_time() - t0

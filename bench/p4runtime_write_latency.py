@@ -26,8 +26,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import p4runtime_write as bench  # noqa: E402 - the routes of the gRPC benchmark
 import p4runtime_write_inproc as inproc  # noqa: E402 - its device
 
-from softswitch.p4runtime.client import StreamClient  # noqa: E402
-from softswitch.p4runtime.server import serve  # noqa: E402
+from softswitch.daemon.rpc.server import serve  # noqa: E402
+from softswitch.devtools.p4runtime_client import StreamClient  # noqa: E402
 
 ELECTION = 2
 

@@ -212,7 +212,7 @@ def l3_routes(routes: int) -> tuple[dict[str, Switch], list[tuple[int, bytes]]]:
 
 
 def tailcc_lab() -> tuple[dict[str, Switch], list[tuple[int, bytes]]]:
-    from softswitch.runtime_channel import RuntimeChannel
+    from softswitch.daemon.cli_channel.commands import RuntimeChannel
     from softswitch.tm import TrafficManager
     from taillab.fabric import CNP_RECIRCULATION_PORT, CNP_SESSION, tailcc
     from taillab.programs import TAILCC_P4

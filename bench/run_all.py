@@ -43,7 +43,7 @@ import veth_pps  # noqa: E402
 import veth_switch  # noqa: E402
 from performance_doc import fmt_ratio, fmt_value  # noqa: E402
 
-from softswitch import reference_tools  # noqa: E402
+from softswitch.devtools import reference_tools  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "out" / "bench"

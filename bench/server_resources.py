@@ -18,7 +18,7 @@ bound again at once. Prints the figures; asserts nothing.
                                      [--allocator jemalloc|glibc|pymalloc]
 
 ``--allocator`` runs the server on that allocator instead of the one ``softswitch run``
-chooses (``softswitch.allocator``), to compare them.
+chooses (``softswitch.memory.allocator``), to compare them.
 
 ``--json`` also writes the figures as JSON (tests/test_server_resources.py bounds them).
 """
@@ -40,10 +40,10 @@ import time
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch import allocator
+from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.local_port import free_port as _free_port
+from softswitch.memory import allocator
 from softswitch.p4runtime import pipeline
-from softswitch.p4runtime.client import StreamClient
 
 PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "p4src" / "samples" / "l3_basic.p4"
 MiB = 1 << 20

@@ -49,10 +49,10 @@ import block_bootstrap  # noqa: E402
 import veth_pps  # noqa: E402
 import veth_switch  # noqa: E402
 
-from softswitch.ports import batchio, ingress_priority  # noqa: E402
-from softswitch.ports.afpacket import PACKET_OUTGOING, RawPort  # noqa: E402
-from softswitch.ports.ingress_priority import IngressPriority  # noqa: E402
-from softswitch.ports.veth import veth_pairs  # noqa: E402
+from softswitch.daemon.ports import batchio, ingress_priority  # noqa: E402
+from softswitch.daemon.ports.afpacket import PACKET_OUTGOING, RawPort  # noqa: E402
+from softswitch.daemon.ports.ingress_priority import IngressPriority  # noqa: E402
+from softswitch.daemon.ports.veth import veth_pairs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "tailcc.p4"

@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import veth_switch  # noqa: E402
 
-from softswitch.ports.afpacket import RawPort  # noqa: E402
-from softswitch.ports.veth import veth_pairs  # noqa: E402
+from softswitch.daemon.ports.afpacket import RawPort  # noqa: E402
+from softswitch.daemon.ports.veth import veth_pairs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUTER_MAC = "02:00:00:00:ff:01"

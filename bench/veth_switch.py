@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from softswitch import local_port, reference_tools
+from softswitch import local_port
+from softswitch.devtools import reference_tools
 from softswitch.local_port import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -64,7 +64,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 # ----------------------------------------------------------------- running
 def compile_bmv2(work: Path) -> list[str]:
     """run.py arguments for BMv2 with tailcc.p4 compiled once here."""
-    from softswitch import reference_tools as rt
+    from softswitch.devtools import reference_tools as rt
 
     tools = rt.ensure()
     if tools is None:

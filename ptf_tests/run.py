@@ -9,7 +9,7 @@ What it does, in order, and undoes in reverse whatever happens (failure, Ctrl-C)
 
 1. prepares the P4Info and the device config the tests push: softswitch's artifact
    (``softswitch compile``), or for BMv2 the ``--bmv2-json`` given or ``p4c-bm2-ss``'s
-   output for ``p4src/tailcc.p4`` (tools found by ``softswitch.reference_tools``);
+   output for ``p4src/tailcc.p4`` (tools found by ``softswitch.devtools.reference_tools``);
 2. creates a private network namespace (so the classic names ``veth0``/``veth1`` … and
    port 9559 collide with nothing) with one veth pair per switch port, ``veth{2i}`` on
    the switch side and ``veth{2i+1}`` on PTF's, IPv6 and offloads off;
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from softswitch.reference_tools import ReferenceTools
+    from softswitch.devtools.reference_tools import ReferenceTools
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -120,7 +120,7 @@ def parse_args(argv: list[str]) -> Options:
         p.error("--ports: give switch ports 0..254")
     if ns.target == "bmv2":
         if reference_tools() is None:
-            from softswitch import reference_tools as rt
+            from softswitch.devtools import reference_tools as rt
 
             p.error(f"--target bmv2: {rt.missing_reason()}")
         if ns.bmv2_json is not None and not ns.bmv2_json.is_file():
@@ -139,7 +139,7 @@ def reference_tools() -> ReferenceTools | None:
     """Real p4c/BMv2 (installed from the bundle beside the checkout when it is there)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from softswitch import reference_tools as rt
+    from softswitch.devtools import reference_tools as rt
 
     return rt.ensure()
 

@@ -17,8 +17,8 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import NoReturn
 
-from softswitch import allocator
 from softswitch.diagnostics import P4Error
+from softswitch.memory import allocator
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -149,7 +149,7 @@ def _cmd_stf(args: argparse.Namespace) -> int:
 
 
 def _cmd_cli(args: argparse.Namespace) -> int:
-    from softswitch.runtime_channel import run_commands
+    from softswitch.daemon.cli_channel.commands import run_commands
 
     commands: Iterable[str]
     if args.commands:
@@ -166,7 +166,7 @@ def _cmd_cli(args: argparse.Namespace) -> int:
         commands = (line.rstrip("\n") for line in sys.stdin)
     token = None
     if args.token_file:
-        from softswitch.runtime_channel import read_token
+        from softswitch.daemon.cli_channel.commands import read_token
 
         try:
             token = read_token(args.token_file)
@@ -255,7 +255,7 @@ def _run_guarded(func: Callable[[argparse.Namespace], int], args: argparse.Names
 # Commands with their own simple_switch-style command lines (including options after
 # ``--``): the rest of argv goes to them untouched.
 _PASSTHROUGH = {
-    "run": ("softswitch.run", "run a program on network interfaces (simple_switch_grpc)"),
+    "run": ("softswitch.daemon.main", "run a program on network interfaces (simple_switch_grpc)"),
 }
 
 
@@ -269,7 +269,7 @@ def _passthrough(command: str, rest: list[str]) -> int:
 
 def _system_allocator() -> None:
     """``softswitch run`` is a long-running server: re-execute this very command line
-    once on the C allocator :mod:`softswitch.allocator` chooses (jemalloc where
+    once on the C allocator :mod:`softswitch.memory.allocator` chooses (jemalloc where
     installed, else glibc), whose freed memory the reclaimer can give back, rather than
     pymalloc. A ``PYTHONMALLOC`` the user sets keeps this process as it is."""
     env = allocator.server_environment(os.environ)
@@ -300,9 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in _PASSTHROUGH:
         if argv[0] == "run" and from_command_line:
-            from softswitch.p4runtime import grpc_env
+            from softswitch.daemon.rpc import settings
 
-            grpc_env.configure()             # before gRPC starts (and kept by the re-exec)
+            settings.configure()             # before gRPC starts (and kept by the re-exec)
             _system_allocator()
             _exit_now(_passthrough(argv[0], argv[1:]))
         return _passthrough(argv[0], argv[1:])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from softswitch.runtime_channel import RuntimeChannel
+from softswitch.daemon.cli_channel.commands import RuntimeChannel
 from softswitch.tm import TrafficManager
 from softswitch.v1model.queueing import QueuedSwitch
 from softswitch.v1model.switch import Switch

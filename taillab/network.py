@@ -25,7 +25,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from softswitch.runtime_channel import RuntimeChannel
+from softswitch.daemon.cli_channel.commands import RuntimeChannel
 from softswitch.tm import TrafficManager
 from softswitch.v1model.queueing import QueuedSwitch
 from softswitch.v1model.switch import Switch

@@ -1,6 +1,6 @@
 """Shared fixtures.
 
-``reference_tools``: real p4c and BMv2 (see ``softswitch/reference_tools.py``), installed
+``reference_tools``: real p4c and BMv2 (see ``softswitch/devtools/reference_tools.py``), installed
 from ``../shared/p4lang`` when the bundle is there. Without them a test skips and says
 how to get them; under CI (``CI=true``) it fails instead, so CI always covers both
 targets.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from softswitch import reference_tools as rt
+from softswitch.devtools import reference_tools as rt
 
 
 @pytest.fixture(scope="session")

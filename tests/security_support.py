@@ -11,13 +11,13 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from programs import CONTROLLER_HEADERS, P4RT_NAMES, PACKET_IN_EGRESS, v1model_program
 
+from softswitch.daemon.device import Device
+from softswitch.daemon.rpc.server import serve
+from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
 from softswitch.frontend.limits import Limits
 from softswitch.p4runtime import errors, pipeline
-from softswitch.p4runtime.client import StreamClient
-from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.roles import RoleTable
-from softswitch.p4runtime.server import serve
 
 Update = p4runtime_pb2.Update
 SetReq = p4runtime_pb2.SetForwardingPipelineConfigRequest

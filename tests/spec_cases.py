@@ -13,8 +13,8 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from security_support import Update, election, fwd_entry, ids_of, upd
 
+from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.p4runtime import errors
-from softswitch.p4runtime.client import StreamClient
 
 SetReq = p4runtime_pb2.SetForwardingPipelineConfigRequest
 PRIMARY = 10

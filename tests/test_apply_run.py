@@ -20,7 +20,8 @@ import pytest
 from p4.v1 import p4runtime_pb2
 from test_p4runtime_plain_writes import PROGRAM, Dev, acl, route, upd
 
-from softswitch.p4runtime import entrywire, reclaim
+from softswitch.memory import reclaim
+from softswitch.p4runtime import entrywire
 
 WriteRequest = p4runtime_pb2.WriteRequest
 Update = p4runtime_pb2.Update

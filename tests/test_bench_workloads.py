@@ -120,8 +120,8 @@ def test_urgent_latency_tap_takes_one_urgent_frame_in_tap_sample():
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
 
-    from softswitch.ports.afpacket import RawPort
-    from softswitch.ports.veth import veth_pairs
+    from softswitch.daemon.ports.afpacket import RawPort
+    from softswitch.daemon.ports.veth import veth_pairs
 
     ul = bench_module("urgent_latency")
     other = bytes(Ether() / IP(tos=0) / UDP() / (ul.STAMP.pack(ul.MAGIC, 0, 1) + bytes(48)))
@@ -150,7 +150,7 @@ def test_urgent_latency_max_rate_is_the_median_of_its_runs(monkeypatch):
     if not _root():
         pytest.skip("needs root for veth/AF_PACKET")
     ul = bench_module("urgent_latency")
-    from softswitch.ports.veth import veth_pairs
+    from softswitch.daemon.ports.veth import veth_pairs
 
     monkeypatch.setattr(ul, "MAX_RATE_FRAMES", 2000)
     with veth_pairs(1, "r") as pairs:

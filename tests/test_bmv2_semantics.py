@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from softswitch.reference_tools import ReferenceTools
+from softswitch.devtools.reference_tools import ReferenceTools
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted((ROOT / "tests" / "p4" / "bmv2_semantics").glob("*.stf"))

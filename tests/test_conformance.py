@@ -1,6 +1,6 @@
 """p4c's corpus against softswitch: no regressions, no stale known-failure entries.
 
-The corpus runs once per session (in forked workers, see softswitch.conformance). A
+The corpus runs once per session (in forked workers, see softswitch.devtools.conformance). A
 failure not listed in tests/conformance_known_failures.txt is a regression; a listed
 entry that passes must be deleted from the list. Pass rates are printed, not asserted.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from programs import STF_NAMES, v1model_program
 
-from softswitch import conformance as conf
+from softswitch.devtools import conformance as conf
 
 CORPUS = conf.corpus_dir()
 HAVE_CORPUS = (CORPUS / "manifest.json").exists()

@@ -120,8 +120,8 @@ def _softswitch_pipeline(defines: dict[str, str] | None = None) -> Pipeline:
 
 @pytest.fixture()
 def softswitch_server():
-    from softswitch.p4runtime.device import Device
-    from softswitch.p4runtime.server import serve
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.rpc.server import serve
 
     srv, port = serve(Device(device_id=1, cpu_port=255), "127.0.0.1:0")
     yield f"127.0.0.1:{port}", 1
@@ -499,7 +499,7 @@ def _frame(seq: int) -> bytes:
 
 
 def _burst_through(port_in: str, port_out: str, count: int) -> int:
-    from softswitch.ports.afpacket import RawPort
+    from softswitch.daemon.ports.afpacket import RawPort
 
     tx, rx = RawPort(port_in), RawPort(port_out)
     for seq in range(count):
@@ -517,7 +517,7 @@ def _burst_through(port_in: str, port_out: str, count: int) -> int:
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
 def test_queue_depth_and_rate_reach_bmv2_over_thrift(reference_tools, bmv2_build,
                                                      tmp_path, capsys) -> None:
-    from softswitch.ports.veth import veth_pairs
+    from softswitch.daemon.ports.veth import veth_pairs
 
     pipe = ["--pipeline", str(bmv2_build / "tailcc.json"),
             "--p4info", str(bmv2_build / "tailcc.p4.p4info.txtpb")]

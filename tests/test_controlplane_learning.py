@@ -60,8 +60,8 @@ def _roce(src: str, dst: str, qp: int) -> bytes:
 
 @pytest.fixture()
 def lab(tmp_path: Path) -> Iterator[tuple]:
-    from softswitch.p4runtime.device import Device
-    from softswitch.p4runtime.server import serve
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.rpc.server import serve
 
     device = Device(device_id=1, cpu_port=255)
     sent: list[tuple[int, bytes]] = []

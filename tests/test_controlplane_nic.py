@@ -54,9 +54,9 @@ nics:
 def servers():
     from p4.v1 import p4runtime_pb2
 
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.rpc.server import serve
     from softswitch.p4runtime import pipeline
-    from softswitch.p4runtime.device import Device
-    from softswitch.p4runtime.server import serve
 
     switch = Device(device_id=1, cpu_port=255)
     nic = Device(device_id=2, cpu_port=255)

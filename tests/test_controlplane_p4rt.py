@@ -197,8 +197,8 @@ def test_entry_key_ignores_padding(l3: P4InfoIndex) -> None:
 # --- live client against softswitch's P4Runtime server ------------------------------------
 @pytest.fixture()
 def server():
-    from softswitch.p4runtime.device import Device
-    from softswitch.p4runtime.server import serve
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.rpc.server import serve
 
     srv, port = serve(Device(device_id=1, cpu_port=255), "127.0.0.1:0")
     yield f"127.0.0.1:{port}"

@@ -50,8 +50,8 @@ def pipeline():
 
 @pytest.fixture()
 def servers():
-    from softswitch.p4runtime.device import Device
-    from softswitch.p4runtime.server import serve
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.rpc.server import serve
 
     started = [serve(Device(device_id=1, cpu_port=255), "127.0.0.1:0") for _ in range(2)]
     yield [f"127.0.0.1:{port}" for _, port in started]
@@ -153,7 +153,7 @@ def test_missing_pipeline_is_reported(servers) -> None:
 
 def test_queue_settings_reach_the_traffic_manager(servers, pipeline) -> None:
     """runtime_address: weights, rates and link rates go to softswitch's runtime channel."""
-    from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer
+    from softswitch.daemon.cli_channel.commands import RuntimeChannel, RuntimeChannelServer
     from softswitch.tm import TrafficManager
     from softswitch.v1model.switch import Switch
 

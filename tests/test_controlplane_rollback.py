@@ -283,8 +283,8 @@ def test_single_update_is_written_as_is(index: P4InfoIndex) -> None:
 # --- live softswitch ---------------------------------------------------------------------------
 @pytest.fixture()
 def server():
-    from softswitch.p4runtime.device import Device
-    from softswitch.p4runtime.server import serve
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.rpc.server import serve
 
     srv, port = serve(Device(device_id=1, cpu_port=255), "127.0.0.1:0")
     yield f"127.0.0.1:{port}"

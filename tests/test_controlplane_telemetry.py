@@ -100,8 +100,8 @@ def _packet(dscp: int, ecn: int) -> bytes:
 @pytest.fixture()
 def lab(tmp_path: Path):
     """A tailcc switch (softswitch P4Runtime server) programmed by `tailcc apply`."""
-    from softswitch.p4runtime.device import Device
-    from softswitch.p4runtime.server import serve
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.rpc.server import serve
 
     device = Device(device_id=1, cpu_port=255)
     srv, port = serve(device, "127.0.0.1:0")

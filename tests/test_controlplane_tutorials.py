@@ -45,8 +45,8 @@ def exercise(tmp_path) -> Path:
 
 @pytest.fixture()
 def softswitch_server():
-    from softswitch.p4runtime.device import Device
-    from softswitch.p4runtime.server import serve
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.rpc.server import serve
 
     srv, port = serve(Device(device_id=1, cpu_port=255), "127.0.0.1:0")
     yield f"127.0.0.1:{port}"

@@ -14,10 +14,10 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from softswitch.daemon.main import DATAPLANE_BUSY_POLL_US, parse_args
+from softswitch.daemon.ports.dataplane_cpu import DataplaneCpu
 from softswitch.diagnostics import P4Error
 from softswitch.local_port import free_port
-from softswitch.ports.dataplane_cpu import DataplaneCpu
-from softswitch.run import DATAPLANE_BUSY_POLL_US, parse_args
 
 ALLOWED = sorted(os.sched_getaffinity(0))
 two_cpus = pytest.mark.skipif(len(ALLOWED) < 2, reason="needs two CPUs this process may use")

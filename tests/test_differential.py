@@ -1,11 +1,11 @@
-"""softswitch's front end against real p4test on seeded mutants (softswitch.difftest).
+"""softswitch's front end against real p4test on seeded mutants (softswitch.devtools.difftest).
 
 The bounded run in ``make test``: ``DIFF_COUNT`` programs (default 240, about two
 minutes on two cores) from ``DIFF_SEED`` (default 1): mutants of the corpus' small
 v1model programs and tests/p4/frontend's, and generated programs
-(softswitch.difftest.generate). Every disagreement must be a fixed bug or listed, with
+(softswitch.devtools.difftest.generate). Every disagreement must be a fixed bug or listed, with
 its reason, in tests/differential_known.txt; softswitch's internal errors never are.
-A larger run: ``make difftest`` (``python -m softswitch.difftest --count N``).
+A larger run: ``make difftest`` (``python -m softswitch.devtools.difftest --count N``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import random
 
 import pytest
 
-from softswitch import conformance
-from softswitch.difftest import generate, mutate
-from softswitch.difftest import run as R
+from softswitch.devtools import conformance
+from softswitch.devtools.difftest import generate, mutate
+from softswitch.devtools.difftest import run as R
 
 SEED = int(os.environ.get("DIFF_SEED", "1"))
 COUNT = int(os.environ.get("DIFF_COUNT", "240"))

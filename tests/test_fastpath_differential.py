@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from programs import v1model_program
 
-from softswitch.conformance import corpus_dir, load_programs
 from softswitch.core.control import KeyMatch
+from softswitch.devtools.conformance import corpus_dir, load_programs
 from softswitch.fastpath.differential import Job, run_jobs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,11 +18,11 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 
+from softswitch.daemon.ports import batchio, ingress_priority
+from softswitch.daemon.ports.afpacket import RawPort
+from softswitch.daemon.ports.dataplane import DataPlane
+from softswitch.daemon.ports.veth import veth_pairs
 from softswitch.diagnostics import P4Error
-from softswitch.ports import batchio, ingress_priority
-from softswitch.ports.afpacket import RawPort
-from softswitch.ports.dataplane import DataPlane
-from softswitch.ports.veth import veth_pairs
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
 

@@ -23,10 +23,10 @@ import pytest
 from programs import QUEUEING_NAMES, v1model_program
 
 from softswitch.core.control import KeyMatch
-from softswitch.ports.afpacket import RawPort
-from softswitch.ports.dataplane import DataPlane
-from softswitch.ports.egress_scheduler import EgressScheduler
-from softswitch.ports.veth import veth_pairs
+from softswitch.daemon.ports.afpacket import RawPort
+from softswitch.daemon.ports.dataplane import DataPlane
+from softswitch.daemon.ports.realtime_tm import EgressScheduler
+from softswitch.daemon.ports.veth import veth_pairs
 from softswitch.tm import TrafficManager
 from softswitch.tm.pfc import build_pfc_frame
 
@@ -150,8 +150,8 @@ def veths() -> Iterator[list[tuple[str, str]]]:
 def _device(program: str, fastpath: str = "c") -> Any:
     from p4.v1 import p4runtime_pb2
 
+    from softswitch.daemon.device import Device
     from softswitch.p4runtime import pipeline
-    from softswitch.p4runtime.device import Device
 
     compiled = pipeline.compile_file(program, {})
     assert compiled.switch.fastpath == fastpath
@@ -261,8 +261,8 @@ def test_native_loop_and_python_way_leave_the_same_frames(program, veths):
 @pytest.fixture()
 def fastpath_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """SOFTSWITCH_FASTPATH=off, with the C helpers looked up afresh before and after."""
+    from softswitch.daemon.ports import batchio
     from softswitch.p4runtime import entrywire
-    from softswitch.ports import batchio
 
     monkeypatch.setenv("SOFTSWITCH_FASTPATH", "off")
     batchio.native.cache_clear()
@@ -277,8 +277,8 @@ def test_fastpath_off_runs_no_compiled_c(program, veths, fastpath_off):
     """SOFTSWITCH_FASTPATH=off: no batched port I/O, no entry decoder, an interpreted
     pipeline, so no native loop or native queues even where the scheduler allows them;
     the burst still leaves what the loop leaves."""
+    from softswitch.daemon.ports import batchio
     from softswitch.p4runtime import entrywire
-    from softswitch.ports import batchio
 
     assert batchio.native() is None and entrywire.native() is None
     off = _run(program, veths, native=True, fastpath="off")

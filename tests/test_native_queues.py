@@ -22,7 +22,7 @@ import pytest
 from programs import QUEUEING_NAMES, v1model_program
 
 from softswitch.core.control import KeyMatch
-from softswitch.ports.egress_scheduler import EgressScheduler
+from softswitch.daemon.ports.realtime_tm import EgressScheduler
 from softswitch.tm import TrafficManager
 from softswitch.tm.pfc import build_pfc_frame
 
@@ -126,8 +126,8 @@ def burst_b() -> list[bytes]:
 def _device(program: str) -> Any:
     from p4.v1 import p4runtime_pb2
 
+    from softswitch.daemon.device import Device
     from softswitch.p4runtime import pipeline
-    from softswitch.p4runtime.device import Device
 
     compiled = pipeline.compile_file(program, {})
     assert compiled.switch.fastpath == "c"

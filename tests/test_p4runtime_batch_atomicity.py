@@ -20,8 +20,8 @@ import pytest
 from p4.v1 import p4runtime_pb2
 
 from softswitch.core.tables import CheckedOps
-from softswitch.p4runtime import pipeline, wire
-from softswitch.p4runtime.device import Device
+from softswitch.daemon.device import Device
+from softswitch.p4runtime import encoding, pipeline
 from softswitch.p4runtime.errors import P4RuntimeError
 
 WriteRequest = p4runtime_pb2.WriteRequest
@@ -67,7 +67,7 @@ class L3Switch:
         req = WriteRequest(device_id=0, atomicity=atomicity)
         for kind, entry in updates:
             req.updates.add(type=kind).entity.table_entry.CopyFrom(entry)
-        lazy = wire.LazyRequest(WriteRequest, Update, 4, req.SerializeToString())
+        lazy = encoding.LazyRequest(WriteRequest, Update, 4, req.SerializeToString())
         with self.device.lock:
             return self.device.current.runtime.write(lazy)
 

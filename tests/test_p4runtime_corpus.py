@@ -10,10 +10,10 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from softswitch import conformance as conf
+from softswitch.daemon.device import Device
+from softswitch.devtools import conformance as conf
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import errors, pipeline
-from softswitch.p4runtime.device import Device
 
 CORPUS = conf.corpus_dir()
 SAMPLES = CORPUS / "p4_16_samples"

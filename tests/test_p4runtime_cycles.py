@@ -3,7 +3,7 @@
 The server freezes what exists after each Write (``runtime._collector_paused``), so any
 cycle a write left would wait for a full collection, and the memory reclaimer no longer
 runs one after writes (it walked the whole heap, the port loop stopped for up to 460 ms
-— see ``softswitch.p4runtime.reclaim``): a cycle per write would be memory lost for
+— see ``softswitch.memory.reclaim``): a cycle per write would be memory lost for
 good. So this test drives a real server (in a process of its own, so that the client's
 objects do not count) through every kind of write — inserts, modifies and deletes in
 batches of 1, 10 and 1000, failed updates, an atomic batch rolled back, a request that
@@ -34,9 +34,10 @@ ROUTES = 2000
 SERVER = textwrap.dedent("""
     import gc, json, sys
     from p4.v1 import p4runtime_pb2
-    from softswitch.p4runtime import pipeline, server
-    from softswitch.p4runtime.device import Device
-    from softswitch.ports import realtime
+    from softswitch.p4runtime import pipeline
+    from softswitch.daemon.rpc import server
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.ports import realtime
 
     program = sys.argv[1]
     compiled = pipeline.compile_file(program, {})

@@ -14,10 +14,11 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from programs import CONTROLLER_HEADERS, P4RT_NAMES, PACKET_IN_EGRESS, v1model_program
 
-from softswitch.p4runtime import errors, idle, pipeline
-from softswitch.p4runtime.client import StreamClient
-from softswitch.p4runtime.device import Device
-from softswitch.p4runtime.server import serve
+from softswitch.daemon import idle_timeouts
+from softswitch.daemon.device import Device
+from softswitch.daemon.rpc.server import serve
+from softswitch.devtools.p4runtime_client import StreamClient
+from softswitch.p4runtime import errors, pipeline
 
 Update = p4runtime_pb2.Update
 SetReq = p4runtime_pb2.SetForwardingPipelineConfigRequest
@@ -624,17 +625,17 @@ def test_idle_timeout_notification(rig):
     te = fwd_entry(rig, b"\x71", 1)
     te.idle_timeout_ns = 20_000_000
     rig.write(upd(Update.INSERT, table_entry=te))
-    assert idle.sweep(rig.device) == 0
+    assert idle_timeouts.sweep(rig.device) == 0
     time.sleep(0.05)
-    assert idle.sweep(rig.device) == 1
+    assert idle_timeouts.sweep(rig.device) == 1
     msg = rig.stream.next()
     (entry,) = msg.idle_timeout_notification.table_entry
     assert entry.match[0].exact.value == b"\x71"
-    assert idle.sweep(rig.device) == 0             # once per expiry
+    assert idle_timeouts.sweep(rig.device) == 0             # once per expiry
     rig.device.receive(1, frame(0x71))             # a hit re-arms it
-    assert idle.sweep(rig.device) == 0
+    assert idle_timeouts.sweep(rig.device) == 0
     time.sleep(0.05)
-    assert idle.sweep(rig.device) == 1
+    assert idle_timeouts.sweep(rig.device) == 1
 
 
 def test_idle_sweep_visits_only_entries_with_a_timeout(rig):
@@ -663,7 +664,7 @@ def test_idle_sweep_visits_only_entries_with_a_timeout(rig):
     rig.write(upd(Update.DELETE, table_entry=entries[0x82]))
     assert timed() == set()
     time.sleep(0.03)
-    assert idle.sweep(rig.device) == 0
+    assert idle_timeouts.sweep(rig.device) == 0
 
 
 def test_time_since_last_hit(rig):

@@ -23,13 +23,14 @@ from test_ingress_priority import running_priority_plane, urgent_and_bulk, wait_
 from test_p4runtime_unary_lane import PROGRAM, Target, _requests, answer_of, primary_writer
 
 from controlplane.p4rt.client import CHANNEL_OPTIONS
+from softswitch.daemon.main import parse_args
+from softswitch.daemon.ports import batchio
+from softswitch.daemon.ports.loop_calls import LoopCalls
+from softswitch.daemon.process import link
+from softswitch.daemon.process import writes as process_writes
+from softswitch.daemon.process.link import LinkError, Reply
+from softswitch.daemon.process.writes import LoopWrites
 from softswitch.local_port import free_port
-from softswitch.p4runtime import frontend_link, loop_writes
-from softswitch.p4runtime.frontend_link import LinkError, Reply
-from softswitch.p4runtime.loop_writes import LoopWrites
-from softswitch.ports import batchio
-from softswitch.ports.loop_calls import LoopCalls
-from softswitch.run import parse_args
 
 
 class LiveSwitch:
@@ -173,7 +174,7 @@ def _behave(request: bytes, context) -> bytes:
 
 
 def _link(tmp_path, limit: int = 1 << 20) -> tuple[LoopWrites, _Loop]:
-    handlers = {frontend_link.WRITE: (lambda data: data, _behave, lambda out: out)}
+    handlers = {link.WRITE: (lambda data: data, _behave, lambda out: out)}
     writes = LoopWrites(str(tmp_path / "link.sock"), handlers, limit)
     loop = _Loop()
     writes.attach(loop)
@@ -189,11 +190,11 @@ def _client(writes: LoopWrites, loop: _Loop) -> socket.socket:
 
 
 def _exchange(sock: socket.socket, loop: _Loop, method: int, data: bytes) -> Reply:
-    sock.sendall(frontend_link.frame(bytes([method]) + data))
+    sock.sendall(link.frame(bytes([method]) + data))
     time.sleep(0.05)
     loop.turn()
     buffer = bytearray()
-    while (body := frontend_link.take_frame(buffer, 1 << 20)) is None:
+    while (body := link.take_frame(buffer, 1 << 20)) is None:
         buffer += sock.recv(1 << 16)
     return Reply.decode(body)
 
@@ -202,15 +203,15 @@ def test_link_answers_refuses_and_survives_bad_frames(tmp_path):
     writes, loop = _link(tmp_path, limit=64 << 10)
     try:
         sock = _client(writes, loop)
-        assert _exchange(sock, loop, frontend_link.WRITE, b"abc") == Reply(0, "", (), b"cba")
-        failed = _exchange(sock, loop, frontend_link.WRITE, b"fail")
+        assert _exchange(sock, loop, link.WRITE, b"abc") == Reply(0, "", (), b"cba")
+        failed = _exchange(sock, loop, link.WRITE, b"fail")
         assert (failed.code, failed.details) == (grpc.StatusCode.NOT_FOUND.value[0],
                                                  "no such entry")
         assert failed.trailing == (("grpc-status-details-bin", b"\x08\x05"),)
         other = _exchange(sock, loop, 77, b"x")
         assert other.code == grpc.StatusCode.UNIMPLEMENTED.value[0]
         big = bytes(range(256)) * 100                      # > INLINE_BYTES: its thread
-        assert _exchange(sock, loop, frontend_link.WRITE, big).response == big[::-1]
+        assert _exchange(sock, loop, link.WRITE, big).response == big[::-1]
         # a frame past the limit, then an empty one: each ends its connection only
         for bad in (b"\x00\x10\x00\x00", b"\x00\x00\x00\x00"):
             sock.sendall(bad)
@@ -219,7 +220,7 @@ def test_link_answers_refuses_and_survives_bad_frames(tmp_path):
             assert sock.recv(16) == b""                    # closed by the switch
             sock.close()
             sock = _client(writes, loop)
-        assert _exchange(sock, loop, frontend_link.WRITE, b"ok").response == b"ko"
+        assert _exchange(sock, loop, link.WRITE, b"ok").response == b"ko"
         sock.close()
     finally:
         writes.close()
@@ -229,10 +230,10 @@ def test_link_answers_refuses_and_survives_bad_frames(tmp_path):
 def test_reply_frames_round_trip_and_bad_ones_are_refused():
     reply = Reply(6, "déjà là", (("a", b"\x00\x01"), ("b-bin", b"")), b"\x10\x20")
     buffer = bytearray(reply.encode() + b"\x00\x00")
-    body = frontend_link.take_frame(buffer, 1 << 10)
+    body = link.take_frame(buffer, 1 << 10)
     assert body is not None and Reply.decode(body) == reply and buffer == b"\x00\x00"
     with pytest.raises(LinkError):
-        frontend_link.take_frame(bytearray(b"\x00\x00\x10\x00" + b"x" * 10), 1 << 10)
+        link.take_frame(bytearray(b"\x00\x00\x10\x00" + b"x" * 10), 1 << 10)
     with pytest.raises(LinkError):
         Reply.decode(b"\x06\x00\x00\x00\x09ab")
 
@@ -242,18 +243,18 @@ def test_stale_socket_directories_are_swept(tmp_path, monkeypatch):
     removes it (its pid is gone), and leaves a running switch's alone."""
     import tempfile
 
-    from softswitch.p4runtime import frontend_process
+    from softswitch.daemon.process import host
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f"{frontend_process.RUNDIR_PREFIX}{dead.pid}-abc"
-    live = tmp_path / f"{frontend_process.RUNDIR_PREFIX}{os.getpid()}-def"
+    stale = tmp_path / f"{host.RUNDIR_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{host.RUNDIR_PREFIX}{os.getpid()}-def"
     other = tmp_path / "softswitch-p4rt-notapid"
     for path in (stale, live, other):
         path.mkdir()
         (path / "link.sock").write_text("")
-    frontend_process._sweep_stale()
+    host._sweep_stale()
     assert not stale.exists() and live.exists() and other.exists()
 
 
@@ -284,7 +285,7 @@ def test_front_end_ends_cleanly_on_sigterm(tmp_path):
     signal lands while the main thread holds that Event's lock: seen once, a front end
     living on for an hour; a race this test does not reproduce on demand.)"""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "softswitch.p4runtime.frontend", "--listen",
+        [sys.executable, "-m", "softswitch.daemon.process.service", "--listen",
          f"127.0.0.1:{free_port()}", "--switch-grpc", f"unix:{tmp_path}/grpc.sock",
          "--link", str(tmp_path / "link.sock"), "--max-request-bytes", "4096"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -305,7 +306,7 @@ def test_front_end_ends_cleanly_on_sigterm(tmp_path):
 def test_write_checkpoints_sit_outside_the_device_lock(program, monkeypatch):
     """A Write on the general path offers the port loop two checkpoints
     (Device.checkpoint): before it takes the device lock and after it lets go, where the
-    switch's state is whole. A small one (small_writes: up to 16 plain entries) is
+    switch's state is whole. A small one (rpc.entry_writes: up to 16 plain entries) is
     applied in one hold, without any."""
     local = Target(str(program), True, monkeypatch)
     held: list[bool] = []
@@ -346,21 +347,21 @@ def test_a_write_the_loop_answers_lets_urgent_frames_through_at_its_checkpoints(
                 return answer
 
             writes = LoopWrites(str(tmp_path / "link.sock"),
-                                {frontend_link.WRITE: (lambda d: d, write, lambda o: o)},
+                                {link.WRITE: (lambda d: d, write, lambda o: o)},
                                 1 << 20)
             holder.append(writes)
-            send_now = loop_writes._Connection._send_now   # noqa: SLF001
+            send_now = process_writes._Connection._send_now   # noqa: SLF001
 
             def noted(conn, reply: Reply) -> None:          # on the loop, as the frames
                 got.append(b"the reply")
                 send_now(conn, reply)
-            monkeypatch.setattr(loop_writes._Connection, "_send_now", noted)  # noqa: SLF001
+            monkeypatch.setattr(process_writes._Connection, "_send_now", noted)  # noqa: SLF001
             plane.calls.call(lambda: writes.attach(plane))      # on the loop's thread
             sock.connect(writes.path)
             sock.settimeout(10)
-            sock.sendall(frontend_link.frame(bytes([frontend_link.WRITE]) + b"w"))
+            sock.sendall(link.frame(bytes([link.WRITE]) + b"w"))
             buffer = bytearray()
-            while (body := frontend_link.take_frame(buffer, 1 << 20)) is None:
+            while (body := link.take_frame(buffer, 1 << 20)) is None:
                 buffer += sock.recv(1 << 16)
             wait_for(got, 4)
     finally:                                # once the loop has stopped
@@ -378,12 +379,13 @@ def test_a_write_the_loop_answers_is_applied_a_slice_at_a_time(program, monkeypa
     each, with the same per-update results; other Writes in one hold. A pipeline set
     between two slices ends the batch: the updates after it are ABORTED, and none goes
     to the new pipeline."""
-    from softswitch.p4runtime import pipeline, server, small_writes
+    from softswitch.daemon.rpc import entry_writes, server
+    from softswitch.p4runtime import pipeline
 
     local = Target(str(program), True, monkeypatch)
-    # the general path's slices: small Writes go small_writes' way, in one hold
+    # the general path's slices: small Writes go rpc.entry_writes' way, in one hold
     # (test_write_checkpoints_sit_outside_the_device_lock, test_p4runtime_small_writes)
-    monkeypatch.setattr(small_writes, "MAX_UPDATES", 0)
+    monkeypatch.setattr(entry_writes, "MAX_UPDATES", 0)
 
     def write(keys: range, kind: int = p4runtime_pb2.Update.INSERT,
               atomicity: int = 0) -> bytes:
@@ -442,8 +444,8 @@ def test_front_end_lane_handlers_answer_over_the_link_within_the_deadline(tmp_pa
     link's reply is the call's answer, its trailing metadata kept; a switch that does
     not answer within the call's deadline (the lane's context carries it) ends the call
     DEADLINE_EXCEEDED instead of holding the polling thread."""
-    from softswitch.p4runtime.frontend import Frontend
-    from softswitch.p4runtime.unary_lane import run_handler
+    from softswitch.daemon.process.service import Frontend
+    from softswitch.daemon.rpc.unary import run_handler
 
     path = str(tmp_path / "link")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -456,7 +458,7 @@ def test_front_end_lane_handlers_answer_over_the_link_within_the_deadline(tmp_pa
         buffer = bytearray()
         with conn:
             for reply in replies:
-                while frontend_link.take_frame(buffer, 1 << 20) is None:
+                while link.take_frame(buffer, 1 << 20) is None:
                     buffer += conn.recv(1 << 16)
                 if reply is None:
                     time.sleep(1.5)           # later than the second call's deadline

@@ -21,8 +21,8 @@ import pytest
 from p4.v1 import p4runtime_pb2
 from programs import P4RT_NAMES, v1model_program
 
-from softswitch.p4runtime import actions, bytestrings, entrywire, pipeline, wire
-from softswitch.p4runtime.device import Device
+from softswitch.daemon.device import Device
+from softswitch.p4runtime import actions, bytestrings, encoding, entrywire, pipeline
 
 WriteRequest = p4runtime_pb2.WriteRequest
 Update = p4runtime_pb2.Update
@@ -90,7 +90,7 @@ class Dev:
               atomicity: int = WriteRequest.CONTINUE_ON_ERROR) -> list[tuple]:
         req = WriteRequest(device_id=0, atomicity=atomicity)
         req.updates.extend(updates)
-        request = (wire.LazyRequest(WriteRequest, Update, 4, req.SerializeToString())
+        request = (encoding.LazyRequest(WriteRequest, Update, 4, req.SerializeToString())
                    if plain else req)
         with self.device.lock:
             results = self.device.current.runtime.write(request)
@@ -291,7 +291,7 @@ def test_mixed_batches_failing_midway_read_back_what_was_written(devices):
             assert all(r is not None for r in got)
             assert {r[0] for r in got} - {grpc.StatusCode.ABORTED}
         model = expected
-        written = sorted(wire.field(wire.ENTITY_TABLE_ENTRY,
+        written = sorted(encoding.field(encoding.ENTITY_TABLE_ENTRY,
                                     canonical(te).SerializeToString())
                          for te in model.values())
         assert plain.read() == written
@@ -311,8 +311,8 @@ def test_decoder_reads_what_protobuf_reads():
         te.controller_metadata = rng.getrandbits(40)
         te.metadata = rng.randbytes(rng.randrange(4))
         updates.append(upd(rng.choice((INSERT, MODIFY, DELETE)), te))
-    data = b"".join(wire.field(b"\x22", u.SerializeToString()) for u in updates)
-    _, spans = wire.split(data, 4)
+    data = b"".join(encoding.field(b"\x22", u.SerializeToString()) for u in updates)
+    _, spans = encoding.split(data, 4)
     for d, u in zip(entrywire.decode(data, spans), updates, strict=True):
         te = u.entity.table_entry
         assert d is not None
@@ -408,8 +408,8 @@ def test_native_checks_agree_with_the_python_plan(devices):
         if rng.random() < 0.05:
             te.ClearField("action")
         updates.append(upd(rng.choice((INSERT, MODIFY, DELETE)), te))
-    data = b"".join(wire.field(b"\x22", u.SerializeToString()) for u in updates)
-    _, spans = wire.split(data, 4)
+    data = b"".join(encoding.field(b"\x22", u.SerializeToString()) for u in updates)
+    _, spans = encoding.split(data, 4)
     checked = entrywire.decode(data, spans, plans)
     plain = entrywire.decode(data, spans)
     accepted = shared = 0

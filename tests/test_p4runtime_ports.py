@@ -12,9 +12,9 @@ import uuid
 import pytest
 from scapy.utils import rdpcap
 
+from softswitch.daemon.ports.afpacket import RawPort
+from softswitch.daemon.ports.dataplane import DataPlane
 from softswitch.diagnostics import P4Error
-from softswitch.ports.afpacket import RawPort
-from softswitch.ports.dataplane import DataPlane
 
 ETHERTYPE = b"\x88\xb5"   # IEEE local experimental: nothing else on the link uses it
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
@@ -141,7 +141,7 @@ def test_batches_carry_every_frame_in_order_with_vlan_tags(veth, monkeypatch, na
     """A burst sent in one call arrives whole, in order, VLAN tags restored, and the
     sender does not read its own frames back; the C module and the per-frame fallback
     behave the same."""
-    from softswitch.ports import batchio
+    from softswitch.daemon.ports import batchio
 
     if native and batchio.native() is None:
         pytest.skip("no C compiler: the batched module cannot be built")
@@ -203,7 +203,7 @@ def test_burst_replies_leave_after_the_burst_in_one_call(veth):
 def test_pcap_records_reach_the_file_while_the_switch_runs(tmp_path):
     """The writer thread puts records in the file within a few FLUSH_S, so a live trace
     can be read; close writes the rest."""
-    from softswitch.ports.pcap import FLUSH_S, PcapWriter
+    from softswitch.daemon.ports.pcap import FLUSH_S, PcapWriter
 
     path = tmp_path / "t.pcap"
     writer = PcapWriter(str(path))

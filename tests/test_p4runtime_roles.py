@@ -28,8 +28,8 @@ from security_support import (
     update_codes,
 )
 
+from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime.client import StreamClient
 from softswitch.p4runtime.roles import RoleTable
 
 OK = grpc.StatusCode.OK

@@ -17,9 +17,9 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch import allocator
+from softswitch.daemon.main import DEFAULT_GRPC_ADDR, parse_args
 from softswitch.local_port import free_port as _free_port
-from softswitch.run import DEFAULT_GRPC_ADDR, parse_args
+from softswitch.memory import allocator
 
 
 def test_bmv2_command_line():
@@ -101,7 +101,7 @@ def _wait_ready(addr: str, proc: subprocess.Popen) -> grpc.Channel:
 
 
 def test_serves_with_its_grpc_settings_and_grpc_knows_them():
-    """softswitch.p4runtime.grpc_env: set in the server's environment, and no ``Unknown
+    """softswitch.daemon.rpc.settings: set in the server's environment, and no ``Unknown
     experiment`` from the installed grpcio (a renamed or finalised experiment)."""
     addr = f"127.0.0.1:{_free_port()}"
     with _running(["--no-p4", "--", "--grpc-server-addr", addr]) as proc:
@@ -116,7 +116,7 @@ def test_serves_with_its_grpc_settings_and_grpc_knows_them():
         err = _stop(proc)
     assert proc.returncode == 0, err
     assert "Unknown experiment" not in err, err
-    # the server runs on jemalloc where it is installed (softswitch.allocator)
+    # the server runs on jemalloc where it is installed (softswitch.memory.allocator)
     if allocator.jemalloc_path() is not None and "PYTHONMALLOC" not in os.environ:
         assert "libjemalloc" in maps
 
@@ -179,8 +179,8 @@ def test_program_forwards_between_veths(tmp_path):
     from scapy.layers.l2 import Ether
     from scapy.utils import rdpcap
 
-    from softswitch.p4runtime.client import StreamClient
-    from softswitch.ports.afpacket import RawPort
+    from softswitch.daemon.ports.afpacket import RawPort
+    from softswitch.devtools.p4runtime_client import StreamClient
 
     tag = uuid.uuid4().hex[:5]
     pairs = [(f"sw1{tag}", f"h1{tag}"), (f"sw2{tag}", f"h2{tag}")]

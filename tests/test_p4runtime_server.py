@@ -9,10 +9,10 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch.p4runtime.client import StreamClient
-from softswitch.p4runtime.device import Device
+from softswitch.daemon.device import Device
+from softswitch.daemon.rpc.server import serve
+from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.p4runtime.roles import RoleTable
-from softswitch.p4runtime.server import serve
 
 
 @pytest.fixture()

@@ -1,7 +1,7 @@
 """The small-Write fast path answers exactly as the general path (issue 11, batch 1).
 
 ``P4RuntimeServicer.write_encoded`` first offers a Write's bytes to
-``small_writes.SmallWrites``, which applies the common Write of up to ``MAX_UPDATES``
+``entry_writes.SmallWrites``, which applies the common Write of up to ``MAX_UPDATES``
 plain table entries from the default role's primary itself, up to the first update it
 does not take (the general path takes the rest), and declines anything else with
 nothing changed. Here
@@ -22,11 +22,12 @@ import pytest
 from p4.v1 import p4runtime_pb2
 from test_p4runtime_plain_writes import PROGRAM, Dev, acl, corpus, route, upd
 
-from softswitch.p4runtime import entrywire, small_writes, unary_lane, wire
+from softswitch.daemon.device import LOOP_WRITE_SLICE
+from softswitch.daemon.rpc import entry_writes, unary
+from softswitch.daemon.rpc.server import P4RuntimeServicer
+from softswitch.p4runtime import encoding, entrywire
 from softswitch.p4runtime import errors as p4errors
 from softswitch.p4runtime.arbitration import Connection
-from softswitch.p4runtime.device import LOOP_WRITE_SLICE
-from softswitch.p4runtime.server import P4RuntimeServicer
 
 WriteRequest = p4runtime_pb2.WriteRequest
 Update = p4runtime_pb2.Update
@@ -49,20 +50,20 @@ class Target:
         self.applied = 0        # updates it applied
         small = servicer._small.apply
 
-        def counted(data: bytes) -> small_writes.Taken:
+        def counted(data: bytes) -> entry_writes.Taken:
             taken = small(data)
             self.taken += taken.applied > 0
             self.applied += taken.applied
             return taken
         servicer._small.apply = counted        # type: ignore[method-assign]
         pb = p4runtime_pb2
-        self.handler = ((lambda data: wire.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
-                         servicer.Write, wire.serialize) if general_only else
-                        (lambda data: data, servicer.write_encoded, wire.serialize))
+        self.handler = ((lambda data: encoding.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
+                         servicer.Write, encoding.serialize) if general_only else
+                        (lambda data: data, servicer.write_encoded, encoding.serialize))
 
     def write(self, data: bytes) -> tuple:
         """(response, code, details, trailing metadata), as the lane answers it."""
-        return unary_lane.run_handler(self.handler, data)
+        return unary.run_handler(self.handler, data)
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ def request(*updates: Update, election: int | None = ELECTION, **header) -> byte
 
 
 def _field(number: int, payload: bytes) -> bytes:
-    return wire.field(bytes([number << 3 | 2]), payload)
+    return encoding.field(bytes([number << 3 | 2]), payload)
 
 
 def headers(ids: dict) -> list[tuple[str, bytes]]:
@@ -103,7 +104,7 @@ def headers(ids: dict) -> list[tuple[str, bytes]]:
         ("unknown atomicity", request(ok, atomicity=7)),
         ("more updates than the fast path takes",
          request(*(upd(INSERT, route(ids, (0x21 + i) << 40))
-                   for i in range(small_writes.MAX_UPDATES + 1)))),
+                   for i in range(entry_writes.MAX_UPDATES + 1)))),
         ("no update", request()),
         ("device_id twice", b"\x08\x00" + plain),
         ("election_id in two parts", _field(3, b"\x08\x03") + _field(3, b"\x10\x05")
@@ -162,10 +163,10 @@ def test_small_batches_answer_as_the_general_path(targets):
     ids = fast.dev.ids
     batch = [upd(INSERT, route(ids, (0x60 + i) << 40)) for i in range(5)]
     full = [upd(INSERT, route(ids, (0x70 + i) << 40))
-            for i in range(small_writes.MAX_UPDATES)]
+            for i in range(entry_writes.MAX_UPDATES)]
     cases = [
         ("five inserts", batch, 5),
-        ("a full batch", full, small_writes.MAX_UPDATES),
+        ("a full batch", full, entry_writes.MAX_UPDATES),
         ("modifies", [upd(MODIFY, route(ids, (0x60 + i) << 40, port=7)) for i in range(5)], 5),
         ("an existing entry third", [upd(INSERT, route(ids, 0x800000000000)),
                                      upd(INSERT, route(ids, 0x810000000000)), batch[0],

@@ -15,9 +15,9 @@ from p4.config.v1 import p4info_pb2
 from security_support import PROGRAM, compile_p4info
 from spec_cases import SPEC, Target
 
+from softswitch.daemon.device import Device
+from softswitch.daemon.rpc.server import serve
 from softswitch.local_port import free_port
-from softswitch.p4runtime.device import Device
-from softswitch.p4runtime.server import serve
 
 # simple_switch_grpc 1.15.5 (PI), measured with spec_cases; "=" marks the spec's answer.
 PI_ANSWERS = {

@@ -16,10 +16,10 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from softswitch.daemon.device import Device
+from softswitch.daemon.main import parse_args
+from softswitch.daemon.rpc.server import TlsConfig, serve
 from softswitch.local_port import free_port
-from softswitch.p4runtime.device import Device
-from softswitch.p4runtime.server import TlsConfig, serve
-from softswitch.run import parse_args
 
 x509 = pytest.importorskip("cryptography.x509")
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402

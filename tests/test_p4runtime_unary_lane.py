@@ -17,10 +17,11 @@ from p4.v1 import p4runtime_pb2
 from programs import P4RT_NAMES, v1model_program
 
 from controlplane.p4rt.client import CHANNEL_OPTIONS
-from softswitch.p4runtime import big_requests, errors, pipeline, unary_lane
-from softswitch.p4runtime.client import StreamClient
-from softswitch.p4runtime.device import Device
-from softswitch.p4runtime.server import serve
+from softswitch.daemon.device import Device
+from softswitch.daemon.rpc import serial, unary
+from softswitch.daemon.rpc.server import serve
+from softswitch.devtools.p4runtime_client import StreamClient
+from softswitch.p4runtime import errors, pipeline
 
 PROGRAM = v1model_program(
     types="header eth_t { bit<48> dst; bit<48> src; bit<16> type; }", headers="eth_t eth;",
@@ -63,9 +64,9 @@ class Target:
         self.ids = {o.preamble.name: o.preamble.id for o in (*info.tables, *info.actions)}
         with monkeypatch.context() as m:
             if not lane:
-                m.setattr(unary_lane, "attach", lambda *args: None)
+                m.setattr(unary, "attach", lambda *args: None)
             self.server, port = serve(self.device, "127.0.0.1:0")
-        assert isinstance(self.server, unary_lane.LanedServer) == lane
+        assert isinstance(self.server, unary.LanedServer) == lane
         # the controller's options: a big batch's per-update errors fit in its trailers
         self.channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=CHANNEL_OPTIONS)
         self.stream, self.write = primary_writer(self.channel)
@@ -128,23 +129,23 @@ def _requests(ids: dict) -> list[bytes]:
 def test_lane_answers_as_grpcio_does(targets, monkeypatch):
     laned, pooled = targets
     answered_on: list[tuple[int, str]] = []
-    answer = unary_lane.UnaryLane._answer
+    answer = unary.UnaryLane._answer
 
     def spy(handler, message, deadline):
         answered_on.append((len(message), threading.current_thread().name))
         left.append(deadline - time.time())
         return answer(handler, message, deadline)
     left: list[float] = []
-    monkeypatch.setattr(unary_lane.UnaryLane, "_answer", staticmethod(spy))
+    monkeypatch.setattr(unary.UnaryLane, "_answer", staticmethod(spy))
     requests = _requests(laned.ids)
     for i, data in enumerate(requests):
         assert laned.answer(data) == pooled.answer(data), f"request {i}"
     # the handlers see each call's deadline (answer_of: 10 s), as grpcio's context has it
     assert left and all(8 < s <= 10.5 for s in left), left     # (gRPC rounds it up)
     # small requests on grpcio's polling thread, big ones on the lane's own
-    assert {size > unary_lane.INLINE_BYTES for size, _ in answered_on} == {True, False}
+    assert {size > unary.INLINE_BYTES for size, _ in answered_on} == {True, False}
     for size, thread in answered_on:
-        assert (thread == "p4rt-unary") == (size > unary_lane.INLINE_BYTES), size
+        assert (thread == "p4rt-unary") == (size > unary.INLINE_BYTES), size
     caps = p4runtime_pb2.CapabilitiesRequest().SerializeToString()
     for t in targets:
         got = t.channel.unary_unary("/p4.v1.P4Runtime/Capabilities")(caps, timeout=10)
@@ -169,7 +170,7 @@ def test_lane_frees_a_request_s_garbage_after_its_reply(tmp_path, monkeypatch):
     thread (small requests) or the lane's own (big ones)."""
     import contextlib
 
-    from softswitch.p4runtime import reclaim
+    from softswitch.memory import reclaim
 
     class Spy(list):
         """The lane's list; counts what was put in it."""
@@ -238,7 +239,7 @@ def test_concurrent_small_and_big_requests_all_answered(tmp_path, monkeypatch):
 
     ins, dele = p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.DELETE
     big = request(dele, *range(1000, 1700))             # all NOT_FOUND, > INLINE_BYTES
-    assert len(big) > unary_lane.INLINE_BYTES
+    assert len(big) > unary.INLINE_BYTES
 
     def small_writer(i: int) -> list:
         return [laned.answer(request(kind, i)) for _ in range(50) for kind in (ins, dele)]
@@ -278,16 +279,16 @@ def test_big_requests_past_the_queue_budget_are_refused(tmp_path, monkeypatch):
     program.write_text(PROGRAM)
     laned = Target(str(program), True, monkeypatch)
     release = threading.Event()
-    answer = unary_lane.UnaryLane._answer
+    answer = unary.UnaryLane._answer
 
     def held(handler, message, deadline):
         if threading.current_thread().name == "p4rt-unary":
             release.wait(10)              # the lane's thread is busy with the first one
         return answer(handler, message, deadline)
-    monkeypatch.setattr(unary_lane.UnaryLane, "_answer", staticmethod(held))
+    monkeypatch.setattr(unary.UnaryLane, "_answer", staticmethod(held))
     big = max(_requests(laned.ids), key=len)             # 700 deletes, > INLINE_BYTES
-    assert len(big) > unary_lane.INLINE_BYTES
-    monkeypatch.setattr(big_requests, "QUEUE_BYTES", len(big) * 3 // 2)
+    assert len(big) > unary.INLINE_BYTES
+    monkeypatch.setattr(serial, "QUEUE_BYTES", len(big) * 3 // 2)
     try:
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             calls = [pool.submit(laned.answer, big) for _ in range(4)]

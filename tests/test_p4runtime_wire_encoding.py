@@ -9,7 +9,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import KeyMatch
-from softswitch.p4runtime import actions, matches, wire
+from softswitch.p4runtime import actions, encoding, matches
 from softswitch.p4runtime.p4index import P4InfoIndex
 
 MF = p4info_pb2.MatchField
@@ -43,7 +43,7 @@ def test_field_matches_encode_as_protobuf_does():
                                                               wildcard=True)],
     }
     for keys in itertools.product(*cases.values()):
-        expected = b"".join(wire.field(b"\x12", fm.SerializeToString())
+        expected = b"".join(encoding.field(b"\x12", fm.SerializeToString())
                             for fm in matches.from_switch(table, list(keys)))
         assert matches.wire_from_switch(table, list(keys)) == expected, keys
 

@@ -227,8 +227,8 @@ def test_worker_answer_is_one_json_line(tmp_path):
 
 # ---------------------------------------------------------------------- requests and memory
 def test_requests_over_the_size_limit_and_malformed_ones(p4info):
-    from softswitch.p4runtime.device import Device
-    from softswitch.p4runtime.server import serve
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.rpc.server import serve
 
     srv, port = serve(Device(device_id=1), "127.0.0.1:0", max_message_bytes=64 << 10)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
@@ -264,7 +264,7 @@ def test_a_stopping_switch_cuts_a_batch_short(p4info):
 
 
 def test_compact_rebuilds_emptied_containers_in_place():
-    from softswitch.p4runtime import reclaim
+    from softswitch.memory import reclaim
 
     class Holder:
         pass

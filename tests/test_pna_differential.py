@@ -5,7 +5,7 @@ The PNA counterpart of tests/test_differential.py: ``PNA_DIFF_COUNT`` mutants (d
 generic ``pna.p4`` and of tests/p4/pna's samples, from ``PNA_DIFF_SEED`` (default 1).
 Both compilers must agree on accept/reject and, when both accept, on the P4Info.
 Disagreements must be fixed or listed with their reason in tests/differential_known.txt;
-internal errors never are. A larger run: ``python -m softswitch.difftest --arch pna``.
+internal errors never are. A larger run: ``python -m softswitch.devtools.difftest --arch pna``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from softswitch import conformance
-from softswitch.difftest import run as R
+from softswitch.devtools import conformance
+from softswitch.devtools.difftest import run as R
 
 SEED = int(os.environ.get("PNA_DIFF_SEED", "1"))
 COUNT = int(os.environ.get("PNA_DIFF_COUNT", "60"))

@@ -19,13 +19,13 @@ from scapy.layers.l2 import Ether
 from test_p4runtime_run import _free_port, _wait_ready
 
 from softswitch.core.control import KeyMatch
+from softswitch.daemon.device import Device
+from softswitch.daemon.main import RunOptions, _compiler, apply_port_roles, parse_args
+from softswitch.daemon.rpc.server import serve
+from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import pipeline
-from softswitch.p4runtime.client import StreamClient
-from softswitch.p4runtime.device import Device
-from softswitch.p4runtime.server import serve
 from softswitch.pna.nic import Nic
-from softswitch.run import RunOptions, _compiler, apply_port_roles, parse_args
 from softswitch.tm import TrafficManager
 
 PNA = Path(__file__).resolve().parent / "p4" / "pna"
@@ -183,7 +183,7 @@ def test_class_configuration_errors_are_p4errors():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
 def test_softswitch_run_nic_between_host_and_network_veths(tmp_path):
-    from softswitch.ports.afpacket import RawPort
+    from softswitch.daemon.ports.afpacket import RawPort
 
     tag = uuid.uuid4().hex[:5]
     pairs = [(f"nh{tag}", f"hh{tag}"), (f"nn{tag}", f"wn{tag}")]

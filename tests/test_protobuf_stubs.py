@@ -1,7 +1,7 @@
-"""P4Runtime's Python bindings as ``make setup`` installs them (softswitch/p4runtime_stubs.py):
-generated for protobuf's upb runtime from the p4runtime 1.4.1 wheel's own descriptors, so
-the same protocol under the same import names, and working end to end with softswitch's
-P4Runtime server."""
+"""P4Runtime's Python bindings as ``make setup`` installs them
+(softswitch/devtools/p4runtime_stubs.py): generated for protobuf's upb runtime from the
+p4runtime 1.4.1 wheel's own descriptors, so the same protocol under the same import
+names, and working end to end with softswitch's P4Runtime server."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch import p4runtime_stubs
+from softswitch.daemon.device import Device
+from softswitch.daemon.rpc.server import serve
+from softswitch.devtools import p4runtime_stubs
+from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.p4runtime import pipeline
-from softswitch.p4runtime.client import StreamClient
-from softswitch.p4runtime.device import Device
-from softswitch.p4runtime.server import serve
 
 PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "p4src" / "samples" / "l3_basic.p4"
 

@@ -23,9 +23,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from softswitch.ports import batchio
-from softswitch.ports.afpacket import RawPort
-from softswitch.ports.veth import veth_pairs
+from softswitch.daemon.ports import batchio
+from softswitch.daemon.ports.afpacket import RawPort
+from softswitch.daemon.ports.veth import veth_pairs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
 

@@ -16,9 +16,9 @@ import pytest
 from programs import QUEUEING_NAMES, v1model_program
 
 from softswitch import local_port
+from softswitch.daemon.ports.afpacket import RawPort
+from softswitch.daemon.ports.veth import veth_pairs
 from softswitch.local_port import free_port
-from softswitch.ports.afpacket import RawPort
-from softswitch.ports.veth import veth_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
@@ -198,7 +198,7 @@ def test_packet_out_waits_in_the_egress_queues(veths, tmp_path):
     import grpc
     from p4.v1 import p4runtime_pb2
 
-    from softswitch.p4runtime.client import StreamClient
+    from softswitch.devtools.p4runtime_client import StreamClient
 
     prog = tmp_path / "prio.p4"
     prog.write_text(PROGRAM)
@@ -283,7 +283,7 @@ SO_TIMESTAMPNS = 35
 
 def _kernel_stamps(rx: RawPort, count: int, deadline: float) -> list[int]:
     """Kernel receive times (ns) of up to ``count`` test frames arriving on ``rx``."""
-    from softswitch.ports.afpacket import PACKET_OUTGOING
+    from softswitch.daemon.ports.afpacket import PACKET_OUTGOING
 
     stamps: list[int] = []
     while len(stamps) < count and time.monotonic() < deadline:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from softswitch.daemon.cli_channel.commands import RuntimeChannel, RuntimeChannelServer
+from softswitch.daemon.ports import batchio
+from softswitch.daemon.ports.dataplane import DataPlane
 from softswitch.local_port import free_port
-from softswitch.ports import batchio
-from softswitch.ports.dataplane import DataPlane
-from softswitch.runtime_channel import RuntimeChannel, RuntimeChannelServer
 from softswitch.tm import TrafficManager
 from softswitch.v1model.switch import Switch
 
@@ -135,7 +135,7 @@ def _raw_exchange(port: int, payload: bytes, shut: bool = False) -> list[dict]:
 
 
 def test_a_too_long_line_ends_the_connection_after_the_lines_before_it(live):
-    from softswitch.runtime_lines import MAX_LINE
+    from softswitch.daemon.cli_channel.framing import MAX_LINE
 
     _switch, tm, port = live
     payload = (b'{"cmd": "set_queue_rate 777 4 1"}\n' + b"x" * (MAX_LINE + 10) + b"\n"

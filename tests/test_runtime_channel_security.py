@@ -18,8 +18,8 @@ import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from security_support import PROGRAM
 
+from softswitch.daemon.main import parse_args
 from softswitch.local_port import free_port
-from softswitch.run import parse_args
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -61,9 +61,9 @@ def _entries(switch) -> list[p4runtime_pb2.TableEntry]:
 def _loaded(tmp_path):
     """PROGRAM loaded in an in-process P4Runtime Device: its LoadedPipeline (switch and
     runtime), for driving ManagedControl directly."""
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.main import RunOptions, load_program
     from softswitch.frontend.limits import UNLIMITED
-    from softswitch.p4runtime.device import Device
-    from softswitch.run import RunOptions, load_program
 
     (tmp_path / "prog.p4").write_text(PROGRAM)
     config, compiled = load_program(RunOptions(program=str(tmp_path / "prog.p4")))
@@ -135,8 +135,8 @@ def test_binds_loopback_unless_told():
 
 
 def test_runtime_writes_flag_lets_replication_through(tmp_path):
-    from softswitch.p4runtime.channel_control import ManagedControl
-    from softswitch.runtime_channel import RuntimeChannel
+    from softswitch.daemon.cli_channel.commands import RuntimeChannel
+    from softswitch.daemon.cli_channel.control import ManagedControl
 
     loaded = _loaded(tmp_path)
     strict = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime), None)
@@ -165,8 +165,8 @@ def test_channel_writes_are_told_and_leave_nothing_young(tmp_path):
     loop for 10-30 ms every few seconds)."""
     import gc
 
-    from softswitch.p4runtime.channel_control import ManagedControl
-    from softswitch.runtime_channel import RuntimeChannel
+    from softswitch.daemon.cli_channel.commands import RuntimeChannel
+    from softswitch.daemon.cli_channel.control import ManagedControl
 
     loaded = _loaded(tmp_path)
     sizes: list[int] = []
@@ -192,8 +192,8 @@ def test_channel_table_commands_leave_what_p4runtime_writes_leave(tmp_path):
     refused commands are clean errors that change nothing."""
     from p4.v1 import p4runtime_pb2
 
-    from softswitch.p4runtime.channel_control import ManagedControl
-    from softswitch.runtime_channel import RuntimeChannel
+    from softswitch.daemon.cli_channel.commands import RuntimeChannel
+    from softswitch.daemon.cli_channel.control import ManagedControl
 
     def entries(loaded):
         table = next(t for t in loaded.runtime.index.tables.values()
@@ -241,8 +241,8 @@ def test_commands_by_handle_find_the_entry_by_its_key_and_build_nothing(tmp_path
     deferred (viewing one must not build the table: that would take it off the batched
     write path), and what the commands leave is what P4Runtime Read returns."""
     from softswitch.core.control import from_bmv2_priority
-    from softswitch.p4runtime.channel_control import ManagedControl
-    from softswitch.runtime_channel import RuntimeChannel
+    from softswitch.daemon.cli_channel.commands import RuntimeChannel
+    from softswitch.daemon.cli_channel.control import ManagedControl
 
     loaded = _loaded(tmp_path)
     channel = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime), None)
@@ -302,8 +302,8 @@ def test_table_add_reports_the_handle_of_the_entry_it_placed(tmp_path):
     entry placed under the device lock) instead of looking its record up: the handle it
     reports must be the one the switch and P4Runtime's record hold, after failed adds
     and deletes too."""
-    from softswitch.p4runtime.channel_control import ManagedControl
-    from softswitch.runtime_channel import RuntimeChannel
+    from softswitch.daemon.cli_channel.commands import RuntimeChannel
+    from softswitch.daemon.cli_channel.control import ManagedControl
 
     loaded = _loaded(tmp_path)
     channel = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime), None)
@@ -338,9 +338,9 @@ def test_a_modify_sends_the_canonical_entry_with_the_new_action(tmp_path):
     itself (tables.plain_wire_with): with the record's own action that must be exactly
     the canonical TableEntry protobuf serializes, for exact and ternary (priority)
     tables."""
-    from softswitch.p4runtime.channel_control import ManagedControl
+    from softswitch.daemon.cli_channel.commands import RuntimeChannel
+    from softswitch.daemon.cli_channel.control import ManagedControl
     from softswitch.p4runtime.tables import plain_wire_with
-    from softswitch.runtime_channel import RuntimeChannel
 
     loaded = _loaded(tmp_path)
     channel = RuntimeChannel(ManagedControl(loaded.switch, loaded.runtime), None)

@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from softswitch import reference_tools  # noqa: E402
+from softswitch.devtools import reference_tools  # noqa: E402
 from softswitch.local_port import free_port  # noqa: E402
 from topologies import Runner, RunnerError, load_topology  # noqa: E402
 from topologies.runner import leftovers_of  # noqa: E402

@@ -1,4 +1,4 @@
-"""entrywire's C ``split`` answers exactly as ``wire.split_python`` does.
+"""entrywire's C ``split`` answers exactly as ``encoding.split_python`` does.
 
 ``LazyRequest`` splits every Write request into its header and update spans; in C when
 entrywire is built. Both are run on well-formed requests, every truncation of one,
@@ -12,7 +12,7 @@ import random
 import pytest
 from p4.v1 import p4runtime_pb2
 
-from softswitch.p4runtime import entrywire, wire
+from softswitch.p4runtime import encoding, entrywire
 
 pytestmark = pytest.mark.skipif(entrywire.native() is None,
                                 reason="entrywire C helper not built here")
@@ -21,13 +21,13 @@ pytestmark = pytest.mark.skipif(entrywire.native() is None,
 def _outcome(fn, data: bytes, lazy: int):
     try:
         return ("ok", fn(data, lazy))
-    except wire.WireError as exc:
+    except encoding.WireError as exc:
         return ("error", str(exc))
 
 
 def _same(data: bytes, lazy: int = 4) -> None:
-    got = _outcome(wire.split, data, lazy)
-    want = _outcome(wire.split_python, data, lazy)
+    got = _outcome(encoding.split, data, lazy)
+    want = _outcome(encoding.split_python, data, lazy)
     assert got == want, data.hex()
 
 

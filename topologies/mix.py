@@ -33,7 +33,7 @@ from typing import Any
 
 from controlplane.intent import IntentError, load_intent
 from controlplane.p4rt.errors import P4RuntimeClientError
-from softswitch import reference_tools
+from softswitch.devtools import reference_tools
 from topologies.mix_plan import (
     BOTTLENECKS,
     Bottleneck,

@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from softswitch import local_port, reference_tools
+from softswitch import local_port
+from softswitch.devtools import reference_tools
 from topologies.schema import DEFAULT_PROGRAM, PROJECT_ROOT, SwitchSpec
 
 KINDS = ("softswitch", "bmv2")

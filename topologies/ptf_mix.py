@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from controlplane.p4rt.errors import P4RuntimeClientError
-from softswitch import reference_tools
+from softswitch.devtools import reference_tools
 from softswitch.local_port import free_port
 from topologies.mix import apply_bottleneck
 from topologies.mix_plan import ETH_IP_UDP, Bottleneck, fifo, pinned, read_intent, write_intent

@@ -33,7 +33,8 @@ from typing import Any
 
 import yaml
 
-from softswitch import local_port, reference_tools
+from softswitch import local_port
+from softswitch.devtools import reference_tools
 from topologies.p4switch import (
     PRIORITIES,
     REALTIME_PRIORITY,

@@ -4,7 +4,7 @@ P4Runtime has no message for them. Both targets take them on the process's
 ``--thrift-port`` (the intent's ``runtime_address``), in different ways:
 
 - **softswitch**: a JSON-lines TCP channel that speaks ``simple_switch_CLI``'s commands
-  plus softswitch's extensions (``softswitch/runtime_channel.py``): DWRR weights, link
+  plus softswitch's extensions (``softswitch/daemon/cli_channel/commands.py``): DWRR weights, link
   rates and PFC.
 - **BMv2** (``target: bmv2``): its Thrift API (:mod:`.bmv2_thrift`), which has only
   per-priority-queue ``set_queue_rate`` (packets/s) and ``set_queue_depth`` (packets).

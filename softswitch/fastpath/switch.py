@@ -14,7 +14,7 @@ recirculations, multicast) in C; ``_ingress``/``_egress`` are the same steps for
 :class:`~softswitch.v1model.queueing.QueuedSwitch`, with work items as opaque capsules;
 ``forward`` runs a whole burst of ``softswitch run`` through both while the traffic
 manager lets packets pass (``rt_loop.c``, driven by
-:class:`~softswitch.ports.egress_scheduler.EgressScheduler`).
+:class:`~softswitch.daemon.ports.realtime_tm.EgressScheduler`).
 """
 
 from __future__ import annotations

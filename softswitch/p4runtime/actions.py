@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from softswitch.p4runtime import bytestrings, errors, wire
+from softswitch.p4runtime import bytestrings, encoding, errors
 from softswitch.p4runtime.p4index import ActionPlan, P4InfoIndex, TableIndex
 
 Scope = p4info_pb2.ActionRef
@@ -73,7 +73,7 @@ class ActionCall:
 def _action_bytes(info: p4info_pb2.Action, args: list[int]) -> bytes:
     """The canonical Action of ``info`` with ``args`` (paired with its parameters in
     order, negatives masked to their widths), encoded."""
-    varint, encode = wire.varint, bytestrings.encode
+    varint, encode = encoding.varint, bytestrings.encode
     parts = [b"\x08" + varint(info.preamble.id)]
     for p, value in zip(info.params, args, strict=False):
         data = encode(value, p.bitwidth)

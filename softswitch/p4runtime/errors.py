@@ -93,19 +93,19 @@ def write_failure_bytes(results: list[P4RuntimeError | None]) -> bytes:
     """:func:`write_failure_status`, serialized — built from cached encodings of each
     distinct per-update error, so a failed batch of many updates does not build one
     message per update."""
-    from softswitch.p4runtime import wire
+    from softswitch.p4runtime import encoding
 
-    type_url = wire.field(b"\x0a", b"type.googleapis.com/p4.v1.Error")
+    type_url = encoding.field(b"\x0a", b"type.googleapis.com/p4.v1.Error")
     cache: dict[tuple[int, str], bytes] = {}
-    parts = [wire.varint(8) + wire.varint(code_pb2.UNKNOWN),       # Status.code = 1
-             wire.field(b"\x12", b"Write failure.")]               # Status.message = 2
+    parts = [encoding.varint(8) + encoding.varint(code_pb2.UNKNOWN),       # Status.code = 1
+             encoding.field(b"\x12", b"Write failure.")]               # Status.message = 2
     for result in results:
         key = (0, "") if result is None else (rpc_code(result.code), result.message)
         detail = cache.get(key)
         if detail is None:
             error = update_error(result).SerializeToString()
-            value = wire.field(b"\x12", error) if error else b""   # Any.value = 2
-            detail = wire.field(b"\x1a", type_url + value)        # Status.details = 3
+            value = encoding.field(b"\x12", error) if error else b""   # Any.value = 2
+            detail = encoding.field(b"\x1a", type_url + value)        # Status.details = 3
             cache[key] = detail
         parts.append(detail)
     return b"".join(parts)

@@ -16,7 +16,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import KeyMatch
-from softswitch.p4runtime import bytestrings, errors, wire
+from softswitch.p4runtime import bytestrings, encoding, errors
 from softswitch.p4runtime.p4index import MATCH_KINDS, FieldPlan, TableIndex
 
 MF = p4info_pb2.MatchField
@@ -221,7 +221,7 @@ def wire_from_switch(table: TableIndex, keys: list[KeyMatch]) -> bytes:
 def match_bytes(norms: Sequence[tuple[int, Norm]]) -> bytes:
     """Canonical matches (field id, norm), in field-id order, as a TableEntry's encoded
     ``match`` fields (tag 2 each)."""
-    return b"".join(wire.field(b"\x12", field_match_bytes(fid, norm)) for fid, norm in norms)
+    return b"".join(encoding.field(b"\x12", field_match_bytes(fid, norm)) for fid, norm in norms)
 
 
 # FieldMatch: field_id 1; the kind's message: exact 2, ternary 3, lpm 4, range 6,
@@ -235,14 +235,14 @@ def field_match_bytes(fid: int, norm: Norm) -> bytes:
     """A canonical FieldMatch, encoded: what ``_field_match(...).SerializeToString()``
     gives."""
     kind, a, b = norm
-    field, enc = wire.field, bytestrings.encode
+    field, enc = encoding.field, bytestrings.encode
     if kind == "lpm":
-        body = field(b"\x0a", enc(a)) + b"\x10" + wire.varint(b)
+        body = field(b"\x0a", enc(a)) + b"\x10" + encoding.varint(b)
     elif kind in ("ternary", "range"):
         body = field(b"\x0a", enc(a)) + field(b"\x12", enc(b))
     else:
         body = field(b"\x0a", enc(a))
-    return b"\x08" + wire.varint(fid) + field(_KIND_TAGS[kind], body)
+    return b"\x08" + encoding.varint(fid) + field(_KIND_TAGS[kind], body)
 
 
 def _norm_from_switch(info: MF, km: KeyMatch) -> Norm | None:

@@ -15,7 +15,7 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 
 from softswitch.p4runtime import errors
-from softswitch.p4runtime.wire import varint
+from softswitch.p4runtime.encoding import varint
 
 # P4Info's repeated fields whose elements have a preamble, by the kind of object.
 _KINDS = ("tables", "actions", "action_profiles", "counters", "direct_counters", "meters",

@@ -20,7 +20,9 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import SwitchControl
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import errors, reclaim
+from softswitch.memory import reclaim
+from softswitch.p4runtime import errors
+from softswitch.p4runtime.encoding import LazyRequest, WireError
 from softswitch.p4runtime.externs import Externs
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex
@@ -29,7 +31,6 @@ from softswitch.p4runtime.replication import Replication
 from softswitch.p4runtime.tables import TableEntries
 from softswitch.p4runtime.undo import UndoLog
 from softswitch.p4runtime.valuesets import ValueSets
-from softswitch.p4runtime.wire import LazyRequest, WireError
 
 WriteRequest = p4runtime_pb2.WriteRequest
 _log = logging.getLogger("softswitch.p4runtime")
@@ -86,7 +87,7 @@ class PipelineRuntime:
               freeze: bool = False) -> list[Result]:
         """Apply a batch; returns one result per update (None = OK). ``permit`` gives
         the error of an update the writer's role may not make (checked first). A
-        :class:`~softswitch.p4runtime.wire.LazyRequest` is parsed update by update.
+        :class:`~softswitch.p4runtime.encoding.LazyRequest` is parsed update by update.
         Once ``cancelled()`` (the switch is stopping) the rest is UNAVAILABLE.
         ``freeze``: see :func:`_collector_paused` (a server with a reclaimer)."""
         lazy = isinstance(request, LazyRequest)

@@ -19,7 +19,8 @@ from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import EntryView, KeyMatch, SwitchControl
 from softswitch.diagnostics import P4Error
-from softswitch.p4runtime import actions, entrywire, errors, matches, reclaim, wire
+from softswitch.memory import reclaim
+from softswitch.p4runtime import actions, encoding, entrywire, errors, matches
 from softswitch.p4runtime.actions import ActionCall
 from softswitch.p4runtime.entryplan import Accepted, TablePlan
 from softswitch.p4runtime.entrywire import CHECKED_LEN, Checked, Decoded
@@ -734,7 +735,7 @@ class TableEntries:
                     if request.table_id:
                         raise
                     continue     # a wildcard read skips tables with an unknown default
-                yield wire.field(wire.ENTITY_TABLE_ENTRY, entry.SerializeToString())
+                yield encoding.field(encoding.ENTITY_TABLE_ENTRY, entry.SerializeToString())
                 continue
             yield from self._read_table(table, request)
 
@@ -766,8 +767,9 @@ class TableEntries:
                 packets, bytes_ = self.switch.counter_read(counter.preamble.name,
                                                            record.handle)
                 counts = p4runtime_pb2.CounterData(packet_count=packets, byte_count=bytes_)
-                data += wire.field(wire.TABLE_ENTRY_COUNTER_DATA, counts.SerializeToString())
-            yield wire.field(wire.ENTITY_TABLE_ENTRY, data)
+                data += encoding.field(encoding.TABLE_ENTRY_COUNTER_DATA,
+                                       counts.SerializeToString())
+            yield encoding.field(encoding.ENTITY_TABLE_ENTRY, data)
 
     def _time_since_last_hit(self, table: TableIndex, record: Record) -> bytes:
         idle_us = getattr(self.switch, "entry_idle_us", None)
@@ -775,7 +777,7 @@ class TableEntries:
             raise errors.unimplemented("this switch does not track when entries are hit")
         elapsed = TableEntry.IdleTimeout(
             elapsed_ns=idle_us(table.name, record.handle) * 1000)
-        return wire.field(wire.TABLE_ENTRY_TIME_SINCE_LAST_HIT, elapsed.SerializeToString())
+        return encoding.field(encoding.TABLE_ENTRY_TIME_SINCE_LAST_HIT, elapsed.SerializeToString())
 
     def canonical(self, table: TableIndex, record: Record) -> TableEntry:
         """The entry as Read returns it: canonical byte strings, fields by id.
@@ -865,7 +867,7 @@ def plain_wire_with(table_id: int, record: Record, action: bytes) -> bytes:
     """A plain record's canonical TableEntry with ``action`` (an encoded Action) in
     place of its own: what a MODIFY of it to that action sends (the runtime channel's
     ``table_modify``)."""
-    return wire.table_entry(table_id, matches.match_bytes(record.key[0]), action,
+    return encoding.table_entry(table_id, matches.match_bytes(record.key[0]), action,
                             record.key[1], record.idle_timeout_ns)
 
 

@@ -1,10 +1,10 @@
-"""softswitch.allocator: the environment ``softswitch run`` re-executes itself with."""
+"""softswitch.memory.allocator: the environment ``softswitch run`` re-executes itself with."""
 
 from __future__ import annotations
 
 import pytest
 
-from softswitch import allocator
+from softswitch.memory import allocator
 
 LIB = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
@@ -82,7 +82,7 @@ def test_release_heap_purges_jemalloc_when_preloaded():
     library = allocator.jemalloc_path()
     if library is None:
         pytest.skip("libjemalloc2 is not installed")
-    code = ("from softswitch import allocator; "
+    code = ("from softswitch.memory import allocator; "
             "print(allocator.describe(), allocator.release_heap())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=dict(os.environ, LD_PRELOAD=library, PYTHONMALLOC="malloc"),
@@ -103,7 +103,7 @@ def test_settle_heap_keeps_a_bounded_amount_of_freed_memory_for_the_next_batch()
     if library is None:
         pytest.skip("libjemalloc2 is not installed")
     code = """
-from softswitch import allocator
+from softswitch.memory import allocator
 dirty = allocator._jemalloc_dirty_bytes()
 def freed(mib):
     blocks = [bytearray(4000) for _ in range(mib * 256)]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from softswitch.ports import batchio
+from softswitch.daemon.ports import batchio
 
 mod = batchio.native()
 pytestmark = pytest.mark.skipif(mod is None, reason="batchio is not built here")

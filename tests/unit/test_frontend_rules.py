@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from softswitch import p4info
+from softswitch.devtools.difftest.run import p4info_difference, run_p4c
 from softswitch.diagnostics import P4Error
-from softswitch.difftest.run import p4info_difference, run_p4c
 from softswitch.frontend.compiler import compile_program
 from softswitch.stf import run_stf
 

@@ -1,4 +1,4 @@
-"""Work handed to the port loop (softswitch.ports.loop_calls): runs on the loop's thread,
+"""Work handed to the port loop (softswitch.daemon.ports.loop_calls): runs on the loop's thread,
 in order, one call per turn, and nobody is left waiting when the loop ends."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from softswitch.ports import batchio
-from softswitch.ports.dataplane import DataPlane
-from softswitch.ports.loop_calls import LoopCalls
-from softswitch.runtime_channel import RuntimeChannel
+from softswitch.daemon.cli_channel.commands import RuntimeChannel
+from softswitch.daemon.ports import batchio
+from softswitch.daemon.ports.dataplane import DataPlane
+from softswitch.daemon.ports.loop_calls import LoopCalls
 
 
 class _Loop:
@@ -159,7 +159,7 @@ class _BigReplies(RuntimeChannel):
 def _served(plane: DataPlane, channel: RuntimeChannel, idle: float = 30.0):
     """A socket pair whose server end a LoopConnection serves on ``plane``'s loop (its
     thread here, as the channel's handler runs it); the client end, and the thread."""
-    from softswitch.runtime_connection import LoopConnection
+    from softswitch.daemon.cli_channel.connection import LoopConnection
 
     server, client = socket.socketpair()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
@@ -244,7 +244,7 @@ def test_an_idle_connection_is_closed():
 
 
 def test_without_a_running_loop_the_thread_keeps_the_connection():
-    from softswitch.runtime_connection import LoopConnection
+    from softswitch.daemon.cli_channel.connection import LoopConnection
 
     plane = DataPlane({})
     server, client = socket.socketpair()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from softswitch.conformance import corpus_dir
+from softswitch.devtools.conformance import corpus_dir
 from softswitch.diagnostics import P4Error
 from softswitch.frontend.parser import parse_file, parse_preprocessed
 from softswitch.frontend.preprocess import Preprocessed, preprocess

@@ -1,11 +1,11 @@
-"""softswitch run's interpreter settings (softswitch.ports.realtime)."""
+"""softswitch run's interpreter settings (softswitch.daemon.ports.realtime)."""
 
 from __future__ import annotations
 
 import gc
 import sys
 
-from softswitch.ports import realtime
+from softswitch.daemon.ports import realtime
 
 
 def test_settle_freezes_the_heap_and_sets_the_collector():

@@ -1,5 +1,5 @@
 """The memory reclaimer walks the whole heap only after a pipeline change
-(softswitch.p4runtime.reclaim): a full collection stops the port loop for as long as it
+(softswitch.memory.reclaim): a full collection stops the port loop for as long as it
 takes, and after table writes it finds nothing."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import threading
 import time
 import weakref
 
-from softswitch.p4runtime import reclaim
+from softswitch.memory import reclaim
 
 
 class _Node:

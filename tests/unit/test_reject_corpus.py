@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from softswitch import conformance
+from softswitch.devtools import conformance
 from softswitch.diagnostics import P4Error
 from softswitch.frontend.compiler import compile_program
 
