@@ -30,6 +30,11 @@ $(VENV)/.installed: pyproject.toml softswitch/devtools/p4runtime_stubs.py
 # p4runtime-shell without its pins (protobuf < 3.21, PyPI's p4runtime): it runs on the stubs
 # above (tests/test_p4runtime_shell.py); its other dependencies are the `shell` extra.
 	$(PY) -m pip install -q --no-deps 'p4runtime-shell==0.0.4'
+# BMv2's Python Thrift modules (bm_runtime, sswitch_runtime: controlplane/reconcile/
+# bmv2_thrift.py) sit in <prefix>/lib/python3 beside simple_switch_CLI, not in a package:
+# this .pth puts that folder on the venv's path (Python adds it once it exists).
+	echo "$${P4LANG_PREFIX:-/opt/p4lang}/lib/python3" > \
+	  "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/p4lang-bmv2.pth"
 	touch $@
 
 # The main job: the P/D cascade on a leaf-spine fabric (every switch runs tailcc.p4 on

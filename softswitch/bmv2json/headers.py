@@ -14,14 +14,14 @@ from softswitch.bmv2json.context import CORE_ERRORS, STD, Context, HeaderType, I
 from softswitch.bmv2json.reader import Node
 
 
-def _field_ty(node: Node, spec: list, max_length: int | None) -> Ty:
+def _field_ty(node: Node, spec: list, varbit_bits: int | None) -> Ty:
     if len(spec) < 2 or not isinstance(spec[0], str):
         raise node.error(f"malformed field {spec!r}")
     width = spec[1]
     if width == "*":
-        if not isinstance(max_length, int):
-            raise node.error(f"varbit field {spec[0]!r} without max_length")
-        return Ty("varbit", max_length * 8)
+        if not isinstance(varbit_bits, int) or varbit_bits <= 0:
+            raise node.error(f"varbit field {spec[0]!r} without a valid max_length")
+        return Ty("varbit", varbit_bits)
     if not isinstance(width, int) or width <= 0:
         raise node.error(f"field {spec[0]!r} has bad bit width {width!r}")
     signed = len(spec) > 2 and spec[2] is True
@@ -31,12 +31,16 @@ def _field_ty(node: Node, spec: list, max_length: int | None) -> Ty:
 def _header_type(node: Node) -> HeaderType:
     name = node.get("name", str)
     max_length = node.get("max_length", int, default=None)
-    fields = []
-    for i, spec in enumerate(node.get("fields", list)):
+    specs = node.get("fields", list)
+    for i, spec in enumerate(specs):
         if not isinstance(spec, list):
             raise node.error(f"fields[{i}] is not an array")
-        ty = _field_ty(node, spec, max_length)
-        fields.append((spec[0], ident(spec[0], "f_"), ty))
+    if max_length is not None:  # the whole header's bytes: the varbit gets what is left
+        fixed = sum(s[1] for s in specs if len(s) > 1 and isinstance(s[1], int))
+        max_length = max_length * 8 - fixed
+    fields = []
+    for spec in specs:
+        fields.append((spec[0], ident(spec[0], "f_"), _field_ty(node, spec, max_length)))
     return HeaderType(name, ident(name, "T_"), fields)
 
 
