@@ -1,0 +1,1 @@
+"""The P4Runtime gRPC server of ``softswitch run`` and its serving lanes."""

@@ -1,0 +1,2 @@
+"""Process memory: the allocator softswitch runs on and giving memory back after big
+batches."""
