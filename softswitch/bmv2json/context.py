@@ -97,6 +97,7 @@ class Context:
     union_instances: dict[str, tuple[str, str]] = field(default_factory=dict)
     alias: dict[int, int] = field(default_factory=dict)  # action id -> the id declared
     toplevel: dict[str, tuple[int, object, list[str]]] = field(default_factory=dict)
+    absolute: set[str] = field(default_factory=set)  # action names declared as @name(".X")
 
     def instance(self, node: Node, name: object) -> Instance:
         inst = self.instances.get(name) if isinstance(name, str) else None

@@ -41,14 +41,18 @@ def action_name(ctx: Context, action_id: int) -> str:
     return f"a_{ctx.alias.get(action_id, action_id)}"
 
 
-def _action(ctx: Context, node: Node, meter_read: str | None, named: bool) -> list[str]:
+def _action(ctx: Context, node: Node, meter_read: str | None, named: bool | None) -> list[str]:
+    """The action's declaration: ``named`` True under its JSON name (``@name(".X")``),
+    False under a name local to its control (a second, different action of that name),
+    None without a name (only called directly)."""
     params = _params(node)
     b = primitives.Body(Translator(ctx, node, params))
     body = primitives.statements(b, node.get("primitives", list), node)
     if meter_read:
         body.insert(0, meter_read)
     sig = ", ".join(f"{ty.kind}<{ty.width}> {name}" for name, ty in params)
-    ann = f'@name(".{node.get("name", str)}") ' if named else ""
+    ann = "" if named is None else '@name("{}{}") '.format("." if named else "",
+                                                            node.get("name", str))
     return [f'{ann}action {action_name(ctx, node.get("id", int))}'
             f"({sig}) {{", *("    " + t for t in b.temps), *("    " + s for s in body), "}"]
 
@@ -268,24 +272,21 @@ def _plain(value: object) -> object:
 
 
 def _alias(ctx: Context, action_id: int, used: dict[int, str | None]) -> bool:
-    """Point ``action_id`` at the first used action of the same name and body; True when it
-    is that first one (p4c copies an action per table, the front end takes one name once)."""
+    """Point ``action_id`` at an earlier used action of the same name and body (p4c copies
+    an action per table; the front end takes one name once): True when it is a copy."""
     node = ctx.actions[action_id]
     for other in sorted(used):
         if other >= action_id:
             break
         twin = ctx.actions[other]
-        if twin.get("name", str) != node.get("name", str):
+        if twin.get("name", str) != node.get("name", str) or used[other] != used[action_id]:
             continue
-        same = all(_plain(twin.value.get(k)) == _plain(node.value.get(k))
-                   for k in ("runtime_data", "primitives"))
-        if not same or used[other] != used[action_id]:
-            raise node.error(f"two different actions named {node.get('name', str)!r} in "
-                             "one pipeline")
-        ctx.alias[action_id] = ctx.alias.get(other, other)
-        return False
+        if all(_plain(twin.value.get(k)) == _plain(node.value.get(k))
+               for k in ("runtime_data", "primitives")):
+            ctx.alias[action_id] = ctx.alias.get(other, other)
+            return True
     ctx.alias.pop(action_id, None)
-    return True
+    return False
 
 
 _STATE = re.compile(r"\b(hdr|meta|sm|x_\w+)\b")
@@ -300,7 +301,10 @@ def _global(ctx: Context, action_id: int, meter_read: str | None) -> bool:
         return False
     name, plain = node.get("name", str), _plain(node.value.get("primitives"))
     first = ctx.toplevel.get(name)
+    if first is None and name in ctx.absolute:
+        return False
     if first is None:
+        ctx.absolute.add(name)
         ctx.toplevel[name] = (action_id, plain, lines)
         ctx.alias.pop(action_id, None)
         return True
@@ -330,10 +334,13 @@ def control(ctx: Context, pipe: Node, name: str) -> list[str]:
                 used.setdefault(a, externs.direct_meter_read(ctx, tname))
     for a in sorted(direct - set(used)):
         ctx.alias.pop(a, None)
-        body += _action(ctx, ctx.actions[a], None, named=False)
+        body += _action(ctx, ctx.actions[a], None, named=None)
     for a, meter_read in sorted(used.items()):
-        if not _global(ctx, a, meter_read) and _alias(ctx, a, used):
-            body += _action(ctx, ctx.actions[a], meter_read, named=True)
+        if _global(ctx, a, meter_read) or _alias(ctx, a, used):
+            continue
+        action = ctx.actions[a].get("name", str)
+        body += _action(ctx, ctx.actions[a], meter_read, named=action not in ctx.absolute)
+        ctx.absolute.add(action)
     for tname, table in flow.tables.items():
         if tname in flow.order and not _inlined(table):
             decls, props = externs.direct_declarations(ctx, tname)

@@ -100,7 +100,7 @@ class Translator:
         if got is None:
             raise self.error(f"header {ref[0]!r} has no field {ref[1]!r}")
         p4name, ty = got
-        if inst.kind == "std":
+        if inst.kind in ("std", "stdcopy"):
             p4name = ref[1]
             if p4name == "parser_error":
                 ty = Ty("error")

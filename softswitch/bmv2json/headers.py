@@ -110,6 +110,8 @@ def _instance(ctx: Context, node: Node, in_stack: set[int], members: dict[int, s
     if node.get("metadata", bool, default=False):
         if name == STD:
             ctx.instances[name] = Instance(name, "std", "sm", ht)
+        elif ht.name == STD:  # a copy p4c made of standard_metadata (same type)
+            ctx.instances[name] = Instance(name, "stdcopy", f"meta.{ident(name, 'm_')}", ht)
         else:
             ctx.instances[name] = Instance(name, "meta", f"meta.{ident(name, 'm_')}", ht)
         return
@@ -150,7 +152,7 @@ def declarations(ctx: Context) -> list[str]:
     kinds.update({ht.name: "header" for _, fields in ctx.unions.values() for _, ht in fields})
     for ht in ctx.htypes.values():
         kind = kinds.get(ht.name)
-        if kind is None or kind == "std":
+        if kind is None or ht.name == STD:
             continue
         owner = [i.name for i in ctx.instances.values() if i.htype is ht]
         out.append(("struct " if kind == "meta" else "header ") + ht.p4name + " {")
@@ -173,7 +175,8 @@ def declarations(ctx: Context) -> list[str]:
     out.append("}")
     out.append("struct metadata_t {")
     for inst in ctx.instances.values():
-        if inst.kind == "meta":
-            out.append(f"    {inst.htype.p4name} {inst.access[5:]};")
+        if inst.kind in ("meta", "stdcopy"):
+            ty = "standard_metadata_t" if inst.kind == "stdcopy" else inst.htype.p4name
+            out.append(f"    {ty} {inst.access[5:]};")
     out.append("}")
     return out
