@@ -365,17 +365,29 @@ def write_outputs(scenario: Scenario, cells: list[dict[str, Any]], summary: dict
         w = csv.writer(fh)
         w.writerow(["scheme", "class", "role", "mouse", "messages", "p50", "p50_ci_low",
                     "p50_ci_high", "p99", "p99_ci_low", "p99_ci_high", "p999", "p999_ci_low",
-                    "p999_ci_high", "p99_over_p50", "ecn_mark_rate", "goodput_gbps"])
+                    "p999_ci_high", "p99_over_p50", "ecn_mark_rate", "goodput_gbps",
+                    "offered", "p99_over_floor", "p999_over_floor", "p99_over_ideal",
+                    "p999_over_ideal"])
         for scheme, s in summary.items():
             for name, c in s["classes"].items():
                 w.writerow([scheme, name, c["role"], c["mouse"], c["messages"]]
                            + [round(c[k][f], 4) for k, _ in PCTS
                               for f in ("value", "ci_low", "ci_high")]
-                           + [round(c["p99_over_p50"], 4), round(c["ecn_mark_rate"], 5),
-                              round(c["goodput_gbps"], 4)])
+                           + [round(c["p99_over_p50"], 4)]
+                           + (["", ""] if "band_of" in c else      # the class's, not the band's
+                              [round(c["ecn_mark_rate"], 5), round(c["goodput_gbps"], 4)])
+                           + [c.get("offered", "")]
+                           + [_csv(c.get("vs_floor", {}).get(k)) for k in ("p99", "p999")]
+                           + [_csv(c.get("vs_ideal", {}).get(k, {}).get("value"))
+                              for k in ("p99", "p999")])
     paths += plot_cdfs(scenario, cells, out / "slowdown_cdf.png")
     paths += plot_cascade(cells, out / "queues_pfc.png")
     return paths
+
+
+def _csv(x: float | None) -> float | str:
+    """A ratio for the CSV: empty where the run has none (no floor, no ideal-srpt)."""
+    return "" if x is None else round(x, 4)
 
 
 def _json_default(o: Any) -> Any:
