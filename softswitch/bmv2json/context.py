@@ -95,6 +95,7 @@ class Context:
     unions: dict[str, tuple[str, list[tuple[str, HeaderType]]]] = field(default_factory=dict)
     # union instance name -> (P4 path, union type)
     union_instances: dict[str, tuple[str, str]] = field(default_factory=dict)
+    union_stacks: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> type, size
     alias: dict[int, int] = field(default_factory=dict)  # action id -> the id declared
     toplevel: dict[str, tuple[int, object, list[str]]] = field(default_factory=dict)
     absolute: set[str] = field(default_factory=set)  # action names declared as @name(".X")

@@ -5,7 +5,8 @@
 ``struct`` per metadata type, then ``headers_t`` (headers and stacks) and
 ``metadata_t`` (every metadata instance but ``standard_metadata``, which is v1model's
 own). Metadata fields named by a field list carry ``@field_list(id)`` so clone,
-resubmit and recirculate preserve them as BMv2 does. Header union stacks are refused.
+resubmit and recirculate preserve them as BMv2 does. Header unions and union stacks
+become P4 ``header_union`` types and fields.
 """
 
 from __future__ import annotations
@@ -50,8 +51,6 @@ def collect(ctx: Context) -> None:
     for node in root.items("header_types"):
         ht = _header_type(node)
         ctx.htypes[ht.name] = ht
-    for node in root.items("header_union_stacks"):
-        raise node.error("header union stacks are not supported")
     members = _unions(ctx)
     in_stack: set[int] = set()
     for node in root.items("header_stacks"):
@@ -86,11 +85,21 @@ def _unions(ctx: Context) -> dict[int, str]:
         ctx.unions[node.get("name", str)] = (ident(node.get("name", str), "U_"),
                                               [(ident(f[0], "f_"), ctx.htypes[f[1]])
                                                for f in fields])
+    in_stack: dict[int, str] = {}
+    for node in ctx.root.items("header_union_stacks"):
+        utype = node.get("union_type", str)
+        if utype not in ctx.unions:
+            raise node.error(f"unknown union type {utype!r}")
+        access = f"hdr.{ident(node.get('name', str), 'us_')}"
+        ctx.union_stacks[access] = (utype, node.get("size", int))
+        for i, uid in enumerate(node.get("header_union_ids", list)):
+            in_stack[uid] = f"{access}[{i}]"
     for node in ctx.root.items("header_unions"):
         utype = node.get("union_type", str)
         if utype not in ctx.unions:
             raise node.error(f"unknown union type {utype!r}")
-        access = f"hdr.{ident(node.get('name', str), 'u_')}"
+        access = in_stack.get(node.get("id", int),
+                              f"hdr.{ident(node.get('name', str), 'u_')}")
         ctx.union_instances[node.get("name", str)] = (access, utype)
         fields = ctx.unions[utype][1]
         ids = node.get("header_ids", list)
@@ -166,7 +175,10 @@ def declarations(ctx: Context) -> list[str]:
         out.append("}")
     out.append("struct headers_t {")
     for access, utype in ctx.union_instances.values():
-        out.append(f"    {ctx.unions[utype][0]} {access[4:]};")
+        if not access.endswith("]"):
+            out.append(f"    {ctx.unions[utype][0]} {access[4:]};")
+    for access, (utype, size) in ctx.union_stacks.items():
+        out.append(f"    {ctx.unions[utype][0]}[{size}] {access[4:]};")
     for inst in ctx.instances.values():
         if inst.kind == "stack":
             out.append(f"    {inst.htype.p4name}[{inst.size}] {inst.access[4:]};")

@@ -56,6 +56,12 @@ def _extracted(tr: Translator, p: dict, node: Node) -> str:
     """The header an ``extract`` writes: a header, or a stack's next element."""
     if p.get("type") == "stack":
         return f"{tr.header(p.get('value')).code}.next"
+    if p.get("type") == "union_stack":
+        value = p.get("value")
+        access = f"hdr.{ident(value[0], 'us_')}" if isinstance(value, list) else None
+        if access not in tr.ctx.union_stacks or len(value) != 2:
+            raise node.error(f"unknown header union stack {value!r}")
+        return f"{access}.next.{ident(value[1], 'f_')}"
     if p.get("type") != "regular":
         raise node.error(f"extract of {p.get('type')!r} is not supported")
     return tr.header(p.get("value")).code
