@@ -256,6 +256,22 @@ def _exits(b: Body, prim: object, loop: tuple[int, int] | None) -> bool:
             and b.const(b.params(prim, 1)[-1]) in loop)
 
 
+def _loop(b: Body, prims: list, i: int, exit_: int, cond: str, where: Node) -> list[str]:
+    """A loop tested at ``i``: the statements after the last forward jump target inside it
+    are its update (what ``continue`` jumps to), the rest its body."""
+    jumps = [(pos, b.const(b.params(prims[pos], 1)[-1])) for pos in range(i + 1, exit_ - 1)
+             if isinstance(prims[pos], dict) and prims[pos].get("op") == "_jump"]
+    inner = [t for pos, t in jumps if pos < t < exit_ - 1]
+    update_at = max(inner, default=exit_ - 1)
+    body = _block(b, prims, i + 1, update_at, where, (update_at, exit_))
+    update = _block(b, prims, update_at, exit_ - 1, where)
+    if any(not s.endswith(";") or s.startswith(("if", "for", "}")) for s in update):
+        raise where.error(f"primitives[{i}]: a loop whose update is not simple statements "
+                          "is not supported")
+    clause = ", ".join(s[:-1] for s in update)
+    return [f"for (; {cond}; {clause}) {{", *("    " + s for s in body), "}"]
+
+
 def _branch(b: Body, prims: list, i: int, hi: int, where: Node,
             loop: tuple[int, int] | None) -> tuple[list[str], int]:
     """The loop or ``if``/``else`` a ``_jump_if_zero`` at ``i`` opens, and where it ends."""
@@ -264,8 +280,7 @@ def _branch(b: Body, prims: list, i: int, hi: int, where: Node,
     target = _jump_target(b, prim, i, hi)
     last = prims[target - 1] if target - 1 > i else None
     if _loops_to(b, last, i):
-        body = _block(b, prims, i + 1, target - 1, where, (i, target))
-        return [f"for (; {cond}; ) {{", *("    " + s for s in body), "}"], target
+        return _loop(b, prims, i, target, cond, where), target
     end = target
     other: list[str] = []
     if isinstance(last, dict) and last.get("op") == "_jump" and not _exits(b, last, loop):
