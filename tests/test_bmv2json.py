@@ -108,9 +108,12 @@ def test_missing_parts_are_named():
 def test_unsupported_primitive_names_the_action():
     doc = copy.deepcopy(MINIMAL)
     doc["actions"][0]["primitives"].append({"op": "xyz", "parameters": []})
+    text = json.dumps(doc, indent=2)
     with pytest.raises(bmv2json.LoadError,
-                       match=r"actions\[0\] \"fwd\": primitive 'xyz' is not supported"):
-        bmv2json.load(json.dumps(doc))
+                       match=r"actions\[0\] \"fwd\": primitive 'xyz' is not supported") as err:
+        bmv2json.load(text)
+    assert err.value.loc is not None
+    assert text.splitlines()[err.value.loc.line - 1].strip() == '"name": "fwd",'
 
 
 def test_wrong_member_type_is_named_not_a_traceback():
@@ -118,6 +121,33 @@ def test_wrong_member_type_is_named_not_a_traceback():
     doc["pipelines"][0]["tables"][0]["key"][0]["match_type"] = 7
     with pytest.raises(bmv2json.LoadError, match=r"tables\[0\] \"ingress.route\""):
         bmv2json.load(json.dumps(doc))
+
+
+def _paths(value: object, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix]
+    items = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, list) else ()
+    for key, sub in items:
+        out += _paths(sub, (*prefix, key))
+    return out
+
+
+def test_mutated_documents_load_or_fail_with_a_load_error():
+    """Any member replaced by a value of another shape: a LoadError, never a traceback."""
+    replacements = (None, 7, "x", [], {}, -1, True, [1, 2], {"type": "field"})
+    paths = _paths(MINIMAL)[1:]
+    refused = 0
+    for i, path in enumerate(paths):
+        doc = copy.deepcopy(MINIMAL)
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = replacements[i % len(replacements)]
+        try:
+            bmv2json.load_program(json.dumps(doc))
+        except bmv2json.LoadError:
+            refused += 1
+    assert refused > len(paths) // 2
 
 
 def test_file_path_and_text_agree(tmp_path):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from softswitch.bmv2json.reader import LoadError, read_document, read_text
-from softswitch.diagnostics import P4Error
+from softswitch.diagnostics import P4Error, SourceLoc
 
 __all__ = ["LoadError", "load", "load_program", "run_stf", "to_p4"]
 
@@ -48,8 +48,10 @@ def load_program(text_or_path: str | Path) -> Any:
     try:
         return check_program(parse_text(source, f"{file}.p4"))
     except P4Error as e:
-        raise LoadError(f"{file}: softswitch cannot run this document (its P4 form is "
-                        f"rejected: {e.message})", e.loc) from None
+        line = e.loc.line if e.loc is not None else 0
+        raise LoadError(f"softswitch cannot run this document: its P4 form is rejected "
+                        f"(line {line} of to_p4's text: {e.message})",
+                        SourceLoc(file, 1, 1)) from None
 
 
 def load(text_or_path: str | Path, fastpath: str | None = None) -> Any:

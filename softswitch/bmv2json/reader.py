@@ -4,12 +4,13 @@
 that it is a BMv2 document (``header_types``, ``headers``, ``parsers``, ``pipelines``,
 ``actions`` present, a known format version). ``Node`` wraps one JSON object with its
 path (``actions[3] "foo"``) so every later step can refuse what it cannot run with an
-error naming the object, never a ``KeyError`` or ``TypeError``.
+error naming the object and its line, never a ``KeyError`` or ``TypeError``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,16 +26,39 @@ class LoadError(P4Error):
 
 
 @dataclass(frozen=True)
+class Source:
+    """The document's text, to locate an object by its path for an error."""
+
+    file: str
+    text: str
+
+    def locate(self, path: str) -> SourceLoc:
+        """Where the object at ``path`` starts: its section, then each named object in the
+        path (``"name": "…"``) searched for in turn."""
+        pos = 0
+        section = re.match(r"[A-Za-z_]+", path)
+        if section:
+            found = re.search(rf'"{section.group()}"\s*:', self.text)
+            pos = found.start() if found else 0
+        for label in re.findall(r'"([^"]*)"', path):
+            name = re.compile(r'"name"\s*:\s*' + re.escape(json.dumps(label)))
+            found = name.search(self.text, pos)
+            pos = found.start() if found else pos
+        line = self.text.count("\n", 0, pos) + 1
+        return SourceLoc(self.file, line, pos - self.text.rfind("\n", 0, pos))
+
+
+@dataclass(frozen=True)
 class Node:
-    """One JSON object (or array) at ``path`` inside the document read from ``file``."""
+    """One JSON object (or array) at ``path`` inside the document ``source``."""
 
     value: Any
     path: str
-    file: str
+    source: Source
 
     def error(self, message: str) -> LoadError:
         where = f"{self.path}: " if self.path else ""
-        return LoadError(f"{self.file}: {where}{message}")
+        return LoadError(f"{where}{message}", self.source.locate(self.path))
 
     def get(self, key: str, kind: type | tuple[type, ...] = object, default: Any = ...) -> Any:
         """The member ``key`` (checked to be of ``kind``); ``default`` when absent."""
@@ -56,12 +80,12 @@ class Node:
         path = f"{base}{key}" if isinstance(key, str) else f"{self.path}[{key}]"
         if label is None and isinstance(sub, dict) and isinstance(sub.get("name"), str):
             label = sub["name"]
-        return Node(sub, f"{path} \"{label}\"" if label else path, self.file)
+        return Node(sub, f"{path} \"{label}\"" if label else path, self.source)
 
     def items(self, key: str) -> list[Node]:
         """The elements of the array member ``key`` (empty when absent or null)."""
         arr = self.get(key, list, default=[])
-        node = Node(arr, f"{self.path}.{key}" if self.path else key, self.file)
+        node = Node(arr, f"{self.path}.{key}" if self.path else key, self.source)
         return [node.child(i) for i in range(len(arr))]
 
 
@@ -87,7 +111,7 @@ def read_document(text: str, file: str) -> Node:
     if not isinstance(doc, dict):
         raise LoadError("not a BMv2 JSON document: the top level is not an object",
                         SourceLoc(file, 1, 1))
-    root = Node(doc, "", file)
+    root = Node(doc, "", Source(file, text))
     missing = [k for k in REQUIRED if k not in doc]
     if missing:
         raise root.error("not a BMv2 JSON document: missing " + ", ".join(missing))
