@@ -6,7 +6,7 @@ masks, action lists, default and const entries, direct counters and meters) and 
 ``apply`` block. The graph of tables and conditionals (``next_tables``, ``true_next``,
 ``false_next``) is structured back into ``if``/``switch`` blocks: each branch runs up to
 the first node all branches reach. A keyless table p4c made for one fixed action call
-is called as that action. Action profiles and selectors are refused.
+is called as that action. Action profiles and selectors are declared in their control.
 """
 
 from __future__ import annotations
@@ -143,13 +143,54 @@ def _entries(ctx: Context, table: Node) -> list[str]:
     return out
 
 
-def _table(ctx: Context, table: Node, props: list[str]) -> list[str]:
-    if table.get("type", str, default="simple") != "simple":
-        raise table.error(f"table type {table.get('type', str)!r} (action profiles) is not "
-                          "supported")
+def _profiles(ctx: Context, pipe: Node) -> tuple[list[str], dict[str, Node]]:
+    """Declarations of the pipeline's action profiles and selectors, and each by name."""
+    out, by_name = [], {}
+    for ap in pipe.items("action_profiles"):
+        name = ap.get("name", str)
+        by_name[name] = ap
+        size = ap.get("max_size", int)
+        selector = ap.get("selector", dict, default=None)
+        if selector is None:
+            out.append(f'@name(".{name}") action_profile(32w{size}) {ident(name, "x_")};')
+            continue
+        algo = selector.get("algo")
+        if algo not in externs.ALGORITHMS:
+            raise ap.error(f"selector algorithm {algo!r} is not supported")
+        # BMv2 picks full hash % members: the output width is not in the JSON
+        out.append(f'@name(".{name}") action_selector(HashAlgorithm.{algo}, 32w{size}, 32w32) '
+                   f'{ident(name, "x_")};')
+    return out, by_name
+
+
+def _implementation(ctx: Context, table: Node, profiles: dict[str, Node]) -> tuple[
+        list[str], list[str]]:
+    """(selector key elements, table properties) of an ``indirect``/``indirect_ws`` table."""
+    kind = table.get("type", str, default="simple")
+    if kind == "simple":
+        return [], []
+    if kind not in ("indirect", "indirect_ws"):
+        raise table.error(f"table type {kind!r} is not supported")
+    name = table.get("action_profile", str)
+    ap = profiles.get(name)
+    if ap is None:
+        raise table.error(f"unknown action profile {name!r}")
+    keys = []
+    if kind == "indirect_ws":
+        tr = Translator(ctx, ap)
+        selector = ap.child("selector")
+        for raw in selector.get("input", list):
+            keys.append(f"        {tr(raw).code}: selector;")
+    return keys, [f"implementation = {ident(name, 'x_')};"]
+
+
+def _table(ctx: Context, table: Node, props: list[str],
+           profiles: dict[str, Node]) -> list[str]:
     name = table.get("name", str)
+    selector_keys, impl = _implementation(ctx, table, profiles)
+    props = props + impl
     out = [f'@name(".{name}") table {ident(name, "t_")} {{', "    key = {",
-           *_key(ctx, table), "    }", "    actions = {"]
+           *_key(ctx, table), *selector_keys, "    }", "    actions = {"]
     out += [f"        {action_name(ctx, a)};" for a in table.get("action_ids", list)]
     out += ["    }", f"    size = {table.get('max_size', int, default=1024)};"]
     entry = table.child("default_entry") if "default_entry" in table.value else None
@@ -317,10 +358,8 @@ def _global(ctx: Context, action_id: int, meter_read: str | None) -> bool:
 
 def control(ctx: Context, pipe: Node, name: str) -> list[str]:
     """The v1model control ``name`` of pipeline ``pipe``."""
-    for ap in pipe.items("action_profiles"):
-        raise ap.error("action profiles and selectors are not supported")
     flow = Flow(ctx, pipe)
-    body: list[str] = []
+    body, profiles = _profiles(ctx, pipe)
     used: dict[int, str | None] = {}
     direct: set[int] = set()
     for tname, table in flow.tables.items():
@@ -344,7 +383,7 @@ def control(ctx: Context, pipe: Node, name: str) -> list[str]:
     for tname, table in flow.tables.items():
         if tname in flow.order and not _inlined(table):
             decls, props = externs.direct_declarations(ctx, tname)
-            body += decls + _table(ctx, table, props)
+            body += decls + _table(ctx, table, props, profiles)
     apply = flow.emit(pipe.get("init_table", str, default=None) or END, END)
     return [f"control {name}(inout headers_t hdr, inout metadata_t meta, "
             "inout standard_metadata_t sm) {", *("    " + s for s in body),
