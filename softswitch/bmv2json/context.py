@@ -40,6 +40,7 @@ class Expr:
     ty: Ty
     value: int | None = None
     htype: HeaderType | None = None   # headers and stacks
+    boolean: str | None = None        # a bit<1> made of this boolean (b2d), for d2b
 
 
 @dataclass

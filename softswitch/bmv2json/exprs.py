@@ -11,7 +11,7 @@ an expression to the type its use needs (assignment, parameter, condition).
 
 from __future__ import annotations
 
-from softswitch.bmv2json.context import BOOL, LIT, Context, Expr, Ty
+from softswitch.bmv2json.context import BOOL, LIT, Context, Expr, Ty, ident
 from softswitch.bmv2json.reader import Node
 
 ARITH = {"+", "-", "*", "&", "|", "^"}
@@ -45,6 +45,8 @@ def convert(e: Expr, ty: Ty) -> str:
     if ty == src or ty.kind in ("lit", "header", "stack", "varbit", "error"):
         return e.code
     if ty.kind == "bool":
+        if e.boolean is not None:
+            return e.boolean
         return e.code if src.kind == "bool" else f"({e.code} != 0)"
     if src.kind == "bool":
         return convert(Expr(f"({e.code} ? 1w1 : 1w0)", Ty("bit", 1)), ty)
@@ -132,6 +134,11 @@ class Translator:
             return Expr(name, ty)
         if kind in ("header", "header_stack"):
             return self.header(value)
+        if kind == "header_union_stack":
+            access = f"hdr.{ident(value, 'us_')}" if isinstance(value, str) else ""
+            if access not in self.ctx.union_stacks:
+                raise self.error(f"unknown header union stack {value!r}")
+            return Expr(access, Ty("stack"))
         if kind == "header_union":
             if value not in self.ctx.union_instances:
                 raise self.error(f"unknown header union {value!r}")
@@ -230,7 +237,7 @@ class Translator:
         if op in ("/", "%"):
             ty = _common(a, b)
             return Expr(f"({convert(a, ty)} {op} {convert(b, ty)})", ty)
-        if op == "dereference_header_stack":
+        if op in ("dereference_header_stack", "dereference_union_stack"):
             return Expr(f"{a.code}[{convert(b, Ty('bit', 32))}]", Ty("header"), htype=a.htype)
         raise self.error(f"operation {op!r} is not supported")
 
@@ -302,7 +309,7 @@ def _d2b(t: Translator, e: Expr) -> Expr:
 
 def _b2d(t: Translator, e: Expr) -> Expr:
     ty = Ty("bit", 1)
-    return Expr(convert(e, ty), ty)
+    return Expr(convert(e, ty), ty, boolean=e.code if e.ty == BOOL else None)
 
 
 def _last_index(t: Translator, e: Expr) -> Expr:

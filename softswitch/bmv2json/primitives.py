@@ -180,6 +180,7 @@ def _check(name: str) -> Callable[[Body, list], list[str]]:
 HANDLERS: dict[str, tuple[int, Callable[[Body, list], list[str]]]] = {
     "assign": (2, _assign), "modify_field": (2, _assign), "assign_VL": (2, _assign),
     "assign_header": (2, _assign), "assign_header_stack": (2, _assign),
+    "assign_union": (2, _assign), "assign_union_stack": (2, _assign),
     "add_header": (1, _header_op("setValid")), "remove_header": (1, _header_op("setInvalid")),
     "push": (2, _stack_op("push_front")), "pop": (2, _stack_op("pop_front")),
     "mark_to_drop": (0, _mark_to_drop), "drop": (0, _drop), "exit": (0, _exit),
