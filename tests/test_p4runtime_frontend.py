@@ -306,7 +306,7 @@ def test_front_end_ends_cleanly_on_sigterm(tmp_path):
 def test_write_checkpoints_sit_outside_the_device_lock(program, monkeypatch):
     """A Write on the general path offers the port loop two checkpoints
     (Device.checkpoint): before it takes the device lock and after it lets go, where the
-    switch's state is whole. A small one (rpc.entry_writes: up to 16 plain entries) is
+    switch's state is whole. A small one (p4runtime.write's shortcut: up to 16 plain entries) is
     applied in one hold, without any."""
     local = Target(str(program), True, monkeypatch)
     held: list[bool] = []
@@ -379,13 +379,13 @@ def test_a_write_the_loop_answers_is_applied_a_slice_at_a_time(program, monkeypa
     each, with the same per-update results; other Writes in one hold. A pipeline set
     between two slices ends the batch: the updates after it are ABORTED, and none goes
     to the new pipeline."""
-    from softswitch.daemon.rpc import entry_writes, server
     from softswitch.p4runtime import pipeline
+    from softswitch.p4runtime import write as entrance
 
     local = Target(str(program), True, monkeypatch)
-    # the general path's slices: small Writes go rpc.entry_writes' way, in one hold
+    # the general way's slices: small Writes take the shortcut, in one hold
     # (test_write_checkpoints_sit_outside_the_device_lock, test_p4runtime_small_writes)
-    monkeypatch.setattr(entry_writes, "MAX_UPDATES", 0)
+    monkeypatch.setattr(entrance, "SMALL_UPDATES", 0)
 
     def write(keys: range, kind: int = p4runtime_pb2.Update.INSERT,
               atomicity: int = 0) -> bytes:
@@ -406,7 +406,7 @@ def test_a_write_the_loop_answers_is_applied_a_slice_at_a_time(program, monkeypa
     device, held = local.device, []
     device.checkpoint = lambda: held.append(1)
     try:
-        assert server.LOOP_WRITE_SLICE == 4
+        assert entrance.LOOP_WRITE_SLICE == 4
         device.checkpointing = lambda: True
         assert codes(write(range(3))) == []
         assert len(held) == 2                        # before, and after its one slice

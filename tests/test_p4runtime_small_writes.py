@@ -1,13 +1,14 @@
 """The small-Write fast path answers exactly as the general path (issue 11, batch 1).
 
-``P4RuntimeServicer.write_encoded`` first offers a Write's bytes to
-``entry_writes.SmallWrites``, which applies the common Write of up to ``MAX_UPDATES``
+``p4runtime.write.Writes.write`` (the one entrance of every Write) first offers a
+Write's bytes to its small-batch shortcut, which applies the common Write of up to
+``SMALL_UPDATES``
 plain table entries from the default role's primary itself, up to the first update it
 does not take (the general path takes the rest), and declines anything else with
 nothing changed. Here
 every request runs on two devices with the same program and the same primary: once
-through ``write_encoded`` (as the server answers it) and once through the general
-path alone. The answers (response, code, details, per-update errors) and what Read
+through ``write_encoded`` (as the server answers it) and once with the shortcut off
+(the general path alone). The answers (response, code, details, per-update errors) and what Read
 returns afterwards must be identical, for valid updates, for every kind of invalid
 update, and for every header the fast path must not take; and the fast path must have
 taken exactly the requests it is for.
@@ -22,12 +23,12 @@ import pytest
 from p4.v1 import p4runtime_pb2
 from test_p4runtime_plain_writes import PROGRAM, Dev, acl, corpus, route, upd
 
-from softswitch.daemon.device import LOOP_WRITE_SLICE
-from softswitch.daemon.rpc import entry_writes, unary
+from softswitch.daemon.rpc import unary
 from softswitch.daemon.rpc.server import P4RuntimeServicer
-from softswitch.p4runtime import encoding, entrywire
+from softswitch.p4runtime import encoding, entrywire, write
 from softswitch.p4runtime import errors as p4errors
 from softswitch.p4runtime.arbitration import Connection
+from softswitch.p4runtime.write import LOOP_WRITE_SLICE, Writes
 
 WriteRequest = p4runtime_pb2.WriteRequest
 Update = p4runtime_pb2.Update
@@ -46,20 +47,19 @@ class Target:
             (1 << 64) - 1)
         device.arbiter.arbitrate(Connection(send=lambda message: None), update)
         servicer = P4RuntimeServicer(device)
+        if general_only:
+            servicer.writes = Writes(device, shortcut=False)
         self.taken = 0          # requests the fast path applied updates of
         self.applied = 0        # updates it applied
-        small = servicer._small.apply
+        small = servicer.writes._shortcut  # noqa: SLF001
 
-        def counted(data: bytes) -> entry_writes.Taken:
+        def counted(data: bytes) -> tuple:
             taken = small(data)
             self.taken += taken.applied > 0
             self.applied += taken.applied
             return taken
-        servicer._small.apply = counted        # type: ignore[method-assign]
-        pb = p4runtime_pb2
-        self.handler = ((lambda data: encoding.LazyRequest(pb.WriteRequest, pb.Update, 4, data),
-                         servicer.Write, encoding.serialize) if general_only else
-                        (lambda data: data, servicer.write_encoded, encoding.serialize))
+        servicer.writes._shortcut = counted    # type: ignore[method-assign]  # noqa: SLF001
+        self.handler = (lambda data: data, servicer.write_encoded, encoding.serialize)
 
     def write(self, data: bytes) -> tuple:
         """(response, code, details, trailing metadata), as the lane answers it."""
@@ -104,7 +104,7 @@ def headers(ids: dict) -> list[tuple[str, bytes]]:
         ("unknown atomicity", request(ok, atomicity=7)),
         ("more updates than the fast path takes",
          request(*(upd(INSERT, route(ids, (0x21 + i) << 40))
-                   for i in range(entry_writes.MAX_UPDATES + 1)))),
+                   for i in range(write.SMALL_UPDATES + 1)))),
         ("no update", request()),
         ("device_id twice", b"\x08\x00" + plain),
         ("election_id in two parts", _field(3, b"\x08\x03") + _field(3, b"\x10\x05")
@@ -155,7 +155,7 @@ def test_fast_path_leaves_errors_to_the_general_path(targets):
 
 
 def test_small_batches_answer_as_the_general_path(targets):
-    """Batches of 2 to MAX_UPDATES updates: all valid (the fast path applies them all),
+    """Batches of 2 to SMALL_UPDATES updates: all valid (the fast path applies them all),
     or with a failing or uncommon update midway (it applies those before it, the
     general path the rest, reporting the error at its index in the whole batch), or
     with one it does not take first (the general path takes the whole batch)."""
@@ -163,10 +163,10 @@ def test_small_batches_answer_as_the_general_path(targets):
     ids = fast.dev.ids
     batch = [upd(INSERT, route(ids, (0x60 + i) << 40)) for i in range(5)]
     full = [upd(INSERT, route(ids, (0x70 + i) << 40))
-            for i in range(entry_writes.MAX_UPDATES)]
+            for i in range(write.SMALL_UPDATES)]
     cases = [
         ("five inserts", batch, 5),
-        ("a full batch", full, entry_writes.MAX_UPDATES),
+        ("a full batch", full, write.SMALL_UPDATES),
         ("modifies", [upd(MODIFY, route(ids, (0x60 + i) << 40, port=7)) for i in range(5)], 5),
         ("an existing entry third", [upd(INSERT, route(ids, 0x800000000000)),
                                      upd(INSERT, route(ids, 0x810000000000)), batch[0],

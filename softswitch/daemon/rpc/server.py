@@ -21,14 +21,12 @@ from dataclasses import dataclass
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from softswitch.daemon.device import LOOP_WRITE_SLICE, Device
+from softswitch.daemon.device import Device
 from softswitch.daemon.rpc import unary
-from softswitch.daemon.rpc.entry_writes import NOT_TAKEN, SmallWrites, Taken
 from softswitch.memory import reclaim
 from softswitch.p4runtime import encoding, errors
 from softswitch.p4runtime.arbitration import Connection, election_id_of, role_name
-from softswitch.p4runtime.roles import Role
-from softswitch.p4runtime.runtime import Result
+from softswitch.p4runtime.write import Writes
 
 API_VERSION = "1.4.1"
 # The largest request the server accepts (gRPC answers RESOURCE_EXHAUSTED above it,
@@ -47,7 +45,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def __init__(self, device: Device) -> None:
         self.device = device
-        self._small = SmallWrites(device)
+        self.writes = Writes(device)
 
     # ------------------------------------------------------------------ unary RPCs
     def Capabilities(self, request: p4runtime_pb2.CapabilitiesRequest,  # noqa: N802
@@ -56,74 +54,18 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return _CAPABILITIES_RESPONSE
 
     def write_encoded(self, data: bytes, context: grpc.ServicerContext) -> bytes:
-        """A Write from its bytes: the common small one (see rpc.entry_writes) is applied
-        there; any other, or what that path does not take of one, is :meth:`Write`'s."""
-        taken = self._small.apply(data)
-        if taken.applied and taken.applied == taken.updates:
-            return _WRITE_RESPONSE
-        return self.Write(encoding.LazyRequest(p4runtime_pb2.WriteRequest, p4runtime_pb2.Update,
-                                           4, data), context, taken)
-
-    def Write(self, request: encoding.LazyRequest,  # noqa: N802
-              context: grpc.ServicerContext, taken: Taken = NOT_TAKEN) -> bytes:
-        """Updates are parsed one by one, after the checks (see encoding.LazyRequest);
-        ``taken``: the first updates the small path applied already (rpc.entry_writes), to
-        its pipeline; the rest are applied here. The answer is the (empty)
-        WriteResponse, encoded."""
-        head = request.header
+        """A Write from its bytes (p4runtime.write answers what it means): the
+        (empty) WriteResponse, encoded, or the RPC ends with the request's error or
+        with one ``p4.v1.Error`` per update."""
         try:
-            if request.error is not None:
-                raise errors.invalid(request.error)
-            self.device.check_device(head.device_id)
-            role = self.device.arbiter.check_writer(
-                role_name(name=head.role, role_id=head.role_id), election_id_of(head))
-            self.device.checkpoint()
-            done = taken.applied
-            results: list[Result] = [None] * done
-            results += self._apply_write(request.part(done, len(request)) if done else request,
-                                         role, taken.pipeline)
+            failed = self.writes.write(data)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a softswitch bug: one line, no traceback
             _internal(context, exc)
-        finally:
-            request.release()
-            self.device.note_request(request.size)
-        if results.count(None) != len(results):
-            if self.device.stopping.is_set():
-                context.abort(grpc.StatusCode.UNAVAILABLE, "the switch is shutting down: "
-                              "the batch was cut short (updates before the cut applied)")
-            errors.abort_with_details(context, errors.write_failure_bytes(results))
+        if failed is not None:
+            errors.abort_with_details(context, errors.write_failure_bytes(failed))
         return _WRITE_RESPONSE
-
-    def _apply_write(self, request: encoding.LazyRequest, role: Role,
-                     first: object = None) -> list[Result]:
-        """The batch's results; a checkpoint after each hold of the device lock (one,
-        or one per LOOP_WRITE_SLICE updates: see Device.checkpointing). A pipeline set
-        between two slices ends the batch there: the rest is ABORTED. ``first``: the
-        pipeline the batch's first updates went to (rpc.entry_writes), if it began there."""
-        parts = [request]
-        if (request.header.atomicity == p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
-                and len(request) > LOOP_WRITE_SLICE and self.device.checkpointing()):
-            parts = [request.part(at, at + LOOP_WRITE_SLICE)
-                     for at in range(0, len(request), LOOP_WRITE_SLICE)]
-        results: list[Result] = []
-        for part in parts:
-            with self.device.lock:
-                loaded = self.device.require_pipeline()
-                if first is not None and loaded is not first:
-                    results += [errors.aborted("not applied: the pipeline was set while "
-                                               "the batch was applied")] * (
-                        len(request) - len(results))
-                    break
-                first = loaded
-                scope = self.device.arbiter.roles.scope(role, loaded.runtime.index)
-                permit = None if scope.full else scope.update_error
-                results += loaded.runtime.write(part, permit=permit,
-                                                cancelled=self.device.stopping.is_set,
-                                                freeze=self.device.reclaimer is not None)
-            self.device.checkpoint()
-        return results
 
     def Read(self, request: p4runtime_pb2.ReadRequest,  # noqa: N802
              context: grpc.ServicerContext) -> Iterator[p4runtime_pb2.ReadResponse]:
