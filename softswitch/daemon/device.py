@@ -36,10 +36,6 @@ GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
 Transmit = Callable[[int, bytes], None]
 log = logging.getLogger("softswitch.device")
 MAX_STREAM_BACKLOG = 10000    # PacketIns queued for one controller before dropping
-# Updates of a CONTINUE_ON_ERROR batch applied per hold of the device lock when the port
-# loop answers the Write (Device.checkpointing), a checkpoint between: an urgent frame
-# waits for one slice of the batch, not all of it.
-LOOP_WRITE_SLICE = 4
 
 
 @dataclass
@@ -87,8 +83,9 @@ class Device:
         self.checkpoint: Callable[[], None] = lambda: None
         # Whether checkpoint() acts where it is called (the port loop answers this
         # Write): a CONTINUE_ON_ERROR batch is then applied a few updates per hold of
-        # the lock, a checkpoint between (LOOP_WRITE_SLICE).
-        self.checkpointing: Callable[[], bool] = lambda: False
+        # the lock, a checkpoint between (p4runtime.write.LOOP_WRITE_SLICE). None: no
+        # port loop answers Writes.
+        self.checkpointing: Callable[[], bool] | None = None
 
     # ------------------------------------------------------------------ memory
     def start_reclaimer(self) -> None:
