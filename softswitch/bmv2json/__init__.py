@@ -55,11 +55,11 @@ def load_program(text_or_path: str | Path) -> Any:
 
 
 def load(text_or_path: str | Path, fastpath: str | None = None) -> Any:
-    """The loaded v1model switch of a BMv2 JSON document (``fastpath`` as in
-    ``Switch.from_program``)."""
-    from softswitch.v1model.switch import Switch
+    """The loaded v1model switch of a BMv2 JSON document (``fastpath``: ``off``, ``auto``
+    or ``require``, as for a program loaded from source)."""
+    from softswitch.architecture import load_target
 
-    return Switch.from_program(load_program(text_or_path), fastpath=fastpath)
+    return load_target(load_program(text_or_path), "v1model", fastpath=fastpath)
 
 
 def run_stf(json_path: str | Path, stf_path: str | Path, priority_queues: int = 1,
