@@ -44,15 +44,15 @@ def action_name(ctx: Context, action_id: int) -> str:
 def _action(ctx: Context, node: Node, meter_read: str | None, named: bool | None) -> list[str]:
     """The action's declaration: ``named`` True under its JSON name (``@name(".X")``),
     False under a name local to its control (a second, different action of that name),
-    None without a name (only called directly)."""
+    None hidden (an action p4c made for a statement of an apply block)."""
     params = _params(node)
     b = primitives.Body(Translator(ctx, node, params))
     body = primitives.statements(b, node.get("primitives", list), node)
     if meter_read:
         body.insert(0, meter_read)
     sig = ", ".join(f"{ty.kind}<{ty.width}> {name}" for name, ty in params)
-    ann = "" if named is None else '@name("{}{}") '.format("." if named else "",
-                                                            node.get("name", str))
+    ann = "@hidden " if named is None else '@name("{}{}") '.format("." if named else "",
+                                                                   node.get("name", str))
     return [f'{ann}action {action_name(ctx, node.get("id", int))}'
             f"({sig}) {{", *("    " + t for t in b.temps), *("    " + s for s in body), "}"]
 
@@ -371,14 +371,21 @@ def control(ctx: Context, pipe: Node, name: str) -> list[str]:
                 direct.add(a)
             else:
                 used.setdefault(a, externs.direct_meter_read(ctx, tname))
-    for a in sorted(direct - set(used)):
+    only_direct = direct - set(used)
+    for a in sorted(only_direct):
+        if "." in ctx.actions[a].get("name", str):  # a user's action, called directly
+            used[a] = None
+            continue
         ctx.alias.pop(a, None)
         body += _action(ctx, ctx.actions[a], None, named=None)
     for a, meter_read in sorted(used.items()):
         if _global(ctx, a, meter_read) or _alias(ctx, a, used):
             continue
         action = ctx.actions[a].get("name", str)
-        body += _action(ctx, ctx.actions[a], meter_read, named=action not in ctx.absolute)
+        named: bool | None = action not in ctx.absolute
+        if not named and a in only_direct:  # a second copy nobody names: keep it hidden
+            named = None
+        body += _action(ctx, ctx.actions[a], meter_read, named=named)
         ctx.absolute.add(action)
     for tname, table in flow.tables.items():
         if tname in flow.order and not _inlined(table):

@@ -144,7 +144,10 @@ def learn_list(tr: Translator, list_id: int | None) -> tuple[str, str]:
 
 
 def learn_type(node: Node) -> str:
-    return ident(node.get("name", str), "L_")
+    """The digest's struct type: the learn list's name (P4Info names digests by it)."""
+    name = node.get("name", str)
+    taken = name in ("headers_t", "metadata_t") or name.startswith(("T_", "U_", "L_"))
+    return name if ident(name) == name and not taken else ident(name, "L_")
 
 
 def learn_declarations(ctx: Context) -> list[str]:
