@@ -28,9 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import veth_pps  # noqa: E402
-import veth_switch  # noqa: E402
+from bench import veth_pps, veth_switch
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "tailcc.p4"

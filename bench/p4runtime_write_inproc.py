@@ -26,9 +26,7 @@ import time
 
 from p4.v1 import p4runtime_pb2
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import p4runtime_write as bench  # noqa: E402 - the routes and batches of the gRPC benchmark
-
+from bench import p4runtime_write as bench  # the routes and batches of the gRPC benchmark
 from softswitch.daemon.device import Device  # noqa: E402
 from softswitch.daemon.rpc import unary  # noqa: E402
 from softswitch.daemon.rpc.server import P4RuntimeServicer, _write_handler  # noqa: E402

@@ -14,7 +14,6 @@ not in the rates. The device is ``bench/p4runtime_write_inproc.py``'s (l3_basic'
 from __future__ import annotations
 
 import argparse
-import pathlib
 import statistics
 import sys
 import time
@@ -22,10 +21,8 @@ import time
 import grpc
 from p4.v1 import p4runtime_pb2
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import p4runtime_write as bench  # noqa: E402 - the routes of the gRPC benchmark
-import p4runtime_write_inproc as inproc  # noqa: E402 - its device
-
+from bench import p4runtime_write as bench  # the routes of the gRPC benchmark
+from bench import p4runtime_write_inproc as inproc  # its device
 from softswitch.daemon.rpc.server import serve  # noqa: E402
 from softswitch.devtools.p4runtime_client import StreamClient  # noqa: E402
 

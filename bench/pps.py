@@ -24,14 +24,12 @@ import argparse
 import json
 import os
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from softswitch.core.control import KeyMatch  # noqa: E402
 from softswitch.frontend.compiler import compile_program  # noqa: E402

@@ -37,12 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import cli_commands  # noqa: E402
-import veth_pps  # noqa: E402
-import veth_switch  # noqa: E402
-from performance_doc import fmt_ratio, fmt_value  # noqa: E402
-
+from bench import cli_commands, veth_pps, veth_switch
+from bench.performance_doc import fmt_ratio, fmt_value
 from softswitch.devtools import reference_tools  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,8 +17,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from taillab.fabric import CONFIGS, LabSwitch  # noqa: E402
 from taillab.programs import TAILCC_P4  # noqa: E402
 from taillab.report import ClassLatency, format_table, plot, summarise  # noqa: E402

@@ -44,11 +44,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import block_bootstrap  # noqa: E402
-import veth_pps  # noqa: E402
-import veth_switch  # noqa: E402
-
+from bench import block_bootstrap, veth_pps, veth_switch
 from softswitch.daemon.ports import batchio, ingress_priority  # noqa: E402
 from softswitch.daemon.ports.afpacket import PACKET_OUTGOING, RawPort  # noqa: E402
 from softswitch.daemon.ports.ingress_priority import IngressPriority  # noqa: E402

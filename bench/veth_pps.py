@@ -22,9 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import veth_switch  # noqa: E402
-
+from bench import veth_switch
 from softswitch.daemon.ports.afpacket import RawPort  # noqa: E402
 from softswitch.daemon.ports.veth import veth_pairs  # noqa: E402
 

@@ -30,10 +30,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
 
-import expectations  # noqa: E402
-from expectations import Result  # noqa: E402
+from ptf_tests import expectations  # noqa: E402
+from ptf_tests.expectations import Result  # noqa: E402
 
 TARGETS = expectations.TARGETS
 

@@ -137,8 +137,6 @@ def parse_args(argv: list[str]) -> Options:
 
 def reference_tools() -> ReferenceTools | None:
     """Real p4c/BMv2 (installed from the bundle beside the checkout when it is there)."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     from softswitch.devtools import reference_tools as rt
 
     return rt.ensure()

@@ -1,9 +1,8 @@
-"""Import a benchmark script of ``bench/`` (scripts, not a package) as a module for tests."""
+"""Import a benchmark script of ``bench/`` as a module for tests."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+import importlib
 from pathlib import Path
 from types import ModuleType
 
@@ -11,16 +10,6 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 def bench_module(name: str) -> ModuleType:
-    """``bench/NAME.py`` loaded as ``bench_NAME``, with ``bench/`` on the path while it
-    imports its sibling scripts; registered in ``sys.modules`` (dataclasses look their
-    module up there)."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    """``bench/NAME.py`` as ``bench.NAME`` (``bench`` is a package of the install, so the
+    scripts' imports of each other resolve as they do when ``make bench`` runs them)."""
+    return importlib.import_module(f"bench.{name}")

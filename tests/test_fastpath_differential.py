@@ -214,9 +214,6 @@ def test_lab_through_traffic_manager_identical():
     (QueuedSwitch, real queue depths and timestamps, ECN marking with random(), Fast CNPs
     cloned, recirculated and truncated, digests), both configurations: the same frames
     leave at the same simulated times on both packet paths."""
-    import sys
-
-    sys.path.insert(0, str(ROOT))
     from softswitch.frontend.compiler import compile_program
     from softswitch.v1model.switch import Switch
     from taillab.fabric import CONFIGS, LabSwitch

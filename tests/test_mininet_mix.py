@@ -27,7 +27,6 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from softswitch.devtools import reference_tools  # noqa: E402
 from topologies.mix_plan import (  # noqa: E402

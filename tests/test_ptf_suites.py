@@ -31,10 +31,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PTF_DIR = ROOT / "ptf_tests"
 STF_DIR = ROOT / "tests" / "p4"
-sys.path.insert(0, str(PTF_DIR))
 
-import expectations  # noqa: E402
-import tailcc_packets as tp  # noqa: E402
+from ptf_tests import expectations  # noqa: E402
+from ptf_tests import tailcc_packets as tp  # noqa: E402
 
 NEEDS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (netns, veth pairs)")
 
@@ -202,7 +201,7 @@ def _ptf_test_names() -> set[str]:
 def test_expectation_lists_name_real_tests_and_extensions():
     """known_failures.txt and the README's table parse, and name existing tests and
     (for skips) a softswitch extension the suites' base knows."""
-    from tailcc_base import TARGET_EXTENSIONS
+    from ptf_tests.tailcc_base import TARGET_EXTENSIONS
 
     tests = _ptf_test_names()
     assert len(tests) >= 20

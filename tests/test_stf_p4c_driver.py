@@ -8,16 +8,15 @@ disagreement, ``check_counter`` (the driver ignores it), is pinned down too.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from programs import STF_NAMES, v1model_program
+from stf_support import stf_module
 
 from softswitch.stf import run_stf
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "p4"))
-import p4c_stf  # noqa: E402
+p4c_stf = stf_module("p4c_stf")
 
 PROGRAM = v1model_program(
     types="header h_t { bit<8> a; bit<8> b; }", headers="h_t h;", extract=["hdr.h"],

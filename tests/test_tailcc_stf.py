@@ -32,6 +32,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from stf_support import stf_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "p4src" / "tailcc.p4"
@@ -41,8 +42,7 @@ SAMPLE_STFS = sorted((ROOT / "p4src" / "samples").glob("*.stf"))
 ALL_STFS = STF_FILES + SAMPLE_STFS
 TAILCC_QUEUES = 8
 
-sys.path.insert(0, str(STF_DIR))
-import p4c_stf  # noqa: E402
+p4c_stf = stf_module("p4c_stf")
 
 # STF files expected to fail on BMv2, and why (strict: a pass is reported).
 BMV2_XFAIL: dict[str, str] = {}
@@ -129,11 +129,7 @@ def test_ternary_and_lpm_literals_spell_the_whole_key(stf: Path):
 
 
 def test_stf_files_are_generated_and_current():
-    sys.path.insert(0, str(STF_DIR))
-    try:
-        import gen_tailcc_stf
-    finally:
-        sys.path.remove(str(STF_DIR))
+    gen_tailcc_stf = stf_module("gen_tailcc_stf")
     names = set(gen_tailcc_stf.TESTS)
     assert names == {p.name for p in STF_FILES}
     for name, build in gen_tailcc_stf.TESTS.items():
@@ -180,11 +176,11 @@ def test_p4c_stf_driver_still_lacks_range_keys(reference_tools):
     """p4c_stf_ranges.py exists because p4c's driver rejects any entry of a table with a
     range key; when this fails, p4c has learnt them: drop the wrapper."""
     probe = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import bmv2stf\n"
+        "import bmv2stf\n"       # from the driver's folder: -c imports from the cwd
         "key = bmv2stf.TableKey(); key.append('port', 'range')\n"
         "try:\n    bmv2stf.TableKeyInstance(key)\n"
         "except Exception as e:\n    print(e)\n")
-    res = subprocess.run([reference_tools.python, "-c", probe,
-                          str(p4c_stf.driver_dir(reference_tools))],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run([reference_tools.python, "-c", probe],
+                         cwd=p4c_stf.driver_dir(reference_tools), capture_output=True,
+                         text=True, timeout=60)
     assert res.stdout.strip() == "Unexpected key type range", res.stdout + res.stderr

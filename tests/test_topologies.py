@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from softswitch.devtools import reference_tools  # noqa: E402
 from softswitch.local_port import free_port  # noqa: E402

@@ -10,16 +10,13 @@ features in-process, with more cases.
 from __future__ import annotations
 
 import struct
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # tailcc_base
 
 from scapy.contrib.roce import BTH  # noqa: E402  (binds UDP 4791 to BTH)
 from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
-from tailcc_base import TailccTest  # noqa: E402
+
+from ptf_tests.tailcc_base import TailccTest  # noqa: E402
 
 HOST, NET, LOOP = 1, 2, 9
 LOCAL_QP, PEER_QP, SLOT = 0x200, 0x300, 5

@@ -27,10 +27,12 @@ nothing is written into the installed driver.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import runpy
 import sys
 from pathlib import Path
+from types import ModuleType
 
 
 def _field_widths(bmv2_json: dict) -> dict[tuple[str, str], int]:
@@ -41,10 +43,27 @@ def _field_widths(bmv2_json: dict) -> dict[tuple[str, str], int]:
             for field, width in types.get(h["header_type"], {}).items()}
 
 
+def _load(driver_dir: Path, name: str) -> ModuleType:
+    """The driver's module or package ``name`` from ``driver_dir`` (not on the path),
+    registered in ``sys.modules``, where the driver's own imports of it find it."""
+    folder = driver_dir / name
+    if folder.is_dir():                 # tools/: a package folder without __init__.py
+        module = ModuleType(name)
+        module.__path__ = [str(folder)]
+        sys.modules[name] = module
+        return module
+    spec = importlib.util.spec_from_file_location(name, driver_dir / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def install(driver_dir: Path) -> None:
-    """Patch the driver module ``bmv2stf`` (imported from ``driver_dir``) in place."""
-    sys.path.insert(0, str(driver_dir))
-    import bmv2stf
+    """Patch the driver module ``bmv2stf`` (loaded from ``driver_dir``) in place."""
+    _load(driver_dir, "tools")
+    bmv2stf = _load(driver_dir, "bmv2stf")
     import ply.yacc as yacc
 
     class RangeStfParser(bmv2stf.Bmv2StfParser):

@@ -8,10 +8,10 @@ a program with an STF file passes it on softswitch and on BMv2 under p4c's STF d
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from stf_support import stf_module
 
 from softswitch import p4info
 from softswitch.devtools.difftest.run import p4info_difference, run_p4c
@@ -19,8 +19,7 @@ from softswitch.diagnostics import P4Error
 from softswitch.frontend.compiler import compile_program
 from softswitch.stf import run_stf
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "p4"))
-import p4c_stf  # noqa: E402
+p4c_stf = stf_module("p4c_stf")
 
 
 def _compile(program):
