@@ -68,9 +68,17 @@ def _call(ctx: Context, node: Node, action_id: object, data: list) -> str:
     return f"{action_name(ctx, action.get('id', int))}({', '.join(args)})"
 
 
+def _made_by_p4c(name: str) -> bool:
+    """p4c's own tables and actions (``tbl_act``, ``switch_0_table``) have no control
+    prefix; a user's always do (``ingress.t``). p4c hides its own from P4Info."""
+    return "." not in name
+
+
 def _inlined(table: Node) -> bool:
+    """A keyless table p4c made around one fixed action call: the call itself."""
     entry = table.get("default_entry", dict, default={})
-    return (not table.get("key", list) and len(table.get("action_ids", list)) == 1
+    return (_made_by_p4c(table.get("name", str)) and not table.get("key", list)
+            and len(table.get("action_ids", list)) == 1
             and entry.get("action_const") is True and not table.get("with_counters", bool,
                                                                      default=False)
             and not table.get("direct_meters", object, default=None)
@@ -189,7 +197,8 @@ def _table(ctx: Context, table: Node, props: list[str],
     name = table.get("name", str)
     selector_keys, impl = _implementation(ctx, table, profiles)
     props = props + impl
-    out = [f'@name(".{name}") table {ident(name, "t_")} {{', "    key = {",
+    hidden = "@hidden " if _made_by_p4c(name) else ""
+    out = [f'{hidden}@name(".{name}") table {ident(name, "t_")} {{', "    key = {",
            *_key(ctx, table), *selector_keys, "    }", "    actions = {"]
     out += [f"        {action_name(ctx, a)};" for a in table.get("action_ids", list)]
     out += ["    }", f"    size = {table.get('max_size', int, default=1024)};"]
@@ -371,6 +380,9 @@ def control(ctx: Context, pipe: Node, name: str) -> list[str]:
                 direct.add(a)
             else:
                 used.setdefault(a, externs.direct_meter_read(ctx, tname))
+    visible = {a for tname, t in flow.tables.items()
+               if tname in flow.order and not _made_by_p4c(tname)
+               for a in t.get("action_ids", list)}
     only_direct = direct - set(used)
     for a in sorted(only_direct):
         if "." in ctx.actions[a].get("name", str):  # a user's action, called directly
@@ -379,14 +391,16 @@ def control(ctx: Context, pipe: Node, name: str) -> list[str]:
         ctx.alias.pop(a, None)
         body += _action(ctx, ctx.actions[a], None, named=None)
     for a, meter_read in sorted(used.items()):
-        if _global(ctx, a, meter_read) or _alias(ctx, a, used):
-            continue
         action = ctx.actions[a].get("name", str)
+        hidden = _made_by_p4c(action) and a not in visible
+        if (not hidden and _global(ctx, a, meter_read)) or _alias(ctx, a, used):
+            continue
         named: bool | None = action not in ctx.absolute
-        if not named and a in only_direct:  # a second copy nobody names: keep it hidden
+        if hidden or (not named and a in only_direct):  # nobody names it: keep it hidden
             named = None
         body += _action(ctx, ctx.actions[a], meter_read, named=named)
-        ctx.absolute.add(action)
+        if named is not None:
+            ctx.absolute.add(action)
     for tname, table in flow.tables.items():
         if tname in flow.order and not _inlined(table):
             decls, props = externs.direct_declarations(ctx, tname)
