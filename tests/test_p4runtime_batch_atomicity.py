@@ -171,7 +171,7 @@ def test_rollback_costs_the_batch_not_the_table(l3):
            "table_add_checked", "table_modify_checked")
     checked_ops = switch.checked_ops
     tables = l3.device.current.runtime.tables
-    tables._checked.clear()                 # bound again, through counted_ops
+    tables._plain.clear()                 # bound again, through counted_ops
     for name in ops:
         setattr(switch, name, counted(name))
     switch.checked_ops = counted_ops
@@ -184,7 +184,7 @@ def test_rollback_costs_the_batch_not_the_table(l3):
         for name in ops:
             delattr(switch, name)
         del switch.checked_ops
-        tables._checked.clear()
+        tables._plain.clear()
     assert codes[-1] == grpc.StatusCode.ALREADY_EXISTS
     # 200 adds undone by 200 deletes; 100 modifies undone by 100 modifies.
     assert calls == {"table_add": 200, "table_delete": 200, "table_modify": 200}
@@ -271,7 +271,7 @@ def test_an_internal_error_mid_batch_is_undone_like_a_failure(l3):
             return add(*args, **kwargs)
         return failing_add
 
-    # Every way in: plain writes (entryplan) use the checked call, or the table's
+    # Every way in: plain writes (entryplan) use the table's
     # checked operations (here without the one-C-call runs, which call no add).
     checked_ops = switch.checked_ops
 
@@ -280,7 +280,7 @@ def test_an_internal_error_mid_batch_is_undone_like_a_failure(l3):
         return CheckedOps(failing(real.add), real.modify, real.delete, None)
 
     tables = l3.device.current.runtime.tables
-    tables._checked.clear()
+    tables._plain.clear()
     switch.table_add = failing(switch.table_add)
     switch.table_add_checked = failing(switch.table_add_checked)
     switch.checked_ops = failing_ops
@@ -296,4 +296,4 @@ def test_an_internal_error_mid_batch_is_undone_like_a_failure(l3):
         assert len(l3.table_state()) == 4 and l3.forwards(2) is None
     finally:
         del switch.table_add, switch.table_add_checked, switch.checked_ops
-        tables._checked.clear()
+        tables._plain.clear()

@@ -24,7 +24,7 @@ from p4.config.v1 import p4info_pb2
 
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime.actions import ActionCall
-from softswitch.p4runtime.entrywire import Checked, Decoded
+from softswitch.p4runtime.entrywire import Decoded
 from softswitch.p4runtime.matches import MatchKey, Norm
 from softswitch.p4runtime.p4index import ActionPlan, P4InfoIndex, TableIndex
 
@@ -133,15 +133,6 @@ class TablePlan:
         if len(items) > 1:
             items = tuple(sorted(items))
         return (items, priority), given
-
-    def accept_checked(self, d: Checked) -> Accepted | None:
-        """:meth:`accept` of an update entrywire has checked (None without an action)."""
-        route = self._actions.get(d[4])
-        args = d[6]
-        if route is None or args is None:
-            return None
-        plan = route.plan
-        return d[2], d[5], ActionCall(plan.name, args, None, plan.info, plan), route.switch_action
 
     def accept(self, d: Decoded) -> Accepted | None:
         """The checked key, match and action of a decoded INSERT/MODIFY, or None."""

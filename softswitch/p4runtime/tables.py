@@ -22,7 +22,7 @@ from softswitch.diagnostics import P4Error
 from softswitch.memory import reclaim
 from softswitch.p4runtime import actions, encoding, entrywire, errors, matches
 from softswitch.p4runtime.actions import ActionCall
-from softswitch.p4runtime.entryplan import Accepted, TablePlan
+from softswitch.p4runtime.entryplan import TablePlan
 from softswitch.p4runtime.entrywire import CHECKED_LEN, Checked, Decoded
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
@@ -77,8 +77,8 @@ class Record:
         self.idle_timeout_ns = entry.idle_timeout_ns
 
 
-class _Checked:
-    """A planned table as its C-checked updates use it: the plan, the switch's bound
+class _PlainTable:
+    """A planned table as its plain writes use it: the plan, the switch's bound
     operations (``checked_ops``), the entry store, the plan's action routes."""
 
     __slots__ = ("plan", "ops", "records", "timed", "routes", "size", "meterless", "state",
@@ -136,9 +136,9 @@ class TableEntries:
         self._plans = {tid: self._plan(tid) for tid in index.tables}
         self.native_plans = {tid: plan.native for tid, plan in self._plans.items()
                              if plan is not None and plan.native is not None}
-        # Per planned table, what an update checked in C needs, bound once (see
-        # _Checked): no per-update table-name resolution or method chains.
-        self._checked: dict[int, _Checked] = {}
+        # Per planned table, what its plain writes need, bound once (see _PlainTable):
+        # no per-update table-name resolution or method chains.
+        self._plain: dict[int, _PlainTable] = {}
         # The entries with an idle timeout, per table (by record id): the idle sweeper
         # visits these only, not every entry, several times a second.
         self._timed: dict[int, dict[int, Record]] = {tid: {} for tid in index.tables}
@@ -151,54 +151,40 @@ class TableEntries:
         already when its table has a native plan) when its table's plan accepts it;
         False — with nothing changed — sends it down the general path (:meth:`write`),
         which reports any error. This is the same write, minus parsing a message and
-        validating twice."""
-        checked = len(d) == CHECKED_LEN
-        fast = self._checked.get(d[1]) if checked else None
-        if checked and fast is None:
-            fast = self._checked_table(d[1])
-        if fast is not None:
-            kind = d[0]
-            if kind == Update.INSERT:
-                return self._insert_checked(fast, d, log)  # type: ignore[arg-type]
-            if kind == Update.MODIFY:
-                return self._modify_checked(fast, d, log)  # type: ignore[arg-type]
-            if kind == Update.DELETE:
-                record = fast.records.get(d[2])
-                if record is None:
-                    return False
-                if log.atomic or record.member is not None or record.group is not None:
-                    self._delete(fast.plan.table, record, log)
-                    return True
-                # _delete outside atomic batches, for a plain table's record
-                fast.ops.delete(record.handle)
-                del fast.records[record.key]
-                fast.timed.pop(id(record), None)
-                return True
-            return False
-        plan = self._plans.get(d[1])
-        if plan is None:
-            return False
-        kind = d[0]
-        if kind == Update.DELETE:
-            if checked:
-                key = d[2]
-            else:
-                keyed = plan.key(d)  # type: ignore[arg-type]
-                key = None if keyed is None else keyed[0]
-            record = None if key is None else self._records[d[1]].get(key)
-            if record is None:
+        validating twice: one insert, one modify and one delete of a direct-action
+        entry, whichever way it was decoded."""
+        fast = self._plain.get(d[1])
+        if fast is None:
+            fast = self._plain_table(d[1])
+            if fast is None:
                 return False
-            self._delete(plan.table, record, log)
-            return True
-        if kind != Update.INSERT and kind != Update.MODIFY:
-            return False
-        accepted = (plan.accept_checked(d) if checked  # type: ignore[arg-type]
-                    else plan.accept(d))  # type: ignore[arg-type]
-        if accepted is None:
-            return False
+        kind = d[0]
+        if len(d) == CHECKED_LEN:           # checked in C: key, match and args given
+            if kind == Update.DELETE:
+                return self._delete_plain(fast, fast.records.get(d[2]), log)
+            route = fast.routes.get(d[4])
+            args = d[6]
+            if route is None or args is None:
+                return False
+            plan = route.plan
+            key, match, action = d[2], d[5], route.switch_action
+            call = ActionCall(plan.name, args, None, plan.info, plan)
+        else:                               # checked here, by the Python plan
+            if kind == Update.DELETE:
+                keyed = fast.plan.key(d)  # type: ignore[arg-type]
+                return keyed is not None and self._delete_plain(
+                    fast, fast.records.get(keyed[0]), log)
+            if kind != Update.INSERT and kind != Update.MODIFY:
+                return False
+            accepted = fast.plan.accept(d)  # type: ignore[arg-type]
+            if accepted is None:
+                return False
+            key, match, call, action = accepted
         if kind == Update.INSERT:
-            return self._insert_plain(plan, accepted, d, log)
-        return self._modify_plain(plan, accepted, d, log)
+            return self._insert_plain(fast, key, match, call, action, d, log)
+        if kind == Update.MODIFY:
+            return self._modify_plain(fast, key, call, action, d, log)
+        return False
 
     def apply_run(self, items: list[Any], start: int) -> int:
         """Apply the C-checked updates ``items[start:]`` of one table, outside atomic
@@ -211,9 +197,9 @@ class TableEntries:
         d = items[start]
         if type(d) is not tuple or len(d) != CHECKED_LEN:
             return start
-        fast = self._checked.get(d[1])
+        fast = self._plain.get(d[1])
         if fast is None:
-            fast = self._checked_table(d[1])
+            fast = self._plain_table(d[1])
         mod = entrywire.native()
         if fast is None or fast.ops.bulk is None or not fast.meterless or mod is None:
             return start
@@ -227,58 +213,76 @@ class TableEntries:
                reclaim.held())
         return mod.apply(items, start, ctx)  # type: ignore[no-any-return]
 
-    def _checked_table(self, table_id: int) -> _Checked | None:
-        """The table's :class:`_Checked` (built at its first checked update), or None
-        when its switch offers no ``checked_ops`` (the updates then take write_plain's
-        slower way)."""
+    def _plain_table(self, table_id: int) -> _PlainTable | None:
+        """The table's :class:`_PlainTable` (built at its first plain update), or None
+        when plain writes cannot take the table."""
         plan = self._plans.get(table_id)
-        ops_of = getattr(self.switch, "checked_ops", None)
-        if plan is None or ops_of is None:
+        if plan is None:
             return None
         table = plan.table
-        fast = _Checked(plan, ops_of(table.name), self._records[table_id],
-                        self._timed[table_id], plan.routes, table.size,
-                        table.direct_meter is None, self.switch.table_state(table.name))
-        self._checked[table_id] = fast
+        fast = _PlainTable(plan, self.switch.checked_ops(table.name),  # type: ignore[attr-defined]
+                           self._records[table_id], self._timed[table_id], plan.routes,
+                           table.size, table.direct_meter is None,
+                           self.switch.table_state(table.name))  # type: ignore[attr-defined]
+        self._plain[table_id] = fast
         return fast
 
-    def _insert_checked(self, fast: _Checked, d: Checked, log: UndoLog) -> bool:
-        """_insert_plain of an update checked in C (the same steps, inlined)."""
-        route = fast.routes.get(d[4])
-        args = d[6]
-        if route is None or args is None:
-            return False
-        key = d[2]
+    def _plan(self, table_id: int) -> TablePlan | None:
+        """The table's plan, when plain writes can take it (direct actions, a
+        switch that takes checked entries: ``table_state`` and ``checked_ops``)."""
+        table = self.index.tables.get(table_id)
+        state_of = getattr(self.switch, "table_state", None)
+        if (table is None or state_of is None or table.is_const or table.implementation_id
+                or not hasattr(self.switch, "checked_ops")):
+            return None
+        try:
+            state = state_of(table.name)
+        except (P4Error, KeyError):
+            return None
+        return TablePlan.build(table, self.index, state)
+
+    def _insert_plain(self, fast: _PlainTable, key: matches.MatchKey, match: tuple[Any, ...],
+                      call: ActionCall, action: Any, d: Decoded | Checked,
+                      log: UndoLog) -> bool:
+        """INSERT of a plain entry: ``key`` the canonical key, ``match`` the switch's
+        normalised match, ``action`` the switch's action; ``call`` checked."""
         records = fast.records
         if key in records or (fast.size and len(records) >= fast.size):
             return False          # ALREADY_EXISTS / RESOURCE_EXHAUSTED, from write()
-        plan = route.plan
-        handle = fast.ops.add(d[5], route.switch_action, list(args), key[1] or None)
-        # Positional, as in _insert_plain.
-        record = Record(handle, d[7], None, ActionCall(plan.name, args, None, plan.info, plan),
-                        False, key, None, False, None, None, None, None, d[3], d[5], not d[8])
+        handle = fast.ops.add(match, action, list(call.args), key[1] or None)
+        # Positional (keywords cost more): handle, stored, switch_keys, call,
+        # from_program, key, wire, idle_notified, member, group, oneshot, members,
+        # idle_timeout_ns, match, plain.
+        record = Record(handle, d[7], None, call, False, key, None, False, None, None, None,
+                        None, d[3], match, not d[8])
         records[key] = record
         if d[3]:
             fast.timed[id(record)] = record
-        if log.atomic:
+        if log.atomic:            # else nothing after the switch call can fail
             log.push(self._undo_insert(fast.plan.table.name, record, records, fast.timed))
         return True
 
-    def _modify_checked(self, fast: _Checked, d: Checked, log: UndoLog) -> bool:
-        """_modify_plain of an update checked in C (the same steps, inlined)."""
+    def _undo_insert(self, name: str, record: Record, records: dict[matches.MatchKey, Record],
+                     timed: dict[int, Record]) -> Callable[[], None]:
+        """The undo step of an insert in an atomic batch: the entry out of the switch
+        and of the server's records again."""
+        def undo() -> None:
+            self.switch.table_delete(name, record.handle)
+            records.pop(record.key, None)
+            timed.pop(id(record), None)
+        return undo
+
+    def _modify_plain(self, fast: _PlainTable, key: matches.MatchKey, call: ActionCall,
+                      action: Any, d: Decoded | Checked, log: UndoLog) -> bool:
+        """MODIFY of a plain entry to the checked ``call`` (``action``: the switch's)."""
         if not fast.meterless:
             return False          # a meter config is carried over: write() does it
-        route = fast.routes.get(d[4])
-        args = d[6]
-        if route is None or args is None:
-            return False
-        record = fast.records.get(d[2])
+        record = fast.records.get(key)
         if record is None:
             return False
-        plan = route.plan
         old = (record.call, record.stored, record.idle_timeout_ns, record.plain)
-        fast.ops.modify(record.handle, route.switch_action, list(args))
-        record.call = ActionCall(plan.name, args, None, plan.info, plan)
+        fast.ops.modify(record.handle, action, list(call.args))
+        record.call = call
         record.stored, record.idle_timeout_ns = d[7], d[3]
         record.plain = not d[8]
         record.wire = None
@@ -298,80 +302,16 @@ class TableEntries:
         log.push(undo_modify)
         return True
 
-    def _plan(self, table_id: int) -> TablePlan | None:
-        """The table's plan, when plain writes can take it (direct actions, a
-        switch that takes checked entries)."""
-        table = self.index.tables.get(table_id)
-        state_of = getattr(self.switch, "table_state", None)
-        if table is None or state_of is None or table.is_const or table.implementation_id:
-            return None
-        try:
-            state = state_of(table.name)
-        except (P4Error, KeyError):
-            return None
-        return TablePlan.build(table, self.index, state)
-
-    def _insert_plain(self, plan: TablePlan, accepted: Accepted, d: Decoded | Checked,
-                      log: UndoLog) -> bool:
-        key, match, call, switch_action = accepted
-        table = plan.table
-        tid = table.id
-        records = self._records[tid]
-        if key in records or (table.size and len(records) >= table.size):
-            return False          # ALREADY_EXISTS / RESOURCE_EXHAUSTED, from write()
-        name = table.name
-        handle = self.switch.table_add_checked(name, match, switch_action, list(call.args),
-                                               key[1] or None, unique=True)
-        # Positional (keywords cost more): handle, stored, switch_keys, call,
-        # from_program, key, wire, idle_notified, member, group, oneshot, members,
-        # idle_timeout_ns, match, plain.
-        record = Record(handle, d[7], None, call, False, key, None, False, None, None, None,
-                        None, d[3], match, not d[8])
-        records[key] = record
-        timed = self._timed[tid]
-        if d[3]:
-            timed[id(record)] = record
-
-        if not log.atomic:
-            return True       # nothing after the switch call can fail: no undo needed
-        log.push(self._undo_insert(name, record, records, timed))
-        return True
-
-    def _undo_insert(self, name: str, record: Record, records: dict[matches.MatchKey, Record],
-                     timed: dict[int, Record]) -> Callable[[], None]:
-        """The undo step of an insert in an atomic batch: the entry out of the switch
-        and of the server's records again."""
-        def undo() -> None:
-            self.switch.table_delete(name, record.handle)
-            records.pop(record.key, None)
-            timed.pop(id(record), None)
-        return undo
-
-    def _modify_plain(self, plan: TablePlan, accepted: Accepted, d: Decoded | Checked,
-                      log: UndoLog) -> bool:
-        table = plan.table
-        if table.direct_meter is not None:
-            return False          # a meter config is carried over: write() does it
-        record = self._records[table.id].get(accepted[0])
+    def _delete_plain(self, fast: _PlainTable, record: Record | None, log: UndoLog) -> bool:
+        """DELETE of an entry of a planned table (False: it has none with this key)."""
         if record is None:
             return False
-        _, _, call, switch_action = accepted
-        name = table.name
-        old = (record.call, record.stored, record.idle_timeout_ns, record.plain)
-        self.switch.table_modify_checked(name, record.handle, switch_action, list(call.args))
-        record.call, record.stored, record.idle_timeout_ns = call, d[7], d[3]
-        record.plain = not d[8]
-        record.wire = None
-        self._track_idle(table.id, record)
-        if not log.atomic:
-            return True       # nothing after the switch call can fail: no undo needed
-
-        def undo_modify() -> None:
-            self._switch_set(name, record.handle, old[0], None)
-            record.call, record.stored, record.idle_timeout_ns, record.plain = old
-            record.wire = None
-            self._track_idle(table.id, record)
-        log.push(undo_modify)
+        if log.atomic:            # its undo re-adds it: what _delete keeps for that
+            self._delete(fast.plan.table, record, log)
+            return True
+        fast.ops.delete(record.handle)
+        del fast.records[record.key]
+        fast.timed.pop(id(record), None)
         return True
 
     # ------------------------------------------------------------------ program entries
@@ -483,14 +423,17 @@ class TableEntries:
                     for call, weight in binding.oneshot for _ in range(weight)]
         return None
 
-    def _switch_add(self, name: str, record: Record) -> int:
+    def _switch_add(self, table: TableIndex, record: Record) -> int:
         """Install a record's entry in the switch; returns the new handle."""
+        name = table.name
         prio = record.priority or None
         if record.switch_keys is None:       # from a plain write: its checked match
             assert record.call is not None and record.match is not None
-            action = self.switch.table_state(name).resolve_action(record.call.name)
-            return self.switch.table_add_checked(name, record.match, action,
-                                                 list(record.call.args), prio, unique=True)
+            fast = self._plain.get(table.id) or self._plain_table(table.id)
+            assert fast is not None
+            action = fast.state.resolve_action(record.call.name)
+            return fast.ops.add(record.match, action, list(record.call.args),  # type: ignore[no-any-return]
+                                prio)
         if record.members is not None:
             return self.switch.table_add_group(name, record.switch_keys, record.members,
                                                prio)
@@ -565,7 +508,7 @@ class TableEntries:
             record.handle = self.switch.table_add(name, parsed.switch_keys, call.name,
                                                   call.args, key[1] or None)
         else:
-            record.handle = self._switch_add(name, record)
+            record.handle = self._switch_add(table, record)
         records[key] = record
         if record.idle_timeout_ns:
             self._timed[tid][id(record)] = record
@@ -654,7 +597,7 @@ class TableEntries:
             return     # a DELETE ends its update: outside atomic batches nothing undoes it
 
         def undo_delete() -> None:
-            record.handle = self._switch_add(name, record)
+            record.handle = self._switch_add(table, record)
             self._records[tid][record.key] = record
             self._track_idle(tid, record)
             if counters is not None and table.direct_counter is not None:
