@@ -4,7 +4,7 @@ Units: malformed JSON is refused with its line and column, a document missing pa
 names them, an unsupported primitive is refused naming the action, and a hand-written
 document forwards a packet. Against real p4c-bm2-ss (the ``reference_tools`` fixture):
 a bounded sample of p4c's STF corpus gives the same verdict from the JSON as from the
-source, and tailcc.p4's own STF tests do too.
+source, and tailcc.p4's own STF tests do too (one on the compiled fast path).
 """
 
 from __future__ import annotations
@@ -183,4 +183,11 @@ def test_tailcc_from_p4c_json_as_from_source(tailcc_json, stf):
                      None, priority_queues=8)
     loaded = bmv2json.run_stf(tailcc_json, path, priority_queues=8)
     assert source.ok, source.report
+    assert loaded.ok, loaded.report
+
+
+def test_tailcc_from_p4c_json_on_the_compiled_fast_path(tailcc_json):
+    """``require``: the C pipeline serves the JSON-loaded program or loading fails."""
+    path = ROOT / "tests" / "p4" / "forwarding.stf"
+    loaded = bmv2json.run_stf(tailcc_json, path, priority_queues=8, fastpath="require")
     assert loaded.ok, loaded.report
