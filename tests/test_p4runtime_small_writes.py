@@ -7,7 +7,7 @@ plain table entries from the default role's primary itself, up to the first upda
 does not take (the general path takes the rest), and declines anything else with
 nothing changed. Here
 every request runs on two devices with the same program and the same primary: once
-through ``write_encoded`` (as the server answers it) and once with the shortcut off
+through ``Write`` (as the server answers it) and once with the shortcut off
 (the general path alone). The answers (response, code, details, per-update errors) and what Read
 returns afterwards must be identical, for valid updates, for every kind of invalid
 update, and for every header the fast path must not take; and the fast path must have
@@ -59,7 +59,7 @@ class Target:
             self.applied += taken.applied
             return taken
         servicer.writes._shortcut = counted    # type: ignore[method-assign]  # noqa: SLF001
-        self.handler = (lambda data: data, servicer.write_encoded, encoding.serialize)
+        self.handler = (lambda data: data, servicer.Write, encoding.serialize)
 
     def write(self, data: bytes) -> tuple:
         """(response, code, details, trailing metadata), as the lane answers it."""

@@ -11,9 +11,9 @@ host preempted holding it. A Write runs as a call of the loop
 (:meth:`LoopCalls.as_call <softswitch.daemon.ports.loop_calls.LoopCalls.as_call>`): at its
 checkpoints (once its frame is read; ``Device.checkpoint``: before it takes the device
 lock, and after each hold of it, a CONTINUE_ON_ERROR batch being applied a few updates
-per hold: ``p4runtime.write.LOOP_WRITE_SLICE``; once its reply is ready, before the send) the
-loop forwards the urgent frames that came meanwhile, so they wait for a part of the
-Write, not all of it. Requests bigger than
+per hold: ``p4runtime.write.LOOP_WRITE_SLICE``; once its reply is ready, before the
+send) the loop forwards the urgent frames that came meanwhile, so they wait for a part
+of the Write, not all of it. Requests bigger than
 ``INLINE_BYTES`` go to a thread of their own (:mod:`~softswitch.daemon.rpc.serial`),
 as the unary lane's do, so a batch of thousands of entries does not stop forwarding
 while it is applied.

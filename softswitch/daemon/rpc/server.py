@@ -53,7 +53,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         """The CapabilitiesResponse, encoded (it never changes)."""
         return _CAPABILITIES_RESPONSE
 
-    def write_encoded(self, data: bytes, context: grpc.ServicerContext) -> bytes:
+    def Write(self, data: bytes,  # type: ignore[override]  # noqa: N802
+              context: grpc.ServicerContext) -> bytes:
         """A Write from its bytes (p4runtime.write answers what it means): the
         (empty) WriteResponse, encoded, or the RPC ends with the request's error or
         with one ``p4.v1.Error`` per update."""
@@ -220,8 +221,8 @@ def _stream_error(exc: errors.P4RuntimeError) -> p4runtime_pb2.StreamMessageResp
 
 def _write_handler(servicer: P4RuntimeServicer) -> unary.Handler:
     """Write as (deserializer, behavior, serializer): the request stays bytes until
-    ``write_encoded`` looks at it."""
-    return (unary.as_bytes, servicer.write_encoded, encoding.serialize)
+    ``Write`` looks at it."""
+    return (unary.as_bytes, servicer.Write, encoding.serialize)
 
 
 def _lane_handlers(servicer: P4RuntimeServicer) -> dict[str, unary.Handler]:
