@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from softswitch.core.control import KeyMatch  # noqa: E402
 from softswitch.frontend.compiler import compile_program  # noqa: E402
+from softswitch.v1model.fast_switch import load_switch  # noqa: E402
 from softswitch.v1model.switch import Switch  # noqa: E402
 
 PASS_THROUGH = r"""
@@ -144,8 +145,8 @@ def checked_source(source: str) -> Any:
 
 def both(checked: Any) -> dict[str, Switch]:
     """The program on each packet path (fails if C refuses it: the numbers would lie)."""
-    return {"interpreter": Switch.from_program(checked, fastpath="off"),
-            "C": Switch.from_program(checked, fastpath="require")}
+    return {"interpreter": Switch.from_program(checked),
+            "C": load_switch(checked, fastpath="require")}
 
 
 def rate(sw: Any, packets: list[tuple[int, bytes]], seconds: float,
@@ -250,7 +251,7 @@ def lookup_cost(sizes: list[int], seconds: float, results: dict[str, Any]) -> No
         for size in sizes:
             if kind == "range" and size > 10000:
                 continue   # sorted scan: linear by design, measured up to 10k
-            sw = Switch.from_program(checked, fastpath="require")
+            sw = load_switch(checked, fastpath="require")
             table = f"{kind}_t"
             keys = fill(sw, table, kind, size, rng)
             state = sw.pb.tables[sw.table_info(table).name]

@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from softswitch.v1model.fast_switch import load_switch
 from taillab.fabric import CONFIGS, LabSwitch  # noqa: E402
 from taillab.programs import TAILCC_P4  # noqa: E402
 from taillab.report import ClassLatency, format_table, plot, summarise  # noqa: E402
@@ -66,7 +67,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from softswitch.diagnostics import P4Error
     from softswitch.frontend.compiler import compile_program
-    from softswitch.v1model.switch import Switch
 
     print(f"compiling {TAILCC_P4.name} on softswitch ...", flush=True)
     try:
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, list[ClassLatency]] = {}
     for name in CONFIGS:
         print(f"running {name} ...", flush=True)
-        rows, stats = run_config(name, lambda: Switch.from_program(checked), messages,
+        rows, stats = run_config(name, lambda: load_switch(checked), messages,
                                  args.duration_us, link)
         results[name] = rows
         print(format_table(f"\n{name}: message completion time", rows))

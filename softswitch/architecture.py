@@ -57,5 +57,5 @@ def load_target(checked: Any, arch: str | None = None, fastpath: str | None = No
     if detect(elaborate(checked), arch) == PNA:
         from softswitch.pna.nic import Nic
         return Nic.from_program(checked, fastpath=fastpath)
-    from softswitch.v1model.switch import Switch
-    return Switch.from_program(checked, fastpath=fastpath)
+    from softswitch.v1model.fast_switch import load_switch
+    return load_switch(checked, fastpath=fastpath)

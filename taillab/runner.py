@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from softswitch.v1model.fast_switch import load_switch
 from taillab import ideal
 from taillab.classes import DWRR_WEIGHTS
 from taillab.leafspine import (
@@ -82,12 +83,11 @@ def build_network(scenario: Scenario, scheme: str, messages: list[FabricMessage]
                   checked: Any, fastpath: str = "auto") -> Network:
     """The scheme's network for these messages: tailcc.p4 switches configured for it,
     and its host NICs (tailcc_nic.p4 in the tailcc-nic scheme)."""
-    from softswitch.v1model.switch import Switch
 
     fabric = Fabric(scenario.topology)
     slow = sorted(s.host for s in scenario.slow_receivers)
     nic_factory = p4_nics() if scheme == "tailcc-nic" else None
-    return Network(scenario, scheme, lambda: Switch.from_program(checked, fastpath=fastpath),
+    return Network(scenario, scheme, lambda: load_switch(checked, fastpath=fastpath),
                    switch_commands(scenario, scheme, fabric, messages),
                    _sample_ports(fabric, slow[0] if slow else 0), nic_factory=nic_factory)
 

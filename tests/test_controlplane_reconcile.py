@@ -16,6 +16,7 @@ from controlplane.p4rt.client import update
 from controlplane.p4rt.describe import entity_text
 from controlplane.p4rt.entities import to_entity
 from controlplane.reconcile import load_pipeline, reconcile_all
+from softswitch.v1model.fast_switch import load_switch_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -155,10 +156,9 @@ def test_queue_settings_reach_the_traffic_manager(servers, pipeline) -> None:
     """runtime_address: weights, rates and link rates go to softswitch's runtime channel."""
     from softswitch.daemon.cli_channel.commands import RuntimeChannel, RuntimeChannelServer
     from softswitch.tm import TrafficManager
-    from softswitch.v1model.switch import Switch
 
     tm = TrafficManager(num_queues=8)
-    channel = RuntimeChannelServer(RuntimeChannel(Switch.from_file(
+    channel = RuntimeChannelServer(RuntimeChannel(load_switch_file(
         ROOT / "p4src/samples/l3_basic.p4"), tm), port=0).start()
     try:
         runtime = f"{channel.address[0]}:{channel.address[1]}"

@@ -27,6 +27,7 @@ from programs import v1model_program
 from softswitch.core.control import KeyMatch
 from softswitch.devtools.conformance import corpus_dir, load_programs
 from softswitch.fastpath.differential import Job, run_jobs
+from softswitch.v1model.fast_switch import load_switch
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUSALS = ROOT / "tests" / "fastpath_refusals.txt"
@@ -142,8 +143,8 @@ def test_tables_at_scale_match_the_interpreter(tmp_path):
     src = tmp_path / "scale.p4"
     src.write_text(SCALE_P4)
     checked = compile_program(str(src))
-    ref = Switch.from_program(checked, fastpath="off")
-    fast = Switch.from_program(checked, fastpath="require")
+    ref = Switch.from_program(checked)
+    fast = load_switch(checked, fastpath="require")
     rng = random.Random(7)
     exact, lpm = [], []
     for i in range(20000):
@@ -215,7 +216,6 @@ def test_lab_through_traffic_manager_identical():
     cloned, recirculated and truncated, digests), both configurations: the same frames
     leave at the same simulated times on both packet paths."""
     from softswitch.frontend.compiler import compile_program
-    from softswitch.v1model.switch import Switch
     from taillab.fabric import CONFIGS, LabSwitch
     from taillab.sim import LinkSpec, Simulation
     from taillab.workload import generate
@@ -227,7 +227,7 @@ def test_lab_through_traffic_manager_identical():
     for name, (commands_for, receiver_cnps) in CONFIGS.items():
         runs = []
         for mode in ("off", "require"):
-            lab = LabSwitch.build(Switch.from_program(checked, fastpath=mode),
+            lab = LabSwitch.build(load_switch(checked, fastpath=mode),
                                   commands_for(8), 8, link.rate_bps)
             sent: list[tuple[int, bytes, float]] = []
             inner = lab.transmit_ready

@@ -1,5 +1,5 @@
 """The native forwarding loop of ``softswitch run`` (``fastpath/rt_loop.c``) against the
-Python way (``EgressScheduler(native=False)``): one mixed burst over real veth pairs must
+Python way (``Forwarder(native=False)``): one mixed burst over real veth pairs must
 leave the same frames, in the same order per port, with the same counters, registers and
 traffic-manager statistics. The burst mixes frames the loop finishes with every kind it
 hands back in the middle: PFC frames (pause, then resume, of a queue the burst uses),
@@ -23,9 +23,9 @@ import pytest
 from programs import QUEUEING_NAMES, v1model_program
 
 from softswitch.core.control import KeyMatch
+from softswitch.daemon.forwarding import Forwarder
 from softswitch.daemon.ports.afpacket import RawPort
 from softswitch.daemon.ports.dataplane import DataPlane
-from softswitch.daemon.ports.realtime_tm import EgressScheduler
 from softswitch.daemon.ports.veth import veth_pairs
 from softswitch.tm import TrafficManager
 from softswitch.tm.pfc import build_pfc_frame
@@ -180,7 +180,7 @@ def _run(program: str, veths: list[tuple[str, str]], native: bool,
     device = _device(program, fastpath)
     plane = DataPlane({i + 1: sw for i, (sw, _) in enumerate(veths)})
     tm = TrafficManager(num_queues=8)
-    scheduler = EgressScheduler(device, tm, held_frames=plane.held_frames, native=native)
+    scheduler = Forwarder(device, tm, held_frames=plane.held_frames, native=native)
     device.transmit = plane.transmit
     for port in (1, 2, 3, CPU_PORT):   # queues exist before the burst, as after a while
         tm.port(port)

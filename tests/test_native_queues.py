@@ -4,7 +4,7 @@ The same bursts, with rate-limited queues that fill up, tail drops, a pause that
 port's queues back to Python while they hold packets, a recirculation out of a native
 queue, clones and multicast copies next to queued ones, and a runtime
 ``set_queue_rate``/``set_queue_depth`` of a native queue holding packets, go through
-``EgressScheduler`` twice: with the native loop (queues in C) and the Python way
+``Forwarder`` twice: with the native loop (queues in C) and the Python way
 (``native=False``, what an interpreted pipeline gets). Both must leave the same
 frames in the same order per port with the same queue metadata seen by egress
 (``enq_qdepth``, ``deq_qdepth``, instance type) and the same statistics; the timing
@@ -22,7 +22,7 @@ import pytest
 from programs import QUEUEING_NAMES, v1model_program
 
 from softswitch.core.control import KeyMatch
-from softswitch.daemon.ports.realtime_tm import EgressScheduler
+from softswitch.daemon.forwarding import Forwarder
 from softswitch.tm import TrafficManager
 from softswitch.tm.pfc import build_pfc_frame
 
@@ -152,7 +152,7 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _scheduler(program: str, native: bool) -> tuple[Any, dict[int, list[bytes]],
-                                                    TrafficManager, EgressScheduler]:
+                                                    TrafficManager, Forwarder]:
     """The device, the frames out per port, the traffic manager and the scheduler, as
     the port loop has them."""
     device = _device(program)
@@ -161,7 +161,7 @@ def _scheduler(program: str, native: bool) -> tuple[Any, dict[int, list[bytes]],
     held: dict[int, list[bytes]] = {1: [], 2: [], 3: []}
     device.transmit = lambda port, frame: held.setdefault(port, []).append(frame)
     tm = TrafficManager(num_queues=8)
-    scheduler = EgressScheduler(device, tm, held_frames=lambda: held, native=native)
+    scheduler = Forwarder(device, tm, held_frames=lambda: held, native=native)
     for port in (1, 2, 3, CPU_PORT):
         tm.port(port)
     return device, held, tm, scheduler

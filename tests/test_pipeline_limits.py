@@ -17,8 +17,9 @@ from p4.v1 import p4runtime_pb2
 from security_support import PROGRAM, Server, SetReq, compile_p4info, upd
 
 from softswitch.diagnostics import P4Error
-from softswitch.frontend import landlock, preprocess
+from softswitch.frontend import preprocess
 from softswitch.frontend.limits import DEFAULT, Limits, applied
+from softswitch.p4runtime import landlock
 from softswitch.p4runtime.pipeline import Artifact
 
 BOMB = "#define A0 xxxxxxxxxxxxxxxx\n" + "".join(
@@ -159,7 +160,7 @@ def test_landlock_confines_the_worker(tmp_path):
     (tmp_path / "mine.p4").write_text("x")
     code = f"""
 import sys
-from softswitch.frontend import landlock
+from softswitch.p4runtime import landlock
 assert landlock.restrict(read=[{str(tmp_path)!r}] + [p for p in sys.path if p],
                          execute=["/usr"], write_files=["/dev/null"])
 out = []
@@ -217,7 +218,7 @@ def test_worker_answer_is_one_json_line(tmp_path):
            "limits": {"max_source_bytes": None, "max_preprocessed_bytes": None,
                       "max_seconds": 60, "max_memory_bytes": None,
                       "include_roots": [str(tmp_path)]}}
-    proc = subprocess.run([sys.executable, "-P", "-m", "softswitch.frontend.isolate"],
+    proc = subprocess.run([sys.executable, "-P", "-m", "softswitch.p4runtime.isolate"],
                           input=json.dumps(job), capture_output=True, text=True, timeout=120,
                           cwd=tmp_path)
     answer = json.loads(proc.stdout)

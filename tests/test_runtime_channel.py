@@ -14,7 +14,7 @@ from softswitch.daemon.ports import batchio
 from softswitch.daemon.ports.dataplane import DataPlane
 from softswitch.local_port import free_port
 from softswitch.tm import TrafficManager
-from softswitch.v1model.switch import Switch
+from softswitch.v1model.fast_switch import load_switch_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "p4src" / "samples" / "l3_basic.p4"
@@ -24,7 +24,7 @@ SAMPLE = ROOT / "p4src" / "samples" / "l3_basic.p4"
 def live(request):
     """A switch's channel served by each connection's thread, or (``softswitch run``'s
     way) by a running port loop that reads the connections and runs the commands."""
-    switch = Switch.from_file(SAMPLE)
+    switch = load_switch_file(SAMPLE)
     tm = TrafficManager(num_queues=8)
     if request.param == "thread":
         server = RuntimeChannelServer(RuntimeChannel(switch, tm), port=free_port()).start()

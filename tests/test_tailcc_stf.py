@@ -34,6 +34,8 @@ from pathlib import Path
 import pytest
 from stf_support import stf_module
 
+from softswitch.v1model.fast_switch import load_switch_file
+
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "p4src" / "tailcc.p4"
 STF_DIR = ROOT / "tests" / "p4"
@@ -57,9 +59,8 @@ def _program_of(stf: Path) -> tuple[Path, int]:
 
 @cache
 def _tables(program: Path) -> tuple:
-    from softswitch.v1model.switch import Switch
 
-    return tuple(Switch.from_file(program).tables())
+    return tuple(load_switch_file(program).tables())
 
 
 def _range_tables(program: Path) -> frozenset[str]:

@@ -3,8 +3,8 @@
 Everything that touches the switch — gRPC handler threads and the port loop — goes
 through this object and its single lock, so a packet never sees a half-applied
 Write and DATAPLANE_ATOMIC batches come for free. Frames leave through ``transmit``
-(the port layer installs it); frames the pipeline sends to the CPU port go to the
-primary controllers as PacketIn instead.
+(the port layer's, given at construction); frames the pipeline sends to the CPU port
+go to the primary controllers as PacketIn instead.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import PacketOut
+from softswitch.daemon.ports.dataplane import Checkpoints, FrameSink
 from softswitch.diagnostics import P4Error
 from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
 from softswitch.frontend.limits import Limits
@@ -33,7 +34,6 @@ from softswitch.p4runtime.runtime import PipelineRuntime
 
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
-Transmit = Callable[[int, bytes], None]
 log = logging.getLogger("softswitch.device")
 MAX_STREAM_BACKLOG = 10000    # PacketIns queued for one controller before dropping
 
@@ -55,7 +55,13 @@ class Device:
     def __init__(self, device_id: int = 0, cpu_port: int | None = None,
                  drop_port: int | None = None,
                  compiler: pipeline.Compiler = pipeline.compile_file,
-                 roles: RoleTable | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
+                 roles: RoleTable | None = None, limits: Limits = DEFAULT_LIMITS,
+                 transmit: FrameSink | None = None,
+                 checkpoints: Checkpoints | None = None) -> None:
+        """``transmit``: where frames out of the pipeline go (the port loop's
+        ``DataPlane.transmit``; none: dropped). ``checkpoints``: the port loop's turns
+        (``DataPlane.calls``), so a Write the loop answers lets urgent frames through
+        between its holds of the lock; none: a Write holds the lock once."""
         self.device_id = device_id
         self.limits = limits          # bounds of compiling a config from a controller
         self.cpu_port = cpu_port
@@ -66,9 +72,9 @@ class Device:
         self.arbiter = Arbiter(device_id, roles)
         self.current: Loaded | None = None
         self.saved: Loaded | None = None
-        self.transmit: Transmit = lambda port, data: None
+        self.transmit: FrameSink = transmit or (lambda port, data: None)
         # Where frames entering the pipeline go when the switch has queues: softswitch
-        # run's EgressScheduler (deliver_batch), so PacketOut waits in the egress queues
+        # run's Forwarder (deliver_batch), so PacketOut waits in the egress queues
         # as on BMv2. None: straight through the pipeline (in-process devices, tests).
         self.ingress: Callable[[int, list[bytes]], None] | None = None
         self._digest_list_ids = itertools.count(1)
@@ -80,12 +86,14 @@ class Device:
         # Called where a Write's state is whole (before it takes the lock, after it
         # releases it): softswitch run gives the port loop's LoopCalls.checkpoint, so a
         # Write the loop answers (the front end's) lets urgent frames through there.
-        self.checkpoint: Callable[[], None] = lambda: None
+        self.checkpoint: Callable[[], None] = (
+            checkpoints.checkpoint if checkpoints else lambda: None)
         # Whether checkpoint() acts where it is called (the port loop answers this
         # Write): a CONTINUE_ON_ERROR batch is then applied a few updates per hold of
         # the lock, a checkpoint between (p4runtime.write.LOOP_WRITE_SLICE). None: no
         # port loop answers Writes.
-        self.checkpointing: Callable[[], bool] | None = None
+        self.checkpointing: Callable[[], bool] | None = (
+            checkpoints.checkpointing if checkpoints else None)
 
     # ------------------------------------------------------------------ memory
     def start_reclaimer(self) -> None:
@@ -257,7 +265,7 @@ class Device:
             except errors.P4RuntimeError as exc:
                 log.warning("port %d: packet dropped: %s", port, exc.message)
                 return
-            self._dispatch(self.current, outs)
+            self.dispatch(self.current, outs)
 
     @staticmethod
     def _inject(loaded: Loaded, port: int, frame: bytes) -> list[PacketOut]:
@@ -290,9 +298,12 @@ class Device:
                 self.ingress(self.cpu_port, [frame])
                 return
             outs = self._inject(loaded, self.cpu_port, frame)
-            self._dispatch(loaded, outs)
+            self.dispatch(loaded, outs)
 
-    def _dispatch(self, loaded: Loaded, outs: list[PacketOut]) -> None:
+    def dispatch(self, loaded: Loaded, outs: list[PacketOut]) -> None:
+        """Send what ``loaded``'s pipeline put out: frames for the CPU port to the
+        primaries as PacketIn, the drop port's nowhere, the rest to :attr:`transmit`;
+        then the digests the pipeline made. Called with the lock held."""
         for out in outs:
             if out.port == self.cpu_port:
                 self._packet_in(loaded, out.data)

@@ -43,21 +43,20 @@ from softswitch import fastpath
 from softswitch.daemon.cli_channel.commands import RuntimeChannel, RuntimeChannelServer, read_token
 from softswitch.daemon.cli_channel.control import ManagedControl
 from softswitch.daemon.device import Device
+from softswitch.daemon.forwarding import Forwarder
 from softswitch.daemon.idle_timeouts import Sweeper
 from softswitch.daemon.ports import batchio, ingress_priority, realtime
 from softswitch.daemon.ports.dataplane import DataPlane
 from softswitch.daemon.ports.dataplane_cpu import DataplaneCpu
 from softswitch.daemon.ports.ingress_priority import IngressPriority
-from softswitch.daemon.ports.realtime_tm import EgressScheduler
 from softswitch.daemon.process.host import FrontendProcess
 from softswitch.daemon.rpc.server import MAX_MESSAGE_BYTES, ServerError, TlsConfig, serve
 from softswitch.diagnostics import P4Error
-from softswitch.frontend import isolate
 from softswitch.frontend import limits as limits_mod
 from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
 from softswitch.frontend.limits import UNLIMITED, Limits
 from softswitch.memory import allocator
-from softswitch.p4runtime import entrywire, errors, pipeline
+from softswitch.p4runtime import entrywire, errors, isolate, pipeline
 from softswitch.p4runtime.p4index import P4InfoIndex
 from softswitch.p4runtime.roles import RoleTable
 from softswitch.tm import TrafficManager
@@ -445,27 +444,30 @@ def main(argv: list[str]) -> int:
     _check_fastpath()
     _setup_logging(opts)
     roles = RoleTable.load(opts.role_config) if opts.role_config else None
-    device = Device(opts.device_id, opts.cpu_port, opts.drop_port, roles=roles,
-                    limits=opts.limits, compiler=_compiler(opts))
+    loaded = None
     if opts.program is not None:
-        config, compiled = load_program(opts)
+        loaded = load_program(opts)
         if roles is not None:
-            problems = roles.check_names(P4InfoIndex(compiled.p4info))
+            problems = roles.check_names(P4InfoIndex(loaded[1].p4info))
             if problems:
                 raise P4Error(f"--role-config {opts.role_config}: {problems[0]}")
-        device.start_with(config, compiled)
-        log.info("loaded %s", opts.program)
     if opts.pcap_dir is not None:
         os.makedirs(opts.pcap_dir, exist_ok=True)
     plane = DataPlane(opts.interfaces, opts.pcap_dir, opts.ingress_priority,
                       opts.busy_poll_us / 1e6)
-    if opts.ingress_priority:
-        log.info("ingress priority: %s read first on every port",
-                 opts.ingress_priority.describe())
-    if opts.dataplane_cpu is not None:
-        log.info("dataplane CPU: %s; it polls its ports for %d µs before it sleeps",
-                 opts.dataplane_cpu.describe(), opts.busy_poll_us)
     try:
+        device = Device(opts.device_id, opts.cpu_port, opts.drop_port, roles=roles,
+                        limits=opts.limits, compiler=_compiler(opts),
+                        transmit=plane.transmit, checkpoints=plane.calls)
+        if loaded is not None:
+            device.start_with(*loaded)
+            log.info("loaded %s", opts.program)
+        if opts.ingress_priority:
+            log.info("ingress priority: %s read first on every port",
+                     opts.ingress_priority.describe())
+        if opts.dataplane_cpu is not None:
+            log.info("dataplane CPU: %s; it polls its ports for %d µs before it sleeps",
+                     opts.dataplane_cpu.describe(), opts.busy_poll_us)
         return _serve(opts, device, plane)
     finally:
         plane.close()
@@ -475,11 +477,8 @@ def _serve(opts: RunOptions, device: Device, plane: DataPlane) -> int:
     log.info("memory allocator: %s", allocator.describe())
     for port, iface in sorted(opts.interfaces.items()):
         log.info("Adding interface %s as port %d", iface, port)
-    device.transmit = plane.transmit
-    device.checkpoint = plane.calls.checkpoint   # Writes the loop answers (front end)
-    device.checkpointing = plane.calls.checkpointing
     tm = TrafficManager(num_queues=opts.priority_queues, catch_up_us=LINK_CATCH_UP_US)
-    scheduler = EgressScheduler(device, tm, lambda port: _interface_mac(opts.interfaces, port),
+    scheduler = Forwarder(device, tm, lambda port: _interface_mac(opts.interfaces, port),
                                 held_frames=plane.held_frames)
     tls = tls_config(opts)
     channels = _start_runtime_channel(opts, device, tm, plane)

@@ -1,14 +1,14 @@
 """softswitch's compiled fast path: the whole v1model pipeline of a program as C.
 
 At pipeline load the interpreter builds the switch as always (it stays the oracle and
-owns the control-plane state); then :func:`attach` generates C for the program
+owns the control-plane state); then this package generates C for the program
 (:mod:`cprogram`: parser states, controls, actions, tables' apply, externs, checksums,
-hashes, deparser, and BMv2's clone/resubmit/recirculate/multicast driver), compiles it
-with the system C compiler into a CPython extension (:mod:`build`, cached by a hash of
-the source) and returns a :class:`~softswitch.fastpath.switch.FastSwitch` that runs
-packets there.
+hashes, deparser, and BMv2's clone/resubmit/recirculate/multicast driver) and compiles
+it with the system C compiler into a CPython extension (:mod:`build`, cached by a hash
+of the source); :func:`softswitch.v1model.fast_switch.attach` runs packets there
+(a :class:`~softswitch.v1model.fast_switch.FastSwitch`).
 
-``SOFTSWITCH_FASTPATH`` (or the ``fastpath`` argument of ``Switch.from_program``) is the
+``SOFTSWITCH_FASTPATH`` (or the ``fastpath`` argument of ``load_switch``) is the
 one switch for compiled C: the pipeline, and with it ``softswitch run``'s native
 forwarding loop and native queues (which run whenever the pipeline is C), batched port
 I/O (``ports/batchio``) and the P4Runtime entry decoder (``p4runtime/entrywire``):
@@ -41,39 +41,6 @@ def mode(explicit: str | None = None) -> str:
         from softswitch.diagnostics import P4Error
         raise P4Error(f"SOFTSWITCH_FASTPATH must be one of {', '.join(MODES)}, not '{m}'")
     return m
-
-
-def attach(switch: Any, fastpath: str | None = None) -> Any:
-    """``switch`` (an interpreter Switch) or a FastSwitch on the same program state."""
-    m = mode(fastpath)
-    if m == "off":
-        switch.fastpath = "off"
-        return switch
-    from softswitch.diagnostics import P4Error
-    from softswitch.fastpath.build import BuildError, load
-    from softswitch.fastpath.cprogram import CProgram
-    from softswitch.fastpath.ctypes_ import Unsupported
-    from softswitch.fastpath.switch import FastSwitch
-    try:
-        cprog = CProgram(switch)
-        source = cprog.generate()
-        mod, key, _built = load(source)
-        return FastSwitch(switch, mod, cprog, key)
-    except (Unsupported, BuildError, MemoryError) as e:
-        reason, loc, msg = str(e), getattr(e, "loc", None), getattr(e, "message", str(e))
-    except RecursionError:
-        reason = msg = "program too deeply nested for the C back end"
-        loc = None
-    except Exception as e:  # noqa: BLE001 - a C back-end bug: the interpreter still works
-        if m == "require":
-            raise
-        reason = msg = f"internal error in the C back end: {type(e).__name__}: {e}"
-        loc = None
-    if m == "require":
-        raise P4Error(f"the C fast path cannot run this program: {msg}", loc)
-    switch.fastpath = f"interpreter: {reason}"
-    log.warning("fast path: %s; running the interpreter", reason)
-    return switch
 
 
 def refusal(switch: Any) -> str | None:

@@ -32,9 +32,10 @@ class DiffResult:
 
 
 def _load_pair(checked: Any, queues: int) -> tuple[Any, Any]:
+    from softswitch.v1model.fast_switch import load_switch
     from softswitch.v1model.switch import Switch
-    ref = Switch.from_program(checked, fastpath="off")
-    fast = Switch.from_program(checked, fastpath="require")
+    ref = Switch.from_program(checked)
+    fast = load_switch(checked, fastpath="require")
     for sw in (ref, fast):
         sw.priority_queues = queues
         sw.clock.freeze(0)

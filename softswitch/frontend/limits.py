@@ -115,7 +115,7 @@ def process_limits(limits: Limits) -> Iterator[None]:
     """Bound *this whole process* for a compile: ``RLIMIT_AS`` (inherited by cpp) and,
     in the main thread, a wall-clock timer. For one-shot processes only (the
     ``softswitch compile`` command, the server's compile worker); a long-running
-    server must compile in a worker instead (:mod:`softswitch.frontend.isolate`).
+    server must compile in a worker instead (:mod:`softswitch.p4runtime.isolate`).
 
     MemoryError and the timer become :class:`LimitExceeded`."""
     old_as = resource.getrlimit(resource.RLIMIT_AS)

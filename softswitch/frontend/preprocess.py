@@ -18,7 +18,7 @@ without ``..`` inside those roots or softswitch's ``p4include/``; absolute and
 computed (macro) includes are refused, and after cpp every file its line markers name
 must lie inside them, so nothing else of the server's disk ever reaches the parser or
 an error message (the compile worker also runs under Landlock where the kernel has it:
-:mod:`softswitch.frontend.isolate`). A NUL byte in any name the compile would hand the
+:mod:`softswitch.p4runtime.isolate`). A NUL byte in any name the compile would hand the
 operating system (the program's path, an include directory or directive, a ``-D``
 definition) is a located error, since no file can carry such a name.
 """

@@ -11,7 +11,7 @@ A config is untrusted input. Its size is bounded (``max_source_bytes``, the whol
 ``p4_device_config``), its ``#include``s may only reach the files it carries and
 softswitch's ``p4include/`` (never absolute or ``..`` paths, never device files), and
 it is first compiled in a sandboxed worker under the server's compile limits
-(:mod:`softswitch.frontend.isolate`): a limit hit is RESOURCE_EXHAUSTED naming the
+(:mod:`softswitch.p4runtime.isolate`): a limit hit is RESOURCE_EXHAUSTED naming the
 limit, a program error INVALID_ARGUMENT with p4c-style diagnostics.
 
 The P4Info a client sends must describe the program it sends: the server compares
@@ -37,7 +37,6 @@ import grpc
 from p4.config.v1 import p4info_pb2
 
 from softswitch.diagnostics import P4Error
-from softswitch.frontend import isolate
 from softswitch.frontend.limits import (
     DEFAULT,
     FLAGS,
@@ -46,7 +45,7 @@ from softswitch.frontend.limits import (
     applied,
     describe,
 )
-from softswitch.p4runtime import errors
+from softswitch.p4runtime import errors, isolate
 
 ARTIFACT_FORMAT = "softswitch-pipeline"
 ARTIFACT_VERSION = 1

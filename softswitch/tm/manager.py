@@ -51,7 +51,7 @@ class TrafficManager:
         # ports whose queues changed (created, enqueue, dequeue) since the last
         # pass_through_gate: the only ones a refresh of a gate must look at again
         self.touched: set[int] = set()
-        # Native queues (``softswitch run`` on the C fast path, fastpath/queues.py): the
+        # Native queues (``softswitch run`` on the C fast path, v1model/native_queues.py): the
         # ports whose queues C holds, with their packets; this object keeps their
         # configuration and statistics (folded in by sync_native) and takes a port back
         # before anything else touches it (claim).

@@ -1,7 +1,7 @@
 """What the traffic manager needs of a store of native (C) egress queues.
 
 :class:`~softswitch.tm.TrafficManager` may hand an egress port's queues to a faster
-implementation (``softswitch.fastpath.queues.NativeQueues`` on ``softswitch run``'s C
+implementation (``softswitch.v1model.native_queues.NativeQueues`` on ``softswitch run``'s C
 fast path) and take them back; it talks to it through this contract only, so the
 traffic manager does not depend on the fast path above it.
 """

@@ -77,26 +77,15 @@ class Switch(Device):
     # ------------------------------------------------------------ loading
     @classmethod
     def from_file(cls, path: str | Path, include_dirs: Sequence[str] = (),
-                  defines: dict[str, str] | None = None,
-                  fastpath: str | None = None) -> Switch:
+                  defines: dict[str, str] | None = None) -> Switch:
+        """The interpreter of a P4 source file (see :meth:`from_program`)."""
         from softswitch.frontend.compiler import compile_program
-        return cls.from_program(compile_program(str(path), include_dirs, defines),
-                                fastpath=fastpath)
+        return cls.from_program(compile_program(str(path), include_dirs, defines))
 
     @classmethod
-    def from_program(cls, checked: Any, fastpath: str | None = None) -> Switch:
-        """The loaded pipeline. ``fastpath`` (default: ``$SOFTSWITCH_FASTPATH``, else
-        ``auto``) picks the packet path: ``off`` this interpreter, ``auto`` the compiled
-        C pipeline where the program allows it (softswitch.fastpath), ``require`` C or
-        an error."""
-        sw = cls._interpreter(checked)
-        if cls is not Switch:
-            return sw
-        from softswitch import fastpath as fp
-        return fp.attach(sw, fastpath)
-
-    @classmethod
-    def _interpreter(cls, checked: Any) -> Switch:
+    def from_program(cls, checked: Any) -> Switch:
+        """The loaded pipeline on this interpreter. The compiled C pipeline where the
+        program allows it: :func:`softswitch.v1model.fast_switch.load_switch`."""
         pb, roles = build_program(checked, "V1Switch", "v1model", ROLES,
                                   V1ModelProgramBuilder)
         types = cls._pipeline_types(pb.elab, pb)

@@ -12,8 +12,8 @@ from programs import v1model_program
 from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
 from softswitch.fastpath import build
-from softswitch.fastpath.switch import FastSwitch
 from softswitch.frontend.compiler import compile_program
+from softswitch.v1model.fast_switch import FastSwitch, load_switch
 from softswitch.v1model.switch import Switch
 
 PROG = v1model_program(
@@ -48,22 +48,22 @@ def _checked(tmp_path, extra: str = ""):
 
 def test_modes(tmp_path, monkeypatch, caplog):
     ok = _checked(tmp_path)
-    assert isinstance(Switch.from_program(ok, fastpath="auto"), FastSwitch)
-    assert type(Switch.from_program(ok, fastpath="off")) is Switch
-    monkeypatch.setenv("SOFTSWITCH_FASTPATH", "off")
+    assert isinstance(load_switch(ok, fastpath="auto"), FastSwitch)
     assert type(Switch.from_program(ok)) is Switch
+    monkeypatch.setenv("SOFTSWITCH_FASTPATH", "off")
+    assert type(load_switch(ok)) is Switch
     monkeypatch.setenv("SOFTSWITCH_FASTPATH", "sometimes")
     with pytest.raises(P4Error, match="off, auto, require"):
-        Switch.from_program(ok)
+        load_switch(ok)
     monkeypatch.delenv("SOFTSWITCH_FASTPATH")
     bad = _checked(tmp_path, "register<pair_t>(4) pairs;")
     with caplog.at_level(logging.WARNING, logger="softswitch.fastpath"):
-        sw = Switch.from_program(bad)
+        sw = load_switch(bad)
     assert type(sw) is Switch
     assert "register 'I.pairs'" in sw.fastpath
     assert "only bit<W>/int<W> cells" in caplog.text
     with pytest.raises(P4Error, match="C fast path cannot run") as exc:
-        Switch.from_program(bad, fastpath="require")
+        load_switch(bad, fastpath="require")
     assert exc.value.loc is not None and exc.value.loc.line == 14
 
 
@@ -73,17 +73,17 @@ def test_no_compiler_falls_back(tmp_path, monkeypatch):
     build.compiler.cache_clear()
     build._loaded.clear()
     try:
-        sw = Switch.from_program(_checked(tmp_path))
+        sw = load_switch(_checked(tmp_path))
         assert type(sw) is Switch and "cannot run the C compiler" in sw.fastpath
         with pytest.raises(P4Error, match="cannot run the C compiler"):
-            Switch.from_program(_checked(tmp_path), fastpath="require")
+            load_switch(_checked(tmp_path), fastpath="require")
     finally:
         build.compiler.cache_clear()
 
 
 def test_build_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SOFTSWITCH_CACHE", str(tmp_path / "cache"))
-    sw = Switch.from_program(_checked(tmp_path), fastpath="off")
+    sw = Switch.from_program(_checked(tmp_path))
     from softswitch.fastpath.cprogram import CProgram
     source = CProgram(sw).generate()
     build._loaded.clear()
@@ -157,9 +157,9 @@ def test_helpers_follow_the_fastpath_mode(tmp_path, monkeypatch, caplog):
 
 def test_control_interface_reads_c_state(tmp_path):
     checked = _checked(tmp_path)
-    ref = Switch.from_program(checked, fastpath="off")
-    fast = Switch.from_program(checked, fastpath="require")
-    other = Switch.from_program(checked, fastpath="require")   # its own state
+    ref = Switch.from_program(checked)
+    fast = load_switch(checked, fastpath="require")
+    other = load_switch(checked, fastpath="require")   # its own state
     for sw in (ref, fast, other):
         sw.clock.freeze(100)
     for sw in (ref, fast):

@@ -18,6 +18,7 @@ from softswitch.devtools.difftest.run import p4info_difference, run_p4c
 from softswitch.diagnostics import P4Error
 from softswitch.frontend.compiler import compile_program
 from softswitch.stf import run_stf
+from softswitch.v1model.fast_switch import load_switch
 
 p4c_stf = stf_module("p4c_stf")
 
@@ -85,12 +86,11 @@ def test_bmv2_stf(frontend_program, reference_tools, tmp_path):
 def test_digests_carry_their_p4info_names():
     """The switch names each digest as P4Info does (struct/header type, typedef name,
     digest_N), so a P4Runtime client can tell which digest a message belongs to."""
-    from softswitch.v1model.switch import Switch
 
     path = Path(__file__).resolve().parents[1] / "p4" / "frontend" / "digest_data_ok.p4"
     checked = compile_program(str(path), (str(path.parent),))
     names = [d.preamble.name for d in p4info.generate(checked).digests]
-    sw = Switch.from_program(checked)
+    sw = load_switch(checked)
     sw.inject(3, bytes([1, 2, 0, 3]))
     got = sw.drain_digests()
     assert [name for name, _ in got] == ["digest_0", "h_t", "pair_t", "digest_1", "learn_t"]

@@ -5,8 +5,8 @@ import pytest
 from programs import QUEUEING_NAMES, v1model_program
 
 from softswitch.tm import TrafficManager
+from softswitch.v1model.fast_switch import load_switch_file
 from softswitch.v1model.queueing import QueuedSwitch
-from softswitch.v1model.switch import Switch
 
 # Ingress: out port 1, queue = low 3 bits of the source MAC. Egress writes the queueing
 # metadata into the destination MAC so the test can read it off the wire.
@@ -44,7 +44,7 @@ def decode(dst: bytes) -> dict[str, int]:
 def switch(tmp_path):
     src = tmp_path / "q.p4"
     src.write_text(PROGRAM)
-    return Switch.from_file(src)
+    return load_switch_file(src)
 
 
 def run_until_empty(qs: QueuedSwitch, now: float = 0.0):
@@ -100,7 +100,7 @@ def test_a_packet_through_the_queues_leaves_no_cycle(tmp_path, fastpath):
 
     src = tmp_path / "q.p4"
     src.write_text(PROGRAM)
-    sw = Switch.from_file(src, fastpath=fastpath)
+    sw = load_switch_file(src, fastpath=fastpath)
     tm = TrafficManager(num_queues=8, clock=lambda: -1000.0)
     tm.set_queue_rate(10_000, port=1, priority=0)     # bulk queued, urgent passes
     qs = QueuedSwitch(sw, tm)

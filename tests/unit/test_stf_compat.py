@@ -12,7 +12,7 @@ from programs import STF_NAMES, v1model_program
 from softswitch.stf import run_stf
 from softswitch.stf.compat import check
 from softswitch.stf.stf import parse_stf_text
-from softswitch.v1model.switch import Switch
+from softswitch.v1model.fast_switch import load_switch_file
 
 PROGRAM = v1model_program(
     types="header h_t { bit<8> a; bit<8> b; }", headers="h_t h;", extract=["hdr.h"],
@@ -42,7 +42,7 @@ def program(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tables(program: Path):
-    return Switch.from_file(program).tables()
+    return load_switch_file(program).tables()
 
 
 def notes(text: str, tables) -> list[tuple[int, str]]:

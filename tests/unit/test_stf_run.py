@@ -7,7 +7,7 @@ from programs import STF_NAMES, v1model_program
 
 from softswitch.diagnostics import P4Error
 from softswitch.stf import CommandSession, run_stf
-from softswitch.v1model.switch import Switch
+from softswitch.v1model.fast_switch import load_switch_file
 
 PROGRAM = v1model_program(
     types="header h_t { bit<8> a; bit<8> b; }", headers="h_t h;", extract=["hdr.h"],
@@ -88,7 +88,7 @@ def test_unknown_table_is_a_located_error(program: Path, tmp_path: Path):
 
 
 def test_cli_session_on_the_switch(program: Path):
-    session = CommandSession(Switch.from_file(str(program)))
+    session = CommandSession(load_switch_file(str(program)))
     session.run_line("table_add tern fwd 0x05&&&0xff => 4 0x44 1")
     assert session.control.inject(0, b"\x05\x00")[0].port == 4
     assert session.run_line("register_read last 0").text == "last[0]= 5"
@@ -134,7 +134,7 @@ expect 2 08
 
 
 def test_cli_modify_delete_and_clear_on_the_switch(program: Path):
-    switch = Switch.from_file(str(program))
+    switch = load_switch_file(str(program))
     session = CommandSession(switch)
     out = session.run_line("table_add I.tern I.fwd 0x05&&&0xff => 4 0x44 10")
     handle = int(out.text.rsplit(" ", 1)[1])

@@ -12,7 +12,7 @@ import random
 
 from programs import v1model_program
 
-from softswitch.v1model.switch import Switch
+from softswitch.v1model.fast_switch import load_switch_file
 
 OPERANDS = {  # name -> (width, signed)
     "a8": (8, False), "b8": (8, False), "c8": (8, True), "d8": (8, True),
@@ -98,8 +98,8 @@ def test_runtime_arithmetic_matches_constant_folding(tmp_path):
         runtime.write_text(program([(with_fields(e), w, s) for e, w, s in exprs]))
         folded = tmp_path / f"cf{trial}.p4"
         folded.write_text(program([(with_literals(e, values), w, s) for e, w, s in exprs]))
-        (got,) = Switch.from_file(runtime).inject(0, raw)
-        (want,) = Switch.from_file(folded).inject(0, raw)
+        (got,) = load_switch_file(runtime).inject(0, raw)
+        (want,) = load_switch_file(folded).inject(0, raw)
         for i, (e, _, _) in enumerate(exprs):
             g = got.data[4 * i:4 * i + 4].hex()
             c = want.data[4 * i:4 * i + 4].hex()

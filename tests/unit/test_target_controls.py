@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from programs import v1model_program
 
+from softswitch.v1model.fast_switch import load_switch_file
 from softswitch.v1model.switch import Switch
 
 PROGRAM = v1model_program(
@@ -61,7 +62,7 @@ control Bump(inout bit<8> v, inout bit<8> trace)(bit<8> step, counter cnt) {
 def switch(tmp_path) -> Switch:
     p = tmp_path / "controls.p4"
     p.write_text(PROGRAM)
-    return Switch.from_file(p)
+    return load_switch_file(p)
 
 
 def test_functions_subcontrols_and_stacks(tmp_path):
@@ -112,6 +113,6 @@ control Sub(inout H whole, inout e_t part) {
 def test_overlapping_arguments_keep_copy_semantics(tmp_path):
     p = tmp_path / "alias.p4"
     p.write_text(ALIAS)
-    (out,) = Switch.from_file(p).inject(0, bytes([3, 0]))
+    (out,) = load_switch_file(p).inject(0, bytes([3, 0]))
     # Sub: whole.e.b = 3 (old a), then part copied out: a = 7; two() writes b = 2
     assert out.data == bytes([7, 2 + 7])

@@ -6,13 +6,14 @@ from __future__ import annotations
 from programs import v1model_program
 
 from softswitch.core.control import KeyMatch
+from softswitch.v1model.fast_switch import load_switch_file
 from softswitch.v1model.switch import Switch
 
 
 def load(tmp_path, src: str) -> Switch:
     p = tmp_path / "prog.p4"
     p.write_text(src)
-    return Switch.from_file(p)
+    return load_switch_file(p)
 
 
 def test_varbit_extract_and_emit(tmp_path):

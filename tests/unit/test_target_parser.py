@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from programs import v1model_program
 
+from softswitch.v1model.fast_switch import load_switch_file
 from softswitch.v1model.switch import Switch
 
 PROGRAM = v1model_program(
@@ -62,7 +63,7 @@ parser Sub(packet_in pk, inout H h, inout M m)(bit<8> bonus) {
 def switch(tmp_path) -> Switch:
     p = tmp_path / "parser.p4"
     p.write_text(PROGRAM)
-    return Switch.from_file(p)
+    return load_switch_file(p)
 
 
 def test_odd_branch_union_and_subparser(tmp_path):
@@ -124,7 +125,7 @@ parser Sub(packet_in pk, inout H h) {
 def test_reject_in_a_subparser_ends_parsing_without_error(tmp_path):
     p = tmp_path / "reject.p4"
     p.write_text(REJECTING)
-    sw = Switch.from_file(p)
+    sw = load_switch_file(p)
     (out,) = sw.inject(0, bytes([5, 6]))
     assert (out.port, out.data) == (1, bytes([6, 6]))      # both headers extracted
     (out,) = sw.inject(0, bytes([0, 6]))

@@ -9,6 +9,7 @@ from programs import v1model_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
+from softswitch.v1model.fast_switch import load_switch, load_switch_file
 from softswitch.v1model.switch import Switch
 
 PROGRAM = v1model_program(
@@ -30,7 +31,7 @@ PROGRAM = v1model_program(
 def sw(tmp_path) -> Switch:
     p = tmp_path / "repl.p4"
     p.write_text(PROGRAM)
-    return Switch.from_file(p)
+    return load_switch_file(p)
 
 
 def ports(sw: Switch, op: int, arg: int) -> list[int]:
@@ -134,7 +135,7 @@ def test_error_keys_are_bmv2_wide(tmp_path):
     p = tmp_path / "errkey.p4"
     p.write_text(ERROR_KEY_PROGRAM)
     checked = compile_program(str(p))
-    sw = Switch.from_program(checked)
+    sw = load_switch(checked)
     (key,) = sw.table_info("by_error").keys
     assert key.width == 32
     (out,) = sw.inject(0, bytes([1, 0]))

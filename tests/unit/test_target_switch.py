@@ -8,6 +8,7 @@ from programs import v1model_program
 from softswitch.core.control import KeyMatch
 from softswitch.core.execution import SwitchAbort
 from softswitch.diagnostics import P4Error
+from softswitch.v1model.fast_switch import load_switch_file
 from softswitch.v1model.switch import Switch
 
 
@@ -19,7 +20,7 @@ def load(tmp_path, ingress: str, meta: str = "bit<8> x;", egress: str = "apply {
                           extract=["h.h"], ingress=ingress, egress=egress, emit=["h.h"])
     p = tmp_path / "prog.p4"
     p.write_text(src)
-    return Switch.from_file(p)
+    return load_switch_file(p)
 
 
 def one(sw: Switch, data: bytes, port: int = 0) -> tuple[int, bytes]:

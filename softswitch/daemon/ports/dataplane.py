@@ -40,8 +40,27 @@ Deliver = Callable[[int, bytes], None]
 DeliverBatch = Callable[[int, list[bytes]], None]
 
 
+class FrameSink(Protocol):
+    """Where the layers above hand the frames that leave on a port (the port loop's
+    :meth:`DataPlane.transmit`; a list or a test's collector elsewhere)."""
+
+    def __call__(self, port: int, frame: bytes) -> None:
+        """Send ``frame`` out of ``port``."""
+
+
+class Checkpoints(Protocol):
+    """The port loop's turns as the layers above see them (:class:`LoopCalls`): where a
+    long piece of work may let urgent frames through."""
+
+    def checkpoint(self) -> None:
+        """Forward the urgent frames waiting now, if the loop runs this work."""
+
+    def checkpointing(self) -> bool:
+        """Whether :meth:`checkpoint` acts here (the port loop runs this work)."""
+
+
 class Ticker(Protocol):
-    """What the port loop asks of the egress scheduler when it keeps its time."""
+    """What the port loop asks of the forwarder when it keeps its time."""
 
     def wait_s(self) -> float | None:
         """Seconds until something queued may leave (<= 0: now), None if nothing waits."""

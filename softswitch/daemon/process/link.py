@@ -19,12 +19,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from softswitch.daemon.rpc.unary import Trailing
+
 WRITE = 1
 CAPABILITIES = 2
 METHODS = {WRITE: "/p4.v1.P4Runtime/Write",
            CAPABILITIES: "/p4.v1.P4Runtime/Capabilities"}
 _LEN = struct.Struct("!I")
-Trailing = tuple[tuple[str, bytes], ...]
 
 
 class LinkError(Exception):

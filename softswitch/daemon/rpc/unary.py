@@ -33,11 +33,12 @@ from typing import Any
 
 import grpc
 
-from softswitch.daemon.process.link import Trailing
 from softswitch.daemon.rpc.serial import INLINE_BYTES, BigRequests
 from softswitch.memory import reclaim
 
 log = logging.getLogger("softswitch.p4runtime")
+# a call's trailing metadata: (key, value) pairs, as grpc gives them
+Trailing = tuple[tuple[str, bytes], ...]
 
 try:
     from grpc._cython import cygrpc

@@ -2,13 +2,13 @@
 
 The P4Runtime server gets P4 programs from the network (SetForwardingPipelineConfig).
 Before it builds one, :func:`check` compiles it in a fresh ``python -m
-softswitch.frontend.isolate`` process that
+softswitch.p4runtime.isolate`` process that
 
 * runs the whole compile (preprocessor, front end, P4Info, v1model target) under the
   :class:`~softswitch.frontend.limits.Limits` — ``RLIMIT_AS`` and ``RLIMIT_CPU`` on
   the worker (cpp inherits them), bounded cpp output, and a wall-clock deadline
   enforced by the parent, which kills the worker when it passes;
-* restricts itself with Landlock (:mod:`softswitch.frontend.landlock`) to the
+* restricts itself with Landlock (:mod:`softswitch.p4runtime.landlock`) to the
   config's scratch directory, softswitch's package, Python's module directories and
   what cpp needs to run, where the kernel offers it;
 * only ever answers with one small JSON object: ok, or the diagnostics / the limit.
@@ -50,7 +50,7 @@ def check(main: str, defines: dict[str, str], limits: Limits) -> None:
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     # -P: the scratch directory (the worker's cwd, holding the config's files) is not
     # put on sys.path, so no file of the config can shadow a Python module.
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "softswitch.frontend.isolate"],
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "softswitch.p4runtime.isolate"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=os.path.dirname(main) or ".", env=env)
     with _running_lock:
@@ -137,7 +137,7 @@ def _died(returncode: int, stderr: str, limits: Limits, where: SourceLoc) -> P4E
 
 # ---------------------------------------------------------------------- the worker
 def _sandbox(scratch: str) -> bool:
-    from softswitch.frontend import landlock
+    from softswitch.p4runtime import landlock
 
     python_dirs = {p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)
                    and os.path.realpath(p) != os.path.realpath(scratch)}

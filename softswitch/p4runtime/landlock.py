@@ -1,7 +1,7 @@
 """Linux Landlock: let a process (and its children) read only what it must.
 
 The P4Runtime server compiles pipeline configs from the network in a worker process
-(:mod:`softswitch.frontend.isolate`); before the worker touches the program it
+(:mod:`softswitch.p4runtime.isolate`); before the worker touches the program it
 restricts itself with Landlock (an unprivileged Linux security module, kernel 5.13+)
 to: reading the config's scratch directory, softswitch's package (its ``p4include/``),
 Python's module directories and the system directories cpp needs to run; writing

@@ -6,9 +6,9 @@ set over the runtime channel) and leave when the scheduler lets them. Everything
 touching the switch runs under the device's lock. Packets a controller injects with
 PacketOut take the same path from the CPU port (ingress, then the egress queues), as on
 BMv2. Departures are timed by the port loop itself when it drives the scheduler
-(:meth:`EgressScheduler.drive`): it waits on its sockets only until the next departure,
+(:meth:`Forwarder.drive`): it waits on its sockets only until the next departure,
 so departures and arrivals share one thread and never wait for each other's GIL turn or
-lock. Without a port loop (tests feeding frames by hand), :meth:`EgressScheduler.start`
+lock. Without a port loop (tests feeding frames by hand), :meth:`Forwarder.start`
 runs a thread that does the same.
 
 PFC (a softswitch extension, thresholds set with the runtime channel's ``set_pfc``):
@@ -22,7 +22,7 @@ goes through C (``fastpath/rt_loop.c``) in one call per run of frames the traffi
 lets pass at once, and ports whose queues C can hold (``fastpath/rt_queues.c``) keep
 their packets there. A frame needing anything else (a Python-held queue, a PFC frame,
 the CPU port's PacketIn) is handed back and finished the Python way, so results and the
-order per port are those of the Python way (``EgressScheduler(native=False)``).
+order per port are those of the Python way (``Forwarder(native=False)``).
 """
 
 from __future__ import annotations
@@ -32,13 +32,16 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from softswitch.core.control import PacketOut
 from softswitch.diagnostics import P4Error
 from softswitch.tm import TrafficManager
 from softswitch.tm.pfc import MAX_PAUSE_QUANTA, build_pfc_frame, parse_pfc_frame
 from softswitch.v1model.queueing import QueuedSwitch
+
+if TYPE_CHECKING:
+    from softswitch.daemon.device import Device
 
 log = logging.getLogger("softswitch.tm")
 _device_log = logging.getLogger("softswitch.device")
@@ -57,10 +60,10 @@ def _log_dropped(port: int, exc: BaseException) -> None:
                   type(exc).__name__, exc)
 
 
-class EgressScheduler:
+class Forwarder:
     """Feeds arriving frames through a :class:`QueuedSwitch` and drains it on time."""
 
-    def __init__(self, device: Any, tm: TrafficManager,
+    def __init__(self, device: Device, tm: TrafficManager,
                  port_mac: Callable[[int], bytes] = lambda port: bytes(6),
                  held_frames: Callable[[], dict[int, list[bytes]] | None] = lambda: None,
                  native: bool = True) -> None:
@@ -124,7 +127,7 @@ class EgressScheduler:
                 self._gate = None     # a PFC frame may have paused a queue
                 at += 1
             if outs or emitted:
-                self.device._dispatch(loaded, outs)
+                self.device.dispatch(loaded, outs)
             # The timer only has work when something waits for later (a rate,
             # link rate or pause holds it); waking it for every frame hands the GIL back
             # and forth for nothing.
@@ -153,7 +156,7 @@ class EgressScheduler:
         # a rate or a pause leaves at its departure (tick).
         if self.tm.enqueues != enqueues and self.tm.holding():
             if outs:
-                self.device._dispatch(loaded, outs)
+                self.device.dispatch(loaded, outs)
                 outs.clear()
             self._transmit(loaded, now)
 
@@ -179,7 +182,7 @@ class EgressScheduler:
         it is done or hands a frame back, and finish a handed-back frame here. Returns
         (next frame, whether that frame must go the Python way whole, frames out)."""
         if outs:        # frames out so far go before the ones the loop holds next
-            self.device._dispatch(loaded, outs)
+            self.device.dispatch(loaded, outs)
             outs.clear()
         tm = self.tm
         switch = queued.switch
@@ -247,7 +250,7 @@ class EgressScheduler:
             if self.tm.native_ports:
                 self._queued.dropped_at_enqueue += self.tm.sync_native()
         if sent:
-            self.device._dispatch(loaded, sent)
+            self.device.dispatch(loaded, sent)
         self._send_pfc()
 
     # --- PFC ------------------------------------------------------------------------------
@@ -270,7 +273,7 @@ class EgressScheduler:
                                                           {ev.priority: quanta}))
 
     # --- timed by the port loop -------------------------------------------------------------
-    def drive(self, wake: Callable[[], None]) -> EgressScheduler:
+    def drive(self, wake: Callable[[], None]) -> Forwarder:
         """Let the port loop keep the departures' time (it calls :meth:`wait_s` and
         :meth:`tick`; ``wake`` makes it look again when another thread queued
         something) instead of a thread of this scheduler's own."""
@@ -296,7 +299,7 @@ class EgressScheduler:
                 self._transmit(loaded, self.now_us())
 
     # --- scheduler thread ---------------------------------------------------------------
-    def start(self) -> EgressScheduler:
+    def start(self) -> Forwarder:
         self._thread.start()
         return self
 

@@ -14,22 +14,74 @@ recirculations, multicast) in C; ``_ingress``/``_egress`` are the same steps for
 :class:`~softswitch.v1model.queueing.QueuedSwitch`, with work items as opaque capsules;
 ``forward`` runs a whole burst of ``softswitch run`` through both while the traffic
 manager lets packets pass (``rt_loop.c``, driven by
-:class:`~softswitch.daemon.ports.realtime_tm.EgressScheduler`).
+:class:`~softswitch.daemon.forwarding.Forwarder`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from softswitch.core.control import EntryView, PacketOut
 from softswitch.core.device import resolve_name
 from softswitch.core.tables import CheckedOps
 from softswitch.diagnostics import P4Error
-from softswitch.fastpath.queues import NativeQueues
+from softswitch.fastpath import mode
+from softswitch.fastpath.build import BuildError, load
+from softswitch.fastpath.cprogram import CProgram
+from softswitch.fastpath.ctypes_ import Unsupported
+from softswitch.v1model.native_queues import NativeQueues
 from softswitch.v1model.switch import Switch, _Work
 
 STAGES = ("ingress", "egress")
+log = logging.getLogger("softswitch.fastpath")
+
+
+def load_switch(checked: Any, fastpath: str | None = None) -> Switch:
+    """The v1model switch of a checked program. ``fastpath`` (default:
+    ``$SOFTSWITCH_FASTPATH``, else ``auto``) picks the packet path: ``off`` the
+    interpreter, ``auto`` the compiled C pipeline where the program allows it,
+    ``require`` C or an error."""
+    return attach(Switch.from_program(checked), fastpath)
+
+
+def load_switch_file(path: str | Path, include_dirs: Sequence[str] = (),
+                     defines: dict[str, str] | None = None,
+                     fastpath: str | None = None) -> Switch:
+    """:func:`load_switch` of a P4 source file."""
+    from softswitch.frontend.compiler import compile_program
+    return load_switch(compile_program(str(path), include_dirs, defines), fastpath)
+
+
+def attach(switch: Switch, fastpath: str | None = None) -> Switch:
+    """``switch`` (an interpreter Switch) or a FastSwitch on the same program state."""
+    m = mode(fastpath)
+    if m == "off":
+        switch.fastpath = "off"
+        return switch
+    try:
+        cprog = CProgram(switch)
+        source = cprog.generate()
+        mod, key, _built = load(source)
+        return FastSwitch(switch, mod, cprog, key)
+    except (Unsupported, BuildError, MemoryError) as e:
+        reason, loc, msg = str(e), getattr(e, "loc", None), getattr(e, "message", str(e))
+    except RecursionError:
+        reason = msg = "program too deeply nested for the C back end"
+        loc = None
+    except Exception as e:  # noqa: BLE001 - a C back-end bug: the interpreter still works
+        if m == "require":
+            raise
+        reason = msg = f"internal error in the C back end: {type(e).__name__}: {e}"
+        loc = None
+    if m == "require":
+        raise P4Error(f"the C fast path cannot run this program: {msg}", loc)
+    switch.fastpath = f"interpreter: {reason}"
+    log.warning("fast path: %s; running the interpreter", reason)
+    return switch
 
 
 class _SM:
@@ -144,7 +196,7 @@ class FastSwitch(Switch):
                                  origin, quiet, None if queues is None else queues.capsule)
 
     def native_queues(self, num_queues: int) -> NativeQueues:
-        """Egress queues in C for this pipeline's packets (``fastpath/queues.py``)."""
+        """Egress queues in C for this pipeline's packets (:class:`NativeQueues`)."""
         self._settle()
         return NativeQueues(self, num_queues)
 
