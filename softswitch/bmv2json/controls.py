@@ -401,10 +401,13 @@ def control(ctx: Context, pipe: Node, name: str) -> list[str]:
         body += _action(ctx, ctx.actions[a], meter_read, named=named)
         if named is not None:
             ctx.absolute.add(action)
+    tables: list[str] = []
     for tname, table in flow.tables.items():
         if tname in flow.order and not _inlined(table):
             decls, props = externs.direct_declarations(ctx, tname)
-            body += decls + _table(ctx, table, props, profiles)
+            body = decls + body  # before the actions that read a direct meter
+            tables += _table(ctx, table, props, profiles)
+    body += tables
     apply = flow.emit(pipe.get("init_table", str, default=None) or END, END)
     return [f"control {name}(inout headers_t hdr, inout metadata_t meta, "
             "inout standard_metadata_t sm) {", *("    " + s for s in body),

@@ -76,11 +76,18 @@ def _split(value: int, widths: list[int]) -> list[int]:
     return list(reversed(parts))
 
 
-def _keyset(tr: Translator, t: Node, keys: list[Expr]) -> str:
+def _joined(parts: list[int], widths: list[int]) -> list[int]:
+    value = 0
+    for part, width in zip(parts, widths, strict=True):
+        value = (value << width) | (part & ((1 << width) - 1))
+    return [value]
+
+
+def _keyset(tr: Translator, t: Node, keys: list[Expr], joined: bool) -> str:
     kind = t.get("type", str)
     if kind == "default":
         return "default"
-    widths = [k.ty.width if k.ty.kind != "bool" else 1 for k in keys]
+    widths = [k.ty.width for k in keys]
     if kind == "parse_vset":
         return ident(t.get("value", str), "vs_")
     if kind != "hexstr":
@@ -88,6 +95,10 @@ def _keyset(tr: Translator, t: Node, keys: list[Expr]) -> str:
     values = _split(hexstr(t, t.get("value", str)), widths)
     mask_text = t.get("mask", str, default=None)
     masks = _split(hexstr(t, mask_text), widths) if mask_text else None
+    if joined:
+        values = _joined(values, widths)
+        masks = _joined(masks, widths) if masks is not None else None
+        widths = [sum(widths)]
     items = []
     for i, (v, w) in enumerate(zip(values, widths, strict=True)):
         ty = Ty("bit", w)
@@ -111,13 +122,15 @@ def _state(ctx: Context, node: Node) -> tuple[list[str], list[str]]:
         nxt = transitions[0].get("next_state", object, default=None) if transitions else None
         body.append(f"transition {_state_name(nxt, node)};")
     else:
-        key_code = ", ".join(k.code if k.ty.kind != "bool" else convert(k, Ty("bit", 1))
-                             for k in keys)
-        keys = [k if k.ty.kind != "bool" else Expr(k.code, Ty("bit", 1)) for k in keys]
+        keys = [k if k.ty.kind != "bool" else Expr(convert(k, Ty("bit", 1)), Ty("bit", 1))
+                for k in keys]
+        # a value set over several fields matches them as one bit string (BMv2's key)
+        joined = len(keys) > 1 and any(t.get("type", str) == "parse_vset" for t in transitions)
+        key_code = (" ++ " if joined else ", ").join(k.code for k in keys)
         body.append(f"transition select({key_code}) {{")
         for t in transitions:
             nxt = _state_name(t.get("next_state", object, default=None), t)
-            body.append(f"    {_keyset(b.tr, t, keys)}: {nxt};")
+            body.append(f"    {_keyset(b.tr, t, keys, joined)}: {nxt};")
         body.append("}")
     return b.temps, [f"state {ident(node.get('name', str), 'st_')} {{",
                      *("    " + s for s in body), "}"]
