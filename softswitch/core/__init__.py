@@ -15,7 +15,7 @@ not depend on the architecture. Modules, from the bottom up:
 * ``build`` — :class:`~softswitch.core.build.ProgramBuilder`, which builds all blocks
   and control-plane objects of a program through its architecture's hooks;
   ``control`` — the control interface (:class:`SwitchControl`) and its value types;
-  ``device`` — :class:`~softswitch.core.device.Device`, that interface over a built
+  ``target`` — :class:`~softswitch.core.target.Target`, that interface over a built
   program (tables, counters, meters, registers, PRE, digests, value sets).
 
 The architectures sit on top, one package each: :mod:`softswitch.v1model` (BMv2

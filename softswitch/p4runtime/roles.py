@@ -63,7 +63,7 @@ DEFAULT = Role(DEFAULT_ROLE, full_access=True, pipeline=True, packet_in=True,
 
 
 @dataclass
-class Scope:
+class RoleScope:
     """What a role may write in one pipeline: P4Info ids and PRE entry kinds."""
 
     full: bool
@@ -179,7 +179,7 @@ def _entity_id(entity: p4runtime_pb2.Entity) -> int:
     return int(getattr(getattr(entity, which), id_field)) if id_field and which else 0
 
 
-FULL_SCOPE = Scope(full=True)
+FULL_SCOPE = RoleScope(full=True)
 
 
 @dataclass
@@ -187,7 +187,7 @@ class RoleTable:
     """The roles a device knows (the default role always), and their scopes."""
 
     roles: dict[str, Role] = field(default_factory=dict)
-    _scopes: dict[str, tuple[Any, Scope]] = field(default_factory=dict, repr=False)
+    _scopes: dict[str, tuple[Any, RoleScope]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.roles[DEFAULT_ROLE] = DEFAULT
@@ -202,7 +202,7 @@ class RoleTable:
                                    "roles come from softswitch run --role-config)")
         return role
 
-    def scope(self, role: Role, index: P4InfoIndex | None) -> Scope:
+    def scope(self, role: Role, index: P4InfoIndex | None) -> RoleScope:
         """The role's scope in the pipeline described by ``index``."""
         if role.full_access:
             return FULL_SCOPE
@@ -331,10 +331,10 @@ def _unresolved(writes: Iterable[str | int], index: P4InfoIndex) -> list[str | i
     return [w for w in writes if w not in PRE_NAMES and w not in names]
 
 
-def _resolve(role: Role, index: P4InfoIndex | None) -> Scope:
+def _resolve(role: Role, index: P4InfoIndex | None) -> RoleScope:
     pre = frozenset(w for w in role.writes if w in PRE_NAMES)
     if index is None:
-        return Scope(False, frozenset(), pre, None)
+        return RoleScope(False, frozenset(), pre, None)
     names = _lookup(index)
     ids = set()
     for item in role.writes:
@@ -351,4 +351,4 @@ def _resolve(role: Role, index: P4InfoIndex | None) -> Scope:
             for resource in (table.direct_counter, table.direct_meter):
                 if resource is not None:
                     ids.add(resource.preamble.id)
-    return Scope(False, frozenset(ids), pre, index)
+    return RoleScope(False, frozenset(ids), pre, index)

@@ -21,7 +21,7 @@ main_deparser (p4c's generic ``pna.p4``), then acts on what main_control decided
   ``loopedback`` true, in the other direction, ``pass`` 0 and the loopback port as
   ``input_port``; re-entries count against the same limit of 8 passes per packet.
 
-The control-plane side is the shared :class:`~softswitch.core.device.Device`, as for a
+The control-plane side is the shared :class:`~softswitch.core.target.Target`, as for a
 v1model switch, so the same P4Runtime server and STF runner drive a NIC.
 """
 
@@ -36,8 +36,8 @@ from typing import Any
 from softswitch.core.bits import BitWriter, PacketReader
 from softswitch.core.blocks import REJECT_CODE
 from softswitch.core.control import PacketOut
-from softswitch.core.device import Device, build_program
 from softswitch.core.execution import ParserError, SwitchAbort
+from softswitch.core.target import Target, build_program
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
@@ -73,7 +73,7 @@ class PortRoles:
         return None
 
 
-class Nic(Device):
+class Nic(Target):
     """One PNA pipeline; all packet processing is synchronous in :meth:`inject`."""
 
     rt: PnaRuntime

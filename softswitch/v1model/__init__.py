@@ -1,7 +1,7 @@
 """The v1model target: a BMv2 ``simple_switch``-compatible switch over softswitch.core.
 
 Entry point: :class:`softswitch.v1model.switch.Switch` (``from_file``/``from_program``),
-a :class:`~softswitch.core.device.Device` with v1model's packet path.
+a :class:`~softswitch.core.target.Target` with v1model's packet path.
 
 * ``lower_externs`` — v1model's extern calls (``mark_to_drop``, ``clone``, ``hash``,
   ``digest``, checksums, ``register``/``counter``/``meter`` …);

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from softswitch.core.control import EntryView, PacketOut
-from softswitch.core.device import resolve_name
 from softswitch.core.tables import CheckedOps
+from softswitch.core.target import resolve_name
 from softswitch.diagnostics import P4Error
 from softswitch.fastpath import mode
 from softswitch.fastpath.build import BuildError, load

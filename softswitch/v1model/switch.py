@@ -23,8 +23,8 @@ from softswitch.core.build import ProgramBuilder
 from softswitch.core.control import (
     PacketOut,
 )
-from softswitch.core.device import Device, build_program
 from softswitch.core.execution import ParserError, SwitchAbort
+from softswitch.core.target import Target, build_program
 from softswitch.core.values import attr, copy_value
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
@@ -60,7 +60,7 @@ class _Work:
     truncate: int | None = None
 
 
-class Switch(Device):
+class Switch(Target):
     """One v1model pipeline; all packet processing is synchronous in :meth:`inject`."""
 
     def __init__(self, pb: ProgramBuilder, roles: dict[str, Any], types: dict[str, Any]) -> None:

@@ -38,11 +38,11 @@ from softswitch.daemon.cli_channel.framing import (
     IDLE_SECONDS,
     NOT_A_COMMAND,
     TOO_LONG,
-    PortLoop,
     command_of,
     encode_replies,
     take_lines,
 )
+from softswitch.daemon.ports.dataplane import PortLoop
 from softswitch.diagnostics import P4Error
 from softswitch.stf.commands import parse_command
 from softswitch.stf.session import CommandSession

@@ -31,11 +31,11 @@ from softswitch.daemon.cli_channel.framing import (
     NOT_A_COMMAND,
     TOO_LONG,
     Commands,
-    PortLoop,
     command_of,
     encode_replies,
     take_lines,
 )
+from softswitch.daemon.ports.dataplane import PortLoop
 
 SEND_TIMEOUT_S = 30.0            # a client that reads nothing for this long is dropped
 _END = None                      # the thread's job: the connection is over

@@ -2,20 +2,17 @@
 
 ``{"cmd": "..."}`` from the client, ``{"ok": true|false, "output": "..."}`` back, in
 order. Both servers of a connection read and write it through these few functions: the
-connection's own thread (:class:`softswitch.daemon.cli_channel.commands.RuntimeChannelServer`) and
-the port loop (:class:`softswitch.daemon.cli_channel.connection.LoopConnection`), so a line too
-long, a line that is not a command and the end of the stream mean the same thing on
-both. :class:`Commands` and :class:`PortLoop` are what a connection served on the port
-loop takes of the channel and of the loop.
+connection's own thread (:class:`~softswitch.daemon.cli_channel.commands.RuntimeChannelServer`)
+and the port loop (:class:`~softswitch.daemon.cli_channel.connection.LoopConnection`), so a
+line too long, a line that is not a command and the end of the stream mean the same
+thing on both. :class:`Commands` is what a connection served on the port loop takes of
+the channel (of the loop: :class:`~softswitch.daemon.ports.dataplane.PortLoop`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any, Protocol
-
-from softswitch.daemon.ports.loop_calls import LoopCalls
 
 MAX_LINE = 1 << 20                # a longer line ends the connection (after its replies)
 TOO_LONG = {"ok": False, "output": "Error: command too long"}
@@ -58,12 +55,3 @@ class Commands(Protocol):
     def execute_all(self, lines: list[str]) -> list[tuple[bool, str]]: ...
 
 
-class PortLoop(Protocol):
-    """What serving connections on ``softswitch run``'s port loop takes of it
-    (:class:`softswitch.daemon.ports.dataplane.DataPlane`)."""
-
-    calls: LoopCalls
-
-    def watch(self, fd: int, ready: Callable[[], None], lost: Callable[[], None]) -> bool: ...
-
-    def unwatch(self, fd: int) -> None: ...

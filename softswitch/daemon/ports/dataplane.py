@@ -59,6 +59,20 @@ class Checkpoints(Protocol):
         """Whether :meth:`checkpoint` acts here (the port loop runs this work)."""
 
 
+class PortLoop(Protocol):
+    """What a server whose connections the port loop reads takes of it (the runtime
+    CLI channel's, the gRPC process's link): :class:`DataPlane` is one."""
+
+    calls: LoopCalls
+
+    def watch(self, fd: int, ready: Callable[[], None], lost: Callable[[], None]) -> bool:
+        """Have the loop call ``ready`` when ``fd`` can be read, ``lost`` if it cannot
+        watch it any longer; False if this loop cannot watch sockets."""
+
+    def unwatch(self, fd: int) -> None:
+        """Stop watching ``fd``."""
+
+
 class Ticker(Protocol):
     """What the port loop asks of the forwarder when it keeps its time."""
 

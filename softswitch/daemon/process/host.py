@@ -23,8 +23,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from softswitch.daemon.ports.dataplane import PortLoop
 from softswitch.daemon.process import link
-from softswitch.daemon.process.writes import LoopWrites, PortLoop
+from softswitch.daemon.process.writes import LoopWrites
 from softswitch.daemon.rpc import server
 
 log = logging.getLogger("softswitch.p4runtime")

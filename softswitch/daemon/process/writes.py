@@ -30,12 +30,10 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable
-from typing import Protocol
 
 import grpc
 
-from softswitch.daemon.ports.loop_calls import LoopCalls
+from softswitch.daemon.ports.dataplane import PortLoop
 from softswitch.daemon.process import link
 from softswitch.daemon.process.link import LinkError, Reply
 from softswitch.daemon.rpc.serial import INLINE_BYTES, BigRequests
@@ -47,13 +45,6 @@ SEND_TIMEOUT_S = 30.0        # the big-request thread's blocking sends
 # does not allocate and shrink a new bytes object of the read's size.
 _CHUNK = bytearray(64 << 10)
 _CHUNK_VIEW = memoryview(_CHUNK)
-
-
-class PortLoop(Protocol):
-    calls: LoopCalls
-
-    def watch(self, fd: int, ready: Callable[[], None], lost: Callable[[], None]) -> bool: ...
-    def unwatch(self, fd: int) -> None: ...
 
 
 class LoopWrites:

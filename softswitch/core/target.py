@@ -1,6 +1,6 @@
 """The control-plane side of a loaded program, whatever its architecture.
 
-:class:`Device` is what the P4Runtime server, the STF runner and the runtime CLI drive
+:class:`Target` is what the P4Runtime server, the STF runner and the runtime CLI drive
 (:class:`~softswitch.core.control.SwitchControl`): tables, action profiles and
 selectors, counters, registers, meters, clone sessions and multicast groups (the
 packet replication engine), digests and parser value sets — all of them objects the
@@ -63,7 +63,7 @@ def build_program(checked: Any, package: str, target: str, roles: Sequence[str],
     return pb, blocks
 
 
-class Device:
+class Target:
     """A loaded program's control-plane objects and its top-level blocks."""
 
     def __init__(self, pb: ProgramBuilder, roles: dict[str, Any], types: dict[str, Any]) -> None:
