@@ -2,7 +2,7 @@
 
 Every STF program of p4c's corpus (``$P4_CONFORMANCE_DIR``), tailcc.p4 with each of
 tests/p4/*.stf and every p4src/samples/*.stf runs through both packet paths
-(softswitch.fastpath.differential): same output packets (port, bytes, order), command
+(softswitch.devtools.fastpath_differential): same output packets (port, bytes, order), command
 outputs and check results, errors, then the same for variants of every test packet
 (truncated, bytes flipped, trailing bytes, other ports), and at the end the same
 counters, registers, direct counters, digests, logs and priority drops. A program the
@@ -26,7 +26,7 @@ from programs import v1model_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.devtools.conformance import corpus_dir, load_programs
-from softswitch.fastpath.differential import Job, run_jobs
+from softswitch.devtools.fastpath_differential import Job, run_jobs
 from softswitch.v1model.fast_switch import load_switch
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,8 +14,8 @@ import random
 import pytest
 from test_p4runtime_plain_writes import PROGRAM
 
+from softswitch.devtools.fastpath_differential import _load_pair, random_packets
 from softswitch.diagnostics import P4Error
-from softswitch.fastpath.differential import _load_pair, random_packets
 from softswitch.frontend.compiler import compile_program
 
 

@@ -14,7 +14,7 @@ import random
 import pytest
 from test_p4runtime_plain_writes import PROGRAM
 
-from softswitch.fastpath.differential import _load_pair
+from softswitch.devtools.fastpath_differential import _load_pair
 from softswitch.frontend.compiler import compile_program
 
 FULL = (1 << 48) - 1

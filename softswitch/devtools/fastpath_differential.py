@@ -5,7 +5,7 @@
 advanced in lockstep, runs every STF command on both and requires the same: packets out
 of every injection (port, bytes, order), command outputs and check results, errors,
 and at the end every counter cell, register cell, direct counter, digest, log line and
-priority drop. ``python -m softswitch.fastpath.differential PROG.p4 TEST.stf`` runs one.
+priority drop. ``python -m softswitch.devtools.fastpath_differential PROG.p4 TEST.stf`` runs one.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         queues = int(args[i + 1])
         del args[i:i + 2]
     if len(args) != 2:
-        print("usage: python -m softswitch.fastpath.differential PROG.p4 TEST.stf "
+        print("usage: python -m softswitch.devtools.fastpath_differential PROG.p4 TEST.stf "
               "[--priority-queues N]", file=sys.stderr)
         return 2
     r = compare_stf(args[0], args[1], queues=queues)
@@ -252,7 +252,7 @@ def run_jobs(jobs: list[Job], workers: int = 2, timeout: float = 300.0) -> list[
     ``workers`` at a time."""
     from softswitch.forked_jobs import run_forked, worker_context
 
-    ctx = worker_context(["softswitch.fastpath.differential"])
+    ctx = worker_context(["softswitch.devtools.fastpath_differential"])
     results = run_forked(jobs, _run_job, _job_failed, workers=workers, timeout=timeout,
                          context=ctx)
     order = {j.name: i for i, j in enumerate(jobs)}
