@@ -22,11 +22,14 @@ from softswitch.stf import run_stf
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = differential.DEFAULT_CORPUS
-# Spread over the corpus: arithmetic, checksums, stacks, exit, const entries (lpm, ternary).
-SAMPLE = ("arith-bmv2.p4", "checksum1-bmv2.p4", "runtime-index-2-bmv2.p4",
-          "gauntlet_exit_combination_1-bmv2.p4", "issue1097-2-bmv2.p4",
-          "table-entries-lpm-bmv2.p4", "table-entries-ternary-bmv2.p4",
-          "subparser-with-header-stack-bmv2.p4")
+# Spread over the corpus: arithmetic, checksums (with payload), stacks, exit, const entries,
+# loops with break/continue, unions and union stacks, varbits, clone/resubmit/recirculate.
+SAMPLE = ("arith-bmv2.p4", "checksum1-bmv2.p4", "checksum-l4-bmv2.p4",
+          "runtime-index-2-bmv2.p4", "gauntlet_exit_combination_1-bmv2.p4",
+          "issue1097-2-bmv2.p4", "table-entries-lpm-bmv2.p4", "table-entries-ternary-bmv2.p4",
+          "subparser-with-header-stack-bmv2.p4", "forloop-bmv2.p4", "union-bmv2.p4",
+          "issue561-6-bmv2.p4", "issue1025-bmv2.p4", "v1model-special-ops-bmv2.p4",
+          "saturated-bmv2.p4")
 TAILCC_STF = ("forwarding.stf", "classify.stf", "parser_error_policy.stf")
 
 
