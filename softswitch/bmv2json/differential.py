@@ -1,14 +1,15 @@
 """p4c's STF corpus run on softswitch twice: from the P4 source and from p4c's BMv2 JSON.
 
 Usage: ``python -m softswitch.bmv2json.differential [CORPUS] [--jobs N] [--only PATTERN]
-[--limit N] [--json-dir DIR]``. Each STF program of the corpus (walked as
-:mod:`softswitch.devtools.conformance` walks it) is compiled by the real ``p4c-bm2-ss``
-into ``--json-dir`` (kept as a cache keyed by the source's modification time), then its
-STF test runs on softswitch from the source and from the JSON, each in a forked worker
-with a time limit. A program *agrees* when both runs give the same verdict (pass or
-fail); otherwise the line names the difference and its reason (the JSON refused at
-load, or the first line of the failing run's report). The last line is the agreement
-figure; the exit status is 1 when a program disagrees.
+[--limit N] [--json-dir DIR] [--json-fastpath off|auto|require]``. Each STF program of
+the corpus (walked as :mod:`softswitch.devtools.conformance` walks it) is compiled by the
+real ``p4c-bm2-ss`` into ``--json-dir`` (kept as a cache keyed by the source's
+modification time), then its STF test runs on softswitch from the source and from the
+JSON, each in a forked worker with a time limit (``--json-fastpath require``: the JSON
+side on the compiled C pipeline only). A program *agrees* when both runs give the same
+verdict (pass or fail); otherwise the line names the difference and its reason (the
+JSON refused at load, or the first line of the failing run's report). The last line is
+the agreement figure; the exit status is 1 when a program disagrees.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import argparse
 import fnmatch
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from softswitch.diagnostics import P4Error
@@ -36,6 +37,7 @@ class Case:
     source: Path
     stf: Path
     json: Path
+    fastpath: str | None = None   # the JSON side's packet path (off, auto, require)
 
 
 @dataclass
@@ -105,7 +107,8 @@ def run_case(case: Case) -> Outcome:
 
     src_ok, src_why = _verdict(lambda: run_stf(str(case.source), str(case.stf),
                                                (str(case.source.parent),), None))
-    json_ok, json_why = _verdict(lambda: bmv2json.run_stf(case.json, case.stf))
+    json_ok, json_why = _verdict(lambda: bmv2json.run_stf(case.json, case.stf,
+                                                          fastpath=case.fastpath))
     reason = ""
     if src_ok != json_ok:
         reason = f"json: {json_why}" if src_ok else f"source: {src_why}"
@@ -116,8 +119,10 @@ def _failed(case: Case, why: str) -> Outcome:
     return Outcome(case.name, None, None, f"error: {_first(why)}", error=True)
 
 
-def compare(selected: list[Case], p4c: str, jobs: int = 2) -> list[Outcome]:
-    """Compile and run ``selected``; outcomes in the order the programs finish."""
+def compare(selected: list[Case], p4c: str, jobs: int = 2,
+            fastpath: str | None = None) -> list[Outcome]:
+    """Compile and run ``selected`` (the JSON side on packet path ``fastpath``); outcomes
+    in the order the programs finish."""
     from softswitch.forked_jobs import run_forked
 
     outcomes: list[Outcome] = []
@@ -127,7 +132,7 @@ def compare(selected: list[Case], p4c: str, jobs: int = 2) -> list[Outcome]:
         if err:
             outcomes.append(Outcome(case.name, None, None, err))
         else:
-            ready.append(case)
+            ready.append(replace(case, fastpath=fastpath))
     outcomes += run_forked(ready, run_case, _failed, workers=jobs, timeout=TIMEOUT_S)
     return outcomes
 
@@ -162,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="glob over program names (DIR/FILE.p4)")
     ap.add_argument("--limit", type=int, help="at most this many programs")
     ap.add_argument("--json-dir", type=Path, default=DEFAULT_JSON_DIR)
+    ap.add_argument("--json-fastpath", choices=("off", "auto", "require"),
+                    help="the JSON side's packet path (default: as the source side's)")
     args = ap.parse_args(argv)
     tools = reference_tools.find()
     if tools is None:
@@ -169,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     selected = cases(Path(args.corpus or DEFAULT_CORPUS), args.json_dir, args.only)[:args.limit]
-    outcomes = sorted(compare(selected, tools.p4c, args.jobs), key=lambda o: o.name)
+    outcomes = compare(selected, tools.p4c, args.jobs, args.json_fastpath)
+    outcomes.sort(key=lambda o: o.name)
     for o in outcomes:
         print(_line(o))
     print(summary(outcomes))
