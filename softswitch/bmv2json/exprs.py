@@ -95,6 +95,8 @@ class Translator:
     def field(self, ref: object) -> Expr:
         if not (isinstance(ref, list) and len(ref) == 2):
             raise self.error(f"malformed field reference {ref!r}")
+        if isinstance(ref[0], dict):  # a field of a computed header (a stack element)
+            return self.computed_field(self.op(ref[0]), ref[1])
         inst = self.ctx.instance(self.node, ref[0])
         if ref[1] == "$valid$":
             return Expr(f"{inst.access}.isValid()", BOOL)
@@ -108,7 +110,18 @@ class Translator:
                 ty = Ty("error")
         return Expr(f"{inst.access}.{p4name}", ty)
 
+    def computed_field(self, header: Expr, name: object) -> Expr:
+        if name == "$valid$":
+            return Expr(f"{header.code}.isValid()", BOOL)
+        got = header.htype.field(name) if header.htype is not None and isinstance(
+            name, str) else None
+        if got is None:
+            raise self.error(f"{header.code} has no field {name!r}")
+        return Expr(f"{header.code}.{got[0]}", got[1])
+
     def header(self, name: object) -> Expr:
+        if isinstance(name, dict):  # a computed header: a stack element by index
+            return self.op(name)
         inst = self.ctx.instance(self.node, name)
         return Expr(inst.access, Ty("stack" if inst.kind == "stack" else "header"),
                     htype=inst.htype)
