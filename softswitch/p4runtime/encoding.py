@@ -195,9 +195,11 @@ class LazyRequest:
         :mod:`entrywire`), or None for one that is not plain (:meth:`element` parses
         it). One C call decodes a slice."""
         spans = self._spans
+        mod = entrywire.native()
         for start in range(0, len(spans), _DECODE_SLICE):
-            yield start, entrywire.decode(self._data, spans[start:start + _DECODE_SLICE],
-                                          plans)
+            part = spans[start:start + _DECODE_SLICE]
+            yield start, (mod.decode(self._data, part, plans) if mod is not None
+                          else [None] * len(part))
 
     def element_slices(self) -> Iterator[tuple[int, list[object]]]:
         """Every element, parsed (:meth:`element`), per slice of up to 1024 as (index

@@ -145,16 +145,20 @@ class TablePlan:
         if args is None:
             return None
         key, given = keyed
-        fields = self._fields
+        return (key, self.switch_match(given), ActionCall(plan.name, args, None, plan.info, plan),
+                route.switch_action)
+
+    def switch_match(self, given: dict[int, Norm]) -> tuple[Any, ...]:
+        """The switch's normalised match (``TableState.add_checked``) of a key's fields
+        by id, as its canonical key holds them; don't-cares for the fields left out."""
         if len(given) == len(self._blank):          # every field given: no don't-cares
-            match = tuple([_switch_norm(given[p.id], p.width) for p in self._ordered])
-        else:
-            slots = list(self._blank)
-            positions = self._positions
-            for fid, norm in given.items():
-                slots[positions[fid]] = _switch_norm(norm, fields[fid].width)
-            match = tuple(slots)
-        return key, match, ActionCall(plan.name, args, None, plan.info, plan), route.switch_action
+            return tuple([_switch_norm(given[p.id], p.width) for p in self._ordered])
+        fields = self._fields
+        slots = list(self._blank)
+        positions = self._positions
+        for fid, norm in given.items():
+            slots[positions[fid]] = _switch_norm(norm, fields[fid].width)
+        return tuple(slots)
 
 
 # FieldMatch's oneof field numbers, by kind (how entrywire.c names kinds).

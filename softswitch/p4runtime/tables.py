@@ -5,6 +5,14 @@ switch handle behind it: P4Runtime names entries by match key + priority while t
 switch names them by handle, and Read must return entries exactly as written. Entries
 the program itself installs (``const entries`` / ``entries``) are imported when the
 pipeline loads so that they can be read like any other.
+
+Each kind of entry has one insert, one modify and one delete: a direct action
+(``_insert_direct``/``_modify_direct``), an action profile's member, group or one-shot
+set (``_insert_profile``/``_modify_profile``), the default entry (MODIFY only,
+``_write_default``), one ``_delete`` for all; a const table's entries are refused. Two
+ways reach them: :meth:`write` for a parsed entry (every check, every error), and
+:meth:`write_plain` for a direct-action entry decoded and checked from the wire, which
+declines what it does not take, with nothing changed, to :meth:`write`.
 """
 
 from __future__ import annotations
@@ -161,7 +169,7 @@ class TableEntries:
         kind = d[0]
         if len(d) == CHECKED_LEN:           # checked in C: key, match and args given
             if kind == Update.DELETE:
-                return self._delete_plain(fast, fast.records.get(d[2]), log)
+                return self._delete_plain(fast, d[2], log)
             route = fast.routes.get(d[4])
             args = d[6]
             if route is None or args is None:
@@ -172,8 +180,7 @@ class TableEntries:
         else:                               # checked here, by the Python plan
             if kind == Update.DELETE:
                 keyed = fast.plan.key(d)  # type: ignore[arg-type]
-                return keyed is not None and self._delete_plain(
-                    fast, fast.records.get(keyed[0]), log)
+                return keyed is not None and self._delete_plain(fast, keyed[0], log)
             if kind != Update.INSERT and kind != Update.MODIFY:
                 return False
             accepted = fast.plan.accept(d)  # type: ignore[arg-type]
@@ -181,9 +188,19 @@ class TableEntries:
                 return False
             key, match, call, action = accepted
         if kind == Update.INSERT:
-            return self._insert_plain(fast, key, match, call, action, d, log)
+            records = fast.records
+            if key in records or (fast.size and len(records) >= fast.size):
+                return False      # ALREADY_EXISTS / RESOURCE_EXHAUSTED, from write()
+            self._insert_direct(fast.plan.table, fast, key, None, match, action, call, d[7],
+                                d[3], not d[8], log, log.atomic)
+            return True
         if kind == Update.MODIFY:
-            return self._modify_plain(fast, key, call, action, d, log)
+            record = fast.records.get(key)
+            if record is None or not fast.meterless:
+                return False      # NOT_FOUND, or a meter config to carry over: write()
+            self._modify_direct(fast.plan.table, fast, record, action, call, d[7], d[3],
+                                not d[8], log, log.atomic)
+            return True
         return False
 
     def apply_run(self, items: list[Any], start: int) -> int:
@@ -241,27 +258,6 @@ class TableEntries:
             return None
         return TablePlan.build(table, self.index, state)
 
-    def _insert_plain(self, fast: _PlainTable, key: matches.MatchKey, match: tuple[Any, ...],
-                      call: ActionCall, action: Any, d: Decoded | Checked,
-                      log: UndoLog) -> bool:
-        """INSERT of a plain entry: ``key`` the canonical key, ``match`` the switch's
-        normalised match, ``action`` the switch's action; ``call`` checked."""
-        records = fast.records
-        if key in records or (fast.size and len(records) >= fast.size):
-            return False          # ALREADY_EXISTS / RESOURCE_EXHAUSTED, from write()
-        handle = fast.ops.add(match, action, list(call.args), key[1] or None)
-        # Positional (keywords cost more): handle, stored, switch_keys, call,
-        # from_program, key, wire, idle_notified, member, group, oneshot, members,
-        # idle_timeout_ns, match, plain.
-        record = Record(handle, d[7], None, call, False, key, None, False, None, None, None,
-                        None, d[3], match, not d[8])
-        records[key] = record
-        if d[3]:
-            fast.timed[id(record)] = record
-        if log.atomic:            # else nothing after the switch call can fail
-            log.push(self._undo_insert(fast.plan.table.name, record, records, fast.timed))
-        return True
-
     def _undo_insert(self, name: str, record: Record, records: dict[matches.MatchKey, Record],
                      timed: dict[int, Record]) -> Callable[[], None]:
         """The undo step of an insert in an atomic batch: the entry out of the switch
@@ -272,47 +268,18 @@ class TableEntries:
             timed.pop(id(record), None)
         return undo
 
-    def _modify_plain(self, fast: _PlainTable, key: matches.MatchKey, call: ActionCall,
-                      action: Any, d: Decoded | Checked, log: UndoLog) -> bool:
-        """MODIFY of a plain entry to the checked ``call`` (``action``: the switch's)."""
-        if not fast.meterless:
-            return False          # a meter config is carried over: write() does it
+    def _delete_plain(self, fast: _PlainTable, key: matches.MatchKey, log: UndoLog) -> bool:
+        """DELETE of a planned table's entry (False: it has none with this key)."""
         record = fast.records.get(key)
         if record is None:
             return False
-        old = (record.call, record.stored, record.idle_timeout_ns, record.plain)
-        fast.ops.modify(record.handle, action, list(call.args))
-        record.call = call
-        record.stored, record.idle_timeout_ns = d[7], d[3]
-        record.plain = not d[8]
-        record.wire = None
-        if d[3]:
-            fast.timed[id(record)] = record
-        elif old[2]:
-            fast.timed.pop(id(record), None)
-        if not log.atomic:
-            return True       # nothing after the switch call can fail: no undo needed
-        table = fast.plan.table
-
-        def undo_modify() -> None:
-            self._switch_set(table.name, record.handle, old[0], None)
-            record.call, record.stored, record.idle_timeout_ns, record.plain = old
-            record.wire = None
-            self._track_idle(table.id, record)
-        log.push(undo_modify)
+        self._delete(fast.plan.table, record, log)
         return True
 
-    def _delete_plain(self, fast: _PlainTable, record: Record | None, log: UndoLog) -> bool:
-        """DELETE of an entry of a planned table (False: it has none with this key)."""
-        if record is None:
-            return False
-        if log.atomic:            # its undo re-adds it: what _delete keeps for that
-            self._delete(fast.plan.table, record, log)
-            return True
-        fast.ops.delete(record.handle)
-        del fast.records[record.key]
-        fast.timed.pop(id(record), None)
-        return True
+    def _plain_of(self, table_id: int) -> _PlainTable | None:
+        """The table's :class:`_PlainTable`, or None where plain writes cannot take it."""
+        fast = self._plain.get(table_id)
+        return fast if fast is not None else self._plain_table(table_id)
 
     # ------------------------------------------------------------------ program entries
     def _import_program_entries(self, tid: int, table: TableIndex) -> None:
@@ -483,46 +450,82 @@ class TableEntries:
 
     def _insert(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
                 log: UndoLog) -> None:
-        tid = table.id
-        name = table.name
-        records = self._records[tid]
+        """INSERT of a parsed entry: the specification's checks, then the insert of its
+        kind (a direct action, or an action profile's member, group or action set)."""
+        records = self._records[table.id]
         if parsed.key in records:
-            raise errors.already_exists(f"table '{name}' already has an entry with this "
-                                        "match key and priority")
+            raise errors.already_exists(f"table '{table.name}' already has an entry with "
+                                        "this match key and priority")
         binding = self._action_of(table, entry)
         extras = self._check_extras(table, entry)
         if table.size and len(records) >= table.size:
-            raise errors.resource_exhausted(f"table '{name}' is full "
+            raise errors.resource_exhausted(f"table '{table.name}' is full "
                                             f"({table.size} entries)")
-        plain = binding.group is None and binding.oneshot is None   # one direct action
-        members = None if plain else self._switch_members(binding, log)
         stored = _clean(entry, extras)
+        if binding.member is None and binding.group is None and binding.oneshot is None:
+            assert binding.call is not None
+            record = self._insert_direct(table, self._plain_of(table.id), parsed.key,
+                                         parsed.switch_keys, None, None, binding.call,
+                                         stored.SerializeToString(), stored.idle_timeout_ns,
+                                         False, log, True)
+        else:
+            record = self._insert_profile(table, parsed, binding, stored, log)
+        if extras.meter or extras.counter is not None:
+            self._apply_direct(table, record, extras.counter, stored, log, extras.meter)
+
+    def _insert_direct(self, table: TableIndex, fast: _PlainTable | None,
+                       key: matches.MatchKey, switch_keys: list[KeyMatch] | None,
+                       match: tuple[Any, ...] | None, action: Any, call: ActionCall,
+                       stored: bytes, idle: int, plain: bool, log: UndoLog,
+                       undo: bool) -> Record:
+        """The insert of a direct-action entry, checked (by the plan or by the general
+        path): ``match`` and ``action`` the switch's, or None to take them from the
+        plan — or, where the plan does not route the action, to give the switch
+        ``switch_keys`` to check itself. ``undo``: keep the insert's undo step."""
+        prio = key[1] or None
+        if match is None and fast is not None and call.info is not None:
+            route = fast.routes.get(call.info.preamble.id)
+            if route is not None and route.plan.name == call.name:
+                match, action = fast.plan.switch_match(dict(key[0])), route.switch_action
+        if match is not None:
+            assert fast is not None
+            handle = fast.ops.add(match, action, list(call.args), prio)
+        else:
+            handle = self.switch.table_add(table.name, switch_keys, call.name, call.args,
+                                           prio)
+        # Positional (keywords cost more): handle, stored, switch_keys, call,
+        # from_program, key, wire, idle_notified, member, group, oneshot, members,
+        # idle_timeout_ns, match, plain.
+        record = Record(handle, stored, switch_keys, call, False, key, None, False, None,
+                        None, None, None, idle, match, plain)
+        records = fast.records if fast is not None else self._records[table.id]
+        timed = fast.timed if fast is not None else self._timed[table.id]
+        records[key] = record
+        if idle:
+            timed[id(record)] = record
+        if undo:                  # (a plain write outside atomic batches: nothing fails after)
+            log.push(self._undo_insert(table.name, record, records, timed))
+        return record
+
+    def _insert_profile(self, table: TableIndex, parsed: matches.ParsedMatch,
+                        binding: _Binding, stored: TableEntry, log: UndoLog) -> Record:
+        """The insert of an entry pointing to an action profile member, a group or a
+        one-shot action set, checked."""
+        name = table.name
+        members = self._switch_members(binding, log)
         key = parsed.key
         record = Record(-1, stored.SerializeToString(), parsed.switch_keys, binding.call,
                         False, key, None, False, binding.member, binding.group,
-                        None if plain else _calls(binding.oneshot), members,
-                        stored.idle_timeout_ns)
-        if plain:
-            call = binding.call
-            assert call is not None
-            record.handle = self.switch.table_add(name, parsed.switch_keys, call.name,
-                                                  call.args, key[1] or None)
-        else:
-            record.handle = self._switch_add(table, record)
+                        _calls(binding.oneshot), members, stored.idle_timeout_ns)
+        record.handle = self._switch_add(table, record)
+        records, timed = self._records[table.id], self._timed[table.id]
         records[key] = record
         if record.idle_timeout_ns:
-            self._timed[tid][id(record)] = record
-
-        def undo_insert() -> None:
-            self.switch.table_delete(name, record.handle)
-            records.pop(key, None)
-            self._timed[tid].pop(id(record), None)
-        log.push(undo_insert)
-        if binding.member is not None or binding.group is not None:
-            self._use(binding.member, name, record, log, add=True)
-            self._use(binding.group, name, record, log, add=True)
-        if extras.meter or extras.counter is not None:
-            self._apply_direct(table, record, extras.counter, stored, log, extras.meter)
+            timed[id(record)] = record
+        log.push(self._undo_insert(name, record, records, timed))
+        self._use(binding.member, name, record, log, add=True)
+        self._use(binding.group, name, record, log, add=True)
+        return record
 
     def _apply_direct(self, table: TableIndex, record: Record,
                       counter: tuple[int, int] | None, entry: TableEntry,
@@ -538,25 +541,72 @@ class TableEntries:
 
     def _modify(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
                 record: Record, log: UndoLog) -> None:
-        name = table.name
+        """MODIFY of a parsed entry's action (and metadata, idle timeout, direct
+        resources), by the modify of its kind."""
         binding = self._action_of(table, entry)
         extras = self._check_extras(table, entry)
+        new_entry = _clean(entry, extras)
+        # A meter config is kept across a MODIFY that gives none (only a table with a
+        # direct meter can hold one: spare the others parsing the stored entry).
+        if not extras.meter and table.direct_meter is not None:
+            previous = record.entry
+            if previous.HasField("meter_config"):
+                new_entry.meter_config.CopyFrom(previous.meter_config)
+        if binding.member is None and binding.group is None and binding.oneshot is None:
+            assert binding.call is not None
+            self._modify_direct(table, self._plain_of(table.id), record, None, binding.call,
+                                new_entry.SerializeToString(), new_entry.idle_timeout_ns,
+                                False, log, True)
+        else:
+            self._modify_profile(table, record, binding, new_entry, log)
+        if extras.meter or extras.counter is not None:
+            self._apply_direct(table, record, extras.counter, new_entry, log, extras.meter)
+
+    def _modify_direct(self, table: TableIndex, fast: _PlainTable | None, record: Record,
+                       action: Any, call: ActionCall, stored: bytes, idle: int, plain: bool,
+                       log: UndoLog, undo: bool) -> None:
+        """The modify of a direct-action entry to the checked ``call`` (``action``: the
+        switch's, or None to take it from the plan or have the switch check the call);
+        ``undo``: keep its undo step."""
+        old = (record.call, record.stored, record.idle_timeout_ns, record.plain)
+        if action is None and fast is not None and call.info is not None:
+            route = fast.routes.get(call.info.preamble.id)
+            if route is not None and route.plan.name == call.name:
+                action = route.switch_action
+        if action is not None:
+            assert fast is not None
+            fast.ops.modify(record.handle, action, list(call.args))
+        else:
+            self.switch.table_modify(table.name, record.handle, call.name, call.args)
+        record.call = call
+        record.stored, record.idle_timeout_ns, record.plain = stored, idle, plain
+        record.wire = None
+        if idle:
+            self._timed[table.id][id(record)] = record
+        elif old[2]:
+            self._timed[table.id].pop(id(record), None)
+        if not undo:
+            return                # a plain write outside atomic batches: nothing fails after
+
+        def undo_modify() -> None:
+            self._switch_set(table.name, record.handle, old[0], None)
+            record.call, record.stored, record.idle_timeout_ns, record.plain = old
+            record.wire = None
+            self._track_idle(table.id, record)
+        log.push(undo_modify)
+
+    def _modify_profile(self, table: TableIndex, record: Record, binding: _Binding,
+                        new_entry: TableEntry, log: UndoLog) -> None:
+        """The modify of an entry of an action profile's table to the checked
+        ``binding`` (a member, a group or a one-shot action set)."""
+        name = table.name
         old = (record.call, record.stored, record.member, record.group, record.oneshot,
                record.members, record.idle_timeout_ns, record.plain)
         record.plain = False
-        new_meter = extras.meter
-        counter = extras.counter
         members = self._switch_members(binding, log)
         self._switch_set(name, record.handle, binding.call, members)
         record.call, record.members = binding.call, members
         record.oneshot = _calls(binding.oneshot)
-        new_entry = _clean(entry, extras)
-        # A meter config is kept across a MODIFY that gives none (only a table with a
-        # direct meter can hold one: spare the others parsing the stored entry).
-        if not new_meter and table.direct_meter is not None:
-            previous = record.entry
-            if previous.HasField("meter_config"):
-                new_entry.meter_config.CopyFrom(previous.meter_config)
         record.store(new_entry)
         record.wire = None
         self._track_idle(table.id, record)
@@ -576,17 +626,20 @@ class TableEntries:
             self._use(old[3], name, record, log, add=False)
             self._use(binding.group, name, record, log, add=True)
             record.group = binding.group
-        if new_meter or counter is not None:
-            self._apply_direct(table, record, counter, new_entry, log, new_meter)
 
     def _delete(self, table: TableIndex, record: Record, log: UndoLog) -> None:
+        """DELETE of an entry, of any kind."""
         tid = table.id
         name = table.name
         counters = None
         if log.atomic and table.direct_counter is not None:      # kept for the undo
             counters = self.switch.counter_read(table.direct_counter.preamble.name,
                                                 record.handle)
-        self.switch.table_delete(name, record.handle)
+        fast = self._plain_of(tid)
+        if fast is not None:
+            fast.ops.delete(record.handle)
+        else:
+            self.switch.table_delete(name, record.handle)
         del self._records[tid][record.key]
         self._timed[tid].pop(id(record), None)
         if record.member is not None:

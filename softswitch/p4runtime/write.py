@@ -120,7 +120,8 @@ class Writes:
         try:
             if request.error is not None:
                 raise errors.invalid(request.error)
-            target.check_device(head.device_id)
+            if head.device_id != target.device_id:
+                target.check_device(head.device_id)       # raises NOT_FOUND
             role = target.arbiter.check_writer(
                 role_name(name=head.role, role_id=head.role_id), election_id_of(head))
             target.checkpoint()
@@ -155,7 +156,9 @@ class Writes:
         results: list[Result] = []
         for part in parts:
             with target.lock:
-                loaded = target.require_pipeline()
+                loaded = target.current
+                if loaded is None:
+                    loaded = target.require_pipeline()  # raises FAILED_PRECONDITION
                 if first is not None and loaded is not first:
                     results += [errors.aborted("not applied: the pipeline was set while "
                                                "the batch was applied")] * (
@@ -163,8 +166,10 @@ class Writes:
                     break
                 first = loaded
                 runtime = loaded.runtime
-                scope = target.arbiter.roles.scope(role, runtime.index)
-                permit = None if scope.full else scope.update_error
+                permit = None
+                if not role.full_access:
+                    scope = target.arbiter.roles.scope(role, runtime.index)
+                    permit = None if scope.full else scope.update_error
                 results += runtime.write(part, permit=permit,
                                          cancelled=target.stopping.is_set,
                                          freeze=target.reclaimer is not None)
