@@ -157,8 +157,12 @@ class Translator:
                 raise self.error(f"unknown header union {value!r}")
             return Expr(self.ctx.union_instances[value][0], Ty("header"))
         if kind == "stack_field":
+            if not (isinstance(value, list) and len(value) == 2):
+                raise self.error(f"malformed stack field {value!r}")
             inst = self.ctx.instance(self.node, value[0])
             got = inst.htype.field(value[1])
+            if got is None and value[1] == "last":  # p4c's name for the last element
+                return Expr(f"{inst.access}.last", Ty("header"), htype=inst.htype)
             if got is None:
                 raise self.error(f"stack {value[0]!r} has no field {value[1]!r}")
             return Expr(f"{inst.access}.last.{got[0]}", got[1])

@@ -28,6 +28,7 @@ class Body:
     def __init__(self, tr: Translator) -> None:
         self.tr = tr
         self.temps: list[str] = []
+        self.end = -1   # where a jump returns from the action
 
     def temp(self, ty: Ty) -> str:
         name = f"tmp_{next(_TEMPS)}"
@@ -199,6 +200,7 @@ HANDLERS: dict[str, tuple[int, Callable[[Body, list], list[str]]]] = {
 
 def statements(b: Body, prims: list, where: Node) -> list[str]:
     """The statements of a primitive list (``where`` names the object holding it)."""
+    b.end = len(prims)
     return _block(b, prims, 0, len(prims), where)
 
 
@@ -243,18 +245,23 @@ def _block(b: Body, prims: list, lo: int, hi: int, where: Node,
 
 
 def _leave(b: Body, prim: dict, i: int, where: Node, loop: tuple[int, int] | None) -> str:
-    """A ``_jump`` inside a loop body: ``break`` or ``continue``."""
+    """A ``_jump`` out of its block: ``break``, ``continue`` or ``return``."""
     target = b.const(b.params(prim, 1)[-1])
     if loop is not None and target == loop[1]:
         return "break;"
     if loop is not None and target == loop[0]:
         return "continue;"
+    if target == b.end:
+        return "return;"
     raise where.error(f"primitives[{i}]: a jump outside an if/else or loop is not supported")
 
 
-def _exits(b: Body, prim: object, loop: tuple[int, int] | None) -> bool:
-    return (loop is not None and isinstance(prim, dict) and prim.get("op") == "_jump"
-            and b.const(b.params(prim, 1)[-1]) in loop)
+def _exits(b: Body, prim: object, loop: tuple[int, int] | None, hi: int) -> bool:
+    """``prim`` jumps out of its loop (or, past the block's end, out of the action)."""
+    if not (isinstance(prim, dict) and prim.get("op") == "_jump"):
+        return False
+    target = b.const(b.params(prim, 1)[-1])
+    return (loop is not None and target in loop) or (target > hi and target == b.end)
 
 
 def _loop(b: Body, prims: list, i: int, exit_: int, cond: str, where: Node) -> list[str]:
@@ -278,13 +285,15 @@ def _branch(b: Body, prims: list, i: int, hi: int, where: Node,
     """The loop or ``if``/``else`` a ``_jump_if_zero`` at ``i`` opens, and where it ends."""
     prim = prims[i]
     cond = convert(b.tr(b.params(prim, 2)[0]), BOOL)
+    if b.const(b.params(prim, 2)[-1]) == b.end and b.end > hi:
+        return [f"if (!({cond})) {{", "    return;", "}"], i + 1
     target = _jump_target(b, prim, i, hi)
     last = prims[target - 1] if target - 1 > i else None
     if _loops_to(b, last, i):
         return _loop(b, prims, i, target, cond, where), target
     end = target
     other: list[str] = []
-    if isinstance(last, dict) and last.get("op") == "_jump" and not _exits(b, last, loop):
+    if isinstance(last, dict) and last.get("op") == "_jump" and not _exits(b, last, loop, hi):
         end = _jump_target(b, last, target - 1, hi)
         then = _block(b, prims, i + 1, target - 1, where, loop)
         other = _block(b, prims, target, end, where, loop)

@@ -33,6 +33,12 @@ def inlined(table: Node) -> bool:
             and not table.get("direct_meters", object, default=None)
             and len(set(table.get("next_tables", dict).values())) <= 1)
 
+def _target(tr: Translator, key: Node) -> Expr:
+    """What a key element matches: a field, or an expression (a stack element's field)."""
+    target = key.get("target", (list, dict))
+    return tr(target) if isinstance(target, dict) else tr.field(target)
+
+
 def _key(ctx: Context, table: Node) -> list[str]:
     tr = Translator(ctx, table)
     out = []
@@ -40,7 +46,7 @@ def _key(ctx: Context, table: Node) -> list[str]:
         kind = k.get("match_type", str)
         if kind not in MATCH_KINDS:
             raise k.error(f"match type {kind!r} is not supported")
-        e = tr.field(k.get("target", list))
+        e = _target(tr, k)
         code = e.code if e.ty.kind != "bool" else convert(e, Ty("bit", 1))
         mask = k.get("mask", str, default=None)
         if mask is not None:
@@ -54,9 +60,10 @@ def _key_types(ctx: Context, table: Node) -> list[Ty]:
     tr = Translator(ctx, table)
     out = []
     for k in table.items("key"):
-        ty = tr.field(k.get("target", list)).ty
+        ty = _target(tr, k).ty
         out.append(ty if ty.kind != "bool" else Ty("bit", 1))
     return out
+
 
 def _entry_key(node: Node, mk: Node, ty: Ty) -> str:
     kind = mk.get("match_type", str)
