@@ -118,6 +118,32 @@ class PipelineRuntime:
         with hold, _collector_paused(freeze, count >= _PAUSE_GC_FROM), synced:
             return self._write_batch(slices, count, atomic, permit, cancelled, reparse)
 
+    def write_checked(self, items: list[Any], start: int = 0) -> int:
+        """Apply the updates ``items[start:]`` checked in C (``entrywire.Checked``) in
+        order, outside atomic batches, as :meth:`write` applies them (runs of one table
+        in one C call, the others one by one), up to the first one not taken: its
+        index (``len(items)`` when all were applied). Nothing is reported: the caller
+        gives the one not taken, and those after it, to :meth:`write`, which reports
+        any error. The switch mirrors the entries into its data path in one go at the
+        end (``synced_batch``); a single update goes straight in."""
+        tables = self.tables
+        count = len(items)
+        if count - start == 1:
+            return start + tables.write_plain(items[start], _UNLOGGED)
+        synced = self.switch.synced_batch() if hasattr(self.switch, "synced_batch") \
+            else _NOTHING
+        with synced:
+            done = start
+            while done < count:
+                ran = tables.apply_run(items, done)
+                if ran > done:
+                    done = ran
+                elif tables.write_plain(items[done], _UNLOGGED):
+                    done += 1
+                else:
+                    break
+        return done
+
     def _write_batch(self, slices: Iterable[tuple[int, Sequence[Any]]], count: int,
                      atomic: bool, permit: Callable[[p4runtime_pb2.Update], Result] | None,
                      cancelled: Callable[[], bool] | None,
@@ -286,6 +312,9 @@ class PipelineRuntime:
 
 
 _NOTHING = contextlib.nullcontext()       # reusable: a context that does nothing
+# The log of plain updates outside atomic batches: such a write pushes no undo step
+# (nothing after its switch call can fail), so one log serves them all.
+_UNLOGGED = UndoLog(atomic=False)
 
 
 class _collector_paused:  # noqa: N801 - used as a context manager, like contextlib's

@@ -24,7 +24,6 @@ checkpoint ends the batch there (the rest ABORTED).
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import threading
 from collections.abc import Callable
@@ -40,8 +39,6 @@ from softswitch.p4runtime.encoding import LazyRequest
 from softswitch.p4runtime.entrywire import CHECKED_LEN
 from softswitch.p4runtime.roles import Role
 from softswitch.p4runtime.runtime import PipelineRuntime, Result
-from softswitch.p4runtime.tables import TableEntries
-from softswitch.p4runtime.undo import UndoLog
 
 WriteRequest = p4runtime_pb2.WriteRequest
 # Updates of a CONTINUE_ON_ERROR batch applied per hold of the lock when the target's
@@ -51,9 +48,6 @@ LOOP_WRITE_SLICE = 4
 SMALL_UPDATES = 16
 SMALL_BYTES = 2048
 _LOW_64 = (1 << 64) - 1
-# The log of a plain update outside atomic batches: such a write pushes no undo step
-# (nothing after its switch call can fail), so one log serves them all.
-_PLAIN_LOG = UndoLog(atomic=False)
 
 
 class Pipeline(Protocol):
@@ -199,17 +193,12 @@ class Writes:
             loaded = target.current
             if loaded is None:
                 return _NOT_TAKEN
-            tables = loaded.runtime.tables
-            items = mod.decode(data, spans, tables.native_plans)
+            runtime = loaded.runtime
+            items = mod.decode(data, spans, runtime.tables.native_plans)
             for update in items:
                 if type(update) is not tuple or len(update) != CHECKED_LEN:
                     return _NOT_TAKEN
-            if sliced:
-                done = 0                  # applied below, between checkpoints
-            elif len(items) == 1:
-                done = int(tables.write_plain(items[0], _PLAIN_LOG))
-            else:
-                done = _apply_in_order(tables, loaded.switch, items)
+            done = 0 if sliced else runtime.write_checked(items)   # sliced: below
         if sliced:
             done = self._in_slices(items, loaded)
         if not done:
@@ -229,8 +218,7 @@ class Writes:
                 if target.current is not loaded or target.stopping.is_set():
                     return done
                 end = min(done + LOOP_WRITE_SLICE, len(items))
-                applied = _apply_in_order(loaded.runtime.tables, loaded.switch,
-                                          items[:end], done)
+                applied = loaded.runtime.write_checked(items[:end], done)
             if applied < end:
                 return applied
             done = applied
@@ -249,22 +237,3 @@ class Writes:
         if size:
             self._target.note_request(size)
 
-
-def _apply_in_order(tables: TableEntries, switch: object, items: list[Any],
-                    start: int = 0) -> int:
-    """Apply checked updates ``items[start:]`` in order, as the runtime does outside
-    atomic batches (runs of one table in one C call, the others one by one), up to the
-    first one not taken: its index (``len(items)`` when all were applied). The switch
-    mirrors their entries into its data path in one go at the end (``synced_batch``)."""
-    synced = getattr(switch, "synced_batch", None)
-    with synced() if synced is not None else contextlib.nullcontext():
-        done, count = start, len(items)
-        while done < count:
-            ran = tables.apply_run(items, done)
-            if ran > done:
-                done = ran
-            elif tables.write_plain(items[done], _PLAIN_LOG):
-                done += 1
-            else:
-                break
-    return done
