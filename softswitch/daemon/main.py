@@ -388,7 +388,9 @@ def _interface(parser: _Parser, item: str) -> tuple[int, str]:
 # ---------------------------------------------------------------------- start-up
 def load_program(opts: RunOptions) -> tuple[p4runtime_pb2.ForwardingPipelineConfig,
                                              pipeline.Compiled]:
-    """Compile the program of the command line (P4Error on any problem with it)."""
+    """Compile the program of the command line (P4Error on any problem with it): P4
+    source (``.p4``), or a file that holds what ``p4_device_config`` may (p4c's BMv2
+    JSON, as ``simple_switch PROG.json`` takes it, or a softswitch artifact)."""
     assert opts.program is not None
     path = opts.program
     if not os.path.isfile(path):
@@ -397,15 +399,21 @@ def load_program(opts: RunOptions) -> tuple[p4runtime_pb2.ForwardingPipelineConf
         if path.endswith(".p4") or path.endswith(".p4_16"):
             artifact = pipeline.make_artifact(path, opts.defines)
             compiled = pipeline.compile_file(path, opts.defines, tuple(opts.include_dirs))
-            apply_port_roles(opts, compiled.switch)
+            stored = artifact.to_bytes()
         else:
             with open(path, "rb") as f:          # the operator's own file: trusted
-                artifact = pipeline.parse_device_config(f.read(), UNLIMITED)
+                data = f.read()
+            artifact = pipeline.parse_device_config(data, UNLIMITED)
             compiled = pipeline.build(artifact, limits=None)
-            apply_port_roles(opts, compiled.switch)
+            # p4c's JSON is served back as given, as BMv2 does
+            stored = data if artifact.converted_from else artifact.to_bytes()
+        apply_port_roles(opts, compiled.switch)
     except errors.P4RuntimeError as exc:
-        raise P4Error(f"{path}: {exc.message}") from None
-    config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=artifact.to_bytes())
+        message = exc.message
+        if message.startswith("p4_device_config"):
+            raise P4Error(path + message.removeprefix("p4_device_config")) from None
+        raise P4Error(f"{path}: {message}") from None
+    config = p4runtime_pb2.ForwardingPipelineConfig(p4_device_config=stored)
     return config, compiled
 
 

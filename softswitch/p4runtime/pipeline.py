@@ -1,23 +1,27 @@
 """Forwarding-pipeline configs: what ``p4_device_config`` holds and how it is loaded.
 
-BMv2 takes its JSON in ``p4_device_config``; softswitch compiles P4 itself, so the
-device config is the program: either the P4 source text as is, or softswitch's
-*artifact*, a small JSON envelope (``{"format": "softswitch-pipeline", "version": 1,
-"filename": …, "source": …, "defines": {…}, "files": {relative path: text}}``) that
-also carries the ``-D`` defines and the user's own ``#include`` files. It is
-recompiled on every load, so an artifact never goes stale against softswitch.
+softswitch compiles P4 itself, so the device config is a program: the P4 source text
+as is; softswitch's *artifact*, a small JSON envelope (``{"format":
+"softswitch-pipeline", "version": 1, "filename": …, "source": …, "defines": {…},
+"files": {relative path: text}}``) that also carries the ``-D`` defines and the user's
+own ``#include`` files; or, as BMv2 takes it, p4c's BMv2 JSON, which
+:mod:`softswitch.bmv2json` writes as the equivalent P4 source. Any of the three may
+come inside PI's ``p4.tmp.P4DeviceConfig`` wrapper (``reassign``, ``extras``,
+``device_data``), as p4lang/tutorials' ``p4runtime_lib`` sends it. A config is
+recompiled on every load, so it never goes stale against softswitch.
 
 A config is untrusted input. Its size is bounded (``max_source_bytes``, the whole
 ``p4_device_config``), its ``#include``s may only reach the files it carries and
 softswitch's ``p4include/`` (never absolute or ``..`` paths, never device files), and
 it is first compiled in a sandboxed worker under the server's compile limits
 (:mod:`softswitch.p4runtime.isolate`): a limit hit is RESOURCE_EXHAUSTED naming the
-limit, a program error INVALID_ARGUMENT with p4c-style diagnostics.
+limit, a program error INVALID_ARGUMENT naming what the bytes were taken for.
 
 The P4Info a client sends must describe the program it sends: the server compares
 ids, names, match fields, action parameters and widths (not documentation or
-annotations) and refuses a mismatch with INVALID_ARGUMENT, rather than letting
-every later write fail in puzzling ways.
+annotations) and refuses a mismatch with INVALID_ARGUMENT. p4c's JSON carries no
+P4Info ids and no ``@controller_header``s, so for a program from it the client's
+P4Info (p4c's) is matched by names and shapes and its ids are the ones served.
 """
 
 from __future__ import annotations
@@ -60,6 +64,9 @@ class Artifact:
     filename: str = "program.p4"
     defines: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    # "" for P4 source or an artifact; for p4c's BMv2 JSON, what the bytes were taken
+    # for ("p4_device_config (p4c's BMv2 JSON)"), which errors name
+    converted_from: str = ""
 
     def to_bytes(self) -> bytes:
         return json.dumps({"format": ARTIFACT_FORMAT, "version": ARTIFACT_VERSION,
@@ -88,8 +95,92 @@ def make_artifact(path: str, defines: dict[str, str] | None = None) -> Artifact:
     return Artifact(source, os.path.basename(path), dict(defines or {}), files)
 
 
-def parse_device_config(data: bytes, limits: Limits = DEFAULT) -> Artifact:
-    """The program in a ``p4_device_config``: an artifact, or plain P4 source."""
+BMV2_JSON = "p4c's BMv2 JSON"
+# Top-level keys of p4c-bm2-ss's output, one of which marks a JSON object as BMv2's.
+_BMV2_KEYS = ("header_types", "headers", "parsers", "deparsers", "pipelines", "actions",
+              "__meta__")
+_WRAPPER = "p4.tmp.P4DeviceConfig"
+# The first byte of a serialized P4DeviceConfig: the tag of field 1 (varint), 2 or 3
+# (length-delimited); P4 source and JSON never start with these control characters.
+_WRAPPER_TAGS = (0x08, 0x12, 0x1A)
+
+
+@dataclass
+class DeviceConfig:
+    """A ``p4_device_config`` read: the program, and PI's wrapper fields when it came in
+    a ``p4.tmp.P4DeviceConfig`` (``artifact`` None: the wrapper's ``device_data`` is
+    empty, PI's "keep the running program, take the new P4Info")."""
+
+    artifact: Artifact | None
+    wrapped: bool = False
+    reassign: bool = False
+    extras: dict[str, str] = field(default_factory=dict)
+
+
+def _wrapper_message() -> Any:
+    """The message class of PI's ``p4.tmp.P4DeviceConfig`` (p4/tmp/p4config.proto),
+    built from its descriptor in a private pool (a client's own p4config_pb2 in the
+    default pool cannot clash with it)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    fdp = descriptor_pb2.FileDescriptorProto(name="p4/tmp/p4config.proto", package="p4.tmp",
+                                             syntax="proto3")
+    F = descriptor_pb2.FieldDescriptorProto
+    msg = fdp.message_type.add(name="P4DeviceConfig")
+    extras = msg.nested_type.add(name="Extras")
+    entry = extras.nested_type.add(name="KvEntry")
+    entry.options.map_entry = True
+    for number, name in ((1, "key"), (2, "value")):
+        entry.field.add(name=name, number=number, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    extras.field.add(name="kv", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED,
+                     type_name=".p4.tmp.P4DeviceConfig.Extras.KvEntry")
+    msg.field.add(name="reassign", number=1, type=F.TYPE_BOOL, label=F.LABEL_OPTIONAL)
+    msg.field.add(name="extras", number=2, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
+                  type_name=".p4.tmp.P4DeviceConfig.Extras")
+    msg.field.add(name="device_data", number=3, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(_WRAPPER))
+
+
+_wrapper_class: Any = None
+
+
+@dataclass
+class Wrapper:
+    """The fields of a ``p4.tmp.P4DeviceConfig``."""
+
+    reassign: bool
+    extras: dict[str, str]
+    device_data: bytes
+
+
+def unwrap(data: bytes) -> Wrapper | None:
+    """PI's wrapper when ``data`` is a serialized ``p4.tmp.P4DeviceConfig``; None when
+    the bytes are the config itself."""
+    global _wrapper_class
+    if not data or data[0] not in _WRAPPER_TAGS:
+        return None
+    from google.protobuf import message as pb_message
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    if _wrapper_class is None:
+        _wrapper_class = _wrapper_message()
+    wrapper = _wrapper_class()
+    try:
+        wrapper.ParseFromString(data)
+    except pb_message.DecodeError as exc:
+        raise errors.invalid(f"p4_device_config starts like a {_WRAPPER} but does not "
+                             f"parse as one: {exc}") from None
+    if len(UnknownFieldSet(wrapper)):
+        raise errors.invalid(f"p4_device_config starts like a {_WRAPPER} but has fields "
+                             "PI's p4/tmp/p4config.proto does not define (reassign = 1, "
+                             "extras = 2, device_data = 3)")
+    return Wrapper(wrapper.reassign, dict(wrapper.extras.kv), bytes(wrapper.device_data))
+
+
+def read_device_config(data: bytes, limits: Limits = DEFAULT) -> DeviceConfig:
+    """A ``p4_device_config`` as sent: bare or in PI's wrapper (see :class:`DeviceConfig`)."""
     cap = limits.max_source_bytes
     if cap is not None and len(data) > cap:
         raise errors.resource_exhausted(
@@ -97,26 +188,75 @@ def parse_device_config(data: bytes, limits: Limits = DEFAULT) -> Artifact:
             f"{describe('max_source_bytes', cap)} (softswitch run --max-source-bytes)")
     if not data.strip():
         raise errors.invalid("p4_device_config is empty: it must hold the P4 program "
-                             "(source text or a softswitch artifact)")
+                             "(P4 source, a softswitch artifact or p4c's BMv2 JSON)")
+    wrapper = unwrap(data)
+    if wrapper is None:
+        return DeviceConfig(_read_program(data, wrapped=False))
+    artifact = (_read_program(wrapper.device_data, wrapped=True)
+                if wrapper.device_data.strip() else None)
+    return DeviceConfig(artifact, True, wrapper.reassign, wrapper.extras)
+
+
+def parse_device_config(data: bytes, limits: Limits = DEFAULT) -> Artifact:
+    """The program in a ``p4_device_config``: P4 source, a softswitch artifact or p4c's
+    BMv2 JSON, bare or in PI's wrapper (whose ``device_data`` must then hold one)."""
+    config = read_device_config(data, limits)
+    if config.artifact is None:
+        raise errors.invalid(f"p4_device_config is a {_WRAPPER} with no device_data: "
+                             "softswitch needs the program in it (p4c's BMv2 JSON, P4 "
+                             "source or a softswitch artifact)")
+    return config.artifact
+
+
+def _read_program(data: bytes, wrapped: bool) -> Artifact:
+    """The program in ``data`` (``wrapped``: a P4DeviceConfig's ``device_data``); errors
+    name what the bytes were taken for, e.g. "p4_device_config (p4c's BMv2 JSON)"."""
+    def taken_for(what: str) -> str:
+        return (f"p4_device_config ({_WRAPPER} carrying {what})" if wrapped
+                else f"p4_device_config ({what})")
+
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise errors.invalid("p4_device_config is neither UTF-8 P4 source nor a "
-                             "softswitch artifact (a BMv2 JSON cannot be loaded)") from None
+    except UnicodeDecodeError as exc:
+        where = f"p4_device_config ({_WRAPPER}'s device_data)" if wrapped else \
+            "p4_device_config"
+        raise errors.invalid(f"{where} is neither UTF-8 P4 source, p4c's BMv2 JSON nor a "
+                             f"softswitch artifact (byte {exc.start} is not UTF-8)") from None
     if not text.lstrip().startswith("{"):
         return Artifact(text)
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise errors.invalid(f"p4_device_config: malformed JSON: {exc}") from None
-    return _artifact_from_json(obj)
+        raise errors.invalid(f"{taken_for('JSON')}: malformed JSON at line {exc.lineno} "
+                             f"column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise errors.invalid(f"{taken_for('JSON')}: malformed JSON: nested too "
+                             "deeply") from None
+    if isinstance(obj, dict) and obj.get("format") == ARTIFACT_FORMAT:
+        return _artifact_from_json(obj)
+    if isinstance(obj, dict) and any(key in obj for key in _BMV2_KEYS):
+        return _artifact_from_bmv2(text, taken_for(BMV2_JSON))
+    raise errors.invalid(f"{taken_for('JSON')} is neither p4c's BMv2 JSON (it has none of "
+                         f"{', '.join(_BMV2_KEYS)}) nor a softswitch artifact (its "
+                         f"'format' is not '{ARTIFACT_FORMAT}')")
 
 
-def _artifact_from_json(obj: Any) -> Artifact:
-    if not isinstance(obj, dict) or obj.get("format") != ARTIFACT_FORMAT:
-        raise errors.invalid("p4_device_config is JSON but not a softswitch artifact "
-                             f"(format must be '{ARTIFACT_FORMAT}'; BMv2 JSON is not "
-                             "supported: send the P4 source)")
+def _artifact_from_bmv2(text: str, taken_for: str) -> Artifact:
+    """p4c's BMv2 JSON as the P4 program :mod:`softswitch.bmv2json` writes for it."""
+    from softswitch import bmv2json
+
+    try:
+        source = bmv2json.to_p4(text)
+    except bmv2json.LoadError as exc:
+        loc = exc.loc
+        at = f"line {loc.line} column {loc.col}: " if loc is not None and loc.line else ""
+        raise errors.invalid(f"{taken_for}: {at}{exc.message}") from None
+    except RecursionError:
+        raise errors.invalid(f"{taken_for}: nested too deeply") from None
+    return Artifact(source, "bmv2_json.p4", converted_from=taken_for)
+
+
+def _artifact_from_json(obj: dict[str, Any]) -> Artifact:
     if obj.get("version") != ARTIFACT_VERSION:
         raise errors.invalid(f"softswitch artifact version {obj.get('version')!r} is not "
                              f"supported (expected {ARTIFACT_VERSION})")
@@ -182,13 +322,7 @@ def build(artifact: Artifact, compiler: Compiler = compile_file,
         with open(main, "w", encoding="utf-8") as f:
             f.write(artifact.source)
         try:
-            if limits is None:
-                return compiler(main, artifact.defines)
-            confined = limits.restricted_to(tmp)
-            if compiler is compile_file:
-                _check_isolated(artifact, main, confined, limits)
-            with applied(confined):
-                return compiler(main, artifact.defines)
+            compiled = _compile(artifact, main, tmp, compiler, limits)
         except isolate.Cancelled as exc:
             raise errors.P4RuntimeError(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
         except LimitExceeded as exc:
@@ -205,7 +339,25 @@ def build(artifact: Artifact, compiler: Compiler = compile_file,
                 text += ("\nnote: plain P4 source cannot bring its own #include files "
                          f"({', '.join(missing)}); send a softswitch artifact instead "
                          "(softswitch.p4runtime.pipeline.make_artifact)")
+            if artifact.converted_from:
+                raise errors.invalid(f"{artifact.converted_from}: softswitch cannot run it: "
+                                     "the P4 program it is written as (softswitch.bmv2json"
+                                     f".to_p4) does not compile:\n{text}") from None
             raise errors.invalid(f"the P4 program does not compile:\n{text}") from None
+    if artifact.converted_from:
+        _ids_by_name(compiled.p4info)
+    return compiled
+
+
+def _compile(artifact: Artifact, main: str, tmp: str, compiler: Compiler,
+             limits: Limits | None) -> Compiled:
+    if limits is None:
+        return compiler(main, artifact.defines)
+    confined = limits.restricted_to(tmp)
+    if compiler is compile_file:
+        _check_isolated(artifact, main, confined, limits)
+    with applied(confined):
+        return compiler(main, artifact.defines)
 
 
 _VERIFIED: collections.OrderedDict[str, None] = collections.OrderedDict()
@@ -230,38 +382,84 @@ def _check_isolated(artifact: Artifact, main: str, confined: Limits, limits: Lim
 
 
 # ---------------------------------------------------------------------- P4Info checks
-def signature(p4info: p4info_pb2.P4Info) -> dict[str, Any]:
-    """What of a P4Info must agree with the program: ids, names and shapes."""
+def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
+    """What of a P4Info must agree with the program: ids, names and shapes (``ids``
+    False: names and shapes, every reference by the name of what it refers to)."""
+    names = {o.preamble.id: o.preamble.name for kind in _PREAMBLE_KINDS
+             for o in getattr(p4info, kind)}
+
+    def ref(i: int) -> int | str:
+        return i if ids else names.get(i, f"id {i}")
+
+    def own(i: int) -> tuple[int, ...]:
+        return (i,) if ids else ()
+
     sig: dict[str, Any] = {}
     sig["tables"] = sorted(
-        (t.preamble.id, t.preamble.name,
-         tuple((m.id, m.name, m.bitwidth, m.match_type) for m in t.match_fields),
-         tuple(sorted((a.id, a.scope) for a in t.action_refs)),
-         t.implementation_id, tuple(sorted(t.direct_resource_ids)), t.is_const_table)
+        (*own(t.preamble.id), t.preamble.name,
+         tuple((*own(m.id), m.name, m.bitwidth, m.match_type) for m in t.match_fields),
+         tuple(sorted((ref(a.id), a.scope) for a in t.action_refs)),
+         ref(t.implementation_id) if t.implementation_id else 0,
+         tuple(sorted(map(ref, t.direct_resource_ids))), t.is_const_table)
         for t in p4info.tables)
     sig["actions"] = sorted(
-        (a.preamble.id, a.preamble.name, tuple((p.id, p.name, p.bitwidth) for p in a.params))
+        (*own(a.preamble.id), a.preamble.name,
+         tuple((*own(p.id), p.name, p.bitwidth) for p in a.params))
         for a in p4info.actions)
     for kind in ("counters", "meters", "registers"):
-        sig[kind] = sorted((o.preamble.id, o.preamble.name, o.size)
+        sig[kind] = sorted((*own(o.preamble.id), o.preamble.name, o.size)
                            for o in getattr(p4info, kind))
     for kind in ("direct_counters", "direct_meters", "action_profiles", "value_sets",
                  "digests"):
-        sig[kind] = sorted((o.preamble.id, o.preamble.name) for o in getattr(p4info, kind))
+        sig[kind] = sorted((*own(o.preamble.id), o.preamble.name)
+                           for o in getattr(p4info, kind))
     sig["controller_packet_metadata"] = sorted(
-        (c.preamble.id, c.preamble.name, tuple((m.id, m.name, m.bitwidth) for m in c.metadata))
+        (*own(c.preamble.id), c.preamble.name,
+         tuple((*own(m.id), m.name, m.bitwidth) for m in c.metadata))
         for c in p4info.controller_packet_metadata)
     return sig
 
 
+_PREAMBLE_KINDS = ("tables", "actions", "action_profiles", "counters", "direct_counters",
+                   "meters", "direct_meters", "controller_packet_metadata", "value_sets",
+                   "registers", "digests")
+# P4Infos generated for programs from p4c's JSON (by content): the client's P4Info is
+# matched with them by names, and served in their place.
+_BY_NAME: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+
+def _p4info_key(p4info: p4info_pb2.P4Info) -> str:
+    return hashlib.sha256(p4info.SerializeToString(deterministic=True)).hexdigest()
+
+
+def _ids_by_name(p4info: p4info_pb2.P4Info) -> None:
+    with _verified_lock:
+        _BY_NAME[_p4info_key(p4info)] = None
+        _BY_NAME.move_to_end(_p4info_key(p4info))
+        while len(_BY_NAME) > _VERIFIED_KEPT:
+            _BY_NAME.popitem(last=False)
+
+
 def check_p4info(given: p4info_pb2.P4Info, program: p4info_pb2.P4Info) -> None:
-    """INVALID_ARGUMENT when the request's P4Info does not describe the program."""
-    a, b = signature(given), signature(program)
+    """INVALID_ARGUMENT when the request's P4Info does not describe the program.
+
+    For a program from p4c's BMv2 JSON (whose ids softswitch can only guess: the JSON
+    keeps no ``@id``) the P4Infos are compared by names and shapes, and ``program``
+    becomes the client's P4Info, so the ids the client uses are the ones served; its
+    ``@controller_header``s (which the JSON does not mark) are taken as given."""
+    with _verified_lock:
+        by_name = _p4info_key(program) in _BY_NAME
+    a, b = signature(given, ids=not by_name), signature(program, ids=not by_name)
+    if by_name and not b["controller_packet_metadata"]:
+        a["controller_packet_metadata"] = []
+    what = BMV2_JSON if by_name else "the P4 program"
     for kind in b:
         if a[kind] != b[kind]:
             extra = set(map(repr, a[kind])) - set(map(repr, b[kind]))
             missing = set(map(repr, b[kind])) - set(map(repr, a[kind]))
             hint = sorted(extra)[:1] or sorted(missing)[:1]
-            raise errors.invalid(f"the P4Info does not match the P4 program: its {kind} "
+            raise errors.invalid(f"the P4Info does not match {what}: its {kind} "
                                  f"differ ({'unexpected' if extra else 'missing'} "
                                  f"{hint[0] if hint else ''})")
+    if by_name:
+        program.CopyFrom(given)
