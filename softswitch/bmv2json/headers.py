@@ -69,6 +69,9 @@ def collect(ctx: Context) -> None:
 
 def _htype(ctx: Context, node: Node) -> HeaderType:
     name = node.get("header_type", str)
+    if name in ctx.unions:
+        raise node.error(f"header type {name!r} is a header union: a header union outside "
+                         "header_unions (a local variable) is not supported")
     if name not in ctx.htypes:
         raise node.error(f"unknown header type {name!r}")
     return ctx.htypes[name]
