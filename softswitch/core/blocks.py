@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from softswitch.core import extern_calls, wire
+from softswitch.core import extern_calls
 from softswitch.core.codebuf import CodeBuf
 from softswitch.core.lower import FnCtx, scalar_bits
 from softswitch.core.stmts import StmtLowerer, const_int
 from softswitch.core.tables import ActionDef, KeySpec, TableState
 from softswitch.core.transitions import Key, TransitionWalk
-from softswitch.core.values import attr
+from softswitch.core.walk import value_width
 from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
-from softswitch.frontend.ast import NOT_CONST
 from softswitch.frontend.cpnames import qualify
 
 if TYPE_CHECKING:
@@ -58,19 +57,7 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
             py = f"g_{p.name}"
             self.names[id(p)] = py
             self.globals_.append(py)
-        for d in self.decl.locals:
-            self.local_decl(d)
-        for d in self.decl.locals:
-            if isinstance(d, ast.TableDecl):
-                self.make_table(d)
-        if isinstance(self.decl, ast.ControlDecl):
-            self.control_apply()
-        else:
-            self.parser_apply()
-        while self._pending:
-            decl, name = self._pending.pop()
-            self.compile_callable(decl, name)
-        self.finish_tables()
+        self.lower_block_body()
         src = self.assemble()
         code = compile(src, f"<softswitch {self.block.prefix}>", "exec")
         exec(code, self.ns)
@@ -120,21 +107,14 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
         elif isinstance(d, ast.ActionDecl | ast.FunctionDecl | ast.TableDecl):
             pass
 
-    def instance(self, d: ast.InstanceDecl) -> None:
-        for c in self.block.children:
-            if isinstance(c, E.BlockInstance) and c.local_name == d.name and c.owner is self.block:
-                self.names[id(d)] = self.sub_block(c)
-                return
-            if isinstance(c, E.ExternInstance) and c.decl is d:
-                self.bind_extern(d, c)
-                return
-        raise self.fail(f"instance '{d.name}' could not be elaborated", d)
-
     def bind_extern(self, key_decl: Any, inst: E.ExternInstance) -> None:
         obj = self.pb.extern_object(inst)
         self.objects[id(key_decl)] = obj
         self.extern_inst[id(key_decl)] = inst
         self.names[id(key_decl)] = self.const_obj(obj, "_x")
+
+    def bind_block(self, key_decl: Any, inst: E.BlockInstance) -> None:
+        self.names[id(key_decl)] = self.sub_block(inst)
 
     def sub_block(self, inst: E.BlockInstance) -> str:
         fn = self.pb.compile_block(inst)
@@ -145,6 +125,11 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
         if key not in self.names:  # type: ignore[comparison-overlap]
             self.names[key] = self.sub_block(inst)  # type: ignore[index]
         return self.names[key]  # type: ignore[index]
+
+    def direct_meter_color(self, decl: Any) -> str | None:
+        """The color the last hit of the table with direct meter ``decl`` left."""
+        table = self.direct_meter_table.get(id(decl))
+        return f"{table}.color" if table is not None else None
 
     def bound_extern(self, decl: Any) -> str:
         return self.names[id(decl)]
@@ -169,19 +154,25 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
         buf.emit(f"def {pyname}({', '.join(pnames)}):")
         with buf.block():
             buf.emit("#GLOBALS#")
-            wrap = bool(outs) and not is_fn and self.may_exit(decl)
-            if wrap:
-                buf.emit("try:")
-                buf.level += 1
-            self.stmt(decl.body, fn)
-            if wrap:
-                buf.level -= 1
-                buf.emit("except _Exit as _e:")
-                with buf.block():
-                    buf.emit(f"_e.values = ({', '.join(outs)},)")
-                    buf.emit("raise")
-            buf.emit(self.return_code(fn, None))
+            self.body_with_outs(decl.body, fn, not is_fn and self.may_exit(decl))
         self.funcs.append(buf)
+
+    def body_with_outs(self, body: ast.Stmt, fn: FnCtx, can_exit: bool) -> None:
+        """A callable's body and its return of the ``out`` values; when the body can
+        ``exit``, the values travel on the exit signal too (copy-out still happens)."""
+        buf = fn.buf
+        wrap = bool(fn.outs) and can_exit
+        if wrap:
+            buf.emit("try:")
+            buf.level += 1
+        self.stmt(body, fn)
+        if wrap:
+            buf.level -= 1
+            buf.emit("except _Exit as _e:")
+            with buf.block():
+                buf.emit(f"_e.values = ({', '.join(fn.outs)},)")
+                buf.emit("raise")
+        buf.emit(self.return_code(fn, None))
 
     # ------------------------------------------------------------ controls
     def prologue(self, buf: CodeBuf, args: list[str]) -> None:
@@ -190,12 +181,7 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
             buf.emit(f"g_{p.name} = {a}")
         fn = FnCtx(buf, "control")
         for d, py in self.init_code:
-            if isinstance(d, ast.VarDecl):
-                init = (self.value(d.init, fn) if d.init is not None
-                        else self.default_of(d.type_ref.resolved))
-            else:
-                init = self.value(d.value, fn)
-            buf.emit(f"{py} = {init}")
+            buf.emit(self.set_stmt(py, self.local_init(d, fn)))
 
     def block_outs(self) -> list[str]:
         return [f"g_{p.name}" for p in self.decl.params if p.direction in ("out", "inout")]
@@ -208,18 +194,7 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
         fn = FnCtx(buf, "control", outs)
         with buf.block():
             self.prologue(buf, args)
-            wrap = bool(outs) and self.may_exit(self.decl)
-            if wrap:
-                buf.emit("try:")
-                buf.level += 1
-            self.stmt(self.decl.apply, fn)
-            if wrap:
-                buf.level -= 1
-                buf.emit("except _Exit as _e:")
-                with buf.block():
-                    buf.emit(f"_e.values = ({', '.join(outs)},)")
-                    buf.emit("raise")
-            buf.emit(self.return_code(fn, None))
+            self.body_with_outs(self.decl.apply, fn, self.may_exit(self.decl))
         self.funcs.append(buf)
 
     # ------------------------------------------------------------ parsers
@@ -297,12 +272,7 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
         fn.buf.emit(f"raise _PErr({self.env.error_code('NoMatch')})")
 
     def select_key(self, k: ast.Expr, fn: FnCtx) -> str:
-        code = self.expr(k, fn)
-        b = scalar_bits(k.type)
-        if b is not None and b[1]:
-            code = f"(({code}) & {(1 << b[0]) - 1})"
-        elif isinstance(T.strip_newtype(k.type), T.BoolType):
-            code = f"int({code})"
+        code = self.key_value(k, fn)
         t = self.tmp("_k")
         fn.buf.emit(f"{t} = {code}")
         return t
@@ -315,10 +285,6 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
 
     def in_range(self, key: str, lo: str, hi: str) -> str:
         return f"{lo} <= {key} <= {hi}"
-
-    def key_mask(self, t: Any) -> int | None:
-        b = scalar_bits(t)
-        return (1 << b[0]) - 1 if b else None
 
     def keyval(self, e: ast.Expr, full: int | None, fn: FnCtx) -> str:
         c = const_int(e)
@@ -359,14 +325,6 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
             self.pb.register_direct_counter(ti.counters, state)
         self._table_defs(d, ti, state)
 
-    def finish_tables(self) -> None:
-        for d in self.decl.locals:
-            if isinstance(d, ast.TableDecl):
-                self.table_apply_fn(d)
-        while self._pending:
-            decl, name = self._pending.pop()
-            self.compile_callable(decl, name)
-
     def table_apply_fn(self, d: ast.TableDecl) -> None:
         ti = self.table_instance(d)
         tname = self.table_objs[id(d)]
@@ -378,14 +336,7 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
             buf.emit("#GLOBALS#")
             keys = []
             for k in match_keys(ti):
-                code = self.expr(k.expr, fn)
-                kt = T.strip_newtype(k.expr.type)
-                b = scalar_bits(kt)
-                if isinstance(kt, T.BoolType):
-                    code = f"int({code})"
-                elif b is not None and b[1]:
-                    code = f"(({code}) & {(1 << b[0]) - 1})"
-                keys.append(code)
+                keys.append(self.key_value(k.expr, fn))
             buf.emit(f"_e = {tname}.lookup(({', '.join(keys)}{',' if len(keys) == 1 else ''}))")
             buf.emit("if _e is None:")
             with buf.block():
@@ -418,13 +369,7 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
         buf.emit("if _e.group is not None:")
         with buf.block():
             acc, total = "", 0
-            for k in (ti.keys if ti is not None else []):
-                if k.match_kind != "selector":
-                    continue
-                code = self.expr(k.expr, fn)
-                if isinstance(T.strip_newtype(k.expr.type), T.BoolType):
-                    code = f"int({code})"
-                w = k.width or _width(k.expr.type)
+            for code, w in self.selector_fields(ti, fn):
                 part = f"(({code}) & {(1 << w) - 1})"
                 acc = part if not acc else f"(({acc}) << {w}) | {part}"
                 total += w
@@ -439,14 +384,10 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
 
     def _table_defs(self, d: ast.TableDecl, ti: E.TableInstance | None,
                     state: TableState) -> None:
-        refs = ti.action_refs if ti is not None else []
-        for r in refs:
+        for r, fname in self.table_actions_run(ti):
             adecl = r.action.decl
-            fname = self.callable_name(adecl)
-            if any(p.direction for p in adecl.params):
-                fname = self.bound_action(adecl, fname, r.ref)
             cp = [p for p in adecl.params if p.direction == ""]
-            params = tuple((p.name, _width(p.type_ref.resolved)) for p in cp)
+            params = tuple((p.name, value_width(p.type_ref.resolved)) for p in cp)
             kinds = tuple(_kind(p.type_ref.resolved) for p in cp)
             aname = r.action.name or adecl.name
             ad = ActionDef(aname, params, _unbound, default_only=r.has("defaultonly"),
@@ -535,30 +476,16 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
     def block_call_options(self, is_parser: bool) -> dict[str, Any]:
         return {"exc": "_PErr" if is_parser else "_Exit"}
 
-    def builtin(self, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-        b = info.builtin
-        recv = info.receiver
-        rt = T.strip_newtype(recv.type)
-        if b in ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes"):
-            if e.const is not NOT_CONST and isinstance(e.const, int):
-                return str(e.const)
-            w = wire.type_bits(rt)
-            return str(w if b.endswith("Bits") else (w + 7) // 8)
-        r = self.expr(recv, fn)
-        if b == "isValid":
-            if isinstance(rt, T.HeaderUnionType):
-                return "(" + " or ".join(f"{r}.{attr(f.name)}._v" for f in rt.fields) + ")"
-            return f"{r}._v"
-        if b in ("setValid", "setInvalid"):
-            fn.buf.emit(f"{r}._v = {b == 'setValid'}")
-            if b == "setValid":
-                self.after_header_write(recv, fn)
-            return None
-        if b in ("push_front", "pop_front"):
-            n = self.expr(info.args[0], fn)
-            return f"_stk_{b}({r}, {n}, {self.cls_name(rt.element)})"
-        raise self.fail(f"method '{b}' is not supported", e)
+    def stack_shift(self, method: str, stack: str, st: T.StackType, count: ast.Expr,
+                    fn: FnCtx) -> str | None:
+        n = self.expr(count, fn)
+        return f"_stk_{method}({stack}, {n}, {self.cls_name(st.element)})"
 
+    def int_literal(self, v: int, t: Any) -> str:
+        return str(v)
+
+    def any_of(self, conds: list[str]) -> str:
+        return "(" + " or ".join(conds) + ")"
 
 def match_keys(ti: E.TableInstance | None) -> list[E.KeyField]:
     """Key fields that take part in matching: ``selector`` fields only feed an action
@@ -579,11 +506,3 @@ def _kind(t: Any) -> str:
     b = scalar_bits(t)
     return "s" if b is not None and b[1] else "u"
 
-
-def _width(t: Any) -> int:
-    b = scalar_bits(t)
-    if b is not None:
-        return b[0]
-    if isinstance(T.strip_newtype(t), T.BoolType):
-        return 1
-    return 0

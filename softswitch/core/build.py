@@ -78,6 +78,10 @@ class ProgramBuilder:
     runtime_class: type[Runtime] = Runtime
     direct_resources_on_hit = True
     table_context = False
+    #: the architecture's action selector extern type (None: it has none)
+    selector_type: str | None = None
+    #: the meter ``type`` argument that meters packets, not bytes (None: no meters)
+    meter_packets: str | None = None
 
     def __init__(self, program: ast.Program, elab: E.Elaboration) -> None:
         self.program = program
@@ -228,12 +232,16 @@ class ProgramBuilder:
 
     def is_selector(self, ext: E.ExternInstance) -> bool:
         """Whether ``ext`` is the architecture's action selector."""
-        return False
+        return self.selector_type is not None and ext.type_name == self.selector_type
 
     def direct_meter_factory(self, ext: E.ExternInstance) -> Callable[[], Meter]:
         """A new meter cell for each entry of a table with this direct meter."""
-        raise P4Error(f"direct meters are not supported by the {self.target_name} target",
-                      ext.loc)
+        if self.meter_packets is None:
+            raise P4Error(f"direct meters are not supported by the {self.target_name} "
+                          "target", ext.loc)
+        by_packets = enum_arg(ext.args.get("type")) == self.meter_packets
+        clock = self.clock
+        return lambda: Meter(clock, by_packets)
 
     # ------------------------------------------------------------ externs
     def extern_object(self, inst: E.ExternInstance) -> Any:

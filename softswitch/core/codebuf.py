@@ -1,22 +1,25 @@
-"""A buffer of generated Python source lines for one function, with indentation.
+"""Buffers of generated source lines for one function, with indentation.
 
-The lowering emits straight-line Python per P4 body; statements that an expression
-needs first (the call and copy-out of a function with ``out`` arguments) are emitted
-before the statement that uses the value, and :meth:`CodeBuf.insert` lets the lowering
-hoist an already-generated left operand in front of them so evaluation order stays
-left to right, as P4 requires.
+:class:`LineBuf` is what both back ends share: lines at an indentation level, a
+:meth:`~LineBuf.mark` and :meth:`~LineBuf.insert` that let a lowering hoist an
+already-generated left operand in front of statements a later operand needed (so
+evaluation stays left to right, as P4 requires), and ``if_``/``else_`` blocks. Each
+back end's buffer spells the blocks: :class:`CodeBuf` in Python (the interpreter),
+``CBuf`` in C (:mod:`softswitch.fastpath.cexpr`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 
-class CodeBuf:
-    def __init__(self, indent: int = 0) -> None:
+class LineBuf:
+    """Lines of one generated function body at an indentation level."""
+
+    def __init__(self, level: int = 0) -> None:
         self.lines: list[str] = []
-        self.level = indent
+        self.level = level
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.level + line)
@@ -26,6 +29,21 @@ class CodeBuf:
 
     def insert(self, at: int, line: str) -> None:
         self.lines.insert(at, "    " * self.level + line)
+
+    def source(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+    def if_(self, cond: str) -> AbstractContextManager[None]:
+        """The lines emitted inside run when ``cond`` holds."""
+        raise NotImplementedError
+
+    def else_(self) -> AbstractContextManager[None]:
+        """The lines emitted inside run when the ``if_`` just closed did not."""
+        raise NotImplementedError
+
+
+class CodeBuf(LineBuf):
+    """Python source: blocks by indentation (an empty block gets ``pass``)."""
 
     @contextmanager
     def block(self) -> Iterator[None]:
@@ -38,5 +56,14 @@ class CodeBuf:
                 self.emit("pass")
             self.level -= 1
 
-    def source(self) -> str:
-        return "\n".join(self.lines) + "\n"
+    @contextmanager
+    def if_(self, cond: str) -> Iterator[None]:
+        self.emit(f"if {cond}:")
+        with self.block():
+            yield
+
+    @contextmanager
+    def else_(self) -> Iterator[None]:
+        self.emit("else:")
+        with self.block():
+            yield

@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from softswitch.core import hashes
+from softswitch.core.exprwalk import other_members
 from softswitch.core.extern_table import Extern, ExternTable, call_name
+from softswitch.core.fieldlist import data_fields, guarded, validity_runs
 from softswitch.core.lower import FnCtx, fit, scalar_bits
 from softswitch.core.values import attr
 from softswitch.frontend import ast
@@ -22,7 +24,7 @@ from softswitch.frontend import types as T
 from softswitch.frontend.ast import NOT_CONST
 
 if TYPE_CHECKING:
-    from softswitch.core.contracts import PyLowering
+    from softswitch.core.contracts import Lowering, PyLowering
 
 def lower_extern_call(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx,
                       want_value: bool) -> str | None:
@@ -48,47 +50,18 @@ def enum_name(e: ast.Expr | None) -> str:
 
 
 def flatten(lw: PyLowering, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, str | None]]:
-    """(value code, width, validity code or None) for every field in ``e``, in order."""
+    """(value code, width, validity code or None) for every field in ``e``, in order
+    (width -1: a varbit, whose value is a (width, value) pair)."""
     out: list[tuple[str, int, str | None]] = []
-    if isinstance(e, ast.ListExpr) and not isinstance(
-            T.strip_newtype(e.type), T.StructLikeType):
-        for item in e.items:
-            out.extend(flatten(lw, item, fn))
-        return out
-    t = T.strip_newtype(e.type)
-    code = lw.expr(e, fn)
-    _flatten_value(lw, code, t, None, out, fn)
+    for code, t, valid in data_fields(lw, e, fn):
+        if isinstance(t, T.BoolType):
+            out.append((f"int({code})", 1, valid))
+        elif isinstance(t, T.VarbitType):
+            out.append((code, -1, valid))
+        else:
+            b = scalar_bits(t)
+            out.append((code, b[0] if b else 0, valid))
     return out
-
-
-def _flatten_value(lw: PyLowering, code: str, t: Any, valid: str | None,
-                   out: list[tuple[str, int, str | None]], fn: FnCtx) -> None:
-    t = T.strip_newtype(t)
-    if isinstance(t, T.StructLikeType | T.StackType | T.TupleType | T.ListType):
-        if not code.isidentifier():
-            tmp = lw.tmp()
-            fn.buf.emit(f"{tmp} = {code}")
-            code = tmp
-    if isinstance(t, T.HeaderType):
-        v = f"{code}._v"
-        for f in t.fields:
-            _flatten_value(lw, f"{code}.{attr(f.name)}", f.type, v, out, fn)
-    elif isinstance(t, T.StructType | T.HeaderUnionType):
-        for f in t.fields:
-            _flatten_value(lw, f"{code}.{attr(f.name)}", f.type, valid, out, fn)
-    elif isinstance(t, T.StackType):
-        for i in range(t.size):
-            _flatten_value(lw, f"{code}.items[{i}]", t.element, valid, out, fn)
-    elif isinstance(t, T.TupleType | T.ListType):
-        for i, et in enumerate(t.elements):
-            _flatten_value(lw, f"{code}[{i}]", et, valid, out, fn)
-    elif isinstance(t, T.BoolType):
-        out.append((f"int({code})", 1, valid))
-    elif isinstance(t, T.VarbitType):
-        out.append((code, -1, valid))
-    else:
-        b = scalar_bits(t)
-        out.append((code, b[0] if b else 0, valid))
 
 
 def packed(lw: PyLowering, e: ast.Expr, fn: FnCtx) -> str:
@@ -113,35 +86,24 @@ def packed(lw: PyLowering, e: ast.Expr, fn: FnCtx) -> str:
     acc, n = lw.tmp("_pk"), lw.tmp("_pn")
     fn.buf.emit(f"{acc} = 0")
     fn.buf.emit(f"{n} = 0")
-    i = 0
-    while i < len(items):
-        valid = items[i][2]
-        j = i
-        while j < len(items) and items[j][2] == valid:
-            j += 1
-        run = items[i:j]
-        if valid is not None:
-            fn.buf.emit(f"if {valid}:")
-            fn.buf.level += 1
-        fixed = 0
-        expr = acc
-        for code, w, _ in run:
-            if w < 0:
-                if fixed:
-                    fn.buf.emit(f"{acc} = {expr}")
-                    fn.buf.emit(f"{n} += {fixed}")
-                    fixed, expr = 0, acc
-                fn.buf.emit(f"{acc} = ({acc} << {code}[0]) | {code}[1]")
-                fn.buf.emit(f"{n} += {code}[0]")
-            else:
-                expr = f"(({expr}) << {w}) | (({code}) & {(1 << w) - 1})"
-                fixed += w
-        if fixed:
-            fn.buf.emit(f"{acc} = {expr}")
-            fn.buf.emit(f"{n} += {fixed}")
-        if valid is not None:
-            fn.buf.level -= 1
-        i = j
+    for valid, run in validity_runs(items):
+        with guarded(fn.buf, valid):
+            fixed = 0
+            expr = acc
+            for code, w, _ in run:
+                if w < 0:
+                    if fixed:
+                        fn.buf.emit(f"{acc} = {expr}")
+                        fn.buf.emit(f"{n} += {fixed}")
+                        fixed, expr = 0, acc
+                    fn.buf.emit(f"{acc} = ({acc} << {code}[0]) | {code}[1]")
+                    fn.buf.emit(f"{n} += {code}[0]")
+                else:
+                    expr = f"(({expr}) << {w}) | (({code}) & {(1 << w) - 1})"
+                    fixed += w
+            if fixed:
+                fn.buf.emit(f"{acc} = {expr}")
+                fn.buf.emit(f"{n} += {fixed}")
     return f"({acc} << (-{n} % 8)).to_bytes(({n} + 7) >> 3, 'big')"
 
 
@@ -168,14 +130,32 @@ def receiver(lw: PyLowering, info: Any, fn: FnCtx) -> str:
     return name
 
 
-def out_assign(lw: PyLowering, target: ast.Expr | None, code: str, fn: FnCtx) -> None:
+def out_assign(lw: Lowering, target: ast.Expr | None, code: str,
+               fn: Any) -> None:
+    """Store an extern's result into its ``out`` argument, brought into the argument's
+    type (both back ends); with no argument, evaluate it for its effects."""
     if target is None or isinstance(target, ast.DontCareExpr):
-        fn.buf.emit(code)
+        fn.buf.emit(lw.spelling["call_stmt"].format(value=code))
         return
-    lw.assign(target, fit(code, target.type), fn)
+    lw.assign(target, lw.fit_to(code, target.type), fn)
 
 
 # ---------------------------------------------------------------- packet_in / packet_out
+def extract_into(target: ast.Expr) -> str:
+    """Where ``extract`` writes (both back ends): ``"next"`` for ``stack.next`` (the
+    element at nextIndex, then nextIndex + 1; StackOutOfBounds past the end),
+    ``"next_member"`` for ``stack.next.member`` of a stack of header unions (that member,
+    the union's other members made invalid, then nextIndex + 1), else ``"header"``."""
+    if isinstance(target, ast.Member) and target.name == "next" and isinstance(
+            T.strip_newtype(target.expr.type), T.StackType):
+        return "next"
+    if (isinstance(target, ast.Member) and isinstance(target.expr, ast.Member)
+            and target.expr.name == "next"
+            and isinstance(T.strip_newtype(target.expr.expr.type), T.StackType)):
+        return "next_member"
+    return "header"
+
+
 def _extract(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     target = info.args[0]
@@ -186,24 +166,18 @@ def _extract(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     varbits = ""
     if len(info.args) > 1 and info.args[1] is not None:
         varbits = ", " + lw.expr(info.args[1], fn)
-    if isinstance(target, ast.Member) and target.name == "next" and isinstance(
-            T.strip_newtype(target.expr.type), T.StackType):
+    into = extract_into(target)
+    if into == "next":
         stack = lw.expr(target.expr, fn)
         fn.buf.emit(f"_extract_next({pkt}, {stack}, {ext}{varbits})")
         return None
-    if (isinstance(target, ast.Member) and isinstance(target.expr, ast.Member)
-            and target.expr.name == "next"
-            and isinstance(T.strip_newtype(target.expr.expr.type), T.StackType)):
-        # ``stack.next.member`` of a stack of unions: extract, then advance nextIndex.
+    if into == "next_member":
         stack = lw.expr(target.expr.expr, fn)
         elem = lw.tmp()
         fn.buf.emit(f"{elem} = _stk_next({stack})")
         fn.buf.emit(f"{ext}({pkt}, {elem}.{attr(target.name)}{varbits})")
-        ut = T.strip_newtype(target.expr.type)
-        if isinstance(ut, T.HeaderUnionType):
-            for f in ut.fields:
-                if f.name != target.name:
-                    fn.buf.emit(f"{elem}.{attr(f.name)}._v = False")
+        for other in other_members(target):
+            fn.buf.emit(f"{elem}.{attr(other)}._v = False")
         fn.buf.emit(f"{stack}.nxt += 1")
         return None
     h = lw.default_of(tt) if isinstance(target, ast.DontCareExpr) else lw.expr(target, fn)
@@ -235,18 +209,21 @@ def _length(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return f"({receiver(lw, info, fn)}.total_bits >> 3)"
 
 
-def _emit(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-    pkt = receiver(lw, info, fn)
-    target = info.args[0]
+def emitted_items(target: ast.Expr) -> list[ast.Expr]:
+    """What ``emit`` writes, in order (both back ends): each item of a list that is not
+    a struct, else the value itself (its valid headers)."""
     t = T.strip_newtype(target.type)
     if isinstance(target, ast.ListExpr) and not isinstance(t, T.StructLikeType):
-        for item in target.items:
-            it = T.strip_newtype(item.type)
-            em = lw.const_obj(lw.pb.wire.emitter(it), "_em")
-            fn.buf.emit(f"{em}({pkt}, {lw.expr(item, fn)})")
-        return None
-    em = lw.const_obj(lw.pb.wire.emitter(t), "_em")
-    return f"{em}({pkt}, {lw.expr(target, fn)})"
+        return list(target.items)
+    return [target]
+
+
+def _emit(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+    pkt = receiver(lw, info, fn)
+    for item in emitted_items(info.args[0]):
+        em = lw.const_obj(lw.pb.wire.emitter(T.strip_newtype(item.type)), "_em")
+        fn.buf.emit(f"{em}({pkt}, {lw.expr(item, fn)})")
+    return None
 
 
 # ---------------------------------------------------------------- core functions

@@ -15,8 +15,10 @@ BMv2:
 * ``&&``, ``||`` and ``?:`` short-circuit, and statements an operand needs are kept
   in left-to-right order (:class:`~softswitch.core.codebuf.CodeBuf`).
 
+What both back ends decide alike (evaluation order, members, writes) is
+:class:`~softswitch.core.exprwalk.ExprWalk`'s; this module spells it in Python.
 Block-level structure (controls, parsers, tables, instances) is in :mod:`blocks`;
-v1model and core externs in :mod:`lower_externs`.
+extern calls in :mod:`extern_calls` and the architectures' extern tables.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from softswitch.core.codebuf import CodeBuf
+from softswitch.core.exprwalk import ExprWalk
 from softswitch.core.values import Layouts, attr, is_aggregate
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
@@ -98,7 +101,7 @@ class LowerEnv:
         return self.error_codes.get(name, 0)
 
 
-class ExprLowerer:
+class ExprLowerer(ExprWalk):
     """Expression and statement lowering for one block namespace.
 
     ``names`` maps ``id(declaration)`` to the Python expression naming it (a local, a
@@ -153,17 +156,6 @@ class ExprLowerer:
         return None
 
     # ------------------------------------------------------------ expressions
-    def expr(self, e: ast.Expr, fn: FnCtx) -> str:
-        c = e.const
-        if c is not NOT_CONST and c is not None and not isinstance(e, ast.Call):
-            lit = self.const_literal(c, e.type)
-            if lit is not None:
-                return lit
-        meth = getattr(self, "x_" + type(e).__name__, None)
-        if meth is None:
-            raise self.fail(f"expression {type(e).__name__} is not supported here", e)
-        return meth(e, fn)
-
     def value(self, e: ast.Expr, fn: FnCtx) -> str:
         """An expression whose result is owned by the receiver (aggregates copied)."""
         code = self.expr(e, fn)
@@ -172,23 +164,6 @@ class ExprLowerer:
                 return f"({code}).copy()"
             return f"_copy({code})"
         return code
-
-    def values_in_order(self, items: list[ast.Expr], fn: FnCtx) -> list[str]:
-        """Owned values of ``items`` evaluated left to right: when a later item needs
-        statements (a call with copy-out), earlier items are first saved in temps."""
-        out: list[str] = []
-        for item in items:
-            mark = fn.buf.mark()
-            code = self.value(item, fn)
-            if fn.buf.mark() != mark:
-                for i, prev in enumerate(out):
-                    if not _is_simple(prev):
-                        t = self.tmp()
-                        fn.buf.insert(mark, f"{t} = {prev}")
-                        mark += 1
-                        out[i] = t
-            out.append(code)
-        return out
 
     def x_IntLiteral(self, e: ast.IntLiteral, fn: FnCtx) -> str:
         return str(wrap_int(e.value, e.type))
@@ -212,29 +187,7 @@ class ExprLowerer:
                 return bound
         raise self.fail(f"'{e.name}' cannot be used as a value here", e)
 
-    def x_Member(self, e: ast.Member, fn: FnCtx) -> str:
-        inner = e.expr
-        t = T.strip_newtype(e.type) if e.type is not None else None
-        if isinstance(t, T.ErrorType) and _is_type_ref(inner):
-            return str(self.env.error_code(e.name))
-        if isinstance(t, T.EnumType) and _is_type_ref(inner):
-            return str(t.members.get(e.name, 0))
-        if isinstance(inner, ast.Call) and getattr(inner.resolved, "kind", "") == "table_apply":
-            r = self.expr(inner, fn)
-            if e.name == "hit":
-                return f"{r}[0]"
-            if e.name == "miss":
-                return f"(not {r}[0])"
-            return f"{r}[1]"
-        it = T.strip_newtype(inner.type)
-        base = self.expr(inner, fn)
-        if isinstance(it, T.StackType):
-            return self.stack_member(base, it, e)
-        if isinstance(it, T.StructLikeType):
-            return f"{base}.{attr(e.name)}"
-        raise self.fail(f"member '{e.name}' of {it} is not supported", e)
-
-    def stack_member(self, base: str, st: T.StackType, e: ast.Member) -> str:
+    def stack_member(self, base: str, st: T.StackType, e: ast.Member, fn: FnCtx) -> str:
         if e.name == "size":
             return str(st.size)
         if e.name in ("nextIndex",):
@@ -261,68 +214,6 @@ class ExprLowerer:
         hi, lo = int(e.hi.const), int(e.lo.const)
         v = self.expr(e.expr, fn)
         return f"((({v}) >> {lo}) & {(1 << (hi - lo + 1)) - 1})"
-
-    def x_Unary(self, e: ast.Unary, fn: FnCtx) -> str:
-        v = self.expr(e.expr, fn)
-        if e.op == "!":
-            return f"(not {v})"
-        if e.op == "+":
-            return v
-        b = scalar_bits(e.type)
-        if e.op == "-":
-            return fit(f"-({v})", e.type)
-        if e.op == "~":
-            if b is None:
-                return f"(~({v}))"
-            w, signed = b
-            return f"(~({v}))" if signed else f"(({v}) ^ {(1 << w) - 1})"
-        raise self.fail(f"unknown unary operator {e.op}", e)
-
-    def x_Ternary(self, e: ast.Ternary, fn: FnCtx) -> str:
-        c = self.expr(e.cond, fn)
-        start = fn.buf.mark()
-        a = self.expr(e.then, fn)
-        b = self.expr(e.otherwise, fn)
-        if fn.buf.mark() == start:
-            return f"(({a}) if ({c}) else ({b}))"
-        # Operands needed statements: rebuild as an explicit if so only one side runs.
-        del fn.buf.lines[start:]
-        res = self.tmp()
-        fn.buf.emit(f"if {c}:")
-        with fn.buf.block():
-            fn.buf.emit(f"{res} = {self.expr(e.then, fn)}")
-        fn.buf.emit("else:")
-        with fn.buf.block():
-            fn.buf.emit(f"{res} = {self.expr(e.otherwise, fn)}")
-        return res
-
-    def x_Binary(self, e: ast.Binary, fn: FnCtx) -> str:
-        op = e.op
-        if op in ("&&", "||"):
-            return self.short_circuit(e, fn)
-        left = self.expr(e.left, fn)
-        mark = fn.buf.mark()
-        right = self.expr(e.right, fn)
-        if fn.buf.mark() != mark and not _is_simple(left):
-            t = self.tmp()
-            fn.buf.insert(mark, f"{t} = {left}")
-            left = t
-        return self.binop(op, left, right, e)
-
-    def short_circuit(self, e: ast.Binary, fn: FnCtx) -> str:
-        left = self.expr(e.left, fn)
-        start = fn.buf.mark()
-        right = self.expr(e.right, fn)
-        py = "and" if e.op == "&&" else "or"
-        if fn.buf.mark() == start:
-            return f"({left} {py} {right})"
-        del fn.buf.lines[start:]
-        res = self.tmp()
-        fn.buf.emit(f"{res} = {left}")
-        fn.buf.emit(f"if {'' if e.op == '&&' else 'not '}{res}:")
-        with fn.buf.block():
-            fn.buf.emit(f"{res} = {self.expr(e.right, fn)}")
-        return res
 
     def binop(self, op: str, a: str, b: str, e: ast.Binary) -> str:
         t = e.type
@@ -413,17 +304,69 @@ class ExprLowerer:
             return f"{self.cls_name(t)}()"
         raise self.fail("'{#}' needs a header or header union type", e)
 
-    def x_Call(self, e: ast.Call, fn: FnCtx) -> str:
-        r = self.call(e, fn, want_value=True)
-        if r is None:
-            raise self.fail("a call without a value is used as a value", e)
-        return r
-
-    def call(self, e: ast.Call, fn: FnCtx, want_value: bool) -> str | None:  # pragma: no cover
-        raise NotImplementedError
-
     def global_instance(self, decl: Any) -> str | None:  # pragma: no cover
         return None
+
+    # ------------------------------------------------------------ ExprWalk's emitters
+    spelling = {
+        "choose": "(({a}) if ({cond}) else ({b}))", "set": "{target} = {value}",
+        "truth_set": "{var} = {code}", "not": "not {cond}",
+        "&&": "({left} and {right})", "||": "({left} or {right})",
+        "hit": "{result}[0]", "miss": "(not {result}[0])", "action_run": "{result}[1]",
+        "false": "False", "true": "True", "discard": "_ = {value}", "call_stmt": "{value}",
+        "!": "(not {v})", "incr": "{var} += 1", "break": "break",
+        "key_bits": "(({v}) & {mask})", "key_bool": "int({v})", "bool_int": "int({v})",
+    }
+
+    def is_simple(self, code: str) -> bool:
+        return code.lstrip("-").isdigit() or code in ("True", "False")
+
+    bits = staticmethod(scalar_bits)
+    fit_to = staticmethod(fit)
+
+    def mask_literal(self, w: int) -> str:
+        return str((1 << w) - 1)
+
+    def negation(self, v: str, t: Any) -> str:
+        return fit(f"-({v})", t)
+
+    def spill(self, fn: FnCtx, t: Any, code: str, at: int) -> str:
+        tmp = self.tmp()
+        fn.buf.insert(at, f"{tmp} = {code}")
+        return tmp
+
+    def result_var(self, fn: FnCtx, t: Any) -> str:
+        return self.tmp()
+
+    def truth_var(self, fn: FnCtx, code: str) -> str:
+        res = self.tmp()
+        fn.buf.emit(f"{res} = {code}")
+        return res
+
+    def error_code(self, name: str) -> int:
+        return self.env.error_code(name)
+
+    def enum_member(self, t: T.EnumType, name: str) -> str:
+        return str(t.members.get(name, 0))
+
+    def field(self, base: str, name: str) -> str:
+        return f"{base}.{attr(name)}"
+
+    def place(self, e: ast.Expr, fn: FnCtx) -> str:
+        return self.expr(e, fn)
+
+    def element(self, base: str, i: int) -> str:
+        return f"{base}[{i}]"
+
+    def assign_aggregate(self, fn: FnCtx, base: str, t: Any, value: str) -> None:
+        fn.buf.emit(f"{base}.assign({value})")
+
+    def named(self, fn: FnCtx, t: Any, code: str) -> str:
+        if code.isidentifier():
+            return code
+        tmp = self.tmp()
+        fn.buf.emit(f"{tmp} = {code}")
+        return tmp
 
     # ------------------------------------------------------------ l-values
     def lvalue(self, e: ast.Expr, fn: FnCtx) -> str:
@@ -469,15 +412,6 @@ class ExprLowerer:
             return f"{self.ref(e.expr, fn)}.{attr(e.name)}"
         return self.expr(e, fn)
 
-    def assign(self, target: ast.Expr, value: str, fn: FnCtx) -> None:
-        """Store ``value`` (already owned) into the P4 l-value ``target``."""
-        target = flatten_slice(target)
-        if isinstance(target, ast.DontCareExpr):
-            fn.buf.emit(f"_ = {value}")
-            return
-        base = self.lvalue(target.expr if isinstance(target, ast.Slice) else target, fn)
-        self.store(target, base, value, fn)
-
     def store(self, target: ast.Expr, base: str, value: str, fn: FnCtx) -> None:
         """Store into ``target`` whose l-value (or, for slices, base) is ``base``."""
         buf = fn.buf
@@ -493,50 +427,7 @@ class ExprLowerer:
         tt = T.strip_newtype(target.type) if target.type is not None else None
         if isinstance(tt, T.StructLikeType | T.StackType):
             # Aggregates are assigned in place (BMv2's assign_header/_stack semantics).
-            buf.emit(f"{base}.assign({value})")
+            self.assign_aggregate(fn, base, tt, value)
         else:
             buf.emit(f"{base} = {value}")
         self.after_header_write(target, fn)
-
-    def after_header_write(self, target: ast.Expr, fn: FnCtx) -> None:
-        """Writing a valid header into a union member invalidates its siblings."""
-        if not isinstance(target, ast.Member):
-            return
-        ut = T.strip_newtype(target.expr.type)
-        if not isinstance(ut, T.HeaderUnionType):
-            return
-        base = self.expr(target.expr, fn)
-        others = [attr(f.name) for f in ut.fields if f.name != target.name]
-        if others:
-            fn.buf.emit(f"if {base}.{attr(target.name)}._v:")
-            with fn.buf.block():
-                for o in others:
-                    fn.buf.emit(f"{base}.{o}._v = False")
-
-
-def _is_type_ref(e: ast.Expr) -> bool:
-    if isinstance(e, ast.TypeNameExpr):
-        return True
-    if isinstance(e, ast.PathExpr):
-        return isinstance(e.decl, ast.EnumDecl | ast.ErrorDecl) or e.name == "error"
-    return False
-
-
-def _is_simple(code: str) -> bool:
-    """True for literals and plain names, whose value cannot change under a later call."""
-    return code.lstrip("-").isdigit() or code in ("True", "False")
-
-
-def flatten_slice(e: ast.Expr) -> ast.Expr:
-    """``x[h1:l1][h2:l2]`` as the single slice ``x[l1+h2 : l1+l2]`` (for assignment)."""
-    if not (isinstance(e, ast.Slice) and isinstance(e.expr, ast.Slice)):
-        return e
-    inner = flatten_slice(e.expr)
-    assert isinstance(inner, ast.Slice)
-    lo1 = int(inner.lo.const)
-    hi = ast.IntLiteral(lo1 + int(e.hi.const))
-    lo = ast.IntLiteral(lo1 + int(e.lo.const))
-    hi.const, lo.const = hi.value, lo.value
-    out = ast.Slice(inner.expr, hi, lo, loc=e.loc)
-    out.type = e.type
-    return out

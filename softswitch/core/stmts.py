@@ -9,15 +9,20 @@ travel on the :class:`~softswitch.core.execution.ExitSignal`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from softswitch.core.lower import FRESH_NODES, ExprLowerer, FnCtx, flatten_slice
-from softswitch.core.walk import LoweringWalk, const_int
+from softswitch.core.lower import ExprLowerer, FnCtx
+from softswitch.core.walk import (
+    LOOP_LIMIT,
+    LoweringWalk,
+    const_int,
+    switch_arms,
+    switch_on_action,
+)
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
-
-LOOP_LIMIT = 1 << 20
-
 
 __all__ = ["LOOP_LIMIT", "StmtLowerer", "const_int"]
 
@@ -27,71 +32,34 @@ class StmtLowerer(LoweringWalk, ExprLowerer):
 
     WHERE = "by softswitch"
 
-    def s_AssignStmt(self, s: ast.AssignStmt, fn: FnCtx) -> None:
-        if isinstance(s.target, ast.DontCareExpr):
-            fn.buf.emit(f"_ = {self.expr(s.value, fn)}")
-            return
-        t = flatten_slice(s.target)
-        base = self.lvalue(t.expr if isinstance(t, ast.Slice) else t, fn)
-        v = s.value
-        if (isinstance(v, ast.Binary) and not isinstance(t, ast.Slice) and t.loc is not None
-                and v.loc == t.loc and v.left.loc == t.loc and v.op not in ("&&", "||")):
-            # Compound assignment (``a op= b``): the l-value is evaluated only once.
-            mark = fn.buf.mark()
-            right = self.expr(v.right, fn)
-            if fn.buf.mark() != mark:
-                tmp = self.tmp()
-                fn.buf.insert(mark, f"{tmp} = {base}")
-                self.store(t, base, self.binop(v.op, tmp, right, v), fn)
-                return
-            self.store(t, base, self.binop(v.op, base, right, v), fn)
-            return
-        tt = T.strip_newtype(t.type) if t.type is not None else None
-        if isinstance(tt, T.StructLikeType | T.StackType):
-            self.store(t, base, self.expr(v, fn), fn)  # assign() copies the fields
-            return
-        self.store(t, base, self.value(v, fn), fn)
+    def scope(self, fn: FnCtx) -> AbstractContextManager[None]:
+        return nullcontext()
 
-    def s_CallStmt(self, s: ast.CallStmt, fn: FnCtx) -> None:
-        code = self.call(s.call, fn, want_value=False)
-        if code is not None:
-            fn.buf.emit(code)
+    def loop_counters(self, fn: FnCtx) -> tuple[str, str]:
+        first, count = self.tmp("_first"), self.tmp("_n")
+        fn.buf.emit(f"{first} = True")
+        fn.buf.emit(f"{count} = 0")
+        return first, count
 
-    def s_IfStmt(self, s: ast.IfStmt, fn: FnCtx) -> None:
-        cond = self.expr(s.cond, fn)
-        fn.buf.emit(f"if {cond}:")
+    @contextmanager
+    def loop_forever(self, fn: FnCtx) -> Iterator[None]:
+        fn.buf.emit("while True:")
         with fn.buf.block():
-            self.stmt(s.then, fn)
-        if s.otherwise is not None:
-            fn.buf.emit("else:")
-            with fn.buf.block():
-                self.stmt(s.otherwise, fn)
+            yield
+
+    def loop_limit_stmt(self, loc: Any) -> str:
+        return f"_RT.loop_limit({self.const_obj(loc, '_loc')})"
+
+    def declare_var(self, fn: FnCtx, name: str, t: Any, init: str) -> None:
+        fn.buf.emit(f"{name} = {init}")
+
+    zero_value = ExprLowerer.default_of
 
     def declare_local(self, decl: ast.Decl, fn: FnCtx) -> str:
         """A Python name for a new P4 local (function local, or block global)."""
         name = self.tmp("l") + "_" + decl.name
         self.names[id(decl)] = name
         return name
-
-    def s_VarDecl(self, s: ast.VarDecl, fn: FnCtx) -> None:
-        t = s.type_ref.resolved
-        if s.init is not None and isinstance(T.strip_newtype(t), T.StructLikeType) and \
-                not isinstance(s.init, FRESH_NODES):
-            # Like p4c/BMv2: a zeroed variable assigned from the initializer, so an
-            # invalid source header leaves the new header's fields zero.
-            src = self.expr(s.init, fn)
-            name = self.declare_local(s, fn)
-            fn.buf.emit(f"{name} = {self.default_of(t)}")
-            fn.buf.emit(f"{name}.assign({src})")
-            return
-        init = self.value(s.init, fn) if s.init is not None else self.default_of(t)
-        name = self.declare_local(s, fn)
-        fn.buf.emit(f"{name} = {init}")
-
-    def s_ConstDecl(self, s: ast.ConstDecl, fn: FnCtx) -> None:
-        init = self.value(s.value, fn)
-        name = self.declare_local(s, fn)
-        fn.buf.emit(f"{name} = {init}")
 
     def s_ExitStmt(self, s: ast.ExitStmt, fn: FnCtx) -> None:
         fn.buf.emit("raise _Exit()")
@@ -119,31 +87,6 @@ class StmtLowerer(LoweringWalk, ExprLowerer):
     def s_ContinueStmt(self, s: ast.ContinueStmt, fn: FnCtx) -> None:
         fn.buf.emit("continue")
 
-    def s_ForStmt(self, s: ast.ForStmt, fn: FnCtx) -> None:
-        self.stmts(s.init, fn)
-        first = self.tmp("_first")
-        count = self.tmp("_n")
-        fn.buf.emit(f"{first} = True")
-        fn.buf.emit(f"{count} = 0")
-        fn.buf.emit("while True:")
-        with fn.buf.block():
-            # A loop whose condition never fails (e.g. a bit<8> counter compared with
-            # <= 255) stops with a located error instead of hanging the switch.
-            fn.buf.emit(f"{count} += 1")
-            fn.buf.emit(f"if {count} > {LOOP_LIMIT}:")
-            with fn.buf.block():
-                fn.buf.emit(f"_RT.loop_limit({self.const_obj(s.loc, '_loc')})")
-            if s.update:
-                fn.buf.emit(f"if not {first}:")
-                with fn.buf.block():
-                    self.stmts(s.update, fn)
-            fn.buf.emit(f"{first} = False")
-            if s.cond is not None:
-                fn.buf.emit(f"if not ({self.expr(s.cond, fn)}):")
-                with fn.buf.block():
-                    fn.buf.emit("break")
-            self.stmt(s.body, fn)
-
     def s_ForInStmt(self, s: ast.ForInStmt, fn: FnCtx) -> None:
         coll = s.collection
         var = self.declare_local(s.var, fn)
@@ -164,38 +107,19 @@ class StmtLowerer(LoweringWalk, ExprLowerer):
     def s_SwitchStmt(self, s: ast.SwitchStmt, fn: FnCtx) -> None:
         sel = self.tmp("_sw")
         fn.buf.emit(f"{sel} = {self.expr(s.expr, fn)}")
-        is_action = isinstance(s.expr.type, T.ActionEnumType) or (
-            isinstance(s.expr, ast.Member) and s.expr.name == "action_run")
-        table = None
-        if is_action and isinstance(s.expr, ast.Member) and isinstance(s.expr.expr, ast.Call):
-            table = getattr(s.expr.expr.resolved, "decl", None)
-        pending: list[str] = []
-        first = True
-        default_body: ast.BlockStmt | None = None
-        has_default = False
-        for case in s.cases:
-            if isinstance(case.label, ast.DefaultExpr):
-                has_default = True
-                if case.body is None:
-                    continue
-                default_body = case.body
-                pending = []
-                continue
-            pending.append(self.case_test(sel, case.label, is_action, table, fn))
-            if case.body is None:
-                continue
-            fn.buf.emit(f"{'if' if first else 'elif'} {' or '.join(pending)}:")
-            first = False
+        is_action, table = switch_on_action(s)
+        arms, default = switch_arms(s)
+        for i, (labels, body) in enumerate(arms):
+            tests = [self.case_test(sel, lb, is_action, table, fn) for lb in labels]
+            fn.buf.emit(f"{'elif' if i else 'if'} {' or '.join(tests)}:")
             with fn.buf.block():
-                self.stmt(case.body, fn)
-            pending = []
-        if has_default and default_body is not None:
-            if first:
-                self.stmt(default_body, fn)
+                self.stmt(body, fn)
+        if default is not None:
+            if not arms:
+                self.stmt(default, fn)
             else:
-                fn.buf.emit("else:")
-                with fn.buf.block():
-                    self.stmt(default_body, fn)
+                with fn.buf.else_():
+                    self.stmt(default, fn)
 
     def case_test(self, sel: str, label: ast.Expr, is_action: bool, table: Any,
                   fn: FnCtx) -> str:

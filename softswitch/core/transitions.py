@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from softswitch.core.lower import scalar_bits
 from softswitch.frontend import ast
 
 Key = tuple[str, Any]          # (the variable holding a select key, its type)
@@ -98,9 +99,11 @@ class TransitionWalk:
         """Evaluate a select key once into a variable; its name."""
         raise NotImplementedError
 
-    def key_mask(self, t: Any) -> int | None:  # pragma: no cover
-        """All ones of a key type's width; None for a type without one."""
-        raise NotImplementedError
+    def key_mask(self, t: Any) -> int | None:
+        """All ones of a key type's width (keyset values match the key's bits, also for
+        a signed key); None for a type without one."""
+        b = scalar_bits(t)
+        return (1 << b[0]) - 1 if b else None
 
     def keyval(self, e: ast.Expr, full: int | None, fn: Any) -> str:  # pragma: no cover
         """A keyset value (``full``: the key's all-ones mask, None if it has no width)."""

@@ -9,6 +9,7 @@ fields become bools, and a varbit field takes its width from the extract call.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import groupby
 from typing import Any
 
 from softswitch.core.bits import BitWriter, PacketReader, PacketTooShort
@@ -50,6 +51,26 @@ def _leaf(t: Any, path: str, out: list[tuple[str, int, str]]) -> None:
             _leaf(t.element, f"{path}.items[{i}]", out)
     else:
         out.append((path, *field_bits(t)))
+
+
+Leaf = tuple[str, int, str]
+
+
+def varbit_bounds(fields: list[Leaf]) -> tuple[int, int]:
+    """(bits of the fixed fields, the varbit field's maximum) of a header with a varbit."""
+    fixed = sum(w for _, w, k in fields if k != "v")
+    return fixed, max(w for _, w, k in fields if k == "v")
+
+
+def extract_steps(fields: list[Leaf]) -> list[tuple[bool, list[Leaf]]]:
+    """How a header with a varbit field is read, step by step: (True, [the varbit]) or
+    (False, a run of fixed fields read as one integer); each step checks what is left
+    of the packet first, so a short packet stops where BMv2 stops."""
+    out: list[tuple[bool, list[Leaf]]] = []
+    for is_varbit, run in groupby(fields, key=lambda f: f[2] == "v"):
+        items = list(run)
+        out.extend([(True, [f]) for f in items] if is_varbit else [(False, items)])
+    return out
 
 
 def type_bits(t: Any) -> int:
@@ -143,31 +164,24 @@ class WireCodegen:
         is not a whole number of bytes is ``ParserInvalidArgument``, a header longer than
         what is left of the packet ``PacketTooShort``, a size past the varbit field's
         maximum ``HeaderTooShort``."""
-        fixed = sum(w for _, w, k in fields if k != "v")
+        fixed, vmax = varbit_bounds(fields)
         lines += [
             "    if varbits % 8:",
             f"        raise _PErr({self.invalid_argument})",
             f"    if r.bit_pos + {fixed} + varbits > r.total_bits:",
             f"        raise _PErr({self.too_short})",
-            f"    if varbits > {max(w for _, w, k in fields if k == 'v')} or varbits < 0:",
+            f"    if varbits > {vmax} or varbits < 0:",
             f"        raise _PErr({self.header_too_short})",
         ]
-        i = 0
-        while i < len(fields):
-            name, w, kind = fields[i]
-            if kind == "v":
+        for is_varbit, run in extract_steps(fields):
+            if is_varbit:
                 lines += [
                     "    if r.bit_pos + varbits > r.total_bits:",
                     f"        raise _PErr({self.too_short})",
-                    f"    h.{name} = (varbits, r.peek(varbits))",
+                    f"    h.{run[0][0]} = (varbits, r.peek(varbits))",
                     "    r.bit_pos += varbits",
                 ]
-                i += 1
                 continue
-            j = i
-            while j < len(fields) and fields[j][2] != "v":
-                j += 1
-            run = fields[i:j]
             total = sum(fw for _, fw, _ in run)
             lines += [
                 f"    if r.bit_pos + {total} > r.total_bits:",
@@ -178,7 +192,6 @@ class WireCodegen:
             for fname, fw, fkind in reversed(run):
                 lines += self._store_field(fname, fw, fkind, "x")
                 lines.append(f"    x >>= {fw}")
-            i = j
 
     def lookahead_header(self, t: T.StructLikeType) -> Callable[[PacketReader], Any]:
         cls = self.layouts.cls(t)

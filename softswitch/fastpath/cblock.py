@@ -1,5 +1,6 @@
-"""C for one parser or control instance (the interpreter's
-:mod:`softswitch.core.blocks`, rule for rule).
+"""C for one parser or control instance: the C spelling of what
+:class:`softswitch.core.walk.LoweringWalk` decides for both back ends (the interpreter's
+is :mod:`softswitch.core.blocks`).
 
 A block becomes: a frame struct (pointers to its apply parameters, its control-level
 variables), one C function per action/function it uses (taking the frame), per table an
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from softswitch.core import wire
 from softswitch.core.blocks import PARSER_STATE_LIMIT, REJECT_CODE, match_keys
 from softswitch.core.extern_table import call_name
 from softswitch.core.tables import EMPTY_GROUP_ACTION
@@ -21,7 +21,7 @@ from softswitch.core.transitions import Key, TransitionWalk
 from softswitch.fastpath import cexterns
 from softswitch.fastpath.cexpr import CBuf, FnCtx
 from softswitch.fastpath.cstmt import StmtGen, _is_packet, const_int
-from softswitch.fastpath.ctypes_ import Unsupported, ident, lit, mask_lit, scalar, scalar_bits
+from softswitch.fastpath.ctypes_ import Unsupported, ident, lit, scalar
 from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
@@ -76,19 +76,7 @@ class CBlock(TransitionWalk, StmtGen):
             else:
                 self.frame_fields.append(f"{self.ct(p.type_ref.resolved)} *{cn};")
                 self.names[id(p)] = f"(*f->{cn})"
-        for d in self.decl.locals:
-            self.local_decl(d)
-        for d in self.decl.locals:
-            if isinstance(d, ast.TableDecl):
-                self.make_table(d)
-        if isinstance(self.decl, ast.ControlDecl):
-            self.control_apply()
-        else:
-            self.parser_apply()
-        while self._pending:
-            decl, name = self._pending.pop()
-            self.compile_callable(decl, name)
-        self.finish_tables()
+        self.lower_block_body()
         body = "".join(f"    {x}\n" for x in self.frame_fields) or "    int _empty;\n"
         self.prog.frames.append(f"struct {self.fr} {{\n{body}}};\n")
 
@@ -154,17 +142,9 @@ class CBlock(TransitionWalk, StmtGen):
                 raise self.fail(f"value set '{name}' was not built", d)
             self.names[id(d)] = f"@vs{self.prog.obj(vs)}"
 
-    def instance(self, d: ast.InstanceDecl) -> None:
-        for ch in self.block.children:
-            if isinstance(ch, E.BlockInstance) and ch.local_name == d.name and \
-                    ch.owner is self.block:
-                self.blocks[id(d)] = self.prog.block_fn(ch)
-                self.names[id(d)] = "@block"
-                return
-            if isinstance(ch, E.ExternInstance) and ch.decl is d:
-                self.bind_extern(d, ch)
-                return
-        raise self.fail(f"instance '{d.name}' could not be elaborated", d)
+    def bind_block(self, key_decl: Any, inst: E.BlockInstance) -> None:
+        self.blocks[id(key_decl)] = self.prog.block_fn(inst)
+        self.names[id(key_decl)] = "@block"
 
     def bind_extern(self, key_decl: Any, inst: E.ExternInstance) -> None:
         self.externs[id(key_decl)] = self.prog.extern_ref(inst)
@@ -175,6 +155,10 @@ class CBlock(TransitionWalk, StmtGen):
         if key not in self.blocks:
             self.blocks[key] = self.prog.block_fn(inst)
         return self.blocks[key]
+
+    def direct_meter_color(self, decl: Any) -> str | None:
+        tid = self.direct_meter_table.get(id(decl))
+        return f"c->tables[{tid}].color" if tid is not None else None
 
     def bound_extern(self, decl: Any) -> ExternRef:
         return self.externs[id(decl)]
@@ -231,12 +215,7 @@ class CBlock(TransitionWalk, StmtGen):
             buf.emit(f"f->P_{ident(p.name)} = ap{i};")
         fn = FnCtx(buf, "control")
         for d, cn in self.init_code:
-            if isinstance(d, ast.VarDecl):
-                init = (self.value(d.init, fn) if d.init is not None
-                        else self.zero(d.type_ref.resolved))
-            else:
-                init = self.value(d.value, fn)
-            buf.emit(f"{cn} = {init};")
+            buf.emit(self.set_stmt(cn, self.local_init(d, fn)))
         return fn
 
     def control_apply(self) -> None:
@@ -303,13 +282,8 @@ class CBlock(TransitionWalk, StmtGen):
         fn.buf.emit("return ST_PERR;")
 
     def select_key(self, k: ast.Expr, fn: FnCtx) -> str:
-        code = self.expr(k, fn)
-        b = scalar_bits(k.type)
-        if b is not None and b[1]:
-            code = f"((u128)({code}) & {mask_lit(b[0])})"
-        elif isinstance(T.strip_newtype(k.type), T.BoolType):
-            code = f"(u128)(int)({code})"
-        elif scalar(k.type) is None:
+        code = self.key_value(k, fn)
+        if scalar(k.type) is None:
             raise self.fail(f"select on a {k.type} value is not supported", k)
         t = self.tmp("k")
         fn.buf.emit(f"u128 {t} = (u128)({code});")
@@ -332,10 +306,6 @@ class CBlock(TransitionWalk, StmtGen):
 
     def in_range(self, key: str, lo: str, hi: str) -> str:
         return f"{lo} <= {key} && {key} <= {hi}"
-
-    def key_mask(self, t: Any) -> int | None:
-        b = scalar_bits(t)
-        return (1 << b[0]) - 1 if b else None
 
     def keyval(self, e: ast.Expr, full: int | None, fn: FnCtx) -> str:
         from softswitch.fastpath.ctypes_ import u_lit
@@ -366,12 +336,8 @@ class CBlock(TransitionWalk, StmtGen):
         if ti is not None and ti.meters is not None:
             self.direct_meter_table[id(ti.meters.decl)] = tid
         fns: dict[int, str] = {}
-        refs = ti.action_refs if ti is not None else []
-        for r in refs:
+        for r, fname in self.table_actions_run(ti):
             adecl = r.action.decl
-            fname = self.callable_name(adecl)
-            if any(p.direction for p in adecl.params):
-                fname = self.bound_action(adecl, fname, r.ref)
             aname = r.action.name or adecl.name
             ad = state.actions.get(aname)
             if ad is None:
@@ -379,14 +345,6 @@ class CBlock(TransitionWalk, StmtGen):
             fns[id(ad)] = fname
             self.table_actions[(id(d), id(adecl))] = ad
         self.action_fns[tid] = fns
-
-    def finish_tables(self) -> None:
-        for d in self.decl.locals:
-            if isinstance(d, ast.TableDecl):
-                self.table_apply_fn(d)
-        while self._pending:
-            decl, name = self._pending.pop()
-            self.compile_callable(decl, name)
 
     def _dispatch_fn(self, tid: int, state: Any) -> str:
         """TR<tid>: run action number a of the table with control-plane args."""
@@ -423,14 +381,9 @@ class CBlock(TransitionWalk, StmtGen):
         buf.emit(f"u128 key[{max(nk, 1)}];")
         buf.emit("key[0] = 0;")
         for i, k in enumerate(mk):
-            code = self.expr(k.expr, fn)
+            code = self.key_value(k.expr, fn)
             kt = T.strip_newtype(k.expr.type)
-            b = scalar_bits(kt)
-            if isinstance(kt, T.BoolType):
-                code = f"(u128)(int)({code})"
-            elif b is not None and b[1]:
-                code = f"((u128)({code}) & {mask_lit(b[0])})"
-            elif scalar(kt) is None:
+            if scalar(kt) is None:
                 raise self.fail(f"a table key of type {kt} is not supported", k.expr)
             w = state.keys[i].width if i < len(state.keys) else 0
             if w > 128:
@@ -465,15 +418,9 @@ class CBlock(TransitionWalk, StmtGen):
         if hcode is None:
             raise self.fail(f"action selector hash '{algo}' is not supported", ti.decl)
         with buf.block("if (e->ngroup)"):
-            parts = []
-            for k in ti.keys if ti is not None else []:
-                if k.match_kind != "selector":
-                    continue
-                code = self.expr(k.expr, fn)
-                if isinstance(T.strip_newtype(k.expr.type), T.BoolType):
-                    code = f"(int)({code})"
-                w = k.width or _width(k.expr.type)
-                parts.append((code, w))
+            parts = self.selector_fields(ti, fn)
+            if any(w > 128 for _, w in parts):
+                raise self.fail("selector keys wider than 128 bits are not supported", ti.decl)
             total = sum(w for _, w in parts)
             buf.emit(f"uint8_t sb[{(total + 7) // 8} + PAD];")
             buf.emit("memset(sb, 0, sizeof sb);")
@@ -570,52 +517,32 @@ class CBlock(TransitionWalk, StmtGen):
         return {"exc": "ST_PERR" if is_parser else "ST_EXIT", "all_ptr": True,
                 "frame": False}
 
-    def builtin(self, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
-        b = info.builtin
-        recv = info.receiver
-        rt = T.strip_newtype(recv.type)
-        if b in ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes"):
-            if e.const is not NOT_CONST and isinstance(e.const, int):
-                return lit(e.const, scalar(e.type))
-            w = wire.type_bits(rt)
-            return lit(w if b.endswith("Bits") else (w + 7) // 8, scalar(e.type))
-        # setValid/setInvalid/push/pop change the receiver in place: a stack element
-        # picked by a run-time index is referenced (or, out of range, a scratch copy),
-        # as the interpreter's _stk_at hands out the element object itself.
-        r = self.expr(recv, fn) if b == "isValid" else self.ref(recv, fn)
-        if b == "isValid":
-            if isinstance(rt, T.HeaderUnionType):
-                return "(" + " || ".join(f"{r}.f_{f.name}._v" for f in rt.fields) + ")" \
-                    if rt.fields else "0"
-            return f"{r}._v"
-        if b in ("setValid", "setInvalid"):
-            fn.buf.emit(f"{r}._v = {1 if b == 'setValid' else 0};")
-            if b == "setValid":
-                self.after_header_write(recv, fn)
-            return None
-        if b in ("push_front", "pop_front"):
-            n = self.expr(info.args[0], fn)
-            nt = self.tmp("n")
-            fn.buf.emit(f"i128 {nt} = (i128)({n});")
-            ct = self.ct(rt)
-            size = rt.size
-            et = self.ct(rt.element)
-            with fn.buf.block(""):
-                fn.buf.emit(f"{ct} *s_ = &{r};")
-                fn.buf.emit(f"size_t k_ = {nt} < 0 ? 0 : ({nt} > {size} ? {size} : (size_t){nt});")
-                if b == "push_front":
-                    fn.buf.emit(f"memmove(&s_->items[k_], &s_->items[0], ({size} - k_) * "
-                                f"sizeof({et}));")
-                    fn.buf.emit(f"memset(&s_->items[0], 0, k_ * sizeof({et}));")
-                    fn.buf.emit(f"s_->nxt = (s_->nxt + k_ > {size}) ? {size} : "
-                                "(uint32_t)(s_->nxt + k_);")
-                else:
-                    fn.buf.emit(f"memmove(&s_->items[0], &s_->items[k_], ({size} - k_) * "
-                                f"sizeof({et}));")
-                    fn.buf.emit(f"memset(&s_->items[{size} - k_], 0, k_ * sizeof({et}));")
-                    fn.buf.emit("s_->nxt = (s_->nxt < k_) ? 0 : (uint32_t)(s_->nxt - k_);")
-            return None
-        raise self.fail(f"method '{b}' is not supported", e)
+    def int_literal(self, v: int, t: Any) -> str:
+        return lit(v, scalar(t))
+
+    def any_of(self, conds: list[str]) -> str:
+        return "(" + " || ".join(conds) + ")" if conds else "0"
+
+    def stack_shift(self, method: str, stack: str, st: T.StackType, count: ast.Expr,
+                    fn: FnCtx) -> str | None:
+        nt = self.tmp("n")
+        fn.buf.emit(f"i128 {nt} = (i128)({self.expr(count, fn)});")
+        size, et = st.size, self.ct(st.element)
+        with fn.buf.block(""):
+            fn.buf.emit(f"{self.ct(st)} *s_ = &{stack};")
+            fn.buf.emit(f"size_t k_ = {nt} < 0 ? 0 : ({nt} > {size} ? {size} : (size_t){nt});")
+            if method == "push_front":
+                fn.buf.emit(f"memmove(&s_->items[k_], &s_->items[0], ({size} - k_) * "
+                            f"sizeof({et}));")
+                fn.buf.emit(f"memset(&s_->items[0], 0, k_ * sizeof({et}));")
+                fn.buf.emit(f"s_->nxt = (s_->nxt + k_ > {size}) ? {size} : "
+                            "(uint32_t)(s_->nxt + k_);")
+            else:
+                fn.buf.emit(f"memmove(&s_->items[0], &s_->items[k_], ({size} - k_) * "
+                            f"sizeof({et}));")
+                fn.buf.emit(f"memset(&s_->items[{size} - k_], 0, k_ * sizeof({et}));")
+                fn.buf.emit("s_->nxt = (s_->nxt < k_) ? 0 : (uint32_t)(s_->nxt - k_);")
+        return None
 
 
 def _arg_conv(a: str, w: int, k: str) -> str:
@@ -627,14 +554,6 @@ def _arg_conv(a: str, w: int, k: str) -> str:
         return a
     return f"(uint64_t){a}"
 
-
-def _width(t: Any) -> int:
-    b = scalar_bits(t)
-    if b is not None:
-        return b[0]
-    if isinstance(T.strip_newtype(t), T.BoolType):
-        return 1
-    return 0
 
 
 __all__ = ["CBlock", "EMPTY_GROUP_ACTION", "Unsupported"]

@@ -1,5 +1,6 @@
-"""Lowering of typed P4 expressions into C, rule for rule the interpreter's
-:mod:`softswitch.core.lower` (which stays the oracle).
+"""Lowering of typed P4 expressions into C: the C spelling of the shared rules of
+:class:`softswitch.core.exprwalk.ExprWalk` (the interpreter, :mod:`softswitch.core.lower`,
+spells them in Python and stays the oracle), and C's own integer arithmetic.
 
 Every expression becomes a side-effect-free C expression; whatever has effects (a
 call, a table apply, a bounds check that may fail the packet) is emitted first as
@@ -13,10 +14,13 @@ that callers propagate (``if (st) return st;``).
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from softswitch.core.codebuf import LineBuf
+from softswitch.core.exprwalk import ExprWalk
 from softswitch.fastpath.ctypes_ import (
     Unsupported,
     fit,
@@ -35,24 +39,14 @@ if TYPE_CHECKING:
     from softswitch.fastpath.ccontracts import CProgramHost
 
 
-class CBuf:
-    """Lines of one C function body with indentation."""
+class CBuf(LineBuf):
+    """C source: blocks in braces."""
 
     def __init__(self, level: int = 1) -> None:
-        self.lines: list[str] = []
-        self.level = level
-
-    def emit(self, line: str) -> None:
-        self.lines.append("    " * self.level + line)
-
-    def mark(self) -> int:
-        return len(self.lines)
-
-    def insert(self, at: int, line: str) -> None:
-        self.lines.insert(at, "    " * self.level + line)
+        super().__init__(level)
 
     @contextmanager
-    def block(self, head: str):  # type: ignore[no-untyped-def]
+    def block(self, head: str) -> Iterator[None]:
         self.emit(head + " {")
         self.level += 1
         try:
@@ -61,8 +55,11 @@ class CBuf:
             self.level -= 1
             self.emit("}")
 
-    def source(self) -> str:
-        return "\n".join(self.lines) + "\n"
+    def if_(self, cond: str) -> AbstractContextManager[None]:
+        return self.block(f"if ({cond})")
+
+    def else_(self) -> AbstractContextManager[None]:
+        return self.block("else")
 
 
 @dataclass
@@ -81,21 +78,11 @@ def is_simple(code: str) -> bool:
     return bool(_SIMPLE.match(code)) or code in ("0", "1")
 
 
-def _is_type_ref(e: ast.Expr) -> bool:
-    if isinstance(e, ast.TypeNameExpr):
-        return True
-    if isinstance(e, ast.PathExpr):
-        return isinstance(e.decl, ast.EnumDecl | ast.ErrorDecl) or e.name == "error"
-    return False
 
 
-def flatten_slice(e: ast.Expr) -> ast.Expr:
-    """``x[h1:l1][h2:l2]`` as one slice of x (the interpreter's flatten_slice)."""
-    from softswitch.core.lower import flatten_slice as fs
-    return fs(e)
+class ExprGen(ExprWalk):
+    unsupported_where = "by the C back end"
 
-
-class ExprGen:
     def __init__(self, prog: CProgramHost) -> None:
         self.prog = prog
         self.types = prog.types
@@ -159,34 +146,8 @@ class ExprGen:
         return None
 
     # ------------------------------------------------------------ expressions
-    def expr(self, e: ast.Expr, fn: FnCtx) -> str:
-        c = e.const
-        if c is not NOT_CONST and c is not None and not isinstance(e, ast.Call):
-            out = self.const_literal(c, e.type)
-            if out is not None:
-                return out
-        meth = getattr(self, "x_" + type(e).__name__, None)
-        if meth is None:
-            raise self.fail(f"expression {type(e).__name__} is not supported by the C "
-                            "back end", e)
-        return meth(e, fn)
-
     def value(self, e: ast.Expr, fn: FnCtx) -> str:
         return self.expr(e, fn)
-
-    def values_in_order(self, items: list[ast.Expr], fn: FnCtx) -> list[str]:
-        out: list[str] = []
-        for item in items:
-            mark = fn.buf.mark()
-            code = self.value(item, fn)
-            if fn.buf.mark() != mark:
-                for i, prev in enumerate(out):
-                    if not is_simple(prev):
-                        t = self.declare(fn, items[i].type, prev, at=mark)
-                        mark += 1
-                        out[i] = t
-            out.append(code)
-        return out
 
     def x_IntLiteral(self, e: ast.IntLiteral, fn: FnCtx) -> str:
         from softswitch.core.lower import wrap_int
@@ -205,29 +166,6 @@ class ExprGen:
         if isinstance(decl, ast.ConstDecl):
             return self.expr(decl.value, fn)
         raise self.fail(f"'{e.name}' cannot be used as a value here", e)
-
-    def x_Member(self, e: ast.Member, fn: FnCtx) -> str:
-        inner = e.expr
-        t = T.strip_newtype(e.type) if e.type is not None else None
-        if isinstance(t, T.ErrorType) and _is_type_ref(inner):
-            return str(self.prog.error_code(e.name))
-        if isinstance(t, T.EnumType) and _is_type_ref(inner):
-            return f"{t.members.get(e.name, 0)}U" if t.underlying is None else \
-                lit(t.members.get(e.name, 0), scalar(t))
-        if isinstance(inner, ast.Call) and getattr(inner.resolved, "kind", "") == "table_apply":
-            r = self.expr(inner, fn)
-            if e.name == "hit":
-                return f"{r}.hit"
-            if e.name == "miss":
-                return f"(!{r}.hit)"
-            return f"{r}.action"
-        it = T.strip_newtype(inner.type)
-        base = self.expr(inner, fn)
-        if isinstance(it, T.StackType):
-            return self.stack_member(base, it, e, fn)
-        if isinstance(it, T.StructLikeType):
-            return f"{base}.f_{e.name}"
-        raise self.fail(f"member '{e.name}' of {it} is not supported", e)
 
     def stack_member(self, base: str, st: T.StackType, e: ast.Member, fn: FnCtx) -> str:
         oob = self.prog.error_code("StackOutOfBounds", 3)
@@ -280,63 +218,6 @@ class ExprGen:
         rs = scalar(e.type)
         rt = rs.utype if rs is not None else ut
         return f"(({rt})({out} & {mask_lit(w)}))"
-
-    def x_Unary(self, e: ast.Unary, fn: FnCtx) -> str:
-        v = self.expr(e.expr, fn)
-        if e.op == "!":
-            return f"(!({v}))"
-        if e.op == "+":
-            return v
-        sc = scalar(e.type)
-        if e.op == "-":
-            ut = sc.utype if sc is not None else "u128"
-            return fit(f"({ut})0 - ({ut})({v})", e.type) if scalar_bits(e.type) else f"(-({v}))"
-        if e.op == "~":
-            b = scalar_bits(e.type)
-            if b is None or b[1]:
-                return f"(~({v}))"
-            return f"(({v}) ^ {mask_lit(b[0])})"
-        raise self.fail(f"unknown unary operator {e.op}", e)
-
-    def x_Ternary(self, e: ast.Ternary, fn: FnCtx) -> str:
-        cnd = self.expr(e.cond, fn)
-        start = fn.buf.mark()
-        a = self.expr(e.then, fn)
-        b = self.expr(e.otherwise, fn)
-        if fn.buf.mark() == start:
-            return f"(({cnd}) ? ({a}) : ({b}))"
-        del fn.buf.lines[start:]
-        res = self.declare(fn, e.type)
-        with fn.buf.block(f"if ({cnd})"):
-            fn.buf.emit(f"{res} = {self.expr(e.then, fn)};")
-        with fn.buf.block("else"):
-            fn.buf.emit(f"{res} = {self.expr(e.otherwise, fn)};")
-        return res
-
-    def x_Binary(self, e: ast.Binary, fn: FnCtx) -> str:
-        op = e.op
-        if op in ("&&", "||"):
-            return self.short_circuit(e, fn)
-        left = self.expr(e.left, fn)
-        mark = fn.buf.mark()
-        right = self.expr(e.right, fn)
-        if fn.buf.mark() != mark and not is_simple(left):
-            left = self.declare(fn, e.left.type, left, at=mark)
-        return self.binop(op, left, right, e)
-
-    def short_circuit(self, e: ast.Binary, fn: FnCtx) -> str:
-        left = self.expr(e.left, fn)
-        start = fn.buf.mark()
-        right = self.expr(e.right, fn)
-        cop = "&&" if e.op == "&&" else "||"
-        if fn.buf.mark() == start:
-            return f"(({left}) {cop} ({right}))"
-        del fn.buf.lines[start:]
-        res = self.tmp()
-        fn.buf.emit(f"int {res} = ({left}) != 0;")
-        with fn.buf.block(f"if ({'' if e.op == '&&' else '!'}{res})"):
-            fn.buf.emit(f"{res} = ({self.expr(e.right, fn)}) != 0;")
-        return res
 
     def binop(self, op: str, a: str, b: str, e: ast.Binary) -> str:
         t = e.type
@@ -457,14 +338,61 @@ class ExprGen:
             return self.zero(t)
         raise self.fail("'{#}' needs a header or header union type", e)
 
-    def x_Call(self, e: ast.Call, fn: FnCtx) -> str:
-        r = self.call(e, fn, want_value=True)
-        if r is None:
-            raise self.fail("a call without a value is used as a value", e)
-        return r
+    # ------------------------------------------------------------ ExprWalk's emitters
+    spelling = {
+        "choose": "(({cond}) ? ({a}) : ({b}))", "set": "{target} = {value};",
+        "truth_set": "{var} = ({code}) != 0;", "not": "!{cond}",
+        "&&": "(({left}) && ({right}))", "||": "(({left}) || ({right}))",
+        "hit": "{result}.hit", "miss": "(!{result}.hit)", "action_run": "{result}.action",
+        "false": "0", "true": "1", "discard": "(void)({value});", "call_stmt": "(void)({value});",
+        "!": "(!({v}))", "key_bits": "((u128)({v}) & {mask})",
+        "key_bool": "(u128)(int)({v})", "bool_int": "(int)({v})",
+        "incr": "{var} += 1;", "break": "break;",
+    }
 
-    def call(self, e: ast.Call, fn: FnCtx, want_value: bool) -> str | None:  # pragma: no cover
-        raise NotImplementedError
+    is_simple = staticmethod(is_simple)
+    bits = staticmethod(scalar_bits)
+    mask_literal = staticmethod(mask_lit)
+    fit_to = staticmethod(fit)
+
+    def negation(self, v: str, t: Any) -> str:
+        sc = scalar(t)
+        ut = sc.utype if sc is not None else "u128"
+        return fit(f"({ut})0 - ({ut})({v})", t) if scalar_bits(t) else f"(-({v}))"
+
+    def spill(self, fn: FnCtx, t: Any, code: str, at: int) -> str:
+        return self.declare(fn, t, code, at=at)
+
+    def result_var(self, fn: FnCtx, t: Any) -> str:
+        return self.declare(fn, t)
+
+    def truth_var(self, fn: FnCtx, code: str) -> str:
+        res = self.tmp()
+        fn.buf.emit(f"int {res} = ({code}) != 0;")
+        return res
+
+    def error_code(self, name: str) -> int:
+        return self.prog.error_code(name)
+
+    def enum_member(self, t: T.EnumType, name: str) -> str:
+        v = t.members.get(name, 0)
+        return f"{v}U" if t.underlying is None else lit(v, scalar(t))
+
+    def field(self, base: str, name: str) -> str:
+        return f"{base}.f_{name}"
+
+    def place(self, e: ast.Expr, fn: FnCtx) -> str:
+        return self.ref(e, fn)
+
+    def element(self, base: str, i: int) -> str:
+        return f"{base}.e{i}"
+
+    def assign_aggregate(self, fn: FnCtx, base: str, t: Any, value: str) -> None:
+        tv = self.tmp("v")
+        fn.buf.emit(f"{{ {self.ct(t)} {tv} = {value}; {self.types.asg(t)}(&{base}, &{tv}); }}")
+
+    def named(self, fn: FnCtx, t: Any, code: str) -> str:
+        return code if code.replace("_", "a").isalnum() else self.declare(fn, t, code)
 
     # ------------------------------------------------------------ l-values
     def lvalue(self, e: ast.Expr, fn: FnCtx) -> str:
@@ -522,14 +450,6 @@ class ExprGen:
             return f"{self.ref(e.expr, fn)}.f_{e.name}"
         return self.expr(e, fn)
 
-    def assign(self, target: ast.Expr, value: str, fn: FnCtx) -> None:
-        target = flatten_slice(target)
-        if isinstance(target, ast.DontCareExpr):
-            fn.buf.emit(f"(void)({value});")
-            return
-        base = self.lvalue(target.expr if isinstance(target, ast.Slice) else target, fn)
-        self.store(target, base, value, fn)
-
     def store(self, target: ast.Expr, base: str, value: str, fn: FnCtx) -> None:
         buf = fn.buf
         if isinstance(target, ast.Slice):
@@ -550,25 +470,11 @@ class ExprGen:
             return
         tt = T.strip_newtype(target.type) if target.type is not None else None
         if isinstance(tt, T.StructLikeType | T.StackType):
-            ct = self.ct(tt)
-            t = self.tmp("v")
-            buf.emit(f"{{ {ct} {t} = {value}; {self.types.asg(tt)}(&{base}, &{t}); }}")
+            self.assign_aggregate(fn, base, tt, value)
         else:
             buf.emit(f"{base} = {value};")
         self.after_header_write(target, fn)
 
-    def after_header_write(self, target: ast.Expr, fn: FnCtx) -> None:
-        if not isinstance(target, ast.Member):
-            return
-        ut = T.strip_newtype(target.expr.type)
-        if not isinstance(ut, T.HeaderUnionType):
-            return
-        base = self.ref(target.expr, fn)
-        others = [f.name for f in ut.fields if f.name != target.name]
-        if others:
-            with fn.buf.block(f"if ({base}.f_{target.name}._v)"):
-                for o in others:
-                    fn.buf.emit(f"{base}.f_{o}._v = 0;")
 
 
 def mask_lit_v(v: int, ut: str) -> str:

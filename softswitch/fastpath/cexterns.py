@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from softswitch.core.exprwalk import other_members
+from softswitch.core.extern_calls import arg, emitted_items, extract_into
 from softswitch.core.extern_table import Emission
+from softswitch.core.fieldlist import data_fields, guarded, validity_runs
 from softswitch.fastpath.cexpr import FnCtx
 from softswitch.fastpath.ctypes_ import Unsupported, fit, is_wide, scalar, scalar_bits
 from softswitch.frontend import ast
@@ -29,55 +32,23 @@ HASHES = {"crc16": "H_CRC16", "crc32": "H_CRC32", "crc16_custom": "H_CRC16C",
 
 
 # ---------------------------------------------------------------- helpers
-def arg(info: Any, i: int) -> ast.Expr | None:
-    return info.args[i] if i < len(info.args) else None
-
-
 def flatten(lw: CLowering, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, str | None, Any]]:
-    """(C value, width, validity or None, type) of every field in e, in order."""
+    """(C value, width, validity or None, type) of every field in e, in order (width -1:
+    a varbit)."""
     out: list[tuple[str, int, str | None, Any]] = []
-    if isinstance(e, ast.ListExpr) and not isinstance(
-            T.strip_newtype(e.type), T.StructLikeType):
-        for item in e.items:
-            out.extend(flatten(lw, item, fn))
-        return out
-    t = T.strip_newtype(e.type)
-    code = lw.expr(e, fn)
-    _flatten_value(lw, code, t, None, out, fn)
+    for code, t, valid in data_fields(lw, e, fn):
+        if isinstance(t, T.BoolType):
+            out.append((f"((uint64_t)({code}))", 1, valid, t))
+        elif isinstance(t, T.VarbitType):
+            out.append((code, -1, valid, t))
+        elif is_wide(t):
+            out.append((code, t.width, valid, t))
+        else:
+            b = scalar_bits(t)
+            if b is None and scalar(t) is None:
+                raise Unsupported(f"a {t} value cannot be serialized by the C back end")
+            out.append((code, b[0] if b else 0, valid, t))
     return out
-
-
-def _flatten_value(lw: CLowering, code: str, t: Any, valid: str | None,
-                   out: list[tuple[str, int, str | None, Any]], fn: FnCtx) -> None:
-    t = T.strip_newtype(t)
-    if isinstance(t, T.StructLikeType | T.StackType | T.TupleType | T.ListType):
-        if not code.replace("_", "a").isalnum():
-            tmp = lw.declare(fn, t, code)
-            code = tmp
-    if isinstance(t, T.HeaderType):
-        v = f"{code}._v"
-        for f in t.fields:
-            _flatten_value(lw, f"{code}.f_{f.name}", f.type, v, out, fn)
-    elif isinstance(t, T.StructType | T.HeaderUnionType):
-        for f in t.fields:
-            _flatten_value(lw, f"{code}.f_{f.name}", f.type, valid, out, fn)
-    elif isinstance(t, T.StackType):
-        for i in range(t.size):
-            _flatten_value(lw, f"{code}.items[{i}]", t.element, valid, out, fn)
-    elif isinstance(t, T.TupleType | T.ListType):
-        for i, et in enumerate(t.elements):
-            _flatten_value(lw, f"{code}.e{i}", et, valid, out, fn)
-    elif isinstance(t, T.BoolType):
-        out.append((f"((uint64_t)({code}))", 1, valid, t))
-    elif isinstance(t, T.VarbitType):
-        out.append((code, -1, valid, t))
-    elif is_wide(t):
-        out.append((code, t.width, valid, t))
-    else:
-        b = scalar_bits(t)
-        if b is None and scalar(t) is None:
-            raise Unsupported(f"a {t} value cannot be serialized by the C back end")
-        out.append((code, b[0] if b else 0, valid, t))
 
 
 def packed(lw: CLowering, e: ast.Expr, fn: FnCtx) -> tuple[str, str, int]:
@@ -89,37 +60,27 @@ def packed(lw: CLowering, e: ast.Expr, fn: FnCtx) -> tuple[str, str, int]:
     fn.buf.emit(f"uint8_t {buf}[{nbytes} + PAD];")
     fn.buf.emit(f"memset({buf}, 0, sizeof {buf});")
     fn.buf.emit(f"uint64_t {n} = 0;")
-    i = 0
-    while i < len(items):
-        valid = items[i][2]
-        j = i
-        while j < len(items) and items[j][2] == valid:
-            j += 1
-        run = items[i:j]
-        if valid is not None:
-            fn.buf.emit(f"if ({valid}) {{")
-            fn.buf.level += 1
-        for code, w, _, _t in run:
-            if is_wide(_t):
-                fn.buf.emit(f"wr_varbit({buf}, {n}, ({code}).b, {w});")
-                fn.buf.emit(f"{n} += {w};")
-                continue
-            if w < 0:
-                fn.buf.emit(f"wr_varbit({buf}, {n}, ({code}).b, ({code}).w);")
-                fn.buf.emit(f"{n} += ({code}).w;")
-                continue
-            if w == 0:
-                continue
-            if w > 64:
-                fn.buf.emit(f"wr_bits128({buf}, {n}, (u128)({code}), {w});")
-            else:
-                fn.buf.emit(f"wr_bits({buf}, {n}, (uint64_t)({code}), {w});")
-            fn.buf.emit(f"{n} += {w};")
-        if valid is not None:
-            fn.buf.level -= 1
-            fn.buf.emit("}")
-        i = j
+    for valid, run in validity_runs(items):
+        with guarded(fn.buf, valid):
+            for code, w, _, _t in run:
+                _pack_one(buf, n, code, w, _t, fn)
     return buf, f"(size_t)(({n} + 7) >> 3)", nbytes
+
+
+def _pack_one(buf: str, n: str, code: str, w: int, t: Any, fn: FnCtx) -> None:
+    """Write one field at bit ``n`` of ``buf`` and advance ``n``."""
+    if is_wide(t):
+        fn.buf.emit(f"wr_varbit({buf}, {n}, ({code}).b, {w});")
+        fn.buf.emit(f"{n} += {w};")
+    elif w < 0:
+        fn.buf.emit(f"wr_varbit({buf}, {n}, ({code}).b, ({code}).w);")
+        fn.buf.emit(f"{n} += ({code}).w;")
+    elif w > 0:
+        if w > 64:
+            fn.buf.emit(f"wr_bits128({buf}, {n}, (u128)({code}), {w});")
+        else:
+            fn.buf.emit(f"wr_bits({buf}, {n}, (uint64_t)({code}), {w});")
+        fn.buf.emit(f"{n} += {w};")
 
 
 def hash_value(lw: CLowering, algo: str, buf: str, nbytes: str, e: ast.Node, fn: FnCtx) -> str:
@@ -148,13 +109,6 @@ def receiver(lw: CLowering, info: Any, fn: FnCtx) -> Any:
     return lw.expr(recv, fn)
 
 
-def out_assign(lw: CLowering, target: ast.Expr | None, code: str, fn: FnCtx) -> None:
-    if target is None or isinstance(target, ast.DontCareExpr):
-        fn.buf.emit(f"(void)({code});")
-        return
-    lw.assign(target, fit(code, target.type), fn)
-
-
 def index_ok(lw: CLowering, idx: str, t: Any, size: int) -> str:
     return lw.index_in(idx, t, size)
 
@@ -178,8 +132,8 @@ def _extract(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     if len(info.args) > 1 and info.args[1] is not None:
         vb = f"(i128)({lw.expr(info.args[1], fn)})"
     oob = lw.prog.error_code("StackOutOfBounds", 3)
-    if isinstance(target, ast.Member) and target.name == "next" and isinstance(
-            T.strip_newtype(target.expr.type), T.StackType):
+    into = extract_into(target)
+    if into == "next":
         st = T.strip_newtype(target.expr.type)
         stack = lw.expr(target.expr, fn)
         lw.perr(fn, f"{stack}.nxt >= {st.size}", oob)
@@ -187,9 +141,7 @@ def _extract(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         lw.check(fn)
         fn.buf.emit(f"{stack}.nxt += 1;")
         return None
-    if (isinstance(target, ast.Member) and isinstance(target.expr, ast.Member)
-            and target.expr.name == "next"
-            and isinstance(T.strip_newtype(target.expr.expr.type), T.StackType)):
+    if into == "next_member":
         st = T.strip_newtype(target.expr.expr.type)
         stack = lw.expr(target.expr.expr, fn)
         lw.perr(fn, f"{stack}.nxt >= {st.size}", oob)
@@ -197,11 +149,8 @@ def _extract(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
         fn.buf.emit(f"{lw.ct(st.element)} *{elem} = &{stack}.items[{stack}.nxt];")
         fn.buf.emit(f"st = {ext}(c, {pkt}, &{elem}->f_{target.name}, {vb});")
         lw.check(fn)
-        ut = T.strip_newtype(target.expr.type)
-        if isinstance(ut, T.HeaderUnionType):
-            for f in ut.fields:
-                if f.name != target.name:
-                    fn.buf.emit(f"{elem}->f_{f.name}._v = 0;")
+        for other in other_members(target):
+            fn.buf.emit(f"{elem}->f_{other}._v = 0;")
         fn.buf.emit(f"{stack}.nxt += 1;")
         return None
     if isinstance(target, ast.DontCareExpr):
@@ -271,14 +220,8 @@ def _emit_one(lw: CLowering, pkt: str, t: Any, code: str, item: ast.Expr, fn: Fn
 
 def _emit(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
-    target = info.args[0]
-    t = T.strip_newtype(target.type)
-    if isinstance(target, ast.ListExpr) and not isinstance(t, T.StructLikeType):
-        for item in target.items:
-            it = T.strip_newtype(item.type)
-            _emit_one(lw, pkt, it, lw.expr(item, fn), item, fn)
-        return None
-    _emit_one(lw, pkt, t, lw.expr(target, fn), target, fn)
+    for item in emitted_items(info.args[0]):
+        _emit_one(lw, pkt, T.strip_newtype(item.type), lw.expr(item, fn), item, fn)
     return None
 
 

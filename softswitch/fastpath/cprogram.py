@@ -151,36 +151,28 @@ class CProgram:
         if any(k == "v" for _, _, k in fields):
             # BMv2's checks (extract_VL) in its order, before any field is written:
             # whole bytes, then enough packet, then the varbit field's maximum
-            vmax = max(w for _, w, k in fields if k == "v")
-            fixed = sum(w for _, w, k in fields if k != "v")
+            fixed, vmax = wire.varbit_bounds(fields)
             hts = self.error_code("HeaderTooShort", 4)
             bad = self.error_code("ParserInvalidArgument", 6)
             lines += [f"    if (vb % 8) {{ c->perr = {bad}; return ST_PERR; }}",
                       f"    if ((i128)r->pos + {fixed} + vb > (i128)r->nbits) "
                       f"{{ c->perr = {short}; return ST_PERR; }}",
                       f"    if (vb > {vmax} || vb < 0) {{ c->perr = {hts}; return ST_PERR; }}"]
-            i = 0
-            while i < len(fields):
-                path, w, kind = fields[i]
-                if kind == "v":
+            for is_varbit, run in wire.extract_steps(fields):
+                if is_varbit:
+                    path = run[0][0]
                     lines += [f"    if (r->pos + (uint64_t)vb > r->nbits) {{ c->perr = {short}; "
                               "return ST_PERR; }",
                               f"    rd_varbit(p, r->pos, (uint32_t)vb, h->{path}.b, "
                               f"sizeof h->{path}.b);",
                               f"    h->{path}.w = (uint32_t)vb;",
                               "    r->pos += (uint64_t)vb;"]
-                    i += 1
                     continue
-                j = i
-                while j < len(fields) and fields[j][2] != "v":
-                    j += 1
-                run = fields[i:j]
                 total = sum(fw for _, fw, _ in run)
                 lines.append(f"    if (r->pos + {total} > r->nbits) {{ c->perr = {short}; "
                              "return ST_PERR; }")
                 lines += self._read_fields(run, "r->pos")
                 lines.append(f"    r->pos += {total};")
-                i = j
         else:
             total = sum(w for _, w, _ in fields)
             lines += [f"    if (r->pos + {total} > r->nbits) {{ c->perr = {short}; "

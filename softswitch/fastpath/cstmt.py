@@ -1,5 +1,6 @@
-"""Lowering of P4 statements and of calls with copy-in/copy-out into C, rule for rule
-the interpreter's :mod:`softswitch.core.stmts`.
+"""Lowering of P4 statements and of calls with copy-in/copy-out into C: the C spelling
+of the statements :class:`softswitch.core.walk.LoweringWalk` decides for both back ends
+(the interpreter's is :mod:`softswitch.core.stmts`), and C's own calls.
 
 A callee gets ``in`` values by value and ``out``/``inout`` values through pointers to
 the caller's temporaries, which the caller copies back (BMv2's assign semantics for
@@ -11,12 +12,13 @@ the interpreter.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
-from softswitch.core.stmts import LOOP_LIMIT, const_int
-from softswitch.core.walk import LoweringWalk
-from softswitch.fastpath.cexpr import ExprGen, FnCtx, flatten_slice
-from softswitch.fastpath.ctypes_ import Unsupported, scalar
+from softswitch.core.stmts import const_int
+from softswitch.core.walk import LoweringWalk, switch_arms, switch_on_action
+from softswitch.fastpath.cexpr import ExprGen, FnCtx
+from softswitch.fastpath.ctypes_ import Unsupported, is_wide, scalar
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 
@@ -43,63 +45,30 @@ class StmtGen(LoweringWalk, ExprGen):
                 e.loc = s.loc
             raise
 
-    def s_AssignStmt(self, s: ast.AssignStmt, fn: FnCtx) -> None:
-        if isinstance(s.target, ast.DontCareExpr):
-            fn.buf.emit(f"(void)({self.expr(s.value, fn)});")
-            return
-        t = flatten_slice(s.target)
-        base = self.lvalue(t.expr if isinstance(t, ast.Slice) else t, fn)
-        v = s.value
-        if (isinstance(v, ast.Binary) and not isinstance(t, ast.Slice) and t.loc is not None
-                and v.loc == t.loc and v.left.loc == t.loc and v.op not in ("&&", "||")):
-            mark = fn.buf.mark()
-            right = self.expr(v.right, fn)
-            if fn.buf.mark() != mark:
-                tmp = self.declare(fn, v.left.type, base, at=mark)
-                self.store(t, base, self.binop(v.op, tmp, right, v), fn)
-                return
-            self.store(t, base, self.binop(v.op, base, right, v), fn)
-            return
-        self.store(t, base, self.value(v, fn), fn)
+    def scope(self, fn: FnCtx) -> AbstractContextManager[None]:
+        return fn.buf.block("")
 
-    def s_CallStmt(self, s: ast.CallStmt, fn: FnCtx) -> None:
-        code = self.call(s.call, fn, want_value=False)
-        if code is not None:
-            fn.buf.emit(f"(void)({code});")
+    def loop_counters(self, fn: FnCtx) -> tuple[str, str]:
+        first, count = self.tmp("first"), self.tmp("n")
+        fn.buf.emit(f"int {first} = 1;")
+        fn.buf.emit(f"uint64_t {count} = 0;")
+        return first, count
 
-    def s_IfStmt(self, s: ast.IfStmt, fn: FnCtx) -> None:
-        cond = self.expr(s.cond, fn)
-        with fn.buf.block(f"if ({cond})"):
-            self.stmt(s.then, fn)
-        if s.otherwise is not None:
-            with fn.buf.block("else"):
-                self.stmt(s.otherwise, fn)
+    def loop_forever(self, fn: FnCtx) -> AbstractContextManager[None]:
+        return fn.buf.block("for (;;)")
+
+    def loop_limit_stmt(self, loc: Any) -> str:
+        return f"return cb_abort(c, -1, {self.prog.obj(loc)}, \"loop_limit\");"
+
+    def declare_var(self, fn: FnCtx, name: str, t: Any, init: str) -> None:
+        fn.buf.emit(f"{self.ct(t)} {name} = {init};")
+
+    zero_value = ExprGen.zero
 
     def declare_local(self, decl: ast.Decl, fn: FnCtx) -> str:
         name = self.tmp("l") + "_" + _c_name(decl.name)
         self.names[id(decl)] = name
         return name
-
-    def s_VarDecl(self, s: ast.VarDecl, fn: FnCtx) -> None:
-        t = s.type_ref.resolved
-        from softswitch.core.lower import FRESH_NODES
-        if s.init is not None and isinstance(T.strip_newtype(t), T.StructLikeType) and \
-                not isinstance(s.init, FRESH_NODES):
-            src = self.expr(s.init, fn)
-            name = self.declare_local(s, fn)
-            fn.buf.emit(f"{self.ct(t)} {name} = {self.zero(t)};")
-            tv = self.tmp("v")
-            tt = T.strip_newtype(t)
-            fn.buf.emit(f"{{ {self.ct(tt)} {tv} = {src}; {self.types.asg(tt)}(&{name}, &{tv}); }}")
-            return
-        init = self.value(s.init, fn) if s.init is not None else self.zero(t)
-        name = self.declare_local(s, fn)
-        fn.buf.emit(f"{self.ct(t)} {name} = {init};")
-
-    def s_ConstDecl(self, s: ast.ConstDecl, fn: FnCtx) -> None:
-        init = self.value(s.value, fn)
-        name = self.declare_local(s, fn)
-        fn.buf.emit(f"{self.ct(s.type_ref.resolved)} {name} = {init};")
 
     def s_ExitStmt(self, s: ast.ExitStmt, fn: FnCtx) -> None:
         fn.buf.emit("return ST_EXIT;")
@@ -121,27 +90,6 @@ class StmtGen(LoweringWalk, ExprGen):
     def s_ContinueStmt(self, s: ast.ContinueStmt, fn: FnCtx) -> None:
         fn.buf.emit("continue;")
 
-    def s_ForStmt(self, s: ast.ForStmt, fn: FnCtx) -> None:
-        with fn.buf.block(""):
-            self.stmts(s.init, fn)
-            first = self.tmp("first")
-            count = self.tmp("n")
-            fn.buf.emit(f"int {first} = 1;")
-            fn.buf.emit(f"uint64_t {count} = 0;")
-            with fn.buf.block("for (;;)"):
-                fn.buf.emit(f"{count} += 1;")
-                with fn.buf.block(f"if ({count} > {LOOP_LIMIT})"):
-                    fn.buf.emit(f"return cb_abort(c, -1, {self.prog.obj(s.loc)}, "
-                                "\"loop_limit\");")
-                if s.update:
-                    with fn.buf.block(f"if (!{first})"):
-                        self.stmts(s.update, fn)
-                fn.buf.emit(f"{first} = 0;")
-                if s.cond is not None:
-                    with fn.buf.block(f"if (!({self.expr(s.cond, fn)}))"):
-                        fn.buf.emit("break;")
-                self.stmt(s.body, fn)
-
     def s_ForInStmt(self, s: ast.ForInStmt, fn: FnCtx) -> None:
         coll = s.collection
         if not (isinstance(coll, ast.Binary) and coll.op == ".."):
@@ -159,12 +107,7 @@ class StmtGen(LoweringWalk, ExprGen):
 
     def s_SwitchStmt(self, s: ast.SwitchStmt, fn: FnCtx) -> None:
         sel_code = self.expr(s.expr, fn)
-        is_action = isinstance(s.expr.type, T.ActionEnumType) or (
-            isinstance(s.expr, ast.Member) and s.expr.name == "action_run")
-        table = None
-        if is_action and isinstance(s.expr, ast.Member) and isinstance(s.expr.expr, ast.Call):
-            table = getattr(s.expr.expr.resolved, "decl", None)
-        from softswitch.fastpath.ctypes_ import is_wide
+        is_action, table = switch_on_action(s)
         if is_wide(s.expr.type):
             raise self.fail("switch on a value wider than 128 bits is not supported", s)
         sel = self.tmp("sw")
@@ -172,38 +115,21 @@ class StmtGen(LoweringWalk, ExprGen):
             fn.buf.emit(f"int32_t {sel} = {sel_code};")
         else:
             fn.buf.emit(f"{self.ct(s.expr.type)} {sel} = {sel_code};")
-        pending: list[str] = []
-        first = True
-        default_body: ast.BlockStmt | None = None
-        has_default = False
-        depth = 0
-        for case in s.cases:
-            if isinstance(case.label, ast.DefaultExpr):
-                has_default = True
-                if case.body is None:
-                    continue
-                default_body = case.body
-                pending = []
-                continue
-            pending.append(self.case_test(sel, case.label, is_action, table, fn))
-            if case.body is None:
-                continue
-            head = f"if ({' || '.join(pending)})"
-            if not first:
+        arms, default = switch_arms(s)
+        for i, (labels, body) in enumerate(arms):
+            tests = [self.case_test(sel, lb, is_action, table, fn) for lb in labels]
+            if i:
                 fn.buf.emit("else {")
                 fn.buf.level += 1
-                depth += 1
-            first = False
-            with fn.buf.block(head):
-                self.stmt(case.body, fn)
-            pending = []
-        if has_default and default_body is not None:
-            if first:
-                self.stmt(default_body, fn)
+            with fn.buf.if_(" || ".join(tests)):
+                self.stmt(body, fn)
+        if default is not None:
+            if not arms:
+                self.stmt(default, fn)
             else:
-                with fn.buf.block("else"):
-                    self.stmt(default_body, fn)
-        for _ in range(depth):
+                with fn.buf.else_():
+                    self.stmt(default, fn)
+        for _ in range(len(arms) - 1):
             fn.buf.level -= 1
             fn.buf.emit("}")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from softswitch.core import hashes
 from softswitch.core.build import Opaque, ProgramBuilder, enum_arg, int_arg, type_arg
-from softswitch.core.externs import CounterArray, Meter, MeterArray, RegisterArray
+from softswitch.core.externs import CounterArray, MeterArray, RegisterArray
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
@@ -48,6 +48,8 @@ class PnaProgramBuilder(ProgramBuilder):
     runtime_class = PnaRuntime
     direct_resources_on_hit = False
     table_context = True
+    selector_type = "ActionSelector"
+    meter_packets = "PACKETS"
 
     def __init__(self, program: ast.Program, elab: E.Elaboration) -> None:
         super().__init__(program, elab)
@@ -56,17 +58,9 @@ class PnaProgramBuilder(ProgramBuilder):
         # checksum objects: their state is per packet, cleared before each pass
         self.per_packet: list[Any] = []
 
-    def is_selector(self, ext: E.ExternInstance) -> bool:
-        return ext.type_name == "ActionSelector"
-
     def selector_hash(self, ext: E.ExternInstance) -> tuple[Callable[[bytes], int], int]:
         fn = _hash_fn(ext, "algo")
         return fn, int_arg(ext, "outputWidth") or 32
-
-    def direct_meter_factory(self, ext: E.ExternInstance) -> Callable[[], Meter]:
-        by_packets = enum_arg(ext.args.get("type")) == "PACKETS"
-        clock = self.clock
-        return lambda: Meter(clock, by_packets)
 
     def _make_extern(self, inst: E.ExternInstance) -> Any:
         name = inst.name or inst.local_name

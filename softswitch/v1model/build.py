@@ -13,7 +13,7 @@ from typing import Any
 
 from softswitch.core import hashes
 from softswitch.core.build import Opaque, ProgramBuilder, enum_arg, int_arg, type_arg
-from softswitch.core.externs import CounterArray, Meter, MeterArray, RegisterArray
+from softswitch.core.externs import CounterArray, MeterArray, RegisterArray
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
@@ -28,6 +28,8 @@ class V1ModelProgramBuilder(ProgramBuilder):
     externs = EXTERNS
     runtime_class = V1ModelRuntime
     direct_resources_on_hit = True
+    selector_type = "action_selector"
+    meter_packets = "packets"
 
     def selector_hash(self, ext: E.ExternInstance) -> tuple[Callable[[bytes], int], int]:
         """(hash function, output width) of an ``action_selector`` instance."""
@@ -38,14 +40,6 @@ class V1ModelProgramBuilder(ProgramBuilder):
                           f"'{algo}' is not supported", ext.loc)
         width = int_arg(ext, "outputWidth") or 32
         return fn, width
-
-    def is_selector(self, ext: E.ExternInstance) -> bool:
-        return ext.type_name == "action_selector"
-
-    def direct_meter_factory(self, ext: E.ExternInstance) -> Callable[[], Meter]:
-        by_packets = enum_arg(ext.args.get("type")) == "packets"
-        clock = self.clock
-        return lambda: Meter(clock, by_packets)
 
     def _make_extern(self, inst: E.ExternInstance) -> Any:
         name = inst.name or inst.local_name

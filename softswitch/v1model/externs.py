@@ -3,7 +3,8 @@
 One place per extern: the table at the end names every extern a v1model program may
 call (core.p4's from :data:`softswitch.core.extern_calls.CORE` included), says in a line
 what a call does, and points at its two emissions, written side by side above it:
-``_py_*`` is the interpreter's Python (the oracle), ``_c_*`` the fast path's C.
+``_py_*`` is the interpreter's Python (the oracle), ``_c_*`` the fast path's C; where
+the back ends' shared hooks spell a call alike, one emission serves both.
 Both back ends read :data:`EXTERNS` through the program builder. The forwarding calls
 (``mark_to_drop``, ``clone``, ``resubmit``, ``recirculate``, ``truncate``) set the
 packet's metadata; ``hash``, the checksums and ``digest`` flatten their data argument at
@@ -17,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from softswitch.core import extern_calls as pyx
-from softswitch.core.contracts import PyLowering
+from softswitch.core.contracts import Lowering, PyLowering
 from softswitch.core.extern_calls import arg, enum_name
 from softswitch.core.extern_table import Extern, ExternTable
 from softswitch.core.lower import FnCtx as PyFn
@@ -66,7 +67,7 @@ def _c_hash(lw: CLowering, e: ast.Call, info: Any, fn: CFn) -> str | None:
     fn.buf.emit(f"i128 {bt} = (i128)({base});")
     fn.buf.emit(f"i128 {mt} = (i128)({mx});")
     code = f"({mt} == 0 ? {bt} : {bt} + rt_fmod((i128)({h}), {mt}))"
-    cx.out_assign(lw, info.args[0], code, fn)
+    pyx.out_assign(lw, info.args[0], code, fn)
     return None
 
 
@@ -84,7 +85,7 @@ def _c_random(lw: CLowering, e: ast.Call, info: Any, fn: CFn) -> str | None:
     fn.buf.emit(f"i128 {r} = 0;")
     fn.buf.emit(f"st = cb_random(c, (i128)({lo}), (i128)({hi}), &{r});")
     lw.check(fn)
-    cx.out_assign(lw, info.args[0], r, fn)
+    pyx.out_assign(lw, info.args[0], r, fn)
     return None
 
 
@@ -263,7 +264,7 @@ def _c_reg_read(lw: CLowering, e: ast.Call, info: Any, fn: CFn) -> str | None:
     cell = f"c->registers[{r.index}].cells[(size_t)({idx})]"
     val = f"sext128({cell}, {width})" if signed else cell
     code = f"({cx.index_ok(lw, idx, info.args[1].type, size)} ? (i128)({val}) : (i128)0)"
-    cx.out_assign(lw, info.args[0], code, fn)
+    pyx.out_assign(lw, info.args[0], code, fn)
     return None
 
 
@@ -297,12 +298,8 @@ def _c_count(lw: CLowering, e: ast.Call, info: Any, fn: CFn) -> str | None:
     return None
 
 
-def _py_direct_count(lw: PyLowering, e: ast.Call, info: Any, fn: PyFn) -> str | None:
-    return None  # BMv2 counts direct counters on every hit of their table
-
-
-def _c_direct_count(lw: CLowering, e: ast.Call, info: Any, fn: CFn) -> str | None:
-    return None  # BMv2 counts direct counters on every hit of their table
+def _direct_count(lw: Lowering, e: ast.Call, info: Any, fn: Any) -> str | None:
+    return None  # BMv2 counts direct counters on every hit of their table (both back ends)
 
 
 def _py_execute_meter(lw: PyLowering, e: ast.Call, info: Any, fn: PyFn) -> str | None:
@@ -323,23 +320,14 @@ def _c_execute_meter(lw: CLowering, e: ast.Call, info: Any, fn: CFn) -> str | No
     fn.buf.emit(f"st = cb_int(PyObject_CallMethod(PyTuple_GET_ITEM(c->objs, {r.index}), "
                 f"\"execute\", \"NK\", {iv}, (unsigned long long)c->pkt.length), &{res});")
     lw.check(fn)
-    cx.out_assign(lw, info.args[1], res, fn)
+    pyx.out_assign(lw, info.args[1], res, fn)
     return None
 
 
-def _py_direct_meter_read(lw: PyLowering, e: ast.Call, info: Any, fn: PyFn) -> str | None:
-    decl = getattr(info.receiver, "decl", None)
-    table = lw.direct_meter_table.get(id(decl))
-    code = f"{table}.color" if table is not None else "0"
-    pyx.out_assign(lw, info.args[0], code, fn)
-    return None
-
-
-def _c_direct_meter_read(lw: CLowering, e: ast.Call, info: Any, fn: CFn) -> str | None:
-    decl = getattr(info.receiver, "decl", None)
-    tid = lw.direct_meter_table.get(id(decl))
-    code = f"c->tables[{tid}].color" if tid is not None else "0"
-    cx.out_assign(lw, info.args[0], code, fn)
+def _direct_meter_read(lw: Lowering, e: ast.Call, info: Any, fn: Any) -> str | None:
+    """Both back ends: the color the hit of the meter's table left (0 without one)."""
+    color = lw.direct_meter_color(getattr(info.receiver, "decl", None))
+    pyx.out_assign(lw, info.args[0], color or "0", fn)
     return None
 
 
@@ -400,11 +388,11 @@ EXTERNS: ExternTable = pyx.CORE.with_c(cx.CORE_FUNCTIONS, cx.CORE_METHODS).exten
                                      _c_count),
         ("direct_counter", "count"): Extern(
             "nothing: BMv2 counts direct counters on every hit of their table",
-            _py_direct_count, _c_direct_count),
+            _direct_count, _direct_count),
         ("meter", "execute_meter"): Extern("the cell's color for this packet into the result",
                                            _py_execute_meter, _c_execute_meter),
         ("direct_meter", "read"): Extern("the color the table's hit gave into the result",
-                                         _py_direct_meter_read, _c_direct_meter_read),
+                                         _direct_meter_read, _direct_meter_read),
         ("Checksum16", "get"): Extern("the ones' complement checksum of the data",
                                       _py_checksum16_get, _c_checksum16_get),
     },
