@@ -63,12 +63,16 @@ class WriteTarget(Protocol):
     device_id: int
     arbiter: Arbiter
     lock: Any                         # a context manager: held while the switch changes
-    current: Pipeline | None
     stopping: threading.Event
-    reclaimer: object | None
     checkpoint: Callable[[], None]
-    # None: no port loop answers Writes (a Write holds the lock once)
-    checkpointing: Callable[[], bool] | None
+
+    @property
+    def current(self) -> Pipeline | None: ...
+    @property
+    def reclaimer(self) -> object | None: ...
+    @property
+    def checkpointing(self) -> Callable[[], bool] | None:
+        """None: no port loop answers Writes (a Write holds the lock once)."""
 
     def check_device(self, device_id: int) -> None: ...
     def require_pipeline(self) -> Pipeline: ...
@@ -175,7 +179,7 @@ class Writes:
         """Apply what the small-batch shortcut takes of ``data`` (module doc). None of
         its updates: nothing changed, the general way takes the whole request. Some:
         it takes the rest, for the same pipeline."""
-        mod = self._native
+        mod: Any = self._native
         target = self._target
         election = target.arbiter.default_election
         if (election is None or len(data) > SMALL_BYTES or target.current is None
