@@ -81,15 +81,17 @@ clean:
 	rm -rf $(VENV) out .pytest_cache
 
 # PTF suites (ptf_tests/) on softswitch in a private netns; PTF_ARGS e.g.
-# "--target bmv2" (p4c-bm2-ss compiles tailcc.p4) or "-- fast_cnp_test".
+# "--target bmv2" (p4c-bm2-ss compiles tailcc.p4), "--config json" / "--config
+# json-wrapped" (softswitch from p4c's BMv2 JSON and P4Info, bare or in PI's
+# p4.tmp.P4DeviceConfig) or "-- fast_cnp_test".
 .PHONY: ptf
 ptf: setup
 	$(PY) ptf_tests/run.py $(PTF_ARGS)
 
-# The PTF suites on softswitch and on BMv2 (real p4c + simple_switch_grpc), one row per
-# test with both outcomes; fails on a difference ptf_tests/README.md does not explain.
-# COMPARE_ARGS e.g. "--keep /tmp/cmp", "--alone" (each test also run on its own) or
-# "-- ecn_test".
+# The PTF suites on softswitch (from its artifact, then from p4c's BMv2 JSON) and on
+# BMv2 (real p4c + simple_switch_grpc), one row per test with every outcome; fails on a
+# difference ptf_tests/README.md does not explain. COMPARE_ARGS e.g. "--keep /tmp/cmp",
+# "--alone" (each test also run on its own), "--no-json" or "-- ecn_test".
 .PHONY: ptf-compare
 ptf-compare: setup reference-tools
 	$(PY) ptf_tests/compare.py $(COMPARE_ARGS)

@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
 """Run the PTF suites on softswitch and on BMv2 and compare them test by test.
 
-    ptf_tests/compare.py [--keep DIR] [--alone] [--results TARGET=FILE]... [-- TESTS]
+    ptf_tests/compare.py [--keep DIR] [--alone] [--no-json] [--results RUN=FILE]...
+                         [-- TESTS]
 
 Runs ``ptf_tests/run.py`` on both targets, one after the other (the machine's cores
-go to one switch at a time, which the timing tests need); BMv2 gets tailcc.p4
-compiled once by ``p4c-bm2-ss``. Prints one row per test with both outcomes
-(PASS/FAIL/SKIP, and the skip message) and a closing line. A test whose outcomes
-differ must be explained, for each target where it does not pass, by
+go to one switch at a time, which the timing tests need): softswitch from its own
+artifact, softswitch from p4c's BMv2 JSON and P4Info (``softswitch-json``; not with
+``--no-json``), and BMv2; tailcc.p4 is compiled once by ``p4c-bm2-ss``. Prints one row
+per test with every run's outcome (PASS/FAIL/SKIP, and the skip message) and a
+closing line. A test whose outcomes differ must be explained, for each run where it
+does not pass (``softswitch-json`` by softswitch's lists), by
 ``ptf_tests/known_failures.txt`` or the "Target differences" table of
 ``ptf_tests/README.md`` (read by ``ptf_tests/expectations.py``); the exit status is 1
 when a difference is not explained, 2 when a run gave no results.
 
 ``--alone`` also runs every test on its own on each target and checks that it has the
 same outcome as in the whole-suite run (no test depends on another one's leftovers).
-``--results TARGET=FILE`` takes a target's ``results.txt`` from an earlier run instead
-of running it. ``make ptf-compare`` runs this; it needs root, as ``run.py`` does.
+``--results RUN=FILE`` takes a run's ``results.txt`` from an earlier run instead of
+running it. ``make ptf-compare`` runs this; it needs root, as ``run.py`` does.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ from ptf_tests import expectations  # noqa: E402
 from ptf_tests.expectations import Result  # noqa: E402
 
 TARGETS = expectations.TARGETS
+# run -> the target whose switch it runs and whose expectation lists judge it
+JSON_RUN = "softswitch-json"
+RUN_TARGET = {"softswitch": "softswitch", JSON_RUN: "softswitch", "bmv2": "bmv2"}
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -46,16 +52,19 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                    help="keep each run's work directory (DIR/softswitch, DIR/bmv2, ...)")
     p.add_argument("--alone", action="store_true",
                    help="also run each test alone on each target and compare")
-    p.add_argument("--results", action="append", default=[], metavar="TARGET=FILE",
-                   help="use this results.txt for TARGET instead of running it")
+    p.add_argument("--no-json", action="store_true",
+                   help=f"leave out the {JSON_RUN} run (softswitch from p4c's BMv2 JSON)")
+    p.add_argument("--results", action="append", default=[], metavar="RUN=FILE",
+                   help="use this results.txt for RUN instead of running it")
     ns = p.parse_args(argv[:split])
+    ns.runs = [r for r in RUN_TARGET if not (ns.no_json and r == JSON_RUN)]
     given: dict[str, Path] = {}
     for item in ns.results:
-        target, _, path = item.partition("=")
-        if target not in TARGETS or not path:
-            p.error(f"--results {item!r}: expected TARGET=FILE, TARGET one of "
-                    f"{', '.join(TARGETS)}")
-        given[target] = Path(path)
+        run, _, path = item.partition("=")
+        if run not in ns.runs or not path:
+            p.error(f"--results {item!r}: expected RUN=FILE, RUN one of "
+                    f"{', '.join(ns.runs)}")
+        given[run] = Path(path)
     ns.given = given
     return ns, argv[split + 1:]
 
@@ -78,10 +87,11 @@ def compile_bmv2(work: Path) -> list[str]:
     return ["--bmv2-json", str(json), "--p4info", str(p4info)]
 
 
-def run_suite(target: str, work: Path, target_args: list[str], tests: list[str]
+def run_suite(run: str, work: Path, target_args: list[str], tests: list[str]
               ) -> tuple[dict[str, Result], float]:
-    """One run.py on ``target``; its results and how long it took (seconds)."""
+    """One run.py for ``run``; its results and how long it took (seconds)."""
     work.mkdir(parents=True, exist_ok=True)
+    target = RUN_TARGET[run]
     cmd = [sys.executable, str(HERE / "run.py"), "--target", target, "--keep", str(work),
            *target_args, "--", *tests]
     start = time.monotonic()
@@ -91,7 +101,7 @@ def run_suite(target: str, work: Path, target_args: list[str], tests: list[str]
     results_file = work / "results.txt"
     if not results_file.exists():
         tail = (work / "run.log").read_text()[-3000:]
-        raise SystemExit(f"ptf-compare: {target}: no results ({work / 'run.log'}):\n{tail}")
+        raise SystemExit(f"ptf-compare: {run}: no results ({work / 'run.log'}):\n{tail}")
     return expectations.read_results(results_file), elapsed
 
 
@@ -107,7 +117,7 @@ def explain(name: str, results: dict[str, Result | None],
     for target, r in results.items():
         if r is not None and r.verdict == "PASS":
             continue
-        e = listed[target].get(name)
+        e = listed[RUN_TARGET[target]].get(name)
         if r is None:
             ok = False
             notes.append(f"{target}: did not run")
@@ -132,46 +142,53 @@ def table(rows: list[list[str]]) -> str:
                                 r[-1]]).rstrip() for r in rows)
 
 
+def run_args(run: str, work: Path, built: dict[str, list[str]]) -> list[str]:
+    """run.py arguments of a run; tailcc.p4 is compiled by p4c once for all of them."""
+    if run == "softswitch":
+        return []
+    if "p4c" not in built:
+        built["p4c"] = compile_bmv2(work / "bmv2-build")
+    return built["p4c"] + (["--config", "json"] if run == JSON_RUN else [])
+
+
 def main(argv: list[str] | None = None) -> int:
     ns, tests = parse_args(list(sys.argv[1:] if argv is None else argv))
     work = ns.keep or Path(tempfile.mkdtemp(prefix="tailcc-ptf-compare-"))
     try:
-        listed = {t: expectations.expected(t) for t in TARGETS}
-        args = {"softswitch": []}
+        runs = ns.runs     # the columns: each run, judged by its run's lists
+        listed = {t: expectations.expected(t) for t in expectations.TARGETS}
+        built: dict[str, list[str]] = {}
         whole: dict[str, dict[str, Result]] = {}
-        for target in TARGETS:
-            if target in ns.given:
-                whole[target] = expectations.read_results(ns.given[target])
+        for run in runs:
+            if run in ns.given:
+                whole[run] = expectations.read_results(ns.given[run])
                 continue
-            if target == "bmv2":
-                args["bmv2"] = compile_bmv2(work / "bmv2-build")
-            print(f"ptf-compare: {target}: running the suite ...", flush=True)
-            whole[target], took = run_suite(target, work / target, args[target], tests)
-            print(f"ptf-compare: {target}: {len(whole[target])} tests in {took:.0f} s",
+            print(f"ptf-compare: {run}: running the suite ...", flush=True)
+            whole[run], took = run_suite(run, work / run,
+                                            run_args(run, work, built), tests)
+            print(f"ptf-compare: {run}: {len(whole[run])} tests in {took:.0f} s",
                   flush=True)
 
-        alone: dict[str, dict[str, Result]] = {t: {} for t in TARGETS}
+        alone: dict[str, dict[str, Result]] = {t: {} for t in runs}
         if ns.alone:
-            for target in TARGETS:
-                if target == "bmv2" and "bmv2" not in args:
-                    args["bmv2"] = compile_bmv2(work / "bmv2-build")
-                for name in sorted(whole[target]):
-                    got, _ = run_suite(target, work / "alone" / target / name, args[target],
-                                       [name])
-                    alone[target][name] = got.get(name, Result("-"))
-                    print(f"ptf-compare: {target}: alone {name}: "
-                          f"{alone[target][name].verdict}", flush=True)
+            for run in runs:
+                for name in sorted(whole[run]):
+                    got, _ = run_suite(run, work / "alone" / run / name,
+                                       run_args(run, work, built), [name])
+                    alone[run][name] = got.get(name, Result("-"))
+                    print(f"ptf-compare: {run}: alone {name}: "
+                          f"{alone[run][name].verdict}", flush=True)
 
         names = sorted(set().union(*whole.values()))
-        head = ["test", *TARGETS] + ([f"{t} alone" for t in TARGETS] if ns.alone else [])
+        head = ["test", *runs] + ([f"{t} alone" for t in runs] if ns.alone else [])
         rows = [[*head, "note"]]
         differ = unexplained = isolation = 0
         for name in names:
-            got = {t: whole[t].get(name) for t in TARGETS}
-            cells = [name, *(outcome(got[t]) for t in TARGETS)]
+            got = {t: whole[t].get(name) for t in runs}
+            cells = [name, *(outcome(got[t]) for t in runs)]
             notes = []
             if ns.alone:
-                for t in TARGETS:
+                for t in runs:
                     a = alone[t].get(name)
                     cells.append(outcome(a))
                     if a is not None and got[t] is not None and a.verdict != got[t].verdict:
@@ -188,14 +205,14 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([*cells, "; ".join(notes)])
         print(table(rows))
         same = len(names) - differ
-        print(f"ptf-compare: {len(names)} tests, {same} with the same outcome on both "
-              f"targets, {differ} different ({differ - unexplained} explained, "
+        print(f"ptf-compare: {len(names)} tests, {same} with the same outcome in every "
+              f"run ({', '.join(runs)}), {differ} different ({differ - unexplained} explained, "
               f"{unexplained} unexplained)"
               + (f", {isolation} with another outcome alone" if ns.alone else ""))
-        for target in TARGETS:
-            v = expectations.check(target, whole[target])
+        for run in runs:
+            v = expectations.check(RUN_TARGET[run], whole[run])
             if not v.ok:
-                print(f"ptf-compare: {target} against its lists:\n{v.describe()}")
+                print(f"ptf-compare: {run} against its lists:\n{v.describe()}")
         return 1 if unexplained or isolation else 0
     finally:
         if ns.keep is None:

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Run the tailcc PTF suites against a P4Runtime switch on veth pairs.
 
-    ptf_tests/run.py [--target softswitch|bmv2] [--bmv2-json FILE] [--p4info FILE]
-                     [--ports 1,2,3,4,5,6] [--no-netns] [--keep DIR] [-- PTF ARGS / TESTS]
+    ptf_tests/run.py [--target softswitch|bmv2] [--config artifact|json|json-wrapped]
+                     [--bmv2-json FILE] [--p4info FILE] [--ports 1,2,3,4,5,6]
+                     [--no-netns] [--keep DIR] [-- PTF ARGS / TESTS]
     ptf_tests/run.py --suite nic [--keep DIR] [-- PTF ARGS / TESTS]
 
 What it does, in order, and undoes in reverse whatever happens (failure, Ctrl-C):
 
-1. prepares the P4Info and the device config the tests push: softswitch's artifact
-   (``softswitch compile``), or for BMv2 the ``--bmv2-json`` given or ``p4c-bm2-ss``'s
-   output for ``p4src/tailcc.p4`` (tools found by ``softswitch.devtools.reference_tools``);
+1. prepares the P4Info and the device config the tests push (``--config``): softswitch's
+   artifact (``softswitch compile``; softswitch's default), or p4c's BMv2 JSON and
+   P4Info (BMv2's default), the ``--bmv2-json`` given or ``p4c-bm2-ss``'s output for
+   ``p4src/tailcc.p4`` (tools found by ``softswitch.devtools.reference_tools``), bare
+   (``json``) or in PI's ``p4.tmp.P4DeviceConfig`` as p4lang/tutorials send it
+   (``json-wrapped``);
 2. creates a private network namespace (so the classic names ``veth0``/``veth1`` … and
    port 9559 collide with nothing) with one veth pair per switch port, ``veth{2i}`` on
    the switch side and ``veth{2i+1}`` on PTF's, IPv6 and offloads off;
@@ -55,6 +59,7 @@ NIC_HOST_PORT, NIC_NET_PORT, NIC_LOOPBACK_PORT = 1, 2, 9
 GRPC_PORT = 9559
 RUNTIME_PORT = 9090     # BMv2 Thrift / softswitch runtime channel (queue rates)
 SWITCH_START_TIMEOUT = 60.0
+CONFIGS = ("artifact", "json", "json-wrapped")
 
 
 @dataclass
@@ -70,6 +75,7 @@ class Options:
     inner_workdir: Path | None = None
     switch_cmd: str | None = None
     suite: str = "switch"
+    config: str = "artifact"
 
     @property
     def program(self) -> Path:
@@ -86,9 +92,13 @@ def parse_args(argv: list[str]) -> Options:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--target", choices=["softswitch", "bmv2"], default="softswitch",
                    help="switch to test: softswitch run (default) or simple_switch_grpc")
+    p.add_argument("--config", choices=CONFIGS,
+                   help="the device config the tests push: softswitch's artifact (default "
+                        "on softswitch), p4c's BMv2 JSON with p4c's P4Info (default on "
+                        "bmv2), or that JSON in PI's p4.tmp.P4DeviceConfig wrapper")
     p.add_argument("--bmv2-json", type=Path,
-                   help="BMv2 JSON of tailcc.p4 from p4c (default with --target bmv2: "
-                        "compiled with p4c-bm2-ss into the work directory)")
+                   help="BMv2 JSON of tailcc.p4 from p4c (default with --target bmv2 or "
+                        "--config json*: compiled with p4c-bm2-ss into the work directory)")
     p.add_argument("--p4info", type=Path,
                    help="P4Info to use (default: compiled by softswitch)")
     p.add_argument("--ports", default=",".join(map(str, DEFAULT_PORTS)),
@@ -106,6 +116,12 @@ def parse_args(argv: list[str]) -> Options:
                         "tailcc_nic.p4 and ptf_tests/nic/ (softswitch only)")
     p.add_argument("--inner-workdir", type=Path, help=argparse.SUPPRESS)
     ns = p.parse_args(argv[:split])
+    config = ns.config or ("json" if ns.target == "bmv2" else "artifact")
+    if ns.target == "bmv2" and config == "artifact":
+        p.error("--config artifact: BMv2 takes p4c's BMv2 JSON (--config json or "
+                "json-wrapped)")
+    if ns.suite == "nic" and config != "artifact":
+        p.error("--suite nic: the NIC program is PNA, and p4c's PNA JSON is not loaded")
     if ns.suite == "nic":
         if ns.target != "softswitch":
             p.error("--suite nic runs on softswitch only: BMv2's pna_nic cannot run p4c's "
@@ -118,21 +134,22 @@ def parse_args(argv: list[str]) -> Options:
         p.error(f"--ports {ns.ports!r}: expected a comma-separated list of numbers")
     if not ports or any(not 0 <= x < CPU_PORT for x in ports):
         p.error("--ports: give switch ports 0..254")
-    if ns.target == "bmv2":
-        if reference_tools() is None:
+    if ns.target == "bmv2" or config != "artifact":
+        if reference_tools() is None and (ns.target == "bmv2" or ns.bmv2_json is None):
             from softswitch.devtools import reference_tools as rt
 
-            p.error(f"--target bmv2: {rt.missing_reason()}")
+            what = "--target bmv2" if ns.target == "bmv2" else f"--config {config}"
+            p.error(f"{what}: {rt.missing_reason()}")
         if ns.bmv2_json is not None and not ns.bmv2_json.is_file():
             p.error(f"--bmv2-json {ns.bmv2_json}: no such file")
     elif ns.bmv2_json is not None:
-        p.error("--bmv2-json goes with --target bmv2")
+        p.error("--bmv2-json goes with --target bmv2 or --config json (or json-wrapped)")
     if ns.suite == "nic" and ports != (NIC_HOST_PORT, NIC_NET_PORT):
         p.error(f"--suite nic: the NIC's ports are {NIC_HOST_PORT} (host) and "
                 f"{NIC_NET_PORT} (network)")
     return Options(ns.target, ns.bmv2_json, ns.p4info, ports, not ns.no_netns, ns.keep,
                    ns.grpc_port, argv[split + 1:], ns.inner_workdir, ns.switch_cmd,
-                   ns.suite)
+                   ns.suite, config)
 
 
 def reference_tools() -> ReferenceTools | None:
@@ -162,34 +179,47 @@ def venv_bin(name: str) -> str:
 # ----------------------------------------------------------------- artifacts
 def prepare(opts: Options, work: Path) -> tuple[Path, Path]:
     """P4Info and device config files for the tests' SetForwardingPipelineConfig."""
-    p4info = opts.p4info
-    if opts.target == "bmv2":
-        if opts.bmv2_json is not None:
-            config = opts.bmv2_json
-        else:
-            config = work / "tailcc.json"
-            p4c_p4info = work / "tailcc.p4info.txtpb"
-            cmd = [bmv2_tools().p4c, "--arch", "v1model", "-o", str(config),
-                   "--p4runtime-files", str(p4c_p4info), str(PROGRAM)]
-            print("ptf: " + shlex.join(cmd), flush=True)
-            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-            if proc.returncode != 0:
-                raise SystemExit(f"p4c-bm2-ss failed ({proc.returncode}):\n{proc.stderr}")
-            p4info = p4info or p4c_p4info
-    if p4info is None:
-        p4info = work / f"{opts.program.stem}.p4info.txtpb"
-        proc = subprocess.run([venv_bin("softswitch"), "compile", str(opts.program),
-                               "--p4runtime-files", str(p4info)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise SystemExit(f"softswitch compile failed:\n{proc.stderr}")
-    if opts.target == "bmv2":
-        return p4info.resolve(), config.resolve()
-    from softswitch.p4runtime.pipeline import make_artifact
+    if opts.config == "artifact":
+        from softswitch.p4runtime.pipeline import make_artifact
 
-    config = work / f"{opts.program.stem}.softswitch.json"
-    config.write_bytes(make_artifact(str(opts.program)).to_bytes())
-    return p4info.resolve(), config
+        config = work / f"{opts.program.stem}.softswitch.json"
+        config.write_bytes(make_artifact(str(opts.program)).to_bytes())
+        return (opts.p4info or softswitch_p4info(opts, work)).resolve(), config
+    json_path, p4info = p4c_outputs(opts, work)
+    if opts.config == "json-wrapped":
+        from softswitch.p4runtime.pipeline import wrap
+
+        config = work / f"{opts.program.stem}.p4deviceconfig.bin"
+        config.write_bytes(wrap(json_path.read_bytes()))
+        return p4info.resolve(), config.resolve()
+    return p4info.resolve(), json_path.resolve()
+
+
+def p4c_outputs(opts: Options, work: Path) -> tuple[Path, Path]:
+    """(BMv2 JSON, P4Info): ``--bmv2-json`` (with ``--p4info`` or softswitch's P4Info),
+    or both from ``p4c-bm2-ss``."""
+    if opts.bmv2_json is not None:
+        return opts.bmv2_json, opts.p4info or softswitch_p4info(opts, work)
+    config = work / "tailcc.json"
+    p4c_p4info = work / "tailcc.p4info.txtpb"
+    cmd = [bmv2_tools().p4c, "--arch", "v1model", "-o", str(config),
+           "--p4runtime-files", str(p4c_p4info), str(PROGRAM)]
+    print("ptf: " + shlex.join(cmd), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"p4c-bm2-ss failed ({proc.returncode}):\n{proc.stderr}")
+    return config, opts.p4info or p4c_p4info
+
+
+def softswitch_p4info(opts: Options, work: Path) -> Path:
+    """The P4Info ``softswitch compile`` writes for the program."""
+    p4info = work / f"{opts.program.stem}.p4info.txtpb"
+    proc = subprocess.run([venv_bin("softswitch"), "compile", str(opts.program),
+                           "--p4runtime-files", str(p4info)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"softswitch compile failed:\n{proc.stderr}")
+    return p4info
 
 
 # ----------------------------------------------------------------- veths

@@ -179,6 +179,18 @@ def unwrap(data: bytes) -> Wrapper | None:
     return Wrapper(wrapper.reassign, dict(wrapper.extras.kv), bytes(wrapper.device_data))
 
 
+def wrap(device_data: bytes, reassign: bool = True,
+         extras: dict[str, str] | None = None) -> bytes:
+    """A serialized ``p4.tmp.P4DeviceConfig`` around ``device_data``, as p4lang/tutorials'
+    ``p4runtime_lib`` sends it (``reassign`` set)."""
+    global _wrapper_class
+    if _wrapper_class is None:
+        _wrapper_class = _wrapper_message()
+    wrapper = _wrapper_class(reassign=reassign, device_data=device_data)
+    wrapper.extras.kv.update(extras or {})
+    return wrapper.SerializeToString(deterministic=True)
+
+
 def read_device_config(data: bytes, limits: Limits = DEFAULT) -> DeviceConfig:
     """A ``p4_device_config`` as sent: bare or in PI's wrapper (see :class:`DeviceConfig`)."""
     cap = limits.max_source_bytes
