@@ -173,10 +173,36 @@ def test_corpus_sample_agrees(reference_tools, tmp_path):
 
 @pytest.fixture(scope="module")
 def tailcc_json(reference_tools, tmp_path_factory) -> Path:
+    """p4c's JSON of tailcc.p4, with p4c's P4Info beside it (tailcc.p4info.txtpb)."""
     out = tmp_path_factory.mktemp("bmv2json") / "tailcc.json"
     subprocess.run([reference_tools.p4c, "--arch", "v1model", "-o", str(out),
+                    "--p4runtime-files", str(out.with_suffix(".p4info.txtpb")),
                     str(ROOT / "p4src" / "tailcc.p4")], check=True, timeout=120)
     return out
+
+
+def _control_plane_names(p4info) -> dict[str, set]:
+    kinds = ("tables", "actions", "counters", "direct_counters", "meters", "direct_meters",
+             "registers", "digests", "action_profiles", "value_sets")
+    names: dict[str, set] = {k: {e.preamble.name for e in getattr(p4info, k)} for k in kinds}
+    names["keys"] = {(t.preamble.name, m.name, m.match_type, m.bitwidth)
+                     for t in p4info.tables for m in t.match_fields}
+    names["params"] = {(a.preamble.name, p.name, p.bitwidth)
+                       for a in p4info.actions for p in a.params}
+    return names
+
+
+def test_tailcc_names_are_p4c_p4info_names(tailcc_json):
+    """The loaded program's control plane is p4c's: same tables, actions, keys, params."""
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+
+    from softswitch.p4info import generate
+
+    reference = text_format.Parse(tailcc_json.with_suffix(".p4info.txtpb").read_text(),
+                                  p4info_pb2.P4Info())
+    ours = generate(bmv2json.load_program(tailcc_json))
+    assert _control_plane_names(ours) == _control_plane_names(reference)
 
 
 @pytest.mark.parametrize("stf", TAILCC_STF)
