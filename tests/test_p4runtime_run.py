@@ -271,7 +271,7 @@ def test_artifact_program_serves_its_pipeline(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    ('{"program": "x.p4", "pipelines": []}', "BMv2 JSON is not supported"),
+    ('{"program": "x.p4", "pipelines": []}', "not a BMv2 JSON document"),
     ("control c() {", "error"),
 ])
 def test_bad_programs_are_user_errors(tmp_path, content, message):
