@@ -102,6 +102,15 @@ def test_malformed_json_is_located():
     assert "malformed JSON" in err.value.message
 
 
+def test_bytes_load_and_non_utf8_is_located():
+    frame = bytes.fromhex("000000000001" "000000000002" "0800")
+    switch = bmv2json.load(json.dumps(MINIMAL).encode(), fastpath="off")
+    assert [o.port for o in switch.inject(1, frame)] == [3]
+    with pytest.raises(bmv2json.LoadError, match="not UTF-8") as err:
+        bmv2json.load(b'{\n  "headers": "\xff"}')
+    assert err.value.loc is not None and (err.value.loc.line, err.value.loc.col) == (2, 15)
+
+
 def test_missing_parts_are_named():
     doc = {k: v for k, v in MINIMAL.items() if k not in ("parsers", "actions")}
     with pytest.raises(bmv2json.LoadError, match="missing parsers, actions"):

@@ -15,7 +15,8 @@ supported``). Modules: :mod:`reader`, :mod:`context` (names), :mod:`headers`,
 :mod:`exprs`, :mod:`primitives`, :mod:`externs`, :mod:`parsers`, :mod:`controls`,
 :mod:`program`; :mod:`differential` compares the JSON path with the source path.
 
-``load(text_or_path)`` returns the loaded v1model switch; ``load_program`` the
+``load(source)`` (JSON text, bytes or a path) returns the loaded v1model switch;
+``load_program`` the
 ``CheckedProgram``; ``to_p4`` the generated source; ``run_stf`` runs an STF test.
 """
 
@@ -24,29 +25,35 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from softswitch.bmv2json.reader import LoadError, read_document, read_text
+from softswitch.bmv2json.reader import LoadError, Node, read_document, read_text
 from softswitch.diagnostics import P4Error, SourceLoc
 
 __all__ = ["LoadError", "load", "load_program", "run_stf", "to_p4"]
 
 
-def to_p4(text_or_path: str | Path) -> str:
-    """The v1model P4_16 source equivalent to a BMv2 JSON document (text or path)."""
+def _document(source: str | bytes | Path) -> Node:
+    text, file = read_text(source)
+    return read_document(text, file)
+
+
+def to_p4(source: str | bytes | Path) -> str:
+    """The v1model P4_16 source equivalent to a BMv2 JSON document (text, bytes or path)."""
     from softswitch.bmv2json.program import to_p4 as generate
 
-    text, file = read_text(text_or_path)
-    return generate(read_document(text, file))
+    return generate(_document(source))
 
 
-def load_program(text_or_path: str | Path) -> Any:
+def load_program(source: str | bytes | Path) -> Any:
     """The front end's ``CheckedProgram`` of a BMv2 JSON document."""
+    from softswitch.bmv2json.program import to_p4 as generate
     from softswitch.frontend.compiler import check_program
     from softswitch.frontend.parser import parse_text
 
-    text, file = read_text(text_or_path)
-    source = to_p4(text) if file == "<bmv2 json>" else to_p4(Path(file))
+    root = _document(source)
+    file = root.source.file
+    text = generate(root)
     try:
-        return check_program(parse_text(source, f"{file}.p4"))
+        return check_program(parse_text(text, f"{file}.p4"))
     except P4Error as e:
         line = e.loc.line if e.loc is not None else 0
         raise LoadError(f"softswitch cannot run this document: its P4 form is rejected "
@@ -54,12 +61,12 @@ def load_program(text_or_path: str | Path) -> Any:
                         SourceLoc(file, 1, 1)) from None
 
 
-def load(text_or_path: str | Path, fastpath: str | None = None) -> Any:
+def load(source: str | bytes | Path, fastpath: str | None = None) -> Any:
     """The loaded v1model switch of a BMv2 JSON document (``fastpath``: ``off``, ``auto``
     or ``require``, as for a program loaded from source)."""
     from softswitch.architecture import load_target
 
-    return load_target(load_program(text_or_path), "v1model", fastpath=fastpath)
+    return load_target(load_program(source), "v1model", fastpath=fastpath)
 
 
 def run_stf(json_path: str | Path, stf_path: str | Path, priority_queues: int = 1,

@@ -17,6 +17,7 @@ from typing import Any
 
 from softswitch.diagnostics import P4Error, SourceLoc
 
+TEXT_NAME = "<bmv2 json>"
 REQUIRED = ("header_types", "headers", "parsers", "deparsers", "pipelines", "actions")
 SUPPORTED_MAJOR = 2
 
@@ -89,15 +90,29 @@ class Node:
         return [node.child(i) for i in range(len(arr))]
 
 
-def read_text(text_or_path: str | Path) -> tuple[str, str]:
-    """(JSON text, file name): a path is read, anything starting with ``{`` is the text."""
-    if isinstance(text_or_path, Path) or not str(text_or_path).lstrip().startswith("{"):
-        path = Path(text_or_path)
-        try:
-            return path.read_text(encoding="utf-8"), str(path)
-        except (OSError, UnicodeDecodeError) as e:
-            raise LoadError(f"cannot read BMv2 JSON: {e}", SourceLoc(str(path), 0, 0)) from None
-    return str(text_or_path), "<bmv2 json>"
+def read_text(source: str | bytes | Path) -> tuple[str, str]:
+    """(JSON text, file name) of ``source``: bytes or a string that starts like JSON are the
+    text itself, any other string or a ``Path`` names the file to read."""
+    if isinstance(source, bytes):
+        return _decoded(source, TEXT_NAME), TEXT_NAME
+    if isinstance(source, str) and source.lstrip()[:1] in ("{", "["):
+        return source, TEXT_NAME
+    path = Path(source)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise LoadError(f"cannot read BMv2 JSON: {e.strerror}", SourceLoc(str(path), 0, 0)) \
+            from None
+    return _decoded(data, str(path)), str(path)
+
+
+def _decoded(data: bytes, file: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise LoadError("BMv2 JSON is not UTF-8 text", SourceLoc(file, line, col)) from None
 
 
 def read_document(text: str, file: str) -> Node:
