@@ -162,6 +162,20 @@ def test_mutated_documents_load_or_fail_with_a_load_error():
     assert refused > len(paths) // 2
 
 
+def test_command_line_prints_the_located_error(tmp_path, capsys):
+    from softswitch.bmv2json.__main__ import main
+
+    doc = copy.deepcopy(MINIMAL)
+    doc["actions"][0]["primitives"][0]["op"] = "xyz"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc, indent=2))
+    assert main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:") and "primitive 'xyz' is not supported" in err
+    path.write_text(json.dumps(MINIMAL))
+    assert main([str(path)]) == 0
+
+
 def test_file_path_and_text_agree(tmp_path):
     path = tmp_path / "minimal.json"
     path.write_text(json.dumps(MINIMAL))

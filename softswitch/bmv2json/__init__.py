@@ -12,8 +12,10 @@ The document is read and validated first (:mod:`reader`: located syntax errors, 
 object path of anything malformed); what the format holds that softswitch cannot run
 is refused at load naming the JSON object (``actions[3] "foo": primitive 'xyz' is not
 supported``). Modules: :mod:`reader`, :mod:`context` (names), :mod:`headers`,
-:mod:`exprs`, :mod:`primitives`, :mod:`externs`, :mod:`parsers`, :mod:`controls`,
-:mod:`program`; :mod:`differential` compares the JSON path with the source path.
+:mod:`exprs`, :mod:`primitives`, :mod:`externs`, :mod:`parsers`, :mod:`actions`,
+:mod:`tables`, :mod:`flow`, :mod:`controls`, :mod:`program`; :mod:`differential`
+compares the JSON path with the source path;
+``python -m softswitch.bmv2json`` loads, prints or STF-tests one document.
 
 ``load(source)`` (JSON text, bytes or a path) returns the loaded v1model switch;
 ``load_program`` the
