@@ -1,25 +1,25 @@
 """softswitch runs p4c's BMv2 JSON (``p4c-bm2-ss -o PROG.json``).
 
-Entry point chosen: the JSON becomes the typed program the front end hands to core's
-lowering. :mod:`program` writes the document as an equivalent v1model P4_16 program
-(every table, action, counter, register and meter under its JSON name, so the
-control-plane names are p4c's), and the front end's own checker types it into a
-``CheckedProgram``. From there the pipeline is built exactly as from source: the
-interpreter, the compiled fast path, the traffic manager and the P4Runtime server serve
-it unchanged, and no second lowering of P4 semantics exists to drift from the first.
+The entry point: the JSON becomes the typed program the front end hands to core's
+lowering, not core's built pipeline. :mod:`program` writes the document as the
+equivalent v1model P4_16 program (every table, action, counter, register and meter under
+its JSON name, so control-plane names are p4c's) and the front end's checker types it
+into a ``CheckedProgram`` — the annotations lowering relies on come from the one pass
+that defines them, instead of a second, hand-built copy. From there the pipeline is
+built exactly as from source: interpreter, compiled fast path, traffic manager and
+P4Runtime server serve it unchanged, and no second lowering of P4 semantics can drift.
 
-The document is read and validated first (:mod:`reader`: located syntax errors, the
-object path of anything malformed); what the format holds that softswitch cannot run
-is refused at load naming the JSON object (``actions[3] "foo": primitive 'xyz' is not
-supported``). Modules: :mod:`reader`, :mod:`context` (names), :mod:`headers`,
-:mod:`exprs`, :mod:`primitives`, :mod:`externs`, :mod:`parsers`, :mod:`actions`,
-:mod:`tables`, :mod:`flow`, :mod:`controls`, :mod:`program`; :mod:`differential`
-compares the JSON path with the source path;
-``python -m softswitch.bmv2json`` loads, prints or STF-tests one document.
+The document is read and validated first (:mod:`reader`: located syntax errors, the path
+and line of anything malformed); what softswitch cannot run is refused at load naming
+the JSON object (``actions[3] "foo": primitive 'xyz' is not supported``). Modules:
+:mod:`reader`, :mod:`context` (names), :mod:`headers`, :mod:`exprs`, :mod:`primitives`,
+:mod:`externs`, :mod:`parsers`, :mod:`actions`, :mod:`tables`, :mod:`flow`,
+:mod:`controls`, :mod:`program`; :mod:`differential` compares the JSON path with the
+source path on p4c's corpus; ``python -m softswitch.bmv2json`` loads, prints or
+STF-tests one document.
 
-``load(source)`` (JSON text, bytes or a path) returns the loaded v1model switch;
-``load_program`` the
-``CheckedProgram``; ``to_p4`` the generated source; ``run_stf`` runs an STF test.
+``load(source)`` (JSON text, bytes or a path) returns the loaded v1model switch,
+``load_program`` its ``CheckedProgram``, ``to_p4`` the P4 form, ``run_stf`` an STF result.
 """
 
 from __future__ import annotations
