@@ -282,11 +282,12 @@ class Translator:
     def shift(self, op: str, a: Expr, b: Expr) -> Expr:
         if a.value is not None and b.value is not None:
             return _fold(op, a.value, b.value)
-        if op == "<<":
-            extra = b.value if b.value is not None else VARIABLE_SHIFT_WIDTH
-            ty = Ty(a.ty.kind if a.ty.kind != "lit" else "bit", _width_of(a) + extra)
-        else:
-            ty = Ty(a.ty.kind if a.ty.kind != "lit" else "bit", _width_of(a))
+        width = _width_of(a)
+        if op == "<<" and b.value is not None:
+            width += b.value
+        elif op == "<<":  # bits a variable shift moves up survive up to 128 (C's widest)
+            width = max(width, min(width + VARIABLE_SHIFT_WIDTH, 128))
+        ty = Ty(a.ty.kind if a.ty.kind != "lit" else "bit", width)
         amount = str(b.value) if b.value is not None else convert(b, Ty("bit", b.ty.width or 8))
         return Expr(f"({convert(a, ty)} {op} {amount})", ty)
 
