@@ -14,16 +14,10 @@ from __future__ import annotations
 import re
 
 from softswitch.bmv2json import primitives
-from softswitch.bmv2json.context import Context, Expr, Ty, ident
+from softswitch.bmv2json.context import KEYWORDS, Context, Expr, Ty, ident
 from softswitch.bmv2json.exprs import Translator, convert, hexstr
 from softswitch.bmv2json.reader import Node
 
-KEYWORDS = {"action", "apply", "bit", "bool", "const", "control", "default", "else",
-            "entries", "enum", "error", "exit", "extern", "false", "header", "header_union",
-            "if", "in", "inout", "int", "key", "list", "match_kind", "out", "package",
-            "parser", "priority", "return", "select", "state", "string", "struct", "switch",
-            "table", "transition", "true", "tuple", "type", "typedef", "value_set", "varbit",
-            "verify", "void", "hdr", "meta", "sm", "pkt", "this", "abstract", "actions"}
 
 def _params(node: Node) -> list[tuple[str, Ty]]:
     out = []

@@ -15,6 +15,13 @@ from dataclasses import dataclass, field
 from softswitch.bmv2json.reader import Node
 
 STD = "standard_metadata"
+# P4 keywords and the generated program's own names: a JSON name equal to one is prefixed
+KEYWORDS = {"action", "apply", "bit", "bool", "const", "control", "default", "else",
+            "entries", "enum", "error", "exit", "extern", "false", "header", "header_union",
+            "if", "in", "inout", "int", "key", "list", "match_kind", "out", "package",
+            "parser", "priority", "return", "select", "state", "string", "struct", "switch",
+            "table", "transition", "true", "tuple", "type", "typedef", "value_set", "varbit",
+            "verify", "void", "hdr", "meta", "sm", "pkt", "this", "abstract", "actions"}
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds",
                "HeaderTooShort", "ParserTimeout", "ParserInvalidArgument")
 

@@ -10,7 +10,7 @@ instances of other types, and algorithms v1model does not name, are refused.
 
 from __future__ import annotations
 
-from softswitch.bmv2json.context import Context, Ty, ident
+from softswitch.bmv2json.context import KEYWORDS, Context, Ty, ident
 from softswitch.bmv2json.exprs import Translator, convert
 from softswitch.bmv2json.reader import Node
 
@@ -146,7 +146,8 @@ def learn_list(tr: Translator, list_id: int | None) -> tuple[str, str]:
 def learn_type(node: Node) -> str:
     """The digest's struct type: the learn list's name (P4Info names digests by it)."""
     name = node.get("name", str)
-    taken = name in ("headers_t", "metadata_t") or name.startswith(("T_", "U_", "L_"))
+    taken = name in KEYWORDS or name in ("headers_t", "metadata_t") or name.startswith(
+        ("T_", "U_", "L_"))
     return name if ident(name) == name and not taken else ident(name, "L_")
 
 
