@@ -76,7 +76,7 @@ def run(entries: int, batch: int, rounds: int) -> dict[str, float]:
                     blocks = sys.getallocatedblocks()
                 t0 = time.thread_time()
                 for data in requests[name]:
-                    ops = unary.UnaryLane._answer(handler, data)
+                    ops = unary.UnaryLane._answer(handler, data, None)
                     if len(ops) != 4:          # initial metadata, message, OK, close
                         raise RuntimeError(f"{name}: a Write failed")
                 spent = time.thread_time() - t0

@@ -93,7 +93,7 @@ class Arbiter:
         self._lock = threading.Lock()
         self._roles: dict[str, _Role] = {}
         # The default role's primary's election id (None: no primary), kept as the
-        # streams come and go: a Write's fast path (rpc.entry_writes) reads it without the
+        # streams come and go: a Write's small-batch shortcut (write.Writes) reads it without the
         # lock, as check_writer's callers use what it answered after releasing it.
         self.default_election: int | None = None
 
