@@ -3,10 +3,11 @@ p4c's JSON and P4Info, bare or in PI's ``p4.tmp.P4DeviceConfig`` (built here as
 p4lang/tutorials' ``p4runtime_lib`` builds it, from PI's p4config.proto compiled by
 protoc), and ``softswitch run PROG.json``.
 
-The program (tests/p4/bmv2json_small.p4) fixes its table and action ids with ``@id``
-and has controller headers: the JSON keeps neither, so the client's P4Info must be
-matched by names and its ids served, and PacketIn must come from its
-``controller_packet_metadata``. The wrapper also carries P4 source and a softswitch
+The program (tests/p4/bmv2json_small.p4) fixes its table and action ids with ``@id``,
+has controller headers, an optional match and a ``@defaultonly`` action: the JSON
+keeps none of these, so the client's P4Info must be matched by names and its ids
+served, PacketIn must come from its ``controller_packet_metadata``, and its match
+kinds and scopes must hold. The wrapper also carries P4 source and a softswitch
 artifact; malformed JSON and a JSON object softswitch cannot run are INVALID_ARGUMENT
 naming what the bytes were taken for.
 """
@@ -34,7 +35,7 @@ from softswitch.daemon.device import Device
 from softswitch.daemon.rpc.server import serve
 from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.local_port import free_port
-from softswitch.p4runtime import pipeline
+from softswitch.p4runtime import errors, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "p4" / "bmv2json_small.p4"
@@ -174,6 +175,32 @@ def test_bare_json_with_p4c_p4info_forwards(server, p4c_build):
     assert got.p4info == info and got.p4_device_config == data
 
 
+def test_optional_match_and_default_only_scope_from_p4c_p4info(server, p4c_build):
+    """p4c's P4Info says optional and @defaultonly where the JSON says ternary and
+    nothing: an optional entry drops IPv6 only, and NoAction is refused in an entry."""
+    data, info = p4c_build
+    server.set_pipeline(info, data)
+    server.route(info, HOST_B, "I.fwd", b"\x00\x02")
+    ids = {o.preamble.name: o.preamble.id for o in (*info.tables, *info.actions)}
+    te = p4runtime_pb2.TableEntry(table_id=ids["I.acl"], priority=10)
+    te.match.add(field_id=2).optional.value = b"\x86\xdd"
+    te.action.action.action_id = ids["I.drop"]
+    req = p4runtime_pb2.WriteRequest(device_id=0)
+    req.election_id.low = 1
+    req.updates.add(type=p4runtime_pb2.Update.INSERT).entity.table_entry.CopyFrom(te)
+    server.stub.Write(req)
+    ipv6 = frame(HOST_B)[:12] + b"\x86\xdd" + bytes(46)
+    server.device.receive(1, ipv6)
+    server.device.receive(1, frame(HOST_B))
+    assert server.sent == [(2, frame(HOST_B))]
+    te.action.action.action_id = ids["NoAction"]
+    te.priority = 11
+    req.updates[0].entity.table_entry.CopyFrom(te)
+    with pytest.raises(grpc.RpcError) as exc:
+        server.stub.Write(req)
+    assert "defaultonly" in str(errors.details_of(exc.value))
+
+
 def test_wrapped_json_forwards_and_sends_packet_in(server, p4c_build, p4config_pb2):
     """The tutorials' wrapper around p4c's JSON; PacketIn's metadata comes from p4c's
     P4Info (the JSON does not mark controller headers)."""
@@ -235,7 +262,8 @@ def test_p4info_of_another_program_is_refused(server, p4c_build):
     data, info = p4c_build
     other = p4info_pb2.P4Info()
     other.CopyFrom(info)
-    other.actions[0].params[0].bitwidth = 16
+    fwd = next(a for a in other.actions if a.preamble.name == "I.fwd")
+    fwd.params[0].bitwidth = 16
     details = server.refused(other, data)
     assert "does not match p4c's BMv2 JSON" in details and "actions" in details
 

@@ -396,7 +396,9 @@ def _check_isolated(artifact: Artifact, main: str, confined: Limits, limits: Lim
 # ---------------------------------------------------------------------- P4Info checks
 def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
     """What of a P4Info must agree with the program: ids, names and shapes (``ids``
-    False: names and shapes, every reference by the name of what it refers to)."""
+    False: what p4c's BMv2 JSON keeps of them: names and shapes, every reference by the
+    name of what it refers to, action scopes left out and an optional match field
+    taken as ternary, as the JSON writes both)."""
     names = {o.preamble.id: o.preamble.name for kind in _PREAMBLE_KINDS
              for o in getattr(p4info, kind)}
 
@@ -406,11 +408,19 @@ def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
     def own(i: int) -> tuple[int, ...]:
         return (i,) if ids else ()
 
+    def kind(m: p4info_pb2.MatchField) -> int:
+        return m.match_type if ids or m.match_type != m.OPTIONAL else m.TERNARY
+
+    def action_refs(t: p4info_pb2.Table) -> tuple[Any, ...]:
+        if ids:
+            return tuple(sorted((a.id, a.scope) for a in t.action_refs))
+        return tuple(sorted({str(ref(a.id)) for a in t.action_refs}))
+
     sig: dict[str, Any] = {}
     sig["tables"] = sorted(
         (*own(t.preamble.id), t.preamble.name,
-         tuple((*own(m.id), m.name, m.bitwidth, m.match_type) for m in t.match_fields),
-         tuple(sorted((ref(a.id), a.scope) for a in t.action_refs)),
+         tuple((*own(m.id), m.name, m.bitwidth, kind(m)) for m in t.match_fields),
+         action_refs(t),
          ref(t.implementation_id) if t.implementation_id else 0,
          tuple(sorted(map(ref, t.direct_resource_ids))), t.is_const_table)
         for t in p4info.tables)

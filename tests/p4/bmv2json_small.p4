@@ -1,6 +1,7 @@
 // softswitch from p4c's BMv2 JSON over P4Runtime (tests/test_bmv2json_p4runtime.py): ids fixed by
 // @id (the JSON keeps none, so the client's P4Info must be matched by names) and
-// controller headers (which only the P4Info marks).
+// controller headers (which only the P4Info marks); an optional match and a
+// @defaultonly action (the JSON writes the first as ternary and keeps no scope).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -29,12 +30,18 @@ control I(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
         actions = { fwd; to_cpu; drop; }
         default_action = drop();
     }
+    table acl {
+        key = { hdr.eth.src: optional @name("src"); hdr.eth.etype: optional @name("etype"); }
+        actions = { drop; @defaultonly NoAction; }
+        default_action = NoAction();
+    }
     apply {
         if (hdr.packet_out.isValid()) {
             sm.egress_spec = hdr.packet_out.egress_port;
             hdr.packet_out.setInvalid();
         } else {
             dmac.apply();
+            acl.apply();
         }
     }
 }
