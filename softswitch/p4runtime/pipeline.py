@@ -398,7 +398,8 @@ def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
     """What of a P4Info must agree with the program: ids, names and shapes (``ids``
     False: what p4c's BMv2 JSON keeps of them: names and shapes, every reference by the
     name of what it refers to, action scopes left out and an optional match field
-    taken as ternary, as the JSON writes both)."""
+    taken as ternary, as the JSON writes both, and only the actions tables refer to,
+    the ones a controller can use)."""
     names = {o.preamble.id: o.preamble.name for kind in _PREAMBLE_KINDS
              for o in getattr(p4info, kind)}
 
@@ -424,10 +425,11 @@ def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
          ref(t.implementation_id) if t.implementation_id else 0,
          tuple(sorted(map(ref, t.direct_resource_ids))), t.is_const_table)
         for t in p4info.tables)
+    used = {a.id for t in p4info.tables for a in t.action_refs}
     sig["actions"] = sorted(
         (*own(a.preamble.id), a.preamble.name,
          tuple((*own(p.id), p.name, p.bitwidth) for p in a.params))
-        for a in p4info.actions)
+        for a in p4info.actions if ids or a.preamble.id in used)
     for kind in ("counters", "meters", "registers"):
         sig[kind] = sorted((*own(o.preamble.id), o.preamble.name, o.size)
                            for o in getattr(p4info, kind))
