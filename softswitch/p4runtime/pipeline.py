@@ -397,9 +397,9 @@ def _check_isolated(artifact: Artifact, main: str, confined: Limits, limits: Lim
 def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
     """What of a P4Info must agree with the program: ids, names and shapes (``ids``
     False: what p4c's BMv2 JSON keeps of them: names and shapes, every reference by the
-    name of what it refers to, action scopes left out and an optional match field
-    taken as ternary, as the JSON writes both, and only the actions tables refer to,
-    the ones a controller can use)."""
+    name of what it refers to; action scopes, whether a table is const and whether a
+    match field is optional or ternary left out, as the JSON does not say; and only
+    the actions tables refer to, the ones a controller can use)."""
     names = {o.preamble.id: o.preamble.name for kind in _PREAMBLE_KINDS
              for o in getattr(p4info, kind)}
 
@@ -423,7 +423,7 @@ def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
          tuple((*own(m.id), m.name, m.bitwidth, kind(m)) for m in t.match_fields),
          action_refs(t),
          ref(t.implementation_id) if t.implementation_id else 0,
-         tuple(sorted(map(ref, t.direct_resource_ids))), t.is_const_table)
+         tuple(sorted(map(ref, t.direct_resource_ids))), *own(t.is_const_table))
         for t in p4info.tables)
     used = {a.id for t in p4info.tables for a in t.action_refs}
     sig["actions"] = sorted(
