@@ -51,6 +51,7 @@ from softswitch.daemon.ports.dataplane_cpu import DataplaneCpu
 from softswitch.daemon.ports.ingress_priority import IngressPriority
 from softswitch.daemon.process.host import FrontendProcess
 from softswitch.daemon.rpc.server import MAX_MESSAGE_BYTES, ServerError, TlsConfig, serve
+from softswitch.daemon.thrift import runtime_api
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import limits as limits_mod
 from softswitch.frontend.limits import DEFAULT as DEFAULT_LIMITS
@@ -561,8 +562,9 @@ def _check_fastpath() -> None:
 
 def _start_runtime_channel(opts: RunOptions, device: Device, tm: TrafficManager,
                            plane: DataPlane) -> list[RuntimeChannelServer]:
-    """The simple_switch_CLI-style channel on --thrift-port / --runtime-socket; its
-    commands run on the port loop, between bursts (``plane.calls``)."""
+    """The simple_switch_CLI-style channel on --thrift-port / --runtime-socket, and
+    BMv2's Thrift services on --thrift-port too; its commands and calls run on the port
+    loop, between bursts (``plane.calls``)."""
     if opts.thrift_port is None and opts.runtime_socket is None:
         return []
     token = None
@@ -591,10 +593,13 @@ def _start_runtime_channel(opts: RunOptions, device: Device, tm: TrafficManager,
                              run_each=plane.calls.call_each,
                              checkpoint=plane.calls.checkpoint, ports=plane.port_status)
     servers: list[RuntimeChannelServer] = []
+    thrift = runtime_api(channel, tm, lambda: (
+        device.current.config if device.current is not None else None))
     try:
         if opts.thrift_port is not None:
             servers.append(RuntimeChannelServer(channel, opts.runtime_bind, opts.thrift_port,
-                                                token=token, loop=plane).start())
+                                                token=token, loop=plane,
+                                                thrift=thrift).start())
             print(f"softswitch: runtime channel listening on {opts.runtime_bind}:"
                   f"{opts.thrift_port}{' (token required)' if token else ''}",
                   file=sys.stderr, flush=True)

@@ -31,7 +31,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from softswitch.core.control import SwitchControl
 from softswitch.daemon.cli_channel.framing import (
@@ -50,6 +50,8 @@ from softswitch.tm import PfcThresholds, TrafficManager
 
 if TYPE_CHECKING:
     from softswitch.daemon.ports.dataplane import PortStatus
+
+T = TypeVar("T")
 
 
 def _ints(words: list[str], usage: str, least: int, most: int) -> list[int]:
@@ -139,6 +141,20 @@ class RuntimeChannel:
         if outcome.failure:
             return False, outcome.failure
         return True, outcome.text
+
+    def call(self, fn: Callable[[SwitchControl], T]) -> T:
+        """``fn(the switch of the moment)`` where commands run (the port loop), under the
+        lock, as a table command runs; what ``fn`` raises is raised here (a
+        :class:`P4Error` where no pipeline is loaded). The Thrift runtime API's entry
+        point (:mod:`softswitch.daemon.thrift`)."""
+        def job() -> T:
+            control = self._control_of()
+            if control is None:
+                raise P4Error("no pipeline is loaded")
+            with self.lock:
+                return fn(control)
+        self._checkpoint()
+        return self._run_each([job])[0]
 
     def _current_session(self) -> CommandSession:
         control = self._control_of()
@@ -236,11 +252,17 @@ class _Handler(socketserver.StreamRequestHandler):
     channel: RuntimeChannel
     token: bytes | None = None
     loop: PortLoop | None = None   # serves the connection where it can (LoopConnection)
+    thrift: Any = None             # BMv2's Thrift services on the same port (a processor)
     timeout = IDLE_SECONDS
 
     def handle(self) -> None:
         """Commands are answered in order; all the complete lines one read brings (a
-        client pipelining its commands) are answered with one send."""
+        client pipelining its commands) are answered with one send. A client whose
+        first byte is Thrift's gets the Thrift services instead
+        (:mod:`softswitch.daemon.thrift.server`); with a token, none (a Thrift client
+        cannot send it)."""
+        if self.thrift is not None and self._served_thrift():
+            return
         if self.token is not None and not self._authenticate():
             return
         if self.loop is not None and self._served_by_loop(self.loop):
@@ -262,6 +284,16 @@ class _Handler(socketserver.StreamRequestHandler):
                 return
             if too_long or not data:
                 return                 # the rest of a too long line cannot be trusted
+
+    def _served_thrift(self) -> bool:
+        """Serve a Thrift client (True, whether served or refused); False for others."""
+        from softswitch.daemon.thrift.server import is_thrift, serve_connection
+
+        if not is_thrift(self.connection):
+            return False
+        if self.token is None:
+            serve_connection(self.connection, self.thrift)
+        return True
 
     def _served_by_loop(self, loop: PortLoop) -> bool:
         """Hand the connection to the port loop, and wait here until it ends; False
@@ -334,13 +366,15 @@ class RuntimeChannelServer:
     answered on the loop itself once accepted (and authenticated), so a stream of
     commands never has another thread take the GIL from it
     (:mod:`softswitch.daemon.cli_channel.connection`); where the loop does not take it, the
-    connection's thread serves it."""
+    connection's thread serves it. ``thrift``: a Thrift processor
+    (:func:`softswitch.daemon.thrift.services.processor`) for the clients that speak
+    Thrift on the same port."""
 
     def __init__(self, channel: RuntimeChannel, host: str = "127.0.0.1", port: int = 9090,
                  token: bytes | None = None, unix_path: str | None = None,
-                 loop: PortLoop | None = None) -> None:
+                 loop: PortLoop | None = None, thrift: Any = None) -> None:
         handler = type("Handler", (_Handler,), {"channel": channel, "token": token,
-                                                "loop": loop})
+                                                "loop": loop, "thrift": thrift})
         self._unix_path = unix_path
         if unix_path is not None:
             if os.path.exists(unix_path) and not os.path.isdir(unix_path):

@@ -1,0 +1,45 @@
+"""One Thrift connection of the runtime port, and how a connection says which it is.
+
+``--thrift-port`` serves two protocols on one port. Every client speaks first: BMv2's
+Thrift clients (``TBinaryProtocol``, strict) open with the version word, first byte
+``0x80``; ``softswitch cli``'s line protocol opens with ``{``. :func:`is_thrift` peeks
+at that byte without taking it; :func:`serve_connection` then answers the Thrift calls
+of one connection, in order, on the connection's own thread, until the client closes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import Any
+
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TException
+from thrift.transport import TSocket, TTransport
+
+log = logging.getLogger("softswitch.thrift")
+THRIFT_FIRST_BYTE = 0x80          # TBinaryProtocol's VERSION_1 (0x80010000), high byte
+
+
+def is_thrift(sock: socket.socket) -> bool:
+    """Whether the client's first byte is a Thrift binary message's (waits for it)."""
+    try:
+        first = sock.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return False
+    return first[:1] == bytes([THRIFT_FIRST_BYTE])
+
+
+def serve_connection(sock: socket.socket, processor: Any) -> None:
+    """Answer the Thrift calls on ``sock`` until the client closes it (or it idles out)."""
+    handle = TSocket.TSocket()
+    handle.setHandle(sock)
+    transport = TTransport.TBufferedTransport(handle)
+    protocol = TBinaryProtocol.TBinaryProtocol(transport)
+    try:
+        while True:
+            processor.process(protocol, protocol)
+    except TTransport.TTransportException:
+        pass                         # the client went away
+    except (TException, OSError) as exc:
+        log.warning("Thrift connection ended: %s", exc)

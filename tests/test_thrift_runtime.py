@@ -1,0 +1,169 @@
+"""BMv2's Thrift runtime API on ``softswitch run --thrift-port``, driven by the real
+``simple_switch_CLI`` (the reference BMv2 install's), and the line protocol beside it."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from softswitch.daemon.thrift.config_json import config_json, from_p4info
+from softswitch.local_port import free_port
+from softswitch.p4runtime import pipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "p4src" / "samples" / "l3_basic.p4"
+P4LANG = Path(os.environ.get("P4LANG_PREFIX", "/opt/p4lang"))
+CLI = P4LANG / "bin" / "simple_switch_CLI"
+
+ROUTE = "table_add ipv4_lpm set_next_hop 10.0.0.0/8 => 2 00:00:00:00:00:01 00:00:00:00:00:02"
+
+
+def _cli_runs() -> bool:
+    """The real CLI is there and this Python has the thrift library it needs."""
+    if not CLI.exists():
+        return False
+    probe = subprocess.run([sys.executable, "-c", "import thrift"], capture_output=True)
+    return probe.returncode == 0
+
+
+needs_cli = pytest.mark.skipif(not _cli_runs(),
+                               reason="no reference simple_switch_CLI (or its thrift library)")
+
+
+def _wait_port(port: int, proc: subprocess.Popen) -> None:
+    import socket
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError("the switch did not come up")
+
+
+@pytest.fixture(scope="module")
+def switch() -> Iterator[tuple[int, str]]:
+    """``softswitch run`` of the sample (no ports): its Thrift port and P4Runtime address."""
+    thrift_port, grpc_addr = free_port(), f"127.0.0.1:{free_port()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "softswitch", "run", str(SAMPLE), "--thrift-port",
+         str(thrift_port), "--runtime-writes", "--", "--grpc-server-addr", grpc_addr,
+         "--priority-queues", "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_port(thrift_port, proc)
+        yield thrift_port, grpc_addr
+    finally:
+        proc.terminate()
+        err = proc.communicate(timeout=15)[1]
+    assert f"runtime channel listening on 127.0.0.1:{thrift_port}" in err
+
+
+def simple_switch_cli(port: int, commands: str) -> str:
+    """``simple_switch_CLI --thrift-port PORT < commands``: its output (it must exit 0)."""
+    done = subprocess.run([sys.executable, str(CLI), "--thrift-port", str(port)],
+                          input=commands, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def softswitch_cli(port: int, command: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "softswitch", "cli", "--port", str(port),
+                           "-c", command], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def p4runtime_entries(addr: str) -> list[p4runtime_pb2.TableEntry]:
+    with grpc.insecure_channel(addr) as channel:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        request = p4runtime_pb2.ReadRequest(device_id=0, entities=[
+            p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())])
+        return [e.table_entry for reply in stub.Read(request, timeout=30)
+                for e in reply.entities]
+
+
+@needs_cli
+def test_table_add_and_dump_through_thrift_are_p4runtime_writes(switch):
+    port, grpc_addr = switch
+    out = simple_switch_cli(port, f"{ROUTE}\ntable_dump ipv4_lpm\n")
+    assert "Entry has been added with handle" in out
+    assert "* ipv4.dst_addr       : LPM       0a000000/8" in out
+    assert "Action entry: L3Ingress.set_next_hop - 0002, 000000000001, 000000000002" in out
+    entries = p4runtime_entries(grpc_addr)
+    lpm = [m.lpm for e in entries for m in e.match if m.HasField("lpm")]
+    assert [(int.from_bytes(m.value, "big"), m.prefix_len) for m in lpm] == [(0x0A000000, 8)]
+    # the line protocol on the same port sees the same entry
+    assert "0xa000000/8 => L3Ingress.set_next_hop(0x2, 0x1, 0x2)" in \
+        softswitch_cli(port, "table_dump ipv4_lpm")
+    simple_switch_cli(port, "table_clear ipv4_lpm\n")
+    assert p4runtime_entries(grpc_addr) == []
+
+
+@needs_cli
+def test_counters_mirroring_multicast_and_queues(switch):
+    port, _ = switch
+    out = simple_switch_cli(port, "\n".join([
+        "counter_read port_rx 1", "counter_read no_such_counter 1",
+        "mirroring_add 5 3", "mc_mgrp_create 7", "mc_node_create 0 1 2",
+        "mc_node_associate 7 0", "set_queue_rate 100 2", "set_queue_rate 50 2 3",
+        "set_queue_depth 64 2", ""]))
+    assert "port_rx[1]= (0 bytes, 0 packets)" in out
+    assert "Error: Invalid counter name (no_such_counter)" in out
+    assert "Creating multicast group 7" in out
+    assert "node was created with handle 0" in out
+    assert "Associating node 0 to multicast group 7" in out
+    queues = softswitch_cli(port, "show_queues 2")
+    assert "queue 3: depth 0/64 rate 50 pps" in queues
+    assert "queue 0: depth 0/64 rate 100 pps" in queues
+    # the session is there: deleting it succeeds, deleting it again is BMv2's error
+    out = simple_switch_cli(port, "mirroring_delete 5\nmirroring_delete 5\n")
+    assert out.count("Invalid mirroring operation (SESSION_NOT_FOUND)") == 1
+
+
+@needs_cli
+def test_a_tutorial_cli_input_file_loads(switch, tmp_path):
+    """The tutorials' form: a file of CLI commands piped to simple_switch_CLI."""
+    port, grpc_addr = switch
+    commands = tmp_path / "s1-commands.txt"
+    commands.write_text("table_set_default ipv4_lpm drop\n"
+                        f"{ROUTE}\n"
+                        "table_add ipv4_lpm set_next_hop 10.1.0.0/16 => 3 "
+                        "00:00:00:00:00:03 00:00:00:00:00:04\n")
+    with commands.open() as stdin:
+        done = subprocess.run([sys.executable, str(CLI), "--thrift-port", str(port)],
+                              stdin=stdin, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("Entry has been added with handle") == 2
+    assert len(p4runtime_entries(grpc_addr)) == 2
+    out = simple_switch_cli(port, "table_num_entries ipv4_lpm\ntable_dump ipv4_lpm\n")
+    assert "RuntimeCmd: 2" in out
+    assert "Dumping default entry\nAction entry: L3Ingress.drop - \n" in out
+    simple_switch_cli(port, "table_clear ipv4_lpm\n")
+
+
+def test_bm_get_config_gives_p4c_json_as_loaded_and_else_one_made_from_p4info():
+    compiled = pipeline.compile_file(str(SAMPLE), {})
+    made = from_p4info(compiled.p4info)
+    (table,) = made["pipelines"][0]["tables"]
+    assert table["name"] == "L3Ingress.ipv4_lpm" and table["match_type"] == "lpm"
+    assert table["key"][0]["target"] == ["ipv4", "dst_addr"]
+    header_type = {h["name"]: h for h in made["header_types"]}["ipv4_t"]
+    assert header_type["fields"] == [["dst_addr", 32, False]]
+    actions = {a["name"]: a for a in made["actions"]}
+    assert [p["bitwidth"] for p in actions["L3Ingress.set_next_hop"]["runtime_data"]] == \
+        [9, 48, 48]
+    assert [c["name"] for c in made["counter_arrays"]] == ["L3Ingress.port_rx"]
+    config = p4runtime_pb2.ForwardingPipelineConfig(p4info=compiled.p4info)
+    config.p4_device_config = b'{"header_types": [], "pipelines": [], "x": 1}'
+    assert json.loads(config_json(config))["x"] == 1
+    config.p4_device_config = b"not json"
+    assert json.loads(config_json(config)) == made
