@@ -187,7 +187,7 @@ def prepare(opts: Options, work: Path) -> tuple[Path, Path]:
         return (opts.p4info or softswitch_p4info(opts, work)).resolve(), config
     json_path, p4info = p4c_outputs(opts, work)
     if opts.config == "json-wrapped":
-        from softswitch.p4runtime.pipeline import wrap
+        from softswitch.p4runtime.p4config import wrap
 
         config = work / f"{opts.program.stem}.p4deviceconfig.bin"
         config.write_bytes(wrap(json_path.read_bytes()))

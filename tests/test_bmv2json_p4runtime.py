@@ -35,7 +35,7 @@ from softswitch.daemon.device import Device
 from softswitch.daemon.rpc.server import serve
 from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.local_port import free_port
-from softswitch.p4runtime import errors, pipeline
+from softswitch.p4runtime import errors, p4config, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "p4" / "bmv2json_small.p4"
@@ -230,9 +230,9 @@ def test_wrapped_source_and_artifact(server, p4config_pb2):
 def test_wrapper_fields_are_read_with_protobuf(p4config_pb2):
     wrapper = p4config_pb2.P4DeviceConfig(reassign=True, device_data=b"{}")
     wrapper.extras.kv["port"] = "9090"
-    got = pipeline.unwrap(wrapper.SerializeToString())
-    assert got == pipeline.Wrapper(True, {"port": "9090"}, b"{}")
-    assert pipeline.unwrap(PROGRAM.read_bytes()) is None
+    got = p4config.unwrap(wrapper.SerializeToString())
+    assert got == p4config.Wrapper(True, {"port": "9090"}, b"{}")
+    assert p4config.unwrap(PROGRAM.read_bytes()) is None
     empty = p4config_pb2.P4DeviceConfig(reassign=True).SerializeToString()
     assert pipeline.read_device_config(empty).artifact is None
 

@@ -49,7 +49,7 @@ from softswitch.frontend.limits import (
     applied,
     describe,
 )
-from softswitch.p4runtime import errors, isolate
+from softswitch.p4runtime import errors, isolate, p4config
 
 ARTIFACT_FORMAT = "softswitch-pipeline"
 ARTIFACT_VERSION = 1
@@ -99,10 +99,6 @@ BMV2_JSON = "p4c's BMv2 JSON"
 # Top-level keys of p4c-bm2-ss's output, one of which marks a JSON object as BMv2's.
 _BMV2_KEYS = ("header_types", "headers", "parsers", "deparsers", "pipelines", "actions",
               "__meta__")
-_WRAPPER = "p4.tmp.P4DeviceConfig"
-# The first byte of a serialized P4DeviceConfig: the tag of field 1 (varint), 2 or 3
-# (length-delimited); P4 source and JSON never start with these control characters.
-_WRAPPER_TAGS = (0x08, 0x12, 0x1A)
 
 
 @dataclass
@@ -117,80 +113,6 @@ class DeviceConfig:
     extras: dict[str, str] = field(default_factory=dict)
 
 
-def _wrapper_message() -> Any:
-    """The message class of PI's ``p4.tmp.P4DeviceConfig`` (p4/tmp/p4config.proto),
-    built from its descriptor in a private pool (a client's own p4config_pb2 in the
-    default pool cannot clash with it)."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    fdp = descriptor_pb2.FileDescriptorProto(name="p4/tmp/p4config.proto", package="p4.tmp",
-                                             syntax="proto3")
-    F = descriptor_pb2.FieldDescriptorProto
-    msg = fdp.message_type.add(name="P4DeviceConfig")
-    extras = msg.nested_type.add(name="Extras")
-    entry = extras.nested_type.add(name="KvEntry")
-    entry.options.map_entry = True
-    for number, name in ((1, "key"), (2, "value")):
-        entry.field.add(name=name, number=number, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
-    extras.field.add(name="kv", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED,
-                     type_name=".p4.tmp.P4DeviceConfig.Extras.KvEntry")
-    msg.field.add(name="reassign", number=1, type=F.TYPE_BOOL, label=F.LABEL_OPTIONAL)
-    msg.field.add(name="extras", number=2, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
-                  type_name=".p4.tmp.P4DeviceConfig.Extras")
-    msg.field.add(name="device_data", number=3, type=F.TYPE_BYTES, label=F.LABEL_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(_WRAPPER))
-
-
-_wrapper_class: Any = None
-
-
-@dataclass
-class Wrapper:
-    """The fields of a ``p4.tmp.P4DeviceConfig``."""
-
-    reassign: bool
-    extras: dict[str, str]
-    device_data: bytes
-
-
-def unwrap(data: bytes) -> Wrapper | None:
-    """PI's wrapper when ``data`` is a serialized ``p4.tmp.P4DeviceConfig``; None when
-    the bytes are the config itself."""
-    global _wrapper_class
-    if not data or data[0] not in _WRAPPER_TAGS:
-        return None
-    from google.protobuf import message as pb_message
-    from google.protobuf.unknown_fields import UnknownFieldSet
-
-    if _wrapper_class is None:
-        _wrapper_class = _wrapper_message()
-    wrapper = _wrapper_class()
-    try:
-        wrapper.ParseFromString(data)
-    except pb_message.DecodeError as exc:
-        raise errors.invalid(f"p4_device_config starts like a {_WRAPPER} but does not "
-                             f"parse as one: {exc}") from None
-    if len(UnknownFieldSet(wrapper)):
-        raise errors.invalid(f"p4_device_config starts like a {_WRAPPER} but has fields "
-                             "PI's p4/tmp/p4config.proto does not define (reassign = 1, "
-                             "extras = 2, device_data = 3)")
-    return Wrapper(wrapper.reassign, dict(wrapper.extras.kv), bytes(wrapper.device_data))
-
-
-def wrap(device_data: bytes, reassign: bool = True,
-         extras: dict[str, str] | None = None) -> bytes:
-    """A serialized ``p4.tmp.P4DeviceConfig`` around ``device_data``, as p4lang/tutorials'
-    ``p4runtime_lib`` sends it (``reassign`` set)."""
-    global _wrapper_class
-    if _wrapper_class is None:
-        _wrapper_class = _wrapper_message()
-    wrapper = _wrapper_class(reassign=reassign, device_data=device_data)
-    wrapper.extras.kv.update(extras or {})
-    return wrapper.SerializeToString(deterministic=True)
-
-
 def read_device_config(data: bytes, limits: Limits = DEFAULT) -> DeviceConfig:
     """A ``p4_device_config`` as sent: bare or in PI's wrapper (see :class:`DeviceConfig`)."""
     cap = limits.max_source_bytes
@@ -201,7 +123,7 @@ def read_device_config(data: bytes, limits: Limits = DEFAULT) -> DeviceConfig:
     if not data.strip():
         raise errors.invalid("p4_device_config is empty: it must hold the P4 program "
                              "(P4 source, a softswitch artifact or p4c's BMv2 JSON)")
-    wrapper = unwrap(data)
+    wrapper = p4config.unwrap(data)
     if wrapper is None:
         return DeviceConfig(_read_program(data, wrapped=False))
     artifact = (_read_program(wrapper.device_data, wrapped=True)
@@ -214,7 +136,7 @@ def parse_device_config(data: bytes, limits: Limits = DEFAULT) -> Artifact:
     BMv2 JSON, bare or in PI's wrapper (whose ``device_data`` must then hold one)."""
     config = read_device_config(data, limits)
     if config.artifact is None:
-        raise errors.invalid(f"p4_device_config is a {_WRAPPER} with no device_data: "
+        raise errors.invalid(f"p4_device_config is a {p4config.WRAPPER} with no device_data: "
                              "softswitch needs the program in it (p4c's BMv2 JSON, P4 "
                              "source or a softswitch artifact)")
     return config.artifact
@@ -224,13 +146,13 @@ def _read_program(data: bytes, wrapped: bool) -> Artifact:
     """The program in ``data`` (``wrapped``: a P4DeviceConfig's ``device_data``); errors
     name what the bytes were taken for, e.g. "p4_device_config (p4c's BMv2 JSON)"."""
     def taken_for(what: str) -> str:
-        return (f"p4_device_config ({_WRAPPER} carrying {what})" if wrapped
+        return (f"p4_device_config ({p4config.WRAPPER} carrying {what})" if wrapped
                 else f"p4_device_config ({what})")
 
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        where = f"p4_device_config ({_WRAPPER}'s device_data)" if wrapped else \
+        where = f"p4_device_config ({p4config.WRAPPER}'s device_data)" if wrapped else \
             "p4_device_config"
         raise errors.invalid(f"{where} is neither UTF-8 P4 source, p4c's BMv2 JSON nor a "
                              f"softswitch artifact (byte {exc.start} is not UTF-8)") from None
