@@ -42,7 +42,7 @@ from pathlib import Path
 from softswitch import forked_jobs
 from softswitch.forked_jobs import run_forked
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_KNOWN_FAILURES = REPO_ROOT / "tests" / "conformance_known_failures.txt"
 DEFAULT_RESULTS = REPO_ROOT / "out" / "conformance-results.json"
 CATEGORIES = ("accept", "reject", "stf", "p4info")

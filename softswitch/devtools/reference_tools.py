@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]           # the checkout
 DEFAULT_PREFIX = Path("/opt/p4lang")
 REQUIRED = ("p4c-bm2-ss", "simple_switch_grpc", "simple_switch_CLI")
 HOW_TO_GET = ("the reference p4c/BMv2 tools are not installed: run "

@@ -44,7 +44,7 @@ from softswitch.devtools.difftest import generate
 from softswitch.devtools.difftest.mutate import Mutant, mutants, mutate
 from softswitch.forked_jobs import run_forked
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_KNOWN = REPO_ROOT / "tests" / "differential_known.txt"
 P4TEST_TIMEOUT = 30.0
 CASE_TIMEOUT = 120.0
