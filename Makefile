@@ -57,8 +57,11 @@ test: setup reference-tools
 	$(PY) -m mypy
 	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m pytest -q -p no:cacheprovider tests
 
-conformance: setup
+# p4c's corpus on softswitch; then every STF program compiled by real p4c-bm2-ss, run from
+# its BMv2 JSON and from source, compared (softswitch/bmv2json/differential.py).
+conformance: setup reference-tools
 	P4_CONFORMANCE_DIR=$(CONFORMANCE) $(PY) -m softswitch.devtools.conformance $(CONFORMANCE)
+	$(PY) -m softswitch.bmv2json.differential $(CONFORMANCE) --jobs 2
 
 # Every benchmark, softswitch beside BMv2 (when the reference tools are installed) in one
 # run, one ratio table, JSON in out/bench/ (bench/run_all.py); the lab at full size
