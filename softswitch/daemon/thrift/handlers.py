@@ -93,6 +93,20 @@ class StandardHandler(_Service):
     def bm_get_config_md5(self) -> bytes:
         return hashlib.md5(self.bm_get_config().encode()).digest()
 
+    def bm_dev_mgr_show_ports(self) -> list[Any]:
+        """The ports, with ``show_ports``'s extra info (the kernel's drops)."""
+        def extra(port: Any) -> dict[str, str]:
+            info = {"kernel_drops": str(port.kernel_drops)}
+            if port.urgent_kernel_drops is not None:
+                info["urgent_kernel_drops"] = str(port.urgent_kernel_drops)
+            return info
+        try:
+            ports = self._channel.port_status()
+        except P4Error:
+            ports = []
+        return [std.DevMgrPortInfo(port_num=p.number, iface_name=p.iface, is_up=p.up,
+                                   extra=extra(p)) for p in ports]
+
     # --- match tables
     def bm_mt_add_entry(self, cxt_id: int, table_name: str, match_key: list[Any],
                         action_name: str, action_data: list[bytes], options: Any) -> int:
