@@ -97,6 +97,7 @@ class TrafficManager:
                 self._ingress_of[id(pkt)] = ingress
             ep.held += len(packets)
             self.queued += len(packets)
+        ep.changed()
         if ep.held:
             self._holding[port] = ep
         return ep
@@ -284,11 +285,12 @@ class TrafficManager:
         native = self.native.next_event_us(now_us) if self.native is not None else None
         if not self.queued:
             return native
-        times = [t for ep in self._holding.values()
-                 if (t := ep.next_event_us(now_us)) is not None]
-        if native is not None:
-            times.append(native)
-        return min(times) if times else None
+        best = native
+        for ep in self._holding.values():
+            t = ep.next_event_us(now_us)
+            if t is not None and (best is None or t < best):
+                best = t
+        return best
 
     def holding(self) -> bool:
         """Whether any queue holds a packet, native ones included."""
@@ -301,8 +303,11 @@ class TrafficManager:
         out: list[Dequeued] = []
         if not self.queued:
             return out
+        touched = self.touched
         for number, ep in list(self._holding.items()):
-            self.touched.add(number)
+            touched.add(number)
+            if now_us < ep.busy_until_us:
+                continue          # still sending (a held port: ep.dequeue says None)
             while (d := ep.dequeue(now_us)) is not None:
                 ingress = self._ingress_of.pop(id(d.packet), 0)
                 self.pfc.on_dequeue(ingress, d.packet.priority, now_us)
@@ -327,6 +332,7 @@ class TrafficManager:
                 q.bytes = 0
                 q.deficit = 0
             ep.held = 0
+            ep.changed()
         self.queued = 0
         self._holding.clear()
         self._ingress_of.clear()

@@ -35,7 +35,7 @@ DEFAULT_QUEUE_CAPACITY = 64
 DWRR_QUANTUM_BYTES = 1500
 
 
-@dataclass
+@dataclass(slots=True)
 class QueueConfig:
     """Configuration of one queue; every field can be changed at run time."""
 
@@ -45,7 +45,7 @@ class QueueConfig:
     weight: int = 0                  # 0 = strict priority; >0 = DWRR weight (extension)
 
 
-@dataclass
+@dataclass(slots=True)
 class QueuedPacket:
     """A packet waiting in a queue, with what egress metadata needs about its stay."""
 
@@ -57,7 +57,7 @@ class QueuedPacket:
     send_us: float = 0.0             # earliest departure, fixed at enqueue (rate limit)
 
 
-@dataclass
+@dataclass(slots=True)
 class Dequeued:
     """A packet leaving a queue: ``deq_qdepth`` and ``deq_timedelta_us`` as BMv2 defines."""
 
@@ -77,7 +77,7 @@ class QueueStats:
     max_depth: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Queue:
     config: QueueConfig
     packets: deque[QueuedPacket] = field(default_factory=deque)
@@ -127,6 +127,15 @@ class EgressPort:
         self._dwrr_pos = 0
         self._dwrr_fresh = True
         self.held = 0                    # packets in all queues of the port
+        # max(earliest head ready time, busy_until_us), None when empty; recomputed
+        # after anything that moves a head, a pause or the link (changed())
+        self._ready_us: float | None = None
+        self._stale = False
+
+    def changed(self) -> None:
+        """Queues, pauses or the link changed outside this class's own methods (the
+        traffic manager taking a port back or flushing it): recompute the next event."""
+        self._stale = True
 
     # --- configuration ------------------------------------------------------------------
     def queue_config(self, priority: int) -> QueueConfig:
@@ -168,6 +177,7 @@ class EgressPort:
         pkt = QueuedPacket(item, size, priority, now_us, self._reported_depth(priority), send)
         q.packets.append(pkt)
         self.held += 1
+        self._stale = True
         q.bytes += size
         q.stats.enqueued += 1
         q.stats.bytes_enqueued += size
@@ -201,6 +211,7 @@ class EgressPort:
                     return None
         q.last_sent_us = now_us
         self.busy_until_us = now_us
+        self._stale = True
         st = q.stats
         st.enqueued += 1
         st.dequeued += 1
@@ -254,6 +265,7 @@ class EgressPort:
         q = self.queues[priority]
         q.last_sent_us = last_us
         self.busy_until_us = max(self.busy_until_us, last_us)
+        self._stale = True
         st = q.stats
         st.enqueued += packets
         st.dequeued += packets
@@ -264,14 +276,38 @@ class EgressPort:
     # --- dequeue -----------------------------------------------------------------------------
     def next_event_us(self, now_us: float) -> float | None:
         """Earliest time at which :meth:`dequeue` could return a packet, None if empty."""
-        times = [q.ready_time() for q in self.queues if q.packets]
-        if not times:
+        if self._stale:
+            self._ready_us = self._ready()
+            self._stale = False
+        ready = self._ready_us
+        if ready is None:
             return None
-        return max(min(times), self.busy_until_us, now_us)
+        return ready if ready > now_us else now_us
+
+    def _ready(self) -> float | None:
+        """max(the earliest time a head packet may leave, busy_until_us); None if empty."""
+        if not self.held:
+            return None
+        best: float | None = None
+        for q in self.queues:
+            if q.packets:
+                t = q.ready_time()
+                if best is None or t < best:
+                    best = t
+        if best is None:
+            return None
+        return best if best > self.busy_until_us else self.busy_until_us
 
     def dequeue(self, now_us: float) -> Dequeued | None:
         """The next packet to transmit at ``now_us``, or None if none may leave yet."""
         if not self.held or now_us < self.busy_until_us:
+            return None
+        ready = self.next_event_us(now_us)
+        if ready is None or ready > now_us:
+            # no queue may send: what _pick_dwrr would still do, its idle reset
+            for idle in self.queues:
+                if idle.config.weight > 0 and not idle.packets:
+                    idle.deficit = 0
             return None
         q = self._pick_strict(now_us) or self._pick_dwrr(now_us)
         if q is None:
@@ -279,6 +315,7 @@ class EgressPort:
         start = self._start_us(q, now_us)
         pkt = q.packets.popleft()
         self.held -= 1
+        self._stale = True
         q.bytes -= pkt.size
         q.stats.dequeued += 1
         tx_time = pkt.size * 8 * 1e6 / self.link_rate_bps if self.link_rate_bps else 0.0
@@ -339,3 +376,4 @@ class EgressPort:
         q = self._queue(priority)
         rate = self.link_rate_bps or 1e9
         q.paused_until_us = now_us + quanta * 512 * 1e6 / rate if quanta else now_us
+        self._stale = True
