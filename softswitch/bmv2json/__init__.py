@@ -27,13 +27,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from softswitch.bmv2json.reader import LoadError, Node, read_document, read_text
+from softswitch.bmv2json.reader import JsonNode, LoadError, read_document, read_text
 from softswitch.diagnostics import P4Error, SourceLoc
 
 __all__ = ["LoadError", "load", "load_program", "run_stf", "to_p4"]
 
 
-def _document(source: str | bytes | Path) -> Node:
+def _document(source: str | bytes | Path) -> JsonNode:
     text, file = read_text(source)
     return read_document(text, file)
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 
 from softswitch.bmv2json import primitives
-from softswitch.bmv2json.context import KEYWORDS, Context, Expr, Ty, ident
+from softswitch.bmv2json.context import KEYWORDS, Context, P4Text, Ty, ident
 from softswitch.bmv2json.exprs import Translator, convert, hexstr
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.reader import JsonNode
 
 
-def _params(node: Node) -> list[tuple[str, Ty]]:
+def _params(node: JsonNode) -> list[tuple[str, Ty]]:
     out = []
     for rd in node.items("runtime_data"):
         name = rd.get("name", str)
@@ -30,7 +30,7 @@ def _params(node: Node) -> list[tuple[str, Ty]]:
 def action_name(ctx: Context, action_id: int) -> str:
     return f"a_{ctx.alias.get(action_id, action_id)}"
 
-def declaration(ctx: Context, node: Node, meter_read: str | None,
+def declaration(ctx: Context, node: JsonNode, meter_read: str | None,
                 named: bool | None) -> list[str]:
     """The action's declaration: ``named`` True under its JSON name (``@name(".X")``),
     False under a name local to its control (a second, different action of that name),
@@ -46,13 +46,13 @@ def declaration(ctx: Context, node: Node, meter_read: str | None,
     return [f'{ann}action {action_name(ctx, node.get("id", int))}'
             f"({sig}) {{", *("    " + t for t in b.temps), *("    " + s for s in body), "}"]
 
-def call(ctx: Context, node: Node, action_id: object, data: list) -> str:
+def call(ctx: Context, node: JsonNode, action_id: object, data: list) -> str:
     action = ctx.action(node, action_id)
     params = _params(action)
     if len(data) != len(params):
         raise node.error(f"action {action.get('name', str)!r} takes {len(params)} "
                          f"arguments, {len(data)} given")
-    args = [convert(Expr(str(v), Ty("lit"), v), ty)
+    args = [convert(P4Text(str(v), Ty("lit"), v), ty)
             for v, (_, ty) in zip((hexstr(node, d) for d in data), params, strict=True)]
     return f"{action_name(ctx, action.get('id', int))}({', '.join(args)})"
 

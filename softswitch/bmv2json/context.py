@@ -4,7 +4,7 @@ A :class:`Context` is built once per document. It maps header types to P4 type n
 and their fields (width, signedness), header instances and stacks to where they live in
 the generated program (``hdr.X``, ``meta.X``, ``sm``), actions by id, error codes to
 ``error`` members, calculations and field lists by name or id. :class:`Ty` and
-:class:`Expr` are the typed P4 expressions the translators pass around.
+:class:`P4Text` are the typed P4 expressions the translators pass around.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.reader import JsonNode
 
 STD = "standard_metadata"
 # P4 keywords and the generated program's own names: a JSON name equal to one is prefixed
@@ -40,18 +40,18 @@ LIT = Ty("lit")
 
 
 @dataclass(frozen=True)
-class Expr:
+class P4Text:
     """P4 expression text with its type (``value`` set for integer literals)."""
 
     code: str
     ty: Ty
     value: int | None = None
-    htype: HeaderType | None = None   # headers and stacks
+    htype: JsonHeaderType | None = None   # headers and stacks
     boolean: str | None = None        # a bit<1> made of this boolean (b2d), for d2b
 
 
 @dataclass
-class HeaderType:
+class JsonHeaderType:
     """A header type: its P4 name and fields as (JSON name, P4 name, Ty)."""
 
     name: str
@@ -72,7 +72,7 @@ class Instance:
     name: str
     kind: str            # header | meta | std | stack
     access: str
-    htype: HeaderType
+    htype: JsonHeaderType
     size: int = 0        # stacks
 
 
@@ -91,16 +91,16 @@ def ident(raw: str, prefix: str = "") -> str:
 class Context:
     """The resolved names of one BMv2 JSON document."""
 
-    root: Node
-    htypes: dict[str, HeaderType] = field(default_factory=dict)
+    root: JsonNode
+    htypes: dict[str, JsonHeaderType] = field(default_factory=dict)
     instances: dict[str, Instance] = field(default_factory=dict)
-    actions: dict[int, Node] = field(default_factory=dict)
+    actions: dict[int, JsonNode] = field(default_factory=dict)
     errors: dict[int, str] = field(default_factory=dict)
-    calculations: dict[str, Node] = field(default_factory=dict)
-    field_lists: dict[int, Node] = field(default_factory=dict)
-    learn_lists: dict[int, Node] = field(default_factory=dict)
-    externs: dict[str, tuple[str, Node]] = field(default_factory=dict)  # name -> (kind, node)
-    unions: dict[str, tuple[str, list[tuple[str, HeaderType]]]] = field(default_factory=dict)
+    calculations: dict[str, JsonNode] = field(default_factory=dict)
+    field_lists: dict[int, JsonNode] = field(default_factory=dict)
+    learn_lists: dict[int, JsonNode] = field(default_factory=dict)
+    externs: dict[str, tuple[str, JsonNode]] = field(default_factory=dict)  # name -> (kind, node)
+    unions: dict[str, tuple[str, list[tuple[str, JsonHeaderType]]]] = field(default_factory=dict)
     # union instance name -> (P4 path, union type)
     union_instances: dict[str, tuple[str, str]] = field(default_factory=dict)
     union_stacks: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> type, size
@@ -108,23 +108,23 @@ class Context:
     toplevel: dict[str, tuple[int, object, list[str]]] = field(default_factory=dict)
     absolute: set[str] = field(default_factory=set)  # action names declared as @name(".X")
 
-    def instance(self, node: Node, name: object) -> Instance:
+    def instance(self, node: JsonNode, name: object) -> Instance:
         inst = self.instances.get(name) if isinstance(name, str) else None
         if inst is None:
             raise node.error(f"unknown header instance {name!r}")
         return inst
 
-    def error_name(self, node: Node, value: int) -> str:
+    def error_name(self, node: JsonNode, value: int) -> str:
         if value not in self.errors:
             raise node.error(f"unknown error code {value}")
         return self.errors[value]
 
-    def action(self, node: Node, action_id: object) -> Node:
+    def action(self, node: JsonNode, action_id: object) -> JsonNode:
         if not isinstance(action_id, int) or action_id not in self.actions:
             raise node.error(f"unknown action id {action_id!r}")
         return self.actions[action_id]
 
-    def extern(self, node: Node, name: object, kind: str) -> str:
+    def extern(self, node: JsonNode, name: object, kind: str) -> str:
         """The P4 identifier of extern instance ``name`` of ``kind`` (register, …)."""
         got = self.externs.get(name) if isinstance(name, str) else None
         if got is None or got[0] != kind:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from softswitch.bmv2json import actions, externs, tables
 from softswitch.bmv2json.context import Context
 from softswitch.bmv2json.flow import END, Flow
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.reader import JsonNode
 
 
 def _actions_of(ctx: Context, flow: Flow) -> tuple[dict[int, str | None], set[int], set[int]]:
@@ -59,7 +59,7 @@ def _action_declarations(ctx: Context, flow: Flow) -> list[str]:
     return out
 
 
-def control(ctx: Context, pipe: Node, name: str) -> list[str]:
+def control(ctx: Context, pipe: JsonNode, name: str) -> list[str]:
     """The v1model control ``name`` of pipeline ``pipe``."""
     flow = Flow(ctx, pipe)
     head, profiles = tables.profiles(ctx, pipe)

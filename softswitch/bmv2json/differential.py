@@ -41,7 +41,7 @@ class Case:
 
 
 @dataclass
-class Outcome:
+class Verdicts:
     """The two verdicts of one program (``None``: p4c could not compile it)."""
 
     name: str
@@ -100,7 +100,7 @@ def _verdict(run) -> tuple[bool, str]:
     return result.ok, "" if result.ok else _first(result.report)
 
 
-def run_case(case: Case) -> Outcome:
+def run_case(case: Case) -> Verdicts:
     """Both runs of one compiled program (inside a worker)."""
     from softswitch import bmv2json
     from softswitch.stf import run_stf
@@ -112,32 +112,32 @@ def run_case(case: Case) -> Outcome:
     reason = ""
     if src_ok != json_ok:
         reason = f"json: {json_why}" if src_ok else f"source: {src_why}"
-    return Outcome(case.name, src_ok, json_ok, reason)
+    return Verdicts(case.name, src_ok, json_ok, reason)
 
 
-def _failed(case: Case, why: str) -> Outcome:
-    return Outcome(case.name, None, None, f"error: {_first(why)}", error=True)
+def _failed(case: Case, why: str) -> Verdicts:
+    return Verdicts(case.name, None, None, f"error: {_first(why)}", error=True)
 
 
 def compare(selected: list[Case], p4c: str, jobs: int = 2,
-            fastpath: str | None = None) -> list[Outcome]:
+            fastpath: str | None = None) -> list[Verdicts]:
     """Compile and run ``selected`` (the JSON side on packet path ``fastpath``); outcomes
     in the order the programs finish."""
     from softswitch.forked_jobs import run_forked
 
-    outcomes: list[Outcome] = []
+    outcomes: list[Verdicts] = []
     ready = []
     for case in selected:
         err = compile_json(case, p4c)
         if err:
-            outcomes.append(Outcome(case.name, None, None, err))
+            outcomes.append(Verdicts(case.name, None, None, err))
         else:
             ready.append(replace(case, fastpath=fastpath))
     outcomes += run_forked(ready, run_case, _failed, workers=jobs, timeout=TIMEOUT_S)
     return outcomes
 
 
-def summary(outcomes: list[Outcome]) -> str:
+def summary(outcomes: list[Verdicts]) -> str:
     ran = [o for o in outcomes if not (o.source_ok is None and o.json_ok is None)]
     same = sum(o.agrees for o in ran)
     share = 100.0 * same / len(ran) if ran else 0.0
@@ -148,7 +148,7 @@ def summary(outcomes: list[Outcome]) -> str:
             "p4c-bm2-ss")
 
 
-def _line(o: Outcome) -> str:
+def _line(o: Verdicts) -> str:
     def word(ok: bool | None) -> str:
         return {True: "pass", False: "FAIL", None: "-"}[ok]
     status = "same" if o.agrees else "DIFF"

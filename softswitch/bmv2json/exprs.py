@@ -11,8 +11,8 @@ an expression to the type its use needs (assignment, parameter, condition).
 
 from __future__ import annotations
 
-from softswitch.bmv2json.context import BOOL, LIT, Context, Expr, Ty, ident
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.context import BOOL, LIT, Context, P4Text, Ty, ident
+from softswitch.bmv2json.reader import JsonNode
 
 ARITH = {"+", "-", "*", "&", "|", "^"}
 COMPARE = {"==", "!=", ">", ">=", "<", "<="}
@@ -37,7 +37,7 @@ def literal(value: int, ty: Ty) -> str:
     return str(value)
 
 
-def convert(e: Expr, ty: Ty) -> str:
+def convert(e: P4Text, ty: Ty) -> str:
     """The code of ``e`` as a value of ``ty``."""
     src = e.ty
     if e.value is not None and src == LIT:
@@ -49,7 +49,7 @@ def convert(e: Expr, ty: Ty) -> str:
             return e.boolean
         return e.code if src.kind == "bool" else f"({e.code} != 0)"
     if src.kind == "bool":
-        return convert(Expr(f"({e.code} ? 1w1 : 1w0)", Ty("bit", 1)), ty)
+        return convert(P4Text(f"({e.code} ? 1w1 : 1w0)", Ty("bit", 1)), ty)
     if src.kind == ty.kind:
         return f"(({ty.kind}<{ty.width}>){e.code})"
     if src.kind == "bit":  # bit -> int: zero-extend, then reinterpret
@@ -59,20 +59,20 @@ def convert(e: Expr, ty: Ty) -> str:
     raise Unconvertible(f"cannot convert a {src.kind} value to {ty.kind}")
 
 
-def _width_of(e: Expr) -> int:
+def _width_of(e: P4Text) -> int:
     if e.value is not None:
         return max(1, (e.value if e.value >= 0 else ~e.value).bit_length()
                    + (1 if e.value < 0 else 0))
     return e.ty.width
 
 
-def _common(a: Expr, b: Expr, extra: int = 0) -> Ty:
+def _common(a: P4Text, b: P4Text, extra: int = 0) -> Ty:
     width = max(_width_of(a), _width_of(b)) + extra
     signed = a.ty.kind == "int" or b.ty.kind == "int"
     return Ty("int" if signed else "bit", width)
 
 
-def hexstr(node: Node, text: object) -> int:
+def hexstr(node: JsonNode, text: object) -> int:
     if not isinstance(text, str):
         raise node.error(f"expected a hex string, got {text!r}")
     try:
@@ -84,7 +84,7 @@ def hexstr(node: Node, text: object) -> int:
 class Translator:
     """Translates expressions of one action, parser or control (``params``: runtime data)."""
 
-    def __init__(self, ctx: Context, node: Node, params: list[tuple[str, Ty]] | None = None):
+    def __init__(self, ctx: Context, node: JsonNode, params: list[tuple[str, Ty]] | None = None):
         self.ctx = ctx
         self.node = node
         self.params = params or []
@@ -92,14 +92,14 @@ class Translator:
     def error(self, message: str) -> Exception:
         return self.node.error(message)
 
-    def field(self, ref: object) -> Expr:
+    def field(self, ref: object) -> P4Text:
         if not (isinstance(ref, list) and len(ref) == 2):
             raise self.error(f"malformed field reference {ref!r}")
         if isinstance(ref[0], dict):  # a field of a computed header (a stack element)
             return self.computed_field(self.op(ref[0]), ref[1])
         inst = self.ctx.instance(self.node, ref[0])
         if ref[1] == "$valid$":
-            return Expr(f"{inst.access}.isValid()", BOOL)
+            return P4Text(f"{inst.access}.isValid()", BOOL)
         got = inst.htype.field(ref[1])
         if got is None:
             raise self.error(f"header {ref[0]!r} has no field {ref[1]!r}")
@@ -108,25 +108,25 @@ class Translator:
             p4name = ref[1]
             if p4name == "parser_error":
                 ty = Ty("error")
-        return Expr(f"{inst.access}.{p4name}", ty)
+        return P4Text(f"{inst.access}.{p4name}", ty)
 
-    def computed_field(self, header: Expr, name: object) -> Expr:
+    def computed_field(self, header: P4Text, name: object) -> P4Text:
         if name == "$valid$":
-            return Expr(f"{header.code}.isValid()", BOOL)
+            return P4Text(f"{header.code}.isValid()", BOOL)
         got = header.htype.field(name) if header.htype is not None and isinstance(
             name, str) else None
         if got is None:
             raise self.error(f"{header.code} has no field {name!r}")
-        return Expr(f"{header.code}.{got[0]}", got[1])
+        return P4Text(f"{header.code}.{got[0]}", got[1])
 
-    def header(self, name: object) -> Expr:
+    def header(self, name: object) -> P4Text:
         if isinstance(name, dict):  # a computed header: a stack element by index
             return self.op(name)
         inst = self.ctx.instance(self.node, name)
-        return Expr(inst.access, Ty("stack" if inst.kind == "stack" else "header"),
+        return P4Text(inst.access, Ty("stack" if inst.kind == "stack" else "header"),
                     htype=inst.htype)
 
-    def __call__(self, e: object) -> Expr:
+    def __call__(self, e: object) -> P4Text:
         if not isinstance(e, dict) or "type" not in e:
             raise self.error(f"malformed expression {e!r}")
         kind, value = e["type"], e.get("value")
@@ -136,53 +136,53 @@ class Translator:
             v = hexstr(self.node, value)
             if isinstance(e.get("bitwidth"), int):
                 ty = Ty("bit", e["bitwidth"])
-                return Expr(literal(v, ty), ty)
-            return Expr(str(v), LIT, v)
+                return P4Text(literal(v, ty), ty)
+            return P4Text(str(v), LIT, v)
         if kind == "bool":
-            return Expr("true" if value else "false", BOOL)
+            return P4Text("true" if value else "false", BOOL)
         if kind in ("local", "runtime_data"):
             if not isinstance(value, int) or not 0 <= value < len(self.params):
                 raise self.error(f"runtime data index {value!r} out of range")
             name, ty = self.params[value]
-            return Expr(name, ty)
+            return P4Text(name, ty)
         if kind in ("header", "header_stack"):
             return self.header(value)
         if kind == "header_union_stack":
             access = f"hdr.{ident(value, 'us_')}" if isinstance(value, str) else ""
             if access not in self.ctx.union_stacks:
                 raise self.error(f"unknown header union stack {value!r}")
-            return Expr(access, Ty("stack"))
+            return P4Text(access, Ty("stack"))
         if kind == "header_union":
             if value not in self.ctx.union_instances:
                 raise self.error(f"unknown header union {value!r}")
-            return Expr(self.ctx.union_instances[value][0], Ty("header"))
+            return P4Text(self.ctx.union_instances[value][0], Ty("header"))
         if kind == "stack_field":
             if not (isinstance(value, list) and len(value) == 2):
                 raise self.error(f"malformed stack field {value!r}")
             inst = self.ctx.instance(self.node, value[0])
             got = inst.htype.field(value[1])
             if got is None and value[1] == "last":  # p4c's name for the last element
-                return Expr(f"{inst.access}.last", Ty("header"), htype=inst.htype)
+                return P4Text(f"{inst.access}.last", Ty("header"), htype=inst.htype)
             if got is None:
                 raise self.error(f"stack {value[0]!r} has no field {value[1]!r}")
-            return Expr(f"{inst.access}.last.{got[0]}", got[1])
+            return P4Text(f"{inst.access}.last.{got[0]}", got[1])
         if kind == "expression":
             return self.op(value)
         if kind == "lookahead":
             return self.lookahead(value)
         raise self.error(f"expression type {kind!r} is not supported")
 
-    def lookahead(self, value: object) -> Expr:
+    def lookahead(self, value: object) -> P4Text:
         if not (isinstance(value, list) and len(value) == 2
                 and all(isinstance(v, int) and v >= 0 for v in value) and value[1] > 0):
             raise self.error(f"malformed lookahead {value!r}")
         offset, width = value
         ty = Ty("bit", width)
         if offset == 0:
-            return Expr(f"pkt.lookahead<bit<{width}>>()", ty)
-        return Expr(f"pkt.lookahead<bit<{offset + width}>>()[{width - 1}:0]", ty)
+            return P4Text(f"pkt.lookahead<bit<{width}>>()", ty)
+        return P4Text(f"pkt.lookahead<bit<{offset + width}>>()[{width - 1}:0]", ty)
 
-    def op(self, v: object) -> Expr:
+    def op(self, v: object) -> P4Text:
         if isinstance(v, dict) and "type" in v and "op" not in v:
             return self(v)
         if not isinstance(v, dict) or "op" not in v:
@@ -192,9 +192,9 @@ class Translator:
             c = convert(self(v.get("cond")), BOOL)
             a, b = self(v.get("left")), self(v.get("right"))
             if a.ty.kind in ("bool", "header"):
-                return Expr(f"({c} ? {a.code} : {convert(b, a.ty)})", a.ty)
+                return P4Text(f"({c} ? {a.code} : {convert(b, a.ty)})", a.ty)
             ty = _common(a, b)
-            return Expr(f"({c} ? {convert(a, ty)} : {convert(b, ty)})", ty)
+            return P4Text(f"({c} ? {convert(a, ty)} : {convert(b, ty)})", ty)
         unary = _UNARY.get(op)
         if unary is not None:
             raw = v.get("right")
@@ -208,7 +208,7 @@ class Translator:
         left, right = self(v.get("left")), self(v.get("right"))
         return self.binary(op, left, right)
 
-    def saturate(self, signed: bool, raw: object, width: Expr) -> Expr:
+    def saturate(self, signed: bool, raw: object, width: P4Text) -> P4Text:
         """``sat_cast``/``usat_cast``: the value (computed without wrapping) clamped to
         ``width`` bits."""
         if width.value is None:
@@ -228,58 +228,58 @@ class Translator:
             value = convert(e, wide)
         ty = Ty("int" if signed else "bit", w)
         lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
-        clamp = convert(Expr(value, wide), ty)
-        return Expr(f"(({value} < {literal(lo, wide)}) ? {literal(lo, ty)} : "
+        clamp = convert(P4Text(value, wide), ty)
+        return P4Text(f"(({value} < {literal(lo, wide)}) ? {literal(lo, ty)} : "
                     f"(({value} > {literal(hi, wide)}) ? {literal(hi, ty)} : {clamp}))", ty)
 
-    def cast(self, op: str, e: Expr, width: Expr) -> Expr:
+    def cast(self, op: str, e: P4Text, width: P4Text) -> P4Text:
         if width.value is None or op != "two_comp_mod":
             raise self.error(f"operation {op!r} is not supported")
         ty = Ty("int", width.value)
-        return Expr(convert(e, ty), ty)
+        return P4Text(convert(e, ty), ty)
 
-    def binary(self, op: str, a: Expr, b: Expr) -> Expr:
+    def binary(self, op: str, a: P4Text, b: P4Text) -> P4Text:
         if op in ("and", "or"):
             sym = "&&" if op == "and" else "||"
-            return Expr(f"({convert(a, BOOL)} {sym} {convert(b, BOOL)})", BOOL)
+            return P4Text(f"({convert(a, BOOL)} {sym} {convert(b, BOOL)})", BOOL)
         if op in COMPARE:
             return self.compare(op, a, b)
         if op in ARITH:
             if a.value is not None and b.value is not None:
                 return _fold(op, a.value, b.value)
             ty = _common(a, b)
-            return Expr(f"({convert(a, ty)} {op} {convert(b, ty)})", ty)
+            return P4Text(f"({convert(a, ty)} {op} {convert(b, ty)})", ty)
         if op in ("<<", ">>"):
             return self.shift(op, a, b)
         if op in ("/", "%"):
             ty = _common(a, b)
-            return Expr(f"({convert(a, ty)} {op} {convert(b, ty)})", ty)
+            return P4Text(f"({convert(a, ty)} {op} {convert(b, ty)})", ty)
         if op in ("dereference_header_stack", "dereference_union_stack"):
-            return Expr(f"{a.code}[{convert(b, Ty('bit', 32))}]", Ty("header"), htype=a.htype)
+            return P4Text(f"{a.code}[{convert(b, Ty('bit', 32))}]", Ty("header"), htype=a.htype)
         raise self.error(f"operation {op!r} is not supported")
 
-    def compare(self, op: str, a: Expr, b: Expr) -> Expr:
+    def compare(self, op: str, a: P4Text, b: P4Text) -> P4Text:
         if a.ty.kind == "error" or b.ty.kind == "error":
             err, lit = (a, b) if a.ty.kind == "error" else (b, a)
             if lit.value is None or op not in ("==", "!="):
                 raise self.error("only comparisons of parser_error with a constant are "
                                  "supported")
-            return Expr(f"({err.code} {op} error.{self.ctx.error_name(self.node, lit.value)})",
+            return P4Text(f"({err.code} {op} error.{self.ctx.error_name(self.node, lit.value)})",
                         BOOL)
         if a.ty.kind == "varbit" and b.ty.kind == "varbit" and op in ("==", "!="):
-            return Expr(f"({a.code} {op} {b.code})", BOOL)
+            return P4Text(f"({a.code} {op} {b.code})", BOOL)
         if a.ty.kind in ("varbit", "stack") or b.ty.kind in ("varbit", "stack"):
             raise self.error(f"operation {op!r} on varbit or stack values is not supported")
         if a.ty.kind == "bool" and b.ty.kind == "bool":
-            return Expr(f"({a.code} {op} {b.code})", BOOL)
+            return P4Text(f"({a.code} {op} {b.code})", BOOL)
         if a.ty.kind == "header" or b.ty.kind == "header":
             raise self.error("comparing headers is not supported")
         ty = _common(a, b)
         if a.ty.kind != b.ty.kind and "lit" not in (a.ty.kind, b.ty.kind):
             ty = Ty("int", ty.width + 1)
-        return Expr(f"({convert(a, ty)} {op} {convert(b, ty)})", BOOL)
+        return P4Text(f"({convert(a, ty)} {op} {convert(b, ty)})", BOOL)
 
-    def shift(self, op: str, a: Expr, b: Expr) -> Expr:
+    def shift(self, op: str, a: P4Text, b: P4Text) -> P4Text:
         if a.value is not None and b.value is not None:
             return _fold(op, a.value, b.value)
         width = _width_of(a)
@@ -289,49 +289,49 @@ class Translator:
             width = max(width, min(width + VARIABLE_SHIFT_WIDTH, 128))
         ty = Ty(a.ty.kind if a.ty.kind != "lit" else "bit", width)
         amount = str(b.value) if b.value is not None else convert(b, Ty("bit", b.ty.width or 8))
-        return Expr(f"({convert(a, ty)} {op} {amount})", ty)
+        return P4Text(f"({convert(a, ty)} {op} {amount})", ty)
 
-    def access_field(self, a: Expr, index: object) -> Expr:
+    def access_field(self, a: P4Text, index: object) -> P4Text:
         fields = a.htype.fields if a.htype is not None else []
         if not isinstance(index, int) or not 0 <= index < len(fields):
             raise self.error(f"access_field: no field {index!r} in {a.code}")
         _, p4name, ty = fields[index]
-        return Expr(f"{a.code}.{p4name}", ty)
+        return P4Text(f"{a.code}.{p4name}", ty)
 
 
-def _fold(op: str, x: int, y: int) -> Expr:
+def _fold(op: str, x: int, y: int) -> P4Text:
     value = {"+": x + y, "-": x - y, "*": x * y, "&": x & y, "|": x | y, "^": x ^ y,
              "<<": x << y, ">>": x >> y}[op]
-    return Expr(str(value), LIT, value)
+    return P4Text(str(value), LIT, value)
 
 
-def _not(t: Translator, e: Expr) -> Expr:
-    return Expr(f"(!{convert(e, BOOL)})", BOOL)
+def _not(t: Translator, e: P4Text) -> P4Text:
+    return P4Text(f"(!{convert(e, BOOL)})", BOOL)
 
 
-def _neg(t: Translator, e: Expr) -> Expr:
+def _neg(t: Translator, e: P4Text) -> P4Text:
     if e.value is not None:
-        return Expr(str(~e.value), LIT, ~e.value)
-    return Expr(f"(~{e.code})", e.ty)
+        return P4Text(str(~e.value), LIT, ~e.value)
+    return P4Text(f"(~{e.code})", e.ty)
 
 
-def _valid(t: Translator, raw: object) -> Expr:
+def _valid(t: Translator, raw: object) -> P4Text:
     if isinstance(raw, dict) and raw.get("type") == "header":
-        return Expr(f"{t.header(raw.get('value')).code}.isValid()", BOOL)
-    return Expr(f"{t(raw).code}.isValid()", BOOL)
+        return P4Text(f"{t.header(raw.get('value')).code}.isValid()", BOOL)
+    return P4Text(f"{t(raw).code}.isValid()", BOOL)
 
 
-def _d2b(t: Translator, e: Expr) -> Expr:
-    return Expr(convert(e, BOOL), BOOL)
+def _d2b(t: Translator, e: P4Text) -> P4Text:
+    return P4Text(convert(e, BOOL), BOOL)
 
 
-def _b2d(t: Translator, e: Expr) -> Expr:
+def _b2d(t: Translator, e: P4Text) -> P4Text:
     ty = Ty("bit", 1)
-    return Expr(convert(e, ty), ty, boolean=e.code if e.ty == BOOL else None)
+    return P4Text(convert(e, ty), ty, boolean=e.code if e.ty == BOOL else None)
 
 
-def _last_index(t: Translator, e: Expr) -> Expr:
-    return Expr(f"{e.code}.lastIndex", Ty("bit", 32))
+def _last_index(t: Translator, e: P4Text) -> P4Text:
+    return P4Text(f"{e.code}.lastIndex", Ty("bit", 32))
 
 
 _UNARY = {"not": _not, "~": _neg, "valid": _valid, "valid_union": _valid, "d2b": _d2b, "b2d": _b2d,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from softswitch.bmv2json.context import KEYWORDS, Context, Ty, ident
 from softswitch.bmv2json.exprs import Translator, convert
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.reader import JsonNode
 
 ALGORITHMS = {"crc32", "crc32_custom", "crc16", "crc16_custom", "random", "identity",
               "csum16", "xor16"}
@@ -63,7 +63,7 @@ def declarations(ctx: Context) -> list[str]:
     return out
 
 
-def _meter_type(node: Node) -> str:
+def _meter_type(node: JsonNode) -> str:
     kind = node.get("type", str)
     if kind not in METER_TYPES:
         raise node.error(f"meter type {kind!r} is not supported")
@@ -92,7 +92,7 @@ def direct_declarations(ctx: Context, table: str) -> tuple[list[str], list[str]]
     return decls, props
 
 
-def _result_width(ctx: Context, node: Node) -> int:
+def _result_width(ctx: Context, node: JsonNode) -> int:
     target = node.get("result_target", list)
     tr = Translator(ctx, node)
     return tr.field(target).ty.width
@@ -143,7 +143,7 @@ def learn_list(tr: Translator, list_id: int | None) -> tuple[str, str]:
     return learn_type(node), "{" + ", ".join(values) + "}"
 
 
-def learn_type(node: Node) -> str:
+def learn_type(node: JsonNode) -> str:
     """The digest's struct type: the learn list's name (P4Info names digests by it)."""
     name = node.get("name", str)
     taken = name in KEYWORDS or name in ("headers_t", "metadata_t") or name.startswith(

@@ -13,14 +13,14 @@ from softswitch.bmv2json import tables
 from softswitch.bmv2json.actions import action_name, call
 from softswitch.bmv2json.context import BOOL, Context, ident
 from softswitch.bmv2json.exprs import Translator, convert
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.reader import JsonNode
 
 END = ""
 
 class Flow:
     """The apply block of one pipeline, structured from its graph of nodes."""
 
-    def __init__(self, ctx: Context, pipe: Node) -> None:
+    def __init__(self, ctx: Context, pipe: JsonNode) -> None:
         self.ctx = ctx
         self.pipe = pipe
         self.tables = {t.get("name", str): t for t in pipe.items("tables")}

@@ -11,11 +11,19 @@ become P4 ``header_union`` types and fields.
 
 from __future__ import annotations
 
-from softswitch.bmv2json.context import CORE_ERRORS, STD, Context, HeaderType, Instance, Ty, ident
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.context import (
+    CORE_ERRORS,
+    STD,
+    Context,
+    Instance,
+    JsonHeaderType,
+    Ty,
+    ident,
+)
+from softswitch.bmv2json.reader import JsonNode
 
 
-def _field_ty(node: Node, spec: list, varbit_bits: int | None) -> Ty:
+def _field_ty(node: JsonNode, spec: list, varbit_bits: int | None) -> Ty:
     if len(spec) < 2 or not isinstance(spec[0], str):
         raise node.error(f"malformed field {spec!r}")
     width = spec[1]
@@ -29,7 +37,7 @@ def _field_ty(node: Node, spec: list, varbit_bits: int | None) -> Ty:
     return Ty("int" if signed else "bit", width)
 
 
-def _header_type(node: Node) -> HeaderType:
+def _header_type(node: JsonNode) -> JsonHeaderType:
     name = node.get("name", str)
     max_length = node.get("max_length", int, default=None)
     specs = node.get("fields", list)
@@ -42,7 +50,7 @@ def _header_type(node: Node) -> HeaderType:
     fields = []
     for spec in specs:
         fields.append((spec[0], ident(spec[0], "f_"), _field_ty(node, spec, max_length)))
-    return HeaderType(name, ident(name, "T_"), fields)
+    return JsonHeaderType(name, ident(name, "T_"), fields)
 
 
 def collect(ctx: Context) -> None:
@@ -67,7 +75,7 @@ def collect(ctx: Context) -> None:
         ctx.errors[pair[1]] = pair[0]
 
 
-def _htype(ctx: Context, node: Node) -> HeaderType:
+def _htype(ctx: Context, node: JsonNode) -> JsonHeaderType:
     name = node.get("header_type", str)
     if name in ctx.unions:
         raise node.error(f"header type {name!r} is a header union: a header union outside "
@@ -113,7 +121,7 @@ def _unions(ctx: Context) -> dict[int, str]:
     return members
 
 
-def _instance(ctx: Context, node: Node, in_stack: set[int], members: dict[int, str]) -> None:
+def _instance(ctx: Context, node: JsonNode, in_stack: set[int], members: dict[int, str]) -> None:
     name = node.get("name", str)
     ht = _htype(ctx, node)
     if node.get("id", int) in members:

@@ -11,14 +11,14 @@ emits its ``order``.
 from __future__ import annotations
 
 from softswitch.bmv2json import primitives
-from softswitch.bmv2json.context import BOOL, Context, Expr, Ty, ident
+from softswitch.bmv2json.context import BOOL, Context, P4Text, Ty, ident
 from softswitch.bmv2json.exprs import Translator, convert, hexstr
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.reader import JsonNode
 
 BITS = Ty("bit", 32)
 
 
-def _state_name(name: object, node: Node) -> str:
+def _state_name(name: object, node: JsonNode) -> str:
     if name is None:
         return "accept"
     if not isinstance(name, str):
@@ -26,7 +26,7 @@ def _state_name(name: object, node: Node) -> str:
     return ident(name, "st_")
 
 
-def _op(b: primitives.Body, op: dict, node: Node) -> list[str]:
+def _op(b: primitives.Body, op: dict, node: JsonNode) -> list[str]:
     kind = op.get("op")
     ps = op.get("parameters", [])
     tr = b.tr
@@ -52,7 +52,7 @@ def _op(b: primitives.Body, op: dict, node: Node) -> list[str]:
     raise node.error(f"parser operation {kind!r} is not supported")
 
 
-def _extracted(tr: Translator, p: dict, node: Node) -> str:
+def _extracted(tr: Translator, p: dict, node: JsonNode) -> str:
     """The header an ``extract`` writes: a header, or a stack's next element."""
     if p.get("type") == "stack":
         return f"{tr.header(p.get('value')).code}.next"
@@ -83,7 +83,7 @@ def _joined(parts: list[int], widths: list[int]) -> list[int]:
     return [value]
 
 
-def _keyset(tr: Translator, t: Node, keys: list[Expr], joined: bool) -> str:
+def _keyset(tr: Translator, t: JsonNode, keys: list[P4Text], joined: bool) -> str:
     kind = t.get("type", str)
     if kind == "default":
         return "default"
@@ -102,14 +102,14 @@ def _keyset(tr: Translator, t: Node, keys: list[Expr], joined: bool) -> str:
     items = []
     for i, (v, w) in enumerate(zip(values, widths, strict=True)):
         ty = Ty("bit", w)
-        lit = convert(Expr(str(v), Ty("lit"), v), ty)
+        lit = convert(P4Text(str(v), Ty("lit"), v), ty)
         if masks is not None:
-            lit = f"{lit} &&& {convert(Expr(str(masks[i]), Ty('lit'), masks[i]), ty)}"
+            lit = f"{lit} &&& {convert(P4Text(str(masks[i]), Ty('lit'), masks[i]), ty)}"
         items.append(lit)
     return items[0] if len(items) == 1 else "(" + ", ".join(items) + ")"
 
 
-def _state(ctx: Context, node: Node) -> tuple[list[str], list[str]]:
+def _state(ctx: Context, node: JsonNode) -> tuple[list[str], list[str]]:
     b = primitives.Body(Translator(ctx, node))
     body: list[str] = []
     for op in node.get("parser_ops", list):
@@ -122,7 +122,7 @@ def _state(ctx: Context, node: Node) -> tuple[list[str], list[str]]:
         nxt = transitions[0].get("next_state", object, default=None) if transitions else None
         body.append(f"transition {_state_name(nxt, node)};")
     else:
-        keys = [k if k.ty.kind != "bool" else Expr(convert(k, Ty("bit", 1)), Ty("bit", 1))
+        keys = [k if k.ty.kind != "bool" else P4Text(convert(k, Ty("bit", 1)), Ty("bit", 1))
                 for k in keys]
         # a value set over several fields matches them as one bit string (BMv2's key)
         joined = len(keys) > 1 and any(t.get("type", str) == "parse_vset" for t in transitions)

@@ -14,9 +14,9 @@ import itertools
 from collections.abc import Callable
 
 from softswitch.bmv2json import externs
-from softswitch.bmv2json.context import BOOL, Expr, Ty
+from softswitch.bmv2json.context import BOOL, P4Text, Ty
 from softswitch.bmv2json.exprs import Translator, convert, hexstr
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.reader import JsonNode
 
 INDEX = Ty("bit", 32)
 _TEMPS = itertools.count()
@@ -127,7 +127,7 @@ def _register_read(b: Body, p: list) -> list[str]:
     if dest.ty == ty:
         return [f"{name}.read({dest.code}, {index});"]
     tmp = b.temp(ty)
-    return [f"{name}.read({tmp}, {index});", f"{dest.code} = {convert(Expr(tmp, ty), dest.ty)};"]
+    return [f"{name}.read({tmp}, {index});", f"{dest.code} = {convert(P4Text(tmp, ty), dest.ty)};"]
 
 
 def _register_write(b: Body, p: list) -> list[str]:
@@ -198,7 +198,7 @@ HANDLERS: dict[str, tuple[int, Callable[[Body, list], list[str]]]] = {
 }
 
 
-def statements(b: Body, prims: list, where: Node) -> list[str]:
+def statements(b: Body, prims: list, where: JsonNode) -> list[str]:
     """The statements of a primitive list (``where`` names the object holding it)."""
     b.end = len(prims)
     return _block(b, prims, 0, len(prims), where)
@@ -219,7 +219,7 @@ def _loops_to(b: Body, prim: object, start: int) -> bool:
     return b.const(b.params(prim, 1)[-1]) == start
 
 
-def _block(b: Body, prims: list, lo: int, hi: int, where: Node,
+def _block(b: Body, prims: list, lo: int, hi: int, where: JsonNode,
            loop: tuple[int, int] | None = None) -> list[str]:
     """Statements of ``prims[lo:hi]``; ``loop`` is (test, exit) of the enclosing loop."""
     out: list[str] = []
@@ -244,7 +244,7 @@ def _block(b: Body, prims: list, lo: int, hi: int, where: Node,
     return out
 
 
-def _leave(b: Body, prim: dict, i: int, where: Node, loop: tuple[int, int] | None) -> str:
+def _leave(b: Body, prim: dict, i: int, where: JsonNode, loop: tuple[int, int] | None) -> str:
     """A ``_jump`` out of its block: ``break``, ``continue`` or ``return``."""
     target = b.const(b.params(prim, 1)[-1])
     if loop is not None and target == loop[1]:
@@ -264,7 +264,7 @@ def _exits(b: Body, prim: object, loop: tuple[int, int] | None, hi: int) -> bool
     return (loop is not None and target in loop) or (target > hi and target == b.end)
 
 
-def _loop(b: Body, prims: list, i: int, exit_: int, cond: str, where: Node) -> list[str]:
+def _loop(b: Body, prims: list, i: int, exit_: int, cond: str, where: JsonNode) -> list[str]:
     """A loop tested at ``i``: the statements after the last forward jump target inside it
     are its update (what ``continue`` jumps to), the rest its body."""
     jumps = [(pos, b.const(b.params(prims[pos], 1)[-1])) for pos in range(i + 1, exit_ - 1)
@@ -280,7 +280,7 @@ def _loop(b: Body, prims: list, i: int, exit_: int, cond: str, where: Node) -> l
     return [f"for (; {cond}; {clause}) {{", *("    " + s for s in body), "}"]
 
 
-def _branch(b: Body, prims: list, i: int, hi: int, where: Node,
+def _branch(b: Body, prims: list, i: int, hi: int, where: JsonNode,
             loop: tuple[int, int] | None) -> tuple[list[str], int]:
     """The loop or ``if``/``else`` a ``_jump_if_zero`` at ``i`` opens, and where it ends."""
     prim = prims[i]

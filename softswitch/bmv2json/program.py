@@ -12,7 +12,7 @@ from __future__ import annotations
 from softswitch.bmv2json import controls, externs, headers, parsers
 from softswitch.bmv2json.context import Context
 from softswitch.bmv2json.exprs import Unconvertible
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.reader import JsonNode
 
 PIPELINES = (("ingress", "I"), ("egress", "E"))
 
@@ -23,7 +23,7 @@ def _checksum_control(ctx: Context, name: str, verify: bool) -> list[str]:
             *("        " + c for c in calls), "    }", "}"]
 
 
-def context(root: Node) -> Context:
+def context(root: JsonNode) -> Context:
     """The resolved names of ``root`` (a BMv2 JSON document)."""
     ctx = Context(root)
     headers.collect(ctx)
@@ -36,7 +36,7 @@ def context(root: Node) -> Context:
     return ctx
 
 
-def to_p4(root: Node) -> str:
+def to_p4(root: JsonNode) -> str:
     """P4_16 source text (v1model) equivalent to the BMv2 JSON document ``root``."""
     try:
         return _generate(root)
@@ -46,7 +46,7 @@ def to_p4(root: Node) -> str:
         raise root.error(f"malformed BMv2 JSON ({type(e).__name__}: {e})") from None
 
 
-def _generate(root: Node) -> str:
+def _generate(root: JsonNode) -> str:
     ctx = context(root)
     pipes = {p.get("name", str): p for p in root.items("pipelines")}
     for name in pipes:

@@ -2,7 +2,7 @@
 
 ``read_document`` parses the JSON (a syntax error names ``file:line:col``) and checks
 that it is a BMv2 document (``header_types``, ``headers``, ``parsers``, ``pipelines``,
-``actions`` present, a known format version). ``Node`` wraps one JSON object with its
+``actions`` present, a known format version). ``JsonNode`` wraps one JSON object with its
 path (``actions[3] "foo"``) so every later step can refuse what it cannot run with an
 error naming the object and its line, never a ``KeyError`` or ``TypeError``.
 """
@@ -50,7 +50,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class Node:
+class JsonNode:
     """One JSON object (or array) at ``path`` inside the document ``source``."""
 
     value: Any
@@ -74,19 +74,19 @@ class Node:
             raise self.error(f"member \"{key}\" has the wrong type ({type(got).__name__})")
         return got
 
-    def child(self, key: str | int, label: str | None = None) -> Node:
+    def child(self, key: str | int, label: str | None = None) -> JsonNode:
         """The node of member ``key`` (an index for arrays), labelled by its name."""
         sub = self.value[key]
         base = f"{self.path}." if self.path else ""
         path = f"{base}{key}" if isinstance(key, str) else f"{self.path}[{key}]"
         if label is None and isinstance(sub, dict) and isinstance(sub.get("name"), str):
             label = sub["name"]
-        return Node(sub, f"{path} \"{label}\"" if label else path, self.source)
+        return JsonNode(sub, f"{path} \"{label}\"" if label else path, self.source)
 
-    def items(self, key: str) -> list[Node]:
+    def items(self, key: str) -> list[JsonNode]:
         """The elements of the array member ``key`` (empty when absent or null)."""
         arr = self.get(key, list, default=[])
-        node = Node(arr, f"{self.path}.{key}" if self.path else key, self.source)
+        node = JsonNode(arr, f"{self.path}.{key}" if self.path else key, self.source)
         return [node.child(i) for i in range(len(arr))]
 
 
@@ -115,7 +115,7 @@ def _decoded(data: bytes, file: str) -> str:
         raise LoadError("BMv2 JSON is not UTF-8 text", SourceLoc(file, line, col)) from None
 
 
-def read_document(text: str, file: str) -> Node:
+def read_document(text: str, file: str) -> JsonNode:
     """Parse and check the top-level shape of a BMv2 JSON document."""
     try:
         doc = json.loads(text)
@@ -126,7 +126,7 @@ def read_document(text: str, file: str) -> Node:
     if not isinstance(doc, dict):
         raise LoadError("not a BMv2 JSON document: the top level is not an object",
                         SourceLoc(file, 1, 1))
-    root = Node(doc, "", Source(file, text))
+    root = JsonNode(doc, "", Source(file, text))
     missing = [k for k in REQUIRED if k not in doc]
     if missing:
         raise root.error("not a BMv2 JSON document: missing " + ", ".join(missing))

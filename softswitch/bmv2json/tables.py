@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from softswitch.bmv2json import externs
 from softswitch.bmv2json.actions import action_name, call
-from softswitch.bmv2json.context import Context, Expr, Ty, ident
+from softswitch.bmv2json.context import Context, P4Text, Ty, ident
 from softswitch.bmv2json.exprs import Translator, convert, hexstr
-from softswitch.bmv2json.reader import Node
+from softswitch.bmv2json.reader import JsonNode
 
 MATCH_KINDS = {"exact", "lpm", "ternary", "range", "optional"}
 
@@ -23,7 +23,7 @@ def made_by_p4c(name: str) -> bool:
     prefix; a user's always do (``ingress.t``). p4c hides its own from P4Info."""
     return "." not in name
 
-def inlined(table: Node) -> bool:
+def inlined(table: JsonNode) -> bool:
     """A keyless table p4c made around one fixed action call: the call itself."""
     entry = table.get("default_entry", dict, default={})
     return (made_by_p4c(table.get("name", str)) and not table.get("key", list)
@@ -33,13 +33,13 @@ def inlined(table: Node) -> bool:
             and not table.get("direct_meters", object, default=None)
             and len(set(table.get("next_tables", dict).values())) <= 1)
 
-def _target(tr: Translator, key: Node) -> Expr:
+def _target(tr: Translator, key: JsonNode) -> P4Text:
     """What a key element matches: a field, or an expression (a stack element's field)."""
     target = key.get("target", (list, dict))
     return tr(target) if isinstance(target, dict) else tr.field(target)
 
 
-def _key(ctx: Context, table: Node) -> list[str]:
+def _key(ctx: Context, table: JsonNode) -> list[str]:
     tr = Translator(ctx, table)
     out = []
     for k in table.items("key"):
@@ -50,13 +50,13 @@ def _key(ctx: Context, table: Node) -> list[str]:
         code = e.code if e.ty.kind != "bool" else convert(e, Ty("bit", 1))
         mask = k.get("mask", str, default=None)
         if mask is not None:
-            code = f"({code} & {convert(Expr(mask, Ty('lit'), hexstr(k, mask)), e.ty)})"
+            code = f"({code} & {convert(P4Text(mask, Ty('lit'), hexstr(k, mask)), e.ty)})"
         name = k.get("name", str, default=None)
         ann = f' @name("{name}")' if name else ""
         out.append(f"        {code}: {kind}{ann};")
     return out
 
-def _key_types(ctx: Context, table: Node) -> list[Ty]:
+def _key_types(ctx: Context, table: JsonNode) -> list[Ty]:
     tr = Translator(ctx, table)
     out = []
     for k in table.items("key"):
@@ -65,17 +65,17 @@ def _key_types(ctx: Context, table: Node) -> list[Ty]:
     return out
 
 
-def _entry_key(node: Node, mk: Node, ty: Ty) -> str:
+def _entry_key(node: JsonNode, mk: JsonNode, ty: Ty) -> str:
     kind = mk.get("match_type", str)
 
     def lit(raw: object) -> str:
-        return convert(Expr("", Ty("lit"), hexstr(mk, raw)), ty)
+        return convert(P4Text("", Ty("lit"), hexstr(mk, raw)), ty)
     if kind == "exact":
         return lit(mk.get("key", str))
     if kind == "lpm":
         plen = mk.get("prefix_length", int)
         mask = ((1 << plen) - 1) << (ty.width - plen)
-        return f"{lit(mk.get('key', str))} &&& {convert(Expr('', Ty('lit'), mask), ty)}"
+        return f"{lit(mk.get('key', str))} &&& {convert(P4Text('', Ty('lit'), mask), ty)}"
     if kind in ("ternary", "optional"):
         mask_text = mk.get("mask", str, default=None)
         if mask_text is None:
@@ -85,7 +85,7 @@ def _entry_key(node: Node, mk: Node, ty: Ty) -> str:
         return f"{lit(mk.get('start', str))} .. {lit(mk.get('end', str))}"
     raise mk.error(f"match type {kind!r} is not supported in const entries")
 
-def _entries(ctx: Context, table: Node) -> list[str]:
+def _entries(ctx: Context, table: JsonNode) -> list[str]:
     entries = table.items("entries")
     if not entries:
         return []
@@ -102,7 +102,7 @@ def _entries(ctx: Context, table: Node) -> list[str]:
     out.append("    }")
     return out
 
-def profiles(ctx: Context, pipe: Node) -> tuple[list[str], dict[str, Node]]:
+def profiles(ctx: Context, pipe: JsonNode) -> tuple[list[str], dict[str, JsonNode]]:
     """Declarations of the pipeline's action profiles and selectors, and each by name."""
     out, by_name = [], {}
     for ap in pipe.items("action_profiles"):
@@ -121,7 +121,7 @@ def profiles(ctx: Context, pipe: Node) -> tuple[list[str], dict[str, Node]]:
                    f'{ident(name, "x_")};')
     return out, by_name
 
-def _implementation(ctx: Context, table: Node, profiles: dict[str, Node]) -> tuple[
+def _implementation(ctx: Context, table: JsonNode, profiles: dict[str, JsonNode]) -> tuple[
         list[str], list[str]]:
     """(selector key elements, table properties) of an ``indirect``/``indirect_ws`` table."""
     kind = table.get("type", str, default="simple")
@@ -141,8 +141,8 @@ def _implementation(ctx: Context, table: Node, profiles: dict[str, Node]) -> tup
             keys.append(f"        {tr(raw).code}: selector;")
     return keys, [f"implementation = {ident(name, 'x_')};"]
 
-def declaration(ctx: Context, table: Node, props: list[str],
-           profiles: dict[str, Node]) -> list[str]:
+def declaration(ctx: Context, table: JsonNode, props: list[str],
+           profiles: dict[str, JsonNode]) -> list[str]:
     name = table.get("name", str)
     selector_keys, impl = _implementation(ctx, table, profiles)
     props = props + impl
