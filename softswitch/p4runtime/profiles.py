@@ -34,7 +34,7 @@ Update = p4runtime_pb2.Update
 
 
 @dataclass(eq=False)
-class Member:
+class ProfileMember:
     profile_id: int
     member_id: int
     call: actions.ActionCall
@@ -57,7 +57,7 @@ class ActionProfiles:
     def __init__(self, switch: SwitchControl, index: P4InfoIndex) -> None:
         self.switch = switch
         self.index = index
-        self._members: dict[tuple[int, int], Member] = {}
+        self._members: dict[tuple[int, int], ProfileMember] = {}
         self._groups: dict[tuple[int, int], Group] = {}
         self._handles: dict[int, set[int]] = {}     # profile id → member handles in use
 
@@ -81,7 +81,7 @@ class ActionProfiles:
             if profile.size and sum(1 for k in self._members if k[0] == key[0]) >= profile.size:
                 raise errors.resource_exhausted(f"action profile '{name}' is full")
             call = self._call_for(profile, msg)
-            new = Member(key[0], key[1], call)
+            new = ProfileMember(key[0], key[1], call)
             self._members[key] = new
             log.push(lambda: self._members.pop(key, None))
             self._grow(new, 1, log)
@@ -115,7 +115,7 @@ class ActionProfiles:
             call = actions.parse(self.index, msg.action)
         return call
 
-    def _modify_member(self, member: Member, call: actions.ActionCall, log: UndoLog) -> None:
+    def _modify_member(self, member: ProfileMember, call: actions.ActionCall, log: UndoLog) -> None:
         old = member.call
         for table_name, record in member.users.values():
             handle = record.handle  # type: ignore[attr-defined]
@@ -129,7 +129,7 @@ class ActionProfiles:
         for gid in sorted(member.groups):
             self._refresh_users(self._groups[(member.profile_id, gid)], log)
 
-    def _grow(self, member: Member, count: int, log: UndoLog) -> None:
+    def _grow(self, member: ProfileMember, count: int, log: UndoLog) -> None:
         """Give a member at least ``count`` target handles, each the lowest free one of
         its profile (BMv2's handle allocator), as PI does for weights above 1."""
         used = self._handles.setdefault(member.profile_id, set())
@@ -145,7 +145,7 @@ class ActionProfiles:
                 member.handles.remove(h)
             log.push(release)
 
-    def member_call(self, table: TableIndex, member_id: int) -> Member:
+    def member_call(self, table: TableIndex, member_id: int) -> ProfileMember:
         """The member a table entry points to (INVALID_ARGUMENT if there is none)."""
         member = self._members.get((table.info.implementation_id, member_id))
         if member is None:
@@ -219,7 +219,7 @@ class ActionProfiles:
         """What the switch runs for a group: one (action, args) per target member
         handle of its members (weight handles each), in BMv2's handle order."""
         pid = group.msg.action_profile_id
-        slots: list[tuple[int, Member]] = []
+        slots: list[tuple[int, ProfileMember]] = []
         for m in group.msg.members:
             member = self._members[(pid, m.member_id)]
             weight = max(m.weight, 1)

@@ -34,7 +34,7 @@ from softswitch.p4runtime.entryplan import TablePlan
 from softswitch.p4runtime.entrywire import CHECKED_LEN, Checked, Decoded
 from softswitch.p4runtime.meters import MeterDriver
 from softswitch.p4runtime.p4index import P4InfoIndex, TableIndex
-from softswitch.p4runtime.profiles import ActionProfiles, Group, Member
+from softswitch.p4runtime.profiles import ActionProfiles, Group, ProfileMember
 from softswitch.p4runtime.undo import UndoLog
 
 Update = p4runtime_pb2.Update
@@ -58,7 +58,7 @@ class Record:
     key: matches.MatchKey = ((), 0)
     wire: bytes | None = None      # the serialized Entity, cached for Read
     idle_notified: bool = False    # an idle-timeout notification went out (see idle.py)
-    member: Member | None = None   # the action profile member the entry points to
+    member: ProfileMember | None = None   # the action profile member the entry points to
     group: Group | None = None     # the selector group the entry points to
     oneshot: list[actions.ActionCall] | None = None   # a one-shot action set's actions
     # What the switch picks from per packet (group and one-shot entries), else None
@@ -122,7 +122,7 @@ class _Binding:
     """What an entry's ``action`` field resolves to (exactly one of the kinds)."""
 
     call: actions.ActionCall | None = None
-    member: Member | None = None
+    member: ProfileMember | None = None
     group: Group | None = None
     oneshot: list[tuple[actions.ActionCall, int]] | None = None   # (action, weight)
 
@@ -418,7 +418,7 @@ class TableEntries:
             self.switch.table_modify(name, handle, call.name, call.args)
 
     @staticmethod
-    def _use(owner: Member | Group | None, table_name: str, record: Record, log: UndoLog,
+    def _use(owner: ProfileMember | Group | None, table_name: str, record: Record, log: UndoLog,
              add: bool) -> None:
         """Track which entries use a member or group (their MODIFY rewrites them)."""
         if owner is None:
