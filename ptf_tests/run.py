@@ -120,12 +120,12 @@ def parse_args(argv: list[str]) -> Options:
     if ns.target == "bmv2" and config == "artifact":
         p.error("--config artifact: BMv2 takes p4c's BMv2 JSON (--config json or "
                 "json-wrapped)")
-    if ns.suite == "nic" and config != "artifact":
-        p.error("--suite nic: the NIC program is PNA, and p4c's PNA JSON is not loaded")
     if ns.suite == "nic":
         if ns.target != "softswitch":
             p.error("--suite nic runs on softswitch only: BMv2's pna_nic cannot run p4c's "
                     "generic PNA programs")
+        if config != "artifact":
+            p.error("--suite nic: the NIC program is PNA, and p4c's PNA JSON is not loaded")
         if "--ports" not in " ".join(argv[:split]):
             ns.ports = f"{NIC_HOST_PORT},{NIC_NET_PORT}"
     try:
