@@ -127,7 +127,8 @@ class _Parser(argparse.ArgumentParser):
 def _switch_parser() -> _Parser:
     p = _Parser(prog="softswitch run", description="Run a P4 program on network interfaces "
                 "with a P4Runtime server (simple_switch_grpc command line).")
-    p.add_argument("program", nargs="?", help="P4_16 source (.p4) or softswitch artifact")
+    p.add_argument("program", nargs="?", help="P4_16 source (.p4), p4c's BMv2 JSON (as "
+                   "simple_switch PROG.json) or a softswitch artifact")
     p.add_argument("--no-p4", action="store_true",
                    help="start without a program; a controller sets it over P4Runtime")
     p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
@@ -594,7 +595,8 @@ def _start_runtime_channel(opts: RunOptions, device: Device, tm: TrafficManager,
                              checkpoint=plane.calls.checkpoint, ports=plane.port_status)
     servers: list[RuntimeChannelServer] = []
     thrift = runtime_api(channel, tm, lambda: (
-        device.current.config if device.current is not None else None))
+        device.current.config if device.current is not None else None),
+        opts.device_id, opts.thrift_port or 0)
     try:
         if opts.thrift_port is not None:
             servers.append(RuntimeChannelServer(channel, opts.runtime_bind, opts.thrift_port,
