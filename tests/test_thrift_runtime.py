@@ -112,15 +112,20 @@ def test_table_add_and_dump_through_thrift_are_p4runtime_writes(switch):
 def test_counters_mirroring_multicast_and_queues(switch):
     port, _ = switch
     out = simple_switch_cli(port, "\n".join([
+        "table_reset_default ipv4_lpm",      # not implemented: refused, the CLI goes on
         "counter_read port_rx 1", "counter_read no_such_counter 1",
-        "mirroring_add 5 3", "mc_mgrp_create 7", "mc_node_create 0 1 2",
-        "mc_node_associate 7 0", "set_queue_rate 100 2", "set_queue_rate 50 2 3",
-        "set_queue_depth 64 2", ""]))
-    assert "port_rx[1]= (0 bytes, 0 packets)" in out
+        "mirroring_add 5 3", "mirroring_get 5", "mc_mgrp_create 7", "mc_node_create 0 1 2",
+        "mc_node_associate 7 0", "mc_dump", "set_queue_rate 100 2", "set_queue_rate 50 2 3",
+        "set_queue_depth 64 2", "switch_info", ""]))
+    assert "RuntimeCmd: Invalid table operation (ERROR)\nRuntimeCmd: port_rx[1]= (0 bytes, 0 " \
+        "packets)" in out
     assert "Error: Invalid counter name (no_such_counter)" in out
+    assert "MirroringSessionConfig(port=3, mgid=None)" in out
     assert "Creating multicast group 7" in out
     assert "node was created with handle 0" in out
     assert "Associating node 0 to multicast group 7" in out
+    assert "mgrp(7)\n  -> (L1h=0, rid=0) -> (ports=[1, 2], lags=[])" in out
+    assert f"thrift_port              : {port}" in out
     queues = softswitch_cli(port, "show_queues 2")
     assert "queue 3: depth 0/64 rate 50 pps" in queues
     assert "queue 0: depth 0/64 rate 100 pps" in queues
@@ -224,9 +229,9 @@ def test_an_unimplemented_method_is_thrifts_unknown_method_naming_it(served):
     try:
         assert client.bm_mt_get_num_entries(0, "ipv4_lpm") == 0
         with pytest.raises(TApplicationException) as err:
-            client.bm_mgmt_get_info()
+            client.bm_serialize_state()
         assert err.value.type == TApplicationException.UNKNOWN_METHOD
-        assert "softswitch does not implement bm_mgmt_get_info" in str(err.value)
+        assert "softswitch does not implement bm_serialize_state" in str(err.value)
         assert client.bm_mt_get_num_entries(0, "ipv4_lpm") == 0   # the connection goes on
     finally:
         transport.close()

@@ -59,13 +59,15 @@ def table_match_type(kinds: set[str]) -> str:
     return "lpm" if "lpm" in kinds else "exact"
 
 
-def _target(name: str) -> tuple[str, str]:
+def _target(name: str, table: str) -> tuple[str, str]:
     """The (header, field) of a key's P4Info name: ``hdr.ipv4.dst_addr`` → ``ipv4``,
-    ``dst_addr`` (p4c's names the header instance without its struct)."""
+    ``dst_addr`` (p4c names the header instance without its struct); a name without a
+    dot (an ``@name``) is a field of the table's own header, so two tables' ``@name``
+    keys of other widths stay apart."""
     parts = name.split(".")
     if len(parts) >= 3:
         return ".".join(parts[1:-1]), parts[-1]
-    return (parts[0], parts[1]) if len(parts) == 2 else ("$key", name)
+    return (parts[0], parts[1]) if len(parts) == 2 else (table, name)
 
 
 def from_p4info(info: p4info_pb2.P4Info) -> dict[str, Any]:
@@ -76,7 +78,7 @@ def from_p4info(info: p4info_pb2.P4Info) -> dict[str, Any]:
     for t in info.tables:
         keys = []
         for m in t.match_fields:
-            header, field = _target(m.name)
+            header, field = _target(m.name, t.preamble.name)
             fields.setdefault(header, {})[field] = m.bitwidth
             keys.append({"match_type": _MATCH.get(m.match_type, "exact"),
                          "target": [header, field], "name": m.name, "mask": None})

@@ -12,14 +12,19 @@ the code closest to its reason (``ERROR`` where none fits); the reason is logged
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from bm_runtime.simple_pre_lag import SimplePreLAG
 from bm_runtime.simple_pre_lag import ttypes as pre
+from bm_runtime.standard import Standard
 from bm_runtime.standard import ttypes as std
 from p4.v1 import p4runtime_pb2
+from sswitch_runtime import SimpleSwitch
 from sswitch_runtime import ttypes as ss
 from thrift.Thrift import TApplicationException
 
@@ -30,6 +35,7 @@ from softswitch.core.control import (
     KeyMatch,
     SwitchControl,
     TableInfo,
+    bmv2_match_type,
     from_bmv2_priority,
 )
 from softswitch.daemon.cli_channel.commands import RuntimeChannel
@@ -51,7 +57,13 @@ def _bytes(value: int, width: int) -> bytes:
 
 
 class _Service:
-    """Runs calls on the channel; a method not defined is Thrift's UNKNOWN_METHOD."""
+    """Runs calls on the channel. A method softswitch does not implement raises the
+    exception the IDL declares for it (``simple_switch_CLI`` prints it and goes on
+    with the next command, as after any refusal), with the code ``ERROR`` where its
+    family has one; a method that declares none gets Thrift's ``UNKNOWN_METHOD``. Either
+    way the reason is logged."""
+
+    service: Any = None           # the generated module of the service (its *_result)
 
     def __init__(self, channel: RuntimeChannel) -> None:
         self._channel = channel
@@ -61,6 +73,10 @@ class _Service:
             raise AttributeError(name)
 
         def unknown(*args: Any, **kwargs: Any) -> Any:
+            log.warning("Thrift call refused: softswitch does not implement %s", name)
+            declared = _declared_exception(self.service, name)
+            if declared is not None:
+                raise declared
             raise TApplicationException(TApplicationException.UNKNOWN_METHOD,
                                         f"softswitch does not implement {name}")
         return unknown
@@ -73,13 +89,34 @@ class _Service:
             raise refused() from None
 
 
+def _declared_exception(service: Any, method: str) -> Exception | None:
+    """The exception ``method``'s result declares (``ouch``), with its family's ``ERROR``
+    code (else its first code); None where it declares none."""
+    result = getattr(service, f"{method}_result", None)
+    for field in getattr(result, "thrift_spec", None) or ():
+        if field is not None and field[0] == 1 and isinstance(field[3], list):
+            cls = field[3][0]
+            ttypes = sys.modules[cls.__module__]
+            family = cls.__name__.removeprefix("Invalid") + "ErrorCode"
+            codes = getattr(ttypes, family, None)
+            code = getattr(codes, "ERROR", None)
+            if code is None and codes is not None:
+                code = min(codes._VALUES_TO_NAMES)
+            return cls(code)
+    return None
+
+
 class StandardHandler(_Service):
     """The ``standard`` service: tables, counters, registers, the program's JSON."""
 
+    service = Standard
+
     def __init__(self, channel: RuntimeChannel,
-                 config: Callable[[], p4runtime_pb2.ForwardingPipelineConfig | None]) -> None:
+                 config: Callable[[], p4runtime_pb2.ForwardingPipelineConfig | None],
+                 device_id: int = 0, thrift_port: int = 0) -> None:
         super().__init__(channel)
         self._config = config
+        self._device_id, self._thrift_port = device_id, thrift_port
 
     def _table_error(self, code: int = std.TableOperationErrorCode.ERROR
                      ) -> Callable[[], Exception]:
@@ -92,6 +129,10 @@ class StandardHandler(_Service):
 
     def bm_get_config_md5(self) -> bytes:
         return hashlib.md5(self.bm_get_config().encode()).digest()
+
+    def bm_mgmt_get_info(self) -> Any:
+        """``switch_info``: the device id and Thrift port (no other sockets)."""
+        return std.BmConfig(device_id=self._device_id, thrift_port=self._thrift_port)
 
     def bm_dev_mgr_show_ports(self) -> list[Any]:
         """The ports, with ``show_ports``'s extra info (the kernel's drops)."""
@@ -112,10 +153,8 @@ class StandardHandler(_Service):
                         action_name: str, action_data: list[bytes], options: Any) -> int:
         def add(control: SwitchControl) -> int:
             table = control.table_info(table_name)
-            prio = getattr(options, "priority", None)
             return control.table_add(table.name, _keys(table, match_key), action_name,
-                                     [_int(d) for d in action_data],
-                                     None if prio is None else from_bmv2_priority(prio))
+                                     [_int(d) for d in action_data], _priority(table, options))
         return self._run(add, self._table_error())
 
     def bm_mt_modify_entry(self, cxt_id: int, table_name: str, entry_handle: int,
@@ -149,6 +188,18 @@ class StandardHandler(_Service):
             table = control.table_info(table_name)
             return _entry(table, control.table_entry(table.name, entry_handle))
         return self._run(entry, self._table_error(std.TableOperationErrorCode.INVALID_HANDLE))
+
+    def bm_mt_get_entry_from_key(self, cxt_id: int, table_name: str, match_key: list[Any],
+                                 options: Any) -> Any:
+        def entry(control: SwitchControl) -> Any:
+            table = control.table_info(table_name)
+            wanted = _params(table, _keys(table, match_key))
+            prio = _priority(table, options)
+            for e in control.table_entries(table.name):
+                if _params(table, e.keys) == wanted and (prio is None or e.priority == prio):
+                    return _entry(table, e)
+            raise P4Error(f"table {table.name}: no entry has this key")
+        return self._run(entry, self._table_error(std.TableOperationErrorCode.BAD_MATCH_KEY))
 
     def bm_mt_get_num_entries(self, cxt_id: int, table_name: str) -> int:
         return self._run(lambda c: len(c.table_entries(table_name)), self._table_error(
@@ -205,6 +256,15 @@ class StandardHandler(_Service):
         self._run(lambda c: c.register_reset(register_name), self._register_error())
 
 
+def _priority(table: TableInfo, options: Any) -> int | None:
+    """The SwitchControl priority of BMv2 entry options; None for a table whose entries
+    have none (BMv2 ignores the priority the CLI sends for those: 0)."""
+    prio = getattr(options, "priority", None)
+    if prio is None or prio < 0 or bmv2_match_type(table) not in ("ternary", "range"):
+        return None
+    return from_bmv2_priority(prio)
+
+
 def _keys(table: TableInfo, params: list[Any]) -> list[KeyMatch]:
     """A table's key from BMv2 match parameters, in key order."""
     if len(params) != len(table.keys):
@@ -226,6 +286,11 @@ def _key(key: KeyInfo, p: Any) -> KeyMatch:
     if p.type == P.RANGE:
         return KeyMatch(key.name, "range", _int(p.range.start), high=_int(p.range.end_))
     raise P4Error(f"key {key.name}: match parameter type {p.type} is not supported")
+
+
+def _params(table: TableInfo, keys: list[KeyMatch]) -> list[Any]:
+    """A key as BMv2 gives it back (what two keys are compared on)."""
+    return [_param(k, m) for k, m in zip(table.keys, keys, strict=True)]
 
 
 def _param(key: KeyInfo, k: KeyMatch) -> Any:
@@ -250,7 +315,7 @@ def _entry(table: TableInfo, e: EntryView) -> Any:
     widths = {a.name: [w for _, w in a.params] for a in table.actions}
     data = [_bytes(v, w) for v, w in zip(e.args, widths.get(e.action, []), strict=False)]
     return std.BmMtEntry(
-        match_key=[_param(k, m) for k, m in zip(table.keys, e.keys, strict=True)],
+        match_key=_params(table, e.keys),
         entry_handle=e.handle,
         options=std.BmAddEntryOptions(
             priority=-1 if e.priority is None else BMV2_PRIORITY_BASE - e.priority),
@@ -260,6 +325,8 @@ def _entry(table: TableInfo, e: EntryView) -> Any:
 
 class PreLagHandler(_Service):
     """The ``simple_pre_lag`` service: multicast groups and nodes (group handle = id)."""
+
+    service = SimplePreLAG
 
     def _error(self) -> Callable[[], Exception]:
         return lambda: pre.InvalidMcOperation(pre.McOperationErrorCode.ERROR)
@@ -284,9 +351,24 @@ class PreLagHandler(_Service):
     def bm_mc_node_destroy(self, cxt_id: int, l1_handle: int) -> None:
         self._run(lambda c: c.mc_node_destroy(l1_handle), self._error())
 
+    def bm_mc_get_entries(self, cxt_id: int) -> str:
+        """BMv2's JSON of the groups and nodes (``mc_dump``); a node's L2 handle is its
+        own handle, there being no LAGs."""
+        def dump(control: Any) -> str:
+            groups, nodes = dict(control.mc_groups), dict(control.mc_nodes)
+            return json.dumps({
+                "mgrps": [{"id": g, "l1_handles": list(n)} for g, n in sorted(groups.items())],
+                "l1_handles": [{"handle": h, "rid": rid, "l2_handle": h}
+                               for h, (rid, _) in sorted(nodes.items())],
+                "l2_handles": [{"handle": h, "ports": sorted(ports), "lags": []}
+                               for h, (_, ports) in sorted(nodes.items())]})
+        return self._run(dump, self._error())
+
 
 class SimpleSwitchHandler(_Service):
     """The ``simple_switch`` service: mirroring sessions, queue rates and depths, time."""
+
+    service = SimpleSwitch
 
     def __init__(self, channel: RuntimeChannel, tm: TrafficManager | None) -> None:
         super().__init__(channel)
@@ -314,6 +396,15 @@ class SimpleSwitchHandler(_Service):
 
     def mirroring_mapping_delete(self, mirror_id: int) -> int:
         return self.mirroring_session_delete(mirror_id)
+
+    def mirroring_session_get(self, mirror_id: int) -> Any:
+        def get(control: Any) -> Any:
+            if mirror_id not in control.mirror:
+                raise P4Error(f"no mirroring session {mirror_id}")
+            kind, target = control.mirror[mirror_id]
+            return ss.MirroringSessionConfig(port=target if kind == "port" else None,
+                                             mgid=target if kind == "mc" else None)
+        return self._run(get, self._mirror_error())
 
     def _queues(self, fn: Callable[[TrafficManager], None]) -> int:
         """0, or (a refusal, logged) 1: BMv2 answers these calls with a code, not an
@@ -358,9 +449,9 @@ class SimpleSwitchHandler(_Service):
 
 
 def handlers(channel: RuntimeChannel, tm: TrafficManager | None,
-             config: Callable[[], p4runtime_pb2.ForwardingPipelineConfig | None]
-             ) -> dict[str, Any]:
+             config: Callable[[], p4runtime_pb2.ForwardingPipelineConfig | None],
+             device_id: int = 0, thrift_port: int = 0) -> dict[str, Any]:
     """Service name → handler, for :func:`softswitch.daemon.thrift.services.processor`."""
-    return {"standard": StandardHandler(channel, config),
+    return {"standard": StandardHandler(channel, config, device_id, thrift_port),
             "simple_pre_lag": PreLagHandler(channel),
             "simple_switch": SimpleSwitchHandler(channel, tm)}
