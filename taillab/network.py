@@ -174,7 +174,7 @@ class FabricSwitch:
         for out, done_us in self.queued.transmit_ready(now):
             net.on_switch_transmit(self, out.port, out.data, now, done_us)
         self._send_pfc(now)
-        nxt = self.queued.next_event_us(now)
+        nxt = self.tm.next_event_us(now)
         if nxt is not None and (self._scheduled is None or nxt < self._scheduled):
             # one pending wake-up: a superseded one fires as a no-op (token), so an
             # earlier arrival does not start another polling chain
@@ -189,6 +189,8 @@ class FabricSwitch:
             self.service()
 
     def _send_pfc(self, now: float) -> None:
+        if not self.tm.pfc.events:
+            return
         for ev in self.tm.pfc.take_events():
             self.net.send_pfc(self.name, ev.port, ev.priority, ev.pause)
             if ev.pause:

@@ -202,7 +202,9 @@ class TrafficManager:
                 ingress_port: int, now_us: float) -> QueuedPacket | None:
         """Queue a packet for ``egress_port``; None when dropped (full queue or a priority
         the port does not have, as BMv2)."""
-        ep = self.claim(egress_port)
+        ep = self.ports.get(egress_port)
+        if ep is None or egress_port in self.native_ports:
+            ep = self.claim(egress_port)
         queued = ep.enqueue(item, size, priority, now_us)
         self.enqueues += 1
         self.touched.add(egress_port)

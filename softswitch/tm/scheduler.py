@@ -342,14 +342,16 @@ class EgressPort:
 
     def _pick_dwrr(self, now_us: float) -> _Queue | None:
         """Deficit round robin over the weighted queues that may send now."""
-        weighted = [q for q in self.queues if q.config.weight > 0]
-        if not weighted:
-            return None
-        for q in weighted:
-            if not q.packets:
-                q.deficit = 0
-        candidates = [q for q in weighted if q.eligible(now_us)]
-        if not candidates:
+        weighted = []
+        eligible = False
+        for q in self.queues:
+            if q.config.weight > 0:
+                weighted.append(q)
+                if not q.packets:
+                    q.deficit = 0
+                elif not eligible:
+                    eligible = q.eligible(now_us)
+        if not eligible:
             return None
         # Classic DRR: arriving at a queue adds one quantum; the queue keeps the turn while
         # its deficit covers its head packet, then the turn moves on. Bounded loop: a head
@@ -357,16 +359,17 @@ class EgressPort:
         n = len(weighted)
         for _ in range(n * 65):
             q = weighted[self._dwrr_pos % n]
-            if q.eligible(now_us):
+            packets = q.packets
+            if packets and now_us >= packets[0].send_us and now_us >= q.paused_until_us:
                 if self._dwrr_fresh:
                     q.deficit += q.config.weight * DWRR_QUANTUM_BYTES
                     self._dwrr_fresh = False
-                if q.packets[0].size <= q.deficit:
-                    q.deficit -= q.packets[0].size
+                if packets[0].size <= q.deficit:
+                    q.deficit -= packets[0].size
                     return q
             self._dwrr_pos += 1
             self._dwrr_fresh = True
-        return max(candidates, key=lambda c: c.deficit)
+        return max((c for c in weighted if c.eligible(now_us)), key=lambda c: c.deficit)
 
     # --- PFC from downstream ------------------------------------------------------------------
     def pause(self, priority: int, quanta: int, now_us: float) -> None:
