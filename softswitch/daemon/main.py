@@ -10,9 +10,9 @@ start BMv2 start softswitch unchanged::
 It serves P4Runtime (default 127.0.0.1:9559), moves frames between the interfaces and
 the pipeline, and runs until SIGINT/SIGTERM, then closes its sockets and exits 0.
 Packets wait between ingress and egress in the traffic manager's ``--priority-queues N``
-strict-priority queues (BMv2 semantics). ``--thrift-port P`` serves the runtime channel
-(``simple_switch_CLI`` commands, for ``softswitch cli --port P``) where BMv2 serves
-Thrift. BMv2 options softswitch does not need (``--nanolog`` …) are accepted and ignored.
+strict-priority queues (BMv2 semantics). ``--thrift-port P`` serves BMv2's Thrift API
+(``daemon/thrift/``) and ``softswitch cli``'s runtime channel on one port. BMv2 options
+softswitch does not need (``--nanolog`` …) are accepted and ignored.
 Softswitch extensions: ``--ingress-priority-dscp``/``--ingress-priority-max-bytes``
 (those frames read first, so a backlog of bulk frames does not delay them:
 ``ports/ingress_priority.py``), ``--dataplane-cpu N`` (the port loop's own CPU,
@@ -141,9 +141,9 @@ def _switch_parser() -> _Parser:
     p.add_argument("--log-file", metavar="PATH", help="log to PATH")
     p.add_argument("--device-id", type=int, default=0, metavar="N")
     p.add_argument("--thrift-port", type=int, metavar="P",
-                   help="serve the runtime channel (simple_switch_CLI commands, queue "
-                        "settings) on TCP port P (of --runtime-bind) for "
-                        "'softswitch cli --port P'")
+                   help="serve BMv2's Thrift runtime API (simple_switch_CLI) and the "
+                        "runtime channel ('softswitch cli --port P') on TCP port P (of "
+                        "--runtime-bind)")
     p.add_argument("--runtime-bind", default="127.0.0.1", metavar="HOST",
                    help="address the --thrift-port channel listens on (127.0.0.1)")
     p.add_argument("--runtime-socket", metavar="PATH",

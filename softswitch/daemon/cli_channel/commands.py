@@ -5,6 +5,8 @@ BMv2 exposes queue rates/depths, mirroring and table commands over Thrift to
 :mod:`softswitch.stf.commands` shared with the STF runner) over a small line protocol on
 TCP (``softswitch run … --thrift-port P``), and ``softswitch cli --port P`` is the client:
 commands from ``-c``, a file or standard input, like ``simple_switch_CLI < cmds.txt``.
+The same port serves BMv2's Thrift API to BMv2's own CLI (:mod:`softswitch.daemon.thrift`):
+a client whose first byte is Thrift's gets that instead.
 
 The traffic-manager commands it adds are listed on :class:`RuntimeChannel`. Wire format
 (:mod:`softswitch.daemon.cli_channel.framing`): one JSON object per line each way —
