@@ -155,6 +155,70 @@ def test_a_tutorial_cli_input_file_loads(switch, tmp_path):
     simple_switch_cli(port, "table_clear ipv4_lpm\n")
 
 
+ACL_P4 = """
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
+struct headers_t { ethernet_t ethernet; }
+struct meta_t { bit<32> color; }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.ethernet); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    meter(16, MeterType.packets) rate_limit;
+    register<bit<32>>(8) seen;
+    action forward(bit<9> port, bit<32> slot) {
+        sm.egress_spec = port;
+        rate_limit.execute_meter(slot, meta.color);
+        seen.write(0, meta.color);
+    }
+    action drop() { mark_to_drop(sm); }
+    table acl {
+        key = { hdr.ethernet.dst : ternary; hdr.ethernet.ether_type : exact; }
+        actions = { forward; drop; }
+        default_action = drop();
+    }
+    apply { acl.apply(); }
+}
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.ethernet); } }
+V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;
+"""
+
+
+@needs_cli
+@pytest.mark.skipif(not (P4LANG / "bin" / "p4c-bm2-ss").exists(), reason="no reference p4c")
+def test_a_program_loaded_from_p4c_json_with_priorities_meters_and_registers(tmp_path):
+    """``softswitch run PROG.json`` (p4c's BMv2 JSON, as simple_switch takes it): the CLI
+    reads that JSON back, a ternary entry keeps its BMv2 priority."""
+    (tmp_path / "acl.p4").write_text(ACL_P4)
+    subprocess.run([str(P4LANG / "bin" / "p4c-bm2-ss"), str(tmp_path / "acl.p4"), "-o",
+                    str(tmp_path / "acl.json")], check=True, capture_output=True, timeout=60)
+    thrift_port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "softswitch", "run", str(tmp_path / "acl.json"),
+         "--thrift-port", str(thrift_port), "--runtime-writes", "--", "--grpc-server-addr",
+         f"127.0.0.1:{free_port()}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_port(thrift_port, proc)
+        out = simple_switch_cli(thrift_port, "\n".join([
+            "table_add acl forward 0x000000000001&&&0xffffffffffff 0x0800 => 3 5 7",
+            "table_dump acl", "meter_set_rates rate_limit 5 0.001:10 0.002:20",
+            "meter_set_rates rate_limit 99 0.001:10 0.002:20",
+            "register_write seen 2 42", "register_read seen 2", ""]))
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=15)
+    assert "* ethernet.dst        : TERNARY   000000000001 &&& ffffffffffff\n" \
+           "* ethernet.ether_type : EXACT     0800\nPriority: 7\n" \
+           "Action entry: Ing.forward - 0003, 00000005" in out
+    assert "Dumping default entry\nAction entry: Ing.drop - " in out
+    assert out.count("Invalid meter operation (ERROR)") == 1      # only the cell 99
+    assert "seen[2]= 42" in out
+
+
 def test_bm_get_config_gives_p4c_json_as_loaded_and_else_one_made_from_p4info():
     compiled = pipeline.compile_file(str(SAMPLE), {})
     made = from_p4info(compiled.p4info)

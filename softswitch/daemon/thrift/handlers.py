@@ -241,6 +241,22 @@ class StandardHandler(_Service):
     def bm_counter_reset_all(self, cxt_id: int, counter_name: str) -> None:
         self._run(lambda c: c.counter_reset(counter_name), self._counter_error())
 
+    def _meter_error(self) -> Callable[[], Exception]:
+        return lambda: std.InvalidMeterOperation(std.MeterOperationErrorCode.ERROR)
+
+    def bm_meter_set_rates(self, cxt_id: int, meter_array_name: str, index: int,
+                           rates: list[Any]) -> None:
+        """``meter_set_rates``: (units per µs, burst) for committed then peak."""
+        given = [(r.units_per_micros, r.burst_size) for r in rates]
+        self._run(lambda c: c.meter_set_rates(  # type: ignore[attr-defined]
+            meter_array_name, index, given), self._meter_error())
+
+    def bm_meter_array_set_rates(self, cxt_id: int, meter_array_name: str,
+                                 rates: list[Any]) -> None:
+        given = [(r.units_per_micros, r.burst_size) for r in rates]
+        self._run(lambda c: c.meter_array_set_rates(  # type: ignore[attr-defined]
+            meter_array_name, given), self._meter_error())
+
     def _register_error(self) -> Callable[[], Exception]:
         return lambda: std.InvalidRegisterOperation(std.RegisterOperationErrorCode.ERROR)
 
