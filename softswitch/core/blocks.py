@@ -18,7 +18,7 @@ from softswitch.core.lower import FnCtx, scalar_bits
 from softswitch.core.stmts import StmtLowerer, const_int
 from softswitch.core.tables import ActionDef, KeySpec, TableState
 from softswitch.core.transitions import Key, TransitionWalk
-from softswitch.core.walk import value_width
+from softswitch.core.walk import bound_arguments, value_width
 from softswitch.frontend import ast
 from softswitch.frontend import elaborate as E
 from softswitch.frontend import types as T
@@ -402,10 +402,7 @@ class BlockLowerer(TransitionWalk, StmtLowerer):
     def bound_action(self, adecl: ast.ActionDecl, fname: str, ref: Any) -> str:
         """A wrapper taking only the control-plane arguments of an action whose
         directional parameters are bound in the table's ``actions`` list."""
-        info = getattr(ref, "call", None) if ref is not None else None
-        bound = list(getattr(info, "args", ()) or ())
-        if not bound and ref is not None:
-            bound = [a.value for a in ref.args]
+        bound = bound_arguments(ref)
         buf = CodeBuf()
         fn = FnCtx(buf, "function")
         wname = self.tmp("_bound") + "_" + adecl.name

@@ -107,6 +107,15 @@ def packed(lw: PyLowering, e: ast.Expr, fn: FnCtx) -> str:
     return f"({acc} << (-{n} % 8)).to_bytes(({n} + 7) >> 3, 'big')"
 
 
+def field_tuple(lw: PyLowering, e: ast.Expr, fn: FnCtx, unsigned: bool) -> str:
+    """A Python tuple of the fields of data argument ``e`` (``unsigned``: each as the
+    unsigned bit string the control plane receives in a digest or learned entry)."""
+    items = flatten(lw, e, fn)
+    vals = ", ".join(f"(({c}) & {(1 << w) - 1})" if unsigned and w > 0 else c
+                     for c, w, _ in items)
+    return f"({vals}{',' if len(items) == 1 else ''})"
+
+
 def hash_call(lw: PyLowering, algo: str, data: str, e: ast.Node) -> str:
     """A call of the named hash on ``data``, bound directly when it is deterministic."""
     fn = hashes.ALGORITHMS.get(algo)
@@ -242,9 +251,7 @@ def log_msg(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     data = arg(info, 1)
     if data is None:
         return f"_RT.log({msg}, ())"
-    items = flatten(lw, data, fn)
-    vals = ", ".join(c for c, _, _ in items)
-    return f"_RT.log({msg}, ({vals}{',' if len(items) == 1 else ''}))"
+    return f"_RT.log({msg}, {field_tuple(lw, data, fn, unsigned=False)})"
 
 
 def static_assert(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:

@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from softswitch.core.codebuf import CodeBuf
-from softswitch.core.exprwalk import ExprWalk
+from softswitch.core.exprwalk import (
+    ExprWalk,
+    fit_with,
+    saturation_bounds,
+    scalar_bits,
+    slice_masks,
+)
 from softswitch.core.values import Layouts, attr, is_aggregate
 from softswitch.diagnostics import P4Error
 from softswitch.frontend import ast
@@ -37,27 +43,17 @@ from softswitch.frontend.ast import NOT_CONST
 FRESH_NODES = (ast.ListExpr, ast.StructExpr, ast.InvalidHeaderExpr, ast.Call)
 
 
-def scalar_bits(t: Any) -> tuple[int, bool] | None:
-    """(width, signed) for a fixed-width integer-like type (serializable enums included)."""
-    t = T.strip_newtype(t)
-    if isinstance(t, T.EnumType) and t.underlying is not None:
-        t = t.underlying
-    if isinstance(t, T.BitsType):
-        return t.width, t.signed
-    return None
-
-
 def fit(code: str, t: Any) -> str:
     """Wrap the Python int expression ``code`` into the range of type ``t``."""
-    b = scalar_bits(t)
-    if b is None:
-        return code
-    w, signed = b
-    if w == 0:
-        return "0"
-    if signed:
-        half = 1 << (w - 1)
-        return f"((({code}) + {half}) & {(1 << w) - 1}) - {half}"
+    return fit_with(code, scalar_bits(t), _wrap, _mask)
+
+
+def _wrap(code: str, w: int) -> str:
+    half = 1 << (w - 1)
+    return f"((({code}) + {half}) & {(1 << w) - 1}) - {half}"
+
+
+def _mask(code: str, w: int) -> str:
     return f"(({code}) & {(1 << w) - 1})"
 
 
@@ -111,6 +107,7 @@ class ExprLowerer(ExprWalk):
 
     def __init__(self, env: LowerEnv, ns: dict[str, Any]) -> None:
         self.env = env
+        self.error_codes = env.error_codes
         self.ns = ns
         self.names: dict[int, str] = {}
         self.globals_: list[str] = []
@@ -187,18 +184,8 @@ class ExprLowerer(ExprWalk):
                 return bound
         raise self.fail(f"'{e.name}' cannot be used as a value here", e)
 
-    def stack_member(self, base: str, st: T.StackType, e: ast.Member, fn: FnCtx) -> str:
-        if e.name == "size":
-            return str(st.size)
-        if e.name in ("nextIndex",):
-            return f"{base}.nxt"
-        if e.name == "lastIndex":
-            return f"(({base}.nxt - 1) & 0xFFFFFFFF)"
-        if e.name == "next":
-            return f"_stk_next({base})"
-        if e.name == "last":
-            return f"_stk_last({base})"
-        raise self.fail(f"header stacks have no member '{e.name}'", e)
+    def stack_end(self, base: str, st: T.StackType, which: str, fn: FnCtx) -> str:
+        return f"_stk_{which}({base})"
 
     def x_Index(self, e: ast.Index, fn: FnCtx) -> str:
         base = self.expr(e.expr, fn)
@@ -217,7 +204,6 @@ class ExprLowerer(ExprWalk):
 
     def binop(self, op: str, a: str, b: str, e: ast.Binary) -> str:
         t = e.type
-        lt = e.left.type
         bits = scalar_bits(t)
         if op in ("==", "!="):
             return f"({a} {op} {b})"
@@ -244,37 +230,20 @@ class ExprLowerer(ExprWalk):
         if op in ("|+|", "|-|"):
             if bits is None:
                 return f"({a} {op[1]} {b})"
-            w, signed = bits
-            lo, hi = ((-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1))
+            lo, hi = saturation_bounds(*bits)
             return f"min(max({a} {op[1]} {b}, {lo}), {hi})"
         if op == "++":
-            lb = scalar_bits(lt)
-            rb = scalar_bits(e.right.type)
-            if lb is None or rb is None:
-                raise self.fail("'++' needs fixed-width operands", e)
+            lb, rb = self.concat_bits(e)
             rw = rb[0]
             ua = f"({a} & {(1 << lb[0]) - 1})" if lb[1] else a
             ub = f"({b} & {(1 << rw) - 1})" if rb[1] else b
             return fit(f"({ua} << {rw}) | {ub}", t)
         raise self.fail(f"operator '{op}' is not supported here", e)
 
-    def x_Cast(self, e: ast.Cast, fn: FnCtx) -> str:
-        v = self.expr(e.expr, fn)
-        to = T.strip_newtype(e.type)
-        src = T.strip_newtype(e.expr.type)
-        if isinstance(to, T.BoolType):
-            return f"({v} != 0)" if not isinstance(src, T.BoolType) else v
-        if isinstance(src, T.BoolType) and scalar_bits(to):
-            return f"int({v})"
-        if scalar_bits(to) is not None:
-            sb = scalar_bits(src)
-            tb = scalar_bits(to)
-            if sb == tb:
-                return v
-            return fit(v, to)
-        if isinstance(to, T.StructLikeType) and isinstance(e.expr, ast.ListExpr | ast.StructExpr):
-            return v
-        return v
+    def cast(self, kind: str, v: str, e: ast.Cast) -> str:
+        if kind == "to_bool":
+            return f"({v} != 0)"
+        return f"int({v})" if kind == "from_bool" else v
 
     def x_ListExpr(self, e: ast.ListExpr, fn: FnCtx) -> str:
         t = T.strip_newtype(e.type)
@@ -298,11 +267,8 @@ class ExprLowerer(ExprWalk):
         tail = "," if len(vals) == 1 else ""
         return f"_build({cname}, {names!r}, ({', '.join(vals)}{tail}), {valid})"
 
-    def x_InvalidHeaderExpr(self, e: ast.InvalidHeaderExpr, fn: FnCtx) -> str:
-        t = T.strip_newtype(e.type)
-        if isinstance(t, T.StructLikeType):
-            return f"{self.cls_name(t)}()"
-        raise self.fail("'{#}' needs a header or header union type", e)
+    def invalid_value(self, t: T.StructLikeType) -> str:
+        return f"{self.cls_name(t)}()"
 
     def global_instance(self, decl: Any) -> str | None:  # pragma: no cover
         return None
@@ -314,7 +280,10 @@ class ExprLowerer(ExprWalk):
         "&&": "({left} and {right})", "||": "({left} or {right})",
         "hit": "{result}[0]", "miss": "(not {result}[0])", "action_run": "{result}[1]",
         "false": "False", "true": "True", "discard": "_ = {value}", "call_stmt": "{value}",
-        "!": "(not {v})", "incr": "{var} += 1", "break": "break",
+        "!": "(not {v})", "incr": "{var} += 1", "break": "break", "exit": "raise _Exit()",
+        "continue": "continue", "element": "{base}[{i}]",
+        "stack_size": "{size}", "next_index": "{base}.nxt",
+        "last_index": "(({base}.nxt - 1) & 0xFFFFFFFF)",
         "key_bits": "(({v}) & {mask})", "key_bool": "int({v})", "bool_int": "int({v})",
     }
 
@@ -343,9 +312,6 @@ class ExprLowerer(ExprWalk):
         fn.buf.emit(f"{res} = {code}")
         return res
 
-    def error_code(self, name: str) -> int:
-        return self.env.error_code(name)
-
     def enum_member(self, t: T.EnumType, name: str) -> str:
         return str(t.members.get(name, 0))
 
@@ -354,9 +320,6 @@ class ExprLowerer(ExprWalk):
 
     def place(self, e: ast.Expr, fn: FnCtx) -> str:
         return self.expr(e, fn)
-
-    def element(self, base: str, i: int) -> str:
-        return f"{base}[{i}]"
 
     def assign_aggregate(self, fn: FnCtx, base: str, t: Any, value: str) -> None:
         fn.buf.emit(f"{base}.assign({value})")
@@ -369,34 +332,22 @@ class ExprLowerer(ExprWalk):
         return tmp
 
     # ------------------------------------------------------------ l-values
-    def lvalue(self, e: ast.Expr, fn: FnCtx) -> str:
-        if isinstance(e, ast.PathExpr):
-            name = self.names.get(id(e.decl))
-            if name is None:
-                raise self.fail(f"cannot assign to '{e.name}'", e)
-            return name
-        if isinstance(e, ast.Member):
-            it = T.strip_newtype(e.expr.type)
-            base = self.ref(e.expr, fn)
-            if isinstance(it, T.StackType):
-                if e.name == "next":
-                    return f"{base}.items[_stk_nexti({base})]"
-                if e.name == "last":
-                    return f"{base}.items[_stk_lasti({base})]"
-            return f"{base}.{attr(e.name)}"
-        if isinstance(e, ast.Index):
-            base = self.expr(e.expr, fn)
-            idx = self.expr(e.index, fn)
-            t = T.strip_newtype(e.expr.type)
-            if isinstance(t, T.StackType):
-                if e.index.const is NOT_CONST:
-                    # Evaluate the index now: P4 evaluates the l-value before the value.
-                    ti = self.tmp()
-                    fn.buf.emit(f"{ti} = _stk_idx({base}, {idx})")
-                    return f"{base}.items[{ti}]"
-                return f"{base}.items[{idx}]"
-            return f"{base}[{idx}]"
-        raise self.fail("expression cannot be assigned to", e)
+    def stack_end_place(self, base: str, st: T.StackType, e: ast.Member, fn: FnCtx) -> str:
+        which = "nexti" if e.name == "next" else "lasti"
+        return f"{base}.items[_stk_{which}({base})]"
+
+    def index_place(self, e: ast.Index, fn: FnCtx) -> str:
+        base = self.expr(e.expr, fn)
+        idx = self.expr(e.index, fn)
+        t = T.strip_newtype(e.expr.type)
+        if isinstance(t, T.StackType):
+            if e.index.const is NOT_CONST:
+                # Evaluate the index now: P4 evaluates the l-value before the value.
+                ti = self.tmp()
+                fn.buf.emit(f"{ti} = _stk_idx({base}, {idx})")
+                return f"{base}.items[{ti}]"
+            return f"{base}.items[{idx}]"
+        return f"{base}[{idx}]"
 
     def ref(self, e: ast.Expr, fn: FnCtx) -> str:
         """An aggregate reference for an l-value base; stack elements picked by a run-time
@@ -412,22 +363,6 @@ class ExprLowerer(ExprWalk):
             return f"{self.ref(e.expr, fn)}.{attr(e.name)}"
         return self.expr(e, fn)
 
-    def store(self, target: ast.Expr, base: str, value: str, fn: FnCtx) -> None:
-        """Store into ``target`` whose l-value (or, for slices, base) is ``base``."""
-        buf = fn.buf
-        if isinstance(target, ast.Slice):
-            hi, lo = int(target.hi.const), int(target.lo.const)
-            b = scalar_bits(target.expr.type)
-            w = b[0] if b else hi + 1
-            mask = ((1 << (hi - lo + 1)) - 1) << lo
-            keep = ((1 << w) - 1) ^ mask
-            new = f"({base} & {keep}) | ((({value}) << {lo}) & {mask})"
-            buf.emit(f"{base} = {fit(new, target.expr.type)}")
-            return
-        tt = T.strip_newtype(target.type) if target.type is not None else None
-        if isinstance(tt, T.StructLikeType | T.StackType):
-            # Aggregates are assigned in place (BMv2's assign_header/_stack semantics).
-            self.assign_aggregate(fn, base, tt, value)
-        else:
-            buf.emit(f"{base} = {value}")
-        self.after_header_write(target, fn)
+    def slice_update(self, target: ast.Slice, base: str, value: str) -> str:
+        lo, mask, keep = slice_masks(target)
+        return fit(f"({base} & {keep}) | ((({value}) << {lo}) & {mask})", target.expr.type)

@@ -55,14 +55,8 @@ class StmtLowerer(LoweringWalk, ExprLowerer):
 
     zero_value = ExprLowerer.default_of
 
-    def declare_local(self, decl: ast.Decl, fn: FnCtx) -> str:
-        """A Python name for a new P4 local (function local, or block global)."""
-        name = self.tmp("l") + "_" + decl.name
-        self.names[id(decl)] = name
+    def ident(self, name: str) -> str:
         return name
-
-    def s_ExitStmt(self, s: ast.ExitStmt, fn: FnCtx) -> None:
-        fn.buf.emit("raise _Exit()")
 
     def s_ReturnStmt(self, s: ast.ReturnStmt, fn: FnCtx) -> None:
         val = self.value(s.value, fn) if s.value is not None else None
@@ -80,12 +74,6 @@ class StmtLowerer(LoweringWalk, ExprLowerer):
         if len(parts) == 1 and not fn.outs:
             return f"return {parts[0]}"
         return "return (" + ", ".join(parts) + ",)"
-
-    def s_BreakStmt(self, s: ast.BreakStmt, fn: FnCtx) -> None:
-        fn.buf.emit("break")
-
-    def s_ContinueStmt(self, s: ast.ContinueStmt, fn: FnCtx) -> None:
-        fn.buf.emit("continue")
 
     def s_ForInStmt(self, s: ast.ForInStmt, fn: FnCtx) -> None:
         coll = s.collection
@@ -114,12 +102,7 @@ class StmtLowerer(LoweringWalk, ExprLowerer):
             fn.buf.emit(f"{'elif' if i else 'if'} {' or '.join(tests)}:")
             with fn.buf.block():
                 self.stmt(body, fn)
-        if default is not None:
-            if not arms:
-                self.stmt(default, fn)
-            else:
-                with fn.buf.else_():
-                    self.stmt(default, fn)
+        self.default_arm(default, bool(arms), fn)
 
     def case_test(self, sel: str, label: ast.Expr, is_action: bool, table: Any,
                   fn: FnCtx) -> str:

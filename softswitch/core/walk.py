@@ -38,6 +38,17 @@ def value_width(t: Any) -> int:
     return 1 if isinstance(T.strip_newtype(t), T.BoolType) else 0
 
 
+def bound_arguments(ref: Any) -> list[Any]:
+    """The arguments a table's ``actions`` list gives one of its actions, in parameter
+    order (its directional parameters are bound there; None where an argument is left
+    to the control plane)."""
+    info = getattr(ref, "call", None) if ref is not None else None
+    bound = list(getattr(info, "args", ()) or ())
+    if not bound and ref is not None:
+        bound = [a.value for a in ref.args]
+    return bound
+
+
 def _contains_exit(node: Any) -> bool:
     return any(isinstance(n, ast.ExitStmt) for n in ast.walk(node))
 
@@ -146,6 +157,8 @@ class LoweringWalk:
     block: E.BlockInstance
     pb: Any
     fail: Callable[[str, Any], Exception]   # the expression lowerer's, located at a node
+    names: dict[Any, str]                   # id(declaration) -> its generated name
+    spelling: dict[str, str]                # the expression lowerer's (ExprWalk)
 
     # ------------------------------------------------------------ statements
     def stmt(self, s: ast.Stmt, fn: Any) -> None:
@@ -230,6 +243,32 @@ class LoweringWalk:
                     with fn.buf.if_(self.spelling["not"].format(cond=f"({cond})")):
                         fn.buf.emit(self.spelling["break"])
                 self.stmt(s.body, fn)
+
+    def s_ExitStmt(self, s: ast.ExitStmt, fn: Any) -> None:
+        fn.buf.emit(self.spelling["exit"])
+
+    def s_BreakStmt(self, s: ast.BreakStmt, fn: Any) -> None:
+        fn.buf.emit(self.spelling["break"])
+
+    def s_ContinueStmt(self, s: ast.ContinueStmt, fn: Any) -> None:
+        fn.buf.emit(self.spelling["continue"])
+
+    def declare_local(self, decl: ast.Decl, fn: Any) -> str:
+        """A new name for the P4 local ``decl`` (a function's local, or a block's)."""
+        name = self.tmp("l") + "_" + self.ident(decl.name)
+        self.names[id(decl)] = name
+        return name
+
+    def default_arm(self, default: ast.Stmt | None, after_arms: bool, fn: Any) -> None:
+        """A ``switch``'s ``default`` body: the ``else`` of its arms, or, with no arm,
+        run unconditionally."""
+        if default is None:
+            return
+        if not after_arms:
+            self.stmt(default, fn)
+            return
+        with fn.buf.else_():
+            self.stmt(default, fn)
 
     def s_ConstDecl(self, s: ast.ConstDecl, fn: Any) -> None:
         init = self.value(s.value, fn)
@@ -475,8 +514,8 @@ class LoweringWalk:
         """Bind a sub-parser/sub-control instance to ``key_decl``."""
         raise NotImplementedError
 
-    def declare_local(self, decl: ast.Decl, fn: Any) -> str:  # pragma: no cover
-        """A new name for the P4 local ``decl``."""
+    def ident(self, name: str) -> str:  # pragma: no cover
+        """A P4 name as a name of the generated language."""
         raise NotImplementedError
 
     def declare_var(self, fn: Any, name: str, t: Any, init: str) -> None:  # pragma: no cover

@@ -18,6 +18,7 @@ from softswitch.core.blocks import PARSER_STATE_LIMIT, REJECT_CODE, match_keys
 from softswitch.core.extern_table import call_name
 from softswitch.core.tables import EMPTY_GROUP_ACTION
 from softswitch.core.transitions import Key, TransitionWalk
+from softswitch.core.walk import bound_arguments
 from softswitch.fastpath import cexterns
 from softswitch.fastpath.cexpr import CBuf, FnCtx
 from softswitch.fastpath.cstmt import StmtGen, _is_packet, const_int
@@ -438,10 +439,7 @@ class CBlock(TransitionWalk, StmtGen):
             buf.emit(f"return {run}(c, f, m->action, m->args);")
 
     def bound_action(self, adecl: ast.ActionDecl, fname: str, ref: Any) -> str:
-        info = getattr(ref, "call", None) if ref is not None else None
-        bound = list(getattr(info, "args", ()) or ())
-        if not bound and ref is not None:
-            bound = [a.value for a in ref.args]
+        bound = bound_arguments(ref)
         buf = CBuf()
         fn = FnCtx(buf, "function")
         wname = f"W{self.bid}_{self.tmp('w')}_{ident(adecl.name)}"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from softswitch.core.codebuf import LineBuf
-from softswitch.core.exprwalk import ExprWalk
+from softswitch.core.exprwalk import ExprWalk, saturation_bounds, slice_masks
 from softswitch.fastpath.ctypes_ import (
     Unsupported,
     fit,
@@ -85,6 +85,7 @@ class ExprGen(ExprWalk):
 
     def __init__(self, prog: CProgramHost) -> None:
         self.prog = prog
+        self.error_codes: dict[str, int] = prog.pb.env.error_codes
         self.types = prog.types
         self.names: dict[Any, str] = {}
         self._tmp = 0
@@ -167,21 +168,13 @@ class ExprGen(ExprWalk):
             return self.expr(decl.value, fn)
         raise self.fail(f"'{e.name}' cannot be used as a value here", e)
 
-    def stack_member(self, base: str, st: T.StackType, e: ast.Member, fn: FnCtx) -> str:
+    def stack_end(self, base: str, st: T.StackType, which: str, fn: FnCtx) -> str:
         oob = self.prog.error_code("StackOutOfBounds", 3)
-        if e.name == "size":
-            return f"0x{st.size:x}ULL"
-        if e.name == "nextIndex":
-            return f"((uint64_t){base}.nxt)"
-        if e.name == "lastIndex":
-            return f"(((uint64_t){base}.nxt - 1) & 0xFFFFFFFFULL)"
-        if e.name == "next":
+        if which == "next":
             self.perr(fn, f"{base}.nxt >= {st.size}", oob)
             return f"{base}.items[{base}.nxt]"
-        if e.name == "last":
-            self.perr(fn, f"{base}.nxt == 0 || {base}.nxt > {st.size}", oob)
-            return f"{base}.items[{base}.nxt - 1]"
-        raise self.fail(f"header stacks have no member '{e.name}'", e)
+        self.perr(fn, f"{base}.nxt == 0 || {base}.nxt > {st.size}", oob)
+        return f"{base}.items[{base}.nxt - 1]"
 
     def index_in(self, idx: str, t: Any, size: int) -> str:
         sc = scalar(t)
@@ -276,14 +269,11 @@ class ExprGen(ExprWalk):
             if w > 64:
                 raise self.fail("saturating arithmetic wider than 64 bits is not supported "
                                 "by the C back end", e)
-            lo, hi = ((-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1))
+            lo, hi = saturation_bounds(w, signed)
             code = f"sat128((i128)({a}) {op[1]} (i128)({b}), {lit(lo, None)}, {lit(hi, None)})"
             return f"(({sc.ctype})({code}))"
         if op == "++":
-            lb = scalar_bits(e.left.type)
-            rb = scalar_bits(e.right.type)
-            if lb is None or rb is None:
-                raise self.fail("'++' needs fixed-width operands", e)
+            lb, rb = self.concat_bits(e)
             ua = f"(({ut})({a}) & {mask_lit(lb[0])})" if lb[1] else f"({ut})({a})"
             ub = f"(({ut})({b}) & {mask_lit(rb[0])})" if rb[1] else f"({ut})({b})"
             return fit(f"({ua} << {rb[0]}) | {ub}", t)
@@ -293,19 +283,13 @@ class ExprGen(ExprWalk):
         if is_wide(e.type) or is_wide(e.expr.type):
             raise self.fail("casts of values wider than 128 bits are not supported by the C "
                             "back end", e)
-        v = self.expr(e.expr, fn)
-        to = T.strip_newtype(e.type)
-        src = T.strip_newtype(e.expr.type)
-        if isinstance(to, T.BoolType):
-            return f"(({v}) != 0)" if not isinstance(src, T.BoolType) else v
-        if isinstance(src, T.BoolType) and scalar_bits(to):
-            return f"(({self.ct(to)})({v}))"
-        if scalar_bits(to) is not None:
-            if scalar_bits(src) == scalar_bits(to):
-                return v
-            return fit(v, to)
-        if scalar(to) is not None and scalar(src) is not None:
-            return f"(({self.ct(to)})({v}))"
+        return super().x_Cast(e, fn)
+
+    def cast(self, kind: str, v: str, e: ast.Cast) -> str:
+        if kind == "to_bool":
+            return f"(({v}) != 0)"
+        if kind == "from_bool" or scalar(e.type) is not None and scalar(e.expr.type) is not None:
+            return f"(({self.ct(T.strip_newtype(e.type))})({v}))"
         return v
 
     def x_ListExpr(self, e: ast.ListExpr, fn: FnCtx) -> str:
@@ -332,11 +316,8 @@ class ExprGen(ExprWalk):
         valid = " _s._v = 1;" if isinstance(t, T.HeaderType) else ""
         return f"({{ {ct} _s = {self.zero(t)};{sets}{valid} _s; }})"
 
-    def x_InvalidHeaderExpr(self, e: ast.InvalidHeaderExpr, fn: FnCtx) -> str:
-        t = T.strip_newtype(e.type)
-        if isinstance(t, T.StructLikeType):
-            return self.zero(t)
-        raise self.fail("'{#}' needs a header or header union type", e)
+    def invalid_value(self, t: T.StructLikeType) -> str:
+        return self.zero(t)
 
     # ------------------------------------------------------------ ExprWalk's emitters
     spelling = {
@@ -347,7 +328,10 @@ class ExprGen(ExprWalk):
         "false": "0", "true": "1", "discard": "(void)({value});", "call_stmt": "(void)({value});",
         "!": "(!({v}))", "key_bits": "((u128)({v}) & {mask})",
         "key_bool": "(u128)(int)({v})", "bool_int": "(int)({v})",
-        "incr": "{var} += 1;", "break": "break;",
+        "incr": "{var} += 1;", "break": "break;", "exit": "return ST_EXIT;",
+        "continue": "continue;", "element": "{base}.e{i}",
+        "stack_size": "0x{size:x}ULL", "next_index": "((uint64_t){base}.nxt)",
+        "last_index": "(((uint64_t){base}.nxt - 1) & 0xFFFFFFFFULL)",
     }
 
     is_simple = staticmethod(is_simple)
@@ -371,9 +355,6 @@ class ExprGen(ExprWalk):
         fn.buf.emit(f"int {res} = ({code}) != 0;")
         return res
 
-    def error_code(self, name: str) -> int:
-        return self.prog.error_code(name)
-
     def enum_member(self, t: T.EnumType, name: str) -> str:
         v = t.members.get(name, 0)
         return f"{v}U" if t.underlying is None else lit(v, scalar(t))
@@ -384,9 +365,6 @@ class ExprGen(ExprWalk):
     def place(self, e: ast.Expr, fn: FnCtx) -> str:
         return self.ref(e, fn)
 
-    def element(self, base: str, i: int) -> str:
-        return f"{base}.e{i}"
-
     def assign_aggregate(self, fn: FnCtx, base: str, t: Any, value: str) -> None:
         tv = self.tmp("v")
         fn.buf.emit(f"{{ {self.ct(t)} {tv} = {value}; {self.types.asg(t)}(&{base}, &{tv}); }}")
@@ -395,43 +373,27 @@ class ExprGen(ExprWalk):
         return code if code.replace("_", "a").isalnum() else self.declare(fn, t, code)
 
     # ------------------------------------------------------------ l-values
-    def lvalue(self, e: ast.Expr, fn: FnCtx) -> str:
-        oob = self.prog.error_code("StackOutOfBounds", 3)
-        if isinstance(e, ast.PathExpr):
-            name = self.names.get(id(e.decl))
-            if name is None or name.startswith("@"):
-                raise self.fail(f"cannot assign to '{e.name}'", e)
-            return name
-        if isinstance(e, ast.Member):
-            it = T.strip_newtype(e.expr.type)
-            base = self.ref(e.expr, fn)
-            if isinstance(it, T.StackType):
-                if e.name == "next":
-                    self.perr(fn, f"{base}.nxt >= {it.size}", oob)
-                    return f"{base}.items[{base}.nxt]"
-                if e.name == "last":
-                    self.perr(fn, f"{base}.nxt == 0 || {base}.nxt > {it.size}", oob)
-                    return f"{base}.items[{base}.nxt - 1]"
-                raise self.fail(f"cannot assign to stack member '{e.name}'", e)
-            return f"{base}.f_{e.name}"
-        if isinstance(e, ast.Index):
-            base = self.expr(e.expr, fn)
-            t = T.strip_newtype(e.expr.type)
-            if isinstance(t, T.StackType):
-                if e.index.const is NOT_CONST:
-                    idx = self.expr(e.index, fn)
-                    self.perr(fn, f"!{self.index_in(idx, e.index.type, t.size)}", oob)
-                    ti = self.tmp()
-                    fn.buf.emit(f"size_t {ti} = (size_t)({idx});")
-                    return f"{base}.items[{ti}]"
-                i = int(e.index.const)
-                if not 0 <= i < t.size:
-                    raise self.fail(f"index {i} out of range for a stack of {t.size}", e)
-                return f"{base}.items[{i}]"
-            if isinstance(t, T.TupleType | T.ListType) and e.index.const is not NOT_CONST:
-                return f"{base}.e{int(e.index.const)}"
-            raise self.fail(f"cannot assign into {t}", e)
-        raise self.fail("expression cannot be assigned to", e)
+    def stack_end_place(self, base: str, st: T.StackType, e: ast.Member, fn: FnCtx) -> str:
+        return self.stack_end(base, st, e.name, fn)
+
+    def index_place(self, e: ast.Index, fn: FnCtx) -> str:
+        base = self.expr(e.expr, fn)
+        t = T.strip_newtype(e.expr.type)
+        if isinstance(t, T.StackType):
+            if e.index.const is NOT_CONST:
+                idx = self.expr(e.index, fn)
+                oob = self.prog.error_code("StackOutOfBounds", 3)
+                self.perr(fn, f"!{self.index_in(idx, e.index.type, t.size)}", oob)
+                ti = self.tmp()
+                fn.buf.emit(f"size_t {ti} = (size_t)({idx});")
+                return f"{base}.items[{ti}]"
+            i = int(e.index.const)
+            if not 0 <= i < t.size:
+                raise self.fail(f"index {i} out of range for a stack of {t.size}", e)
+            return f"{base}.items[{i}]"
+        if isinstance(t, T.TupleType | T.ListType) and e.index.const is not NOT_CONST:
+            return self.element(base, int(e.index.const))
+        raise self.fail(f"cannot assign into {t}", e)
 
     def ref(self, e: ast.Expr, fn: FnCtx) -> str:
         if isinstance(e, ast.Index) and e.index.const is NOT_CONST and isinstance(
@@ -450,30 +412,16 @@ class ExprGen(ExprWalk):
             return f"{self.ref(e.expr, fn)}.f_{e.name}"
         return self.expr(e, fn)
 
-    def store(self, target: ast.Expr, base: str, value: str, fn: FnCtx) -> None:
-        buf = fn.buf
-        if isinstance(target, ast.Slice):
-            if is_wide(target.expr.type):
-                raise self.fail("slices of values wider than 128 bits are not supported by "
-                                "the C back end", target)
-            hi, lo = int(target.hi.const), int(target.lo.const)
-            sc = scalar(target.expr.type)
-            b = scalar_bits(target.expr.type)
-            w = b[0] if b else hi + 1
-            ut = sc.utype if sc is not None else "u128"
-            mask = ((1 << (hi - lo + 1)) - 1) << lo
-            keep = ((1 << w) - 1) ^ mask
-            ml = mask_lit_v(mask, ut)
-            kl = mask_lit_v(keep, ut)
-            new = f"(({ut})({base}) & {kl}) | ((({ut})({value}) << {lo}) & {ml})"
-            buf.emit(f"{base} = {fit(new, target.expr.type)};")
-            return
-        tt = T.strip_newtype(target.type) if target.type is not None else None
-        if isinstance(tt, T.StructLikeType | T.StackType):
-            self.assign_aggregate(fn, base, tt, value)
-        else:
-            buf.emit(f"{base} = {value};")
-        self.after_header_write(target, fn)
+    def slice_update(self, target: ast.Slice, base: str, value: str) -> str:
+        if is_wide(target.expr.type):
+            raise self.fail("slices of values wider than 128 bits are not supported by "
+                            "the C back end", target)
+        sc = scalar(target.expr.type)
+        ut = sc.utype if sc is not None else "u128"
+        lo, mask, keep = slice_masks(target)
+        new = (f"(({ut})({base}) & {mask_lit_v(keep, ut)}) | "
+               f"((({ut})({value}) << {lo}) & {mask_lit_v(mask, ut)})")
+        return fit(new, target.expr.type)
 
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from softswitch.core.stmts import const_int
 from softswitch.core.walk import LoweringWalk, switch_arms, switch_on_action
 from softswitch.fastpath.cexpr import ExprGen, FnCtx
-from softswitch.fastpath.ctypes_ import Unsupported, is_wide, scalar
+from softswitch.fastpath.ctypes_ import Unsupported, ident, is_wide, scalar
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 
@@ -65,13 +65,7 @@ class StmtGen(LoweringWalk, ExprGen):
 
     zero_value = ExprGen.zero
 
-    def declare_local(self, decl: ast.Decl, fn: FnCtx) -> str:
-        name = self.tmp("l") + "_" + _c_name(decl.name)
-        self.names[id(decl)] = name
-        return name
-
-    def s_ExitStmt(self, s: ast.ExitStmt, fn: FnCtx) -> None:
-        fn.buf.emit("return ST_EXIT;")
+    ident = staticmethod(ident)
 
     def s_ReturnStmt(self, s: ast.ReturnStmt, fn: FnCtx) -> None:
         if fn.kind == "state":
@@ -83,12 +77,6 @@ class StmtGen(LoweringWalk, ExprGen):
             else:
                 fn.buf.emit(f"(void)({val});")
         fn.buf.emit("return ST_OK;")
-
-    def s_BreakStmt(self, s: ast.BreakStmt, fn: FnCtx) -> None:
-        fn.buf.emit("break;")
-
-    def s_ContinueStmt(self, s: ast.ContinueStmt, fn: FnCtx) -> None:
-        fn.buf.emit("continue;")
 
     def s_ForInStmt(self, s: ast.ForInStmt, fn: FnCtx) -> None:
         coll = s.collection
@@ -123,12 +111,7 @@ class StmtGen(LoweringWalk, ExprGen):
                 fn.buf.level += 1
             with fn.buf.if_(" || ".join(tests)):
                 self.stmt(body, fn)
-        if default is not None:
-            if not arms:
-                self.stmt(default, fn)
-            else:
-                with fn.buf.else_():
-                    self.stmt(default, fn)
+        self.default_arm(default, bool(arms), fn)
         for _ in range(len(arms) - 1):
             fn.buf.level -= 1
             fn.buf.emit("}")
@@ -205,11 +188,6 @@ class StmtGen(LoweringWalk, ExprGen):
                     self.assign(a, t, fn)
         self.check(fn)
         return res
-
-
-def _c_name(name: str) -> str:
-    from softswitch.fastpath.ctypes_ import ident
-    return ident(name)
 
 
 def scalar_ctype(t: Any) -> str | None:

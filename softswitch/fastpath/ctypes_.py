@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from softswitch.core.exprwalk import fit_with
 from softswitch.diagnostics import SourceLoc
 from softswitch.frontend import types as T
 
@@ -152,18 +153,18 @@ def lit(v: int, sc: Scalar | None) -> str:
 
 def fit(code: str, t: Any) -> str:
     """Wrap a C integer expression into the range of type t (the interpreter's fit)."""
-    b = scalar_bits(t)
-    if b is None:
-        return code
-    w, signed = b
-    if w == 0:
-        return "0"
+    return fit_with(code, scalar_bits(t), _wrap, _mask)
+
+
+def _wrap(code: str, w: int) -> str:
     if w > 64:
-        if signed:
-            return f"sext128((u128)({code}), {w})"
+        return f"sext128((u128)({code}), {w})"
+    return f"sext64((uint64_t)({code}), {w})"
+
+
+def _mask(code: str, w: int) -> str:
+    if w > 64:
         return f"((u128)({code}) & {mask_lit(w)})" if w < 128 else f"((u128)({code}))"
-    if signed:
-        return f"sext64((uint64_t)({code}), {w})"
     if w == 64:
         return f"((uint64_t)({code}))"
     return f"((uint64_t)({code}) & {mask_lit(w)})"

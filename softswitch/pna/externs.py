@@ -55,10 +55,9 @@ def _add_entry(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     name = info.args[0].const if isinstance(info.args[0].const, str) else None
     if name is None:
         raise lw.fail("add_entry: the action name must be a string literal", info.args[0])
-    items = core.flatten(lw, info.args[1], fn)
-    vals = ", ".join(f"(({c}) & {(1 << w) - 1})" if w > 0 else c for c, w, _ in items)
+    vals = core.field_tuple(lw, info.args[1], fn, unsigned=True)
     profile = lw.expr(info.args[2], fn)
-    return f"_RT.add_entry({name!r}, ({vals}{',' if len(items) == 1 else ''}), {profile})"
+    return f"_RT.add_entry({name!r}, {vals}, {profile})"
 
 
 def _allocate_flow_id(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
@@ -154,9 +153,7 @@ def _random_read(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | Non
 
 def _digest_pack(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     r = core.receiver(lw, info, fn)
-    items = core.flatten(lw, info.args[0], fn)
-    vals = ", ".join(f"(({c}) & {(1 << w) - 1})" if w > 0 else c for c, w, _ in items)
-    return f"_RT.digest(0, {r}.name, ({vals}{',' if len(items) == 1 else ''}))"
+    return f"_RT.digest(0, {r}.name, {core.field_tuple(lw, info.args[0], fn, unsigned=True)})"
 
 
 def _csum_clear(lw: PyLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:

@@ -91,13 +91,10 @@ def _c_random(lw: CLowering, e: ast.Call, info: Any, fn: CFn) -> str | None:
 
 def _py_digest(lw: PyLowering, e: ast.Call, info: Any, fn: PyFn) -> str | None:
     recv = lw.expr(info.args[0], fn)
-    data = info.args[1]
-    items = pyx.flatten(lw, data, fn)
-    # Digest data goes to the control plane as unsigned bit strings.
-    vals = ", ".join(f"(({c}) & {(1 << w) - 1})" if w > 0 else c for c, w, _ in items)
+    vals = pyx.field_tuple(lw, info.args[1], fn, unsigned=True)
     # named as in P4Info, so digests the switch produces match what clients were told
     tname = lw.pb.elab.digest_names.get(id(e)) or str(digest_data_type(e))
-    return f"_RT.digest({recv}, {tname!r}, ({vals}{',' if len(items) == 1 else ''}))"
+    return f"_RT.digest({recv}, {tname!r}, {vals})"
 
 
 def _c_digest(lw: CLowering, e: ast.Call, info: Any, fn: CFn) -> str | None:
