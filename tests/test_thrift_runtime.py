@@ -94,8 +94,9 @@ def p4runtime_entries(addr: str) -> list[p4runtime_pb2.TableEntry]:
 @needs_cli
 def test_table_add_and_dump_through_thrift_are_p4runtime_writes(switch):
     port, grpc_addr = switch
-    out = simple_switch_cli(port, f"{ROUTE}\ntable_dump ipv4_lpm\n")
+    out = simple_switch_cli(port, f"{ROUTE}\n{ROUTE}\ntable_dump ipv4_lpm\n")
     assert "Entry has been added with handle" in out
+    assert "Invalid table operation (DUPLICATE_ENTRY)" in out       # BMv2's words
     assert "* ipv4.dst_addr       : LPM       0a000000/8" in out
     assert "Action entry: L3Ingress.set_next_hop - 0002, 000000000001, 000000000002" in out
     entries = p4runtime_entries(grpc_addr)

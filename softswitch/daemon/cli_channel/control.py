@@ -180,12 +180,22 @@ class ManagedControl:
         try:
             (result,) = self._runtime.write(lazy, freeze=self._written is not None)
         except errors.P4RuntimeError as exc:
-            raise P4Error(exc.message) from None
+            raise Refused(exc) from None
         finally:
             if self._written is not None:
                 self._written(len(request))
         if result is not None:
-            raise P4Error(result.message)
+            raise Refused(result)
+
+
+class Refused(P4Error):
+    """A table command P4Runtime's checks refused, with their words; ``code``: the gRPC
+    status code's name (``ALREADY_EXISTS``, ``NOT_FOUND``, ``RESOURCE_EXHAUSTED`` …), which
+    BMv2's Thrift API answers with its own codes (:mod:`softswitch.daemon.thrift`)."""
+
+    def __init__(self, refusal: errors.P4RuntimeError) -> None:
+        super().__init__(refusal.message)
+        self.code = refusal.code.name
 
 
 def _refuse(name: str) -> Callable[..., Any]:

@@ -39,6 +39,7 @@ from softswitch.core.control import (
     from_bmv2_priority,
 )
 from softswitch.daemon.cli_channel.commands import RuntimeChannel
+from softswitch.daemon.cli_channel.control import Refused
 from softswitch.daemon.thrift.config_json import config_json
 from softswitch.diagnostics import P4Error
 from softswitch.tm import TrafficManager
@@ -46,6 +47,9 @@ from softswitch.tm import TrafficManager
 log = logging.getLogger("softswitch.thrift")
 T = TypeVar("T")
 P = std.BmMatchParamType
+_REFUSAL_CODES = {"ALREADY_EXISTS": std.TableOperationErrorCode.DUPLICATE_ENTRY,
+                  "RESOURCE_EXHAUSTED": std.TableOperationErrorCode.TABLE_FULL,
+                  "NOT_FOUND": std.TableOperationErrorCode.INVALID_HANDLE}
 
 
 def _int(data: bytes) -> int:
@@ -81,12 +85,14 @@ class _Service:
                                         f"softswitch does not implement {name}")
         return unknown
 
-    def _run(self, fn: Callable[[SwitchControl], T], refused: Callable[[], Exception]) -> T:
+    def _run(self, fn: Callable[[SwitchControl], T],
+             refused: Callable[[Exception], Exception]) -> T:
+        """``fn`` on the channel; a refusal raises ``refused(the error)``."""
         try:
             return self._channel.call(fn)
         except (P4Error, ValueError, KeyError) as err:
             log.warning("Thrift call refused: %s", getattr(err, "message", err))
-            raise refused() from None
+            raise refused(err) from None
 
 
 def _declared_exception(service: Any, method: str) -> Exception | None:
@@ -119,8 +125,13 @@ class StandardHandler(_Service):
         self._device_id, self._thrift_port = device_id, thrift_port
 
     def _table_error(self, code: int = std.TableOperationErrorCode.ERROR
-                     ) -> Callable[[], Exception]:
-        return lambda: std.InvalidTableOperation(code)
+                     ) -> Callable[[Exception], Exception]:
+        """BMv2's code for what P4Runtime's checks said (a duplicate key, a full table,
+        no such entry), else ``code``."""
+        def error(err: Exception) -> Exception:
+            said = _REFUSAL_CODES.get(err.code) if isinstance(err, Refused) else None
+            return std.InvalidTableOperation(code if said is None else said)
+        return error
 
     # --- the program
     def bm_get_config(self) -> str:
@@ -225,8 +236,8 @@ class StandardHandler(_Service):
         return self._run(read, self._table_error(std.TableOperationErrorCode.INVALID_HANDLE))
 
     # --- counters and registers
-    def _counter_error(self) -> Callable[[], Exception]:
-        return lambda: std.InvalidCounterOperation(std.CounterOperationErrorCode.ERROR)
+    def _counter_error(self) -> Callable[[Exception], Exception]:
+        return lambda _err: std.InvalidCounterOperation(std.CounterOperationErrorCode.ERROR)
 
     def bm_counter_read(self, cxt_id: int, counter_name: str, index: int) -> Any:
         def read(control: SwitchControl) -> Any:
@@ -241,8 +252,8 @@ class StandardHandler(_Service):
     def bm_counter_reset_all(self, cxt_id: int, counter_name: str) -> None:
         self._run(lambda c: c.counter_reset(counter_name), self._counter_error())
 
-    def _meter_error(self) -> Callable[[], Exception]:
-        return lambda: std.InvalidMeterOperation(std.MeterOperationErrorCode.ERROR)
+    def _meter_error(self) -> Callable[[Exception], Exception]:
+        return lambda _err: std.InvalidMeterOperation(std.MeterOperationErrorCode.ERROR)
 
     def bm_meter_set_rates(self, cxt_id: int, meter_array_name: str, index: int,
                            rates: list[Any]) -> None:
@@ -257,8 +268,8 @@ class StandardHandler(_Service):
         self._run(lambda c: c.meter_array_set_rates(  # type: ignore[attr-defined]
             meter_array_name, given), self._meter_error())
 
-    def _register_error(self) -> Callable[[], Exception]:
-        return lambda: std.InvalidRegisterOperation(std.RegisterOperationErrorCode.ERROR)
+    def _register_error(self) -> Callable[[Exception], Exception]:
+        return lambda _err: std.InvalidRegisterOperation(std.RegisterOperationErrorCode.ERROR)
 
     def bm_register_read(self, cxt_id: int, register_name: str, idx: int) -> int:
         return self._run(lambda c: c.register_read(register_name, idx), self._register_error())
@@ -344,8 +355,8 @@ class PreLagHandler(_Service):
 
     service = SimplePreLAG
 
-    def _error(self) -> Callable[[], Exception]:
-        return lambda: pre.InvalidMcOperation(pre.McOperationErrorCode.ERROR)
+    def _error(self) -> Callable[[Exception], Exception]:
+        return lambda _err: pre.InvalidMcOperation(pre.McOperationErrorCode.ERROR)
 
     def bm_mc_mgrp_create(self, cxt_id: int, mgrp: int) -> int:
         self._run(lambda c: c.mc_mgrp_create(mgrp), self._error())
@@ -391,8 +402,8 @@ class SimpleSwitchHandler(_Service):
         self._tm = tm
         self._started = time.monotonic()
 
-    def _mirror_error(self) -> Callable[[], Exception]:
-        return lambda: ss.InvalidMirroringOperation(ss.MirroringOperationErrorCode
+    def _mirror_error(self) -> Callable[[Exception], Exception]:
+        return lambda _err: ss.InvalidMirroringOperation(ss.MirroringOperationErrorCode
                                                     .SESSION_NOT_FOUND)
 
     def mirroring_session_add(self, mirror_id: int, config: Any) -> int:
