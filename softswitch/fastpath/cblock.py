@@ -20,7 +20,7 @@ from softswitch.core.tables import EMPTY_GROUP_ACTION
 from softswitch.core.transitions import Key, TransitionWalk
 from softswitch.core.walk import bound_arguments
 from softswitch.fastpath import cexterns
-from softswitch.fastpath.cexpr import CBuf, FnCtx
+from softswitch.fastpath.cexpr import CBuf, CFnCtx
 from softswitch.fastpath.cstmt import StmtGen, _is_packet, const_int
 from softswitch.fastpath.ctypes_ import Unsupported, ident, lit, scalar
 from softswitch.frontend import ast
@@ -201,7 +201,7 @@ class CBlock(TransitionWalk, StmtGen):
         has_value = is_fn and rt is not None and not isinstance(rt, T.VoidType)
         if has_value:
             cparams.append(f"{self.ct(rt)} *ret")
-        fn = FnCtx(buf, "function" if is_fn else "action", has_value)
+        fn = CFnCtx(buf, "function" if is_fn else "action", has_value)
         self.stmt(decl.body, fn)
         buf.emit("return ST_OK;")
         sig = f"static int {cname}(rt_ctx *c, struct {self.fr} *f" + \
@@ -209,12 +209,12 @@ class CBlock(TransitionWalk, StmtGen):
         self.add_function(sig, buf)
 
     # ------------------------------------------------------------ controls
-    def prologue(self, buf: CBuf) -> FnCtx:
+    def prologue(self, buf: CBuf) -> CFnCtx:
         buf.emit(f"struct {self.fr} fr_;")
         buf.emit(f"struct {self.fr} *f = &fr_;")
         for i, p in enumerate(self.decl.params):
             buf.emit(f"f->P_{ident(p.name)} = ap{i};")
-        fn = FnCtx(buf, "control")
+        fn = CFnCtx(buf, "control")
         for d, cn in self.init_code:
             buf.emit(self.set_stmt(cn, self.local_init(d, fn)))
         return fn
@@ -250,7 +250,7 @@ class CBlock(TransitionWalk, StmtGen):
             buf.emit(f"if (steps_ >= {PARSER_STATE_LIMIT}) {{ c->perr = {timeout}; "
                      "return ST_PERR; }")
             buf.emit("steps_++;")
-            fn = FnCtx(buf, "state")
+            fn = CFnCtx(buf, "state")
             self.stmts(st.stmts, fn)
             self.transition(st.transition, fn)
             buf.level -= 1
@@ -269,20 +269,20 @@ class CBlock(TransitionWalk, StmtGen):
     # ------------------------------------------------------------ transitions (hooks)
     TRUE = "1"
 
-    def reject(self, fn: FnCtx) -> None:
+    def reject(self, fn: CFnCtx) -> None:
         fn.buf.emit(f"goto S{self.bid}__reject;")
 
-    def goto(self, state: Any, fn: FnCtx) -> None:
+    def goto(self, state: Any, fn: CFnCtx) -> None:
         fn.buf.emit(f"goto {self.state_label(state)};")
 
-    def goto_if(self, cond: str, state: Any, fn: FnCtx) -> None:
+    def goto_if(self, cond: str, state: Any, fn: CFnCtx) -> None:
         fn.buf.emit(f"if ({cond}) goto {self.state_label(state)};")
 
-    def no_match(self, fn: FnCtx) -> None:
+    def no_match(self, fn: CFnCtx) -> None:
         fn.buf.emit(f"c->perr = {self.prog.error_code('NoMatch')};")
         fn.buf.emit("return ST_PERR;")
 
-    def select_key(self, k: ast.Expr, fn: FnCtx) -> str:
+    def select_key(self, k: ast.Expr, fn: CFnCtx) -> str:
         code = self.key_value(k, fn)
         if scalar(k.type) is None:
             raise self.fail(f"select on a {k.type} value is not supported", k)
@@ -290,7 +290,7 @@ class CBlock(TransitionWalk, StmtGen):
         fn.buf.emit(f"u128 {t} = (u128)({code});")
         return t
 
-    def value_set_cond(self, ks: ast.PathExpr, keys: list[Key], fn: FnCtx) -> str:
+    def value_set_cond(self, ks: ast.PathExpr, keys: list[Key], fn: CFnCtx) -> str:
         marker = self.names.get(id(ks.decl), "")
         if not marker.startswith("@vs"):
             raise self.fail("value set not found", ks)
@@ -308,7 +308,7 @@ class CBlock(TransitionWalk, StmtGen):
     def in_range(self, key: str, lo: str, hi: str) -> str:
         return f"{lo} <= {key} && {key} <= {hi}"
 
-    def keyval(self, e: ast.Expr, full: int | None, fn: FnCtx) -> str:
+    def keyval(self, e: ast.Expr, full: int | None, fn: CFnCtx) -> str:
         from softswitch.fastpath.ctypes_ import u_lit
         c = const_int(e)
         if c is not None:
@@ -376,7 +376,7 @@ class CBlock(TransitionWalk, StmtGen):
         tid, state, ti = self.tables[id(d)]
         run = self._dispatch_fn(tid, state)
         buf = CBuf()
-        fn = FnCtx(buf, "function")
+        fn = CFnCtx(buf, "function")
         mk = match_keys(ti)
         nk = len(mk)
         buf.emit(f"u128 key[{max(nk, 1)}];")
@@ -411,7 +411,7 @@ class CBlock(TransitionWalk, StmtGen):
         sig = f"static int TA{tid}(rt_ctx *c, struct {self.fr} *f, rt_ares *res)"
         self.add_function(sig, buf)
 
-    def selector_pick(self, ti: Any, fn: FnCtx, run: str) -> None:
+    def selector_pick(self, ti: Any, fn: CFnCtx, run: str) -> None:
         buf = fn.buf
         algo = str(getattr(ti.implementation.args.get("algorithm"), "name",
                            ti.implementation.args.get("algorithm") or ""))
@@ -441,7 +441,7 @@ class CBlock(TransitionWalk, StmtGen):
     def bound_action(self, adecl: ast.ActionDecl, fname: str, ref: Any) -> str:
         bound = bound_arguments(ref)
         buf = CBuf()
-        fn = FnCtx(buf, "function")
+        fn = CFnCtx(buf, "function")
         wname = f"W{self.bid}_{self.tmp('w')}_{ident(adecl.name)}"
         cparams = []
         argv: list[str] = ["c", "f"]
@@ -495,14 +495,14 @@ class CBlock(TransitionWalk, StmtGen):
         return "-99"
 
     # ------------------------------------------------------------ calls
-    def table_apply_call(self, table_fn: str, fn: FnCtx) -> str:
+    def table_apply_call(self, table_fn: str, fn: CFnCtx) -> str:
         r = self.tmp("ta")
         fn.buf.emit(f"rt_ares {r};")
         fn.buf.emit(f"st = {table_fn}(c, f, &{r});")
         self.check(fn)
         return r
 
-    def extern_call(self, e: ast.Call, info: Any, fn: FnCtx, want_value: bool) -> str | None:
+    def extern_call(self, e: ast.Call, info: Any, fn: CFnCtx, want_value: bool) -> str | None:
         ext = self.pb.externs.find(info)
         if ext is None or ext.c is None:
             raise self.fail(f"{call_name(info)} is not supported by the C back end", e)
@@ -522,7 +522,7 @@ class CBlock(TransitionWalk, StmtGen):
         return "(" + " || ".join(conds) + ")" if conds else "0"
 
     def stack_shift(self, method: str, stack: str, st: T.StackType, count: ast.Expr,
-                    fn: FnCtx) -> str | None:
+                    fn: CFnCtx) -> str | None:
         nt = self.tmp("n")
         fn.buf.emit(f"i128 {nt} = (i128)({self.expr(count, fn)});")
         size, et = st.size, self.ct(st.element)

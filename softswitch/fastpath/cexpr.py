@@ -63,7 +63,7 @@ class CBuf(LineBuf):
 
 
 @dataclass
-class FnCtx:
+class CFnCtx:
     buf: CBuf
     kind: str                       # action | function | control | state
     has_value: bool = False         # function with a return value (*ret)
@@ -104,7 +104,7 @@ class ExprGen(ExprWalk):
     def zero(self, t: Any) -> str:
         return self.types.zero(t)
 
-    def declare(self, fn: FnCtx, t: Any, init: str | None = None, prefix: str = "t",
+    def declare(self, fn: CFnCtx, t: Any, init: str | None = None, prefix: str = "t",
                 at: int | None = None) -> str:
         name = self.tmp(prefix)
         line = f"{self.ct(t)} {name} = {init if init is not None else self.zero(t)};"
@@ -114,10 +114,10 @@ class ExprGen(ExprWalk):
             fn.buf.insert(at, line)
         return name
 
-    def check(self, fn: FnCtx) -> None:
+    def check(self, fn: CFnCtx) -> None:
         fn.buf.emit("if (st) return st;")
 
-    def perr(self, fn: FnCtx, cond: str, code: int | str) -> None:
+    def perr(self, fn: CFnCtx, cond: str, code: int | str) -> None:
         """Fail the parser (or the packet, outside one) with error ``code`` if cond."""
         with fn.buf.block(f"if ({cond})"):
             fn.buf.emit(f"c->perr = {code};")
@@ -147,17 +147,17 @@ class ExprGen(ExprWalk):
         return None
 
     # ------------------------------------------------------------ expressions
-    def value(self, e: ast.Expr, fn: FnCtx) -> str:
+    def value(self, e: ast.Expr, fn: CFnCtx) -> str:
         return self.expr(e, fn)
 
-    def x_IntLiteral(self, e: ast.IntLiteral, fn: FnCtx) -> str:
+    def x_IntLiteral(self, e: ast.IntLiteral, fn: CFnCtx) -> str:
         from softswitch.core.lower import wrap_int
         return lit(wrap_int(e.value, e.type), scalar(e.type))
 
-    def x_BoolLiteral(self, e: ast.BoolLiteral, fn: FnCtx) -> str:
+    def x_BoolLiteral(self, e: ast.BoolLiteral, fn: CFnCtx) -> str:
         return "1" if e.value else "0"
 
-    def x_PathExpr(self, e: ast.PathExpr, fn: FnCtx) -> str:
+    def x_PathExpr(self, e: ast.PathExpr, fn: CFnCtx) -> str:
         decl = e.decl
         name = self.names.get(id(decl))
         if name is not None:
@@ -168,7 +168,7 @@ class ExprGen(ExprWalk):
             return self.expr(decl.value, fn)
         raise self.fail(f"'{e.name}' cannot be used as a value here", e)
 
-    def stack_end(self, base: str, st: T.StackType, which: str, fn: FnCtx) -> str:
+    def stack_end(self, base: str, st: T.StackType, which: str, fn: CFnCtx) -> str:
         oob = self.prog.error_code("StackOutOfBounds", 3)
         if which == "next":
             self.perr(fn, f"{base}.nxt >= {st.size}", oob)
@@ -182,7 +182,7 @@ class ExprGen(ExprWalk):
             return f"((i128)({idx}) >= 0 && (i128)({idx}) < {size})"
         return f"((u128)({idx}) < {size})"
 
-    def x_Index(self, e: ast.Index, fn: FnCtx) -> str:
+    def x_Index(self, e: ast.Index, fn: CFnCtx) -> str:
         base = self.expr(e.expr, fn)
         t = T.strip_newtype(e.expr.type)
         if isinstance(t, T.StackType):
@@ -198,7 +198,7 @@ class ExprGen(ExprWalk):
             return f"{base}.e{int(e.index.const)}"
         raise self.fail(f"indexing {t} is not supported", e)
 
-    def x_Slice(self, e: ast.Slice, fn: FnCtx) -> str:
+    def x_Slice(self, e: ast.Slice, fn: CFnCtx) -> str:
         if is_wide(e.expr.type):
             raise self.fail("slices of values wider than 128 bits are not supported by the C "
                             "back end", e)
@@ -279,7 +279,7 @@ class ExprGen(ExprWalk):
             return fit(f"({ua} << {rb[0]}) | {ub}", t)
         raise self.fail(f"operator '{op}' is not supported here", e)
 
-    def x_Cast(self, e: ast.Cast, fn: FnCtx) -> str:
+    def x_Cast(self, e: ast.Cast, fn: CFnCtx) -> str:
         if is_wide(e.type) or is_wide(e.expr.type):
             raise self.fail("casts of values wider than 128 bits are not supported by the C "
                             "back end", e)
@@ -292,7 +292,7 @@ class ExprGen(ExprWalk):
             return f"(({self.ct(T.strip_newtype(e.type))})({v}))"
         return v
 
-    def x_ListExpr(self, e: ast.ListExpr, fn: FnCtx) -> str:
+    def x_ListExpr(self, e: ast.ListExpr, fn: CFnCtx) -> str:
         t = T.strip_newtype(e.type)
         vals = self.values_in_order(e.items, fn)
         if isinstance(t, T.StructLikeType):
@@ -303,7 +303,7 @@ class ExprGen(ExprWalk):
             return f"({{ {ct} _s = {self.zero(t)};{sets} _s; }})"
         raise self.fail("list expression without a type", e)
 
-    def x_StructExpr(self, e: ast.StructExpr, fn: FnCtx) -> str:
+    def x_StructExpr(self, e: ast.StructExpr, fn: CFnCtx) -> str:
         t = T.strip_newtype(e.type)
         vals = self.values_in_order([v for _, v in e.fields], fn)
         if isinstance(t, T.StructLikeType):
@@ -344,13 +344,13 @@ class ExprGen(ExprWalk):
         ut = sc.utype if sc is not None else "u128"
         return fit(f"({ut})0 - ({ut})({v})", t) if scalar_bits(t) else f"(-({v}))"
 
-    def spill(self, fn: FnCtx, t: Any, code: str, at: int) -> str:
+    def spill(self, fn: CFnCtx, t: Any, code: str, at: int) -> str:
         return self.declare(fn, t, code, at=at)
 
-    def result_var(self, fn: FnCtx, t: Any) -> str:
+    def result_var(self, fn: CFnCtx, t: Any) -> str:
         return self.declare(fn, t)
 
-    def truth_var(self, fn: FnCtx, code: str) -> str:
+    def truth_var(self, fn: CFnCtx, code: str) -> str:
         res = self.tmp()
         fn.buf.emit(f"int {res} = ({code}) != 0;")
         return res
@@ -362,21 +362,21 @@ class ExprGen(ExprWalk):
     def field(self, base: str, name: str) -> str:
         return f"{base}.f_{name}"
 
-    def place(self, e: ast.Expr, fn: FnCtx) -> str:
+    def place(self, e: ast.Expr, fn: CFnCtx) -> str:
         return self.ref(e, fn)
 
-    def assign_aggregate(self, fn: FnCtx, base: str, t: Any, value: str) -> None:
+    def assign_aggregate(self, fn: CFnCtx, base: str, t: Any, value: str) -> None:
         tv = self.tmp("v")
         fn.buf.emit(f"{{ {self.ct(t)} {tv} = {value}; {self.types.asg(t)}(&{base}, &{tv}); }}")
 
-    def named(self, fn: FnCtx, t: Any, code: str) -> str:
+    def named(self, fn: CFnCtx, t: Any, code: str) -> str:
         return code if code.replace("_", "a").isalnum() else self.declare(fn, t, code)
 
     # ------------------------------------------------------------ l-values
-    def stack_end_place(self, base: str, st: T.StackType, e: ast.Member, fn: FnCtx) -> str:
+    def stack_end_place(self, base: str, st: T.StackType, e: ast.Member, fn: CFnCtx) -> str:
         return self.stack_end(base, st, e.name, fn)
 
-    def index_place(self, e: ast.Index, fn: FnCtx) -> str:
+    def index_place(self, e: ast.Index, fn: CFnCtx) -> str:
         base = self.expr(e.expr, fn)
         t = T.strip_newtype(e.expr.type)
         if isinstance(t, T.StackType):
@@ -395,7 +395,7 @@ class ExprGen(ExprWalk):
             return self.element(base, int(e.index.const))
         raise self.fail(f"cannot assign into {t}", e)
 
-    def ref(self, e: ast.Expr, fn: FnCtx) -> str:
+    def ref(self, e: ast.Expr, fn: CFnCtx) -> str:
         if isinstance(e, ast.Index) and e.index.const is NOT_CONST and isinstance(
                 T.strip_newtype(e.expr.type), T.StackType):
             st = T.strip_newtype(e.expr.type)

@@ -18,7 +18,7 @@ from softswitch.core.exprwalk import other_members
 from softswitch.core.extern_calls import arg, emitted_items, extract_into
 from softswitch.core.extern_table import Emission
 from softswitch.core.fieldlist import data_fields, guarded, validity_runs
-from softswitch.fastpath.cexpr import FnCtx
+from softswitch.fastpath.cexpr import CFnCtx
 from softswitch.fastpath.ctypes_ import Unsupported, fit, is_wide, scalar, scalar_bits
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
@@ -32,7 +32,7 @@ HASHES = {"crc16": "H_CRC16", "crc32": "H_CRC32", "crc16_custom": "H_CRC16C",
 
 
 # ---------------------------------------------------------------- helpers
-def flatten(lw: CLowering, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, str | None, Any]]:
+def flatten(lw: CLowering, e: ast.Expr, fn: CFnCtx) -> list[tuple[str, int, str | None, Any]]:
     """(C value, width, validity or None, type) of every field in e, in order (width -1:
     a varbit)."""
     out: list[tuple[str, int, str | None, Any]] = []
@@ -51,7 +51,7 @@ def flatten(lw: CLowering, e: ast.Expr, fn: FnCtx) -> list[tuple[str, int, str |
     return out
 
 
-def packed(lw: CLowering, e: ast.Expr, fn: FnCtx) -> tuple[str, str, int]:
+def packed(lw: CLowering, e: ast.Expr, fn: CFnCtx) -> tuple[str, str, int]:
     """Pack the data argument e like BMv2: (buffer, byte-count expression, max bytes)."""
     items = flatten(lw, e, fn)
     total = sum(w if w >= 0 else _t.max_width for _, w, _, _t in items)
@@ -67,7 +67,7 @@ def packed(lw: CLowering, e: ast.Expr, fn: FnCtx) -> tuple[str, str, int]:
     return buf, f"(size_t)(({n} + 7) >> 3)", nbytes
 
 
-def _pack_one(buf: str, n: str, code: str, w: int, t: Any, fn: FnCtx) -> None:
+def _pack_one(buf: str, n: str, code: str, w: int, t: Any, fn: CFnCtx) -> None:
     """Write one field at bit ``n`` of ``buf`` and advance ``n``."""
     if is_wide(t):
         fn.buf.emit(f"wr_varbit({buf}, {n}, ({code}).b, {w});")
@@ -83,7 +83,7 @@ def _pack_one(buf: str, n: str, code: str, w: int, t: Any, fn: FnCtx) -> None:
         fn.buf.emit(f"{n} += {w};")
 
 
-def hash_value(lw: CLowering, algo: str, buf: str, nbytes: str, e: ast.Node, fn: FnCtx) -> str:
+def hash_value(lw: CLowering, algo: str, buf: str, nbytes: str, e: ast.Node, fn: CFnCtx) -> str:
     """A C expression for the named hash over buf (a callback for 'random')."""
     if algo == "random":
         r = lw.tmp("h")
@@ -97,7 +97,7 @@ def hash_value(lw: CLowering, algo: str, buf: str, nbytes: str, e: ast.Node, fn:
     return f"rt_hash({code}, {buf}, {nbytes})"
 
 
-def receiver(lw: CLowering, info: Any, fn: FnCtx) -> Any:
+def receiver(lw: CLowering, info: Any, fn: CFnCtx) -> Any:
     """The extern object a method is called on (an ExternRef), or a packet pointer."""
     recv = info.receiver
     decl = getattr(recv, "decl", None)
@@ -113,7 +113,7 @@ def index_ok(lw: CLowering, idx: str, t: Any, size: int) -> str:
     return lw.index_in(idx, t, size)
 
 
-def extern_ref(lw: CLowering, info: Any, fn: FnCtx, kind: str, e: ast.Call) -> Any:
+def extern_ref(lw: CLowering, info: Any, fn: CFnCtx, kind: str, e: ast.Call) -> Any:
     r = receiver(lw, info, fn)
     if isinstance(r, str) or r.kind != kind:
         raise lw.fail(f"cannot resolve the {kind} this call uses", e)
@@ -121,7 +121,7 @@ def extern_ref(lw: CLowering, info: Any, fn: FnCtx, kind: str, e: ast.Call) -> A
 
 
 # ---------------------------------------------------------------- packet_in / packet_out
-def _extract(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _extract(lw: CLowering, e: ast.Call, info: Any, fn: CFnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     target = info.args[0]
     tt = T.strip_newtype(info.params[0].type if info.params else target.type)
@@ -163,7 +163,7 @@ def _extract(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return None
 
 
-def _lookahead(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _lookahead(lw: CLowering, e: ast.Call, info: Any, fn: CFnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     t = T.strip_newtype(e.type)
     short = lw.prog.error_code("PacketTooShort", 1)
@@ -190,7 +190,7 @@ def _lookahead(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return v
 
 
-def _advance(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _advance(lw: CLowering, e: ast.Call, info: Any, fn: CFnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     n = lw.expr(info.args[0], fn)
     short = lw.prog.error_code("PacketTooShort", 1)
@@ -204,11 +204,11 @@ def _advance(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return None
 
 
-def _length(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _length(lw: CLowering, e: ast.Call, info: Any, fn: CFnCtx) -> str | None:
     return f"((uint64_t)({receiver(lw, info, fn)}->nbits >> 3))"
 
 
-def _emit_one(lw: CLowering, pkt: str, t: Any, code: str, item: ast.Expr, fn: FnCtx) -> None:
+def _emit_one(lw: CLowering, pkt: str, t: Any, code: str, item: ast.Expr, fn: CFnCtx) -> None:
     em = lw.prog.emitter(t)
     if lw.is_lvalue(item):
         ptr = f"&({code})"
@@ -218,7 +218,7 @@ def _emit_one(lw: CLowering, pkt: str, t: Any, code: str, item: ast.Expr, fn: Fn
     lw.check(fn)
 
 
-def _emit(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _emit(lw: CLowering, e: ast.Call, info: Any, fn: CFnCtx) -> str | None:
     pkt = receiver(lw, info, fn)
     for item in emitted_items(info.args[0]):
         _emit_one(lw, pkt, T.strip_newtype(item.type), lw.expr(item, fn), item, fn)
@@ -226,7 +226,7 @@ def _emit(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
 
 
 # ---------------------------------------------------------------- core functions
-def _verify(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _verify(lw: CLowering, e: ast.Call, info: Any, fn: CFnCtx) -> str | None:
     cond = lw.expr(info.args[0], fn)
     err = lw.expr(info.args[1], fn)
     lw.perr(fn, f"!({cond})", f"(int64_t)({err})")
@@ -241,7 +241,7 @@ def py_value(lw: CLowering, code: str, t: Any) -> str:
     return f"u128_to_py((u128)({code}))"
 
 
-def py_tuple(lw: CLowering, vals: list[str], fn: FnCtx) -> str:
+def py_tuple(lw: CLowering, vals: list[str], fn: CFnCtx) -> str:
     tup = lw.tmp("tp")
     fn.buf.emit(f"PyObject *{tup} = PyTuple_New({len(vals)});")
     fn.buf.emit(f"if (!{tup}) return ST_ABORT;")
@@ -253,7 +253,7 @@ def py_tuple(lw: CLowering, vals: list[str], fn: FnCtx) -> str:
     return tup
 
 
-def _log_msg(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _log_msg(lw: CLowering, e: ast.Call, info: Any, fn: CFnCtx) -> str | None:
     m = info.args[0]
     msg = m.const if isinstance(m.const, str) else (
         m.value if isinstance(m, ast.StringLiteral) else None)
@@ -275,7 +275,7 @@ def _log_msg(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
     return None
 
 
-def _static_assert(lw: CLowering, e: ast.Call, info: Any, fn: FnCtx) -> str | None:
+def _static_assert(lw: CLowering, e: ast.Call, info: Any, fn: CFnCtx) -> str | None:
     return "1"
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from softswitch.core.stmts import const_int
 from softswitch.core.walk import LoweringWalk, switch_arms, switch_on_action
-from softswitch.fastpath.cexpr import ExprGen, FnCtx
+from softswitch.fastpath.cexpr import CFnCtx, ExprGen
 from softswitch.fastpath.ctypes_ import Unsupported, ident, is_wide, scalar
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
@@ -36,7 +36,7 @@ class StmtGen(LoweringWalk, ExprGen):
     WHERE = "by the C back end"
 
     # ------------------------------------------------------------ statements
-    def stmt(self, s: ast.Stmt, fn: FnCtx) -> None:
+    def stmt(self, s: ast.Stmt, fn: CFnCtx) -> None:
         """As the interpreter's; what the C back end cannot do is located at ``s``."""
         try:
             super().stmt(s, fn)
@@ -45,29 +45,29 @@ class StmtGen(LoweringWalk, ExprGen):
                 e.loc = s.loc
             raise
 
-    def scope(self, fn: FnCtx) -> AbstractContextManager[None]:
+    def scope(self, fn: CFnCtx) -> AbstractContextManager[None]:
         return fn.buf.block("")
 
-    def loop_counters(self, fn: FnCtx) -> tuple[str, str]:
+    def loop_counters(self, fn: CFnCtx) -> tuple[str, str]:
         first, count = self.tmp("first"), self.tmp("n")
         fn.buf.emit(f"int {first} = 1;")
         fn.buf.emit(f"uint64_t {count} = 0;")
         return first, count
 
-    def loop_forever(self, fn: FnCtx) -> AbstractContextManager[None]:
+    def loop_forever(self, fn: CFnCtx) -> AbstractContextManager[None]:
         return fn.buf.block("for (;;)")
 
     def loop_limit_stmt(self, loc: Any) -> str:
         return f"return cb_abort(c, -1, {self.prog.obj(loc)}, \"loop_limit\");"
 
-    def declare_var(self, fn: FnCtx, name: str, t: Any, init: str) -> None:
+    def declare_var(self, fn: CFnCtx, name: str, t: Any, init: str) -> None:
         fn.buf.emit(f"{self.ct(t)} {name} = {init};")
 
     zero_value = ExprGen.zero
 
     ident = staticmethod(ident)
 
-    def s_ReturnStmt(self, s: ast.ReturnStmt, fn: FnCtx) -> None:
+    def s_ReturnStmt(self, s: ast.ReturnStmt, fn: CFnCtx) -> None:
         if fn.kind == "state":
             raise self.fail("'return' in a parser state is not supported", s)
         if s.value is not None:
@@ -78,7 +78,7 @@ class StmtGen(LoweringWalk, ExprGen):
                 fn.buf.emit(f"(void)({val});")
         fn.buf.emit("return ST_OK;")
 
-    def s_ForInStmt(self, s: ast.ForInStmt, fn: FnCtx) -> None:
+    def s_ForInStmt(self, s: ast.ForInStmt, fn: CFnCtx) -> None:
         coll = s.collection
         if not (isinstance(coll, ast.Binary) and coll.op == ".."):
             raise self.fail("for-in over a collection is not supported by the C back end", s)
@@ -93,7 +93,7 @@ class StmtGen(LoweringWalk, ExprGen):
                 fn.buf.emit(f"{var} = ({self.ct(vt)}){it};")
                 self.stmt(s.body, fn)
 
-    def s_SwitchStmt(self, s: ast.SwitchStmt, fn: FnCtx) -> None:
+    def s_SwitchStmt(self, s: ast.SwitchStmt, fn: CFnCtx) -> None:
         sel_code = self.expr(s.expr, fn)
         is_action, table = switch_on_action(s)
         if is_wide(s.expr.type):
@@ -117,7 +117,7 @@ class StmtGen(LoweringWalk, ExprGen):
             fn.buf.emit("}")
 
     def case_test(self, sel: str, label: ast.Expr, is_action: bool, table: Any,
-                  fn: FnCtx) -> str:
+                  fn: CFnCtx) -> str:
         if is_action:
             decl = getattr(label, "decl", None)
             return f"{sel} == {self.action_label(table, decl, label)}"
@@ -125,7 +125,7 @@ class StmtGen(LoweringWalk, ExprGen):
 
     # ------------------------------------------------------------ user calls
     def user_call(self, cfunc: str, params: tuple[T.ParamInfo, ...], args: tuple[Any, ...],
-                  fn: FnCtx, has_value: bool, can_exit: bool, want_value: bool,
+                  fn: CFnCtx, has_value: bool, can_exit: bool, want_value: bool,
                   exc: str = "ST_EXIT", by_ref: bool = False, all_ptr: bool = False,
                   ret_type: Any = None, frame: bool = True) -> str | None:
         """Call a generated function with copy-in/copy-out (see the module doc).

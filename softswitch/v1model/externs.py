@@ -26,7 +26,7 @@ from softswitch.core.lower import fit, scalar_bits
 from softswitch.fastpath import cexterns as cx
 from softswitch.fastpath import ctypes_
 from softswitch.fastpath.ccontracts import CLowering
-from softswitch.fastpath.cexpr import FnCtx as CFn
+from softswitch.fastpath.cexpr import CFnCtx as CFn
 from softswitch.frontend import ast
 from softswitch.frontend.cpnames import digest_data_type
 
