@@ -3,6 +3,7 @@
 
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -98,7 +99,7 @@ def test_table_add_and_dump_through_thrift_are_p4runtime_writes(switch):
     assert "Entry has been added with handle" in out
     assert "Invalid table operation (DUPLICATE_ENTRY)" in out       # BMv2's words
     assert "* ipv4.dst_addr       : LPM       0a000000/8" in out
-    assert "Action entry: L3Ingress.set_next_hop - 0002, 000000000001, 000000000002" in out
+    assert "Action entry: L3Ingress.set_next_hop - 02, 01, 02" in out
     entries = p4runtime_entries(grpc_addr)
     lpm = [m.lpm for e in entries for m in e.match if m.HasField("lpm")]
     assert [(int.from_bytes(m.value, "big"), m.prefix_len) for m in lpm] == [(0x0A000000, 8)]
@@ -189,34 +190,108 @@ V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;
 """
 
 
-@needs_cli
-@pytest.mark.skipif(not (P4LANG / "bin" / "p4c-bm2-ss").exists(), reason="no reference p4c")
-def test_a_program_loaded_from_p4c_json_with_priorities_meters_and_registers(tmp_path):
-    """``softswitch run PROG.json`` (p4c's BMv2 JSON, as simple_switch takes it): the CLI
-    reads that JSON back, a ternary entry keeps its BMv2 priority."""
-    (tmp_path / "acl.p4").write_text(ACL_P4)
-    subprocess.run([str(P4LANG / "bin" / "p4c-bm2-ss"), str(tmp_path / "acl.p4"), "-o",
-                    str(tmp_path / "acl.json")], check=True, capture_output=True, timeout=60)
-    thrift_port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "softswitch", "run", str(tmp_path / "acl.json"),
-         "--thrift-port", str(thrift_port), "--runtime-writes", "--", "--grpc-server-addr",
-         f"127.0.0.1:{free_port()}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+ACL_COMMANDS = """\
+table_set_default acl drop
+table_add acl forward 0x000000000001&&&0xffffffffffff 0x0800 => 3 5 7
+table_add acl forward 0x000000000001&&&0xffffffffffff 0x0800 => 3 5 7
+table_add acl forward 0x000000000002&&&0xffffffffffff 0x0806 => 4 6 9
+table_dump acl
+table_num_entries acl
+table_dump_entry acl 1
+table_dump_entry_from_key acl 0x000000000002&&&0xffffffffffff 0x0806 9
+table_modify acl forward 1 5 6
+table_dump_entry acl 1
+table_delete acl 0
+table_delete acl 0
+meter_set_rates rate_limit 5 0.001:10 0.002:20
+meter_set_rates rate_limit 99 0.001:10 0.002:20
+register_write seen 2 42
+register_read seen 2
+register_reset seen
+register_read seen 2
+counter_read no_such_counter 0
+mirroring_add 5 3
+mirroring_get 5
+mirroring_delete 5
+mirroring_get 5
+mc_mgrp_create 7
+mc_node_create 0 1 2
+mc_node_associate 7 0
+mc_dump
+mc_node_dissociate 7 0
+mc_node_destroy 0
+mc_mgrp_destroy 7
+set_queue_rate 100 2
+set_queue_depth 64 2
+set_queue_rate 100
+set_queue_depth 64
+show_tables
+table_info acl
+table_show_actions acl
+table_clear acl
+table_num_entries acl
+"""
+
+
+@pytest.fixture(scope="module")
+def acl_json(tmp_path_factory) -> Path:
+    """p4c-bm2-ss's BMv2 JSON of ACL_P4."""
+    p4c = P4LANG / "bin" / "p4c-bm2-ss"
+    if not p4c.exists():
+        pytest.skip("no reference p4c")
+    where = tmp_path_factory.mktemp("acl")
+    (where / "acl.p4").write_text(ACL_P4)
+    subprocess.run([str(p4c), str(where / "acl.p4"), "-o", str(where / "acl.json")],
+                   check=True, capture_output=True, timeout=60)
+    return where / "acl.json"
+
+
+def _cli_against(argv: list[str], thrift_port: int, commands: str) -> str:
+    """Start a switch (``argv``), pipe ``commands`` to simple_switch_CLI, stop it."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_port(thrift_port, proc)
-        out = simple_switch_cli(thrift_port, "\n".join([
-            "table_add acl forward 0x000000000001&&&0xffffffffffff 0x0800 => 3 5 7",
-            "table_dump acl", "meter_set_rates rate_limit 5 0.001:10 0.002:20",
-            "meter_set_rates rate_limit 99 0.001:10 0.002:20",
-            "register_write seen 2 42", "register_read seen 2", ""]))
+        return simple_switch_cli(thrift_port, commands)
     finally:
         proc.terminate()
         proc.communicate(timeout=15)
+
+
+def _softswitch_cli_run(program: Path, commands: str) -> str:
+    port = free_port()
+    return _cli_against([sys.executable, "-m", "softswitch", "run", str(program),
+                         "--thrift-port", str(port), "--runtime-writes", "--",
+                         "--grpc-server-addr", f"127.0.0.1:{free_port()}"], port, commands)
+
+
+@needs_cli
+@pytest.mark.skipif(not (P4LANG / "bin" / "simple_switch").exists(), reason="no BMv2")
+def test_the_cli_prints_the_same_on_bmv2_and_softswitch(acl_json, tmp_path):
+    """One cli_input file against BMv2's simple_switch and softswitch, both started from
+    p4c's JSON: the CLI's whole output is the same."""
+    port, device_id = free_port(), random.randrange(10_000, 2**30)
+    bmv2 = _cli_against([str(P4LANG / "bin" / "simple_switch"), "--device-id",
+                         str(device_id), "--thrift-port", str(port), "--notifications-addr",
+                         f"ipc://{tmp_path}/notify-{device_id}.ipc", str(acl_json)],
+                        port, ACL_COMMANDS)
+    assert bmv2.count("RuntimeCmd:") == ACL_COMMANDS.count("\n") + 1
+    assert _softswitch_cli_run(acl_json, ACL_COMMANDS) == bmv2
+
+
+@needs_cli
+def test_a_program_loaded_from_p4c_json_with_priorities_meters_and_registers(acl_json):
+    """``softswitch run PROG.json`` (p4c's BMv2 JSON, as simple_switch takes it): the CLI
+    reads that JSON back, a ternary entry keeps its BMv2 priority."""
+    out = _softswitch_cli_run(acl_json, "\n".join([
+        "table_add acl forward 0x000000000001&&&0xffffffffffff 0x0800 => 3 5 7",
+        "table_dump acl", "meter_set_rates rate_limit 5 0.001:10 0.002:20",
+        "meter_set_rates rate_limit 99 0.001:10 0.002:20",
+        "register_write seen 2 42", "register_read seen 2", ""]))
     assert "* ethernet.dst        : TERNARY   000000000001 &&& ffffffffffff\n" \
            "* ethernet.ether_type : EXACT     0800\nPriority: 7\n" \
-           "Action entry: Ing.forward - 0003, 00000005" in out
+           "Action entry: Ing.forward - 03, 05" in out
     assert "Dumping default entry\nAction entry: Ing.drop - " in out
-    assert out.count("Invalid meter operation (ERROR)") == 1      # only the cell 99
+    assert out.count("Invalid meter operation (INVALID_INDEX)") == 1      # only the cell 99
     assert "seen[2]= 42" in out
 
 

@@ -57,7 +57,13 @@ def _int(data: bytes) -> int:
 
 
 def _bytes(value: int, width: int) -> bytes:
+    """A key field's value as BMv2 gives it: all the field's bytes."""
     return value.to_bytes(max((width + 7) // 8, 1), "big")
+
+
+def _data(value: int) -> bytes:
+    """An action parameter as BMv2 gives it back: its bytes less the leading zero ones."""
+    return value.to_bytes(max((value.bit_length() + 7) // 8, 1), "big")
 
 
 class _Service:
@@ -224,8 +230,7 @@ class StandardHandler(_Service):
                 return std.BmActionEntry(action_type=std.BmActionEntryType.NONE)
             return std.BmActionEntry(
                 action_type=std.BmActionEntryType.ACTION_DATA, action_name=action.name,
-                action_data=[_bytes(v, w) for v, (_, w) in
-                             zip(state.default_cp_args, action.params, strict=False)])
+                action_data=[_data(v) for v in state.default_cp_args])
         return self._run(default, self._table_error(
             std.TableOperationErrorCode.INVALID_TABLE_NAME))
 
@@ -237,7 +242,8 @@ class StandardHandler(_Service):
 
     # --- counters and registers
     def _counter_error(self) -> Callable[[Exception], Exception]:
-        return lambda _err: std.InvalidCounterOperation(std.CounterOperationErrorCode.ERROR)
+        return lambda err: std.InvalidCounterOperation(
+            _index_code(err, std.CounterOperationErrorCode))
 
     def bm_counter_read(self, cxt_id: int, counter_name: str, index: int) -> Any:
         def read(control: SwitchControl) -> Any:
@@ -253,7 +259,8 @@ class StandardHandler(_Service):
         self._run(lambda c: c.counter_reset(counter_name), self._counter_error())
 
     def _meter_error(self) -> Callable[[Exception], Exception]:
-        return lambda _err: std.InvalidMeterOperation(std.MeterOperationErrorCode.ERROR)
+        return lambda err: std.InvalidMeterOperation(
+            _index_code(err, std.MeterOperationErrorCode))
 
     def bm_meter_set_rates(self, cxt_id: int, meter_array_name: str, index: int,
                            rates: list[Any]) -> None:
@@ -269,7 +276,8 @@ class StandardHandler(_Service):
             meter_array_name, given), self._meter_error())
 
     def _register_error(self) -> Callable[[Exception], Exception]:
-        return lambda _err: std.InvalidRegisterOperation(std.RegisterOperationErrorCode.ERROR)
+        return lambda err: std.InvalidRegisterOperation(
+            _index_code(err, std.RegisterOperationErrorCode))
 
     def bm_register_read(self, cxt_id: int, register_name: str, idx: int) -> int:
         return self._run(lambda c: c.register_read(register_name, idx), self._register_error())
@@ -281,6 +289,14 @@ class StandardHandler(_Service):
 
     def bm_register_reset(self, cxt_id: int, register_name: str) -> None:
         self._run(lambda c: c.register_reset(register_name), self._register_error())
+
+
+def _index_code(err: Exception, codes: Any) -> int:
+    """``INVALID_INDEX`` of a counter, meter or register family where the switch refused
+    an index (its words: "index N out of range", "has no cell N"), else ``ERROR``."""
+    text = str(getattr(err, "message", err))
+    return codes.INVALID_INDEX if "out of range" in text or "has no cell" in text \
+        else codes.ERROR
 
 
 def _priority(table: TableInfo, options: Any) -> int | None:
@@ -339,8 +355,7 @@ def _param(key: KeyInfo, k: KeyMatch) -> Any:
 
 
 def _entry(table: TableInfo, e: EntryView) -> Any:
-    widths = {a.name: [w for _, w in a.params] for a in table.actions}
-    data = [_bytes(v, w) for v, w in zip(e.args, widths.get(e.action, []), strict=False)]
+    data = [_data(v) for v in e.args]
     return std.BmMtEntry(
         match_key=_params(table, e.keys),
         entry_handle=e.handle,
@@ -388,7 +403,8 @@ class PreLagHandler(_Service):
                 "l1_handles": [{"handle": h, "rid": rid, "l2_handle": h}
                                for h, (rid, _) in sorted(nodes.items())],
                 "l2_handles": [{"handle": h, "ports": sorted(ports), "lags": []}
-                               for h, (_, ports) in sorted(nodes.items())]})
+                               for h, (_, ports) in sorted(nodes.items())],
+                "lags": []})
         return self._run(dump, self._error())
 
 
