@@ -19,12 +19,18 @@ class EventLoop:
         self.executed = 0      # callbacks run: the simulation's cost, per packet a few
 
     def at(self, t: float, fn: Callable[[], None]) -> None:
-        heapq.heappush(self._heap, (max(t, self.now), next(self._seq), fn))
+        now = self.now
+        heapq.heappush(self._heap, (now if now > t else t, next(self._seq), fn))
 
     def run(self, until_us: float) -> None:
-        while self._heap and self._heap[0][0] <= until_us:
-            t, _, fn = heapq.heappop(self._heap)
-            self.now = t
-            self.executed += 1
-            fn()
+        heap, pop = self._heap, heapq.heappop
+        executed = self.executed
+        try:
+            while heap and heap[0][0] <= until_us:
+                t, _, fn = pop(heap)
+                self.now = t
+                executed += 1
+                fn()
+        finally:
+            self.executed = executed
         self.now = until_us

@@ -287,11 +287,13 @@ class TrafficManager:
         native = self.native.next_event_us(now_us) if self.native is not None else None
         if not self.queued:
             return native
-        best = native
+        best = None
         for ep in self._holding.values():
             t = ep.next_event_us(now_us)
             if t is not None and (best is None or t < best):
                 best = t
+        if native is not None and (best is None or native < best):
+            best = native
         return best
 
     def holding(self) -> bool:
@@ -306,18 +308,22 @@ class TrafficManager:
         if not self.queued:
             return out
         touched = self.touched
-        for number, ep in list(self._holding.items()):
+        emptied = []
+        ingress_of = self._ingress_of
+        on_dequeue = self.pfc.on_dequeue
+        for number, ep in self._holding.items():
             touched.add(number)
             if now_us < ep.busy_until_us:
                 continue          # still sending (a held port: ep.dequeue says None)
             while (d := ep.dequeue(now_us)) is not None:
-                ingress = self._ingress_of.pop(id(d.packet), 0)
-                self.pfc.on_dequeue(ingress, d.packet.priority, now_us)
+                on_dequeue(ingress_of.pop(id(d.packet), 0), d.packet.priority, now_us)
                 out.append(d)
                 if ep.link_rate_bps and ep.busy_until_us > now_us:
                     break
             if not ep.held:
-                del self._holding[number]
+                emptied.append(number)
+        for number in emptied:
+            del self._holding[number]
         self.queued -= len(out)
         return out
 

@@ -282,7 +282,7 @@ class EgressPort:
         ready = self._ready_us
         if ready is None:
             return None
-        return ready if ready > now_us else now_us
+        return now_us if now_us > ready else ready     # max(ready, now) as max() picks
 
     def _ready(self) -> float | None:
         """max(the earliest time a head packet may leave, busy_until_us); None if empty."""
@@ -296,7 +296,8 @@ class EgressPort:
                     best = t
         if best is None:
             return None
-        return best if best > self.busy_until_us else self.busy_until_us
+        busy = self.busy_until_us
+        return busy if busy > best else best
 
     def dequeue(self, now_us: float) -> Dequeued | None:
         """The next packet to transmit at ``now_us``, or None if none may leave yet."""
