@@ -114,13 +114,13 @@ def test_table_add_and_dump_through_thrift_are_p4runtime_writes(switch):
 def test_counters_mirroring_multicast_and_queues(switch):
     port, _ = switch
     out = simple_switch_cli(port, "\n".join([
-        "table_reset_default ipv4_lpm",      # not implemented: refused, the CLI goes on
+        "port_add veth_x 5",                 # not implemented: refused, the CLI goes on
         "counter_read port_rx 1", "counter_read no_such_counter 1",
         "mirroring_add 5 3", "mirroring_get 5", "mc_mgrp_create 7", "mc_node_create 0 1 2",
         "mc_node_associate 7 0", "mc_dump", "set_queue_rate 100 2", "set_queue_rate 50 2 3",
         "set_queue_depth 64 2", "switch_info", ""]))
-    assert "RuntimeCmd: Invalid table operation (ERROR)\nRuntimeCmd: port_rx[1]= (0 bytes, 0 " \
-        "packets)" in out
+    assert "RuntimeCmd: Invalid device manager operation (ERROR)\nRuntimeCmd: port_rx[1]= " \
+        "(0 bytes, 0 packets)" in out
     assert "Error: Invalid counter name (no_such_counter)" in out
     assert "MirroringSessionConfig(port=3, mgid=None)" in out
     assert "Creating multicast group 7" in out
@@ -230,6 +230,10 @@ table_info acl
 table_show_actions acl
 table_clear acl
 table_num_entries acl
+table_set_default acl forward 1 2
+table_dump acl
+table_reset_default acl
+table_dump acl
 """
 
 
@@ -433,3 +437,16 @@ def test_with_a_token_thrift_clients_are_refused_and_the_line_protocol_asks_for_
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b'{"token": "wrong"}\n')
         assert b"needs a token" in sock.recv(1000)
+
+
+def test_every_call_not_implemented_gets_its_declared_exception_with_a_code():
+    """simple_switch_CLI looks the code up by name: an exception without one ends it."""
+    from softswitch.daemon.thrift.handlers import _declared_exception
+
+    services = [_generated(m) for m in ("bm_runtime.standard.Standard",
+                                        "bm_runtime.simple_pre_lag.SimplePreLAG",
+                                        "sswitch_runtime.SimpleSwitch")]
+    declared = [(name, _declared_exception(service, name)) for service in services
+                for name in dir(service.Iface) if not name.startswith("_")]
+    assert len([e for _, e in declared if e is not None]) > 50
+    assert [name for name, e in declared if e is not None and e.code is None] == []

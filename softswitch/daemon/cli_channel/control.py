@@ -131,6 +131,13 @@ class ManagedControl:
         entry.action.action.CopyFrom(actions.build(self._runtime.index, action, args))
         self._write(Update.MODIFY, entry)
 
+    def table_reset_default(self, table: str) -> None:
+        """The program's own default action again (a MODIFY of the default entry
+        without an action, as P4Runtime resets it)."""
+        index = self._table(table)
+        self._write(Update.MODIFY, p4runtime_pb2.TableEntry(
+            table_id=index.info.preamble.id, is_default_action=True))
+
     # ------------------------------------------------------------------ helpers
     def _table(self, name: str) -> TableIndex:
         if self._by_name is None:      # the pipeline's tables never change: index once

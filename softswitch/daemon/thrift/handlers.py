@@ -109,8 +109,9 @@ def _declared_exception(service: Any, method: str) -> Exception | None:
         if field is not None and field[0] == 1 and isinstance(field[3], list):
             cls = field[3][0]
             ttypes = sys.modules[cls.__module__]
-            family = cls.__name__.removeprefix("Invalid") + "ErrorCode"
-            codes = getattr(ttypes, family, None)
+            stem = cls.__name__.removeprefix("Invalid").removesuffix("Operation")
+            codes = getattr(ttypes, stem + "OperationErrorCode",
+                            getattr(ttypes, stem + "ErrorCode", None))
             code = getattr(codes, "ERROR", None)
             if code is None and codes is not None:
                 code = min(codes._VALUES_TO_NAMES)
@@ -192,6 +193,13 @@ class StandardHandler(_Service):
         self._run(lambda c: c.table_set_default(table_name, action_name,
                                                 [_int(d) for d in action_data]),
                   self._table_error())
+
+    def bm_mt_reset_default_entry(self, cxt_id: int, table_name: str) -> None:
+        def reset(control: Any) -> None:
+            if not hasattr(control, "table_reset_default"):
+                raise P4Error("this switch cannot reset a default action")
+            control.table_reset_default(control.table_info(table_name).name)
+        self._run(reset, self._table_error())
 
     def bm_mt_get_entries(self, cxt_id: int, table_name: str) -> list[Any]:
         def entries(control: SwitchControl) -> list[Any]:
