@@ -450,3 +450,19 @@ def test_every_call_not_implemented_gets_its_declared_exception_with_a_code():
                 for name in dir(service.Iface) if not name.startswith("_")]
     assert len([e for _, e in declared if e is not None]) > 50
     assert [name for name, e in declared if e is not None and e.code is None] == []
+
+
+def test_a_thrift_client_claiming_a_huge_string_is_closed_at_once(served):
+    import socket
+
+    serve, _ = served
+    port = serve()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        # VERSION_1 | CALL, then a method name said to be 1 GiB long
+        sock.sendall(b"\x80\x01\x00\x01" + (1 << 30).to_bytes(4, "big") + b"standard:")
+        assert sock.recv(100) == b""
+    client, transport = _client(port, "standard", _generated("bm_runtime.standard.Standard"))
+    try:
+        assert client.bm_mt_get_num_entries(0, "ipv4_lpm") == 0   # the port serves on
+    finally:
+        transport.close()

@@ -4,7 +4,9 @@
 Thrift clients (``TBinaryProtocol``, strict) open with the version word, first byte
 ``0x80``; ``softswitch cli``'s line protocol opens with ``{``. :func:`is_thrift` peeks
 at that byte without taking it; :func:`serve_connection` then answers the Thrift calls
-of one connection, in order, on the connection's own thread, until the client closes it.
+of one connection, in order, on the connection's own thread, until the client closes it;
+a string longer than the line protocol's longest line, or a list longer than
+``MAX_ITEMS``, ends the connection before anything is read into memory for it.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TException
 from thrift.transport import TSocket, TTransport
 
+from softswitch.daemon.cli_channel.framing import MAX_LINE
+
 log = logging.getLogger("softswitch.thrift")
 THRIFT_FIRST_BYTE = 0x80          # TBinaryProtocol's VERSION_1 (0x80010000), high byte
+MAX_ITEMS = 1 << 16               # a longer list or map claimed ends the connection
 
 
 def is_thrift(sock: socket.socket) -> bool:
@@ -35,7 +40,8 @@ def serve_connection(sock: socket.socket, processor: Any) -> None:
     handle = TSocket.TSocket()
     handle.setHandle(sock)
     transport = TTransport.TBufferedTransport(handle)
-    protocol = TBinaryProtocol.TBinaryProtocol(transport)
+    protocol = TBinaryProtocol.TBinaryProtocol(transport, string_length_limit=MAX_LINE,
+                                               container_length_limit=MAX_ITEMS)
     try:
         while True:
             processor.process(protocol, protocol)
