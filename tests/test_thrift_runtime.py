@@ -170,6 +170,7 @@ control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     meter(16, MeterType.packets) rate_limit;
     register<bit<32>>(8) seen;
+    direct_counter(CounterType.packets_and_bytes) acl_hits;
     action forward(bit<9> port, bit<32> slot) {
         sm.egress_spec = port;
         rate_limit.execute_meter(slot, meta.color);
@@ -180,6 +181,7 @@ control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm
         key = { hdr.ethernet.dst : ternary; hdr.ethernet.ether_type : exact; }
         actions = { forward; drop; }
         default_action = drop();
+        counters = acl_hits;
     }
     apply { acl.apply(); }
 }
@@ -210,6 +212,12 @@ register_read seen 2
 register_reset seen
 register_read seen 2
 counter_read no_such_counter 0
+counter_read acl_hits 1
+counter_write acl_hits 1 5 500
+counter_read acl_hits 1
+counter_reset acl_hits
+counter_read acl_hits 1
+counter_read acl_hits 77
 mirroring_add 5 3
 mirroring_get 5
 mirroring_delete 5
@@ -279,6 +287,7 @@ def test_the_cli_prints_the_same_on_bmv2_and_softswitch(acl_json, tmp_path):
                          f"ipc://{tmp_path}/notify-{device_id}.ipc", str(acl_json)],
                         port, ACL_COMMANDS)
     assert bmv2.count("RuntimeCmd:") == ACL_COMMANDS.count("\n") + 1
+    assert "acl_hits[1]= (500 bytes, 5 packets)" in bmv2
     assert _softswitch_cli_run(acl_json, ACL_COMMANDS) == bmv2
 
 

@@ -248,6 +248,27 @@ class StandardHandler(_Service):
             return std.BmCounterValue(bytes=e.bytes, packets=e.packets)
         return self._run(read, self._table_error(std.TableOperationErrorCode.INVALID_HANDLE))
 
+    def bm_mt_write_counter(self, cxt_id: int, table_name: str, entry_handle: int,
+                            value: Any) -> None:
+        self._run(lambda c: c.counter_write(self._direct_counter(c, table_name), entry_handle,
+                                            value.packets, value.bytes),
+                  self._table_error(std.TableOperationErrorCode.INVALID_HANDLE))
+
+    def bm_mt_reset_counters(self, cxt_id: int, table_name: str) -> None:
+        self._run(lambda c: c.counter_reset(self._direct_counter(c, table_name)),
+                  self._table_error(std.TableOperationErrorCode.COUNTERS_DISABLED))
+
+    def _direct_counter(self, control: SwitchControl, table_name: str) -> str:
+        """The name of the direct counter of a table (P4Info's ``direct_table_id``)."""
+        table = control.table_info(table_name).name
+        config = self._config()
+        info = config.p4info if config is not None else None
+        ids = {t.preamble.name: t.preamble.id for t in info.tables} if info else {}
+        for counter in info.direct_counters if info else ():
+            if counter.direct_table_id == ids.get(table):
+                return str(counter.preamble.name)
+        raise P4Error(f"table {table} has no direct counter")
+
     # --- counters and registers
     def _counter_error(self) -> Callable[[Exception], Exception]:
         return lambda err: std.InvalidCounterOperation(
