@@ -415,7 +415,7 @@ def test_the_declared_priority_queue_calls_speak_the_generated_clients_wire(serv
 
     _, tm = served
     from softswitch.daemon.cli_channel.commands import RuntimeChannel
-    from softswitch.daemon.thrift.handlers import SimpleSwitchHandler
+    from softswitch.daemon.thrift.replication import SimpleSwitchHandler
     from softswitch.v1model.fast_switch import load_switch_file
 
     handler = SimpleSwitchHandler(RuntimeChannel(load_switch_file(SAMPLE), tm), tm)
@@ -450,12 +450,12 @@ def test_with_a_token_thrift_clients_are_refused_and_the_line_protocol_asks_for_
 
 def test_every_call_not_implemented_gets_its_declared_exception_with_a_code():
     """simple_switch_CLI looks the code up by name: an exception without one ends it."""
-    from softswitch.daemon.thrift.handlers import _declared_exception
+    from softswitch.daemon.thrift.base import declared_exception
 
     services = [_generated(m) for m in ("bm_runtime.standard.Standard",
                                         "bm_runtime.simple_pre_lag.SimplePreLAG",
                                         "sswitch_runtime.SimpleSwitch")]
-    declared = [(name, _declared_exception(service, name)) for service in services
+    declared = [(name, declared_exception(service, name)) for service in services
                 for name in dir(service.Iface) if not name.startswith("_")]
     assert len([e for _, e in declared if e is not None]) > 50
     assert [name for name, e in declared if e is not None and e.code is None] == []

@@ -3,8 +3,9 @@
 The real ``simple_switch_CLI``, tutorials' ``cli_input`` files piped to it and other
 Thrift-based tools talk to softswitch as to BMv2: the ``standard``, ``simple_pre_lag``
 and ``simple_switch`` services, multiplexed on one port (:mod:`.services`), answered by
-:mod:`.handlers` through the runtime channel's switch control, so table writes are
-P4Runtime writes and P4Runtime reads them back. ``bm_get_config`` gives the program's
+:mod:`.handlers` and :mod:`.replication` (on :mod:`.base`, values by :mod:`.values`)
+through the runtime channel's switch control, so table writes are P4Runtime writes and
+P4Runtime reads them back. ``bm_get_config`` gives the program's
 BMv2 JSON (:mod:`.config_json`). The same port keeps serving ``softswitch cli``'s line
 protocol: a connection's first byte tells which (:mod:`.server`).
 """
