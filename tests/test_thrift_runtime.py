@@ -354,7 +354,7 @@ def served():
 
     def serve(token: bytes | None = None) -> int:
         server = RuntimeChannelServer(channel, port=free_port(), token=token,
-                                      thrift=thrift).start()
+                                      other=thrift).start()
         servers.append(server)
         return server.address[1]
     yield serve, tm

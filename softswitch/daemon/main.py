@@ -601,7 +601,7 @@ def _start_runtime_channel(opts: RunOptions, device: Device, tm: TrafficManager,
         if opts.thrift_port is not None:
             servers.append(RuntimeChannelServer(channel, opts.runtime_bind, opts.thrift_port,
                                                 token=token, loop=plane,
-                                                thrift=thrift).start())
+                                                other=thrift).start())
             print(f"softswitch: runtime channel listening on {opts.runtime_bind}:"
                   f"{opts.thrift_port}{' (token required)' if token else ''}",
                   file=sys.stderr, flush=True)

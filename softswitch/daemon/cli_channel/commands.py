@@ -33,7 +33,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from softswitch.core.control import SwitchControl
 from softswitch.daemon.cli_channel.framing import (
@@ -254,20 +254,31 @@ class RuntimeChannel:
         return "\n".join(lines)
 
 
+class PortProtocol(Protocol):
+    """Another protocol served on the channel's port (BMv2's Thrift API:
+    :class:`softswitch.daemon.thrift.server.ThriftPort`): a connection whose client
+    opens with this protocol's first bytes is its to serve."""
+
+    def claims(self, sock: socket.socket) -> bool:
+        """Whether the client's first bytes are this protocol's (without taking them)."""
+
+    def serve(self, sock: socket.socket) -> None:
+        """Answer the connection until its client closes it."""
+
+
 class _Handler(socketserver.StreamRequestHandler):
     channel: RuntimeChannel
     token: bytes | None = None
     loop: PortLoop | None = None   # serves the connection where it can (LoopConnection)
-    thrift: Any = None             # BMv2's Thrift services on the same port (a processor)
+    other: PortProtocol | None = None   # another protocol on the same port (Thrift)
     timeout = IDLE_SECONDS
 
     def handle(self) -> None:
         """Commands are answered in order; all the complete lines one read brings (a
-        client pipelining its commands) are answered with one send. A client whose
-        first byte is Thrift's gets the Thrift services instead
-        (:mod:`softswitch.daemon.thrift.server`); with a token, none (a Thrift client
-        cannot send it)."""
-        if self.thrift is not None and self._served_thrift():
+        client pipelining its commands) are answered with one send. A client that
+        opens with another protocol's bytes (Thrift's) is that protocol's; with a
+        token, nobody's (a Thrift client cannot send it)."""
+        if self.other is not None and self._served_other(self.other):
             return
         if self.token is not None and not self._authenticate():
             return
@@ -291,14 +302,13 @@ class _Handler(socketserver.StreamRequestHandler):
             if too_long or not data:
                 return                 # the rest of a too long line cannot be trusted
 
-    def _served_thrift(self) -> bool:
-        """Serve a Thrift client (True, whether served or refused); False for others."""
-        from softswitch.daemon.thrift.server import is_thrift, serve_connection
-
-        if not is_thrift(self.connection):
+    def _served_other(self, other: PortProtocol) -> bool:
+        """Serve a client of the other protocol (True, whether served or refused);
+        False for the line protocol's."""
+        if not other.claims(self.connection):
             return False
         if self.token is None:
-            serve_connection(self.connection, self.thrift)
+            other.serve(self.connection)
         return True
 
     def _served_by_loop(self, loop: PortLoop) -> bool:
@@ -372,15 +382,14 @@ class RuntimeChannelServer:
     answered on the loop itself once accepted (and authenticated), so a stream of
     commands never has another thread take the GIL from it
     (:mod:`softswitch.daemon.cli_channel.connection`); where the loop does not take it, the
-    connection's thread serves it. ``thrift``: a Thrift processor
-    (:func:`softswitch.daemon.thrift.services.processor`) for the clients that speak
-    Thrift on the same port."""
+    connection's thread serves it. ``other``: another protocol on the same port, for
+    the clients that speak it (BMv2's Thrift API)."""
 
     def __init__(self, channel: RuntimeChannel, host: str = "127.0.0.1", port: int = 9090,
                  token: bytes | None = None, unix_path: str | None = None,
-                 loop: PortLoop | None = None, thrift: Any = None) -> None:
+                 loop: PortLoop | None = None, other: PortProtocol | None = None) -> None:
         handler = type("Handler", (_Handler,), {"channel": channel, "token": token,
-                                                "loop": loop, "thrift": thrift})
+                                                "loop": loop, "other": other})
         self._unix_path = unix_path
         if unix_path is not None:
             if os.path.exists(unix_path) and not os.path.isdir(unix_path):

