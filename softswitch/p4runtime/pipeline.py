@@ -321,7 +321,7 @@ def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
     False: what p4c's BMv2 JSON keeps of them: names and shapes, every reference by the
     name of what it refers to; action scopes, whether a table is const and whether a
     match field is optional or ternary left out, as the JSON does not say; and only
-    the actions tables refer to, the ones a controller can use)."""
+    the actions and action profiles tables refer to, the ones a controller can use)."""
     names = {o.preamble.id: o.preamble.name for kind in _PREAMBLE_KINDS
              for o in getattr(p4info, kind)}
 
@@ -331,7 +331,7 @@ def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
     def own(i: int) -> tuple[int, ...]:
         return (i,) if ids else ()
 
-    def kind(m: p4info_pb2.MatchField) -> int:
+    def match_kind(m: p4info_pb2.MatchField) -> int:
         return m.match_type if ids or m.match_type != m.OPTIONAL else m.TERNARY
 
     def action_refs(t: p4info_pb2.Table) -> tuple[Any, ...]:
@@ -342,7 +342,7 @@ def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
     sig: dict[str, Any] = {}
     sig["tables"] = sorted(
         (*own(t.preamble.id), t.preamble.name,
-         tuple((*own(m.id), m.name, m.bitwidth, kind(m)) for m in t.match_fields),
+         tuple((*own(m.id), m.name, m.bitwidth, match_kind(m)) for m in t.match_fields),
          action_refs(t),
          ref(t.implementation_id) if t.implementation_id else 0,
          tuple(sorted(map(ref, t.direct_resource_ids))), *own(t.is_const_table))
@@ -355,10 +355,13 @@ def signature(p4info: p4info_pb2.P4Info, ids: bool = True) -> dict[str, Any]:
     for kind in ("counters", "meters", "registers"):
         sig[kind] = sorted((*own(o.preamble.id), o.preamble.name, o.size)
                            for o in getattr(p4info, kind))
-    for kind in ("direct_counters", "direct_meters", "action_profiles", "value_sets",
-                 "digests"):
+    for kind in ("direct_counters", "direct_meters", "value_sets", "digests"):
         sig[kind] = sorted((*own(o.preamble.id), o.preamble.name)
                            for o in getattr(p4info, kind))
+    implementations = {t.implementation_id for t in p4info.tables}
+    sig["action_profiles"] = sorted(
+        (*own(o.preamble.id), o.preamble.name) for o in p4info.action_profiles
+        if ids or o.preamble.id in implementations)
     sig["controller_packet_metadata"] = sorted(
         (*own(c.preamble.id), c.preamble.name,
          tuple((*own(m.id), m.name, m.bitwidth) for m in c.metadata))
