@@ -7,6 +7,7 @@ from __future__ import annotations
 import pathlib
 import queue
 import time
+from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -153,6 +154,17 @@ class Rig:
         self.stream.close()
         self.channel.close()
         self.server.stop(0).wait()
+
+
+def profile_rig(path: pathlib.Path, source: str) -> Iterator[Rig]:
+    """A rig with ``source`` (written to ``path``) loaded, its action profiles named too."""
+    path.write_text(source)
+    info = pipeline.compile_file(str(path), {}).p4info
+    r = Rig(info)
+    r.ids.update({o.preamble.name: o.preamble.id for o in info.action_profiles})
+    r.set_pipeline(source=source)
+    yield r
+    r.close()
 
 
 @pytest.fixture()

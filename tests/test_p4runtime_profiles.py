@@ -9,9 +9,7 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 from programs import P4RT_NAMES, v1model_program
-from test_p4runtime_entities import Rig, upd
-
-from softswitch.p4runtime import pipeline
+from test_p4runtime_entities import profile_rig, upd
 
 Update = p4runtime_pb2.Update
 PROGRAM = v1model_program(
@@ -39,14 +37,7 @@ PROGRAM = v1model_program(
 
 @pytest.fixture()
 def rig(tmp_path):
-    path = tmp_path / "ap.p4"
-    path.write_text(PROGRAM)
-    info = pipeline.compile_file(str(path), {}).p4info
-    r = Rig(info)
-    r.ids.update({o.preamble.name: o.preamble.id for o in info.action_profiles})
-    r.set_pipeline(source=PROGRAM)
-    yield r
-    r.close()
+    yield from profile_rig(tmp_path / "ap.p4", PROGRAM)
 
 
 def member(rig, mid: int, port: int, profile="I.ap") -> p4runtime_pb2.ActionProfileMember:

@@ -13,6 +13,7 @@ import grpc
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
+from polling import wait_until
 from security_support import (
     CPU,
     DEVICE_ID,
@@ -151,23 +152,13 @@ def test_stream_arbitration_and_packet_out(managed, who):
     out.metadata.add(metadata_id=1, value=b"\x04")
     stream.send(p4runtime_pb2.StreamMessageRequest(packet=out))
     if who == "primary":
-        deadline_sent = _wait(lambda: managed.sent)
+        deadline_sent = wait_until(lambda: managed.sent, 5.0)
         assert deadline_sent and managed.sent[-1][0] == 4
     else:
         err = stream.next()
         assert err.WhichOneof("update") == "error"
         assert err.error.canonical_code == code_pb2.PERMISSION_DENIED
         assert managed.sent == []
-
-
-def _wait(predicate, timeout=5.0):
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 # ---------------------------------------------------------------------- issue 13 findings

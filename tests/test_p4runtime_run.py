@@ -16,8 +16,10 @@ from contextlib import contextmanager
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from polling import receive_ipv4
 
 from softswitch.daemon.main import DEFAULT_GRPC_ADDR, parse_args
+from softswitch.devtools.p4runtime_client import StreamClient
 from softswitch.local_port import free_port as _free_port
 from softswitch.memory import allocator
 
@@ -79,6 +81,20 @@ def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> str:
     """Signal the switch and wait for it; its stderr."""
     proc.send_signal(sig)
     return proc.communicate(timeout=15)[1]
+
+
+def _primary(addr: str, proc: subprocess.Popen) -> tuple[
+        grpc.Channel, p4runtime_pb2_grpc.P4RuntimeStub, StreamClient,
+        p4runtime_pb2.ForwardingPipelineConfig]:
+    """Connect to device 0 as its primary (election id 1): channel, stub, stream, pipeline."""
+    channel = _wait_ready(addr, proc)
+    stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+    stream = StreamClient(channel)
+    stream.arbitrate(1)
+    stream.next()
+    config = stub.GetForwardingPipelineConfig(
+        p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=0)).config
+    return channel, stub, stream, config
 
 
 def _wait_ready(addr: str, proc: subprocess.Popen) -> grpc.Channel:
@@ -180,7 +196,6 @@ def test_program_forwards_between_veths(tmp_path):
     from scapy.utils import rdpcap
 
     from softswitch.daemon.ports.afpacket import RawPort
-    from softswitch.devtools.p4runtime_client import StreamClient
 
     tag = uuid.uuid4().hex[:5]
     pairs = [(f"sw1{tag}", f"h1{tag}"), (f"sw2{tag}", f"h2{tag}")]
@@ -197,13 +212,7 @@ def test_program_forwards_between_veths(tmp_path):
                    str(tmp_path), "--", "--grpc-server-addr", addr, "--cpu-port", "255"])
     h1 = h2 = None
     try:
-        channel = _wait_ready(addr, proc)
-        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-        stream = StreamClient(channel)
-        stream.arbitrate(1)
-        stream.next()
-        config = stub.GetForwardingPipelineConfig(
-            p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=0)).config
+        channel, stub, stream, config = _primary(addr, proc)
         ids = {o.preamble.name: o.preamble.id
                for o in (*config.p4info.tables, *config.p4info.actions)}
         te = p4runtime_pb2.TableEntry(table_id=ids["L3Ingress.ipv4_lpm"])
@@ -222,13 +231,7 @@ def test_program_forwards_between_veths(tmp_path):
         sent = bytes(Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:99")
                      / IP(src="10.0.1.1", dst="10.0.2.7", ttl=9) / UDP(dport=9) / (b"x" * 20))
         assert h1.send(sent)
-        got = None
-        deadline = time.monotonic() + 5
-        while got is None and time.monotonic() < deadline:
-            frame = h2.receive()
-            if frame is not None and frame[12:14] == b"\x08\x00":
-                got = frame
-            time.sleep(0.005)
+        got = receive_ipv4(h2)
         assert got is not None, "the routed frame did not arrive"
         pkt = Ether(got)
         assert pkt.dst == "02:00:00:00:00:bb" and pkt.src == "02:00:00:00:00:aa"

@@ -9,10 +9,9 @@ import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 from programs import P4RT_NAMES, v1model_program
-from test_p4runtime_entities import Rig, upd
+from test_p4runtime_entities import profile_rig, upd
 
 from softswitch.core import hashes
-from softswitch.p4runtime import pipeline
 
 Update = p4runtime_pb2.Update
 ROLLBACK = p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR
@@ -43,14 +42,7 @@ header flow_t { bit<8> dst; bit<32> src; bit<16> sport; bit<16> dport; bit<8> ma
 
 @pytest.fixture()
 def rig(tmp_path):
-    path = tmp_path / "sel.p4"
-    path.write_text(PROGRAM)
-    info = pipeline.compile_file(str(path), {}).p4info
-    r = Rig(info)
-    r.ids.update({o.preamble.name: o.preamble.id for o in info.action_profiles})
-    r.set_pipeline(source=PROGRAM)
-    yield r
-    r.close()
+    yield from profile_rig(tmp_path / "sel.p4", PROGRAM)
 
 
 def member(rig, mid: int, port: int, mark: int | None = None

@@ -14,9 +14,10 @@ from pathlib import Path
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from polling import receive_ipv4
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
-from test_p4runtime_run import _free_port, _wait_ready
+from test_p4runtime_run import _free_port, _primary
 
 from softswitch.core.control import KeyMatch
 from softswitch.daemon.device import Device
@@ -70,6 +71,19 @@ def test_port_flags_are_refused_for_a_v1model_program():
 
 # --- P4Runtime ------------------------------------------------------------------------------
 
+def _forward(stub: p4runtime_pb2_grpc.P4RuntimeStub, ids: dict[str, int], address: bytes,
+             port: int) -> None:
+    """Insert ``forward``'s entry sending ``address`` to ``port`` (election id 1)."""
+    te = p4runtime_pb2.TableEntry(table_id=ids["MainControlImpl.forward"])
+    te.match.add(field_id=1).exact.value = address
+    te.action.action.action_id = ids["MainControlImpl.to_port"]
+    te.action.action.params.add(param_id=1, value=bytes([port]))
+    write = p4runtime_pb2.WriteRequest(device_id=0)
+    write.election_id.low = 1
+    write.updates.add(type=p4runtime_pb2.Update.INSERT).entity.table_entry.CopyFrom(te)
+    stub.Write(write)
+
+
 def test_controller_pushes_a_nic_pipeline_and_programs_it():
     opts = RunOptions(interfaces={HOST: "h", NET: "n"}, host_ports={HOST}, net_ports={NET})
     device = Device(device_id=0, compiler=_compiler(opts))
@@ -93,14 +107,7 @@ def test_controller_pushes_a_nic_pipeline_and_programs_it():
         ids = {o.preamble.name: o.preamble.id for o in (
             *compiled.p4info.tables, *compiled.p4info.actions, *compiled.p4info.counters)}
 
-        te = p4runtime_pb2.TableEntry(table_id=ids["MainControlImpl.forward"])
-        te.match.add(field_id=1).exact.value = bytes([10, 0, 0, 2])
-        te.action.action.action_id = ids["MainControlImpl.to_port"]
-        te.action.action.params.add(param_id=1, value=bytes([HOST]))
-        write = p4runtime_pb2.WriteRequest(device_id=0)
-        write.election_id.low = 1
-        write.updates.add(type=p4runtime_pb2.Update.INSERT).entity.table_entry.CopyFrom(te)
-        stub.Write(write)
+        _forward(stub, ids, bytes([10, 0, 0, 2]), HOST)
 
         device.receive(NET, _frame())                  # NET_TO_HOST: keyed by destination
         device.receive(HOST, _frame(src="10.0.0.2"))   # HOST_TO_NET: keyed by source
@@ -201,34 +208,15 @@ def test_softswitch_run_nic_between_host_and_network_veths(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ports = []
     try:
-        channel = _wait_ready(addr, proc)
-        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-        stream = StreamClient(channel)
-        stream.arbitrate(1)
-        stream.next()
-        p4info = stub.GetForwardingPipelineConfig(
-            p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=0)).config.p4info
+        channel, stub, stream, config = _primary(addr, proc)
+        p4info = config.p4info
         assert p4info.pkg_info.arch == "pna"
         ids = {o.preamble.name: o.preamble.id for o in (*p4info.tables, *p4info.actions)}
-        te = p4runtime_pb2.TableEntry(table_id=ids["MainControlImpl.forward"])
-        te.match.add(field_id=1).exact.value = bytes([10, 0, 0, 1])
-        te.action.action.action_id = ids["MainControlImpl.to_port"]
-        te.action.action.params.add(param_id=1, value=bytes([NET]))
-        write = p4runtime_pb2.WriteRequest(device_id=0)
-        write.election_id.low = 1
-        write.updates.add(type=p4runtime_pb2.Update.INSERT).entity.table_entry.CopyFrom(te)
-        stub.Write(write)
+        _forward(stub, ids, bytes([10, 0, 0, 1]), NET)
         host, wire = RawPort(pairs[0][1]), RawPort(pairs[1][1])
         ports = [host, wire]
         assert host.send(_frame(src="10.0.0.1", dst="10.9.9.9"))   # host -> network
-        got = None
-        import time
-        deadline = time.monotonic() + 5
-        while got is None and time.monotonic() < deadline:
-            frame = wire.receive()
-            if frame is not None and frame[12:14] == b"\x08\x00":
-                got = frame
-            time.sleep(0.005)
+        got = receive_ipv4(wire)
         assert got is not None, "the frame from the host side did not reach the network side"
         assert Ether(got)[IP].ttl == 63 and Ether(got).src.endswith(":02")   # HOST_TO_NET
         stream.close()

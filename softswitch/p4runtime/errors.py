@@ -11,7 +11,7 @@ p4runtime-shell and PTF's helpers decode.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import grpc
@@ -35,36 +35,24 @@ class P4RuntimeError(Exception):
         return f"{self.code.name}: {self.message}"
 
 
-def invalid(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, message)
+ErrorMaker = Callable[[str], P4RuntimeError]
 
 
-def not_found(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.NOT_FOUND, message)
+def _maker(code: grpc.StatusCode) -> ErrorMaker:
+    """A constructor of the errors answered with ``code``."""
+    def make(message: str) -> P4RuntimeError:
+        return P4RuntimeError(code, message)
+    return make
 
 
-def already_exists(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, message)
-
-
-def unimplemented(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, message)
-
-
-def failed_precondition(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, message)
-
-
-def permission_denied(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, message)
-
-
-def out_of_range(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.OUT_OF_RANGE, message)
-
-
-def resource_exhausted(message: str) -> P4RuntimeError:
-    return P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+invalid: ErrorMaker = _maker(grpc.StatusCode.INVALID_ARGUMENT)
+not_found: ErrorMaker = _maker(grpc.StatusCode.NOT_FOUND)
+already_exists: ErrorMaker = _maker(grpc.StatusCode.ALREADY_EXISTS)
+unimplemented: ErrorMaker = _maker(grpc.StatusCode.UNIMPLEMENTED)
+failed_precondition: ErrorMaker = _maker(grpc.StatusCode.FAILED_PRECONDITION)
+permission_denied: ErrorMaker = _maker(grpc.StatusCode.PERMISSION_DENIED)
+out_of_range: ErrorMaker = _maker(grpc.StatusCode.OUT_OF_RANGE)
+resource_exhausted: ErrorMaker = _maker(grpc.StatusCode.RESOURCE_EXHAUSTED)
 
 
 def rpc_code(code: grpc.StatusCode) -> int:

@@ -84,13 +84,21 @@ class Externs:
                 ce.data.byte_count = bytes_
                 yield out
 
+    def _direct_write(self, kind: int, table_entry: p4runtime_pb2.TableEntry,
+                      attr: str) -> tuple[str, Any]:
+        """The name of the ``attr`` (direct_counter, direct_meter) of the entry's table and
+        the entry's record, for a MODIFY (the only update these entities take)."""
+        what = attr.replace("_", " ")
+        _only_modify(kind, f"{what} entries")
+        table, record = self.tables.record_for(table_entry)
+        extern = getattr(table, attr)
+        if extern is None:
+            raise errors.invalid(f"table '{table.info.preamble.name}' has no {what}")
+        return extern.preamble.name, record
+
     def write_direct_counter(self, kind: int, entry: p4runtime_pb2.DirectCounterEntry,
                              log: UndoLog) -> None:
-        _only_modify(kind, "direct counter entries")
-        table, record = self.tables.record_for(entry.table_entry)
-        if table.direct_counter is None:
-            raise errors.invalid(f"table '{table.info.preamble.name}' has no direct counter")
-        name = table.direct_counter.preamble.name
+        name, record = self._direct_write(kind, entry.table_entry, "direct_counter")
         old = self.switch.counter_read(name, record.handle)
         self.switch.counter_write(name, record.handle, entry.data.packet_count,
                                   entry.data.byte_count)
@@ -183,13 +191,9 @@ class Externs:
 
     def write_direct_meter(self, kind: int, entry: p4runtime_pb2.DirectMeterEntry,
                            log: UndoLog) -> None:
-        _only_modify(kind, "direct meter entries")
-        table, record = self.tables.record_for(entry.table_entry)
-        if table.direct_meter is None:
-            raise errors.invalid(f"table '{table.info.preamble.name}' has no direct meter")
+        name, record = self._direct_write(kind, entry.table_entry, "direct_meter")
         config = entry.config if entry.HasField("config") else None
-        self.meters.configure(table.direct_meter.preamble.name, record.handle, config, log,
-                              direct=True)
+        self.meters.configure(name, record.handle, config, log, direct=True)
 
     def read_direct_meter(self, req: p4runtime_pb2.DirectMeterEntry
                           ) -> Iterator[p4runtime_pb2.Entity]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
@@ -49,6 +50,9 @@ class Group:
 
     msg: p4runtime_pb2.ActionProfileGroup
     users: dict[int, tuple[str, object]] = field(default_factory=dict)  # id → (table, rec)
+
+
+_Held = TypeVar("_Held", ProfileMember, Group)
 
 
 class ActionProfiles:
@@ -147,21 +151,22 @@ class ActionProfiles:
 
     def member_call(self, table: TableIndex, member_id: int) -> ProfileMember:
         """The member a table entry points to (INVALID_ARGUMENT if there is none)."""
-        member = self._members.get((table.info.implementation_id, member_id))
-        if member is None:
-            raise errors.invalid(f"table '{table.info.preamble.name}': action profile "
-                                 f"member {member_id} does not exist")
-        return member
+        return _held(self._members, table, member_id, "member")
+
+    def _matching(self, held: dict[tuple[int, int], _Held], profile_id: int,
+                  item_id: int) -> Iterator[tuple[tuple[int, int], _Held]]:
+        """The members or groups held, by (profile, id), of a read's profile and id (0: any);
+        an unknown profile is refused before any is given."""
+        if profile_id:
+            self._profile(profile_id)
+        for key, item in sorted(held.items()):
+            if (not profile_id or key[0] == profile_id) and (not item_id or key[1] == item_id):
+                yield key, item
 
     def read_member(self, req: p4runtime_pb2.ActionProfileMember
                     ) -> Iterator[p4runtime_pb2.Entity]:
-        if req.action_profile_id:
-            self._profile(req.action_profile_id)
-        for (pid, mid), member in sorted(self._members.items()):
-            if req.action_profile_id and pid != req.action_profile_id:
-                continue
-            if req.member_id and mid != req.member_id:
-                continue
+        for (pid, mid), member in self._matching(self._members, req.action_profile_id,
+                                                 req.member_id):
             out = p4runtime_pb2.Entity()
             m = out.action_profile_member
             m.action_profile_id, m.member_id = pid, mid
@@ -230,11 +235,7 @@ class ActionProfiles:
 
     def group_for(self, table: TableIndex, group_id: int) -> Group:
         """The group a table entry points to (INVALID_ARGUMENT if there is none)."""
-        group = self._groups.get((table.info.implementation_id, group_id))
-        if group is None:
-            raise errors.invalid(f"table '{table.info.preamble.name}': action profile "
-                                 f"group {group_id} does not exist")
-        return group
+        return _held(self._groups, table, group_id, "group")
 
     def _refresh_users(self, group: Group, log: UndoLog) -> None:
         """Give every entry pointing to ``group`` the group's current member list."""
@@ -284,13 +285,17 @@ class ActionProfiles:
 
     def read_group(self, req: p4runtime_pb2.ActionProfileGroup
                    ) -> Iterator[p4runtime_pb2.Entity]:
-        if req.action_profile_id:
-            self._profile(req.action_profile_id)
-        for (pid, gid), group in sorted(self._groups.items()):
-            if req.action_profile_id and pid != req.action_profile_id:
-                continue
-            if req.group_id and gid != req.group_id:
-                continue
+        for _, group in self._matching(self._groups, req.action_profile_id, req.group_id):
             out = p4runtime_pb2.Entity()
             out.action_profile_group.CopyFrom(group.msg)
             yield out
+
+
+def _held(held: dict[tuple[int, int], _Held], table: TableIndex, item_id: int,
+          what: str) -> _Held:
+    """The member or group ``item_id`` of the table's profile (INVALID_ARGUMENT if none)."""
+    item = held.get((table.info.implementation_id, item_id))
+    if item is None:
+        raise errors.invalid(f"table '{table.info.preamble.name}': action profile "
+                             f"{what} {item_id} does not exist")
+    return item

@@ -14,7 +14,7 @@ A switch object without them (an older SwitchControl) gets UNIMPLEMENTED instead
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,15 +69,7 @@ class Replication:
     def _write_group(self, kind: int, entry: p4runtime_pb2.MulticastGroupEntry,
                      log: UndoLog) -> None:
         gid = entry.multicast_group_id
-        if gid == 0:
-            raise errors.invalid("multicast group id 0 is not valid")
-        exists = gid in self._groups
-        if kind == Update.INSERT and exists:
-            raise errors.already_exists(f"multicast group {gid} already exists")
-        if kind in (Update.MODIFY, Update.DELETE) and not exists:
-            raise errors.not_found(f"multicast group {gid} does not exist")
-        if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
-            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+        _check_update(kind, "multicast group", gid, gid in self._groups)
         by_rid = _replicas_by_instance(entry.replicas) if kind != Update.DELETE else {}
         if kind != Update.INSERT:
             self._remove_group(self._groups[gid], log)
@@ -130,15 +122,7 @@ class Replication:
     def _write_session(self, kind: int, entry: p4runtime_pb2.CloneSessionEntry,
                        log: UndoLog) -> None:
         sid = entry.session_id
-        if sid == 0:
-            raise errors.invalid("clone session id 0 is not valid")
-        exists = sid in self._sessions
-        if kind == Update.INSERT and exists:
-            raise errors.already_exists(f"clone session {sid} already exists")
-        if kind in (Update.MODIFY, Update.DELETE) and not exists:
-            raise errors.not_found(f"clone session {sid} does not exist")
-        if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
-            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+        _check_update(kind, "clone session", sid, sid in self._sessions)
         if kind != Update.DELETE:
             if entry.packet_length_bytes:
                 raise errors.unimplemented("clone session truncation (packet_length_bytes) "
@@ -182,27 +166,37 @@ class Replication:
              ) -> Iterator[p4runtime_pb2.Entity]:
         which = req.WhichOneof("type")
         if which in (None, "multicast_group_entry"):
-            gid = req.multicast_group_entry.multicast_group_id
-            for key in sorted(self._groups):
-                if gid and key != gid:
-                    continue
-                out = p4runtime_pb2.Entity()
-                out.packet_replication_engine_entry.multicast_group_entry.CopyFrom(
-                    self._groups[key].entry)
-                yield out
-            if gid and gid not in self._groups:
-                raise errors.not_found(f"multicast group {gid} does not exist")
+            yield from _read_entries(self._groups, "multicast_group_entry",
+                                     req.multicast_group_entry.multicast_group_id,
+                                     "multicast group")
         if which in (None, "clone_session_entry"):
-            sid = req.clone_session_entry.session_id
-            for key in sorted(self._sessions):
-                if sid and key != sid:
-                    continue
-                out = p4runtime_pb2.Entity()
-                out.packet_replication_engine_entry.clone_session_entry.CopyFrom(
-                    self._sessions[key].entry)
-                yield out
-            if sid and sid not in self._sessions:
-                raise errors.not_found(f"clone session {sid} does not exist")
+            yield from _read_entries(self._sessions, "clone_session_entry",
+                                     req.clone_session_entry.session_id, "clone session")
+
+
+def _read_entries(held: Mapping[int, _Group | _Session], oneof: str, wanted: int,
+                  what: str) -> Iterator[p4runtime_pb2.Entity]:
+    """The entries held (the one with id ``wanted`` when it is not 0), by id, as entities."""
+    for key in sorted(held):
+        if wanted and key != wanted:
+            continue
+        out = p4runtime_pb2.Entity()
+        getattr(out.packet_replication_engine_entry, oneof).CopyFrom(held[key].entry)
+        yield out
+    if wanted and wanted not in held:
+        raise errors.not_found(f"{what} {wanted} does not exist")
+
+
+def _check_update(kind: int, what: str, key: int, exists: bool) -> None:
+    """Refuse an id of 0, an INSERT of what exists, or a MODIFY/DELETE of what does not."""
+    if key == 0:
+        raise errors.invalid(f"{what} id 0 is not valid")
+    if kind == Update.INSERT and exists:
+        raise errors.already_exists(f"{what} {key} already exists")
+    if kind in (Update.MODIFY, Update.DELETE) and not exists:
+        raise errors.not_found(f"{what} {key} does not exist")
+    if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
+        raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
 
 
 def _replicas_by_instance(replicas: Any) -> dict[int, list[int]]:

@@ -13,7 +13,7 @@ import contextlib
 import gc
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from p4.v1 import p4runtime_pb2
@@ -238,12 +238,7 @@ class PipelineRuntime:
         if kind not in _UPDATE_TYPES:
             raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
         entity = update.entity
-        which = entity.WhichOneof("entity")
-        if which is None:
-            raise errors.invalid("update has no entity")
-        writer = self._writers.get(which)
-        if writer is None:
-            raise errors.unimplemented(f"writing {which} is not supported")
+        which, writer = _handler(self._writers, entity, "update has no entity", "writing")
         writer(kind, getattr(entity, which), log)
 
     # ------------------------------------------------------------------ Read
@@ -253,12 +248,8 @@ class PipelineRuntime:
         Table entries come from per-entry caches of their encoding (see :mod:`wire`)."""
         out: list[bytes] = []
         for entity in entities:
-            which = entity.WhichOneof("entity")
-            if which is None:
-                raise errors.invalid("read request has an empty entity")
-            reader = self._readers.get(which)
-            if reader is None:
-                raise errors.unimplemented(f"reading {which} is not supported")
+            which, reader = _handler(self._readers, entity, "read request has an empty entity",
+                                     "reading")
             try:
                 out.extend(item if isinstance(item, bytes) else item.SerializeToString()
                            for item in reader(getattr(entity, which)))
@@ -346,3 +337,18 @@ class _collector_paused:  # noqa: N801 - used as a context manager, like context
             gc.freeze()
         if self._paused:
             gc.enable()
+
+
+_Handler = TypeVar("_Handler")
+
+
+def _handler(handlers: dict[str, _Handler], entity: p4runtime_pb2.Entity, empty: str,
+             verb: str) -> tuple[str, _Handler]:
+    """The kind of ``entity`` and its handler; ``empty`` is the error when it has none."""
+    which = entity.WhichOneof("entity")
+    if which is None:
+        raise errors.invalid(empty)
+    handler = handlers.get(which)
+    if handler is None:
+        raise errors.unimplemented(f"{verb} {which} is not supported")
+    return which, handler
