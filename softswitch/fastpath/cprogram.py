@@ -136,12 +136,9 @@ class CProgram:
         length check then every field for a fixed header; for one with a varbit field,
         run by run (fixed fields, the varbit, fixed fields), each checked and consumed in
         turn, so a short packet leaves the cursor and fields where the interpreter does."""
-        key = self.types.key(t)
-        name = self._extract.get(key)
-        if name is not None:
+        name, new = _named(self._extract, "EX", self.types.key(t))
+        if not new:
             return name
-        name = f"EX{len(self._extract)}"
-        self._extract[key] = name
         ct = self.types.c(t)
         fields = wire.leaves(t)
         short = self.error_code("PacketTooShort", 1)
@@ -208,12 +205,9 @@ class CProgram:
 
     def emitter(self, t: Any) -> str:
         t = T.strip_newtype(t)
-        key = self.types.key(t)
-        name = self._emit.get(key)
-        if name is not None:
+        name, new = _named(self._emit, "EM", self.types.key(t))
+        if not new:
             return name
-        name = f"EM{len(self._emit)}"
-        self._emit[key] = name
         ct = self.types.c(t)
         lines = [f"static int {name}(rt_ctx *c, rt_writer *w, const {ct} *h) {{"]
         if isinstance(t, T.HeaderType):
@@ -394,3 +388,13 @@ class CProgram:
         lines.append("    return 0;")
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+
+def _named(names: dict[Any, str], prefix: str, key: Any) -> tuple[str, bool]:
+    """The C function name of ``key`` (a new one is ``prefix<n>``) and whether it is new."""
+    name = names.get(key)
+    if name is not None:
+        return name, False
+    name = f"{prefix}{len(names)}"
+    names[key] = name
+    return name, True

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from softswitch.diagnostics import P4Error
@@ -37,47 +38,42 @@ def base(t: Any) -> Any:
 
 def describe(e: ast.Expr) -> str:
     """A short rendering of an expression for messages (like p4c's)."""
-    if isinstance(e, ast.PathExpr):
-        return ("." if e.top_level else "") + e.name
-    if isinstance(e, ast.IntLiteral):
-        return e.text or str(e.value)
-    if isinstance(e, ast.BoolLiteral):
-        return "true" if e.value else "false"
-    if isinstance(e, ast.StringLiteral):
-        return f'"{e.value}"'
-    if isinstance(e, ast.Member):
-        return f"{describe(e.expr)}.{e.name}"
-    if isinstance(e, ast.Index):
-        return f"{describe(e.expr)}[{describe(e.index)}]"
-    if isinstance(e, ast.Slice):
-        return f"{describe(e.expr)}[{describe(e.hi)}:{describe(e.lo)}]"
-    if isinstance(e, ast.Binary):
-        return f"{describe(e.left)} {e.op} {describe(e.right)}"
-    if isinstance(e, ast.Unary):
-        return f"{e.op}{describe(e.expr)}"
-    if isinstance(e, ast.Call):
-        return f"{describe(e.target)}(...)"
-    if isinstance(e, ast.ListExpr):
-        return "{ " + ", ".join(describe(i) for i in e.items) + " }"
-    if isinstance(e, ast.ThisExpr):
-        return "this"
-    if isinstance(e, ast.TypeNameExpr):
-        ref = e.type_ref
-        return getattr(ref, "name", None) or ("error" if isinstance(ref, ast.ErrorTypeRef)
-                                              else str(ref.resolved or "type"))
-    if isinstance(e, ast.Cast):
-        return f"({e.type or 'cast'}){describe(e.expr)}"
-    if isinstance(e, ast.InvalidHeaderExpr):
-        return "{#}"
-    if isinstance(e, ast.DontCareExpr):
-        return "_"
-    if isinstance(e, ast.DefaultExpr):
-        return "default"
-    if isinstance(e, ast.Ternary):
-        return f"{describe(e.cond)} ? {describe(e.then)} : {describe(e.otherwise)}"
-    if isinstance(e, ast.StructExpr):
-        return "{ " + ", ".join(f"{n} = {describe(v)}" for n, v in e.fields) + " }"
+    for cls, render in _DESCRIBE:
+        if isinstance(e, cls):
+            return render(e)
     return type(e).__name__
+
+
+def _describe_type_name(e: ast.TypeNameExpr) -> str:
+    ref = e.type_ref
+    return getattr(ref, "name", None) or ("error" if isinstance(ref, ast.ErrorTypeRef)
+                                          else str(ref.resolved or "type"))
+
+
+# How each kind of expression reads in a message, the first class that matches.
+_DESCRIBE: tuple[tuple[type, Callable[[Any], str]], ...] = (
+    (ast.PathExpr, lambda e: ("." if e.top_level else "") + e.name),
+    (ast.IntLiteral, lambda e: e.text or str(e.value)),
+    (ast.BoolLiteral, lambda e: "true" if e.value else "false"),
+    (ast.StringLiteral, lambda e: f'"{e.value}"'),
+    (ast.Member, lambda e: f"{describe(e.expr)}.{e.name}"),
+    (ast.Index, lambda e: f"{describe(e.expr)}[{describe(e.index)}]"),
+    (ast.Slice, lambda e: f"{describe(e.expr)}[{describe(e.hi)}:{describe(e.lo)}]"),
+    (ast.Binary, lambda e: f"{describe(e.left)} {e.op} {describe(e.right)}"),
+    (ast.Unary, lambda e: f"{e.op}{describe(e.expr)}"),
+    (ast.Call, lambda e: f"{describe(e.target)}(...)"),
+    (ast.ListExpr, lambda e: "{ " + ", ".join(describe(i) for i in e.items) + " }"),
+    (ast.ThisExpr, lambda e: "this"),
+    (ast.TypeNameExpr, _describe_type_name),
+    (ast.Cast, lambda e: f"({e.type or 'cast'}){describe(e.expr)}"),
+    (ast.InvalidHeaderExpr, lambda e: "{#}"),
+    (ast.DontCareExpr, lambda e: "_"),
+    (ast.DefaultExpr, lambda e: "default"),
+    (ast.Ternary,
+     lambda e: f"{describe(e.cond)} ? {describe(e.then)} : {describe(e.otherwise)}"),
+    (ast.StructExpr,
+     lambda e: "{ " + ", ".join(f"{n} = {describe(v)}" for n, v in e.fields) + " }"),
+)
 
 
 class Checker(Protocol):

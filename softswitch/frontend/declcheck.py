@@ -376,16 +376,20 @@ class DeclChecker(TableChecker):
         if missing:
             raise fail(f"{d.name}: {missing[0]} abstract method not implemented", d)
 
-    # ------------------------------------------------------------------ parsers
-    def _d_ParserDecl(self, d: ast.ParserDecl, ctx: Ctx) -> None:
+    def _open_block(self, d: ast.ParserDecl | ast.ControlDecl, ctx: Ctx, block: str) -> Ctx:
+        """Declare a parser or control, its parameters and locals; the context of its body."""
         self.declare(ctx.scope, d)
         bt = self.types.generic_base(d)
         inner = self.types._type_param_scope(d, ctx.scope)
-        pctx = ctx.with_(scope=Scope(inner, "parser"), block="parser", owner=d,
-                         return_type=None)
-        self._declare_block_params(d, bt, pctx)
+        bctx = ctx.with_(scope=Scope(inner, block), block=block, owner=d, return_type=None)
+        self._declare_block_params(d, bt, bctx)
         for loc in d.locals:
-            self.guard(lambda loc=loc: self.decl(loc, pctx))
+            self.guard(lambda loc=loc: self.decl(loc, bctx))
+        return bctx
+
+    # ------------------------------------------------------------------ parsers
+    def _d_ParserDecl(self, d: ast.ParserDecl, ctx: Ctx) -> None:
+        pctx = self._open_block(d, ctx, "parser")
         states = Scope(pctx.scope, "states")
         for name in ("accept", "reject"):
             builtin = ast.ParserState(name, [], None, loc=d.loc)
@@ -505,14 +509,7 @@ class DeclChecker(TableChecker):
 
     # ------------------------------------------------------------------ controls
     def _d_ControlDecl(self, d: ast.ControlDecl, ctx: Ctx) -> None:
-        self.declare(ctx.scope, d)
-        bt = self.types.generic_base(d)
-        inner = self.types._type_param_scope(d, ctx.scope)
-        cctx = ctx.with_(scope=Scope(inner, "control"), block="control", owner=d,
-                         return_type=None)
-        self._declare_block_params(d, bt, cctx)
-        for loc in d.locals:
-            self.guard(lambda loc=loc: self.decl(loc, cctx))
+        cctx = self._open_block(d, ctx, "control")
         self.block(d.apply, cctx.with_(return_type=T.VoidType()))
 
     def _d_TableDecl(self, d: ast.TableDecl, ctx: Ctx) -> None:

@@ -75,6 +75,11 @@ _METER_UNITS = {
     "PACKETS": p4info_pb2.MeterSpec.PACKETS,
     "BYTES": p4info_pb2.MeterSpec.BYTES,
 }
+# the indexed externs with a unit: their P4Info list, id prefix, units and default unit
+_UNIT_EXTERNS: dict[str, tuple[str, int, dict[str, int], int]] = {
+    "counter": ("counters", ids.COUNTER, _COUNTER_UNITS, p4info_pb2.CounterSpec.UNSPECIFIED),
+    "meter": ("meters", ids.METER, _METER_UNITS, p4info_pb2.MeterSpec.UNSPECIFIED),
+}
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,16 @@ def _explicit_id(node: Any) -> int | None:
     if not isinstance(v, int) or isinstance(v, bool):
         raise P4Error("@id should be an unsigned integer", a.loc)
     return v
+
+
+def _data_type(ext: ExternInstance) -> Any:
+    """The type an extern instance holds (its first type argument, written or inferred)."""
+    t = _type_of_ref(ext.type_args[0]) if ext.type_args else None
+    if t is None:
+        inst_t = getattr(getattr(ext.decl, "type_ref", None), "resolved", None)
+        targs = getattr(inst_t, "type_args", ())
+        t = targs[0] if targs else None
+    return t
 
 
 def _type_of_ref(ref: Any) -> Any:
@@ -447,22 +462,21 @@ class Builder:
             self._digest_instance(ext)
             return
         # p4c's v1model handler does not look at @hidden on extern instances
-        if tn == "counter":
-            c = self.p4info.counters.add()
-            self._preamble(c.preamble, ids.COUNTER, ext.qualified, self._anns(ext))
-            c.spec.unit = _unit(ext, _COUNTER_UNITS, p4info_pb2.CounterSpec.UNSPECIFIED)
-            c.size = self._size(ext, tn)
-            self._index_type(ext, self.arch.index_arg["counter"], c)
-        elif tn == "meter":
-            m = self.p4info.meters.add()
-            self._preamble(m.preamble, ids.METER, ext.qualified, self._anns(ext))
-            m.spec.unit = _unit(ext, _METER_UNITS, p4info_pb2.MeterSpec.UNSPECIFIED)
-            m.size = self._size(ext, tn)
-            self._index_type(ext, self.arch.index_arg["meter"], m)
+        if tn in _UNIT_EXTERNS:
+            self._unit_extern(ext, tn)
         elif tn == "register":
             self._register(ext)
         elif tn in ("action_profile", "action_selector"):
             self._action_profile(ext)
+
+    def _unit_extern(self, ext: ExternInstance, tn: str) -> None:
+        """An indexed counter or meter: its unit, size and index type."""
+        kind, id_prefix, units, unspecified = _UNIT_EXTERNS[tn]
+        x = getattr(self.p4info, kind).add()
+        self._preamble(x.preamble, id_prefix, ext.qualified, self._anns(ext))
+        x.spec.unit = _unit(ext, units, unspecified)
+        x.size = self._size(ext, tn)
+        self._index_type(ext, self.arch.index_arg[tn], x)
 
     def _is_digest(self, ext: ExternInstance) -> bool:
         return self.arch.digest_extern is not None and ext.type_name == self.arch.digest_extern
@@ -471,11 +485,7 @@ class Builder:
         """PNA's ``Digest<T>`` instance: a digest named after the instance."""
         dg = self.p4info.digests.add()
         self._preamble(dg.preamble, ids.DIGEST, ext.qualified, self._anns(ext))
-        t = _type_of_ref(ext.type_args[0]) if ext.type_args else None
-        if t is None:
-            inst_t = getattr(getattr(ext.decl, "type_ref", None), "resolved", None)
-            targs = getattr(inst_t, "type_args", ())
-            t = targs[0] if targs else None
+        t = _data_type(ext)
         if t is None:
             raise P4Error(f"Digest '{ext.name}' has no data type", ext.loc)
         self.types.convert(t, dg.type_spec)
@@ -500,11 +510,7 @@ class Builder:
     def _register(self, ext: ExternInstance) -> None:
         r = self.p4info.registers.add()
         self._preamble(r.preamble, ids.REGISTER, ext.qualified, self._anns(ext))
-        t = _type_of_ref(ext.type_args[0]) if ext.type_args else None
-        if t is None:
-            inst_t = getattr(getattr(ext.decl, "type_ref", None), "resolved", None)
-            targs = getattr(inst_t, "type_args", ())
-            t = targs[0] if targs else None
+        t = _data_type(ext)
         if t is not None:
             self.types.convert(t, r.type_spec)
         r.size = _int_arg(ext, "size")

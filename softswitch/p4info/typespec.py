@@ -8,6 +8,7 @@ enums, ``type`` declarations) are referenced by name and described once in
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from p4.config.v1 import p4info_pb2, p4types_pb2
@@ -145,12 +146,7 @@ class TypeSpecs:
             m.value = value_bytes(value, t.underlying.width)
 
     def _struct(self, t: T.StructType) -> None:
-        if cp_name(t) in self.type_info.structs:
-            return
-        s = self.type_info.structs[cp_name(t)]
-        for f in t.fields:
-            m = s.members.add()
-            m.name = field_name(f)
+        for f, m in _new_members(self.type_info.structs, t):
             self.convert(f.type, m.type_spec)
 
     def _header(self, t: T.HeaderType) -> None:
@@ -171,12 +167,7 @@ class TypeSpecs:
                     m.type_spec.bit.bitwidth = w
 
     def _union(self, t: T.HeaderUnionType) -> None:
-        if cp_name(t) in self.type_info.header_unions:
-            return
-        u = self.type_info.header_unions[cp_name(t)]
-        for f in t.fields:
-            m = u.members.add()
-            m.name = field_name(f)
+        for f, m in _new_members(self.type_info.header_unions, t):
             if isinstance(f.type, T.HeaderType):
                 m.header.name = cp_name(f.type)
                 self._header(f.type)
@@ -190,6 +181,19 @@ class TypeSpecs:
             spec.header_stack.header.name = cp_name(t.element)
             spec.header_stack.size = t.size
             self._header(t.element)
+
+
+def _new_members(table: Any, t: T.StructType | T.HeaderUnionType
+                 ) -> Iterator[tuple[T.FieldInfo, Any]]:
+    """Each field of ``t`` with the member added for it to ``t``'s new entry in ``table``
+    (none when ``table`` already has ``t``): the entry exists before its members' types."""
+    if cp_name(t) in table:
+        return
+    entry = table[cp_name(t)]
+    for f in t.fields:
+        m = entry.members.add()
+        m.name = field_name(f)
+        yield f, m
 
 
 def _flat_fields(fields: tuple[T.FieldInfo, ...], prefix: str) -> list[tuple[str, T.Type]]:
