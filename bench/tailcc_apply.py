@@ -49,7 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "tailcc.p4"
 
 
-def _start(addr: str, device_id: int) -> subprocess.Popen:
+def start_switch(addr: str, device_id: int) -> subprocess.Popen:
+    """``softswitch run --no-p4`` serving P4Runtime on ``addr``, once it answers."""
     proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", "--no-p4",
                              "--device-id", str(device_id), "--", "--grpc-server-addr", addr],
                             stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -314,7 +315,7 @@ def main(argv: list[str]) -> int:
     if not 1 <= args.switches <= 16 or not 1 <= args.routes <= 16000:
         ap.error("--switches must be 1..16 and --routes 1..16000")
     addrs = [f"127.0.0.1:{_free_port()}" for _ in range(args.switches)]
-    procs = [_start(a, i) for i, a in enumerate(addrs, start=1)]
+    procs = [start_switch(a, i) for i, a in enumerate(addrs, start=1)]
     table: list[tuple[str, int, float, str]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -341,7 +342,7 @@ def main(argv: list[str]) -> int:
             proc.wait()
         for label, sequential in (("first apply, switches concurrently", False),
                                   ("first apply, switches one by one", True)):
-            procs = [_start(a, i) for i, a in enumerate(addrs, start=1)]
+            procs = [start_switch(a, i) for i, a in enumerate(addrs, start=1)]
             _apply(intent, pipeline, label, table, sequential)
             for proc in procs:
                 proc.terminate()

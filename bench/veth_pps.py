@@ -77,15 +77,21 @@ def _best(tx: RawPort, rx: RawPort, frames: list[bytes], repeats: int) -> tuple[
     return max(runs, key=lambda r: r[0] / r[1] if r[1] else 0.0)
 
 
+def _best_between(tx_if: str, rx_if: str, frames: list[bytes],
+                  repeats: int) -> tuple[int, float]:
+    """``_best`` from interface ``tx_if`` to ``rx_if``, their ports closed after."""
+    tx, rx = RawPort(tx_if), RawPort(rx_if)
+    try:
+        return _best(tx, rx, frames, repeats)
+    finally:
+        tx.close()
+        rx.close()
+
+
 def baseline(frames: list[bytes], repeats: int = 3) -> tuple[int, float]:
     with veth_pairs(1, "b") as pairs:
         sw, host = pairs[0]
-        tx, rx = RawPort(host), RawPort(sw)
-        try:
-            return _best(tx, rx, frames, repeats)
-        finally:
-            tx.close()
-            rx.close()
+        return _best_between(host, sw, frames, repeats)
 
 
 def through_switch(target: str, program: Path, routes: list[str],
@@ -94,12 +100,7 @@ def through_switch(target: str, program: Path, routes: list[str],
         (sw1, h1), (sw2, h2) = pairs
         with veth_switch.running(target, program, {1: sw1, 2: sw2}) as switch:
             switch.configure(routes)
-            tx, rx = RawPort(h1), RawPort(h2)
-            try:
-                return _best(tx, rx, frames, repeats)
-            finally:
-                tx.close()
-                rx.close()
+            return _best_between(h1, h2, frames, repeats)
 
 
 def _mac(mac: str) -> str:

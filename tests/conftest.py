@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,17 @@ def reference_tools() -> rt.ReferenceTools:
             pytest.fail(f"CI=true: {rt.missing_reason()}")
         pytest.skip(rt.missing_reason())
     return tools
+
+
+@pytest.fixture()
+def softswitch_server() -> Iterator[str]:
+    """The address of a softswitch P4Runtime server (device 1, CPU port 255, no pipeline)."""
+    from softswitch.daemon.device import Device
+    from softswitch.daemon.rpc.server import serve
+
+    srv, port = serve(Device(device_id=1, cpu_port=255), "127.0.0.1:0")
+    yield f"127.0.0.1:{port}"
+    srv.stop(0).wait()
 
 
 # --- the end of the run ---------------------------------------------------------------------

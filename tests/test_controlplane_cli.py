@@ -78,17 +78,8 @@ def test_unreachable_switch_is_exit_1() -> None:
 
 
 # --- live -------------------------------------------------------------------------------
-@pytest.fixture()
-def switch():
-    from softswitch.daemon.device import Device
-    from softswitch.daemon.rpc.server import serve
-
-    srv, port = serve(Device(device_id=1, cpu_port=255), "127.0.0.1:0")
-    yield f"127.0.0.1:{port}"
-    srv.stop(0).wait()
-
-
-def test_load_runtime_json_then_table_commands(switch: str, tmp_path: Path, capsys) -> None:
+def test_load_runtime_json_then_table_commands(softswitch_server: str, tmp_path: Path,
+                                               capsys) -> None:
     from controlplane.p4rt.p4info import P4InfoIndex  # noqa: F401 - import check
     from softswitch.frontend.compiler import compile_program
     from softswitch.p4info import generate, write
@@ -110,7 +101,7 @@ def test_load_runtime_json_then_table_commands(switch: str, tmp_path: Path, caps
     }
     path = tmp_path / "s1-runtime.json"
     path.write_text(json.dumps(runtime))
-    target = ["--address", switch]
+    target = ["--address", softswitch_server]
     pipeline = ["--pipeline", str(ROOT / "p4src/samples/l3_basic.p4")]
     assert main(["load", str(path), *pipeline, *target]) == 0
     assert "loaded s1-runtime.json: 3 entries" in capsys.readouterr().out
@@ -140,9 +131,9 @@ def test_load_runtime_json_then_table_commands(switch: str, tmp_path: Path, caps
         in capsys.readouterr().err
 
 
-def test_apply_diff_show_on_tailcc(switch: str, tmp_path: Path, capsys) -> None:
+def test_apply_diff_show_on_tailcc(softswitch_server: str, tmp_path: Path, capsys) -> None:
     intent = tmp_path / "i.yaml"
-    intent.write_text(f"base: default\nswitches:\n  - name: s1\n    address: {switch}\n"
+    intent.write_text(f"base: default\nswitches:\n  - name: s1\n    address: {softswitch_server}\n"
                       "    device_id: 1\n    ports: [1, 2]\n")
     pipeline = ["--pipeline", str(ROOT / "p4src/tailcc.p4")]
     assert main(["diff", str(intent), *pipeline]) == 0
@@ -158,7 +149,7 @@ def test_apply_diff_show_on_tailcc(switch: str, tmp_path: Path, capsys) -> None:
     assert "TailccIngress.classify.traffic_class" in out and "clone sessions: 1" in out
 
 
-def test_apply_every_undoes_drift(switch: str, tmp_path: Path, capsys) -> None:
+def test_apply_every_undoes_drift(softswitch_server: str, tmp_path: Path, capsys) -> None:
     import threading
     import time
 
@@ -166,7 +157,7 @@ def test_apply_every_undoes_drift(switch: str, tmp_path: Path, capsys) -> None:
     from controlplane.p4rt.client import update
 
     intent = tmp_path / "i.yaml"
-    intent.write_text(f"base: default\nswitches:\n  - name: s1\n    address: {switch}\n"
+    intent.write_text(f"base: default\nswitches:\n  - name: s1\n    address: {softswitch_server}\n"
                       "    device_id: 1\n    ports: [1]\n")
     assert main(["apply", str(intent), "--pipeline", str(ROOT / "p4src/tailcc.p4"),
                  "-q"]) == 0
@@ -175,7 +166,7 @@ def test_apply_every_undoes_drift(switch: str, tmp_path: Path, capsys) -> None:
         ["apply", str(intent), "--every", "0.5", "--rounds", "5", "-q"])))
     loop.start()
     time.sleep(0.8)
-    with Client(switch, 1, election_id=50) as c:           # an operator's stray edit
+    with Client(softswitch_server, 1, election_id=50) as c:  # an operator's stray edit
         index = P4InfoIndex(c.get_p4info())
         b = EntityBuilder(index)
         [control] = [e for e in c.read([b.table_wildcard("traffic_class")])
@@ -187,6 +178,6 @@ def test_apply_every_undoes_drift(switch: str, tmp_path: Path, capsys) -> None:
     captured = capsys.readouterr()
     assert "s1: wrote 1 (1 insert, 0 modify, 0 delete)" in captured.out
     assert "is invalid, keeping the last valid intent" in captured.err
-    with Client(switch, 1, election_id=51) as c:
+    with Client(softswitch_server, 1, election_id=51) as c:
         assert any(e.table_entry.priority == 110
                    for e in c.read([b.table_wildcard("traffic_class")]))

@@ -46,6 +46,12 @@ def _texts(index: P4InfoIndex, entities) -> list[str]:
     return [entity_text(index, e) for e in entities]
 
 
+def _compiled_texts(intent_text: str, index: P4InfoIndex) -> list[str]:
+    """The entries the intent's first switch compiles to, as text."""
+    intent = parse_intent_text(intent_text)
+    return _texts(index, compile_switch(intent, intent.switches[0], index).entities)
+
+
 def test_default_profile_compiles_to_the_documented_entries(tailcc: P4InfoIndex) -> None:
     intent = load_intent(ROOT / "controlplane/examples/two_leaf.yaml")
     state = compile_switch(intent, intent.switch("leaf1"), tailcc)
@@ -85,11 +91,10 @@ def test_default_profile_compiles_to_the_documented_entries(tailcc: P4InfoIndex)
 
 
 def test_range_on_a_ternary_key_expands(tailcc: P4InfoIndex) -> None:
-    intent = parse_intent_text(
+    texts = _compiled_texts(
         "switches: [{name: s, address: 'x:1', device_id: 1}]\n"
         "classes:\n  - {name: a, id: 1, queue: 1, dscp_rewrite: 26, "
-        "match: {dscp: '1..6', l4_dst_port: '1000..2000'}}\n")
-    texts = _texts(tailcc, compile_switch(intent, intent.switches[0], tailcc).entities)
+        "match: {dscp: '1..6', l4_dst_port: '1000..2000'}}\n", tailcc)
     rules = [t for t in texts if "classify.traffic_class" in t]
     assert len(rules) == 4 and all("l4_dport=1000..2000" in t for t in rules)
     assert all("set_class_and_dscp(tc=1, queue=1, ecn_profile=0, dscp=26)" in t
@@ -97,12 +102,11 @@ def test_range_on_a_ternary_key_expands(tailcc: P4InfoIndex) -> None:
 
 
 def test_queue_ecn_profile_is_a_per_port_default(tailcc: P4InfoIndex) -> None:
-    intent = parse_intent_text(
+    texts = _compiled_texts(
         "switches: [{name: s, address: 'x:1', device_id: 1,\n"
         "            ports: [{port: 5, scheduler: q}, {port: 6}]}]\n"
         "ecn_profiles: [{name: low, id: 2, kmin: 1, kmax: 4, pmax: 0.25}]\n"
-        "schedulers: [{name: q, queues: {3: {mode: strict, ecn_profile: low}}}]\n")
-    texts = _texts(tailcc, compile_switch(intent, intent.switches[0], tailcc).entities)
+        "schedulers: [{name: q, queues: {3: {mode: strict, ecn_profile: low}}}]\n", tailcc)
     ecn = [t for t in texts if "ecn_marking.ecn_profile" in t]
     assert ecn == [
         "TailccEgress.ecn_marking.ecn_profile ecn_profile=2&&&0xf priority=20 -> "
@@ -114,12 +118,11 @@ def test_queue_ecn_profile_is_a_per_port_default(tailcc: P4InfoIndex) -> None:
 
 
 def test_ipv6_routes_go_to_routing_v6(tailcc: P4InfoIndex) -> None:
-    intent = parse_intent_text(
+    texts = _compiled_texts(
         "switches:\n  - name: s\n    address: 'x:1'\n    device_id: 1\n"
         "    next_hops: [{name: h, port: 1, dst_mac: '00:00:00:00:00:01'}]\n"
         "    routes: [{prefix: '2001:db8::/32', next_hop: h}, {prefix: 10.0.0.0/8, "
-        "next_hop: h}]\n")
-    texts = _texts(tailcc, compile_switch(intent, intent.switches[0], tailcc).entities)
+        "next_hop: h}]\n", tailcc)
     assert ("TailccIngress.forwarding.routing_v6 vrf=0 ipv6_dst=2001:db8::/32 -> "
             "TailccIngress.forwarding.set_nexthop(port=1, smac=00:00:00:00:00:00, "
             "dmac=00:00:00:00:00:01)") in texts

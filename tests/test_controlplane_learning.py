@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -111,12 +112,7 @@ def _read_flows(c: Client) -> dict[tuple[str, str, int], int]:
 
 
 def _wait(pred, seconds: float = 30) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.1)
-    return False
+    return wait_until(pred, seconds, step=0.1)
 
 
 def _congest(address: str, port: int) -> None:

@@ -195,19 +195,9 @@ def test_entry_key_ignores_padding(l3: P4InfoIndex) -> None:
 
 
 # --- live client against softswitch's P4Runtime server ------------------------------------
-@pytest.fixture()
-def server():
-    from softswitch.daemon.device import Device
-    from softswitch.daemon.rpc.server import serve
-
-    srv, port = serve(Device(device_id=1, cpu_port=255), "127.0.0.1:0")
-    yield f"127.0.0.1:{port}"
-    srv.stop(0).wait()
-
-
-def test_live_pipeline_write_read_and_errors(server: str, l3: P4InfoIndex) -> None:
+def test_live_pipeline_write_read_and_errors(softswitch_server: str, l3: P4InfoIndex) -> None:
     b = EntityBuilder(l3)
-    with Client(server, 1, election_id=10) as client:
+    with Client(softswitch_server, 1, election_id=10) as client:
         assert client.arbitration and client.arbitration.primary
         assert client.get_p4info() is None
         client.set_pipeline(l3.p4info, L3.read_bytes())
@@ -233,12 +223,13 @@ def test_live_pipeline_write_read_and_errors(server: str, l3: P4InfoIndex) -> No
         assert len(counters) == 64
 
 
-def test_a_batch_with_many_refused_updates_names_each(server: str, l3: P4InfoIndex) -> None:
+def test_a_batch_with_many_refused_updates_names_each(softswitch_server: str,
+                                                      l3: P4InfoIndex) -> None:
     """500 refused updates (~50 KB of per-update errors in the trailers, past gRPC's
     default 16 KiB for received metadata): the error still names every one, instead of
     RESOURCE_EXHAUSTED 'received metadata size exceeds hard limit'."""
     b = EntityBuilder(l3)
-    with Client(server, 1, election_id=10) as client:
+    with Client(softswitch_server, 1, election_id=10) as client:
         client.set_pipeline(l3.p4info, L3.read_bytes())
         absent = [b.table_entry("ipv4_lpm", match={"dst_addr": f"10.{i >> 8}.{i & 255}.0/24"},
                                 action="drop") for i in range(500)]
@@ -248,12 +239,12 @@ def test_a_batch_with_many_refused_updates_names_each(server: str, l3: P4InfoInd
         assert {code for _, code, _ in info.value.errors} == {"NOT_FOUND"}
 
 
-def test_live_backup_cannot_write_and_reconnect(server: str, l3: P4InfoIndex) -> None:
+def test_live_backup_cannot_write_and_reconnect(softswitch_server: str, l3: P4InfoIndex) -> None:
     b = EntityBuilder(l3)
-    primary = Client(server, 1, election_id=10)
+    primary = Client(softswitch_server, 1, election_id=10)
     primary.connect()
     primary.set_pipeline(l3.p4info, L3.read_bytes())
-    backup = Client(server, 1, election_id=5)
+    backup = Client(softswitch_server, 1, election_id=5)
     with pytest.raises(P4RuntimeClientError, match="not primary"):
         backup.connect()
     arb = backup.connect(require_primary=False)
@@ -275,12 +266,12 @@ def test_connect_to_nothing_is_a_clear_error() -> None:
         client.connect()
 
 
-def test_close_with_wait_frees_the_election_id_at_once(server: str) -> None:
+def test_close_with_wait_frees_the_election_id_at_once(softswitch_server: str) -> None:
     """close(wait=...) returns once the server has ended the stream, so the next
     session may take the same election id straight away (a PTF suite's next test)."""
     for _ in range(20):
-        client = Client(server, 1, election_id=10)
+        client = Client(softswitch_server, 1, election_id=10)
         assert client.connect().primary
         client.close(wait=5)
     # a session that was never connected closes without waiting
-    Client(server, 1, election_id=10).close(wait=5)
+    Client(softswitch_server, 1, election_id=10).close(wait=5)

@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-import grpc
+from bench_support import bench_module
+from polling import wait_until
 
 from controlplane.compile import compile_switch
 from controlplane.intent import load_intent
@@ -50,15 +51,7 @@ fast_cnp: {{enabled: true, qp_map: [{{src: 10.0.1.1, dst: 10.0.2.2, dst_qp: 17, 
 
 
 def _start_switch(addr: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", "--no-p4",
-                             "--device-id", "1", "--", "--grpc-server-addr", addr],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    channel = grpc.insecure_channel(addr)
-    try:
-        grpc.channel_ready_future(channel).result(timeout=60)
-    finally:
-        channel.close()
-    return proc
+    return bench_module("tailcc_apply").start_switch(addr, 1)
 
 
 def _holdings(addr: str, intent_path: Path) -> tuple[collections.Counter, dict, dict]:
@@ -91,12 +84,7 @@ def _converged(addr: str, intent_path: Path) -> bool:
 
 
 def _wait(pred, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.3)
-    return False
+    return wait_until(pred, seconds, step=0.3)
 
 
 def test_apply_every_reconverges_after_a_switch_restart(tmp_path: Path) -> None:

@@ -138,23 +138,22 @@ def test_inverse_updates() -> None:
     assert reset.type == Update.MODIFY and not reset.entity.table_entry.HasField("action")
 
 
-def _mixed(b: EntityBuilder, target: FakeTarget):
-    """A switch with three routes, and a transaction that deletes one, modifies one,
-    inserts two."""
+def _mixed(index: P4InfoIndex, target: FakeTarget) -> tuple[list[Update], dict[tuple, tuple]]:
+    """A switch with three routes, a transaction that deletes one, modifies one, inserts
+    two, and the switch's snapshot before it."""
+    b = EntityBuilder(index)
     for net in ("10.1.0.0/16", "10.2.0.0/16", "10.3.0.0/16"):
         e = route(b, net)
         target.state[entry_key(e)] = e
     return [update("DELETE", route(b, "10.1.0.0/16")),
             update("MODIFY", route(b, "10.2.0.0/16", drop=True)),
             update("INSERT", route(b, "10.4.0.0/16")),
-            update("INSERT", route(b, "10.5.0.0/16"))]
+            update("INSERT", route(b, "10.5.0.0/16"))], target.snapshot()
 
 
 def test_refusal_in_a_later_batch_undoes_every_earlier_one(index: P4InfoIndex) -> None:
-    b = EntityBuilder(index)
     target = FakeTarget()
-    updates = _mixed(b, target)
-    before = target.snapshot()
+    updates, before = _mixed(index, target)
     target.refuse.add(entry_key(updates[3].entity))
     tx = Transaction(target, index, batch_size=2)
     with pytest.raises(WriteAborted) as info:
@@ -175,10 +174,8 @@ def test_refusal_in_a_later_batch_undoes_every_earlier_one(index: P4InfoIndex) -
 
 
 def test_failure_across_write_calls_and_abort(index: P4InfoIndex) -> None:
-    b = EntityBuilder(index)
     target = FakeTarget()
-    updates = _mixed(b, target)
-    before = target.snapshot()
+    updates, before = _mixed(index, target)
     tx = Transaction(target, index)
     tx.write(updates[:2], [target.state[entry_key(updates[0].entity)],
                            target.state[entry_key(updates[1].entity)]])
@@ -190,10 +187,8 @@ def test_failure_across_write_calls_and_abort(index: P4InfoIndex) -> None:
 
 
 def test_undo_that_fails_is_repaired_or_reported(index: P4InfoIndex) -> None:
-    b = EntityBuilder(index)
     target = FakeTarget()
-    updates = _mixed(b, target)
-    before = target.snapshot()
+    updates, before = _mixed(index, target)
     target.refuse.add(entry_key(updates[3].entity))
     # the undo of the MODIFY is refused once: the repair pass restores it
     target.refuse_undo.add(entry_key(updates[1].entity))
@@ -204,9 +199,8 @@ def test_undo_that_fails_is_repaired_or_reported(index: P4InfoIndex) -> None:
 
 
 def test_unrestorable_entity_is_named(index: P4InfoIndex) -> None:
-    b = EntityBuilder(index)
     target = FakeTarget()
-    updates = _mixed(b, target)
+    updates, _ = _mixed(index, target)
     target.refuse.add(entry_key(updates[3].entity))
 
     # the deleted route can never be inserted again
@@ -233,10 +227,8 @@ def test_lost_answer_is_checked_by_reading(index: P4InfoIndex, known: bool) -> N
     """A batch whose answer is lost (applied, then UNAVAILABLE): its keys are compared
     with their state before and repaired; an INSERT whose previous state was never read
     cannot be, and is reported as possibly inserted."""
-    b = EntityBuilder(index)
     target = FakeTarget()
-    updates = _mixed(b, target)
-    before = target.snapshot()
+    updates, before = _mixed(index, target)
     target.lose_answer_at = 2          # the second batch (the two INSERTs)
     befores = [target.state[entry_key(updates[0].entity)],
                target.state[entry_key(updates[1].entity)]]
@@ -257,10 +249,8 @@ def test_lost_answer_is_checked_by_reading(index: P4InfoIndex, known: bool) -> N
 
 
 def test_atomic_target_only_earlier_batches_are_undone(index: P4InfoIndex) -> None:
-    b = EntityBuilder(index)
     target = FakeTarget(atomic=True)
-    updates = _mixed(b, target)
-    before = target.snapshot()
+    updates, before = _mixed(index, target)
     target.refuse.add(entry_key(updates[3].entity))
     with pytest.raises(WriteAborted) as info:
         Transaction(target, index, batch_size=3).write(updates)
@@ -281,16 +271,6 @@ def test_single_update_is_written_as_is(index: P4InfoIndex) -> None:
 
 
 # --- live softswitch ---------------------------------------------------------------------------
-@pytest.fixture()
-def server():
-    from softswitch.daemon.device import Device
-    from softswitch.daemon.rpc.server import serve
-
-    srv, port = serve(Device(device_id=1, cpu_port=255), "127.0.0.1:0")
-    yield f"127.0.0.1:{port}"
-    srv.stop(0).wait()
-
-
 def _read(client: Client, b: EntityBuilder) -> list[str]:
     flt = [b.table_wildcard("ipv4_lpm"),
            p4runtime_pb2.TableEntry(table_id=b.index.table("ipv4_lpm").preamble.id,
@@ -299,9 +279,10 @@ def _read(client: Client, b: EntityBuilder) -> list[str]:
 
 
 @pytest.mark.parametrize("atomic", [None, False], ids=["atomic", "self-rollback"])
-def test_softswitch_rollback_of_insert_modify_delete_and_default(server, index, atomic) -> None:
+def test_softswitch_rollback_of_insert_modify_delete_and_default(softswitch_server, index,
+                                                                  atomic) -> None:
     b = EntityBuilder(index)
-    with Client(server, 1, atomic_writes=atomic) as c:
+    with Client(softswitch_server, 1, atomic_writes=atomic) as c:
         c.set_pipeline(index.p4info, L3.read_bytes())
         c.write_batches([update("INSERT", route(b, f"10.{i}.0.0/16")) for i in (1, 2, 3)])
         before = _read(c, b)

@@ -43,16 +43,6 @@ def exercise(tmp_path) -> Path:
     return ex
 
 
-@pytest.fixture()
-def softswitch_server():
-    from softswitch.daemon.device import Device
-    from softswitch.daemon.rpc.server import serve
-
-    srv, port = serve(Device(device_id=1, cpu_port=255), "127.0.0.1:0")
-    yield f"127.0.0.1:{port}"
-    srv.stop(0).wait()
-
-
 def _everything(address: str, device_id: int) -> list[str]:
     with Client(address, device_id, election_id=40) as c:
         return read_everything(c, P4InfoIndex(c.get_p4info()))

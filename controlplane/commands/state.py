@@ -6,7 +6,12 @@ import argparse
 
 from p4.v1 import p4runtime_pb2
 
-from controlplane.commands.target import add_target_args, non_negative_int, open_session
+from controlplane.commands.target import (
+    Session,
+    add_target_args,
+    non_negative_int,
+    open_session,
+)
 from controlplane.intent import load_intent
 from controlplane.p4rt import values
 from controlplane.p4rt.client import update
@@ -58,12 +63,17 @@ def read_counter(session, name: str, index: int | None = None
     return sorted(out)
 
 
+def _list_sizes(s: Session, kind: str) -> int:
+    """Print each ``kind`` (counters, registers) of the pipeline with its size."""
+    for o in s.index.all(kind):
+        print(f"{o.preamble.name}  size {o.size}")
+    return 0
+
+
 def cmd_counters(args: argparse.Namespace) -> int:
     with open_session(args, write=False) as s:
         if not args.name:
-            for c in s.index.all("counters"):
-                print(f"{c.preamble.name}  size {c.size}")
-            return 0
+            return _list_sizes(s, "counters")
         info = s.index.counter(args.name)
         cells = read_counter(s, args.name, args.index)
         shown = [c for c in cells if args.all or args.index is not None or c[1] or c[2]]
@@ -80,9 +90,7 @@ def cmd_registers(args: argparse.Namespace) -> int:
         return 2
     with open_session(args, write=write) as s:
         if not args.name:
-            for r in s.index.all("registers"):
-                print(f"{r.preamble.name}  size {r.size}")
-            return 0
+            return _list_sizes(s, "registers")
         info = s.index.register(args.name)
         if write:
             entry = s.builder.register_write(args.name, args.index, args.write)

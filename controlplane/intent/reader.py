@@ -10,13 +10,14 @@ import ipaddress
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from controlplane.intent.problems import Problems, child_path
 
 _MISSING = object()
 MAX_NAME = 64          # names show in CLI tables, metrics labels and messages
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+_Net = TypeVar("_Net", ipaddress.IPv4Network, ipaddress.IPv6Network)
 
 
 def _type_name(value: Any) -> str:
@@ -142,30 +143,26 @@ class Node:
 
     def ipv4_net(self) -> ipaddress.IPv4Network | None:
         """A prefix ``a.b.c.d/len`` (a bare address means /32); host bits must be 0."""
-        text = str(self.value)
-        try:
-            return ipaddress.IPv4Network(text, strict=True)
-        except ValueError as exc:
-            if "host bits set" in str(exc):
-                self.error(f"{text} has host bits set (did you mean "
-                           f"{ipaddress.IPv4Network(text, strict=False)}?)")
-            else:
-                self.error(f"{self.value!r} is not an IPv4 prefix (a.b.c.d/len)")
-            return None
+        return self._network(ipaddress.IPv4Network, "an IPv4 prefix (a.b.c.d/len)")
 
     def ip_net(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
         """An IPv4 or IPv6 prefix (routes); host bits must be 0."""
         text = str(self.value)
         if ":" not in text:
             return self.ipv4_net()
+        return self._network(ipaddress.IPv6Network, "an IPv6 prefix (addr/len)")
+
+    def _network(self, kind: type[_Net], what: str) -> _Net | None:
+        """The value as a ``kind`` prefix, or an error naming ``what`` it should be."""
+        text = str(self.value)
         try:
-            return ipaddress.IPv6Network(text, strict=True)
+            return kind(text, strict=True)
         except ValueError as exc:
             if "host bits set" in str(exc):
                 self.error(f"{text} has host bits set (did you mean "
-                           f"{ipaddress.IPv6Network(text, strict=False)}?)")
+                           f"{kind(text, strict=False)}?)")
             else:
-                self.error(f"{self.value!r} is not an IPv6 prefix (addr/len)")
+                self.error(f"{self.value!r} is not {what}")
             return None
 
     def address(self) -> str | None:

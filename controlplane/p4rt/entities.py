@@ -9,7 +9,7 @@ are the only thing a caller needs to know about the program.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
@@ -171,20 +171,14 @@ class EntityBuilder:
     # --- counters, meters, registers ---------------------------------------------------
     def counter_entry(self, name: str, index: int | None = None) -> p4runtime_pb2.CounterEntry:
         info = self.index.counter(name)
-        entry = p4runtime_pb2.CounterEntry(counter_id=info.preamble.id)
-        if index is not None:
-            _check_index(name, index, info.size)
-            entry.index.index = index
-        return entry
+        return _at_index(p4runtime_pb2.CounterEntry(counter_id=info.preamble.id), name,
+                         index, info.size)
 
     def register_entry(self, name: str, index: int | None = None
                        ) -> p4runtime_pb2.RegisterEntry:
         info = self.index.register(name)
-        entry = p4runtime_pb2.RegisterEntry(register_id=info.preamble.id)
-        if index is not None:
-            _check_index(name, index, info.size)
-            entry.index.index = index
-        return entry
+        return _at_index(p4runtime_pb2.RegisterEntry(register_id=info.preamble.id), name,
+                         index, info.size)
 
     def register_write(self, name: str, index: int, value: int | str
                        ) -> p4runtime_pb2.RegisterEntry:
@@ -225,6 +219,17 @@ class EntityBuilder:
         for port in ports:
             cs.replicas.add(egress_port=port, instance=0)
         return pre
+
+
+_Indexed = TypeVar("_Indexed", p4runtime_pb2.CounterEntry, p4runtime_pb2.RegisterEntry)
+
+
+def _at_index(entry: _Indexed, name: str, index: int | None, size: int) -> _Indexed:
+    """``entry`` for cell ``index`` of ``name`` (checked against ``size``), or every cell."""
+    if index is not None:
+        _check_index(name, index, size)
+        entry.index.index = index
+    return entry
 
 
 def _check_index(name: str, index: int, size: int) -> None:
