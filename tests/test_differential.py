@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,25 +81,41 @@ def test_runs_mix_generated_programs_and_mutants():
 
 @pytest.fixture(scope="module")
 def cases(reference_tools, request):
-    sources = R.default_sources(conformance.corpus_dir())
+    return compare_and_report(request, "", R.default_sources(conformance.corpus_dir()),
+                              SEED, COUNT, reference_tools.p4test,
+                              reference_tools.exe("p4c-bm2-ss"), budget_s=BUDGET_S)
+
+
+def compare_and_report(request: pytest.FixtureRequest, label: str,
+                       sources: list[tuple[str, Path]], seed: int, count: int, p4test: str,
+                       bm2: str | None, **run_options: Any) -> list[R.Case]:
+    """Run ``count`` seeded cases on two cores and write their summary to the terminal."""
     if not sources:
-        pytest.skip("no seed programs (conformance corpus missing)")
-    results = R.run(sources, SEED, COUNT, reference_tools.p4test,
-                    reference_tools.exe("p4c-bm2-ss"), jobs=2, budget_s=BUDGET_S)
+        pytest.skip(f"no {label}seed programs (conformance corpus missing)")
+    results = R.run(sources, seed, count, p4test, bm2, jobs=2, **run_options)
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line("")
-        reporter.write_line(f"differential (seed {SEED}): "
+        reporter.write_line(f"{label}differential (seed {seed}): "
                             + R.summarize(results, R.read_known()))
     return results
 
 
 def test_no_internal_errors(cases):
+    assert_no_internal_errors(cases)
+
+
+def test_no_undocumented_disagreement(cases):
+    assert_all_documented(cases, "p4test not in tests/differential_known.txt "
+                                 "(fix them or document them)")
+
+
+def assert_no_internal_errors(cases: list[R.Case]) -> None:
     bad = [c.summary() for c in cases if c.kind == "internal"]
     assert not bad, "softswitch failed internally:\n" + "\n".join(bad)
 
 
-def test_no_undocumented_disagreement(cases):
+def assert_all_documented(cases: list[R.Case], where: str) -> None:
+    """Every disagreement other than an internal error is listed as known."""
     bad = [c.summary() for c in R.undocumented(cases, R.read_known()) if c.kind != "internal"]
-    assert not bad, ("disagreements with p4test not in tests/differential_known.txt "
-                     "(fix them or document them):\n" + "\n".join(bad))
+    assert not bad, f"disagreements with {where}:\n" + "\n".join(bad)

@@ -57,19 +57,17 @@ def _artifact(source: str, files: dict[str, str] | None = None) -> bytes:
     return Artifact(source, "prog.p4", {}, files or {}).to_bytes()
 
 
-HOSTILE = [
-    ("/dev/zero", ('#include "/dev/zero"\n' + PROGRAM).encode(),
-     grpc.StatusCode.INVALID_ARGUMENT, "absolute paths are not allowed"),
-    ("/etc/passwd", ('#include "/etc/passwd"\n' + PROGRAM).encode(),
-     grpc.StatusCode.INVALID_ARGUMENT, "absolute paths are not allowed"),
-    ("angle absolute", ("#include </etc/hostname>\n" + PROGRAM).encode(),
-     grpc.StatusCode.INVALID_ARGUMENT, "absolute paths are not allowed"),
-    ("dot-dot", ('#include "../../../../etc/passwd"\n' + PROGRAM).encode(),
-     grpc.StatusCode.INVALID_ARGUMENT, "'..' is not allowed"),
-    ("macro include", ('#define F "/etc/passwd"\n#include F\n' + PROGRAM).encode(),
-     grpc.StatusCode.INVALID_ARGUMENT, "computed (macro) file name"),
-    ("continued line", ('#inc\\\nlude "/dev/zero"\n' + PROGRAM).encode(),
-     grpc.StatusCode.INVALID_ARGUMENT, "absolute paths are not allowed"),
+# (name, the lines put before the program, what the refusal says): INVALID_ARGUMENT
+HOSTILE_INCLUDES = [
+    ("/dev/zero", '#include "/dev/zero"\n', "absolute paths are not allowed"),
+    ("/etc/passwd", '#include "/etc/passwd"\n', "absolute paths are not allowed"),
+    ("angle absolute", "#include </etc/hostname>\n", "absolute paths are not allowed"),
+    ("dot-dot", '#include "../../../../etc/passwd"\n', "'..' is not allowed"),
+    ("macro include", '#define F "/etc/passwd"\n#include F\n', "computed (macro) file name"),
+    ("continued line", '#inc\\\nlude "/dev/zero"\n', "absolute paths are not allowed"),
+]
+HOSTILE = [(name, (head + PROGRAM).encode(), grpc.StatusCode.INVALID_ARGUMENT, message)
+           for name, head, message in HOSTILE_INCLUDES] + [
     ("artifact file includes /proc", _artifact(
         '#include "inc/a.p4"\n' + PROGRAM, {"inc/a.p4": '#include "/proc/self/environ"\n'}),
      grpc.StatusCode.INVALID_ARGUMENT, "inc/a.p4:1:1: error: #include \"/proc/self/environ\""),

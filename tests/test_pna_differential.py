@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from test_differential import assert_all_documented, assert_no_internal_errors, compare_and_report
 
 from softswitch.devtools import conformance
 from softswitch.devtools.difftest import run as R
@@ -32,17 +33,9 @@ def test_pna_seed_set_is_generic_pna():
 
 @pytest.fixture(scope="module")
 def cases(reference_tools, request):
-    sources = R.pna_sources(conformance.corpus_dir())
-    if not sources:
-        pytest.skip("no PNA seed programs (conformance corpus missing)")
-    results = R.run(sources, SEED, COUNT, reference_tools.p4test, None, jobs=2,
-                    budget_s=BUDGET_S, arch="pna")
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line("")
-        reporter.write_line(f"PNA differential (seed {SEED}): "
-                            + R.summarize(results, R.read_known()))
-    return results
+    return compare_and_report(request, "PNA ", R.pna_sources(conformance.corpus_dir()),
+                              SEED, COUNT, reference_tools.p4test, None, budget_s=BUDGET_S,
+                              arch="pna")
 
 
 def test_mutants_were_compared(cases):
@@ -55,11 +48,8 @@ def test_mutants_were_compared(cases):
 
 
 def test_no_internal_errors(cases):
-    bad = [c.summary() for c in cases if c.kind == "internal"]
-    assert not bad, "softswitch failed internally:\n" + "\n".join(bad)
+    assert_no_internal_errors(cases)
 
 
 def test_no_undocumented_disagreement(cases):
-    bad = [c.summary() for c in R.undocumented(cases, R.read_known()) if c.kind != "internal"]
-    assert not bad, ("disagreements with p4test --arch pna not in "
-                     "tests/differential_known.txt:\n" + "\n".join(bad))
+    assert_all_documented(cases, "p4test --arch pna not in tests/differential_known.txt")

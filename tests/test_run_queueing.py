@@ -45,6 +45,19 @@ def frame(prio: int, seq: int) -> bytes:
         + bytes(46)
 
 
+def _arrivals(rx: RawPort, count: int, seconds: float = 5) -> list[tuple[float, bytes]]:
+    """Up to ``count`` test frames from ``rx`` within ``seconds``, with when each came."""
+    arrivals: list[tuple[float, bytes]] = []
+    deadline = time.monotonic() + seconds
+    while len(arrivals) < count and time.monotonic() < deadline:
+        got = rx.receive()
+        if got is None:
+            time.sleep(0.001)
+        elif got[12:14] == ETHERTYPE.to_bytes(2, "big"):
+            arrivals.append((time.monotonic(), got))
+    return arrivals
+
+
 @pytest.fixture()
 def veths():
     with veth_pairs(2, "q") as pairs:
@@ -73,14 +86,7 @@ def test_urgent_frame_overtakes_rate_limited_bulk(veths, tmp_path):
             assert tx.send(frame(0, seq))
         time.sleep(0.05)
         assert tx.send(frame(7, 99))
-        arrivals: list[tuple[float, int, int]] = []
-        deadline = time.monotonic() + 5
-        while len(arrivals) < 9 and time.monotonic() < deadline:
-            got = rx.receive()
-            if got is None:
-                time.sleep(0.001)
-            elif got[12:14] == ETHERTYPE.to_bytes(2, "big"):
-                arrivals.append((time.monotonic(), got[10], got[11]))
+        arrivals = [(at, got[10], got[11]) for at, got in _arrivals(rx, 9)]
         order = [(seq, prio) for _, seq, prio in arrivals]
         assert len(order) == 9, order
         # the urgent frame arrives right after the bulk frames already sent, long before
@@ -220,14 +226,7 @@ def test_packet_out_waits_in_the_egress_queues(veths, tmp_path):
         sent_at = time.monotonic()
         stream.send(p4runtime_pb2.StreamMessageRequest(
             packet=p4runtime_pb2.PacketOut(payload=frame(0, 77))))
-        arrivals: list[tuple[float, int]] = []
-        deadline = time.monotonic() + 5
-        while len(arrivals) < 7 and time.monotonic() < deadline:
-            got = rx.receive()
-            if got is None:
-                time.sleep(0.001)
-            elif got[12:14] == ETHERTYPE.to_bytes(2, "big"):
-                arrivals.append((time.monotonic(), got[10]))
+        arrivals = [(at, got[10]) for at, got in _arrivals(rx, 7)]
         stream.close()
         order = [seq for _, seq in arrivals]
         assert order == [0, 1, 2, 3, 4, 5, 77], order

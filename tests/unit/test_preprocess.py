@@ -33,13 +33,17 @@ def test_line_markers_are_blanked_and_mapped():
     assert pre.lines[lines.index("w")] == ("a.p4", 2)
 
 
+def _files(root: Path, texts: dict[str, str]) -> None:
+    """Write each text at its path below ``root`` (folders made as needed)."""
+    for name, text in texts.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
 def test_include_maps_tokens_to_the_included_file(tmp_path: Path):
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    (sub / "inc.p4").write_text("// header\n\nheader h_t { bit<8> f; }\n")
-    main = tmp_path / "main.p4"
-    main.write_text('#include "sub/inc.p4"\n\n\nstruct s_t {\n  h_t hh;\n}\n')
-    pre = preprocess(main)
+    _files(tmp_path, {"sub/inc.p4": "// header\n\nheader h_t { bit<8> f; }\n",
+                      "main.p4": '#include "sub/inc.p4"\n\n\nstruct s_t {\n  h_t hh;\n}\n'})
+    pre = preprocess(tmp_path / "main.p4")
     loc = _loc_of(pre, "h_t")
     assert Path(loc.file).name == "inc.p4" and (loc.line, loc.col) == (3, 8)
     loc = _loc_of(pre, "hh")
@@ -47,22 +51,18 @@ def test_include_maps_tokens_to_the_included_file(tmp_path: Path):
 
 
 def test_quoted_include_is_found_next_to_the_including_file(tmp_path: Path):
-    (tmp_path / "a").mkdir()
-    (tmp_path / "a" / "one.p4").write_text('#include "two.p4"\n')
-    (tmp_path / "a" / "two.p4").write_text("const bit<8> TWO = 2;\n")
-    main = tmp_path / "main.p4"
-    main.write_text('#include "a/one.p4"\n')
-    prog = parse_file(main)
+    _files(tmp_path, {"a/one.p4": '#include "two.p4"\n',
+                      "a/two.p4": "const bit<8> TWO = 2;\n",
+                      "main.p4": '#include "a/one.p4"\n'})
+    prog = parse_file(tmp_path / "main.p4")
     assert [d.name for d in prog.decls] == ["TWO"]
 
 
 def test_user_include_dirs_and_defines(tmp_path: Path):
-    inc = tmp_path / "inc"
-    inc.mkdir()
-    (inc / "lib.p4").write_text("const bit<8> LIB = WIDTH;\n")
-    main = tmp_path / "m.p4"
-    main.write_text("#include <lib.p4>\n#ifdef EXTRA\nconst bit<8> E = 1;\n#endif\n")
-    prog = parse_file(main, include_dirs=[inc], defines={"WIDTH": "7", "EXTRA": None})
+    _files(tmp_path, {"inc/lib.p4": "const bit<8> LIB = WIDTH;\n",
+                      "m.p4": "#include <lib.p4>\n#ifdef EXTRA\nconst bit<8> E = 1;\n#endif\n"})
+    prog = parse_file(tmp_path / "m.p4", include_dirs=[tmp_path / "inc"],
+                      defines={"WIDTH": "7", "EXTRA": None})
     assert [d.name for d in prog.decls] == ["LIB", "E"]
     assert prog.decls[0].value.value == 7
 
