@@ -17,16 +17,15 @@ P4LANG_INSTALL ?= $(abspath ../shared/p4lang/install.sh)
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml softswitch/devtools/p4runtime_stubs.py
+$(VENV)/.installed: pyproject.toml setup.py
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "apt-get install:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
 	/usr/bin/python3 -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+# The same package `pip install .` gives a user (its P4Runtime bindings for protobuf's upb
+# runtime and the P4 programs included: setup.py), editable, with the test and shell extras.
 	$(PY) -m pip install -q -e '.[test,shell]'
-# P4Runtime's Python bindings for protobuf's upb runtime, generated from the p4runtime 1.4.1
-# wheel's descriptors and installed as p4runtime 1.4.1+upb (softswitch/devtools/p4runtime_stubs.py).
-	$(PY) -m softswitch.devtools.p4runtime_stubs install
 # p4runtime-shell without its pins (protobuf < 3.21, PyPI's p4runtime): it runs on the stubs
 # above (tests/test_p4runtime_shell.py); its other dependencies are the `shell` extra.
 	$(PY) -m pip install -q --no-deps 'p4runtime-shell==0.0.4'

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from controlplane.commands import (
@@ -26,6 +27,9 @@ from controlplane.compile import CompileError
 from controlplane.intent import IntentError
 from controlplane.p4rt.errors import P4RuntimeClientError
 
+# The switch program shipped with the package (site-packages/p4src, or the checkout's).
+TAILCC_P4 = Path(__file__).resolve().parents[1] / "p4src" / "tailcc.p4"
+
 # Every subcommand module, in the order ``tailcc --help`` lists them: each has
 # ``add_parsers(sub)``.
 COMMAND_MODULES = (intent_cmds, table, state, runtime_json, observe, interactive, lab)
@@ -38,10 +42,32 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: one line, unwrapped (a path must stay whole), then exit 0."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> NoReturn:
+        print(_version())
+        parser.exit(0)
+
+
+def _version() -> str:
+    """``tailcc --version``: the distribution's version and the shipped tailcc.p4."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("tailcc")
+    except PackageNotFoundError:
+        release = "(not installed)"
+    return f"tailcc {release}; tailcc.p4: {TAILCC_P4}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tailcc", description="tailcc controller: turn intent (traffic "
                 "classes, queues, ECN, Fast CNP, segmentation, routes) into P4Runtime "
                 "writes on every switch, and inspect the switches.")
+    p.add_argument("--version", action=_VersionAction, nargs=0,
+                   help="print the version and where the shipped tailcc.p4 is")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for module in COMMAND_MODULES:

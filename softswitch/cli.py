@@ -15,10 +15,15 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from softswitch.diagnostics import P4Error
 from softswitch.memory import allocator
+
+# The P4 programs shipped with the package (site-packages/p4src beside softswitch/, or the
+# checkout's p4src/): `softswitch --version` says where.
+P4SRC = Path(__file__).resolve().parents[1] / "p4src"
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -42,6 +47,27 @@ def _parse_defines(items: Sequence[str]) -> dict[str, str]:
             raise P4Error(f"-D {item!r}: expected NAME or NAME=VALUE")
         defines[name] = value if "=" in item else "1"
     return defines
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: one line, unwrapped (a path must stay whole), then exit 0."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> NoReturn:
+        print(_version())
+        parser.exit(0)
+
+
+def _version() -> str:
+    """``softswitch --version``: the tailcc distribution's version and where its P4
+    programs are."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("tailcc")
+    except PackageNotFoundError:
+        release = "(not installed)"
+    return f"softswitch (tailcc) {release}; P4 programs: {P4SRC}"
 
 
 def _add_program_args(p: argparse.ArgumentParser) -> None:
@@ -182,6 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="softswitch",
         description="A P4_16 compiler front end and BMv2-compatible v1model target: a drop-in "
                     "for p4c (compile) and simple_switch_grpc (run), with an STF runner.")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="print the version and where the shipped P4 programs are")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_ArgumentParser)
 
     c = sub.add_parser("compile", help="compile a P4_16 program (p4c-compatible flags)")
