@@ -14,12 +14,17 @@ so each test keeps its spelling: ``SHORT_NAMES`` (``H``, ``pk``, ``h``; the defa
 with ``headers`` and ``m``), ``QUEUEING_NAMES`` (``h_t``, ``pkt``, ``h``) and
 ``P4INFO_NAMES`` (``H``, ``pk``, ``hdr``, ``Ing``).
 The blocks come in the order of the package's parameters.
+``switch_of_source`` writes a program's source to a file and loads it on the v1model switch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+
+from softswitch.v1model.fast_switch import load_switch_file
+from softswitch.v1model.switch import Switch
 
 
 @dataclass(frozen=True)
@@ -129,3 +134,10 @@ def _block(head: str, body: str | None) -> str:
     if "\n" not in body and len(head) + len(body.strip()) < 96:
         return f"{head} {{ {body.strip()} }}"
     return f"{head} {{\n{body}\n}}"
+
+
+def switch_of_source(directory: Path, source: str, name: str = "prog.p4") -> Switch:
+    """The v1model switch running ``source``, written to ``directory/name`` first."""
+    path = directory / name
+    path.write_text(source)
+    return load_switch_file(path)

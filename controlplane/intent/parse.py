@@ -329,12 +329,16 @@ SWITCH_KEYS = ("name", "address", "device_id", "election_id", "cpu_port", "switc
                "ecmp_groups", "routes", "tls", "runtime_token_file")
 
 
+def _device(node: Node) -> tuple[str | None, str | None, int | None]:
+    """A switch's or NIC's name, P4Runtime address and device id (None where refused)."""
+    return (_req(node, "name", Node.name), _req(node, "address", Node.address),
+            _req(node, "device_id", Node.integer, 0, 2**64 - 1))
+
+
 def parse_switch(node: Node) -> m.Switch | None:
     if not node.mapping(SWITCH_KEYS):
         return None
-    name = _req(node, "name", Node.name)
-    address = _req(node, "address", Node.address)
-    device_id = _req(node, "device_id", Node.integer, 0, 2**64 - 1)
+    name, address, device_id = _device(node)
     election = _or(_opt(node, "election_id", Node.integer, 1, 2**64 - 1), 1)
     cpu_port = _or(_opt(node, "cpu_port", Node.integer, 0, 511), 255)
     switch_id = _or(_opt(node, "switch_id", Node.integer, 0, 2**32 - 1), 0)
@@ -369,9 +373,7 @@ def parse_nic(node: Node) -> m.Nic | None:
     """A NIC running p4src/nic/tailcc_nic.p4 (docs/nic.md)."""
     if not node.mapping(NIC_KEYS):
         return None
-    name = _req(node, "name", Node.name)
-    address = _req(node, "address", Node.address)
-    device_id = _req(node, "device_id", Node.integer, 0, 2**64 - 1)
+    name, address, device_id = _device(node)
     host_port = _req(node, "host_port", Node.integer, 0, 511)
     net_port = _req(node, "net_port", Node.integer, 0, 511)
     loop = node.get("loopback_port", None)

@@ -4,9 +4,8 @@ exit through a sub-control (copy-out still happens)."""
 
 from __future__ import annotations
 
-from programs import v1model_program
+from programs import switch_of_source, v1model_program
 
-from softswitch.v1model.fast_switch import load_switch_file
 from softswitch.v1model.switch import Switch
 
 PROGRAM = v1model_program(
@@ -60,9 +59,7 @@ control Bump(inout bit<8> v, inout bit<8> trace)(bit<8> step, counter cnt) {
 
 
 def switch(tmp_path) -> Switch:
-    p = tmp_path / "controls.p4"
-    p.write_text(PROGRAM)
-    return load_switch_file(p)
+    return switch_of_source(tmp_path, PROGRAM, "controls.p4")
 
 
 def test_functions_subcontrols_and_stacks(tmp_path):
@@ -111,8 +108,6 @@ control Sub(inout H whole, inout e_t part) {
 
 
 def test_overlapping_arguments_keep_copy_semantics(tmp_path):
-    p = tmp_path / "alias.p4"
-    p.write_text(ALIAS)
-    (out,) = load_switch_file(p).inject(0, bytes([3, 0]))
+    (out,) = switch_of_source(tmp_path, ALIAS, "alias.p4").inject(0, bytes([3, 0]))
     # Sub: whole.e.b = 3 (old a), then part copied out: a = 7; two() writes b = 2
     assert out.data == bytes([7, 2 + 7])

@@ -3,17 +3,14 @@ initial-entry priorities, parser loops."""
 
 from __future__ import annotations
 
-from programs import v1model_program
+from programs import switch_of_source, v1model_program
 
 from softswitch.core.control import KeyMatch
-from softswitch.v1model.fast_switch import load_switch_file
 from softswitch.v1model.switch import Switch
 
 
 def load(tmp_path, src: str) -> Switch:
-    p = tmp_path / "prog.p4"
-    p.write_text(src)
-    return load_switch_file(p)
+    return switch_of_source(tmp_path, src)
 
 
 def test_varbit_extract_and_emit(tmp_path):

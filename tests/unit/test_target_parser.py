@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from programs import v1model_program
+from programs import switch_of_source, v1model_program
 
-from softswitch.v1model.fast_switch import load_switch_file
 from softswitch.v1model.switch import Switch
 
 PROGRAM = v1model_program(
@@ -61,9 +60,7 @@ parser Sub(packet_in pk, inout H h, inout M m)(bit<8> bonus) {
 
 
 def switch(tmp_path) -> Switch:
-    p = tmp_path / "parser.p4"
-    p.write_text(PROGRAM)
-    return load_switch_file(p)
+    return switch_of_source(tmp_path, PROGRAM, "parser.p4")
 
 
 def test_odd_branch_union_and_subparser(tmp_path):
@@ -123,9 +120,7 @@ parser Sub(packet_in pk, inout H h) {
 
 
 def test_reject_in_a_subparser_ends_parsing_without_error(tmp_path):
-    p = tmp_path / "reject.p4"
-    p.write_text(REJECTING)
-    sw = load_switch_file(p)
+    sw = switch_of_source(tmp_path, REJECTING, "reject.p4")
     (out,) = sw.inject(0, bytes([5, 6]))
     assert (out.port, out.data) == (1, bytes([6, 6]))      # both headers extracted
     (out,) = sw.inject(0, bytes([0, 6]))

@@ -5,11 +5,11 @@ sessions (BMv2's ``mc_node_dissociate``/``mc_node_destroy``/``mc_mgrp_destroy``/
 from __future__ import annotations
 
 import pytest
-from programs import v1model_program
+from programs import switch_of_source, v1model_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.diagnostics import P4Error
-from softswitch.v1model.fast_switch import load_switch, load_switch_file
+from softswitch.v1model.fast_switch import load_switch
 from softswitch.v1model.switch import Switch
 
 PROGRAM = v1model_program(
@@ -29,9 +29,7 @@ PROGRAM = v1model_program(
 
 @pytest.fixture
 def sw(tmp_path) -> Switch:
-    p = tmp_path / "repl.p4"
-    p.write_text(PROGRAM)
-    return load_switch_file(p)
+    return switch_of_source(tmp_path, PROGRAM, "repl.p4")
 
 
 def ports(sw: Switch, op: int, arg: int) -> list[int]:

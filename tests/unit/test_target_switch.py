@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from programs import v1model_program
+from programs import switch_of_source, v1model_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.core.execution import SwitchAbort
 from softswitch.diagnostics import P4Error
-from softswitch.v1model.fast_switch import load_switch_file
 from softswitch.v1model.switch import Switch
 
 
@@ -18,9 +17,7 @@ def load(tmp_path, ingress: str, meta: str = "bit<8> x;", egress: str = "apply {
     src = v1model_program(types="header h_t { bit<8> a; bit<8> b; bit<16> c; }",
                           headers="h_t h;", meta=meta, declarations=declarations,
                           extract=["h.h"], ingress=ingress, egress=egress, emit=["h.h"])
-    p = tmp_path / "prog.p4"
-    p.write_text(src)
-    return load_switch_file(p)
+    return switch_of_source(tmp_path, src)
 
 
 def one(sw: Switch, data: bytes, port: int = 0) -> tuple[int, bytes]:
