@@ -80,6 +80,9 @@ def veth(args: argparse.Namespace, targets: list[str]) -> list[Row]:
     for prog in ("l3_basic", "tailcc"):
         rows.append(row(f"veth, {prog}.p4, max rate", "frames/s", pps.get(("bmv2", prog)),
                         pps.get(("softswitch", prog))))
+    if ("softswitch", "tailcc-json") in pps:      # from p4c's JSON, BMv2's config
+        rows.append(row("veth, tailcc.p4 from p4c's JSON, max rate", "frames/s",
+                        pps.get(("bmv2", "tailcc")), pps[("softswitch", "tailcc-json")]))
     soft_l3 = pps.get(("softswitch", "l3_basic"))
     if bare and soft_l3:
         rows.append(row("veth, l3_basic.p4 / bare veth (softswitch)", "fraction", None,

@@ -6,7 +6,8 @@ in flight) — what the kernel and the sender cost without a switch. Then each t
 (``softswitch run``; BMv2 ``simple_switch_grpc`` with ``--targets softswitch bmv2`` when
 the reference tools are installed, ``veth_switch.py``) forwards them between two veth
 pairs with ``l3_basic.p4`` (LPM + checksums) and with ``tailcc.p4`` (the full tailcc
-pipeline), routes installed over the CLI channel. Each figure is printed with its
+pipeline) — on softswitch also with ``tailcc.p4`` compiled by p4c-bm2-ss, run from its
+JSON —, routes installed over the CLI channel. Each figure is printed with its
 ratio to the baseline and the loss; each path is run ``--repeats`` times and the best
 run counts (on a shared machine a slow run measures the other processes). Needs root.
 
@@ -18,13 +19,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from bench import veth_switch
 from softswitch.daemon.ports.afpacket import RawPort  # noqa: E402
 from softswitch.daemon.ports.veth import veth_pairs  # noqa: E402
+from softswitch.devtools import reference_tools
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUTER_MAC = "02:00:00:00:ff:01"
@@ -116,6 +120,26 @@ TAILCC_ROUTES = [
     f"0 10.0.2.0/24 => 2 {_mac(ROUTER_MAC)} 0x0200000000bb"]
 
 
+def _from_p4c_json(frames: list[bytes], repeats: int, notes: list[str]) -> list[dict]:
+    """softswitch running tailcc.p4 from p4c-bm2-ss's JSON (``softswitch run PROG.json``),
+    the row to hold beside the one from source; none without the reference tools."""
+    tools = reference_tools.find()
+    if tools is None:
+        notes.append("softswitch from p4c's JSON left out: " + reference_tools.missing_reason())
+        return []
+    with tempfile.TemporaryDirectory(prefix="veth-json-") as tmp:
+        program = Path(tmp) / "tailcc.json"
+        comp = subprocess.run([tools.p4c, "-o", str(program), str(ROOT / "p4src/tailcc.p4")],
+                              capture_output=True, text=True)
+        if comp.returncode != 0:
+            raise SystemExit(f"p4c-bm2-ss tailcc.p4: {comp.stderr.strip()[:2000]}")
+        print("veth: softswitch tailcc (p4c's JSON) ...", file=sys.stderr, flush=True)
+        got, secs = through_switch("softswitch", program, TAILCC_ROUTES, frames, repeats)
+    return [{"path": "softswitch, tailcc.json (p4c)", "target": "softswitch",
+             "program": "tailcc-json", "delivered": got, "seconds": secs,
+             "pps": got / secs if secs else 0.0}]
+
+
 def measure(frames_count: int, targets: list[str], repeats: int = 3) -> dict:
     """Every row of the benchmark: {"rows": [{path, target, program, delivered,
     seconds, pps, ratio, loss}], "notes": [...]}."""
@@ -139,6 +163,8 @@ def measure(frames_count: int, targets: list[str], repeats: int = 3) -> dict:
             rows.append({"path": f"{target}, {prog}.p4", "target": target, "program": prog,
                          "delivered": got, "seconds": secs,
                          "pps": got / secs if secs else 0.0})
+        if target == "softswitch":
+            rows += _from_p4c_json(tc_frames, repeats, notes)
     for row in rows:
         row["ratio"] = row["pps"] / base_pps if base_pps else 0.0
         row["loss"] = 1 - row["delivered"] / frames_count
