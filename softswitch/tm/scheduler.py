@@ -131,6 +131,9 @@ class EgressPort:
         # after anything that moves a head, a pause or the link (changed())
         self._ready_us: float | None = None
         self._stale = False
+        # False when no empty weighted queue has a deficit left (the idle reset of
+        # _pick_dwrr would change nothing): set by whatever may leave one
+        self._reset_due = False
 
     def changed(self) -> None:
         """Queues, pauses or the link changed outside this class's own methods (the
@@ -139,6 +142,7 @@ class EgressPort:
 
     # --- configuration ------------------------------------------------------------------
     def queue_config(self, priority: int) -> QueueConfig:
+        self._reset_due = True       # a weight may change: which queues count as weighted
         return self._queue(priority).config
 
     def _queue(self, priority: int) -> _Queue:
@@ -306,9 +310,11 @@ class EgressPort:
         ready = self.next_event_us(now_us)
         if ready is None or ready > now_us:
             # no queue may send: what _pick_dwrr would still do, its idle reset
-            for idle in self.queues:
-                if idle.config.weight > 0 and not idle.packets:
-                    idle.deficit = 0
+            if self._reset_due:
+                for idle in self.queues:
+                    if idle.config.weight > 0 and not idle.packets:
+                        idle.deficit = 0
+                self._reset_due = False
             return None
         q = self._pick_strict(now_us) or self._pick_dwrr(now_us)
         if q is None:
@@ -343,6 +349,7 @@ class EgressPort:
 
     def _pick_dwrr(self, now_us: float) -> _Queue | None:
         """Deficit round robin over the weighted queues that may send now."""
+        self._reset_due = True       # deficits move, and the queue served may empty
         weighted = []
         eligible = False
         for q in self.queues:
