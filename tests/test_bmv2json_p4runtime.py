@@ -249,13 +249,57 @@ def test_bad_json_is_invalid_argument_naming_it(server, p4c_build, p4config_pb2)
         (tutorials_device_config(p4config_pb2, unsupported),
          "p4_device_config (p4.tmp.P4DeviceConfig carrying p4c's BMv2 JSON): "),
         (b'{"tables": []}', "neither p4c's BMv2 JSON"),
-        (tutorials_device_config(p4config_pb2, b""), "with no device_data"),
     ]
     for config, message in cases:
         details = server.refused(info, config)
         assert message in details, details
     assert "no_such_primitive" in server.refused(info, unsupported)
     assert name in server.refused(info, unsupported)
+
+
+def _set(server: Server, action: int, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
+    req = SetReq(device_id=0, action=action)
+    req.election_id.low = 1
+    req.config.p4info.CopyFrom(p4info)
+    req.config.p4_device_config = device_config
+    server.stub.SetForwardingPipelineConfig(req)
+
+
+def test_wrapper_without_device_data_keeps_the_running_program(server, p4c_build,
+                                                               p4config_pb2):
+    """PI's legacy form (a P4DeviceConfig with no device_data, VERIFY_AND_COMMIT): the
+    running program stays, the request's P4Info is taken, the forwarding state goes;
+    with no program running it is FAILED_PRECONDITION, in another action refused."""
+    data, info = p4c_build
+    empty = tutorials_device_config(p4config_pb2, b"")
+    with pytest.raises(grpc.RpcError) as exc:
+        server.set_pipeline(info, empty)
+    assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "with no device_data" in exc.value.details()
+    assert "no program is running" in exc.value.details()
+    server.set_pipeline(info, data)
+    server.route(info, HOST_B, "I.fwd", b"\x00\x02")
+    server.set_pipeline(info, empty)
+    server.device.receive(1, frame(HOST_B))
+    assert server.sent == []                        # the route went with the state
+    check_forwards(server, info)                    # the program stayed
+    with pytest.raises(grpc.RpcError) as exc:
+        _set(server, SetReq.VERIFY_AND_SAVE, info, empty)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_reassign_leaves_no_state_to_reconcile(server, p4c_build, p4config_pb2):
+    """RECONCILE_AND_COMMIT keeps the forwarding state, unless the wrapper says
+    ``reassign`` (PI removes the device before it saves the state)."""
+    data, info = p4c_build
+    server.set_pipeline(info, data)
+    server.route(info, HOST_B, "I.fwd", b"\x00\x02")
+    for reassign, kept in ((False, True), (True, False)):
+        wrapper = p4config_pb2.P4DeviceConfig(reassign=reassign, device_data=data)
+        _set(server, SetReq.RECONCILE_AND_COMMIT, info, wrapper.SerializeToString())
+        server.sent.clear()
+        server.device.receive(1, frame(HOST_B))
+        assert (server.sent == [(2, frame(HOST_B))]) == kept, reassign
 
 
 def test_p4info_of_another_program_is_refused(server, p4c_build):

@@ -138,6 +138,10 @@ class Device:
              check_p4info: bool = True) -> Loaded:
         """Compile a config into a fresh pipeline (not yet committed)."""
         artifact = pipeline.parse_device_config(config.p4_device_config, self.limits)
+        return self._build(config, artifact, check_p4info)
+
+    def _build(self, config: p4runtime_pb2.ForwardingPipelineConfig,
+               artifact: pipeline.Artifact, check_p4info: bool = True) -> Loaded:
         compiled = pipeline.build(artifact, self.compiler, self.limits)
         if check_p4info:
             if not config.HasField("p4info"):
@@ -177,7 +181,11 @@ class Device:
                           SetAction.VERIFY_AND_COMMIT, SetAction.RECONCILE_AND_COMMIT):
             raise errors.invalid(f"unsupported SetForwardingPipelineConfig action {action}")
         with self._loading:          # one compilation at a time
-            loaded = self.load(request.config)
+            given = pipeline.read_device_config(request.config.p4_device_config, self.limits)
+            if given.artifact is None:
+                loaded = self._keep_program(request.config, action)
+            else:
+                loaded = self._build(request.config, given.artifact)
             if action == SetAction.VERIFY:
                 return
             with self.lock:
@@ -185,8 +193,32 @@ class Device:
                     self.saved = loaded
                 elif action == SetAction.VERIFY_AND_COMMIT:
                     self.current, self.saved = loaded, None
+                elif given.reassign:
+                    # PI removes the device before it saves the forwarding state, so a
+                    # reassigning RECONCILE_AND_COMMIT keeps none
+                    self.current, self.saved = loaded, None
                 else:
                     self._reconcile(loaded)
+
+    def _keep_program(self, config: p4runtime_pb2.ForwardingPipelineConfig,
+                      action: int) -> Loaded:
+        """PI's legacy form: a ``p4.tmp.P4DeviceConfig`` without ``device_data`` in a
+        VERIFY_AND_COMMIT keeps the running program and takes the request's P4Info (which
+        must describe it), with fresh forwarding state."""
+        if action != SetAction.VERIFY_AND_COMMIT:
+            raise errors.invalid("p4_device_config is a p4.tmp.P4DeviceConfig with no "
+                                 "device_data: that keeps the running program, with "
+                                 "VERIFY_AND_COMMIT only (as PI takes it)")
+        with self.lock:
+            current = self.current
+        if current is None:
+            raise errors.failed_precondition("p4_device_config is a p4.tmp.P4DeviceConfig "
+                                             "with no device_data, which keeps the running "
+                                             "program, and no program is running")
+        kept = p4runtime_pb2.ForwardingPipelineConfig()
+        kept.CopyFrom(config)
+        kept.p4_device_config = current.config.p4_device_config
+        return self.load(kept)
 
     def _commit_saved(self, request: p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
         """COMMIT (P4Runtime 1.4 SetForwardingPipelineConfig): a config in the request
