@@ -12,7 +12,15 @@ from __future__ import annotations
 from softswitch.frontend import ast
 from softswitch.frontend import types as T
 from softswitch.frontend.calls import CallInfo
-from softswitch.frontend.checkbase import SIZE_METHODS, Cascade, Checker, base, describe, fail
+from softswitch.frontend.checkbase import (
+    SIZE_METHODS,
+    Cascade,
+    Checker,
+    base,
+    declared,
+    describe,
+    fail,
+)
 from softswitch.frontend.consteval import compile_time_known
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import is_type_decl
@@ -40,10 +48,7 @@ def check_call(ck: Checker, e: ast.Call, ctx: Ctx) -> T.Type:
         ref = tgt.type_ref
         if not isinstance(ref, ast.NamedTypeRef):
             raise fail(f"{describe(e)}: not a constructor", e)
-        scope = ctx.scope.top() if ref.top_level else ctx.scope
-        decl = scope.lookup(ref.name, want_type=True)
-        if decl is None:
-            raise fail(f"{ref.name}: declaration not found", tgt)
+        decl = declared(ctx, ref.name, ref.top_level, True, tgt)
         return construct(ck, e, decl, list(ref.type_args) + list(e.type_args), e.args, ctx)
     if isinstance(tgt, ast.PathExpr):
         return _path_call(ck, e, tgt, ctx)

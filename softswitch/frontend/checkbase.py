@@ -4,6 +4,7 @@
   marks an error that only follows from one already reported;
 * :func:`describe`: an expression as p4c prints it in messages;
 * :func:`base`: a type without its ``type`` (newtype) wrappers;
+* :func:`declared`: a name's declaration in scope, or the error p4c gives without one;
 * :class:`Checker`: the part of :class:`~softswitch.frontend.typecheck.ExprChecker`
   that call typing (:mod:`softswitch.frontend.callcheck`) is written against, so the
   expression checker can use call typing without the two importing each other.
@@ -30,6 +31,17 @@ class Cascade(P4Error):
 
 def fail(msg: str, node: ast.Node | None) -> P4Error:
     return P4Error(msg, node.loc if node is not None else None)
+
+
+def declared(ctx: Ctx, name: str, top_level: bool, want_type: bool, where: ast.Node,
+             shown: str | None = None) -> Any:
+    """What ``name`` declares in the context's scope (the top scope for ``.name``);
+    an error at ``where`` naming it (as ``shown``, when given) if nothing does."""
+    scope = ctx.scope.top() if top_level else ctx.scope
+    decl = scope.lookup(name, want_type=want_type)
+    if decl is None:
+        raise fail(f"{shown or name}: declaration not found", where)
+    return decl
 
 
 def base(t: Any) -> Any:

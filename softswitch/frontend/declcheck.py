@@ -14,7 +14,7 @@ from softswitch.frontend import ast, consteval
 from softswitch.frontend import types as T
 from softswitch.frontend.annotations import check_annotations
 from softswitch.frontend.callcheck import construct, param_infos
-from softswitch.frontend.checkbase import base, describe, fail
+from softswitch.frontend.checkbase import base, declared, describe, fail
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.scopes import Scope
 from softswitch.frontend.tablecheck import TableChecker
@@ -321,10 +321,7 @@ class DeclChecker(TableChecker):
         ref = d.type_ref
         if not isinstance(ref, ast.NamedTypeRef):
             raise fail(f"{d.name}: cannot instantiate this type", d)
-        scope = ctx.scope.top() if ref.top_level else ctx.scope
-        tdecl = scope.lookup(ref.name, want_type=True)
-        if tdecl is None:
-            raise fail(f"{ref.name}: declaration not found", ref)
+        tdecl = declared(ctx, ref.name, ref.top_level, True, ref)
         if ctx.block == "control" and isinstance(tdecl, ast.ParserDecl):
             raise fail(f"{d.name}: instantiation of parser in control", d)
         if ctx.block == "parser" and isinstance(tdecl, ast.ControlDecl):

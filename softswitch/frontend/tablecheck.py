@@ -18,7 +18,7 @@ from softswitch.frontend import ast, consteval
 from softswitch.frontend import types as T
 from softswitch.frontend.callcheck import check_argument, param_infos
 from softswitch.frontend.calls import CallInfo
-from softswitch.frontend.checkbase import base, describe, fail
+from softswitch.frontend.checkbase import base, declared, describe, fail
 from softswitch.frontend.context import Ctx
 from softswitch.frontend.typecheck import ExprChecker
 
@@ -101,10 +101,7 @@ class TableChecker(ExprChecker):
             raise fail(f"{describe(name)}: invalid action reference", name)
         if not isinstance(name, ast.PathExpr):
             raise fail(f"{describe(name)}: expected an action name", name)
-        scope = ctx.scope.top() if name.top_level else ctx.scope
-        decl = scope.lookup(name.name, want_type=False)
-        if decl is None:
-            raise fail(f"{describe(name)}: declaration not found", name)
+        decl = declared(ctx, name.name, name.top_level, False, name, describe(name))
         if not isinstance(decl, ast.ActionDecl):
             raise fail(f"{describe(name)} is not invoking an action", name)
         name.decl = decl
