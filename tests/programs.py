@@ -61,6 +61,14 @@ header packet_in_t { bit<9> ingress_port; bit<7> _pad; }
 @controller_header("packet_out")
 header packet_out_t { bit<9> egress_port; bit<7> _pad; }
 """
+# packet_out from the CPU port (255), then Ethernet into ``hdr.eth``
+CONTROLLER_PARSER = """
+    state start {
+        transition select(sm.ingress_port) { 255: parse_po; default: parse_eth; }
+    }
+    state parse_po { pkt.extract(hdr.packet_out); transition parse_eth; }
+    state parse_eth { pkt.extract(hdr.eth); transition accept; }
+"""
 PACKET_IN_EGRESS = """
     apply {
         if (sm.egress_port == 255) {

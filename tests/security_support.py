@@ -9,7 +9,13 @@ from dataclasses import dataclass, field
 import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from programs import CONTROLLER_HEADERS, P4RT_NAMES, PACKET_IN_EGRESS, v1model_program
+from programs import (
+    CONTROLLER_HEADERS,
+    CONTROLLER_PARSER,
+    P4RT_NAMES,
+    PACKET_IN_EGRESS,
+    v1model_program,
+)
 
 from softswitch.daemon.device import Device
 from softswitch.daemon.rpc.server import serve
@@ -27,13 +33,7 @@ DEVICE_ID = 1
 PROGRAM = v1model_program(
     types=CONTROLLER_HEADERS + "header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }",
     headers="packet_out_t packet_out; packet_in_t packet_in; eth_t eth;",
-    parser="""
-    state start {
-        transition select(sm.ingress_port) { 255: parse_out; default: parse_eth; }
-    }
-    state parse_out { pkt.extract(hdr.packet_out); transition parse_eth; }
-    state parse_eth { pkt.extract(hdr.eth); transition accept; }
-""",
+    parser=CONTROLLER_PARSER,
     ingress="""
     counter(8, CounterType.packets) hits;
     register<bit<9>>(4) last_port;

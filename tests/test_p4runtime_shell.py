@@ -12,7 +12,13 @@ import sys
 
 import grpc
 import pytest
-from programs import CONTROLLER_HEADERS, P4RT_NAMES, PACKET_IN_EGRESS, v1model_program
+from programs import (
+    CONTROLLER_HEADERS,
+    CONTROLLER_PARSER,
+    P4RT_NAMES,
+    PACKET_IN_EGRESS,
+    v1model_program,
+)
 
 from softswitch import p4info
 from softswitch.p4runtime import pipeline
@@ -116,13 +122,7 @@ def test_packet_out_and_in_through_p4runtime_shell(tmp_path):
 ECHO_PROGRAM = v1model_program(
     types=CONTROLLER_HEADERS + "header ethernet_t { bit<48> dst; bit<48> src; bit<16> etype; }",
     headers="packet_out_t packet_out; packet_in_t packet_in; ethernet_t eth;",
-    parser="""
-    state start {
-        transition select(sm.ingress_port) { 255: parse_po; default: parse_eth; }
-    }
-    state parse_po { pkt.extract(hdr.packet_out); transition parse_eth; }
-    state parse_eth { pkt.extract(hdr.eth); transition accept; }
-""",
+    parser=CONTROLLER_PARSER,
     ingress="""
     apply {
         if (hdr.packet_out.isValid()) {
