@@ -12,6 +12,7 @@ The committed bindings are also checked against what the generator makes.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -138,6 +139,24 @@ def _apply_the_shipped_intent(site: Path, program: Path, work: Path,
     finally:
         switch.terminate()
         switch.wait(timeout=30)
+
+
+@pytest.mark.timeout(300)
+def test_ptf_suite_passes_against_the_installed_softswitch(installed, tmp_path):
+    """The installed PTF suites (``python -m ptf_tests.run``: a network namespace with
+    veth pairs, ``softswitch run``, PTF) pass against the installed softswitch."""
+    if os.geteuid() != 0:
+        pytest.skip("the PTF suite needs root (network namespace, veth pairs)")
+    venv, env = installed
+    env = {**env, "PATH": env["PATH"] + ":/usr/sbin:/sbin"}
+    missing = [t for t in ("ip", "ethtool") if shutil.which(t, path=env["PATH"]) is None]
+    if missing:
+        pytest.skip(f"the PTF suite needs {', '.join(missing)} (apt-get install iproute2 "
+                    f"ethtool)")
+    proc = _run([str(venv / "bin" / "python"), "-m", "ptf_tests.run", "--keep",
+                 str(tmp_path / "ptf")], tmp_path, env, timeout=280)
+    found = re.search(r"ptf: (\d+) passed, 0 failed", proc.stdout + proc.stderr)
+    assert found and int(found.group(1)) > 0, proc.stdout[-2000:]
 
 
 @pytest.mark.timeout(120)
