@@ -229,6 +229,7 @@ class _QP:
     sent_of_head: int = 0
     psn: int = 0
     next_allowed_us: float = 0.0
+    order: int = 0                 # the NIC's QPs in the order they were made
 
 
 class HostNic:
@@ -239,6 +240,7 @@ class HostNic:
         self.net, self.host, self.rate = net, host, rate_bps
         self.name = f"h{host}"
         self.qps: dict[int, _QP] = {}
+        self.backlog: dict[int, _QP] = {}      # the QPs holding messages
         self.control: deque[bytes] = deque()
         self.nic_free_us = 0.0
         self._scheduled_at: float | None = None
@@ -255,6 +257,7 @@ class HostNic:
     def post(self, msg: Message) -> None:
         q = self._qp(msg)
         q.messages.append(msg)
+        self.backlog[q.qp] = q
         if self.paused_until.get(q.priority, 0.0) > self.net.loop.now:
             self.net.paused_qp(q)
         self._kick(self.net.loop.now)
@@ -270,7 +273,7 @@ class HostNic:
                                 f.host_ip(self.host), f.host_ip(dst), udp_sport(qp),
                                 receiver_qp(msg.spec, self.host, dst))
             state = _QP(qp, msg.cls, data_queue(self.net.scheme, msg.role),
-                        ReactionPoint(self.rate), addr)
+                        ReactionPoint(self.rate), addr, order=len(self.qps))
             self.qps[qp] = state
         return state
 
@@ -300,15 +303,12 @@ class HostNic:
         if self.control:
             self._transmit(self.control.popleft(), now)
             return
-        ready = [q for q in self.qps.values()
-                 if q.messages and self.paused_until.get(q.priority, 0.0) <= now]
-        if not ready:  # every backlogged priority paused: XON (or the pause's end) wakes us
-            ends = [self.paused_until.get(q.priority, 0.0) for q in self.qps.values()
-                    if q.messages]
+        q = self._next_qp(now)
+        if q is None:  # every backlogged priority paused: XON (or the pause's end) wakes us
+            ends = [self.paused_until.get(s.priority, 0.0) for s in self.backlog.values()]
             if ends:
                 self._kick(min(ends))
             return
-        q = min(ready, key=lambda s: s.next_allowed_us)
         if q.next_allowed_us > now:
             self._kick(q.next_allowed_us)
             return
@@ -319,11 +319,23 @@ class HostNic:
         q.rp.on_sent(len(pkt), now)
         self._transmit(pkt, now)
 
+    def _next_qp(self, now: float) -> _QP | None:
+        """The backlogged, unpaused QP allowed to send first; of equals, the oldest."""
+        paused = self.paused_until
+        best: _QP | None = None
+        for q in self.backlog.values():
+            if paused and paused.get(q.priority, 0.0) > now:
+                continue
+            if best is None or q.next_allowed_us < best.next_allowed_us or (
+                    q.next_allowed_us == best.next_allowed_us and q.order < best.order):
+                best = q
+        return best
+
     def _transmit(self, pkt: bytes, now: float) -> None:
         tx_us = len(pkt) * 8 / self.rate * 1e6
         self.nic_free_us = now + tx_us
         self.net.carry(self.name, 0, pkt, now + tx_us)
-        if self.control or any(s.messages for s in self.qps.values()):
+        if self.control or self.backlog:
             self._kick(self.nic_free_us)
 
     def _packetise(self, q: _QP, dscp: int = ROCE_DSCP,
@@ -344,6 +356,8 @@ class HostNic:
         if last:
             q.messages.popleft()
             q.sent_of_head = 0
+            if not q.messages:
+                del self.backlog[q.qp]
         else:
             q.sent_of_head += chunk
         q.psn = (q.psn + 1) & 0xFFFFFF
