@@ -187,11 +187,14 @@ class ExprLowerer(ExprWalk):
     def stack_end(self, base: str, st: T.StackType, which: str, fn: FnCtx) -> str:
         return f"_stk_{which}({base})"
 
+    def _indexing(self, e: ast.Index, fn: FnCtx) -> tuple[str, str, bool]:
+        """The indexed value's code, the index's, and whether a header stack is indexed."""
+        return (self.expr(e.expr, fn), self.expr(e.index, fn),
+                isinstance(T.strip_newtype(e.expr.type), T.StackType))
+
     def x_Index(self, e: ast.Index, fn: FnCtx) -> str:
-        base = self.expr(e.expr, fn)
-        idx = self.expr(e.index, fn)
-        t = T.strip_newtype(e.expr.type)
-        if isinstance(t, T.StackType):
+        base, idx, of_stack = self._indexing(e, fn)
+        if of_stack:
             if e.index.const is not NOT_CONST:
                 return f"{base}.items[{idx}]"
             return f"_stk_at({base}, {idx})"
@@ -337,10 +340,8 @@ class ExprLowerer(ExprWalk):
         return f"{base}.items[_stk_{which}({base})]"
 
     def index_place(self, e: ast.Index, fn: FnCtx) -> str:
-        base = self.expr(e.expr, fn)
-        idx = self.expr(e.index, fn)
-        t = T.strip_newtype(e.expr.type)
-        if isinstance(t, T.StackType):
+        base, idx, of_stack = self._indexing(e, fn)
+        if of_stack:
             if e.index.const is NOT_CONST:
                 # Evaluate the index now: P4 evaluates the l-value before the value.
                 ti = self.tmp()

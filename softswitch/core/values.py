@@ -123,43 +123,9 @@ class Layouts:
         init = ["def __init__(self):"]
         if is_header:
             init.append("    self._v = False")
-        for a, ft in fields:
-            init.append(f"    self.{a} = {self.default_expr(ft, ns)}")
-        if len(init) == 1:
-            init.append("    pass")
-        cp = ["def copy(self):", "    n = _new(_C)"]
-        if is_header:
-            cp.append("    n._v = self._v")
-        for a, ft in fields:
-            if _is_aggregate(ft):
-                cp.append(f"    n.{a} = self.{a}.copy()" if not _is_list(ft)
-                          else f"    n.{a} = _copy(self.{a})")
-            else:
-                cp.append(f"    n.{a} = self.{a}")
-        cp.append("    return n")
-        # In-place assignment with BMv2's assign_header semantics: an invalid source
-        # header only clears the destination's valid bit (its fields are kept).
-        asg = ["def assign(self, o):"]
-        ind = "    "
-        if is_header:
-            asg += ["    if not o._v:", "        self._v = False", "        return",
-                    "    self._v = True"]
-        for a, ft in fields:
-            if _is_aggregate(ft) and not _is_list(ft):
-                asg.append(f"{ind}self.{a}.assign(o.{a})")
-            elif _is_list(ft):
-                asg.append(f"{ind}self.{a} = _copy(o.{a})")
-            else:
-                asg.append(f"{ind}self.{a} = o.{a}")
-        if len(asg) == 1:
-            asg.append("    pass")
-        eq = ["def __eq__(self, o):", "    if type(o) is not _C: return NotImplemented"]
-        if is_header:
-            eq.append("    if self._v != o._v: return False")
-            eq.append("    if not self._v: return True")
-        cond = " and ".join(f"self.{a} == o.{a}" for a, _ in fields) or "True"
-        eq.append(f"    return {cond}")
-        src = "\n".join(init + cp + asg + eq)
+        init += [f"    self.{a} = {self.default_expr(ft, ns)}" for a, ft in fields]
+        src = "\n".join(_with_body(init) + _copy_src(fields, is_header)
+                        + _assign_src(fields, is_header) + _eq_src(fields, is_header))
         exec(compile(src, f"<layout {t.name}>", "exec"), ns)
         c = type(cname, (), {"__slots__": slots, "__init__": ns["__init__"],
                              "copy": ns["copy"], "assign": ns["assign"],
@@ -169,6 +135,52 @@ class Layouts:
         ns["_C"] = c
         ns["_new"] = object.__new__
         return c
+
+
+def _with_body(lines: list[str]) -> list[str]:
+    """A generated function's lines, with ``pass`` when it has no statement."""
+    return lines if len(lines) > 1 else lines + ["    pass"]
+
+
+def _copy_src(fields: list[tuple[str, T.Type]], is_header: bool) -> list[str]:
+    cp = ["def copy(self):", "    n = _new(_C)"]
+    if is_header:
+        cp.append("    n._v = self._v")
+    for a, ft in fields:
+        if _is_aggregate(ft):
+            cp.append(f"    n.{a} = self.{a}.copy()" if not _is_list(ft)
+                      else f"    n.{a} = _copy(self.{a})")
+        else:
+            cp.append(f"    n.{a} = self.{a}")
+    cp.append("    return n")
+    return cp
+
+
+def _assign_src(fields: list[tuple[str, T.Type]], is_header: bool) -> list[str]:
+    """In-place assignment with BMv2's assign_header semantics: an invalid source
+    header only clears the destination's valid bit (its fields are kept)."""
+    asg = ["def assign(self, o):"]
+    if is_header:
+        asg += ["    if not o._v:", "        self._v = False", "        return",
+                "    self._v = True"]
+    for a, ft in fields:
+        if _is_aggregate(ft) and not _is_list(ft):
+            asg.append(f"    self.{a}.assign(o.{a})")
+        elif _is_list(ft):
+            asg.append(f"    self.{a} = _copy(o.{a})")
+        else:
+            asg.append(f"    self.{a} = o.{a}")
+    return _with_body(asg)
+
+
+def _eq_src(fields: list[tuple[str, T.Type]], is_header: bool) -> list[str]:
+    eq = ["def __eq__(self, o):", "    if type(o) is not _C: return NotImplemented"]
+    if is_header:
+        eq.append("    if self._v != o._v: return False")
+        eq.append("    if not self._v: return True")
+    cond = " and ".join(f"self.{a} == o.{a}" for a, _ in fields) or "True"
+    eq.append(f"    return {cond}")
+    return eq
 
 
 def _is_aggregate(t: T.Type) -> bool:

@@ -173,12 +173,18 @@ def _dont_care(kind: str, width: int) -> tuple[Any, ...]:
     return (0, 0)       # ternary, optional (exact fields are never omitted)
 
 
+def _fitting(data: bytes, width: int) -> int | None:
+    """The unsigned value of non-empty ``data`` when it fits in ``width`` bits, else None."""
+    if not data:
+        return None
+    value = int.from_bytes(data)
+    return None if value >> width else value
+
+
 def _norm(width: int, kind: str, a: bytes, b: Any) -> Norm | None:
     """``matches._normalise`` for a valid field; None where it would raise."""
-    if not a:
-        return None
-    value = int.from_bytes(a)
-    if value >> width:
+    value = _fitting(a, width)
+    if value is None:
         return None
     if kind == "exact":
         return ("exact", value, 0)
@@ -188,10 +194,8 @@ def _norm(width: int, kind: str, a: bytes, b: Any) -> Norm | None:
         return ("lpm", value, b)
     if kind == "optional":
         return ("optional", value, 0)
-    if not b:
-        return None
-    second = int.from_bytes(b)
-    if second >> width:
+    second = _fitting(b, width)
+    if second is None:
         return None
     if kind == "ternary":
         if second == 0 or value & ~second:
