@@ -885,8 +885,7 @@ def main(argv: list[str] | None = None) -> int:
                          "turn its pacing into bursts, or as any process (fifo)")
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
     args = ap.parse_args(argv)
-    if os.geteuid() != 0:
-        print("urgent_latency needs root (veth pairs, AF_PACKET)", file=sys.stderr)
+    if veth_switch.lacks_root("urgent_latency"):
         return 1
     if args.seconds < 2:
         ap.error("--seconds must be at least 2")

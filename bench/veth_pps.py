@@ -182,8 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="runs per path, the best one counts (3)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
-    if os.geteuid() != 0:
-        print("veth_pps needs root (veth pairs, AF_PACKET)", file=sys.stderr)
+    if veth_switch.lacks_root("veth_pps"):
         return 1
     if args.frames < 100:
         ap.error("--frames must be at least 100")

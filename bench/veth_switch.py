@@ -114,6 +114,15 @@ class RunningSwitch:
                                 text=True, env=self.cli_env)
 
 
+def lacks_root(script: str) -> bool:
+    """True, having said so on stderr, when this process is not root (veth pairs and
+    AF_PACKET sockets need it)."""
+    if os.geteuid() == 0:
+        return False
+    print(f"{script} needs root (veth pairs, AF_PACKET)", file=sys.stderr)
+    return True
+
+
 def available(target: str) -> str | None:
     """None when ``target`` can run here, else why not."""
     if target == "bmv2" and reference_tools.find() is None:

@@ -35,6 +35,7 @@ from bmv2_process import (
     start_bmv2,
     wait_for_port,
 )
+from intents import forwarding
 
 from controlplane.cli import main
 from controlplane.intent import parse_intent_text
@@ -152,15 +153,9 @@ switches:
     device_id: {device_id}
     router_mac: "00:aa:00:00:00:01"
     ports: [1, 2, 3]
-    next_hops:
-      - {{name: h1, port: 1, dst_mac: "00:00:00:00:00:01"}}
-      - {{name: h2, port: 2, dst_mac: "00:00:00:00:00:02"}}
-      - {{name: h3, port: 3, dst_mac: "00:00:00:00:00:03"}}
-    routes:
-      - {{prefix: 10.0.1.0/24, next_hop: h1}}
-      - {{prefix: 10.0.2.0/24, next_hop: h2}}
-      - {{prefix: 10.0.3.0/24, next_hop: h3}}
-"""
+""" + forwarding([("h1", 1, "00:00:00:00:00:01"), ("h2", 2, "00:00:00:00:00:02"),
+                ("h3", 3, "00:00:00:00:00:03")],
+               [("10.0.1.0/24", "h1"), ("10.0.2.0/24", "h2"), ("10.0.3.0/24", "h3")])
 
 # B deletes 10.0.3/24 and an ECN profile entry (phase 1), adds ECMP members and a group
 # (phases 2-3), modifies 10.0.1/24, the default class and the classes whose ECN profile
@@ -182,19 +177,11 @@ switches:
     device_id: {device_id}
     router_mac: "00:aa:00:00:00:01"
     ports: [1, 2, {{port: 3, tenant: t}}]
-    next_hops:
-      - {{name: h1, port: 1, dst_mac: "00:00:00:00:00:01"}}
-      - {{name: h2, port: 2, dst_mac: "00:00:00:00:00:02"}}
-      - {{name: h3, port: 3, dst_mac: "00:00:00:00:00:03"}}
-    ecmp_groups:
-      - {{name: g, members: [h1, h3]}}
-    routes:
-      - {{prefix: 10.0.1.0/24, next_hop: h2}}
-      - {{prefix: 10.0.2.0/24, next_hop: h2}}
-      - {{prefix: 10.0.4.0/24, next_hop: h1}}
-      - {{prefix: 10.0.5.0/24, ecmp_group: g}}
-      - {{prefix: 10.0.6.0/24, next_hop: h3}}
-"""
+""" + forwarding([("h1", 1, "00:00:00:00:00:01"), ("h2", 2, "00:00:00:00:00:02"),
+                ("h3", 3, "00:00:00:00:00:03")],
+               [("10.0.1.0/24", "h2"), ("10.0.2.0/24", "h2"), ("10.0.4.0/24", "h1"),
+                ("10.0.5.0/24", "g"), ("10.0.6.0/24", "h3")],
+               {"g": ["h1", "h3"]})
 
 
 def _intent(text: str, address: str, device_id: int):
@@ -472,11 +459,8 @@ switches:
     runtime_address: {thrift}
     router_mac: "00:aa:00:00:00:01"
     ports: [1, {{port: 2, scheduler: {scheduler}}}]
-    next_hops:
-      - {{name: h2, port: 2, dst_mac: "00:00:00:00:00:02"}}
-    routes:
-      - {{prefix: 10.0.2.0/24, next_hop: h2}}
-"""
+""" + forwarding([("h2", 2, "00:00:00:00:00:02")],
+               [("10.0.2.0/24", "h2")])
 
 
 def _queue_intent(tmp_path: Path, sw, depth: int, scheduler: str = "tiny") -> Path:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from intents import forwarding
 from polling import wait_until
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
@@ -35,13 +36,8 @@ switches:
     election_id: 10
     router_mac: "{router}"
     ports: [1, 2]
-    next_hops:
-      - {{name: h1, port: 1, dst_mac: "00:00:00:00:01:01"}}
-      - {{name: h2, port: 2, dst_mac: "00:00:00:00:02:02"}}
-    routes:
-      - {{prefix: 10.0.1.0/24, next_hop: h1}}
-      - {{prefix: 10.0.2.0/24, next_hop: h2}}
-fast_cnp:
+""" + forwarding([("h1", 1, "00:00:00:00:01:01"), ("h2", 2, "00:00:00:00:02:02")],
+               [("10.0.1.0/24", "h1"), ("10.0.2.0/24", "h2")]) + """fast_cnp:
   enabled: true
   learning: true
   queue_threshold: 5

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from intents import forwarding
 
 from controlplane.intent import parse_intent_text
 from controlplane.p4rt import Client, EntityBuilder, P4InfoIndex
@@ -29,13 +30,8 @@ switches:
     switch_id: 7
     router_mac: "00:aa:00:00:00:01"
     ports: [{{port: 1, scheduler: default, tenant: tenant-a}}, {{port: 2}}]
-    next_hops:
-      - {{name: h1, port: 1, dst_mac: "00:00:00:00:01:01"}}
-      - {{name: h2, port: 2, dst_mac: "00:00:00:00:01:02"}}
-    routes:
-      - {{prefix: 10.0.1.1/32, next_hop: h1}}
-      - {{prefix: 10.0.1.2/32, next_hop: h2}}
-tenants:
+""" + forwarding([("h1", 1, "00:00:00:00:01:01"), ("h2", 2, "00:00:00:00:01:02")],
+               [("10.0.1.1/32", "h1"), ("10.0.1.2/32", "h2")]) + """tenants:
   - name: tenant-a
     vrf: 1
     default: deny

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from bench_support import bench_module
+from intents import forwarding
 from polling import wait_until
 
 from controlplane.compile import compile_switch
@@ -33,15 +34,9 @@ switches:
     election_id: 10
     router_mac: "00:aa:00:00:00:01"
     ports: [{{port: 1, tenant: t}}, {{port: 2}}]
-    next_hops:
-      - {{name: h1, port: 1, dst_mac: "00:00:00:00:01:01"}}
-      - {{name: h2, port: 2, dst_mac: "00:00:00:00:01:02"}}
-    ecmp_groups:
-      - {{name: both, members: [h1, h2]}}
-    routes:
-      - {{prefix: 10.0.1.0/24, next_hop: h1}}
-      - {{prefix: 10.0.2.0/24, ecmp_group: both}}
-tenants:
+""" + forwarding([("h1", 1, "00:00:00:00:01:01"), ("h2", 2, "00:00:00:00:01:02")],
+               [("10.0.1.0/24", "h1"), ("10.0.2.0/24", "both")],
+               {"both": ["h1", "h2"]}) + """tenants:
   - name: t
     vrf: 1
     default: deny

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from intents import forwarding
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from softswitch.daemon.device import Device
@@ -194,13 +195,8 @@ switches:
     tls: {tls}
     router_mac: "00:aa:00:00:00:01"
     ports: [{{port: 1, scheduler: default}}, 2]
-    next_hops:
-      - {{name: h1, port: 1, dst_mac: "00:00:00:00:00:01"}}
-      - {{name: h2, port: 2, dst_mac: "00:00:00:00:00:02"}}
-    routes:
-      - {{prefix: 10.0.1.0/24, next_hop: h1}}
-      - {{prefix: 10.0.2.0/24, next_hop: h2}}
-"""
+""" + forwarding([("h1", 1, "00:00:00:00:00:01"), ("h2", 2, "00:00:00:00:00:02")],
+               [("10.0.1.0/24", "h1"), ("10.0.2.0/24", "h2")])
 
 
 def test_tailcc_apply_over_mutual_tls_with_a_runtime_token(pki, tmp_path, capsys):

@@ -144,16 +144,25 @@ def test_drop_and_registers_counters(tmp_path):
     assert sw.register_read("r", 1) == 0
 
 
+FWD = """
+    action fwd(bit<9> p) { sm.egress_spec = p; }"""
+
+
+def const_table(name: str, key: str, actions: str, entries: str) -> str:
+    """A table of one key field with constant entries, as P4 text."""
+    return f"""
+    table {name} {{
+        key = {{ {key}; }}
+        actions = {{ {actions}; }}
+        const entries = {{ {entries} }}
+    }}
+"""
+
+
 def test_const_entries_first_listed_wins(tmp_path):
-    sw = load(tmp_path, """
-    action fwd(bit<9> p) { sm.egress_spec = p; }
-    table t {
-        key = { h.h.a: ternary; }
-        actions = { fwd; }
-        const entries = { 0x10 &&& 0xF0 : fwd(1); _ : fwd(2); }
-    }
-    apply { t.apply(); }
-""")
+    sw = load(tmp_path, FWD + const_table("t", "h.h.a: ternary", "fwd",
+                                          "0x10 &&& 0xF0 : fwd(1); _ : fwd(2);")
+              + "    apply { t.apply(); }\n")
     assert one(sw, bytes([0x15, 0, 0, 0]))[0] == 1
     assert one(sw, bytes([0x25, 0, 0, 0]))[0] == 2
     with pytest.raises(P4Error):
@@ -232,20 +241,11 @@ def test_signed_and_bool_action_parameters_from_the_control_plane(tmp_path):
 
 
 def test_const_lpm_entries_use_prefix_length_not_order(tmp_path):
-    sw = load(tmp_path, """
-    action fwd(bit<9> p) { sm.egress_spec = p; }
-    table t {
-        key = { h.h.a: lpm; }
-        actions = { fwd; }
-        const entries = { 0x00 &&& 0x80 : fwd(1); 0x04 &&& 0xFC : fwd(2); _ : fwd(3); }
-    }
-    table r {
-        key = { h.h.b: range; }
-        actions = { fwd; NoAction; }
-        const entries = { 10 .. 20 : fwd(4); 15 .. 30 : fwd(5); }
-    }
-    apply { t.apply(); r.apply(); }
-""")
+    sw = load(tmp_path, FWD + const_table(
+        "t", "h.h.a: lpm", "fwd", "0x00 &&& 0x80 : fwd(1); 0x04 &&& 0xFC : fwd(2); _ : fwd(3);")
+        + const_table("r", "h.h.b: range", "fwd; NoAction",
+                      "10 .. 20 : fwd(4); 15 .. 30 : fwd(5);")
+        + "    apply { t.apply(); r.apply(); }\n")
     assert one(sw, bytes([0x05, 0, 0, 0]))[0] == 2     # /6 beats /1 listed before it
     assert one(sw, bytes([0x45, 0, 0, 0]))[0] == 1
     assert one(sw, bytes([0x85, 0, 0, 0]))[0] == 3
