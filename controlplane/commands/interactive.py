@@ -23,8 +23,7 @@ import grpc
 from controlplane.commands.target import (
     Target,
     UsageError,
-    grpc_address,
-    non_negative_int,
+    add_address_args,
     positive_float,
     resolve_target,
 )
@@ -43,13 +42,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     s.add_argument("switch", nargs="?", metavar="SWITCH",
                    help="switch name in the intent (optional if it has only one)")
     s.add_argument("--intent", "-i", metavar="FILE", help="intent file naming the switch")
-    s.add_argument("--address", "-a", metavar="HOST:PORT", type=grpc_address,
-                   help="P4Runtime address instead of an intent")
-    s.add_argument("--device-id", type=non_negative_int, default=None,
-                   help="P4Runtime device id (default: the intent's, else 1)")
-    s.add_argument("--election-id", type=non_negative_int, default=None,
-                   help="election id (default: the intent's, else 1); use a higher one "
-                   "than a running `tailcc apply --every` to become primary")
+    add_address_args(s, "P4Runtime address instead of an intent",
+                     "P4Runtime device id (default: the intent's, else 1)",
+                     "election id (default: the intent's, else 1); use a higher one "
+                     "than a running `tailcc apply --every` to become primary")
     s.add_argument("--pipeline", metavar="FILE",
                    help="P4 program (softswitch) or BMv2 JSON to push first")
     s.add_argument("--p4info", metavar="FILE", help="P4Info of --pipeline (default: "

@@ -54,16 +54,20 @@ def grpc_address(text: str) -> str:
     return text
 
 
+def add_address_args(g: argparse._ActionsContainer, address: str, device_id: str,
+                     election_id: str) -> None:
+    """--address, --device-id and --election-id, with their help texts."""
+    g.add_argument("--address", "-a", metavar="HOST:PORT", type=grpc_address, help=address)
+    g.add_argument("--device-id", type=non_negative_int, default=None, help=device_id)
+    g.add_argument("--election-id", type=non_negative_int, default=None, help=election_id)
+
+
 def add_target_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("switch")
     g.add_argument("--intent", "-i", metavar="FILE", help="intent file naming the switches")
     g.add_argument("--switch", "-s", metavar="NAME", help="switch name in the intent")
-    g.add_argument("--address", "-a", metavar="HOST:PORT", type=grpc_address,
-                   help="P4Runtime address")
-    g.add_argument("--device-id", type=non_negative_int, default=None,
-                   help="P4Runtime device id (1)")
-    g.add_argument("--election-id", type=non_negative_int, default=None,
-                   help="election id (default: the intent's, else 1)")
+    add_address_args(g, "P4Runtime address", "P4Runtime device id (1)",
+                     "election id (default: the intent's, else 1)")
     g.add_argument("--p4info", metavar="FILE",
                    help="P4Info to resolve names with (default: the device's)")
     g.add_argument("--timeout", type=positive_float, default=10.0,
