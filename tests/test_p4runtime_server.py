@@ -16,12 +16,13 @@ from softswitch.p4runtime.roles import RoleTable
 
 
 @pytest.fixture()
-def server():
+def channel():
+    """A channel to a server of device 1 (CPU port 255, role 'sdn' may write anything)."""
     roles = RoleTable.from_data({"roles": [{"name": "sdn", "write": "*"}]})
     device = Device(device_id=1, cpu_port=255, roles=roles)
     srv, port = serve(device, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    yield device, channel
+    yield channel
     channel.close()
     srv.stop(0).wait()
 
@@ -40,14 +41,12 @@ def _eid(update) -> int:
     return (update.election_id.high << 64) | update.election_id.low
 
 
-def test_capabilities(server):
-    _, channel = server
+def test_capabilities(channel):
     resp = _stub(channel).Capabilities(p4runtime_pb2.CapabilitiesRequest())
     assert resp.p4runtime_api_version == "1.4.1"
 
 
-def test_primary_then_backup_then_failover(server):
-    _, channel = server
+def test_primary_then_backup_then_failover(channel):
     a = StreamClient(channel)
     a.arbitrate(10, device_id=1)
     first = _arb(a.next())
@@ -74,8 +73,7 @@ def test_primary_then_backup_then_failover(server):
     b.close()
 
 
-def test_backup_without_primary_sees_not_found(server):
-    _, channel = server
+def test_backup_without_primary_sees_not_found(channel):
     a = StreamClient(channel)
     a.arbitrate(None, device_id=1)     # no election id: never primary
     update = _arb(a.next())
@@ -83,8 +81,7 @@ def test_backup_without_primary_sees_not_found(server):
     a.close()
 
 
-def test_duplicate_election_id_ends_stream(server):
-    _, channel = server
+def test_duplicate_election_id_ends_stream(channel):
     a = StreamClient(channel)
     a.arbitrate(7, device_id=1)
     a.next()
@@ -95,16 +92,14 @@ def test_duplicate_election_id_ends_stream(server):
     a.close()
 
 
-def test_wrong_device_id_ends_stream(server):
-    _, channel = server
+def test_wrong_device_id_ends_stream(channel):
     a = StreamClient(channel)
     a.arbitrate(1, device_id=99)
     err = a.next()
     assert isinstance(err, grpc.RpcError) and err.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_roles_are_independent(server):
-    _, channel = server
+def test_roles_are_independent(channel):
     a = StreamClient(channel)
     a.arbitrate(3, device_id=1, role="sdn")
     b = StreamClient(channel)
@@ -116,8 +111,7 @@ def test_roles_are_independent(server):
     b.close()
 
 
-def test_write_codes_before_pipeline(server):
-    _, channel = server
+def test_write_codes_before_pipeline(channel):
     stub = _stub(channel)
     write = p4runtime_pb2.WriteRequest(device_id=1)
     with pytest.raises(grpc.RpcError) as exc:     # nobody arbitrated, no election id: allowed,
@@ -142,8 +136,7 @@ def test_write_codes_before_pipeline(server):
     a.close()
 
 
-def test_read_and_get_config_without_pipeline(server):
-    _, channel = server
+def test_read_and_get_config_without_pipeline(channel):
     stub = _stub(channel)
     read = p4runtime_pb2.ReadRequest(device_id=1)
     read.entities.add().table_entry.SetInParent()
@@ -157,8 +150,7 @@ def test_read_and_get_config_without_pipeline(server):
     assert not got.HasField("config")
 
 
-def test_set_pipeline_errors(server):
-    _, channel = server
+def test_set_pipeline_errors(channel):
     stub = _stub(channel)
     req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
         device_id=1, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.COMMIT)
@@ -181,8 +173,7 @@ def test_set_pipeline_errors(server):
     assert "softswitch artifact" in exc.value.details()
 
 
-def test_packet_out_from_backup_gets_stream_error(server):
-    _, channel = server
+def test_packet_out_from_backup_gets_stream_error(channel):
     a = StreamClient(channel)
     a.arbitrate(2, device_id=1)
     a.next()
@@ -201,8 +192,7 @@ def test_packet_out_from_backup_gets_stream_error(server):
     b.close()
 
 
-def test_writes_are_checked_per_role(server):
-    _, channel = server
+def test_writes_are_checked_per_role(channel):
     stub = _stub(channel)
     a = StreamClient(channel)
     a.arbitrate(5, device_id=1, role="sdn")

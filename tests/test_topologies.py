@@ -31,7 +31,8 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None
                                 reason="needs root, iproute2 and iputils-ping")
 
 
-def _mininet_missing() -> bool:
+def mininet_missing() -> bool:
+    """Whether Debian's mininet (its Python package and mnexec) is not installed."""
     try:
         import mininet.net  # noqa: F401
     except ImportError:
@@ -88,7 +89,7 @@ KINDS = pytest.mark.parametrize("kind", ["softswitch", "bmv2"], indirect=True)
 
 @needs_root
 @pytest.mark.timeout(300)
-@pytest.mark.skipif(_mininet_missing(), reason="Debian's mininet is not installed")
+@pytest.mark.skipif(mininet_missing(), reason="Debian's mininet is not installed")
 @KINDS
 def test_single_tailcc_on_mininet_pings(tmp_path: Path, kind: str):
     """single.yaml as shipped: tailcc.p4 on softswitch or on BMv2 (compiled by p4c),
@@ -332,7 +333,7 @@ def test_sigterm_tears_down_and_clean_removes_a_killed_run(tmp_path: Path):
 
 @needs_root
 @pytest.mark.timeout(400)
-@pytest.mark.skipif(_mininet_missing(), reason="Debian's mininet is not installed")
+@pytest.mark.skipif(mininet_missing(), reason="Debian's mininet is not installed")
 @KINDS
 def test_leaf_spine_on_mininet_pings(tmp_path: Path, kind: str):
     """The 4-switch benchmark topology: leaf-spine-leaf paths cross three pipelines
@@ -411,7 +412,7 @@ def test_link_delay_needs_netem(tmp_path: Path):
 
 @needs_root
 @pytest.mark.timeout(300)
-@pytest.mark.skipif(_mininet_missing(), reason="Debian's mininet is not installed")
+@pytest.mark.skipif(mininet_missing(), reason="Debian's mininet is not installed")
 def test_p4switch_in_a_users_own_mininet_script(tmp_path: Path):
     """P4Switch as a drop-in for tutorials' P4RuntimeSwitch: start() returns once gRPC
     answers, the script programs the switch, Mininet's own ping gets through."""
@@ -460,7 +461,7 @@ def test_p4switch_in_a_users_own_mininet_script(tmp_path: Path):
 @pytest.mark.parametrize("backend", [
     "netns",
     pytest.param("mininet", marks=pytest.mark.skipif(
-        _mininet_missing(), reason="Debian's mininet is not installed"))])
+        mininet_missing(), reason="Debian's mininet is not installed"))])
 def test_nic_instances_between_hosts_and_switch_ping(tmp_path: Path, backend: str):
     """nic_single.yaml: each host behind a tailcc NIC (PNA, softswitch run --host-port/
     --net-port); one tailcc apply programs the switch and both NICs; every pair pings —

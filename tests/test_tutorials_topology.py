@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_topologies import mininet_missing
 
 from softswitch.local_port import free_port
 from topologies.runner import kernel_has_netem, leftovers_of
@@ -35,15 +36,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ping") is Non
                                 reason="needs root and iputils-ping")
 
 
-def _mininet_missing() -> bool:
-    try:
-        import mininet.net  # noqa: F401
-    except ImportError:
-        return True
-    return shutil.which("mnexec") is None
-
-
-needs_mininet = pytest.mark.skipif(_mininet_missing(), reason="Debian's mininet is not installed")
+needs_mininet = pytest.mark.skipif(mininet_missing(), reason="Debian's mininet is not installed")
 
 
 @pytest.fixture
