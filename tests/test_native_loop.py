@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from programs import QUEUEING_NAMES, v1model_program
+from native_support import TAG, pfc, tagged_frame, tagged_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.daemon.forwarding import Forwarder
@@ -28,29 +28,16 @@ from softswitch.daemon.ports.afpacket import RawPort
 from softswitch.daemon.ports.dataplane import DataPlane
 from softswitch.daemon.ports.veth import veth_pairs
 from softswitch.tm import TrafficManager
-from softswitch.tm.pfc import build_pfc_frame
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for veth/AF_PACKET")
 
 CPU_PORT = 255
-TAG = 0x88B5          # IEEE local experimental: nothing else on the veths uses it
 # op: 0 forward, 1 clone to session 5 (port 3), 2 multicast group 1 (ports 2, 3),
 # 3 resubmit once, 4 to the CPU port, 5 digest, 6 recirculate once (in egress)
-PROGRAM = v1model_program(
-    types="""
-header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
-header tag_t { bit<8> op; bit<8> prio; bit<8> dest; bit<8> seq; bit<32> order;
-               bit<32> qdepth; bit<8> inst; bit<8> rid; bit<8> again; bit<8> port; }
-""",
-    headers="eth_t eth; tag_t tag;", meta="@field_list(1) bit<8> again;",
+PROGRAM = tagged_program(
+    "bit<8> op; bit<8> prio; bit<8> dest; bit<8> seq; bit<32> order;\n"
+    "               bit<32> qdepth; bit<8> inst; bit<8> rid; bit<8> again; bit<8> port;",
     declarations="struct seen_t { bit<8> seq; bit<8> op; }",
-    parser="""
-    state start {
-        pkt.extract(h.eth);
-        transition select(h.eth.type) { 0x88B5: tag; default: accept; }
-    }
-    state tag { pkt.extract(h.tag); transition accept; }
-""",
     ingress="""
     counter(8, CounterType.packets_and_bytes) per_op;
     direct_counter(CounterType.packets_and_bytes) routed;
@@ -78,10 +65,8 @@ header tag_t { bit<8> op; bit<8> prio; bit<8> dest; bit<8> seq; bit<32> order;
         }
     }
 """,
-    egress="""
-    register<bit<32>>(1) order;
-    apply {
-        bit<32> o;
+    egress_locals="\n    register<bit<32>>(1) order;\n",
+    egress_body="""        bit<32> o;
         order.read(o, 0);
         order.write(0, o + 1);
         h.tag.order = o;
@@ -89,22 +74,11 @@ header tag_t { bit<8> op; bit<8> prio; bit<8> dest; bit<8> seq; bit<32> order;
         h.tag.inst = (bit<8>)sm.instance_type;
         h.tag.rid = (bit<8>)sm.egress_rid;
         h.tag.port = (bit<8>)sm.egress_port;
-        if (h.tag.op == 6 && m.again == 0) {
-            m.again = 1;
-            recirculate_preserving_field_list(1);
-        }
-    }
-""",
-    emit=["h.eth", "h.tag"], names=QUEUEING_NAMES)
+""")
 
 
 def tagged(seq: int, out: int, prio: int = 0, op: int = 0) -> bytes:
-    head = bytes.fromhex("020000000002") + bytes([2, 0, 0, 0, 0, seq]) + TAG.to_bytes(2, "big")
-    return (head + bytes([op, prio, out, seq]) + bytes(12)).ljust(60, b"\0")
-
-
-def pfc(prio: int, quanta: int) -> bytes:
-    return build_pfc_frame(bytes.fromhex("020000000009"), {prio: quanta})
+    return tagged_frame(seq, out, prio, op, rest=12)
 
 
 def burst() -> list[bytes]:

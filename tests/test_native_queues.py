@@ -19,33 +19,20 @@ import time
 from typing import Any
 
 import pytest
-from programs import QUEUEING_NAMES, v1model_program
+from native_support import pfc, tagged_frame, tagged_program
 
 from softswitch.core.control import KeyMatch
 from softswitch.daemon.forwarding import Forwarder
 from softswitch.tm import TrafficManager
-from softswitch.tm.pfc import build_pfc_frame
 
 CPU_PORT = 255
-TAG = 0x88B5
 INTERVAL_US = 100_000            # 10 packets/s: nothing leaves during a burst by chance
 # op: 0 forward, 1 clone to session 5 (port 3), 2 multicast group 1 (ports 2, 3),
 # 6 recirculate once (in egress)
-PROGRAM = v1model_program(
-    types="""
-header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
-header tag_t { bit<8> op; bit<8> prio; bit<8> dest; bit<8> seq; bit<32> enq_ts;
-               bit<32> deq_td; bit<32> eg_ts; bit<32> enq_qd; bit<32> deq_qd;
-               bit<8> inst; bit<8> again; }
-""",
-    headers="eth_t eth; tag_t tag;", meta="@field_list(1) bit<8> again;",
-    parser="""
-    state start {
-        pkt.extract(h.eth);
-        transition select(h.eth.type) { 0x88B5: tag; default: accept; }
-    }
-    state tag { pkt.extract(h.tag); transition accept; }
-""",
+PROGRAM = tagged_program(
+    "bit<8> op; bit<8> prio; bit<8> dest; bit<8> seq; bit<32> enq_ts;\n"
+    "               bit<32> deq_td; bit<32> eg_ts; bit<32> enq_qd; bit<32> deq_qd;\n"
+    "               bit<8> inst; bit<8> again;",
     ingress="""
     action to(bit<9> port) { sm.egress_spec = port; }
     action drop() { mark_to_drop(sm); }
@@ -63,30 +50,18 @@ header tag_t { bit<8> op; bit<8> prio; bit<8> dest; bit<8> seq; bit<32> enq_ts;
         }
     }
 """,
-    egress="""
-    apply {
-        h.tag.enq_ts = sm.enq_timestamp;
+    egress_locals="\n",
+    egress_body="""        h.tag.enq_ts = sm.enq_timestamp;
         h.tag.deq_td = sm.deq_timedelta;
         h.tag.eg_ts = (bit<32>)sm.egress_global_timestamp;
         h.tag.enq_qd = (bit<32>)sm.enq_qdepth;
         h.tag.deq_qd = (bit<32>)sm.deq_qdepth;
         h.tag.inst = (bit<8>)sm.instance_type;
-        if (h.tag.op == 6 && m.again == 0) {
-            m.again = 1;
-            recirculate_preserving_field_list(1);
-        }
-    }
-""",
-    emit=["h.eth", "h.tag"], names=QUEUEING_NAMES)
+""")
 
 
 def tagged(seq: int, out: int, prio: int = 0, op: int = 0) -> bytes:
-    head = bytes.fromhex("020000000002") + bytes([2, 0, 0, 0, 0, seq]) + TAG.to_bytes(2, "big")
-    return (head + bytes([op, prio, out, seq]) + bytes(22)).ljust(60, b"\0")
-
-
-def pfc(prio: int, quanta: int) -> bytes:
-    return build_pfc_frame(bytes.fromhex("020000000009"), {prio: quanta})
+    return tagged_frame(seq, out, prio, op, rest=22)
 
 
 def burst_a() -> list[bytes]:
