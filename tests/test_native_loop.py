@@ -11,6 +11,7 @@ calls). Needs root."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -20,9 +21,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from native_support import TAG, pfc, tagged_frame, tagged_program
+from native_support import TAG, pfc, tagged_device, tagged_frame, tagged_program
 
-from softswitch.core.control import KeyMatch
 from softswitch.daemon.forwarding import Forwarder
 from softswitch.daemon.ports.afpacket import RawPort
 from softswitch.daemon.ports.dataplane import DataPlane
@@ -77,8 +77,7 @@ PROGRAM = tagged_program(
 """)
 
 
-def tagged(seq: int, out: int, prio: int = 0, op: int = 0) -> bytes:
-    return tagged_frame(seq, out, prio, op, rest=12)
+tagged = functools.partial(tagged_frame, rest=12)   # the tag_t bytes after seq
 
 
 def burst() -> list[bytes]:
@@ -121,25 +120,6 @@ def veths() -> Iterator[list[tuple[str, str]]]:
         yield pairs
 
 
-def _device(program: str, fastpath: str = "c") -> Any:
-    from p4.v1 import p4runtime_pb2
-
-    from softswitch.daemon.device import Device
-    from softswitch.p4runtime import pipeline
-
-    compiled = pipeline.compile_file(program, {})
-    assert compiled.switch.fastpath == fastpath
-    sw = compiled.switch
-    for out, port in ((1, 1), (2, 2), (3, 3)):
-        sw.table_add("route", [KeyMatch("h.tag.dest", "exact", out)], "to", [port])
-    sw.mirroring_add(5, 3)
-    sw.mc_mgrp_create(1)
-    sw.mc_node_associate(1, sw.mc_node_create(7, [2, 3]))
-    config = p4runtime_pb2.ForwardingPipelineConfig(
-        p4_device_config=pipeline.make_artifact(program).to_bytes())
-    device = Device(device_id=1, cpu_port=CPU_PORT)
-    device.start_with(config, compiled)
-    return device
 
 
 def _wait(condition: Any, seconds: float = 5.0) -> None:
@@ -151,7 +131,7 @@ def _wait(condition: Any, seconds: float = 5.0) -> None:
 def _run(program: str, veths: list[tuple[str, str]], native: bool,
          fastpath: str = "c") -> dict[str, Any]:
     """Forward one burst into port 1 and gather everything it changed."""
-    device = _device(program, fastpath)
+    device = tagged_device(program, fastpath)
     plane = DataPlane({i + 1: sw for i, (sw, _) in enumerate(veths)})
     tm = TrafficManager(num_queues=8)
     scheduler = Forwarder(device, tm, held_frames=plane.held_frames, native=native)

@@ -15,13 +15,13 @@ the DataPlane's port loop hands them."""
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 import pytest
-from native_support import pfc, tagged_frame, tagged_program
+from native_support import pfc, tagged_device, tagged_frame, tagged_program
 
-from softswitch.core.control import KeyMatch
 from softswitch.daemon.forwarding import Forwarder
 from softswitch.tm import TrafficManager
 
@@ -60,8 +60,7 @@ PROGRAM = tagged_program(
 """)
 
 
-def tagged(seq: int, out: int, prio: int = 0, op: int = 0) -> bytes:
-    return tagged_frame(seq, out, prio, op, rest=22)
+tagged = functools.partial(tagged_frame, rest=22)   # the tag_t bytes after seq
 
 
 def burst_a() -> list[bytes]:
@@ -98,25 +97,6 @@ def burst_b() -> list[bytes]:
             tagged(22, 2, prio=7)]
 
 
-def _device(program: str) -> Any:
-    from p4.v1 import p4runtime_pb2
-
-    from softswitch.daemon.device import Device
-    from softswitch.p4runtime import pipeline
-
-    compiled = pipeline.compile_file(program, {})
-    assert compiled.switch.fastpath == "c"
-    sw = compiled.switch
-    for out in (1, 2, 3):
-        sw.table_add("route", [KeyMatch("h.tag.dest", "exact", out)], "to", [out])
-    sw.mirroring_add(5, 3)
-    sw.mc_mgrp_create(1)
-    sw.mc_node_associate(1, sw.mc_node_create(7, [2, 3]))
-    config = p4runtime_pb2.ForwardingPipelineConfig(
-        p4_device_config=pipeline.make_artifact(program).to_bytes())
-    device = Device(device_id=1, cpu_port=CPU_PORT)
-    device.start_with(config, compiled)
-    return device
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +110,7 @@ def _scheduler(program: str, native: bool) -> tuple[Any, dict[int, list[bytes]],
                                                     TrafficManager, Forwarder]:
     """The device, the frames out per port, the traffic manager and the scheduler, as
     the port loop has them."""
-    device = _device(program)
+    device = tagged_device(program)
     # the port loop's per-port lists of frames out: the native loop appends to them,
     # device.transmit too (on the port loop's thread and the scheduler's)
     held: dict[int, list[bytes]] = {1: [], 2: [], 3: []}
