@@ -81,17 +81,17 @@ class Token:
 
     def describe(self) -> str:
         """How a syntax error names this token (p4c style)."""
-        if self.kind == "EOF":
-            return "end of file"
-        if self.kind == "ID":
-            return f"identifier `{self.text}`"
-        if self.kind == "INT":
-            return f"integer `{self.text}`"
-        if self.kind == "STRING":
-            return f"string literal {self.text}"
-        if self.kind == "UNEXPECTED":
-            return f"character `{self.text}`"
-        return f"`{self.text}`"
+        return _TOKEN_WORDS.get(self.kind, "`{}`").format(self.text)
+
+
+# How a syntax error names a token of each kind ({} is its text); others: `text`.
+_TOKEN_WORDS = {
+    "EOF": "end of file",
+    "ID": "identifier `{}`",
+    "INT": "integer `{}`",
+    "STRING": "string literal {}",
+    "UNEXPECTED": "character `{}`",
+}
 
 
 def parse_int_literal(text: str) -> tuple[int, int | None, bool]:
