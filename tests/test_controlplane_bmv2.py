@@ -596,23 +596,33 @@ def test_dwrr_on_bmv2_is_refused_or_warned_with_allow_partial(reference_tools, b
         sw.stop()
 
 
-def test_bmv2_target_on_a_softswitch_channel_fails_before_any_write(softswitch_process,
-                                                                    tmp_path,
-                                                                    capsys) -> None:
-    """``target: bmv2`` whose runtime_address is softswitch's JSON-lines channel: the
-    Thrift check fails before the pipeline or any entry is written."""
+def test_bmv2_target_on_softswitch_applies_over_its_thrift_api(softswitch_process,
+                                                                tmp_path, capsys) -> None:
+    """``target: bmv2`` whose runtime_address is softswitch's --thrift-port: softswitch
+    answers BMv2's Thrift runtime API there beside its own channel, so the controller's
+    BMv2 way (the Thrift check, the PRE, queue depths and rates) applies the intent. A
+    runtime_address that does not speak Thrift (here the gRPC port) fails the check
+    before the pipeline or any entry is written."""
+    pytest.importorskip("bm_runtime.standard", reason="BMv2's generated Thrift modules "
+                        "are not installed")
     address, channel = softswitch_process
 
     class Fake:
         pass
     sw = Fake()
-    sw.address, sw.device_id, sw.thrift_address = address, 0, channel
+    sw.address, sw.device_id, sw.thrift_address = address, 0, address
     intent = _queue_intent(tmp_path, sw, 8)
     assert main(["apply", str(intent), "--pipeline", str(TAILCC), "--timeout", "3"]) == 1
     out = capsys.readouterr().out
     assert "is this simple_switch's --thrift-port?" in out, out
     with Client(address, 0) as c:
         assert c.get_p4info() is None
+    sw.thrift_address = channel
+    intent = _queue_intent(tmp_path, sw, 8)
+    code = main(["apply", str(intent), "--pipeline", str(TAILCC), "--timeout", "10"])
+    assert code == 0, capsys.readouterr().out
+    with Client(address, 0) as c:
+        assert c.get_p4info() is not None
 
 
 def test_new_pipeline_on_bmv2_leaves_one_clone_replica(reference_tools, bmv2_build,
