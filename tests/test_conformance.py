@@ -86,7 +86,10 @@ def test_malformed_known_failures_line_is_reported(tmp_path: Path):
 
 
 def test_worker_timeout_and_crash_are_failures(tmp_path: Path, monkeypatch):
-    """A hanging or dying program costs one failure each, never the run."""
+    """A hanging or dying program costs one failure each, never the run. (Forked
+    workers, so that they run the stand-in below even when earlier tests left threads
+    alive, which would make the harness take a forkserver.)"""
+    import multiprocessing
     import os
     import time
 
@@ -96,6 +99,7 @@ def test_worker_timeout_and_crash_are_failures(tmp_path: Path, monkeypatch):
         os._exit(3)
 
     monkeypatch.setattr(conf, "run_program", fake_run)
+    monkeypatch.setattr(conf, "worker_context", lambda: multiprocessing.get_context("fork"))
     progs = [conf.Program(f"p4_16_errors/{n}", tmp_path / n, "reject", None, None, None)
              for n in ("hang.p4", "die.p4")]
     start = time.monotonic()
