@@ -41,6 +41,11 @@ class BuildError(Exception):
     """The C compiler is missing or rejected the generated source."""
 
 
+class ToolMissing(BuildError):
+    """This host cannot build C at all (no compiler, no Python headers): true of every
+    program, so said once."""
+
+
 def cache_dir() -> Path:
     env = os.environ.get("SOFTSWITCH_CACHE")
     if env:
@@ -56,11 +61,11 @@ def compiler() -> tuple[str, str]:
     """(path, version line) of the C compiler; BuildError when there is none."""
     cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
     if not cc:
-        raise BuildError("no C compiler found (install Debian's gcc)")
+        raise ToolMissing("no C compiler found (install Debian's gcc)")
     try:
         out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
     except OSError as e:
-        raise BuildError(f"cannot run the C compiler {cc}: {e}") from None
+        raise ToolMissing(f"cannot run the C compiler {cc}: {e}") from None
     return cc, (out.stdout.splitlines() or ["?"])[0]
 
 
@@ -68,7 +73,7 @@ def compiler() -> tuple[str, str]:
 def python_include() -> str:
     inc = sysconfig.get_paths()["include"]
     if not (Path(inc) / "Python.h").exists():
-        raise BuildError(f"Python.h not found in {inc} (install Debian's python3-dev)")
+        raise ToolMissing(f"Python.h not found in {inc} (install Debian's python3-dev)")
     return inc
 
 

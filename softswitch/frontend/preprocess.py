@@ -128,7 +128,8 @@ def _run_cpp(cmd: list[str], stdin_text: str | None, file_for_errors: str,
                                 else subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
     except FileNotFoundError as exc:
-        raise P4Error("preprocessor 'cpp' not found; install the C preprocessor",
+        raise P4Error("preprocessor 'cpp' not found: install the C preprocessor "
+                      "(Debian, Ubuntu: apt-get install cpp; Fedora: dnf install cpp)",
                       where) from exc
     except OSError as exc:
         raise P4Error(f"cannot run the preprocessor: {exc.strerror}", where) from None

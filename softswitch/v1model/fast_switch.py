@@ -30,7 +30,7 @@ from softswitch.core.tables import CheckedOps
 from softswitch.core.target import resolve_name
 from softswitch.diagnostics import P4Error
 from softswitch.fastpath import mode
-from softswitch.fastpath.build import BuildError, load
+from softswitch.fastpath.build import BuildError, ToolMissing, load
 from softswitch.fastpath.cprogram import CProgram
 from softswitch.fastpath.ctypes_ import Unsupported
 from softswitch.v1model.native_queues import NativeQueues
@@ -38,6 +38,7 @@ from softswitch.v1model.switch import Switch, _Work
 
 STAGES = ("ingress", "egress")
 log = logging.getLogger("softswitch.fastpath")
+_WARNED: set[str] = set()    # the host's build problems (no gcc ...), said once each
 
 
 def load_switch(checked: Any, fastpath: str | None = None) -> Switch:
@@ -69,18 +70,24 @@ def attach(switch: Switch, fastpath: str | None = None) -> Switch:
         return FastSwitch(switch, mod, cprog, key)
     except (Unsupported, BuildError, MemoryError) as e:
         reason, loc, msg = str(e), getattr(e, "loc", None), getattr(e, "message", str(e))
+        host_problem = isinstance(e, ToolMissing)
     except RecursionError:
         reason = msg = "program too deeply nested for the C back end"
-        loc = None
+        loc, host_problem = None, False
     except Exception as e:  # noqa: BLE001 - a C back-end bug: the interpreter still works
         if m == "require":
             raise
         reason = msg = f"internal error in the C back end: {type(e).__name__}: {e}"
-        loc = None
+        loc, host_problem = None, False
     if m == "require":
         raise P4Error(f"the C fast path cannot run this program: {msg}", loc)
     switch.fastpath = f"interpreter: {reason}"
-    log.warning("fast path: %s; running the interpreter", reason)
+    if host_problem and reason in _WARNED:
+        log.debug("fast path: %s; running the interpreter", reason)
+    else:
+        if host_problem:
+            _WARNED.add(reason)
+        log.warning("fast path: %s; running the interpreter", reason)
     return switch
 
 
