@@ -9,25 +9,22 @@
 What it does, in order, and undoes in reverse whatever happens (failure, Ctrl-C):
 
 1. prepares the P4Info and the device config the tests push (``--config``): softswitch's
-   artifact (``softswitch compile``; softswitch's default), or p4c's BMv2 JSON and
-   P4Info (BMv2's default), the ``--bmv2-json`` given or ``p4c-bm2-ss``'s output for
-   ``p4src/tailcc.p4`` (tools found by ``softswitch.devtools.reference_tools``), bare
-   (``json``) or in PI's ``p4.tmp.P4DeviceConfig`` as p4lang/tutorials send it
-   (``json-wrapped``);
-2. creates a private network namespace (so the classic names ``veth0``/``veth1`` … and
-   port 9559 collide with nothing) with one veth pair per switch port, ``veth{2i}`` on
-   the switch side and ``veth{2i+1}`` on PTF's, IPv6 and offloads off;
-3. starts ``softswitch run --no-p4`` (or ``simple_switch_grpc --no-p4``) with
-   ``--cpu-port 255 --priority-queues 8`` and waits until its gRPC port answers;
+   artifact (``softswitch compile``; softswitch's default), or p4c's BMv2 JSON and P4Info
+   (BMv2's default; ``--bmv2-json`` or ``p4c-bm2-ss``'s output for tailcc.p4), bare
+   (``json``) or in PI's ``p4.tmp.P4DeviceConfig`` as p4lang/tutorials send it;
+2. creates a private network namespace (the classic names ``veth0``/``veth1`` … and
+   port 9559 collide with nothing), one veth pair per switch port (``veth{2i}`` the
+   switch's, ``veth{2i+1}`` PTF's), IPv6 and offloads off;
+3. starts ``softswitch run --no-p4`` (or ``simple_switch_grpc``) with ``--cpu-port 255
+   --priority-queues 8``, waits for its gRPC port;
 4. runs ``ptf --test-dir ptf_tests`` with the ports and ``--test-params`` (grpcaddr,
    p4info, device_config, cpu_port, target), writes ``results.txt`` (one ``PASS|FAIL|SKIP
    name[ why]`` line per test), prints ``N passed, N failed`` and exits with PTF's status.
 
 ``--suite nic`` runs ptf_tests/nic/ against p4src/nic/tailcc_nic.p4 (PNA) on softswitch
-only (BMv2 has no target for p4c's PNA programs), with host port 1, network port 2 and
-loopback port 9. The namespace mode re-executes this script inside the namespace
-(Python 3.11 has no ``os.setns``); the outer process owns only the namespace and the
-inner process group.
+only (BMv2 has no target for p4c's PNA programs): host port 1, network 2, loopback 9.
+The namespace mode re-executes this script inside the namespace (Python 3.11 has no
+``os.setns``); the outer process owns only the namespace and the inner process group.
 """
 
 from __future__ import annotations
