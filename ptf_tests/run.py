@@ -17,9 +17,8 @@ What it does, in order, and undoes in reverse whatever happens (failure, Ctrl-C)
    switch's, ``veth{2i+1}`` PTF's), IPv6 and offloads off;
 3. starts ``softswitch run --no-p4`` (or ``simple_switch_grpc``) with ``--cpu-port 255
    --priority-queues 8``, waits for its gRPC port;
-4. runs ``ptf --test-dir ptf_tests`` with the ports and ``--test-params`` (grpcaddr,
-   p4info, device_config, cpu_port, target), writes ``results.txt`` (one ``PASS|FAIL|SKIP
-   name[ why]`` line per test), prints ``N passed, N failed`` and exits with PTF's status.
+4. runs ``ptf --test-dir ptf_tests`` with the ports and ``--test-params``, writes
+   ``results.txt`` (``PASS|FAIL|SKIP name[ why]`` per test), exits with PTF's status.
 
 ``--suite nic`` runs ptf_tests/nic/ against p4src/nic/tailcc_nic.p4 (PNA) on softswitch
 only (BMv2 has no target for p4c's PNA programs): host port 1, network 2, loopback 9.
