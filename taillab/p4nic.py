@@ -1,7 +1,7 @@
 """The host NIC of the ``tailcc-nic`` scheme: tailcc's NIC program
 (p4src/nic/tailcc_nic.p4) on softswitch's PNA target, with per-class transmit queues.
 
-* **QPs** (:class:`taillab.network._QP`) hold the posted messages in order, cut them
+* **QPs** (:class:`taillab.host_nic._QP`) hold the posted messages in order, cut them
   into packets and keep the lab's DCQCN reaction point: a packet enters the NIC no
   earlier than its QP's rate allows. At most :data:`QP_WINDOW` packets of a QP are
   inside the NIC, so a backlog waits in its QP, not in front of other classes; within
@@ -35,11 +35,12 @@ from softswitch.pna.nic import Nic
 from softswitch.pna.tm import NicQueues
 from softswitch.tm import TrafficManager
 from taillab.classes import DWRR_WEIGHTS, role
-from taillab.network import BTH_OPCODE_OFFSET, PAUSE_QUANTA, HostNic
-from taillab.roce import ECN_NOT_ECT, OPCODE_CNP
+from taillab.host_nic import HostNic
+from taillab.roce import BTH_OPCODE_OFFSET, ECN_NOT_ECT, OPCODE_CNP, PAUSE_QUANTA
 
 if TYPE_CHECKING:
-    from taillab.network import _QP, Network
+    from taillab.host_nic import _QP
+    from taillab.network import Network
     from taillab.traffic import FabricMessage
 
 HOST_PORT, NET_PORT, LOOPBACK_PORT = 0, 1, 9

@@ -21,6 +21,8 @@ OPCODE_RC_WRITE_ONLY = 0x0A
 OPCODE_CNP = 0x81
 ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
 ETH_IP_UDP_BTH_ICRC = 14 + 20 + 8 + 12 + 4
+BTH_OPCODE_OFFSET = 14 + 20 + 8       # where a RoCEv2 packet's BTH starts
+PAUSE_QUANTA = 0xFFFF                 # the longest PFC pause, in 512-bit quanta
 
 
 def wire_bytes(size: int, mtu: int) -> int:
