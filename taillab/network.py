@@ -181,7 +181,7 @@ class Network:
             return
         depths: dict[str, int] = {}
         for node, port in self._sample_ports:
-            depths[f"{node}:{port}"] = self.switches[node].tm.depth(port)
+            depths[f"{node}:{port}"] = self.switches[node].depth(port)
         depths["paused_queues"] = len(self.obs.pfc.paused_since)
         self.obs.depth_samples.append((now, depths))
         for name, sw in self.switches.items():

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from softswitch.daemon.cli_channel.commands import RuntimeChannel
 from softswitch.tm import TrafficManager
+from softswitch.v1model.native_queues import HopStep, NativeHop
 from softswitch.v1model.queueing import QueuedSwitch
 from softswitch.v1model.switch import Switch
 from taillab.leafspine import (
@@ -42,6 +43,9 @@ class FabricSwitch:
                 raise ValueError(f"switch {name}: {line!r}: {output}")
         switch.mirroring_add(CNP_SESSION, CNP_RECIRCULATION_PORT)
         self.queued = QueuedSwitch(switch, self.tm)
+        # the C packet path: the whole hop in C (the traffic manager only configured it)
+        self.hop = NativeHop(switch, self.tm) if getattr(switch, "fastpath", None) == "c" \
+            else None
         self._scheduled: float | None = None
         self._tick_token = 0
         self._forwarding_cnps: dict[tuple[bytes, bytes], int] = defaultdict(int)
@@ -54,12 +58,19 @@ class FabricSwitch:
             self._forwarding_cnps[data[30:34], data[46:50]] += 1
         elif len(data) > BTH_OPCODE_OFFSET + 12:
             self.arrivals[packet_identity(data)] = self.net.loop.now
+        if self.hop is not None:
+            now = self.net.loop.now
+            self._after(self.hop.receive(port, data, now), now)
+            return
         self.queued.receive(port, data, self.net.loop.now)
         self.service()
 
     def pause(self, port: int, priority: int, pause: bool) -> None:
         now = self.net.loop.now
-        self.tm.port(port).pause(priority, PAUSE_QUANTA if pause else 0, now)
+        if self.hop is not None:
+            self.hop.pause(port, priority, PAUSE_QUANTA if pause else 0, now)
+        else:
+            self.tm.port(port).pause(priority, PAUSE_QUANTA if pause else 0, now)
         key = (self.name, port, priority)
         if pause:
             self.net.obs.pfc.start(key, now)
@@ -70,10 +81,30 @@ class FabricSwitch:
     def service(self) -> None:
         net = self.net
         now = net.loop.now
+        if self.hop is not None:
+            self._after(self.hop.service(now), now)
+            return
         for out, done_us in self.queued.transmit_ready(now):
             net.on_switch_transmit(self, out.port, out.data, now, done_us)
         self._send_pfc(now)
-        nxt = self.tm.next_event_us(now)
+        self._wake_at(self.tm.next_event_us(now))
+
+    def _after(self, step: HopStep, now: float) -> None:
+        """What :meth:`service` does after the traffic manager, for the C hop's step:
+        the frames out, the PFC frames to send, the next wake-up."""
+        outs, events, nxt = step
+        net = self.net
+        for port, data, done_us in outs:
+            net.on_switch_transmit(self, port, data, now, done_us)
+        if events is not None:
+            for port, priority, pause in events:
+                net.send_pfc(self.name, port, priority, pause)
+                if pause:
+                    self._schedule_refresh(port, priority)
+        self._wake_at(nxt)
+
+    def _wake_at(self, nxt: float | None) -> None:
+        net = self.net
         if nxt is not None and (self._scheduled is None or nxt < self._scheduled):
             # one pending wake-up: a superseded one fires as a no-op (token), so an
             # earlier arrival does not start another polling chain
@@ -101,7 +132,8 @@ class FabricSwitch:
         half = PAUSE_QUANTA * 512 / rate * 1e6 / 2
 
         def refresh() -> None:
-            if (port, priority) in self.tm.pfc.paused:
+            if self.hop.paused(port, priority) if self.hop is not None \
+                    else (port, priority) in self.tm.pfc.paused:
                 self.net.send_pfc(self.name, port, priority, True)
                 self._schedule_refresh(port, priority)
         self.net.loop.at(self.net.loop.now + half, refresh)
@@ -114,4 +146,10 @@ class FabricSwitch:
         return False
 
     def held_packets(self) -> int:
+        if self.hop is not None:
+            return self.hop.depth()
         return sum(ep.depth() for ep in self.tm.ports.values())
+
+    def depth(self, port: int) -> int:
+        """Packets queued for ``port``."""
+        return self.hop.depth(port) if self.hop is not None else self.tm.depth(port)

@@ -287,8 +287,11 @@ static int ntm_drain(rt_ctx *c, ntm_state *S, double now, PyObject *out, PyObjec
 
 /* ---- the Python methods -------------------------------------------------------- */
 
-/* queues_new(priority_queues) -> capsule */
+static PyObject *lh_functions(void);
+
+/* queues_new(priority_queues) -> capsule; queues_new() -> the lab hop's functions */
 static PyObject *m_ntm_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n == 0) return lh_functions();
     long nq = n == 1 ? PyLong_AsLong(args[0]) : -1;
     if (nq < 1 || nq > NTM_PRIOS) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "queues_new(1..8)");
@@ -541,4 +544,593 @@ static PyObject *m_ntm_drain(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (r < 0) { Py_DECREF(out); return NULL; }
     if (!hb) { Py_INCREF(Py_None); hb = Py_None; }
     return Py_BuildValue("(NN)", out, hb);
+}
+
+/* ---- the lab's switch hop ------------------------------------------------------
+ *
+ * The tail-latency lab's fabric switch (taillab/switch_node.py) in one call per event:
+ * ingress (with its clones and recirculations) -> traffic manager -> egress of every
+ * packet whose turn has come, with the whole of softswitch/tm's EgressPort and
+ * PfcMonitor as the lab configures them: per-port link rate, per-queue packet and byte
+ * capacity, pps rate, strict priority above DWRR (weighted queues, 1500-byte quanta),
+ * PFC XOFF/XON per (ingress port, priority) and pauses from downstream. Every decision
+ * is EgressPort's, in the same order and with the same float arithmetic (departure,
+ * transmission and pause times), so a cell is the same figure for figure; the
+ * difference tests hold it to the Python traffic manager. Virtual time only (no
+ * catch-up). Reached through queues_new() without arguments: {name: function}.
+ */
+
+#define LH_PORTS 512
+#define LH_PRIOS 8
+#define LH_QUANTUM 1500
+static const char *LH_NAME = "softswitch.fastpath.hop";
+
+typedef struct { rt_work *w; double enq, send; uint64_t enq_depth, size; } lh_ent;
+
+typedef struct {
+    lh_ent *ring;
+    uint32_t head, n, size;
+    uint64_t cap_pkts, cap_bytes, bytes;
+    double rate, last_sent, paused_until;
+    int64_t weight, deficit;
+} lh_q;
+
+typedef struct {
+    uint32_t held;
+    double busy, link_rate;
+    uint64_t dwrr_pos;
+    int dwrr_fresh;
+    lh_q q[LH_PRIOS];
+} lh_port;
+
+typedef struct { uint64_t cap_pkts, cap_bytes; double rate; int64_t weight; } lh_cfg;
+
+typedef struct {
+    int nq;
+    lh_cfg defaults;
+    double default_link_rate;
+    lh_port *ports[LH_PORTS];
+    uint16_t holding[LH_PORTS];            /* ports holding packets, in TrafficManager order */
+    int nholding;
+    uint64_t queued;
+    int64_t held[LH_PORTS][LH_PRIOS];      /* PfcMonitor.held per (ingress port, priority) */
+    uint32_t xoff[LH_PORTS][LH_PRIOS], xon[LH_PORTS][LH_PRIOS];
+    uint8_t has_th[LH_PORTS][LH_PRIOS], paused[LH_PORTS][LH_PRIOS];
+    PyObject *events;                      /* [(port, priority, pause)] of this call, or NULL */
+} lh_state;
+
+static lh_state *lh_get(PyObject *o) { return (lh_state *)PyCapsule_GetPointer(o, LH_NAME); }
+
+static void lh_destroy(PyObject *cap) {
+    lh_state *S = lh_get(cap);
+    if (!S) return;
+    for (int p = 0; p < LH_PORTS; p++) {
+        lh_port *P = S->ports[p];
+        if (!P) continue;
+        for (int k = 0; k < LH_PRIOS; k++) {
+            lh_q *q = &P->q[k];
+            for (uint32_t j = 0; j < q->n; j++) work_free(q->ring[(q->head + j) % q->size].w);
+            free(q->ring);
+        }
+        free(P);
+    }
+    Py_XDECREF(S->events);
+    free(S);
+}
+
+/* TrafficManager.port: created on first use with the switch-wide defaults, its queues'
+ * rate origin at time 0 (the lab's traffic manager has no clock) */
+static lh_port *lh_port_of(lh_state *S, int64_t port) {
+    if (port < 0 || port >= LH_PORTS) {
+        PyErr_Format(PyExc_ValueError, "lab hop: egress port %lld out of 0..511", (long long)port);
+        return NULL;
+    }
+    lh_port *P = S->ports[port];
+    if (P) return P;
+    P = (lh_port *)calloc(1, sizeof(lh_port));
+    if (!P) { PyErr_NoMemory(); return NULL; }
+    P->link_rate = S->default_link_rate;
+    P->dwrr_fresh = 1;
+    for (int k = 0; k < LH_PRIOS; k++) {
+        lh_q *q = &P->q[k];
+        q->cap_pkts = S->defaults.cap_pkts;
+        q->cap_bytes = S->defaults.cap_bytes;
+        q->rate = S->defaults.rate;
+        q->weight = S->defaults.weight;
+    }
+    S->ports[port] = P;
+    return P;
+}
+
+static int lh_event(lh_state *S, uint64_t port, uint64_t prio, int pause) {
+    if (!S->events && !(S->events = PyList_New(0))) return -1;
+    PyObject *t = Py_BuildValue("(KKO)", (unsigned long long)port, (unsigned long long)prio,
+                                pause ? Py_True : Py_False);
+    if (!t) return -1;
+    int bad = PyList_Append(S->events, t);
+    Py_DECREF(t);
+    return bad;
+}
+
+/* TrafficManager.enqueue -> EgressPort.enqueue and PfcMonitor.on_enqueue: takes ``w``
+ * (queued or freed); -1 on an exception. */
+static int lh_enqueue(lh_state *S, rt_work *w, double now) {
+    lh_port *P = lh_port_of(S, w->port);
+    if (!P) { work_free(w); return -1; }
+    uint64_t prio = w->sm.f_priority, size = w->length;
+    if (prio >= (uint64_t)S->nq) { work_free(w); return 0; }
+    lh_q *q = &P->q[prio];
+    if (q->n >= q->cap_pkts || (q->cap_bytes && q->bytes + size > q->cap_bytes)) {
+        work_free(w);
+        return 0;
+    }
+    if (q->n == q->size) {
+        uint32_t ns = q->size ? q->size * 2 : 64;
+        lh_ent *r = (lh_ent *)malloc(ns * sizeof(lh_ent));
+        if (!r) { work_free(w); PyErr_NoMemory(); return -1; }
+        for (uint32_t k = 0; k < q->n; k++) r[k] = q->ring[(q->head + k) % q->size];
+        free(q->ring);
+        q->ring = r;
+        q->head = 0;
+        q->size = ns;
+    }
+    double send = q->last_sent + (q->rate > 0 ? 1e6 / q->rate : 0.0);
+    if (!(send > now)) send = now;           /* max(now, ...): now unless the other is larger */
+    q->last_sent = send;
+    lh_ent *e = &q->ring[(q->head + q->n) % q->size];
+    e->w = w;
+    e->enq = now;
+    e->send = send;
+    e->enq_depth = q->n;
+    e->size = size;
+    q->n++;
+    q->bytes += size;
+    if (!P->held++) S->holding[S->nholding++] = (uint16_t)w->port;
+    S->queued++;
+    uint64_t ip = w->sm.f_ingress_port;
+    if (ip < LH_PORTS) {
+        int64_t count = ++S->held[ip][prio];
+        if (S->has_th[ip][prio] && !S->paused[ip][prio] && count >= (int64_t)S->xoff[ip][prio]) {
+            S->paused[ip][prio] = 1;
+            if (lh_event(S, ip, prio, 1)) return -1;
+        }
+    }
+    return 0;
+}
+
+static inline int lh_eligible(const lh_q *q, double now) {
+    return q->n && now >= q->ring[q->head].send && now >= q->paused_until;
+}
+
+/* EgressPort._ready: max(the earliest head ready time, busy); 0 when none */
+static int lh_ready(const lh_state *S, const lh_port *P, double *out) {
+    int any = 0;
+    double best = 0.0;
+    for (int k = 0; k < S->nq; k++) {
+        const lh_q *q = &P->q[k];
+        if (!q->n) continue;
+        double s = q->ring[q->head].send, t = q->paused_until > s ? q->paused_until : s;
+        if (!any || t < best) best = t;
+        any = 1;
+    }
+    if (!any) return 0;
+    *out = P->busy > best ? P->busy : best;
+    return 1;
+}
+
+/* EgressPort._pick_dwrr */
+static lh_q *lh_pick_dwrr(lh_state *S, lh_port *P, double now) {
+    lh_q *weighted[LH_PRIOS];
+    int n = 0, eligible = 0;
+    for (int k = 0; k < S->nq; k++) {
+        lh_q *q = &P->q[k];
+        if (q->weight > 0) {
+            weighted[n++] = q;
+            if (!q->n) q->deficit = 0;
+            else if (!eligible) eligible = lh_eligible(q, now);
+        }
+    }
+    if (!eligible) return NULL;
+    for (int i = 0; i < n * 65; i++) {
+        lh_q *q = weighted[P->dwrr_pos % (uint64_t)n];
+        if (lh_eligible(q, now)) {
+            if (P->dwrr_fresh) {
+                q->deficit += q->weight * LH_QUANTUM;
+                P->dwrr_fresh = 0;
+            }
+            int64_t head = (int64_t)q->ring[q->head].size;
+            if (head <= q->deficit) {
+                q->deficit -= head;
+                return q;
+            }
+        }
+        P->dwrr_pos++;
+        P->dwrr_fresh = 1;
+    }
+    lh_q *best = NULL;
+    for (int i = 0; i < n; i++)
+        if (lh_eligible(weighted[i], now) && (!best || weighted[i]->deficit > best->deficit))
+            best = weighted[i];
+    return best;
+}
+
+/* EgressPort.dequeue (catch-up 0) with PfcMonitor.on_dequeue: 1 and *o, or 0 */
+typedef struct { rt_work *w; double enq, done; uint64_t enq_depth, deq_depth; } lh_out;
+
+static int lh_dequeue(lh_state *S, lh_port *P, double now, lh_out *o) {
+    if (!P->held || now < P->busy) return 0;
+    double ready;
+    if (!lh_ready(S, P, &ready) || ready > now) {
+        for (int k = 0; k < S->nq; k++)   /* _pick_dwrr's idle reset */
+            if (P->q[k].weight > 0 && !P->q[k].n) P->q[k].deficit = 0;
+        return 0;
+    }
+    lh_q *q = NULL;
+    for (int k = S->nq - 1; k >= 0 && !q; k--)
+        if (P->q[k].weight == 0 && lh_eligible(&P->q[k], now)) q = &P->q[k];
+    if (!q) q = lh_pick_dwrr(S, P, now);
+    if (!q) return 0;
+    lh_ent *e = &q->ring[q->head];
+    q->head = (q->head + 1) % q->size;
+    q->n--;
+    P->held--;
+    q->bytes -= e->size;
+    double tx = P->link_rate ? (double)(e->size * 8) * 1e6 / P->link_rate : 0.0;
+    P->busy = now + tx;
+    o->w = e->w;
+    o->enq = e->enq;
+    o->done = P->busy;
+    o->enq_depth = e->enq_depth;
+    o->deq_depth = q->n;
+    uint64_t ip = e->w->sm.f_ingress_port, prio = e->w->sm.f_priority;
+    if (ip < LH_PORTS) {
+        int64_t count = S->held[ip][prio] - 1;
+        if (count < 0) count = 0;
+        S->held[ip][prio] = count;
+        if (S->paused[ip][prio] && S->has_th[ip][prio] && count <= (int64_t)S->xon[ip][prio]) {
+            S->paused[ip][prio] = 0;
+            if (lh_event(S, ip, prio, 0)) { work_free(o->w); return -1; }
+        }
+    }
+    return 1;
+}
+
+/* TrafficManager.dequeue_ready; *outp malloc'd (NULL when none), -1 on an exception */
+static Py_ssize_t lh_dequeue_ready(lh_state *S, double now, lh_out **outp) {
+    *outp = NULL;
+    if (!S->queued) return 0;
+    Py_ssize_t n = 0, cap = 0;
+    lh_out *out = NULL;
+    int keep = 0, failed = 0;
+    for (int k = 0; k < S->nholding; k++) {
+        int port = S->holding[k];
+        lh_port *P = S->ports[port];
+        while (!failed && now >= P->busy) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 8;
+                lh_out *no = (lh_out *)realloc(out, (size_t)cap * sizeof(lh_out));
+                if (!no) { PyErr_NoMemory(); failed = 1; break; }
+                out = no;
+            }
+            int got = lh_dequeue(S, P, now, &out[n]);
+            if (got < 0) { failed = 1; break; }
+            if (!got) break;
+            n++;
+            if (P->link_rate && P->busy > now) break;
+        }
+        if (P->held) S->holding[keep++] = (uint16_t)port;
+    }
+    S->nholding = keep;
+    S->queued -= (uint64_t)n;
+    if (failed) {
+        for (Py_ssize_t j = 0; j < n; j++) work_free(out[j].w);
+        free(out);
+        return -1;
+    }
+    *outp = out;
+    return n;
+}
+
+/* QueuedSwitch._run for work without a queue: ingress runs, egress items are queued;
+ * at most MAX_PASSES items from ``passes`` on. Frees what it does not queue. */
+static int lh_run(rt_ctx *c, lh_state *S, rt_queue *q, double now, int passes) {
+    int res = 0;
+    while (q->head < q->n && passes < MAX_PASSES) {
+        passes++;
+        rt_work *w = q->items[q->head];
+        q->items[q->head++] = NULL;
+        if (w->stage == 0) {
+            c->busy = 1;
+            int st = do_ingress(c, w, q);
+            c->busy = 0;
+            work_free(w);
+            if (st == ST_ABORT) { res = -1; break; }
+        } else if (lh_enqueue(S, w, now)) {
+            res = -1;
+            break;
+        }
+    }
+    for (size_t i = q->head; i < q->n; i++) work_free(q->items[i]);
+    q->head = q->n = 0;
+    return res;
+}
+
+/* FabricSwitch.service: every packet due leaves through egress; the frames out as
+ * (port, bytes, time its last bit is on the wire) in ``outs`` */
+static int lh_service(rt_ctx *c, lh_state *S, double now, PyObject *outs) {
+    lh_out *popped;
+    Py_ssize_t n = lh_dequeue_ready(S, now, &popped);
+    if (n < 0) return -1;
+    int res = 0;
+    Py_ssize_t k = 0;
+    PyObject *frames = n ? PyList_New(0) : NULL;
+    if (n && !frames) res = -1;
+    for (; k < n && !res; k++) {
+        lh_out *o = &popped[k];
+        rt_qinfo qi = {1, ((uint64_t)o->enq) & 0xFFFFFFFFu,
+                       o->enq_depth < NTM_DEPTH_MAX ? o->enq_depth : NTM_DEPTH_MAX,
+                       o->deq_depth < NTM_DEPTH_MAX ? o->deq_depth : NTM_DEPTH_MAX,
+                       ((uint64_t)(now - o->enq)) & 0xFFFFFFFFu};
+        rt_queue q = {NULL, 0, 0, 0};
+        c->busy = 1;
+        int st = do_egress(c, o->w, &q, frames, &qi);
+        c->busy = 0;
+        work_free(o->w);
+        o->w = NULL;
+        if (st == ST_ABORT) { q_free(&q); res = -1; break; }
+        Py_ssize_t got = PyList_GET_SIZE(frames);
+        for (Py_ssize_t j = 0; j < got && !res; j++) {
+            PyObject *f = PyList_GET_ITEM(frames, j);
+            PyObject *t = Py_BuildValue("(OOd)", PyTuple_GET_ITEM(f, 0), PyTuple_GET_ITEM(f, 1),
+                                        o->done);
+            if (!t || PyList_Append(outs, t)) res = -1;
+            Py_XDECREF(t);
+        }
+        if (got && PyList_SetSlice(frames, 0, got, NULL)) res = -1;
+        if (!res) res = lh_run(c, S, &q, now, 1);
+        q_free(&q);
+    }
+    for (; k < n; k++) work_free(popped[k].w);
+    free(popped);
+    Py_XDECREF(frames);
+    return res;
+}
+
+/* TrafficManager.next_event_us */
+static PyObject *lh_next(lh_state *S, double now) {
+    int found = 0;
+    double best = 0.0;
+    for (int k = 0; k < S->nholding; k++) {
+        double t;
+        if (!lh_ready(S, S->ports[S->holding[k]], &t)) continue;
+        if (now > t) t = now;
+        if (!found || t < best) best = t;
+        found = 1;
+    }
+    if (!found) Py_RETURN_NONE;
+    return PyFloat_FromDouble(best);
+}
+
+/* the clock egress reads: now, as QueuedSwitch freezes it */
+static int lh_clock(rt_ctx *c, double now) {
+    uint64_t us = now > 0 ? (uint64_t)now : 0;
+    c->fixed_us = us;
+    c->fixed_valid = 1;
+    PyObject *v = PyLong_FromUnsignedLongLong(us);
+    if (!v || PyObject_SetAttr(c->clock, STR_FIXED, v)) { Py_XDECREF(v); return -1; }
+    Py_DECREF(v);
+    return 0;
+}
+
+/* one step: (optionally) a packet in, then the service; -> (outs, events|None, next) */
+static PyObject *lh_step(rt_ctx *c, lh_state *S, double now, rt_work *in) {
+    if (c->busy) {
+        work_free(in);
+        PyErr_SetString(PyExc_RuntimeError, "fast path: re-entered");
+        return NULL;
+    }
+    PyObject **saved = c->sinkv;
+    c->sinkv = NULL;
+    PyObject *outs = PyList_New(0);
+    int res = outs ? lh_clock(c, now) : -1;
+    if (in && res) work_free(in);
+    else if (in) {
+        rt_queue q = {NULL, 0, 0, 0};
+        res = q_push(&q, in) ? -1 : lh_run(c, S, &q, now, 0);
+        q_free(&q);
+    }
+    if (!res) res = lh_service(c, S, now, outs);
+    c->sinkv = saved;
+    PyObject *events = S->events;
+    S->events = NULL;
+    if (res) {
+        Py_XDECREF(outs);
+        Py_XDECREF(events);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "fast path aborted");
+        return NULL;
+    }
+    PyObject *nxt = lh_next(S, now);
+    if (!events) { events = Py_None; Py_INCREF(events); }
+    return Py_BuildValue("(NNN)", outs, events, nxt);
+}
+
+static int lh_args(PyObject *const *args, Py_ssize_t n, Py_ssize_t want, const char *usage,
+                   lh_state **S) {
+    *S = n == want ? lh_get(args[0]) : NULL;
+    if (!*S && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, usage);
+    return *S ? 0 : -1;
+}
+
+/* hop_new(priority_queues, (capacity, capacity_bytes, rate, weight), link_rate) */
+static PyObject *m_lh_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    unsigned long long cap, capb;
+    double rate, link;
+    long long weight;
+    long nq = n == 3 ? PyLong_AsLong(args[0]) : -1;
+    if (nq < 1 || nq > LH_PRIOS) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "hop_new(1..8 queues, defaults, link rate)");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args[1], "KKdL", &cap, &capb, &rate, &weight)) return NULL;
+    link = PyFloat_AsDouble(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    lh_state *S = (lh_state *)calloc(1, sizeof(lh_state));
+    if (!S) return PyErr_NoMemory();
+    S->nq = (int)nq;
+    S->defaults = (lh_cfg){cap, capb, rate, weight};
+    S->default_link_rate = link;
+    PyObject *capsule = PyCapsule_New(S, LH_NAME, lh_destroy);
+    if (!capsule) free(S);
+    return capsule;
+}
+
+/* hop_port(hop, port, link_rate, busy, [(capacity, capacity_bytes, rate, weight,
+ * last_sent, paused_until)] * nq): an empty port's configuration and state */
+static PyObject *m_lh_port(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lh_state *S;
+    if (lh_args(args, n, 5, "hop_port(hop, port, link_rate, busy, queues)", &S)) return NULL;
+    long long port = PyLong_AsLongLong(args[1]);
+    double link = PyFloat_AsDouble(args[2]), busy = PyFloat_AsDouble(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    lh_port *P = lh_port_of(S, port);
+    if (!P) return NULL;
+    if (P->held) { PyErr_SetString(PyExc_RuntimeError, "hop_port: the port holds packets"); return NULL; }
+    PyObject *cfg = PySequence_Fast(args[4], "hop_port: queues must be a sequence");
+    if (!cfg) return NULL;
+    if (PySequence_Fast_GET_SIZE(cfg) != S->nq) {
+        Py_DECREF(cfg);
+        PyErr_SetString(PyExc_ValueError, "hop_port: one configuration per queue");
+        return NULL;
+    }
+    for (int k = 0; k < S->nq; k++) {
+        unsigned long long cap, capb;
+        double rate, last, paused;
+        long long weight;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(cfg, k), "KKdLdd", &cap, &capb, &rate,
+                              &weight, &last, &paused)) {
+            Py_DECREF(cfg);
+            return NULL;
+        }
+        lh_q *q = &P->q[k];
+        q->cap_pkts = cap;
+        q->cap_bytes = capb;
+        q->rate = rate;
+        q->weight = weight;
+        q->last_sent = last;
+        q->paused_until = paused;
+    }
+    Py_DECREF(cfg);
+    P->link_rate = link;
+    P->busy = busy;
+    Py_RETURN_NONE;
+}
+
+/* hop_pfc(hop, ingress port, priority, xoff, xon) */
+static PyObject *m_lh_pfc(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lh_state *S;
+    if (lh_args(args, n, 5, "hop_pfc(hop, port, priority, xoff, xon)", &S)) return NULL;
+    long port = PyLong_AsLong(args[1]), prio = PyLong_AsLong(args[2]);
+    long xoff = PyLong_AsLong(args[3]), xon = PyLong_AsLong(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if (port < 0 || port >= LH_PORTS || prio < 0 || prio >= LH_PRIOS || xon < 0 || xoff <= xon) {
+        PyErr_SetString(PyExc_ValueError, "hop_pfc: port 0..511, priority 0..7, 0 <= xon < xoff");
+        return NULL;
+    }
+    S->has_th[port][prio] = 1;
+    S->xoff[port][prio] = (uint32_t)xoff;
+    S->xon[port][prio] = (uint32_t)xon;
+    Py_RETURN_NONE;
+}
+
+/* hop_receive(ctx, hop, port, data, now) -> (outs, events|None, next|None) */
+static PyObject *m_lh_receive(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 5) { PyErr_SetString(PyExc_TypeError, "hop_receive(ctx, hop, port, data, now)"); return NULL; }
+    rt_ctx *c = get_ctx(args[0]);
+    lh_state *S = c ? lh_get(args[1]) : NULL;
+    if (!S) return NULL;
+    long long port = PyLong_AsLongLong(args[2]);
+    double now = PyFloat_AsDouble(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    const uint8_t *d;
+    Py_ssize_t len;
+    if (get_bytes(args[3], &d, &len)) return NULL;
+    rt_work *w = ingress_work(d, (size_t)len, port, I_NORMAL, NULL, 0, 0);
+    if (!w) return PyErr_NoMemory();
+    return lh_step(c, S, now, w);
+}
+
+/* hop_service(ctx, hop, now) -> (outs, events|None, next|None) */
+static PyObject *m_lh_service(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 3) { PyErr_SetString(PyExc_TypeError, "hop_service(ctx, hop, now)"); return NULL; }
+    rt_ctx *c = get_ctx(args[0]);
+    lh_state *S = c ? lh_get(args[1]) : NULL;
+    if (!S) return NULL;
+    double now = PyFloat_AsDouble(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    return lh_step(c, S, now, NULL);
+}
+
+/* hop_pause(hop, port, priority, quanta, now): EgressPort.pause */
+static PyObject *m_lh_pause(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lh_state *S;
+    if (lh_args(args, n, 5, "hop_pause(hop, port, priority, quanta, now)", &S)) return NULL;
+    long long port = PyLong_AsLongLong(args[1]);
+    long prio = PyLong_AsLong(args[2]);
+    long long quanta = PyLong_AsLongLong(args[3]);
+    double now = PyFloat_AsDouble(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    lh_port *P = lh_port_of(S, port);
+    if (!P) return NULL;
+    if (prio < 0 || prio >= S->nq) {
+        PyErr_Format(PyExc_ValueError, "port %lld: no queue %ld (the port has %d)", port, prio, S->nq);
+        return NULL;
+    }
+    double rate = P->link_rate ? P->link_rate : 1e9;
+    P->q[prio].paused_until = quanta ? now + (double)(quanta * 512) * 1e6 / rate : now;
+    Py_RETURN_NONE;
+}
+
+/* hop_paused(hop, ingress port, priority) -> whether this switch has it paused (XOFF sent) */
+static PyObject *m_lh_paused(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lh_state *S;
+    if (lh_args(args, n, 3, "hop_paused(hop, port, priority)", &S)) return NULL;
+    long port = PyLong_AsLong(args[1]), prio = PyLong_AsLong(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    if (port < 0 || port >= LH_PORTS || prio < 0 || prio >= LH_PRIOS) Py_RETURN_FALSE;
+    return PyBool_FromLong(S->paused[port][prio]);
+}
+
+/* hop_depth(hop, port|-1) -> packets held by the port (-1: the switch) */
+static PyObject *m_lh_depth(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lh_state *S;
+    if (lh_args(args, n, 2, "hop_depth(hop, port)", &S)) return NULL;
+    long port = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    if (port < 0) return PyLong_FromUnsignedLongLong(S->queued);
+    if (port >= LH_PORTS || !S->ports[port]) return PyLong_FromLong(0);
+    return PyLong_FromUnsignedLong(S->ports[port]->held);
+}
+
+static PyMethodDef LH_METHODS[] = {
+    {"hop_new", (PyCFunction)(void (*)(void))m_lh_new, METH_FASTCALL, NULL},
+    {"hop_port", (PyCFunction)(void (*)(void))m_lh_port, METH_FASTCALL, NULL},
+    {"hop_pfc", (PyCFunction)(void (*)(void))m_lh_pfc, METH_FASTCALL, NULL},
+    {"hop_receive", (PyCFunction)(void (*)(void))m_lh_receive, METH_FASTCALL, NULL},
+    {"hop_service", (PyCFunction)(void (*)(void))m_lh_service, METH_FASTCALL, NULL},
+    {"hop_pause", (PyCFunction)(void (*)(void))m_lh_pause, METH_FASTCALL, NULL},
+    {"hop_paused", (PyCFunction)(void (*)(void))m_lh_paused, METH_FASTCALL, NULL},
+    {"hop_depth", (PyCFunction)(void (*)(void))m_lh_depth, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+/* queues_new() -> {name: function} of the lab hop */
+static PyObject *lh_functions(void) {
+    PyObject *d = PyDict_New();
+    for (PyMethodDef *m = LH_METHODS; d && m->ml_name; m++) {
+        PyObject *f = PyCFunction_NewEx(m, NULL, NULL);
+        if (!f || PyDict_SetItemString(d, m->ml_name, f)) Py_CLEAR(d);
+        Py_XDECREF(f);
+    }
+    return d;
 }

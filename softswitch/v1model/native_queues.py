@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from softswitch.tm import TrafficManager
 from softswitch.tm.native import Evicted, NativeTake
 from softswitch.tm.scheduler import Dequeued, QueuedPacket
 from softswitch.v1model.switch import _Work
@@ -82,3 +83,64 @@ class NativeQueues:
         (w,) = self.switch.work_of([t[:6]])
         return w
 
+
+
+# (outs as (port, frame, time its last bit is on the wire), PFC events as (ingress port,
+# priority, pause?) or None, the next time a packet may leave or None)
+HopStep = tuple[list[tuple[int, bytes, float]], list[tuple[int, int, bool]] | None,
+                float | None]
+
+
+class NativeHop:
+    """A switch hop in C (``rt_queues.c``, the lab hop): ingress, the traffic manager
+    and egress of a :class:`FastSwitch` in one call per event, the traffic manager's
+    whole configuration (link rates, depths, byte capacities, rates, DWRR weights, PFC
+    thresholds) taken from ``tm`` as it stands, empty. ``tm`` is not used after: the
+    hop holds the queues, their pauses and the PFC state from then on (no statistics).
+    Virtual time only: the traffic manager must not catch up (``catch_up_us`` 0)."""
+
+    def __init__(self, switch: Any, tm: TrafficManager) -> None:
+        if tm.queued or tm.native_ports or tm.pfc.held or tm.pfc.paused or tm.catch_up_us \
+                or not tm.per_queue_depth:
+            raise ValueError("a native hop starts from an idle traffic manager with "
+                             "per-queue depths and no catch-up")
+        switch._settle()
+        fns = switch._mod.queues_new()
+        self.ctx = switch._ctx
+        d = tm.defaults
+        self.capsule = fns["hop_new"](tm.num_queues, (d.capacity_pkts, d.capacity_bytes,
+                                                      float(d.rate_pps), d.weight),
+                                      float(tm.default_link_rate_bps))
+        for number, ep in tm.ports.items():
+            queues = [(q.config.capacity_pkts, q.config.capacity_bytes,
+                       float(q.config.rate_pps), q.config.weight, q.last_sent_us,
+                       q.paused_until_us) for q in ep.queues]
+            fns["hop_port"](self.capsule, number, float(ep.link_rate_bps),
+                            float(ep.busy_until_us), queues)
+        for (port, prio), th in tm.pfc.thresholds.items():
+            fns["hop_pfc"](self.capsule, port, prio, th.xoff, th.xon)
+        self.receive_fn = fns["hop_receive"]
+        self.service_fn = fns["hop_service"]
+        self._pause = fns["hop_pause"]
+        self._paused = fns["hop_paused"]
+        self._depth = fns["hop_depth"]
+
+    def receive(self, port: int, data: bytes, now_us: float) -> HopStep:
+        """A packet in on ``port``, then what :meth:`service` does."""
+        return self.receive_fn(self.ctx, self.capsule, port, data, now_us)  # type: ignore[no-any-return]
+
+    def service(self, now_us: float) -> HopStep:
+        """Every packet whose turn has come at ``now_us`` through egress."""
+        return self.service_fn(self.ctx, self.capsule, now_us)  # type: ignore[no-any-return]
+
+    def pause(self, port: int, priority: int, quanta: int, now_us: float) -> None:
+        """A PFC frame received on ``port`` (:meth:`EgressPort.pause`)."""
+        self._pause(self.capsule, port, priority, quanta, now_us)
+
+    def paused(self, port: int, priority: int) -> bool:
+        """Whether this switch holds (``port``, ``priority``) paused (XOFF sent)."""
+        return bool(self._paused(self.capsule, port, priority))
+
+    def depth(self, port: int | None = None) -> int:
+        """Packets held by ``port`` (None: by the whole switch)."""
+        return int(self._depth(self.capsule, -1 if port is None else port))
