@@ -317,6 +317,11 @@ class Target:
             if cell is not None:
                 cell.configure(list(rates))
 
+    def meter_get_rates(self, name: str, index: int) -> list[tuple[float, int]]:
+        """BMv2 ``meter_get_rates``: (rate per µs, burst) for committed then peak;
+        none for a cell never configured."""
+        return [(r.info_rate, r.burst_size) for r in reversed(self._meter_cell(name, index).rates)]
+
     def meter_reset_rates(self, name: str, index: int) -> None:
         self._meter_cell(name, index).rates = []
 

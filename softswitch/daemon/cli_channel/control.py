@@ -11,6 +11,8 @@ a modified switch "in sync". So the channel drives the switch through
   ``table_set_default``, ``table_clear``) as P4Runtime Write updates of the loaded
   pipeline (same validation, same undo, same state: P4Runtime Read and ``tailcc
   diff`` see them; the handles are the switch's, as ``table_dump`` shows them);
+* writes parser value sets, entry TTLs (``idle_timeout_ns``) and ``reset_state`` as
+  P4Runtime updates too;
 * lets counter and register commands through (P4Runtime reads those cells from the
   switch itself, so nothing is hidden);
 * refuses what P4Runtime keeps its own record of but the command language cannot
@@ -138,6 +140,90 @@ class ManagedControl:
         self._write(Update.MODIFY, p4runtime_pb2.TableEntry(
             table_id=index.info.preamble.id, is_default_action=True))
 
+    def table_set_timeout(self, table: str, handle: int, timeout_ms: int) -> None:
+        """BMv2's entry TTL: the entry's P4Runtime ``idle_timeout_ns`` (a MODIFY)."""
+        record = self._record(table, handle)
+        index = self._table(table)
+        if not index.idle_timeouts:
+            raise P4Error(f"table '{table}' does not support idle timeouts "
+                          "(support_timeout)")
+        entry = p4runtime_pb2.TableEntry()
+        entry.CopyFrom(self._runtime.tables.canonical(index, record))
+        entry.idle_timeout_ns = timeout_ms * 1_000_000
+        self._write(Update.MODIFY, entry)
+
+    def table_entry_life(self, table: str, handle: int) -> tuple[int, int] | None:
+        """(timeout, time since the last hit), in ms, of an entry with an idle timeout;
+        None for one without."""
+        record = self._record(table, handle)
+        if not record.idle_timeout_ns:
+            return None
+        idle_us = getattr(self._switch, "entry_idle_us", None)
+        since = idle_us(table, handle) // 1000 if idle_us is not None else 0
+        return record.idle_timeout_ns // 1_000_000, since
+
+    # ------------------------------------------------------------------ reset
+    def reset_state(self) -> None:
+        """BMv2's ``reset_state``: the entries written at run time go (tables, then
+        action profile groups and members), defaults become the program's again,
+        meters lose their rates, counters and registers go to zero, and multicast
+        groups go; the program, its own entries, clone sessions and value sets stay,
+        as on BMv2. Held by P4Runtime, each change is a P4Runtime write."""
+        for index in self._tables_by_id():
+            self.table_clear(index.info.preamble.name)
+            if not index.info.const_default_action_id:
+                self.table_reset_default(index.info.preamble.name)
+        for kind in ("action_profile_group", "action_profile_member"):
+            for entity in self._read_all(p4runtime_pb2.Entity(**{kind: {}})):
+                self._write_entity(Update.DELETE, entity)
+        for info in self._runtime.index.all("meters"):
+            self._write_entity(Update.MODIFY, p4runtime_pb2.Entity(
+                meter_entry=p4runtime_pb2.MeterEntry(meter_id=info.preamble.id)))
+        for kind in ("counters", "direct_counters"):
+            for info in self._runtime.index.all(kind):
+                self._switch.counter_reset(info.preamble.name)
+        for info in self._runtime.index.all("registers"):
+            self._switch.register_reset(info.preamble.name)
+        pre = p4runtime_pb2.PacketReplicationEngineEntry(
+            multicast_group_entry=p4runtime_pb2.MulticastGroupEntry())
+        for entity in self._read_all(p4runtime_pb2.Entity(packet_replication_engine_entry=pre)):
+            self._write_entity(Update.DELETE, entity)
+        if self._direct_writes:               # groups written past P4Runtime, as on BMv2
+            for group in list(self._switch.mc_groups):
+                self._switch.mc_mgrp_destroy(group)
+            for node in list(self._switch.mc_nodes):
+                self._switch.mc_node_destroy(node)
+
+    def _tables_by_id(self) -> list[TableIndex]:
+        return [self._runtime.index.tables[tid] for tid in sorted(self._runtime.index.tables)]
+
+    def _read_all(self, wildcard: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]:
+        return self._runtime.read([wildcard])
+
+    # ------------------------------------------------------------------ value sets
+    def value_set_members(self, name: str) -> list[int]:
+        """A parser value set's members, each its fields packed into one number (first
+        field highest: BMv2's value of a value set), as P4Runtime holds them."""
+        info = self._value_set(name)
+        (entity,) = self._runtime.read([p4runtime_pb2.Entity(
+            value_set_entry=p4runtime_pb2.ValueSetEntry(value_set_id=info.preamble.id))])
+        return [_packed(info, member) for member in entity.value_set_entry.members]
+
+    def value_set_write(self, name: str, values: list[int]) -> None:
+        """Make ``values`` (packed as :meth:`value_set_members` gives them) the members
+        of a parser value set: one P4Runtime MODIFY of the whole set."""
+        info = self._value_set(name)
+        entry = p4runtime_pb2.ValueSetEntry(value_set_id=info.preamble.id)
+        for value in values:
+            entry.members.add().match.extend(_unpacked(info, value))
+        self._write_entity(Update.MODIFY, p4runtime_pb2.Entity(value_set_entry=entry))
+
+    def _value_set(self, name: str) -> Any:
+        for info in self._runtime.index.all("value_sets"):
+            if name in (info.preamble.name, info.preamble.alias):
+                return info
+        raise P4Error(f"'{name}' is not a parser value set of the loaded pipeline")
+
     # ------------------------------------------------------------------ helpers
     def _table(self, name: str) -> TableIndex:
         if self._by_name is None:      # the pipeline's tables never change: index once
@@ -173,6 +259,16 @@ class ManagedControl:
             if record.handle == handle:
                 return record
         raise P4Error(f"table '{table}' has no entry with handle {handle}")
+
+    def _write_entity(self, kind: int, entity: p4runtime_pb2.Entity) -> None:
+        """One update of any entity, as a Write request carries it."""
+        request = p4runtime_pb2.WriteRequest(updates=[Update(type=kind, entity=entity)])
+        try:
+            (result,) = self._runtime.write(request)
+        except errors.P4RuntimeError as exc:
+            raise Refused(exc) from None
+        if result is not None:
+            raise Refused(result)
 
     def _write(self, kind: int, entry: p4runtime_pb2.TableEntry | bytes) -> None:
         """One update of ``entry`` (a message, or one encoded), written as a gRPC Write
@@ -212,3 +308,27 @@ def _refuse(name: str) -> Callable[..., Any]:
                       "(it would not see the change); write them over P4Runtime, or start "
                       "softswitch run with --runtime-writes")
     return refused
+
+
+def _packed(info: Any, member: p4runtime_pb2.ValueSetMember) -> int:
+    """A value set member's exact fields as one number, the first field highest."""
+    given = {m.field_id: int.from_bytes(m.exact.value, "big") for m in member.match}
+    value = 0
+    for field in info.match:
+        value = (value << field.bitwidth) | given.get(field.id, 0)
+    return value
+
+
+def _unpacked(info: Any, value: int) -> list[p4runtime_pb2.FieldMatch]:
+    """The exact field matches of a packed value (:func:`_packed`'s inverse)."""
+    out: list[p4runtime_pb2.FieldMatch] = []
+    for field in reversed(info.match):
+        part = value & ((1 << field.bitwidth) - 1)
+        value >>= field.bitwidth
+        match = p4runtime_pb2.FieldMatch(field_id=field.id)
+        match.exact.value = part.to_bytes(max((part.bit_length() + 7) // 8, 1), "big")
+        out.append(match)
+    if value:
+        raise P4Error(f"value set '{info.preamble.name}': the value is wider than its "
+                      f"{sum(f.bitwidth for f in info.match)} bits")
+    return out[::-1]

@@ -11,12 +11,14 @@ code for the same reason (a duplicate key, a full table, no such entry). The
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
 from bm_runtime.standard import Standard
 from bm_runtime.standard import ttypes as std
 from p4.v1 import p4runtime_pb2
+from thrift.Thrift import TApplicationException
 
 from softswitch.core.control import SwitchControl
 from softswitch.daemon.cli_channel.commands import RuntimeChannel
@@ -51,6 +53,7 @@ class StandardHandler(Service):
         super().__init__(channel)
         self._config = config
         self._device_id, self._thrift_port = device_id, thrift_port
+        self._vset_bytes: dict[tuple[str, int], bytes] = {}   # value set value → as added
 
     def _table_error(self, code: int = std.TableOperationErrorCode.ERROR
                      ) -> Callable[[Exception], Exception]:
@@ -125,15 +128,34 @@ class StandardHandler(Service):
     def bm_mt_get_entries(self, cxt_id: int, table_name: str) -> list[Any]:
         def entries(control: SwitchControl) -> list[Any]:
             table = control.table_info(table_name)
-            return [entry_of(table, e) for e in control.table_entries(table.name)]
+            return [entry_of(table, e, _life(control, table.name, e.handle))
+                    for e in control.table_entries(table.name)]
         return self._run(entries, self._table_error(
             std.TableOperationErrorCode.INVALID_TABLE_NAME))
 
     def bm_mt_get_entry(self, cxt_id: int, table_name: str, entry_handle: int) -> Any:
         def entry(control: SwitchControl) -> Any:
             table = control.table_info(table_name)
-            return entry_of(table, control.table_entry(table.name, entry_handle))
+            return entry_of(table, control.table_entry(table.name, entry_handle),
+                            _life(control, table.name, entry_handle))
         return self._run(entry, self._table_error(std.TableOperationErrorCode.INVALID_HANDLE))
+
+    def bm_mt_set_entry_ttl(self, cxt_id: int, table_name: str, entry_handle: int,
+                            timeout_ms: int) -> None:
+        """``table_set_timeout``: the entry's idle timeout, a P4Runtime MODIFY."""
+        def ttl(control: Any) -> None:
+            if not hasattr(control, "table_set_timeout"):
+                raise P4Error("this switch keeps no idle timeouts")
+            control.table_set_timeout(control.table_info(table_name).name, entry_handle,
+                                      timeout_ms)
+
+        def error(err: Exception) -> Exception:
+            codes = std.TableOperationErrorCode
+            text = str(getattr(err, "message", err))
+            return std.InvalidTableOperation(
+                codes.AGEING_DISABLED if "support idle timeouts" in text
+                else codes.INVALID_HANDLE if "no entry with handle" in text else codes.ERROR)
+        self._run(ttl, error)
 
     def bm_mt_get_entry_from_key(self, cxt_id: int, table_name: str, match_key: list[Any],
                                  options: Any) -> Any:
@@ -180,15 +202,43 @@ class StandardHandler(Service):
                   self._table_error(std.TableOperationErrorCode.COUNTERS_DISABLED))
 
     def _direct_counter(self, control: SwitchControl, table_name: str) -> str:
-        """The name of the direct counter of a table (P4Info's ``direct_table_id``)."""
+        return self._direct(control, table_name, "direct_counters", "counter")
+
+    def _direct(self, control: SwitchControl, table_name: str, kind: str, what: str) -> str:
+        """The name of a table's direct counter or meter (P4Info's ``direct_table_id``)."""
         table = control.table_info(table_name).name
-        config = self._config()
-        info = config.p4info if config is not None else None
+        info = self._p4info()
         ids = {t.preamble.name: t.preamble.id for t in info.tables} if info else {}
-        for counter in info.direct_counters if info else ():
-            if counter.direct_table_id == ids.get(table):
-                return str(counter.preamble.name)
-        raise P4Error(f"table {table} has no direct counter")
+        for resource in getattr(info, kind) if info else ():
+            if resource.direct_table_id == ids.get(table):
+                return str(resource.preamble.name)
+        raise P4Error(f"table {table} has no direct {what}")
+
+    def _p4info(self) -> Any:
+        config = self._config()
+        return config.p4info if config is not None else None
+
+    def _size(self, kind: str, name: str) -> int:
+        """The number of cells of a register or meter array, from the P4Info."""
+        info = self._p4info()
+        for item in getattr(info, kind) if info else ():
+            if name in (item.preamble.name, item.preamble.alias):
+                return int(item.size)
+        raise P4Error(f"no {kind[:-1]} named '{name}'")
+
+    def bm_mt_set_meter_rates(self, cxt_id: int, table_name: str, entry_handle: int,
+                              rates: list[Any]) -> None:
+        """``meter_set_rates`` of a direct meter: the cell of the entry ``entry_handle``."""
+        given = [(r.units_per_micros, r.burst_size) for r in rates]
+        self._run(lambda c: c.meter_set_rates(  # type: ignore[attr-defined]
+            self._direct(c, table_name, "direct_meters", "meter"), entry_handle, given),
+            self._table_error(std.TableOperationErrorCode.INVALID_HANDLE))
+
+    def bm_mt_get_meter_rates(self, cxt_id: int, table_name: str,
+                              entry_handle: int) -> list[Any]:
+        return self._run(lambda c: _rates(c.meter_get_rates(  # type: ignore[attr-defined]
+            self._direct(c, table_name, "direct_meters", "meter"), entry_handle)),
+            self._table_error(std.TableOperationErrorCode.INVALID_HANDLE))
 
     # --- counters and registers
     def _counter_error(self) -> Callable[[Exception], Exception]:
@@ -225,6 +275,12 @@ class StandardHandler(Service):
         self._run(lambda c: c.meter_array_set_rates(  # type: ignore[attr-defined]
             meter_array_name, given), self._meter_error())
 
+    def bm_meter_get_rates(self, cxt_id: int, meter_array_name: str,
+                           index: int) -> list[Any]:
+        """``meter_get_rates``: committed then peak; none for a cell never configured."""
+        return self._run(lambda c: _rates(c.meter_get_rates(  # type: ignore[attr-defined]
+            meter_array_name, index)), self._meter_error())
+
     def _register_error(self) -> Callable[[Exception], Exception]:
         return lambda err: std.InvalidRegisterOperation(
             index_code(err, std.RegisterOperationErrorCode))
@@ -240,6 +296,126 @@ class StandardHandler(Service):
     def bm_register_reset(self, cxt_id: int, register_name: str) -> None:
         self._run(lambda c: c.register_reset(register_name), self._register_error())
 
+    def bm_register_read_all(self, cxt_id: int, register_name: str) -> list[int]:
+        """Every cell, in index order (``register_read`` without an index)."""
+        def read(control: SwitchControl) -> list[int]:
+            size = self._size("registers", register_name)
+            return [control.register_read(register_name, i) for i in range(size)]
+        return self._run(read, self._register_error())
+
+    def bm_register_write_range(self, cxt_id: int, register_name: str, start_index: int,
+                                end_index: int, value: int) -> None:
+        """Cells ``start_index`` up to, not including, ``end_index`` (BMv2's range)."""
+        def write(control: SwitchControl) -> None:
+            if end_index > self._size("registers", register_name) or start_index > end_index:
+                raise P4Error(f"register {register_name}: index range "
+                              f"[{start_index}, {end_index}) out of range")
+            for i in range(start_index, end_index):
+                control.register_write(register_name, i, value)
+        self._run(write, self._register_error())
+
+    # --- parser value sets
+    def _vset_error(self) -> Callable[[Exception], Exception]:
+        def error(err: Exception) -> Exception:
+            unknown = "is not a parser value set" in str(getattr(err, "message", err))
+            codes = std.ParseVSetOperationErrorCode
+            return std.InvalidParseVSetOperation(
+                codes.INVALID_PARSE_VSET_NAME if unknown else codes.ERROR)
+        return error
+
+    def _vset(self, name: str, change: Callable[[list[int]], list[int]]) -> list[int]:
+        """The set's members after ``change`` (written as one MODIFY where it changed)."""
+        def run(control: Any) -> list[int]:
+            if not hasattr(control, "value_set_members"):
+                raise P4Error("this switch's value sets are P4Runtime's only")
+            members = control.value_set_members(name)
+            changed = change(members)
+            if changed != members:
+                control.value_set_write(name, changed)
+            return changed
+        return self._run(run, self._vset_error())
+
+    def bm_parse_vset_add(self, cxt_id: int, parse_vset_name: str, value: bytes) -> None:
+        """Add a value (already there: no change, as on BMv2)."""
+        number = to_int(value)
+        self._vset_bytes[(parse_vset_name, number)] = value
+        self._vset(parse_vset_name, lambda m: m if number in m else [*m, number])
+
+    def bm_parse_vset_remove(self, cxt_id: int, parse_vset_name: str, value: bytes) -> None:
+        number = to_int(value)
+        self._vset(parse_vset_name, lambda m: [v for v in m if v != number])
+
+    def bm_parse_vset_get(self, cxt_id: int, parse_vset_name: str) -> list[bytes]:
+        """The values, each in the bytes it was added with (BMv2 keeps what it was given),
+        or in its field widths' bytes when P4Runtime wrote it."""
+        width = self._vset_width(parse_vset_name)
+        return [self._vset_bytes.get((parse_vset_name, v), v.to_bytes(width, "big"))
+                for v in self._vset(parse_vset_name, lambda m: m)]
+
+    def bm_parse_vset_clear(self, cxt_id: int, parse_vset_name: str) -> None:
+        self._vset(parse_vset_name, lambda m: [])
+
+    def _vset_width(self, name: str) -> int:
+        info = self._p4info()
+        for vs in info.value_sets if info else ():
+            if name in (vs.preamble.name, vs.preamble.alias):
+                return max((sum(f.bitwidth for f in vs.match) + 7) // 8, 1)
+        return 1
+
+    # --- the whole state
+    def bm_reset_state(self) -> None:
+        """``reset_state``: run-time entries, members, groups, meter rates, counters,
+        registers and multicast groups go; the program stays."""
+        def reset(control: Any) -> None:
+            if not hasattr(control, "reset_state"):
+                raise P4Error("this switch cannot reset its state")
+            control.reset_state()
+        self._run(reset, lambda err: TApplicationException(
+            TApplicationException.INTERNAL_ERROR, f"reset_state: {err}"))
+
+    # --- names
+    def bm_get_id_from_name(self, cxt_id: int, resource_type: int, resource_name: str) -> int:
+        """The id the program's BMv2 JSON gives a table, action profile, counter, meter,
+        register or learn list of that name."""
+        found = resource_id(self.bm_get_config(), resource_type, resource_name)
+        if found is None:
+            code = (std.IdLookupErrorCode.INVALID_RESOURCE_TYPE
+                    if resource_type not in _JSON_LISTS
+                    else std.IdLookupErrorCode.INVALID_RESOURCE_NAME)
+            raise std.InvalidIdLookup(code)
+        return found
+
+
+R = std.BmResourceType
+# resource type → where its objects are in a BMv2 JSON (in each pipeline, or at the top)
+_JSON_LISTS = {R.MATCH_TABLE: ("pipelines", "tables"),
+               R.ACTION_PROFILE: ("pipelines", "action_profiles"),
+               R.COUNTER: (None, "counter_arrays"), R.METER: (None, "meter_arrays"),
+               R.REGISTER: (None, "register_arrays"), R.LEARNING_LIST: (None, "learn_lists")}
+
+
+def resource_id(config: str, resource_type: int, name: str) -> int | None:
+    """The id of the object ``name`` of ``resource_type`` in a BMv2 JSON, else None."""
+    where = _JSON_LISTS.get(resource_type)
+    if where is None or not config:
+        return None
+    doc = json.loads(config)
+    outer, key = where
+    holders = doc.get(outer, []) if outer else [doc]
+    for holder in holders:
+        for item in holder.get(key, []):
+            if item.get("name") == name:
+                return int(item["id"])
+    return None
+
+
+def _life(control: Any, table: str, handle: int) -> tuple[int, int] | None:
+    life = getattr(control, "table_entry_life", None)
+    return life(table, handle) if life is not None else None
+
+
+def _rates(rates: list[tuple[float, int]]) -> list[Any]:
+    return [std.BmMeterRateConfig(units_per_micros=r, burst_size=b) for r, b in rates]
 
 
 def handlers(channel: RuntimeChannel, tm: TrafficManager | None,

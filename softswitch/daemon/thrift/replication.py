@@ -108,6 +108,13 @@ class SimpleSwitchHandler(Service):
                                              mgid=target if kind == "mc" else None)
         return self._run(get, self._mirror_error())
 
+    def mirroring_mapping_get_egress_port(self, mirror_id: int) -> int:
+        """A session's port; -1 where there is no such session or it sends to a group."""
+        def get(control: Any) -> int:
+            kind, target = control.mirror.get(mirror_id, ("none", -1))
+            return int(target) if kind == "port" else -1
+        return self._run(get, self._mirror_error())
+
     def _queues(self, fn: Callable[[TrafficManager], None]) -> int:
         """0, or (a refusal, logged) 1: BMv2 answers these calls with a code, not an
         exception, and simple_switch_CLI prints nothing either way."""

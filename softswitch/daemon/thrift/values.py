@@ -96,9 +96,13 @@ def param_of(key: KeyInfo, k: KeyMatch) -> Any:
     return std.BmMatchParam(type=P.EXACT, exact=std.BmMatchParamExact(key_bytes(k.value, w)))
 
 
-def entry_of(table: TableInfo, e: EntryView) -> Any:
+def entry_of(table: TableInfo, e: EntryView, life: tuple[int, int] | None = None) -> Any:
+    """An entry as BMv2 gives it; ``life``: (timeout, ms since the last hit) of an entry
+    with an idle timeout (BMv2's TTL)."""
     data = [data_bytes(v) for v in e.args]
     return std.BmMtEntry(
+        life=None if life is None else std.BmMtEntryLife(timeout_ms=life[0],
+                                                         time_since_hit_ms=life[1]),
         match_key=params_of(table, e.keys),
         entry_handle=e.handle,
         options=std.BmAddEntryOptions(
