@@ -10,7 +10,9 @@ dict probe per packet is much cheaper than scanning entries:
   (higher value wins, as P4Runtime and STF specify; equal priorities keep insertion
   order) and scanned.
 
-Entries carry the per-entry direct counter (packets, bytes) and direct meter state.
+Entries carry the per-entry direct counter (packets, bytes) and direct meter state,
+and the time of their last hit on the table's ``clock``: the switch clock, or a
+:class:`RealTimeClock` where idle timeouts run in real time (``softswitch run``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import bisect
 import functools
 import itertools
 import operator
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,6 +121,29 @@ class KeySpec:
     width: int
 
 
+class RealTimeClock:
+    """Microseconds on the wall clock from a switch clock's origin: entries' insertion,
+    hits and idle times in a running switch, whose own clock stands still at each
+    packet's arrival time (``QueuedSwitch``) while idle time must keep growing. Before
+    any packet it reads as the switch clock does, so stamps taken before are kept."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self, origin: float) -> None:
+        self.origin = origin             # a time.monotonic() value
+
+    def now_us(self) -> int:
+        return int((time.monotonic() - self.origin) * 1e6)
+
+
+def idle_in_real_time(tables: Iterable[TableState], origin: float) -> RealTimeClock:
+    """Stamp the tables' insertions and hits on the wall clock from ``origin`` on."""
+    clock = RealTimeClock(origin)
+    for table in tables:
+        table.clock = clock
+    return clock
+
+
 @dataclass
 class TableState:
     """The runtime state of one table instance (entries + default action)."""
@@ -133,8 +159,8 @@ class TableState:
     entries_const: bool = False
     has_direct_counter: bool = False
     meter_factory: Callable[[], Any] | None = None
-    # The switch clock (``externs.Clock``), set by the Switch: entries remember when
-    # they were last hit, for P4Runtime idle timeouts.
+    # The switch clock (``externs.Clock``), set by the Switch, or a RealTimeClock:
+    # entries remember when they were last hit, for P4Runtime idle timeouts.
     clock: Any = None
 
     def __post_init__(self) -> None:

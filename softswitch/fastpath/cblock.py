@@ -396,7 +396,7 @@ class CBlock(TransitionWalk, StmtGen):
             buf.emit("res->hit = 0;")
             buf.emit("res->action = t->def_action;")
             buf.emit(f"return {run}(c, f, t->def_action, t->def_args);")
-        buf.emit("e->last_hit = rt_now(c);")
+        buf.emit("e->last_hit = rt_hit_now(c);")
         if state.has_direct_counter:
             buf.emit("e->packets += 1;")
             buf.emit("e->bytes += c->pkt.length;")

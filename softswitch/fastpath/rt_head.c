@@ -792,6 +792,7 @@ typedef struct {
     double origin;
     int fixed_valid;         /* clock frozen for this call: fixed_us */
     uint64_t fixed_us;
+    int idle_real_time;      /* hits stamped on the wall clock (softswitch run) */
     rt_pkt pkt;
     const uint8_t *payload;
     size_t payload_len;
@@ -833,13 +834,24 @@ static void clock_snapshot(rt_ctx *c) {
     Py_DECREF(v);
 }
 
-static inline uint64_t rt_now(rt_ctx *c) {
-    if (c->fixed_valid) return c->fixed_us;
+/* The wall clock on the switch clock's origin, in µs (Python's time.monotonic()). */
+static inline uint64_t rt_wall_us(const rt_ctx *c) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
     double us = (t - c->origin) * 1e6;
     return us > 0 ? (uint64_t)us : 0;
+}
+
+static inline uint64_t rt_now(rt_ctx *c) {
+    if (c->fixed_valid) return c->fixed_us;
+    return rt_wall_us(c);
+}
+
+/* When a table entry is hit: the switch clock, or the wall clock once the switch keeps
+ * idle times in real time (idle_real_time), which a packet's frozen time does not stop. */
+static inline uint64_t rt_hit_now(rt_ctx *c) {
+    return c->idle_real_time ? rt_wall_us(c) : rt_now(c);
 }
 
 static uint8_t *rt_scratch(rt_ctx *c, size_t n) {

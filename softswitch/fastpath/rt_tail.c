@@ -997,6 +997,15 @@ static PyObject *m_tbl_stats(PyObject *self, PyObject *const *args, Py_ssize_t n
                          (unsigned long long)e->last_hit);
 }
 
+/* idle_real_time(ctx): stamp table hits on the wall clock from now on */
+static PyObject *m_idle_real_time(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 1) { PyErr_SetString(PyExc_TypeError, "idle_real_time(ctx)"); return NULL; }
+    rt_ctx *c = get_ctx(args[0]);
+    if (!c) return NULL;
+    c->idle_real_time = 1;
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_tbl_set_stats(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 5) { PyErr_SetString(PyExc_TypeError, "tbl_set_stats(ctx, tid, handle, p, b)"); return NULL; }
     rt_ctx *c = get_ctx(args[0]);
@@ -1257,6 +1266,7 @@ static PyMethodDef METHODS[] = {
     {"tbl_default", (PyCFunction)(void (*)(void))m_tbl_default, METH_FASTCALL, NULL},
     {"tbl_stats", (PyCFunction)(void (*)(void))m_tbl_stats, METH_FASTCALL, NULL},
     {"tbl_set_stats", (PyCFunction)(void (*)(void))m_tbl_set_stats, METH_FASTCALL, NULL},
+    {"idle_real_time", (PyCFunction)(void (*)(void))m_idle_real_time, METH_FASTCALL, NULL},
     {"tbl_size", (PyCFunction)(void (*)(void))m_tbl_size, METH_FASTCALL, NULL},
     {"lookup_bench", (PyCFunction)(void (*)(void))m_lookup_bench, METH_FASTCALL, NULL},
     {"cnt_read", (PyCFunction)(void (*)(void))m_cnt_read, METH_FASTCALL, NULL},

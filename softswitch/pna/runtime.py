@@ -16,7 +16,7 @@ from typing import Any
 from softswitch.core.control import KeyMatch
 from softswitch.core.execution import Runtime
 from softswitch.core.externs import GREEN, RED, YELLOW
-from softswitch.core.tables import Entry, TableState
+from softswitch.core.tables import Entry, RealTimeClock, TableState
 from softswitch.diagnostics import P4Error
 
 DROP, PORT, RECIRCULATE = "drop", "port", "recirculate"
@@ -121,8 +121,9 @@ class PnaRuntime(Runtime):
             e.profile = profile
 
     def restart_expire_timer(self) -> None:
-        if self.hit_entry is not None and self.clock is not None:
-            self.hit_entry.last_hit = self.clock.now_us()
+        table, entry = self.hit_table, self.hit_entry
+        if table is not None and entry is not None and table.clock is not None:
+            entry.last_hit = table.clock.now_us()      # the clock its hits are stamped on
 
     def _current_learned(self) -> Learned | None:
         if self.hit_table is None or self.hit_entry is None:
@@ -131,7 +132,8 @@ class PnaRuntime(Runtime):
 
     def expire(self, now_us: int) -> list[tuple[str, int]]:
         """Delete learned entries idle longer than their profile's timeout; returns
-        (table, handle) of each."""
+        (table, handle) of each. ``now_us`` is the NIC's clock, which the tables stamp
+        hits on unless they keep idle time in real time (their own ``clock`` then)."""
         gone: list[tuple[str, int]] = []
         for key, le in list(self.learned.items()):
             timeout = self.expire_profiles.get(le.profile, 0)
@@ -139,7 +141,9 @@ class PnaRuntime(Runtime):
             if entry is None:
                 del self.learned[key]
                 continue
-            if timeout and now_us - entry.last_hit >= timeout:
+            clock = le.table.clock
+            now = clock.now_us() if isinstance(clock, RealTimeClock) else now_us
+            if timeout and now - entry.last_hit >= timeout:
                 le.table.delete(le.handle)
                 del self.learned[key]
                 gone.append(key)

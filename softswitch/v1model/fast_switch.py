@@ -462,7 +462,11 @@ class FastSwitch(Switch):
         s = self._mod.tbl_stats(self._ctx, lay.tid, handle)
         if s is None:
             return 0
-        return max(0, self.clock.now_us() - s[2])
+        return max(0, lay.state.clock.now_us() - s[2])
+
+    def idle_in_real_time(self) -> None:
+        super().idle_in_real_time()
+        self._mod.idle_real_time(self._ctx)
 
     # ------------------------------------------------------------ replication
     def _sync_repl(self) -> None:

@@ -24,6 +24,7 @@ from softswitch.core.control import (
     PacketOut,
 )
 from softswitch.core.execution import ParserError, SwitchAbort
+from softswitch.core.tables import idle_in_real_time
 from softswitch.core.target import Target, build_program
 from softswitch.core.values import attr, copy_value
 from softswitch.diagnostics import P4Error
@@ -73,6 +74,12 @@ class Switch(Target):
         # no check (a QueuedSwitch's traffic manager does it instead).
         self.priority_queues: int | None = None
         self.priority_drops = 0
+
+    def idle_in_real_time(self) -> None:
+        """Measure entries' idle times on the wall clock (``softswitch run``, as BMv2):
+        the switch clock, which stands still at each packet's arrival, keeps packet
+        timestamps; insertions, hits and idle times read the wall clock from its origin."""
+        idle_in_real_time(self.pb.tables.values(), self.clock._origin)
 
     # ------------------------------------------------------------ loading
     @classmethod
