@@ -10,20 +10,23 @@ from collections.abc import Callable
 
 
 class EventLoop:
-    """Run callbacks at simulated times; ``now`` is the time of the one running."""
+    """Run callbacks at simulated times; ``now`` is the time of the one running.
+
+    ``heap`` and ``seq`` are open to the hot paths that schedule per packet: pushing
+    ``(max(t, now), next(seq), fn)`` onto ``heap`` is what :meth:`at` does."""
 
     def __init__(self) -> None:
         self.now = 0.0
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
-        self._seq = itertools.count()
+        self.heap: list[tuple[float, int, Callable[[], None]]] = []
+        self.seq = itertools.count()
         self.executed = 0      # callbacks run: the simulation's cost, per packet a few
 
     def at(self, t: float, fn: Callable[[], None]) -> None:
         now = self.now
-        heapq.heappush(self._heap, (now if now > t else t, next(self._seq), fn))
+        heapq.heappush(self.heap, (now if now > t else t, next(self.seq), fn))
 
     def run(self, until_us: float) -> None:
-        heap, pop = self._heap, heapq.heappop
+        heap, pop = self.heap, heapq.heappop
         executed = self.executed
         try:
             while heap and heap[0][0] <= until_us:

@@ -5,8 +5,10 @@ softswitch and its traffic manager; what the run saw is in taillab.observations.
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict, deque
 from collections.abc import Callable
+from functools import partial
 
 from softswitch.v1model.switch import Switch
 from taillab.events import EventLoop
@@ -58,6 +60,9 @@ class Network:
         self.mark_time: dict[tuple[str, int, int], float] = {}
         self.cnp_origins: dict[tuple[str, int, str], deque[float]] = defaultdict(deque)
         self._prio_of_rqp: dict[int, int] = {}
+        self._delivery = self._deliveries()
+        self._prop_us = scenario.topology.prop_us
+        self._heap, self._push, self._seq = self.loop.heap, heapq.heappush, self.loop.seq
         self._sample_ports = sample_ports
         self._sample_every = sample_every_us
 
@@ -68,14 +73,23 @@ class Network:
     def carry(self, node: str, port: int, data: bytes, last_bit_us: float) -> None:
         """A packet whose last bit leaves (node, port) at ``last_bit_us`` arrives at the
         peer one propagation delay later."""
-        peer, pport, _ = self.peer[(node, port)]
-        t = last_bit_us + self.scenario.topology.prop_us
-        if peer[0] == "h":
-            nic = self.nics[int(peer[1:])]
-            self.loop.at(t, lambda: nic.on_packet(data))
-        else:
-            sw = self.switches[peer]
-            self.loop.at(t, lambda: sw.receive(pport, data))
+        deliver, pport = self._delivery[node][port]
+        t = last_bit_us + self._prop_us
+        now = self.loop.now
+        self._push(self._heap, (now if now > t else t, next(self._seq),
+                                partial(deliver, data) if pport < 0
+                                else partial(deliver, pport, data)))
+
+    def _deliveries(self) -> dict[str, dict[int, tuple[Callable[..., None], int]]]:
+        """Per node and port, what receives a packet sent out of it: a NIC's on_packet
+        (-1) or a switch's receive and its port."""
+        out: dict[str, dict[int, tuple[Callable[..., None], int]]] = defaultdict(dict)
+        for (node, port), (peer, pport, _) in self.peer.items():
+            if peer[0] == "h":
+                out[node][port] = (self.nics[int(peer[1:])].on_packet, -1)
+            else:
+                out[node][port] = (self.switches[peer].receive, pport)
+        return dict(out)
 
     def send_pfc(self, node: str, port: int, priority: int, pause: bool) -> None:
         peer, pport, _ = self.peer[(node, port)]
@@ -89,19 +103,33 @@ class Network:
 
     def on_switch_transmit(self, sw: FabricSwitch, port: int, data: bytes, now: float,
                            done_us: float) -> None:
-        if len(data) > BTH_OPCODE_OFFSET:
-            if data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
-                if not sw.is_forwarded_cnp(data):  # a Fast CNP this switch built
-                    view = parse_roce(data)
-                    if view is not None:
-                        self.cnp_origins[(view.dst_ip, view.dest_qp, "switch")].append(now)
-            else:
-                self._check_victim(sw, port, data, now)
-                if data[15] & 3 == ECN_CE:
-                    view = parse_roce(data)
-                    if view is not None:
-                        self.mark_time.setdefault((view.src_ip, view.dest_qp, view.psn), now)
-        self.carry(sw.name, port, data, done_us)
+        self.switch_sent(sw, [(port, data, done_us)], now)
+
+    def switch_sent(self, sw: FabricSwitch, outs: list[tuple[int, bytes, float]],
+                    now: float) -> None:
+        """Packets leaving ``sw`` at ``now``: (port, frame, time the last bit leaves)
+        each, in order; what they show (CNP origins, CE marks, paused victims) is
+        noted and each is carried to the peer."""
+        deliveries = self._delivery[sw.name]
+        heap, push, seq, prop = self._heap, self._push, self._seq, self._prop_us
+        for port, data, done_us in outs:
+            if len(data) > BTH_OPCODE_OFFSET:
+                if data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
+                    if not sw.is_forwarded_cnp(data):  # a Fast CNP this switch built
+                        view = parse_roce(data)
+                        if view is not None:
+                            self.cnp_origins[(view.dst_ip, view.dest_qp, "switch")].append(now)
+                else:
+                    self._check_victim(sw, port, data, now)
+                    if data[15] & 3 == ECN_CE:
+                        view = parse_roce(data)
+                        if view is not None:
+                            self.mark_time.setdefault((view.src_ip, view.dest_qp, view.psn),
+                                                      now)
+            deliver, pport = deliveries[port]
+            t = done_us + prop
+            push(heap, (now if now > t else t, next(seq),
+                        partial(deliver, data) if pport < 0 else partial(deliver, pport, data)))
 
     def _check_victim(self, sw: FabricSwitch, port: int, data: bytes, now: float) -> None:
         """A data packet leaving (sw, port): if its queue was paused while it waited, its

@@ -8,11 +8,12 @@ before its 65535 quanta run out while the priority is still congested.
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import partial
 from typing import TYPE_CHECKING
 
 from softswitch.daemon.cli_channel.commands import RuntimeChannel
 from softswitch.tm import TrafficManager
-from softswitch.v1model.native_queues import HopStep, NativeHop
+from softswitch.v1model.native_queues import NativeHop
 from softswitch.v1model.queueing import QueuedSwitch
 from softswitch.v1model.switch import Switch
 from taillab.leafspine import (
@@ -51,22 +52,30 @@ class FabricSwitch:
         self._forwarding_cnps: dict[tuple[bytes, bytes], int] = defaultdict(int)
         self.arrivals: dict[bytes, float] = {}   # packet identity -> arrival here
         self.received = 0
+        self.loop = net.loop
 
     def receive(self, port: int, data: bytes) -> None:
         self.received += 1
+        now = self.loop.now
         if len(data) > BTH_OPCODE_OFFSET and data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
             self._forwarding_cnps[data[30:34], data[46:50]] += 1
         elif len(data) > BTH_OPCODE_OFFSET + 12:
-            self.arrivals[packet_identity(data)] = self.net.loop.now
-        if self.hop is not None:
-            now = self.net.loop.now
-            self._after(self.hop.receive(port, data, now), now)
+            self.arrivals[packet_identity(data)] = now
+        hop = self.hop
+        if hop is None:
+            self.queued.receive(port, data, now)
+            self.service()
             return
-        self.queued.receive(port, data, self.net.loop.now)
-        self.service()
+        outs, events, nxt = hop.receive_fn(hop.ctx, hop.capsule, port, data, now)
+        if outs:
+            self.net.switch_sent(self, outs, now)
+        if events is not None:
+            self._send_pfc(events)
+        if nxt is not None and (self._scheduled is None or nxt < self._scheduled):
+            self._wake_at(nxt)
 
     def pause(self, port: int, priority: int, pause: bool) -> None:
-        now = self.net.loop.now
+        now = self.loop.now
         if self.hop is not None:
             self.hop.pause(port, priority, PAUSE_QUANTA if pause else 0, now)
         else:
@@ -79,52 +88,44 @@ class FabricSwitch:
         self.service()
 
     def service(self) -> None:
-        net = self.net
-        now = net.loop.now
-        if self.hop is not None:
-            self._after(self.hop.service(now), now)
-            return
-        for out, done_us in self.queued.transmit_ready(now):
-            net.on_switch_transmit(self, out.port, out.data, now, done_us)
-        self._send_pfc(now)
-        self._wake_at(self.tm.next_event_us(now))
-
-    def _after(self, step: HopStep, now: float) -> None:
-        """What :meth:`service` does after the traffic manager, for the C hop's step:
-        the frames out, the PFC frames to send, the next wake-up."""
-        outs, events, nxt = step
-        net = self.net
-        for port, data, done_us in outs:
-            net.on_switch_transmit(self, port, data, now, done_us)
+        """Every packet whose turn has come leaves; the PFC frames the traffic manager
+        decided go out; the next wake-up is set."""
+        now = self.loop.now
+        hop = self.hop
+        if hop is None:
+            outs = [(out.port, out.data, done_us)
+                    for out, done_us in self.queued.transmit_ready(now)]
+            pfc = self.tm.pfc
+            events = [(ev.port, ev.priority, ev.pause) for ev in pfc.take_events()] \
+                if pfc.events else None
+            nxt = self.tm.next_event_us(now)
+        else:
+            outs, events, nxt = hop.service_fn(hop.ctx, hop.capsule, now)
+        if outs:
+            self.net.switch_sent(self, outs, now)
         if events is not None:
-            for port, priority, pause in events:
-                net.send_pfc(self.name, port, priority, pause)
-                if pause:
-                    self._schedule_refresh(port, priority)
-        self._wake_at(nxt)
-
-    def _wake_at(self, nxt: float | None) -> None:
-        net = self.net
+            self._send_pfc(events)
         if nxt is not None and (self._scheduled is None or nxt < self._scheduled):
-            # one pending wake-up: a superseded one fires as a no-op (token), so an
-            # earlier arrival does not start another polling chain
-            self._scheduled = nxt
-            self._tick_token += 1
-            token = self._tick_token
-            net.loop.at(nxt, lambda: self._tick(token))
+            self._wake_at(nxt)
+
+    def _wake_at(self, nxt: float) -> None:
+        # one pending wake-up: a superseded one fires as a no-op (token), so an earlier
+        # arrival does not start another polling chain
+        self._scheduled = nxt
+        self._tick_token += 1
+        self.loop.at(nxt, partial(self._tick, self._tick_token))
 
     def _tick(self, token: int) -> None:
         if token == self._tick_token:
             self._scheduled = None
             self.service()
 
-    def _send_pfc(self, now: float) -> None:
-        if not self.tm.pfc.events:
-            return
-        for ev in self.tm.pfc.take_events():
-            self.net.send_pfc(self.name, ev.port, ev.priority, ev.pause)
-            if ev.pause:
-                self._schedule_refresh(ev.port, ev.priority)
+    def _send_pfc(self, events: list[tuple[int, int, bool]]) -> None:
+        """XOFF/XON frames to the upstream neighbours: (ingress port, priority, pause?)."""
+        for port, priority, pause in events:
+            self.net.send_pfc(self.name, port, priority, pause)
+            if pause:
+                self._schedule_refresh(port, priority)
 
     def _schedule_refresh(self, port: int, priority: int) -> None:
         """Re-send XOFF at half the pause time while the priority stays congested."""
