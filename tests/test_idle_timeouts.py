@@ -280,3 +280,20 @@ def test_idle_time_grows_while_the_switch_clock_stands_still(tmp_path, fastpath)
     assert switch.entry_idle_us("I.watched", handle) < 20_000
     time.sleep(0.05)                     # the switch clock stays frozen meanwhile
     assert 50_000 <= switch.entry_idle_us("I.watched", handle) < 1_000_000
+
+
+def test_pna_learned_entry_expires_in_real_time():
+    """A PNA NIC kept in real time (the daemon's ``keep_real_time``) expires a learned
+    entry by the wall clock while its own clock stands still."""
+    from test_pna_samples import HOST, _flow_id, _nic, _udp
+
+    from softswitch.daemon.idle_timeouts import keep_real_time
+
+    nic = _nic("pna_learn.p4")                # its clock frozen at 0
+    keep_real_time(nic)
+    nic.set_expire_profile(1, 30_000)
+    flow = _udp(src="10.0.0.1", tos=1 << 2)
+    assert _flow_id(nic.inject(HOST, flow)) == 1        # learned
+    assert _flow_id(nic.inject(HOST, flow)) == 1        # hit
+    time.sleep(0.05)
+    assert _flow_id(nic.inject(HOST, flow)) == 2        # expired, learned again
