@@ -19,7 +19,7 @@ from taillab.leafspine import (
     data_queue,
     receiver_qp,
 )
-from taillab.observations import Observations, packet_identity
+from taillab.observations import IP_PAIR, QP_PSN, Observations
 from taillab.roce import (
     BTH_OPCODE_OFFSET,
     ECN_CE,
@@ -112,6 +112,7 @@ class Network:
         noted and each is carried to the peer."""
         deliveries = self._delivery[sw.name]
         heap, push, seq, prop = self._heap, self._push, self._seq, self._prop_us
+        arrivals, intervals = sw.arrivals, self.obs.pfc.intervals
         for port, data, done_us in outs:
             if len(data) > BTH_OPCODE_OFFSET:
                 if data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
@@ -120,7 +121,10 @@ class Network:
                         if view is not None:
                             self.cnp_origins[(view.dst_ip, view.dest_qp, "switch")].append(now)
                 else:
-                    self._check_victim(sw, port, data, now)
+                    # packet_identity, inline: the arrival noted by FabricSwitch.receive
+                    arrived = arrivals.pop(data[IP_PAIR] + data[QP_PSN], None)
+                    if arrived is not None and intervals:
+                        self._check_victim(sw, port, data, arrived, now)
                     if data[15] & 3 == ECN_CE:
                         view = parse_roce(data)
                         if view is not None:
@@ -131,12 +135,10 @@ class Network:
             push(heap, (now if now > t else t, next(seq),
                         partial(deliver, data) if pport < 0 else partial(deliver, pport, data)))
 
-    def _check_victim(self, sw: FabricSwitch, port: int, data: bytes, now: float) -> None:
-        """A data packet leaving (sw, port): if its queue was paused while it waited, its
-        flow was paused."""
-        arrived = sw.arrivals.pop(packet_identity(data), None)
-        if arrived is None or not self.obs.pfc.intervals:
-            return
+    def _check_victim(self, sw: FabricSwitch, port: int, data: bytes, arrived: float,
+                      now: float) -> None:
+        """A data packet leaving (sw, port), there since ``arrived``: if its queue was
+        paused while it waited, its flow was paused."""
         rqp = int.from_bytes(data[BTH_OPCODE_OFFSET + 5:BTH_OPCODE_OFFSET + 8], "big")
         key = (sw.name, port, self._prio_of_rqp.get(rqp, 0))
         if self.obs.pfc.paused_during(key, arrived, now):

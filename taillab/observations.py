@@ -12,11 +12,15 @@ from taillab.roce import (
 )
 from taillab.traffic import FabricMessage as Message
 
+IP_PAIR = slice(26, 34)                                        # source, destination IP
+QP_PSN = slice(BTH_OPCODE_OFFSET + 4, BTH_OPCODE_OFFSET + 12)   # BTH destination QP, PSN
+
 
 def packet_identity(data: bytes) -> bytes:
     """What stays the same hop by hop (MACs, TTL, ECN and checksum change): source IP,
-    destination IP, BTH destination QP and PSN."""
-    return data[26:34] + data[BTH_OPCODE_OFFSET + 4:BTH_OPCODE_OFFSET + 12]
+    destination IP, BTH destination QP and PSN (``data[IP_PAIR] + data[QP_PSN]``, which
+    the hot paths write out)."""
+    return data[IP_PAIR] + data[QP_PSN]
 
 
 @dataclass

@@ -20,7 +20,7 @@ from taillab.leafspine import (
     CNP_RECIRCULATION_PORT,
     CNP_SESSION,
 )
-from taillab.observations import packet_identity
+from taillab.observations import IP_PAIR, QP_PSN
 from taillab.roce import (
     BTH_OPCODE_OFFSET,
     OPCODE_CNP,
@@ -60,7 +60,7 @@ class FabricSwitch:
         if len(data) > BTH_OPCODE_OFFSET and data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
             self._forwarding_cnps[data[30:34], data[46:50]] += 1
         elif len(data) > BTH_OPCODE_OFFSET + 12:
-            self.arrivals[packet_identity(data)] = now
+            self.arrivals[data[IP_PAIR] + data[QP_PSN]] = now   # packet_identity
         hop = self.hop
         if hop is None:
             self.queued.receive(port, data, now)
@@ -72,7 +72,9 @@ class FabricSwitch:
         if events is not None:
             self._send_pfc(events)
         if nxt is not None and (self._scheduled is None or nxt < self._scheduled):
-            self._wake_at(nxt)
+            self._scheduled = nxt                    # _wake_at, inline
+            self._tick_token += 1
+            self.loop.at(nxt, partial(self._tick, self._tick_token))
 
     def pause(self, port: int, priority: int, pause: bool) -> None:
         now = self.loop.now
