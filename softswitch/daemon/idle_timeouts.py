@@ -68,9 +68,17 @@ def find_expired(device: Device) -> Expired | None:
                 report = (timeout > 0 and not record.idle_notified
                           and idle_us(name, record.handle) * 1000 >= timeout)
                 if report:
-                    expired.append(tables.canonical(table, record))
+                    expired.append(_reported(tables.canonical(table, record)))
                 record.idle_notified = report       # "reported by the last sweep"
         return Expired(loaded, expired) if expired else None
+
+
+def _reported(entry: p4runtime_pb2.TableEntry) -> p4runtime_pb2.TableEntry:
+    """The fields PI puts in a notification's entry: no action, no metadata."""
+    return p4runtime_pb2.TableEntry(table_id=entry.table_id, match=entry.match,
+                                    priority=entry.priority,
+                                    controller_metadata=entry.controller_metadata,
+                                    idle_timeout_ns=entry.idle_timeout_ns)
 
 
 def notify(device: Device, found: Expired) -> None:
