@@ -198,7 +198,7 @@ def test_optional_match_and_default_only_scope_from_p4c_p4info(server, p4c_build
     req.updates[0].entity.table_entry.CopyFrom(te)
     with pytest.raises(grpc.RpcError) as exc:
         server.stub.Write(req)
-    assert "defaultonly" in str(errors.details_of(exc.value))
+    assert "Cannot use DEFAULT_ONLY action in table entry" in str(errors.details_of(exc.value))
 
 
 def test_wrapped_json_forwards_and_sends_packet_in(server, p4c_build, p4config_pb2):

@@ -300,7 +300,7 @@ def test_bad_entries_are_refused_with_the_spec_code(rig, mutate, code):
 def test_defaultonly_action_and_missing_entries(rig):
     te = fwd_entry(rig, b"\x0d", 0, action="I.miss")
     assert rig.write_error(upd(Update.INSERT, table_entry=te))[0].canonical_code == \
-        code_pb2.INVALID_ARGUMENT
+        code_pb2.PERMISSION_DENIED                  # PI's code for a @defaultonly action
     te = fwd_entry(rig, b"\x0d", 1)
     for kind in (Update.MODIFY, Update.DELETE):
         assert rig.write_error(upd(kind, table_entry=te))[0].canonical_code == \

@@ -33,10 +33,14 @@ def test_decode_accepts_canonical_and_padded(data, width, value):
 @pytest.mark.parametrize("data, width", [
     (b"", 8), (b"\x02\x00", 9), (b"\x01\x63", 8), (b"\x10\x63", 12), (b"\x00\x40\x63", 12)])
 def test_decode_rejects_empty_and_wide_with_out_of_range(data, width):
-    """§8.3 "Examples of Invalid Bytestring Encoding": OUT_OF_RANGE."""
+    """§8.3 "Examples of Invalid Bytestring Encoding": OUT_OF_RANGE (a value too wide in
+    PI's words)."""
     with pytest.raises(P4RuntimeError) as exc:
         bytestrings.decode(data, width, "field f")
-    assert exc.value.code == grpc.StatusCode.OUT_OF_RANGE and "field f" in exc.value.message
+    assert exc.value.code == grpc.StatusCode.OUT_OF_RANGE
+    assert exc.value.message == (
+        "field f: empty byte string" if not data
+        else f"Bytestring provided does not fit within {width} bits")
 
 
 def test_encode_is_canonical():
@@ -71,20 +75,22 @@ def test_action_parse_and_canonical_bytes():
         assert call.args == [port, mac, big]
         assert call.canonical_bytes() == call.canonical().SerializeToString()
     bad = [(action((1, b"\x02\x00"), (2, b"\x01"), (200, b"\x01")), grpc.StatusCode.OUT_OF_RANGE,
-            "parameter 'port' of action 'set'"),
+            "Bytestring provided does not fit within 9 bits"),
            (action((1, b""), (2, b"\x01"), (200, b"\x01")), grpc.StatusCode.OUT_OF_RANGE,
             "empty byte string"),
            (action((1, b"\x01"), (2, b"\x01")), grpc.StatusCode.INVALID_ARGUMENT,
-            "parameter 'big' is missing"),
+            "Unexpected number of action parameters"),
            (action((1, b"\x01"), (1, b"\x01"), (2, b"\x01"), (200, b"\x01")),
+            grpc.StatusCode.INVALID_ARGUMENT, "Unexpected number of action parameters"),
+           (action((1, b"\x01"), (1, b"\x01"), (2, b"\x01")),
             grpc.StatusCode.INVALID_ARGUMENT, "parameter id 1 given twice"),
-           (action((1, b"\x01"), (3, b"\x01"), (2, b"\x01"), (200, b"\x01")),
-            grpc.StatusCode.INVALID_ARGUMENT, "has no parameter id 3")]
+           (action((1, b"\x01"), (3, b"\x01"), (200, b"\x01")),
+            grpc.StatusCode.INVALID_ARGUMENT, "Unknown action parameter")]
     for given, code, message in bad:
         with pytest.raises(P4RuntimeError) as exc:
             actions.parse(index, given)
         assert exc.value.code == code and message in exc.value.message
-    with pytest.raises(P4RuntimeError, match="unknown action id 9"):
+    with pytest.raises(P4RuntimeError, match="Invalid P4 id"):
         actions.parse(index, p4runtime_pb2.Action(action_id=9))
 
 
@@ -123,12 +129,18 @@ def test_wrong_kind_and_duplicate_fields():
     table = _table((1, "a", 16, MF.EXACT)).table(1)
     fm = p4runtime_pb2.FieldMatch(field_id=1)
     fm.lpm.value, fm.lpm.prefix_len = b"\x01", 16
-    with pytest.raises(P4RuntimeError, match="exact"):
+    with pytest.raises(P4RuntimeError, match="Invalid match type"):
         matches.parse(table, [fm], 0)
     ok = p4runtime_pb2.FieldMatch(field_id=1)
     ok.exact.value = b"\x01"
-    with pytest.raises(P4RuntimeError, match="twice"):
+    with pytest.raises(P4RuntimeError, match="Too many fields in match key"):
         matches.parse(table, [ok, ok], 0)
+    two = _table((1, "a", 16, MF.EXACT), (2, "b", 16, MF.TERNARY)).table(1)
+    with pytest.raises(P4RuntimeError, match="Unknown field in match key"):
+        matches.parse(two, [ok, ok], 1)          # PI's words for a field given twice
+    both = _table((1, "a", 16, MF.EXACT), (2, "b", 16, MF.EXACT)).table(1)
+    with pytest.raises(P4RuntimeError, match="Missing non-ternary field in match key"):
+        matches.parse(both, [ok, ok], 0)
 
 
 def test_padded_key_is_canonicalized_and_equal():

@@ -104,7 +104,7 @@ def test_table_writes_are_p4runtime_state(switch):
     assert entry.action.action.params[0].value == b"\x05"
     proc = cli("--port", str(switch["port"]), *token,
                "-c", "table_add fwd_table fwd 0x0a => 3")       # P4Runtime's duplicate check
-    assert proc.returncode == 1 and "already has an entry" in proc.stderr
+    assert proc.returncode == 1 and "Match entry exists" in proc.stderr
     proc = cli("--port", str(switch["port"]), *token, "-c", f"table_delete fwd_table {handle}")
     assert proc.returncode == 0 and _entries(switch) == []
 
@@ -220,7 +220,7 @@ def test_channel_table_commands_leave_what_p4runtime_writes_leave(tmp_path):
     assert by_rpc.runtime.write(request) == [None]
     assert written == entries(by_rpc)[0] and len(written) == 1
 
-    for bad, says in (("table_add fwd_table fwd 0x0a0000000001 => 4", "already"),
+    for bad, says in (("table_add fwd_table fwd 0x0a0000000001 => 4", "Match entry exists"),
                       ("table_add fwd_table fwd 0x0a0000000002 => 0x400", "port"),
                       ("table_modify fwd_table fwd 99 1", "handle 99")):
         ok, out = channel.execute(bad)

@@ -83,7 +83,8 @@ def _action_bytes(info: p4info_pb2.Action, args: list[int]) -> bytes:
 
 
 def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,
-          table: TableIndex | None = None, default: bool = False) -> ActionCall:
+          table: TableIndex | None = None, default: bool = False,
+          profile: bool = False) -> ActionCall:
     """Validate an action (for ``table``'s entries, or its default entry).
 
     The action's parameters come from its precompiled plan (P4InfoIndex.action_plan):
@@ -91,7 +92,7 @@ def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,
     one decode per parameter."""
     plan = index.action_plan(action.action_id)
     if table is not None:
-        _check_scope(table, plan.info, default)
+        _check_scope(table, plan.info, default, profile)
     params = action.params
     given = {p.param_id: p.value for p in params}
     if len(given) != len(params) or given.keys() != plan.ids:
@@ -107,36 +108,32 @@ def parse(index: P4InfoIndex, action: p4runtime_pb2.Action,
 
 
 def _refuse_params(plan: ActionPlan, params: Iterable[p4runtime_pb2.Action.Param]) -> None:
-    """INVALID_ARGUMENT for a parameter given twice, unknown, or missing (in that
-    order of checks)."""
+    """INVALID_ARGUMENT for a wrong number of parameters, an unknown one or one given
+    twice (in that order of checks; the first two in PI's words)."""
     name = plan.name
-    given: dict[int, None] = {}        # in request order, as the messages name them
+    if len(params) != len(plan.params):
+        raise errors.invalid("Unexpected number of action parameters")
+    given: dict[int, None] = {}
     for param in params:
+        if param.param_id not in plan.ids:
+            raise errors.invalid("Unknown action parameter")
         if param.param_id in given:
             raise errors.invalid(f"action '{name}': parameter id {param.param_id} "
                                  "given twice")
         given[param.param_id] = None
-    for pid in given:
-        if pid not in plan.ids:
-            raise errors.invalid(f"action '{name}' has no parameter id {pid}")
-    for p in plan.params:
-        if p.id not in given:
-            raise errors.invalid(f"action '{name}': parameter '{p.name}' is missing")
     raise errors.internal(f"action '{name}': parameters refused for no reason")
 
 
-def _check_scope(table: TableIndex, info: p4info_pb2.Action, default: bool) -> None:
-    tname = table.info.preamble.name
+def _check_scope(table: TableIndex, info: p4info_pb2.Action, default: bool,
+                 profile: bool = False) -> None:
     ref = table.actions.get(info.preamble.id)
     if ref is None:
-        raise errors.invalid(f"action '{info.preamble.name}' is not an action of "
-                             f"table '{tname}'")
+        raise errors.invalid("Invalid action for action profile" if profile
+                             else "Invalid action for table")
     if default and ref.scope == Scope.TABLE_ONLY:
-        raise errors.invalid(f"action '{info.preamble.name}' is @tableonly: it cannot be "
-                             f"the default action of table '{tname}'")
+        raise errors.permission_denied("Cannot use TABLE_ONLY action as default action")
     if not default and ref.scope == Scope.DEFAULT_ONLY:
-        raise errors.invalid(f"action '{info.preamble.name}' is @defaultonly: it cannot be "
-                             f"used in entries of table '{tname}'")
+        raise errors.permission_denied("Cannot use DEFAULT_ONLY action in table entry")
 
 
 def build(index: P4InfoIndex, name: str, args: list[int]) -> p4runtime_pb2.Action:

@@ -103,9 +103,7 @@ class Arbiter:
         role = role_name(update.role) if update.HasField("role") else ""
         if update.device_id != self.device_id:
             if conn.role is not None:
-                raise errors.failed_precondition(
-                    f"stream is already arbitrating for device {self.device_id}, cannot "
-                    f"switch to device {update.device_id}")
+                raise errors.failed_precondition("Invalid device id")
             raise errors.not_found(f"unknown device id {update.device_id} "
                                    f"(this switch is device {self.device_id})")
         if conn.role is not None and conn.role != role:
@@ -122,8 +120,9 @@ class Arbiter:
             state = self._roles.setdefault(role, _Role())
             if election_id is not None and any(
                     c is not conn and c.election_id == election_id for c in state.connections):
-                raise errors.invalid(f"election id {election_id} is already used by "
-                                     "another controller")
+                raise errors.invalid("New election id already exists"
+                                     if conn in state.connections
+                                     else "Election id already exists")
             before = state.primary()
             if conn not in state.connections:
                 state.connections.append(conn)
@@ -194,16 +193,11 @@ class Arbiter:
                 if election_id is None:
                     if not any(other.connections for other in self._roles.values()):
                         return known
-                    raise errors.permission_denied(
-                        "Not primary: a request without election id is accepted only while "
-                        "no controller is connected")
-                raise errors.permission_denied("Not primary: no controller is primary "
-                                               f"for role '{role}'")
+                    # (PI's words for every refusal of a writer)
+                    raise errors.permission_denied("Not primary")
+                raise errors.permission_denied("Not primary")
             if election_id != primary.election_id:
-                shown = "no election id" if election_id is None else \
-                    f"election id {election_id}"
-                raise errors.permission_denied(
-                    f"Not primary: {shown} is not the primary's for role '{role}'")
+                raise errors.permission_denied("Not primary")
         return known
 
     def role_of(self, conn: Connection) -> Role | None:

@@ -110,7 +110,7 @@ class TablePlan:
     def key(self, d: Decoded) -> tuple[MatchKey, dict[int, Norm]] | None:
         """The canonical key of a decoded update (and its fields by id), or None."""
         priority = d[2]
-        if d[3] and not self._idle_ok:
+        if d[3] < 0 or (d[3] and not self._idle_ok):
             return None
         if self._needs_priority:
             if not 0 < priority <= 0x7FFFFFFF:

@@ -576,7 +576,7 @@ static int check(upd_t *u, PyObject *tid, PyObject *plan, PyObject **out) {
     long exact_count = as_long(plan, 3);
     if (PyErr_Occurred())
         return -1;
-    if (u->idle && !idle_ok)
+    if (u->idle < 0 || (u->idle && !idle_ok))     /* refused by the general path */
         return NOT_SIMPLE;
     if (needs_priority ? (u->priority <= 0 || u->priority > 0x7fffffff) : u->priority != 0)
         return NOT_SIMPLE;

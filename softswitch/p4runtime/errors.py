@@ -6,7 +6,8 @@ only by the gRPC status code, so every user-input problem is raised as a
 A failed batch Write is reported as the specification says: status ``UNKNOWN`` whose
 ``grpc-status-details-bin`` trailer holds a ``google.rpc.Status`` with one
 ``p4.v1.Error`` per update (``OK`` for the updates that succeeded), which is what
-p4runtime-shell and PTF's helpers decode.
+p4runtime-shell and PTF's helpers decode. Messages are PI's words where PI (BMv2's
+``simple_switch_grpc``) makes the same check: tests written for it compare them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from p4.v1 import p4runtime_pb2
 
 # The trailer gRPC libraries read rich error details from (grpcio-status uses it too).
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
+# The message of a Write refused update by update: PI's, none (the updates' errors say it).
+WRITE_FAILURE = ""
 
 
 class P4RuntimeError(Exception):
@@ -69,7 +72,7 @@ def update_error(error: P4RuntimeError | None) -> p4runtime_pb2.Error:
 
 def write_failure_status(results: list[P4RuntimeError | None]) -> status_pb2.Status:
     """The ``google.rpc.Status`` of a Write in which at least one update failed."""
-    status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
+    status = status_pb2.Status(code=code_pb2.UNKNOWN, message=WRITE_FAILURE)
     for result in results:
         detail = any_pb2.Any()
         detail.Pack(update_error(result))
@@ -86,7 +89,7 @@ def write_failure_bytes(results: list[P4RuntimeError | None]) -> bytes:
     type_url = encoding.field(b"\x0a", b"type.googleapis.com/p4.v1.Error")
     cache: dict[tuple[int, str], bytes] = {}
     parts = [encoding.varint(8) + encoding.varint(code_pb2.UNKNOWN),       # Status.code = 1
-             encoding.field(b"\x12", b"Write failure.")]               # Status.message = 2
+             ]                          # Status.message (PI's: empty) is left out
     for result in results:
         key = (0, "") if result is None else (rpc_code(result.code), result.message)
         detail = cache.get(key)
@@ -104,7 +107,7 @@ def abort_with_details(context: grpc.ServicerContext,
     """End the RPC with ``status`` and its details in the standard trailer (raises)."""
     if isinstance(status, bytes):
         data, status = status, status_pb2.Status(code=code_pb2.UNKNOWN,
-                                                 message="Write failure.")
+                                                 message=WRITE_FAILURE)
     else:
         data = status.SerializeToString()
     context.set_trailing_metadata(((STATUS_DETAILS_KEY, data),))

@@ -24,19 +24,26 @@ Update = p4runtime_pb2.Update
 
 
 def _only_modify(kind: int, what: str) -> None:
-    if kind != Update.MODIFY:
-        raise errors.invalid(f"{what} can only be modified (INSERT and DELETE are not "
-                             "allowed)")
+    """``what``: 'counters' or 'meters' (PI's words)."""
+    if kind == Update.MODIFY:
+        return
+    if kind == Update.UNSPECIFIED:
+        raise errors.invalid("Update type is not set")
+    if kind in (Update.INSERT, Update.DELETE):
+        raise errors.invalid(f"{Update.Type.Name(kind)} update type not supported for {what}")
+    raise errors.invalid("Invalid update type")
 
 
-def _indices(msg: Any, size: int, name: str) -> range:
+def _indices(msg: Any, size: int, past: str) -> range:
+    """The cells an entry names; ``past``: the message of an index past the array
+    (OUT_OF_RANGE, the specification's code; the words are PI's)."""
     if not msg.HasField("index"):
         return range(size)
     index = msg.index.index
     if index < 0:
-        raise errors.invalid(f"index {index} of '{name}' is negative")
+        raise errors.invalid("A negative number is not a valid index value")
     if index >= size:
-        raise errors.out_of_range(f"index {index} out of range for '{name}' (size {size})")
+        raise errors.out_of_range(past)
     return range(index, index + 1)
 
 
@@ -56,12 +63,12 @@ class Externs:
 
     # ------------------------------------------------------------------ counters
     def write_counter(self, kind: int, entry: p4runtime_pb2.CounterEntry, log: UndoLog) -> None:
-        _only_modify(kind, "counter entries")
         if entry.counter_id == 0:
-            raise errors.invalid("a counter write needs a counter id")
+            raise errors.invalid("Invalid P4 id")
         info = self.index.get("counters", entry.counter_id)
+        _only_modify(kind, "counters")
         name = info.preamble.name
-        cells = _indices(entry, info.size, name)
+        cells = _indices(entry, info.size, "Error when writing to counter")
         olds = [(i, self.switch.counter_read(name, i)) for i in cells]
         for i in cells:
             self.switch.counter_write(name, i, entry.data.packet_count, entry.data.byte_count)
@@ -74,7 +81,7 @@ class Externs:
     def read_counter(self, req: p4runtime_pb2.CounterEntry) -> Iterator[p4runtime_pb2.Entity]:
         for info in _targets(self.index, "counters", req.counter_id):
             name = info.preamble.name
-            for i in _indices(req, info.size, name):
+            for i in _indices(req, info.size, "Error when reading counter from target"):
                 packets, bytes_ = self.switch.counter_read(name, i)
                 out = p4runtime_pb2.Entity()
                 ce = out.counter_entry
@@ -87,18 +94,23 @@ class Externs:
     def _direct_write(self, kind: int, table_entry: p4runtime_pb2.TableEntry,
                       attr: str) -> tuple[str, Any]:
         """The name of the ``attr`` (direct_counter, direct_meter) of the entry's table and
-        the entry's record, for a MODIFY (the only update these entities take)."""
-        what = attr.replace("_", " ")
-        _only_modify(kind, f"{what} entries")
+        the entry's record, for a MODIFY (the only update these entities take); PI's
+        checks in PI's order."""
+        plural = attr.split("_")[1] + "s"
+        if table_entry is None:
+            raise errors.invalid(f"Missing table_entry field in Direct{plural[:-1].title()}"
+                                 "Entry")
         table, record = self.tables.record_for(table_entry)
         extern = getattr(table, attr)
         if extern is None:
-            raise errors.invalid(f"table '{table.info.preamble.name}' has no {what}")
+            raise errors.invalid(f"Table has no direct {plural}")
+        _only_modify(kind, plural)
         return extern.preamble.name, record
 
     def write_direct_counter(self, kind: int, entry: p4runtime_pb2.DirectCounterEntry,
                              log: UndoLog) -> None:
-        name, record = self._direct_write(kind, entry.table_entry, "direct_counter")
+        te = entry.table_entry if entry.HasField("table_entry") else None
+        name, record = self._direct_write(kind, te, "direct_counter")
         old = self.switch.counter_read(name, record.handle)
         self.switch.counter_write(name, record.handle, entry.data.packet_count,
                                   entry.data.byte_count)
@@ -145,7 +157,7 @@ class Externs:
         value = bytestrings.decode(entry.data.bitstring, width, f"register '{name}' value")
         if signed and value >> (width - 1):
             value -= 1 << width
-        cells = _indices(entry, info.size, name)
+        cells = _indices(entry, info.size, f"index out of range for '{name}' (size {info.size})")
         olds = [(i, self.switch.register_read(name, i)) for i in cells]
         for i in cells:
             self.switch.register_write(name, i, value)
@@ -159,7 +171,8 @@ class Externs:
         for info in _targets(self.index, "registers", req.register_id):
             name = info.preamble.name
             width, _ = _register_width(info)
-            for i in _indices(req, info.size, name):
+            for i in _indices(req, info.size,
+                              f"index out of range for '{name}' (size {info.size})"):
                 out = p4runtime_pb2.Entity()
                 re = out.register_entry
                 re.register_id = info.preamble.id
@@ -170,17 +183,17 @@ class Externs:
 
     # ------------------------------------------------------------------ meters
     def write_meter(self, kind: int, entry: p4runtime_pb2.MeterEntry, log: UndoLog) -> None:
-        _only_modify(kind, "meter entries")
         if entry.meter_id == 0:
-            raise errors.invalid("a meter write needs a meter id")
+            raise errors.invalid("Invalid P4 id")
         info = self.index.get("meters", entry.meter_id)
+        _only_modify(kind, "meters")
         config = entry.config if entry.HasField("config") else None
-        for i in _indices(entry, info.size, info.preamble.name):
+        for i in _indices(entry, info.size, "Error when writing meter spec"):
             self.meters.configure(info.preamble.name, i, config, log)
 
     def read_meter(self, req: p4runtime_pb2.MeterEntry) -> Iterator[p4runtime_pb2.Entity]:
         for info in _targets(self.index, "meters", req.meter_id):
-            for i in _indices(req, info.size, info.preamble.name):
+            for i in _indices(req, info.size, "Error when reading meter from target"):
                 out = p4runtime_pb2.Entity()
                 out.meter_entry.meter_id = info.preamble.id
                 out.meter_entry.index.index = i
@@ -191,7 +204,8 @@ class Externs:
 
     def write_direct_meter(self, kind: int, entry: p4runtime_pb2.DirectMeterEntry,
                            log: UndoLog) -> None:
-        name, record = self._direct_write(kind, entry.table_entry, "direct_meter")
+        te = entry.table_entry if entry.HasField("table_entry") else None
+        name, record = self._direct_write(kind, te, "direct_meter")
         config = entry.config if entry.HasField("config") else None
         self.meters.configure(name, record.handle, config, log, direct=True)
 

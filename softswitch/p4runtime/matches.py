@@ -61,19 +61,21 @@ def parse(table: TableIndex, matches: Sequence[p4runtime_pb2.FieldMatch],
 
     Fields are checked against the table's precompiled plans (TableIndex.plans)."""
     plans = table.plans
+    if len(matches) > len(plans):
+        raise errors.invalid("Too many fields in match key")
     given: dict[int, Norm] = {}
+    unknown = False
     for fm in matches:
         fid = fm.field_id
         plan = plans.get(fid)
-        if plan is None:
-            raise errors.invalid(f"table '{table.name}' has no match field id {fid}")
-        if fid in given:
-            raise errors.invalid(f"match field '{plan.name}' given twice")
+        if plan is None or fid in given:     # PI: an id given twice is unknown too
+            unknown = True
+            continue
         given[fid] = _normalise(plan, fm)
     if not table.exact_ids <= given.keys():
-        missing = next(p for p in table.ordered if p.id in table.exact_ids - given.keys())
-        raise errors.invalid(f"exact match field '{missing.name}' of table '{table.name}' "
-                             "is missing")
+        raise errors.invalid("Missing non-ternary field in match key")
+    if unknown:
+        raise errors.invalid("Unknown field in match key")
     _check_priority(table, priority)
     key = (tuple(sorted(given.items())), priority)
     keys = [_switch_key(p, given.get(p.id)) for p in table.ordered]
@@ -81,16 +83,15 @@ def parse(table: TableIndex, matches: Sequence[p4runtime_pb2.FieldMatch],
 
 
 def _check_priority(table: TableIndex, priority: int) -> None:
-    name = table.name
     if table.needs_priority:
-        if priority <= 0:
-            raise errors.invalid(f"table '{name}' has ternary/range/optional keys: entries "
-                                 "need a priority > 0")
-        if priority > 0x7FFFFFFF:
-            raise errors.invalid(f"priority {priority} is larger than 2^31-1")
-    elif priority != 0:
-        raise errors.invalid(f"table '{name}' has only exact/lpm keys: priority must be 0, "
-                             f"got {priority}")
+        if priority == 0:
+            raise errors.invalid("Zero priority for ternary match")
+        if priority < 0 or priority > 0x7FFFFFFF:
+            raise errors.invalid(f"priority {priority} is outside 1..2^31-1")
+    elif priority > 0:
+        raise errors.invalid("Non-zero priority for non-ternary match")
+    elif priority < 0:
+        raise errors.invalid(f"priority {priority} of an exact/lpm table must be 0")
 
 
 def _normalise(plan: FieldPlan, fm: p4runtime_pb2.FieldMatch) -> Norm:
@@ -100,7 +101,7 @@ def _normalise(plan: FieldPlan, fm: p4runtime_pb2.FieldMatch) -> Norm:
                                    f"'{plan.info.other_match_type}' is not supported")
     which = fm.WhichOneof("field_match_type")
     if which != kind:
-        raise errors.invalid(f"match field '{plan.name}' is {kind}; got a {which} match")
+        raise errors.invalid("Invalid match type")
     width = plan.width
     what = plan.what
     if kind == "exact":
@@ -113,32 +114,42 @@ def _normalise(plan: FieldPlan, fm: p4runtime_pb2.FieldMatch) -> Norm:
         value = bytestrings.decode(fm.ternary.value, width, what)
         mask = bytestrings.decode(fm.ternary.mask, width, what + " mask")
         if mask == 0:
-            raise errors.invalid(f"{what}: a ternary mask of 0 is a don't-care; omit the field")
+            raise errors.invalid("Invalid representation of 'don't care' ternary match, "
+                                 "omit match field instead of using 0 mask")
         if value & ~mask:
-            raise errors.invalid(f"{what}: value 0x{value:x} has bits set outside "
-                                 f"mask 0x{mask:x}")
+            raise errors.invalid("Invalid ternary value, make sure value & mask == value")
         return ("ternary", value, mask)
     low = bytestrings.decode(fm.range.low, width, what + " low")
     high = bytestrings.decode(fm.range.high, width, what + " high")
+    if _whole_range(fm.range.low, fm.range.high):
+        raise errors.invalid("Invalid representation of 'don't care' range match, omit "
+                             "match field instead of using low=0 and high=2**bitwidth-1")
     if low > high:
-        raise errors.invalid(f"{what}: range low 0x{low:x} > high 0x{high:x}")
-    if width and low == 0 and high == (1 << width) - 1:
-        raise errors.invalid(f"{what}: a full range is a don't-care; omit the field")
+        raise errors.invalid("Invalid range value, make sure low <= high")
     return ("range", low, high)
+
+
+def _whole_range(low: bytes, high: bytes) -> bool:
+    """PI's test of a don't-care range, on the bytes as sent: low all zero bytes, high as
+    many 0xff bytes (so a range over a field whose width is not a whole number of bytes
+    is never one)."""
+    return len(low) == len(high) and not low.strip(b"\x00") and not high.strip(b"\xff")
 
 
 def _lpm(plan: FieldPlan, lpm: p4runtime_pb2.FieldMatch.LPM, what: str) -> Norm:
     width = plan.width
     value = bytestrings.decode(lpm.value, width, what)
     plen = lpm.prefix_len
+    if plen < 0:
+        raise errors.invalid("Prefix length cannot be < 0")
+    if width and plen > width:
+        raise errors.invalid("Prefix length cannot be > bitwidth")
     if plen == 0:
-        raise errors.invalid(f"{what}: a /0 prefix is a don't-care; omit the field")
-    if plen < 0 or (width and plen > width):
-        raise errors.invalid(f"{what}: prefix length {plen} out of range for {width} bits")
+        raise errors.invalid("Invalid reprsentation of 'don't care' LPM match, omit match "
+                             "field instead of using a prefix length of 0")
     host_bits = (1 << (width - plen)) - 1 if width else 0
     if value & host_bits:
-        raise errors.invalid(f"{what}: value 0x{value:x} has bits set beyond the "
-                             f"/{plen} prefix")
+        raise errors.invalid("Invalid LPM value, incorrect number of trailing zeros")
     return ("lpm", value, plen)
 
 

@@ -17,6 +17,8 @@ from softswitch.p4runtime import errors
 from softswitch.p4runtime.undo import UndoLog
 
 MeterConfig = p4runtime_pb2.MeterConfig
+# PI's limit of a burst (its target takes 32-bit bursts): larger is UNIMPLEMENTED.
+_MAX_BURST = (1 << 32) - 1
 
 
 class MeterDriver:
@@ -28,8 +30,13 @@ class MeterDriver:
 
     @staticmethod
     def check_config(config: MeterConfig) -> None:
-        if config.cir < 0 or config.pir < 0 or config.cburst < 0 or config.pburst < 0:
-            raise errors.invalid("meter rates and bursts must not be negative")
+        for value, name in ((config.cir, "CIR"), (config.cburst, "CBurst"),
+                            (config.pir, "PIR"), (config.pburst, "PBurst")):
+            if value < 0:
+                raise errors.invalid(f"Negative meter {name}")
+        for value, name in ((config.cburst, "CBurst"), (config.pburst, "Pburst")):
+            if value > _MAX_BURST:
+                raise errors.unimplemented(f"{name} too large")
         if config.cir > config.pir:
             raise errors.invalid(f"meter committed rate {config.cir} exceeds its peak "
                                  f"rate {config.pir}")

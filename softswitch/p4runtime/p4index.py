@@ -153,7 +153,9 @@ class P4InfoIndex:
         """The P4Info object of a kind by id; INVALID_ARGUMENT when there is none."""
         obj = self._by_kind[kind].get(obj_id)
         if obj is None:
-            raise errors.invalid(f"unknown {_singular(kind)} id {obj_id}")
+            if kind == "digests":
+                raise errors.not_found(f"{obj_id} is not a valid digest id")
+            raise errors.invalid("Invalid P4 id")
         return obj
 
     def all(self, kind: str) -> list[Any]:
@@ -162,7 +164,7 @@ class P4InfoIndex:
     def table(self, table_id: int) -> TableIndex:
         index = self.tables.get(table_id)
         if index is None:
-            raise errors.invalid(f"unknown table id {table_id}")
+            raise errors.invalid("Invalid P4 id")
         return index
 
     def action(self, action_id: int) -> p4info_pb2.Action:
@@ -185,7 +187,7 @@ class P4InfoIndex:
     def action_plan(self, action_id: int) -> ActionPlan:
         plan = self.action_plans.get(action_id)
         if plan is None:
-            raise errors.invalid(f"unknown action id {action_id}")
+            raise errors.invalid("Invalid P4 id")
         return plan
 
     def packet_metadata(self, name: str) -> p4info_pb2.ControllerPacketMetadata | None:
@@ -194,8 +196,3 @@ class P4InfoIndex:
             if cpm.preamble.name == name:
                 return cpm
         return None
-
-
-def _singular(kind: str) -> str:
-    name = kind[:-1] if kind.endswith("s") else kind
-    return name.replace("_", " ")

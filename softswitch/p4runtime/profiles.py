@@ -75,13 +75,13 @@ class ActionProfiles:
     def write_member(self, kind: int, msg: p4runtime_pb2.ActionProfileMember,
                      log: UndoLog) -> None:
         profile = self._profile(msg.action_profile_id)
+        _check_kind(kind)
         key = (msg.action_profile_id, msg.member_id)
         member = self._members.get(key)
         name = profile.preamble.name
         if kind == Update.INSERT:
             if member is not None:
-                raise errors.already_exists(f"action profile '{name}' already has member "
-                                            f"{msg.member_id}")
+                raise errors.already_exists(f"Duplicate member id: {msg.member_id}")
             if profile.size and sum(1 for k in self._members if k[0] == key[0]) >= profile.size:
                 raise errors.resource_exhausted(f"action profile '{name}' is full")
             call = self._call_for(profile, msg)
@@ -91,7 +91,7 @@ class ActionProfiles:
             self._grow(new, 1, log)
             return
         if member is None:
-            raise errors.not_found(f"action profile '{name}' has no member {msg.member_id}")
+            raise errors.not_found(f"Member id does not exist: {msg.member_id}")
         if kind == Update.MODIFY:
             self._modify_member(member, self._call_for(profile, msg), log)
         elif kind == Update.DELETE:
@@ -104,8 +104,6 @@ class ActionProfiles:
             used = self._handles.setdefault(key[0], set())
             used.difference_update(member.handles)
             log.push(lambda: used.update(member.handles))
-        else:
-            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
 
     def _call_for(self, profile: p4info_pb2.ActionProfile,
                   msg: p4runtime_pb2.ActionProfileMember) -> actions.ActionCall:
@@ -114,7 +112,7 @@ class ActionProfiles:
         tables = self._tables_of(profile)
         call = None
         for table in tables:     # valid for every table that shares the profile
-            call = actions.parse(self.index, msg.action, table)
+            call = actions.parse(self.index, msg.action, table, profile=True)
         if call is None:
             call = actions.parse(self.index, msg.action)
         return call
@@ -149,6 +147,12 @@ class ActionProfiles:
                 member.handles.remove(h)
             log.push(release)
 
+    def programmed_by_members(self, profile_id: int) -> bool:
+        """Whether the profile holds members or groups (PI then refuses one-shot action
+        sets in its tables: one programming mode per profile while it is in use)."""
+        return (any(key[0] == profile_id for key in self._members)
+                or any(key[0] == profile_id for key in self._groups))
+
     def member_call(self, table: TableIndex, member_id: int) -> ProfileMember:
         """The member a table entry points to (INVALID_ARGUMENT if there is none)."""
         return _held(self._members, table, member_id, "member")
@@ -177,17 +181,18 @@ class ActionProfiles:
     def write_group(self, kind: int, msg: p4runtime_pb2.ActionProfileGroup,
                     log: UndoLog) -> None:
         profile = self._profile(msg.action_profile_id)
+        _check_kind(kind)
         name = profile.preamble.name
         if not profile.with_selector:
             raise errors.invalid(f"action profile '{name}' has no selector: it has no groups")
         key = (msg.action_profile_id, msg.group_id)
         existing = self._groups.get(key)
-        if kind == Update.INSERT and existing is not None:
-            raise errors.already_exists(f"'{name}' already has group {msg.group_id}")
-        if kind in (Update.MODIFY, Update.DELETE) and existing is None:
-            raise errors.not_found(f"'{name}' has no group {msg.group_id}")
-        if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
-            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+        if kind == Update.INSERT:
+            _check_max_size(profile, msg)
+            if existing is not None:
+                raise errors.already_exists(f"Duplicate group id: {msg.group_id}")
+        elif existing is None:
+            raise errors.not_found(f"Group id does not exist: {msg.group_id}")
         if kind == Update.DELETE:
             assert existing is not None
             if existing.users:
@@ -199,7 +204,9 @@ class ActionProfiles:
             del self._groups[key]
             log.push(lambda: self._groups.__setitem__(key, existing))
             return
-        self._check_group(profile, msg)
+        if existing is not None and msg.max_size and msg.max_size != existing.msg.max_size:
+            raise errors.invalid("Cannot change group max_size after group creation")
+        self._check_group(profile, msg, existing.msg.max_size if existing else msg.max_size)
         stored = p4runtime_pb2.ActionProfileGroup()
         stored.CopyFrom(msg)
         if existing is None:
@@ -227,7 +234,7 @@ class ActionProfiles:
         slots: list[tuple[int, ProfileMember]] = []
         for m in group.msg.members:
             member = self._members[(pid, m.member_id)]
-            weight = max(m.weight, 1)
+            weight = m.weight
             self._grow(member, weight, log)
             slots.extend((h, member) for h in member.handles[:weight])
         slots.sort(key=lambda slot: slot[0])
@@ -255,26 +262,22 @@ class ActionProfiles:
             log.push(undo)
 
     def _check_group(self, profile: p4info_pb2.ActionProfile,
-                     msg: p4runtime_pb2.ActionProfileGroup) -> None:
-        name = profile.preamble.name
-        max_size = msg.max_size or profile.max_group_size
-        if profile.max_group_size and msg.max_size > profile.max_group_size:
-            raise errors.invalid(f"group max_size {msg.max_size} exceeds the profile's "
-                                 f"max_group_size {profile.max_group_size}")
-        total = sum(max(m.weight, 1) for m in msg.members)   # weight 0: unset, as 1
-        if max_size and total > max_size:
-            raise errors.resource_exhausted(f"group {msg.group_id} of '{name}' holds at most "
-                                            f"{max_size} members (sum of weights: {total})")
+                     msg: p4runtime_pb2.ActionProfileGroup, max_size: int) -> None:
+        """A group's members, in PI's order and words: weights, their sum against the
+        group's max_size (``max_size``, as created; 0: the profile's), each member."""
+        if any(m.weight <= 0 for m in msg.members):
+            raise errors.invalid("Member weight must be a positive integer value")
+        limit = max_size or profile.max_group_size
+        if limit and sum(m.weight for m in msg.members) > limit:
+            raise errors.resource_exhausted("Sum of member weights exceeds maximum group size")
         seen: set[int] = set()
         for m in msg.members:
-            if m.member_id in seen:
-                raise errors.invalid(f"member {m.member_id} is in group {msg.group_id} twice")
-            seen.add(m.member_id)
             if (msg.action_profile_id, m.member_id) not in self._members:
-                raise errors.not_found(f"group {msg.group_id} of '{name}': member "
-                                       f"{m.member_id} does not exist")
-            if m.weight < 0:
-                raise errors.invalid("member weights must not be negative")
+                raise errors.not_found(f"Member id does not exist: {m.member_id}")
+            if m.member_id in seen:
+                raise errors.invalid(f"Duplicate member id {m.member_id} for group "
+                                     f"{msg.group_id}, use weights instead")
+            seen.add(m.member_id)
 
     def _link(self, group: p4runtime_pb2.ActionProfileGroup, key: tuple[int, int],
               add: bool) -> None:
@@ -296,6 +299,23 @@ def _held(held: dict[tuple[int, int], _Held], table: TableIndex, item_id: int,
     """The member or group ``item_id`` of the table's profile (INVALID_ARGUMENT if none)."""
     item = held.get((table.info.implementation_id, item_id))
     if item is None:
-        raise errors.invalid(f"table '{table.info.preamble.name}': action profile "
-                             f"{what} {item_id} does not exist")
+        raise errors.invalid("Invalid member / group id")
     return item
+
+
+def _check_kind(kind: int) -> None:
+    """PI's words for an update type other than INSERT, MODIFY and DELETE."""
+    if kind == Update.UNSPECIFIED:
+        raise errors.invalid("Update type is not set")
+    if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
+        raise errors.invalid("Invalid update type")
+
+
+def _check_max_size(profile: p4info_pb2.ActionProfile,
+                    msg: p4runtime_pb2.ActionProfileGroup) -> None:
+    """A new group's max_size against the profile's (PI's checks and words)."""
+    if msg.max_size < 0:
+        raise errors.invalid("Group max_size cannot be less than 0")
+    if profile.max_group_size and msg.max_size > profile.max_group_size:
+        raise errors.invalid("Group max_size cannot exceed static max_group_size "
+                             "(from P4Info)")

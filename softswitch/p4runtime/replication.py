@@ -63,7 +63,7 @@ class Replication:
         elif which == "clone_session_entry":
             self._write_session(kind, entry.clone_session_entry, log)
         else:
-            raise errors.invalid("empty PacketReplicationEngineEntry")
+            raise errors.invalid("Invalid PRE operation")
 
     # ------------------------------------------------------------------ multicast groups
     def _write_group(self, kind: int, entry: p4runtime_pb2.MulticastGroupEntry,
@@ -166,6 +166,8 @@ class Replication:
              ) -> Iterator[p4runtime_pb2.Entity]:
         which = req.WhichOneof("type")
         if which in (None, "multicast_group_entry"):
+            if req.multicast_group_entry.multicast_group_id >= FIRST_RESERVED_ID:
+                raise errors.out_of_range("Group id value is too high")
             yield from _read_entries(self._groups, "multicast_group_entry",
                                      req.multicast_group_entry.multicast_group_id,
                                      "multicast group")
@@ -184,19 +186,40 @@ def _read_entries(held: Mapping[int, _Group | _Session], oneof: str, wanted: int
         getattr(out.packet_replication_engine_entry, oneof).CopyFrom(held[key].entry)
         yield out
     if wanted and wanted not in held:
-        raise errors.not_found(f"{what} {wanted} does not exist")
+        raise errors.not_found(_WORDS[what][3])
+
+
+# PI's words per kind: id 0, id at or past FIRST_RESERVED_ID, taken, missing.
+_WORDS = {
+    "multicast group": ("0 is not a valid group id", "Group id value is too high",
+                        "Multicast group already exists", "Multicast group does not exist"),
+    "clone session": ("0 is not a valid session id", "Clone session id out-of-range",
+                      "Clone session id already exists", "Clone session id does not exist"),
+}
+# PI keeps ids from 2^15 up for the multicast groups behind clone sessions: a controller's
+# multicast group and clone session ids are below (PI's codes: OUT_OF_RANGE for a group,
+# INVALID_ARGUMENT for a session).
+FIRST_RESERVED_ID = 1 << 15
 
 
 def _check_update(kind: int, what: str, key: int, exists: bool) -> None:
-    """Refuse an id of 0, an INSERT of what exists, or a MODIFY/DELETE of what does not."""
+    """Refuse an id of 0 or past PI's range, an INSERT of what exists, or a
+    MODIFY/DELETE of what does not (PI's checks, order and words)."""
+    words = _WORDS[what]
     if key == 0:
-        raise errors.invalid(f"{what} id 0 is not valid")
-    if kind == Update.INSERT and exists:
-        raise errors.already_exists(f"{what} {key} already exists")
-    if kind in (Update.MODIFY, Update.DELETE) and not exists:
-        raise errors.not_found(f"{what} {key} does not exist")
+        raise errors.invalid(words[0])
+    if key >= FIRST_RESERVED_ID and what == "multicast group":
+        raise errors.out_of_range(words[1])
+    if kind == Update.UNSPECIFIED:
+        raise errors.invalid("Update type is not set")
     if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
-        raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+        raise errors.invalid("Invalid update type")
+    if key >= FIRST_RESERVED_ID:
+        raise errors.invalid(words[1])
+    if kind == Update.INSERT and exists:
+        raise errors.already_exists(words[2])
+    if kind in (Update.MODIFY, Update.DELETE) and not exists:
+        raise errors.not_found(words[3])
 
 
 def _replicas_by_instance(replicas: Any) -> dict[int, list[int]]:
@@ -206,8 +229,7 @@ def _replicas_by_instance(replicas: Any) -> dict[int, list[int]]:
     for replica in replicas:
         port = _replica_port(replica)
         if (port, replica.instance) in seen:
-            raise errors.invalid(f"replica (port {port}, instance {replica.instance}) "
-                                 "given twice")
+            raise errors.invalid("Duplicate replica in multicast group")
         seen.add((port, replica.instance))
         by_rid.setdefault(replica.instance, []).append(port)
     return by_rid

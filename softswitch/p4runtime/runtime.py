@@ -235,10 +235,13 @@ class PipelineRuntime:
 
     def _apply(self, update: p4runtime_pb2.Update, log: UndoLog) -> None:
         kind = update.type
-        if kind not in _UPDATE_TYPES:
-            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
         entity = update.entity
-        which, writer = _handler(self._writers, entity, "update has no entity", "writing")
+        which, writer = _handler(self._writers, entity, "Incorrect entity type", "writing")
+        if kind not in _UPDATE_TYPES:
+            if which == "digest_entry":
+                raise errors.invalid("Invalid update type for DigestEntry")
+            unset = kind == p4runtime_pb2.Update.UNSPECIFIED
+            raise errors.invalid("Update type is not set" if unset else "Invalid update type")
         writer(kind, getattr(entity, which), log)
 
     # ------------------------------------------------------------------ Read
@@ -248,8 +251,7 @@ class PipelineRuntime:
         Table entries come from per-entry caches of their encoding (see :mod:`wire`)."""
         out: list[bytes] = []
         for entity in entities:
-            which, reader = _handler(self._readers, entity, "read request has an empty entity",
-                                     "reading")
+            which, reader = _handler(self._readers, entity, "Incorrect entity type", "reading")
             try:
                 out.extend(item if isinstance(item, bytes) else item.SerializeToString()
                            for item in reader(getattr(entity, which)))
@@ -270,9 +272,9 @@ class PipelineRuntime:
         did = info.preamble.id
         exists = did in self.digest_configs
         if kind == p4runtime_pb2.Update.INSERT and exists:
-            raise errors.already_exists(f"digest '{info.preamble.name}' is already configured")
+            raise errors.already_exists(f"Digest {did} already configured")
         if kind != p4runtime_pb2.Update.INSERT and not exists:
-            raise errors.not_found(f"digest '{info.preamble.name}' is not configured")
+            raise errors.not_found(f"Digest {did} not configured")
         previous = self.digest_configs.get(did)
         if kind == p4runtime_pb2.Update.DELETE:
             del self.digest_configs[did]
@@ -346,8 +348,8 @@ def _handler(handlers: dict[str, _Handler], entity: p4runtime_pb2.Entity, empty:
              verb: str) -> tuple[str, _Handler]:
     """The kind of ``entity`` and its handler; ``empty`` is the error when it has none."""
     which = entity.WhichOneof("entity")
-    if which is None:
-        raise errors.invalid(empty)
+    if which is None:          # PI's code and words for an entity of no kind
+        raise errors.P4RuntimeError(grpc.StatusCode.UNKNOWN, empty)
     handler = handlers.get(which)
     if handler is None:
         raise errors.unimplemented(f"{verb} {which} is not supported")

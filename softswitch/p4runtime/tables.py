@@ -307,11 +307,19 @@ class TableEntries:
     # ------------------------------------------------------------------ writes
     def write(self, kind: int, entry: TableEntry, log: UndoLog) -> None:
         if entry.table_id == 0:
-            raise errors.invalid("a table entry write needs a table id (no wildcards)")
+            raise errors.invalid("Invalid P4 id")
         table = self.index.table(entry.table_id)
+        if entry.HasField("time_since_last_hit"):
+            raise errors.invalid("has_time_since_last_hit must not be set in WriteRequest")
+        if kind == Update.UNSPECIFIED:
+            raise errors.invalid("Update type is not set")
+        if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
+            raise errors.invalid("Invalid update type")
         if entry.is_default_action:
             self._write_default(kind, table, entry, log)
             return
+        if kind == Update.INSERT and not entry.HasField("action"):
+            raise errors.invalid("'action' field must be set")
         if table.is_const:
             raise errors.permission_denied(
                 f"table '{table.name}' is const: its entries cannot change")
@@ -319,17 +327,14 @@ class TableEntries:
         if kind == Update.INSERT:
             self._insert(table, entry, parsed, log)
         elif kind == Update.MODIFY:
-            self._modify(table, entry, parsed, self._existing(table, parsed), log)
-        elif kind == Update.DELETE:
-            self._delete(table, self._existing(table, parsed), log)
+            self._modify(table, entry, parsed, log)
         else:
-            raise errors.invalid("update type must be INSERT, MODIFY or DELETE")
+            self._delete(table, self._existing(table, parsed), log)
 
     def _existing(self, table: TableIndex, parsed: matches.ParsedMatch) -> Record:
         record = self._records[table.id].get(parsed.key)
         if record is None:
-            raise errors.not_found(f"table '{table.name}' has no entry "
-                                   "with this match key and priority")
+            raise errors.not_found("Cannot find match entry")
         return record
 
     def _action_of(self, table: TableIndex, entry: TableEntry) -> _Binding:
@@ -337,15 +342,14 @@ class TableEntries:
         which = action.WhichOneof("type")
         name = table.name
         if which is None:
-            raise errors.invalid(f"entry for table '{name}' has no action")
+            raise errors.invalid("'action' field must be set for non-default entries")
         if which == "action":
             if table.implementation_id:
-                raise errors.invalid(f"table '{name}' uses an action profile: entries take "
-                                     "a member or group id")
+                raise errors.invalid(f"Cannot provide direct action for indirect table "
+                                     f"{table.id}")
             return _Binding(actions.parse(self.index, action.action, table))
         if not table.implementation_id:
-            raise errors.invalid(f"table '{name}' has no action profile: entries take "
-                                 "a direct action")
+            raise errors.invalid(f"Cannot provide indirect action for direct table {table.id}")
         if which == "action_profile_member_id":
             member = self.profiles.member_call(table, entry.action.action_profile_member_id)
             return _Binding(call=member.call, member=member)
@@ -362,23 +366,19 @@ class TableEntries:
     def _oneshot(self, table: TableIndex, profile: p4info_pb2.ActionProfile,
                  entry: TableEntry) -> list[tuple[actions.ActionCall, int]]:
         """The validated (action, weight) list of a one-shot action set."""
-        name = table.name
         items = entry.action.action_profile_action_set.action_profile_actions
+        if self.profiles.programmed_by_members(profile.preamble.id):
+            raise errors.invalid("Invalid attempt to mix action selector programming modes")
         if not items:
-            raise errors.invalid(f"table '{name}': a one-shot action set needs at least "
-                                 "one action")
-        out = []
-        for item in items:
-            if item.weight <= 0:
-                raise errors.invalid(f"table '{name}': one-shot action weights must be "
-                                     f"positive, got {item.weight}")
-            out.append((actions.parse(self.index, item.action, table), item.weight))
-        total = sum(w for _, w in out)
+            raise errors.unimplemented("No support for empty action profile groups")
+        if any(item.weight <= 0 for item in items):
+            raise errors.invalid("Member weight must be a positive integer value")
+        total = sum(item.weight for item in items)
         if profile.max_group_size and total > profile.max_group_size:
-            raise errors.resource_exhausted(
-                f"table '{name}': the one-shot action set's weights sum to {total}, more "
-                f"than the selector's max_group_size {profile.max_group_size}")
-        return out
+            raise errors.resource_exhausted("Sum of weights exceeds static max_group_size "
+                                            "(from P4Info)")
+        return [(actions.parse(self.index, item.action, table), item.weight)
+                for item in items]
 
     def _switch_members(self, binding: _Binding,
                         log: UndoLog) -> list[tuple[str, list[int]]] | None:
@@ -432,17 +432,19 @@ class TableEntries:
             log.push(lambda: users.__setitem__(id(record), (table_name, record)))
 
     def _check_extras(self, table: TableIndex, entry: TableEntry) -> _Extras:
-        name = table.name
-        if entry.idle_timeout_ns and not table.idle_timeouts:
-            raise errors.invalid(f"table '{name}' does not support idle timeouts")
         meter = entry.HasField("meter_config")
-        if meter and table.direct_meter is None:
-            raise errors.invalid(f"table '{name}' has no direct meter")
+        if meter:
+            if table.direct_meter is None:
+                raise errors.invalid("Table has no direct meters")
+            self.meters.check_config(entry.meter_config)
         counter = entry.HasField("counter_data")
         if counter and table.direct_counter is None:
-            raise errors.invalid(f"table '{name}' has no direct counter")
-        if meter:
-            self.meters.check_config(entry.meter_config)
+            raise errors.invalid("Table has no direct counters")
+        if entry.idle_timeout_ns < 0:
+            raise errors.invalid("idle_timeout_ns must be a positive value")
+        if entry.idle_timeout_ns and not table.idle_timeouts:
+            raise errors.invalid("idle_timeout_ns must be set to 0 for tables which do not "
+                                 "support idle timeout")
         if not counter:
             return _Extras(meter, None)
         data = entry.counter_data
@@ -453,11 +455,11 @@ class TableEntries:
         """INSERT of a parsed entry: the specification's checks, then the insert of its
         kind (a direct action, or an action profile's member, group or action set)."""
         records = self._records[table.id]
-        if parsed.key in records:
-            raise errors.already_exists(f"table '{table.name}' already has an entry with "
-                                        "this match key and priority")
         binding = self._action_of(table, entry)
         extras = self._check_extras(table, entry)
+        if parsed.key in records:
+            raise errors.already_exists("Match entry exists, use MODIFY if you wish to "
+                                        "change action")
         if table.size and len(records) >= table.size:
             raise errors.resource_exhausted(f"table '{table.name}' is full "
                                             f"({table.size} entries)")
@@ -540,11 +542,13 @@ class TableEntries:
                                   entry.meter_config, log, direct=True)
 
     def _modify(self, table: TableIndex, entry: TableEntry, parsed: matches.ParsedMatch,
-                record: Record, log: UndoLog) -> None:
+                log: UndoLog) -> None:
         """MODIFY of a parsed entry's action (and metadata, idle timeout, direct
-        resources), by the modify of its kind."""
+        resources), by the modify of its kind; the entry is looked up after the checks
+        (PI's order)."""
         binding = self._action_of(table, entry)
         extras = self._check_extras(table, entry)
+        record = self._existing(table, parsed)
         new_entry = _clean(entry, extras)
         # A meter config is kept across a MODIFY that gives none (only a table with a
         # direct meter can hold one: spare the others parsing the stored entry).
@@ -666,12 +670,17 @@ class TableEntries:
                        log: UndoLog) -> None:
         name = table.name
         if kind != Update.MODIFY:
-            raise errors.invalid(f"the default entry of table '{name}' can only be "
-                                 "modified (INSERT and DELETE are not allowed)")
-        if entry.match or entry.priority:
-            raise errors.invalid("a default entry has no match key and no priority")
+            raise errors.invalid(f"Cannot use {Update.Type.Name(kind)} for default entry")
+        if entry.match:
+            raise errors.invalid("Non-empty key for default entry")
+        if entry.priority:
+            raise errors.invalid("Non-zero priority for default entry")
+        if table.implementation_id:
+            raise errors.invalid(f"Cannot set / reset default action for indirect table "
+                                 f"{table.id}")
         if table.info.const_default_action_id:
-            raise errors.permission_denied(f"the default action of table '{name}' is const")
+            raise errors.permission_denied(f"Cannot set / reset default action for table "
+                                           f"{table.id} which has a const default action")
         if entry.HasField("action"):
             if entry.action.WhichOneof("type") != "action":
                 raise errors.unimplemented("default entries pointing to action profile "
@@ -723,6 +732,8 @@ class TableEntries:
             tables = list(self.index.tables.values())
         else:
             tables = [self.index.table(request.table_id)]
+        if request.HasField("time_since_last_hit"):
+            _check_aging_read(request, tables)
         for table in tables:
             if request.is_default_action:
                 try:
@@ -810,7 +821,10 @@ class TableEntries:
         """The record a DirectCounterEntry/DirectMeterEntry's ``table_entry`` names."""
         table = self.index.table(entry.table_id)
         parsed = matches.parse(table, list(entry.match), entry.priority)
-        return table, self._existing(table, parsed)
+        record = self._records[table.id].get(parsed.key)
+        if record is None:
+            raise errors.invalid("Cannot map table entry to handle")
+        return table, record
 
     def records(self, table_id: int) -> list[Record]:
         return list(self._records[table_id].values())
@@ -897,3 +911,15 @@ def _no_action_id(index: P4InfoIndex, table: TableIndex) -> int | None:
         if index.action(ref.id).preamble.name in ("NoAction", ".NoAction"):
             return ref.id
     return None
+
+
+def _check_aging_read(request: TableEntry, tables: list[TableIndex]) -> None:
+    """PI's refusals of a read asking for ``time_since_last_hit`` where there is none:
+    of default entries, or of a table (any, for a wildcard) without idle timeouts."""
+    if request.is_default_action:
+        raise errors.invalid("Default table entries do not support entry ageing, do not set "
+                             "'time_since_last_hit' in your ReadRequest")
+    if not all(table.idle_timeouts for table in tables):
+        raise errors.invalid("Do not set time_since_last_hit for a ReadRequest if the table "
+                             "does not support idle timeout; yes, that includes wildcard "
+                             "reads")

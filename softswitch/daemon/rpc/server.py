@@ -28,6 +28,9 @@ from softswitch.p4runtime import encoding, errors
 from softswitch.p4runtime.arbitration import Connection, election_id_of, role_name
 from softswitch.p4runtime.write import Writes
 
+SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest.Action
+GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest.ResponseType
+
 API_VERSION = "1.4.1"
 # The largest request the server accepts (gRPC answers RESOURCE_EXHAUSTED above it,
 # before the server sees it): a device config of the default compile limits, or a
@@ -106,6 +109,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 raise errors.permission_denied(
                     f"role '{role.name}' may not set the forwarding pipeline (its "
                     "--role-config entry needs 'write: \"*\"' and 'pipeline: true')")
+            if request.action == SetAction.UNSPECIFIED:
+                raise errors.invalid("Invalid SetForwardingPipeline action")
             request = lazy.parse_all()
             lazy.release()
             self.device.set_pipeline(request)
@@ -124,6 +129,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             context: grpc.ServicerContext) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
         try:
             self.device.check_device(request.device_id)
+            if request.response_type not in GetType.values():
+                raise errors.invalid("Invalid response_type in "
+                                     "GetForwardingPipelineConfigRequest")
             config = self.device.get_pipeline(request.response_type)
         except errors.P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
