@@ -272,15 +272,21 @@ def test_idle_time_grows_while_the_switch_clock_stands_still(tmp_path, fastpath)
     from softswitch.v1model.fast_switch import load_switch
 
     switch = load_switch(compile_program(str(_source(tmp_path))), fastpath=fastpath)
-    switch.idle_in_real_time()
-    handle = switch.table_add("I.watched", [KeyMatch("h.eth.dst", "exact", 1)], "I.drop", [])
-    time.sleep(0.03)
-    assert 30_000 <= switch.entry_idle_us("I.watched", handle) < 1_000_000
+
+    def idle_us(handle: int) -> int:
+        return switch.entry_idle_us("I.watched", handle)
+
+    hit = switch.table_add("I.watched", [KeyMatch("h.eth.dst", "exact", 1)], "I.drop", [])
     switch.clock.freeze(10**12)          # a packet's time, on a clock of another origin
-    switch.inject(0, FRAME)
-    assert switch.entry_idle_us("I.watched", handle) < 20_000
+    switch.inject(0, FRAME)              # the hit is stamped with it: past the wall clock
+    switch.idle_in_real_time()           # ... and brought back to now
+    assert idle_us(hit) < 20_000
+    idle = switch.table_add("I.watched", [KeyMatch("h.eth.dst", "exact", 2)], "I.drop", [])
     time.sleep(0.05)                     # the switch clock stays frozen meanwhile
-    assert 50_000 <= switch.entry_idle_us("I.watched", handle) < 1_000_000
+    assert 50_000 <= idle_us(hit) < 1_000_000
+    assert 50_000 <= idle_us(idle) < 1_000_000      # never hit: since the insert
+    switch.inject(0, FRAME)              # a hit under the frozen clock
+    assert idle_us(hit) < 20_000 and idle_us(idle) >= 50_000
 
 
 def test_pna_learned_entry_expires_in_real_time():

@@ -137,10 +137,14 @@ class RealTimeClock:
 
 
 def idle_in_real_time(tables: Iterable[TableState], origin: float) -> RealTimeClock:
-    """Stamp the tables' insertions and hits on the wall clock from ``origin`` on."""
+    """Stamp the tables' insertions and hits on the wall clock from ``origin`` on. A
+    stamp already later than that clock's now (a packet's time on a clock of another
+    origin) becomes now."""
     clock = RealTimeClock(origin)
+    now = clock.now_us()
     for table in tables:
         table.clock = clock
+        table.clamp_hits(now)
     return clock
 
 
@@ -700,6 +704,16 @@ class TableState:
         self.default_cp_args = self.check_args(action, args)
         self.default_args = action.runtime_args(self.default_cp_args)
         self.default_action = action
+
+    def clamp_hits(self, now_us: int) -> None:
+        """Bring every entry's last hit later than ``now_us`` back to it."""
+        for entry in self._entries.values():
+            if entry.last_hit > now_us:
+                entry.last_hit = now_us
+        rows = self._rows
+        for handle, row in rows.items():
+            if row[6] > now_us:
+                rows[handle] = (*row[:6], now_us)
 
     def idle_us(self, handle: int) -> int:
         """µs since the entry was last hit (or inserted, if never hit)."""

@@ -997,12 +997,20 @@ static PyObject *m_tbl_stats(PyObject *self, PyObject *const *args, Py_ssize_t n
                          (unsigned long long)e->last_hit);
 }
 
-/* idle_real_time(ctx): stamp table hits on the wall clock from now on */
+/* idle_real_time(ctx): stamp table hits on the wall clock from now on; a last hit
+ * later than the wall clock now (a packet's time on another origin) becomes now */
 static PyObject *m_idle_real_time(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 1) { PyErr_SetString(PyExc_TypeError, "idle_real_time(ctx)"); return NULL; }
     rt_ctx *c = get_ctx(args[0]);
     if (!c) return NULL;
     c->idle_real_time = 1;
+    uint64_t now = rt_wall_us(c);
+    for (uint32_t i = 0; i < c->ntables; i++) {
+        MAP_EACH(&c->tables[i].by_handle, v, {
+            rt_entry *e = (rt_entry *)v;
+            if (e->last_hit > now) e->last_hit = now;
+        });
+    }
     Py_RETURN_NONE;
 }
 
