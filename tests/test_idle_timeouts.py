@@ -259,8 +259,6 @@ def test_bmv2_read_capped_at_the_timeout(bmv2_seen):
     check_read_capped(bmv2_seen)
 
 
-@pytest.mark.xfail(strict=True, reason="softswitch.p4runtime.tables._time_since_last_hit "
-                   "does not cap the time at the entry's idle_timeout_ns yet")
 def test_softswitch_read_capped_at_the_timeout(softswitch_seen):
     check_read_capped(softswitch_seen)
 

@@ -782,8 +782,10 @@ class TableEntries:
         idle_us = getattr(self.switch, "entry_idle_us", None)
         if idle_us is None:
             raise errors.unimplemented("this switch does not track when entries are hit")
-        elapsed = TableEntry.IdleTimeout(
-            elapsed_ns=idle_us(table.name, record.handle) * 1000)
+        # PI's words for BMv2's ageing: the idle time, never above the entry's timeout
+        # (0 for an entry without one)
+        elapsed = TableEntry.IdleTimeout(elapsed_ns=min(
+            idle_us(table.name, record.handle) * 1000, record.idle_timeout_ns))
         return encoding.field(encoding.TABLE_ENTRY_TIME_SINCE_LAST_HIT, elapsed.SerializeToString())
 
     def canonical(self, table: TableIndex, record: Record) -> TableEntry:
