@@ -247,7 +247,7 @@ def format_distances(summary: dict[str, Any], floors: Floors) -> str:
     return "\n".join(lines)
 
 
-TAILCC_SCHEMES = ("tailcc", "tailcc-nic")
+TAILCC_SCHEMES = ("tailcc", "tailcc-nic", "tailcc-srpt")
 
 
 MOUSE_P99, MOUSE_P999 = 1.5, 2.0

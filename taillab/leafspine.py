@@ -148,7 +148,7 @@ def _qp_range(spec: int) -> str:
 
 
 # Schemes whose switches are configured as another's (they differ at the hosts).
-SWITCHES_AS = {"tailcc-nic": "tailcc"}
+SWITCHES_AS = {"tailcc-nic": "tailcc", "tailcc-srpt": "tailcc"}
 
 
 def switch_scheme(scheme: str) -> str:

@@ -34,6 +34,7 @@ from taillab.scenario import Scenario
 from taillab.traffic import FabricMessage, generate
 
 RESULT_VERSION = 4
+NIC_SCHEMES = ("tailcc-nic", "tailcc-srpt")     # schemes whose hosts run tailcc_nic.p4
 
 
 def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
@@ -86,20 +87,23 @@ def build_network(scenario: Scenario, scheme: str, messages: list[FabricMessage]
 
     fabric = Fabric(scenario.topology)
     slow = sorted(s.host for s in scenario.slow_receivers)
-    nic_factory = p4_nics() if scheme == "tailcc-nic" else None
+    nic_factory = p4_nics(scheme) if scheme in NIC_SCHEMES else None
     return Network(scenario, scheme, lambda: load_switch(checked, fastpath=fastpath),
                    switch_commands(scenario, scheme, fabric, messages),
                    _sample_ports(fabric, slow[0] if slow else 0), nic_factory=nic_factory)
 
 
-def p4_nics() -> Any:
-    """Hosts whose NIC runs tailcc_nic.p4 (the tailcc-nic scheme), compiled once."""
+def p4_nics(scheme: str = "tailcc-nic") -> Any:
+    """Hosts whose NIC runs tailcc_nic.p4 (the tailcc-nic scheme; tailcc-srpt's under
+    its message-level SRPT transport), compiled once."""
     from taillab.p4nic import P4HostNic
+    from taillab.srpt_nic import SrptHostNic
 
     checked = compile_nic_program()
+    kind = SrptHostNic if scheme == "tailcc-srpt" else P4HostNic
 
     def make(net: Network, host: int, rate: float, rx_rate: float | None) -> P4HostNic:
-        return P4HostNic(net, host, rate, rx_rate, checked)
+        return kind(net, host, rate, rx_rate, checked)
     return make
 
 

@@ -1,0 +1,67 @@
+"""The lab's ``tailcc-srpt`` scheme (issue 45 point 3): tailcc-nic's NIC program and
+switches under a transport that feeds the message with the fewest bytes left, also among
+the messages on one connection.
+
+Two hot KV blocks to the same decode node share one QP: under tailcc-nic the shorter,
+posted second, waits for the longer (RC order); under tailcc-srpt it passes it. Each
+packet still reaches the receiver and every message completes once."""
+
+import pytest
+
+from taillab.programs import compile_tailcc
+from taillab.runner import build_network
+from taillab.scenario import parse_scenario
+from taillab.srpt_nic import SrptHostNic
+from taillab.traffic import FabricMessage
+
+# One sender (1.0) and one decode node (3.0) on another leaf; nothing else on the wire.
+SAME_PEER = """
+name: same_peer
+duration_us: 1000
+drain_us: 1000
+seeds: [1]
+traffic:
+  - {name: hot_kv, senders: ["1.0"], receivers: ["3.0"], sizes: [16384],
+     mean_gap_us: 1000, max_messages: 1}
+"""
+SENDER, DECODE = 4, 12
+LONG, SHORT = 200000, 8000
+
+
+@pytest.fixture(scope="module")
+def checked():
+    return compile_tailcc()
+
+
+def _run(scheme: str, checked) -> tuple[dict[int, float], object]:
+    """A 200 KB block at 0 us and an 8 KB one at 10 us, one sender, one receiver, one
+    QP; returns each message's completion time (by size) and the network."""
+    scenario = parse_scenario(SAME_PEER, "same_peer.yaml")
+    messages = [FabricMessage("hot_kv", 0, "hot_kv", SENDER, DECODE, size, start, i)
+                for i, (size, start) in enumerate(((LONG, 0.0), (SHORT, 10.0)))]
+    net = build_network(scenario, scheme, messages, checked)
+    obs = net.run(messages)
+    done = {m.size: t - m.start_us for m, t in obs.completions}
+    assert sorted(done) == [SHORT, LONG]                 # each completes, once
+    return done, net
+
+
+def test_short_block_passes_a_long_one_to_the_same_peer(checked):
+    fifo, _ = _run("tailcc-nic", checked)
+    srpt, net = _run("tailcc-srpt", checked)
+    assert isinstance(net.nics[SENDER], SrptHostNic)
+    # in RC order the 8 KB block waits for most of the 200 KB one (~160 us at 10G)
+    assert fifo[SHORT] > 100.0, fifo
+    # shortest first it waits at most for the packets already in the NIC
+    assert srpt[SHORT] < 15.0, srpt
+    # the long block loses about the short one's transfer time, no more
+    assert srpt[LONG] - fifo[LONG] < 10.0, (fifo, srpt)
+
+
+def test_srpt_nic_keeps_psn_order_on_the_qp(checked):
+    """Packets of both messages interleave on the QP, their PSNs in sending order."""
+    _, net = _run("tailcc-srpt", checked)
+    (q,) = net.nics[SENDER].qps.values()
+    packets = -(-LONG // 1024) + -(-SHORT // 1024)
+    assert q.psn == packets
+    assert not q.messages and not net.nics[SENDER].sent
