@@ -9,6 +9,7 @@ import heapq
 from collections import defaultdict, deque
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from softswitch.v1model.switch import Switch
 from taillab.events import EventLoop
@@ -63,6 +64,7 @@ class Network:
         self._delivery = self._deliveries()
         self._prop_us = scenario.topology.prop_us
         self._heap, self._push, self._seq = self.loop.heap, heapq.heappush, self.loop.seq
+        self._fabric = self._native_fabric()
         self._sample_ports = sample_ports
         self._sample_every = sample_every_us
 
@@ -91,6 +93,39 @@ class Network:
                 out[node][port] = (self.switches[peer].receive, pport)
         return dict(out)
 
+    def _native_fabric(self) -> tuple[dict[str, Any], Any] | None:
+        """When every switch is a C hop: the switches' events run in C (``fab_*`` of
+        rt_queues.c), calling back here for what only Python knows; the deliveries to
+        switches become its partials. None otherwise (the interpreter)."""
+        hops = [sw.hop for sw in self.switches.values()]
+        if not hops or any(h is None for h in hops):
+            return None
+        fns = hops[0].functions  # type: ignore[union-attr]
+        index = {name: i for i, name in enumerate(self.switches)}
+        specs = []
+        for name, sw in self.switches.items():
+            links: dict[int, tuple[Any, int, int]] = {}
+            for port, (deliver, pport) in self._delivery[name].items():
+                peer = self.peer[(name, port)][0]
+                links[port] = (deliver, -1, -1) if pport < 0 else (None, index[peer], pport)
+            assert sw.hop is not None
+            specs.append((sw.hop.ctx, sw.hop.capsule, sw, sw.arrivals, sw.forwarding_cnps,
+                          sw.send_pfc_frames, links))
+        fabric = fns["fab_new"](self.loop, self.loop.heap, heapq.heappush, self.loop.seq,
+                                partial, self.obs.pfc.intervals,
+                                (self._switch_cnp, self._check_victim, self._ce_marked),
+                                (fns["fab_receive"], fns["fab_tick"]),
+                                float(self.scenario.topology.prop_us),
+                                (BTH_OPCODE_OFFSET, OPCODE_CNP, ECN_CE), specs)
+        for name, sw in self.switches.items():
+            sw.attach_fabric(fns, fabric, index[name])
+        for node, ports in self._delivery.items():
+            for port, (_, pport) in list(ports.items()):
+                peer = self.peer[(node, port)][0]
+                if pport >= 0:
+                    ports[port] = (partial(fns["fab_receive"], fabric, index[peer]), pport)
+        return fns, fabric
+
     def send_pfc(self, node: str, port: int, priority: int, pause: bool) -> None:
         peer, pport, _ = self.peer[(node, port)]
         t = self.loop.now + self.scenario.topology.prop_us
@@ -116,24 +151,31 @@ class Network:
         for port, data, done_us in outs:
             if len(data) > BTH_OPCODE_OFFSET:
                 if data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
-                    if not sw.is_forwarded_cnp(data):  # a Fast CNP this switch built
-                        view = parse_roce(data)
-                        if view is not None:
-                            self.cnp_origins[(view.dst_ip, view.dest_qp, "switch")].append(now)
+                    if not sw.is_forwarded_cnp(data):
+                        self._switch_cnp(data, now)
                 else:
                     # packet_identity, inline: the arrival noted by FabricSwitch.receive
                     arrived = arrivals.pop(data[IP_PAIR] + data[QP_PSN], None)
                     if arrived is not None and intervals:
                         self._check_victim(sw, port, data, arrived, now)
                     if data[15] & 3 == ECN_CE:
-                        view = parse_roce(data)
-                        if view is not None:
-                            self.mark_time.setdefault((view.src_ip, view.dest_qp, view.psn),
-                                                      now)
+                        self._ce_marked(data, now)
             deliver, pport = deliveries[port]
             t = done_us + prop
             push(heap, (now if now > t else t, next(seq),
                         partial(deliver, data) if pport < 0 else partial(deliver, pport, data)))
+
+    def _switch_cnp(self, data: bytes, now: float) -> None:
+        """A Fast CNP a switch built leaves it: where its delay is counted from."""
+        view = parse_roce(data)
+        if view is not None:
+            self.cnp_origins[(view.dst_ip, view.dest_qp, "switch")].append(now)
+
+    def _ce_marked(self, data: bytes, now: float) -> None:
+        """A CE-marked data packet leaves a switch: the first such time per packet."""
+        view = parse_roce(data)
+        if view is not None:
+            self.mark_time.setdefault((view.src_ip, view.dest_qp, view.psn), now)
 
     def _check_victim(self, sw: FabricSwitch, port: int, data: bytes, arrived: float,
                       now: float) -> None:
@@ -202,6 +244,9 @@ class Network:
         self._sample()
         end = self.scenario.duration_us + self.scenario.drain_us
         self.loop.run(end)
+        if self._fabric is not None:     # the heap's partials hold the fabric, it them
+            fns, fabric = self._fabric
+            fns["fab_close"](fabric)
         self.obs.pfc.close(end)
         return self.obs
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from softswitch.daemon.cli_channel.commands import RuntimeChannel
 from softswitch.tm import TrafficManager
@@ -49,16 +49,32 @@ class FabricSwitch:
             else None
         self._scheduled: float | None = None
         self._tick_token = 0
-        self._forwarding_cnps: dict[tuple[bytes, bytes], int] = defaultdict(int)
+        self.forwarding_cnps: dict[tuple[bytes, bytes], int] = defaultdict(int)
         self.arrivals: dict[bytes, float] = {}   # packet identity -> arrival here
-        self.received = 0
+        self._received = 0
         self.loop = net.loop
+        # in a native fabric (Network: every switch a C hop), C runs this switch's
+        # arrivals and wake-ups (fab_receive, fab_tick): (functions, fabric, index)
+        self._fabric: tuple[dict[str, Any], Any, int] | None = None
+
+    def attach_fabric(self, functions: dict[str, Any], fabric: Any, index: int) -> None:
+        """From now on the native fabric ``fabric`` (switch ``index`` of it) runs this
+        switch's events; :meth:`receive` is no longer called, :meth:`service` asks C."""
+        self._fabric = (functions, fabric, index)
+
+    @property
+    def received(self) -> int:
+        """Packets this switch received."""
+        if self._fabric is not None:
+            fns, fabric, index = self._fabric
+            return int(fns["fab_received"](fabric, index)) + self._received
+        return self._received
 
     def receive(self, port: int, data: bytes) -> None:
-        self.received += 1
+        self._received += 1
         now = self.loop.now
         if len(data) > BTH_OPCODE_OFFSET and data[BTH_OPCODE_OFFSET] == OPCODE_CNP:
-            self._forwarding_cnps[data[30:34], data[46:50]] += 1
+            self.forwarding_cnps[data[30:34], data[46:50]] += 1
         elif len(data) > BTH_OPCODE_OFFSET + 12:
             self.arrivals[data[IP_PAIR] + data[QP_PSN]] = now   # packet_identity
         hop = self.hop
@@ -70,7 +86,7 @@ class FabricSwitch:
         if outs:
             self.net.switch_sent(self, outs, now)
         if events is not None:
-            self._send_pfc(events)
+            self.send_pfc_frames(events)
         if nxt is not None and (self._scheduled is None or nxt < self._scheduled):
             self._scheduled = nxt                    # _wake_at, inline
             self._tick_token += 1
@@ -92,6 +108,10 @@ class FabricSwitch:
     def service(self) -> None:
         """Every packet whose turn has come leaves; the PFC frames the traffic manager
         decided go out; the next wake-up is set."""
+        if self._fabric is not None:
+            fns, fabric, index = self._fabric
+            fns["fab_service"](fabric, index)
+            return
         now = self.loop.now
         hop = self.hop
         if hop is None:
@@ -106,7 +126,7 @@ class FabricSwitch:
         if outs:
             self.net.switch_sent(self, outs, now)
         if events is not None:
-            self._send_pfc(events)
+            self.send_pfc_frames(events)
         if nxt is not None and (self._scheduled is None or nxt < self._scheduled):
             self._wake_at(nxt)
 
@@ -122,7 +142,7 @@ class FabricSwitch:
             self._scheduled = None
             self.service()
 
-    def _send_pfc(self, events: list[tuple[int, int, bool]]) -> None:
+    def send_pfc_frames(self, events: list[tuple[int, int, bool]]) -> None:
         """XOFF/XON frames to the upstream neighbours: (ingress port, priority, pause?)."""
         for port, priority, pause in events:
             self.net.send_pfc(self.name, port, priority, pause)
@@ -143,8 +163,8 @@ class FabricSwitch:
 
     def is_forwarded_cnp(self, data: bytes) -> bool:
         key = (data[30:34], data[46:50])
-        if self._forwarding_cnps.get(key, 0) > 0:
-            self._forwarding_cnps[key] -= 1
+        if self.forwarding_cnps.get(key, 0) > 0:
+            self.forwarding_cnps[key] -= 1
             return True
         return False
 

@@ -1112,6 +1112,392 @@ static PyObject *m_lh_depth(PyObject *self, PyObject *const *args, Py_ssize_t n)
     return PyLong_FromUnsignedLong(S->ports[port]->held);
 }
 
+/* ---- the lab's fabric: switch events without Python frames ------------------------
+ *
+ * taillab's Network schedules every event on one heap of (time, seq, callable)
+ * (taillab/events.py). For the switches of a fabric whose hops are all C hops, the
+ * events of a switch (a packet arriving, its wake-up) are partials of fab_receive and
+ * fab_tick: they do here what FabricSwitch.receive, service, _tick and
+ * Network.switch_sent do, with the same Python objects (the switch's arrivals and
+ * forwarded-CNP dictionaries, the loop's heap and sequence), pushing the same events
+ * in the same order; what only Python knows is a call back (a Fast CNP's origin, a
+ * paused victim, a CE mark, the PFC frames to send). fab_close drops the references
+ * (the heap holds partials of the fabric: a cycle otherwise).
+ */
+
+typedef struct {
+    PyObject *ctx, *hop, *sw, *arrivals, *cnps, *send_pfc;
+    uint64_t received, token;
+    double scheduled;
+    int has_scheduled;
+    PyObject *deliver[LH_PORTS];   /* a host's receiver (peer_sw -1), else NULL */
+    int peer_sw[LH_PORTS];
+    int64_t peer_port[LH_PORTS];
+} lf_switch;
+
+typedef struct {
+    int n;
+    lf_switch *sw;
+    PyObject *loop, *heap, *push, *seq, *partial, *intervals, *now_name;
+    PyObject *on_cnp, *on_victim, *on_ce, *f_receive, *f_tick;
+    double prop;
+    Py_ssize_t bth;
+    int cnp_opcode, ecn_ce;
+} lf_state;
+
+static const char *LF_NAME = "softswitch.fastpath.fabric";
+
+static lf_state *lf_get(PyObject *o) { return (lf_state *)PyCapsule_GetPointer(o, LF_NAME); }
+
+static void lf_clear(lf_state *F) {
+    for (int i = 0; F->sw && i < F->n; i++) {
+        lf_switch *S = &F->sw[i];
+        Py_CLEAR(S->ctx); Py_CLEAR(S->hop); Py_CLEAR(S->sw); Py_CLEAR(S->arrivals);
+        Py_CLEAR(S->cnps); Py_CLEAR(S->send_pfc);
+        for (int p = 0; p < LH_PORTS; p++) Py_CLEAR(S->deliver[p]);
+    }
+    Py_CLEAR(F->loop); Py_CLEAR(F->heap); Py_CLEAR(F->push); Py_CLEAR(F->seq);
+    Py_CLEAR(F->partial); Py_CLEAR(F->intervals); Py_CLEAR(F->now_name);
+    Py_CLEAR(F->on_cnp); Py_CLEAR(F->on_victim); Py_CLEAR(F->on_ce);
+    Py_CLEAR(F->f_receive); Py_CLEAR(F->f_tick);
+}
+
+static void lf_destroy(PyObject *cap) {
+    lf_state *F = lf_get(cap);
+    if (!F) return;
+    lf_clear(F);
+    free(F->sw);
+    free(F);
+}
+
+/* EventLoop.at: (max(t, now), next(seq), fn) onto the heap; steals ``fn`` */
+static int lf_push(lf_state *F, double t, double now, PyObject *fn) {
+    if (!fn) return -1;
+    PyObject *seq = PyIter_Next(F->seq);
+    if (!seq) { Py_DECREF(fn); if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "fabric: no sequence"); return -1; }
+    PyObject *item = Py_BuildValue("(dNN)", now > t ? now : t, seq, fn);
+    if (!item) return -1;
+    PyObject *r = PyObject_CallFunctionObjArgs(F->push, F->heap, item, NULL);
+    Py_DECREF(item);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static PyObject *lf_bytes_key(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb) {
+    PyObject *k = PyBytes_FromStringAndSize(NULL, na + nb);
+    if (!k) return NULL;
+    memcpy(PyBytes_AS_STRING(k), a, (size_t)na);
+    memcpy(PyBytes_AS_STRING(k) + na, b, (size_t)nb);
+    return k;
+}
+
+/* the (data[30:34], data[46:50]) key of a CNP (FabricSwitch._forwarding_cnps) */
+static PyObject *lf_cnp_key(const char *d) {
+    return Py_BuildValue("(y#y#)", d + 30, (Py_ssize_t)4, d + 46, (Py_ssize_t)4);
+}
+
+/* Network.switch_sent for one frame of switch ``si`` */
+static int lf_sent(PyObject *cap, lf_state *F, lf_switch *S, int64_t port, PyObject *data,
+                   double done, double now, PyObject *nowobj) {
+    Py_ssize_t len = PyBytes_GET_SIZE(data);
+    const char *d = PyBytes_AS_STRING(data);
+    if (len > F->bth) {
+        if ((unsigned char)d[F->bth] == F->cnp_opcode) {
+            PyObject *key = lf_cnp_key(d);
+            if (!key) return -1;
+            PyObject *v = PyDict_GetItemWithError(S->cnps, key);
+            long long count = v ? PyLong_AsLongLong(v) : 0;
+            if (count == -1 && PyErr_Occurred()) { Py_DECREF(key); return -1; }
+            int bad = 0;
+            if (count > 0) {
+                PyObject *nv = PyLong_FromLongLong(count - 1);
+                bad = !nv || PyDict_SetItem(S->cnps, key, nv);
+                Py_XDECREF(nv);
+            } else {
+                PyObject *r = PyObject_CallFunctionObjArgs(F->on_cnp, data, nowobj, NULL);
+                bad = !r;
+                Py_XDECREF(r);
+            }
+            Py_DECREF(key);
+            if (bad) return -1;
+        } else {
+            PyObject *key = lf_bytes_key(d + 26, 8, d + F->bth + 4, 8);
+            if (!key) return -1;
+            PyObject *arrived = PyDict_GetItemWithError(S->arrivals, key);
+            if (arrived) {
+                Py_INCREF(arrived);
+                if (PyDict_DelItem(S->arrivals, key)) { Py_DECREF(arrived); Py_DECREF(key); return -1; }
+            }
+            Py_DECREF(key);
+            if (!arrived && PyErr_Occurred()) return -1;
+            if (arrived && PyDict_Size(F->intervals)) {
+                PyObject *p = PyLong_FromLongLong(port);
+                PyObject *r = p ? PyObject_CallFunctionObjArgs(F->on_victim, S->sw, p, data,
+                                                               arrived, nowobj, NULL) : NULL;
+                Py_XDECREF(p);
+                Py_DECREF(arrived);
+                if (!r) return -1;
+                Py_DECREF(r);
+            } else {
+                Py_XDECREF(arrived);
+            }
+            if ((d[15] & 3) == F->ecn_ce) {
+                PyObject *r = PyObject_CallFunctionObjArgs(F->on_ce, data, nowobj, NULL);
+                if (!r) return -1;
+                Py_DECREF(r);
+            }
+        }
+    }
+    if (port < 0 || port >= LH_PORTS || (S->peer_sw[port] < 0 && !S->deliver[port])) {
+        PyErr_Format(PyExc_KeyError, "fabric: no link on port %lld", (long long)port);
+        return -1;
+    }
+    PyObject *fn;
+    if (S->peer_sw[port] >= 0)
+        fn = Py_BuildValue("(OOiLO)", F->f_receive, cap, S->peer_sw[port],
+                           (long long)S->peer_port[port], data);
+    else
+        fn = Py_BuildValue("(OO)", S->deliver[port], data);
+    if (!fn) return -1;
+    PyObject *part = PyObject_Call(F->partial, fn, NULL);
+    Py_DECREF(fn);
+    return lf_push(F, done + F->prop, now, part);
+}
+
+/* what FabricSwitch does after a step of its hop: frames out, PFC frames, wake-up;
+ * steals ``step`` */
+static int lf_after(PyObject *cap, lf_state *F, int si, PyObject *step, double now,
+                    PyObject *nowobj) {
+    if (!step) return -1;
+    lf_switch *S = &F->sw[si];
+    PyObject *outs = PyTuple_GET_ITEM(step, 0), *events = PyTuple_GET_ITEM(step, 1);
+    PyObject *nxt = PyTuple_GET_ITEM(step, 2);
+    int res = 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(outs) && !res; k++) {
+        PyObject *o = PyList_GET_ITEM(outs, k);
+        res = lf_sent(cap, F, S, PyLong_AsLongLong(PyTuple_GET_ITEM(o, 0)),
+                      PyTuple_GET_ITEM(o, 1), PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(o, 2)), now,
+                      nowobj);
+    }
+    if (!res && events != Py_None) {
+        PyObject *r = PyObject_CallFunctionObjArgs(S->send_pfc, events, NULL);
+        if (!r) res = -1;
+        Py_XDECREF(r);
+    }
+    if (!res && nxt != Py_None) {
+        double t = PyFloat_AS_DOUBLE(nxt);
+        if (!S->has_scheduled || t < S->scheduled) {
+            S->scheduled = t;
+            S->has_scheduled = 1;
+            S->token++;
+            PyObject *a = Py_BuildValue("(OOiK)", F->f_tick, cap, si,
+                                        (unsigned long long)S->token);
+            PyObject *part = a ? PyObject_Call(F->partial, a, NULL) : NULL;
+            Py_XDECREF(a);
+            res = lf_push(F, t, now, part);
+        }
+    }
+    Py_DECREF(step);
+    return res;
+}
+
+static int lf_args(PyObject *const *args, Py_ssize_t n, Py_ssize_t want, lf_state **F,
+                   int *si) {
+    if (n != want) { PyErr_SetString(PyExc_TypeError, "fabric: wrong number of arguments"); return -1; }
+    *F = lf_get(args[0]);
+    if (!*F) return -1;
+    if (!(*F)->loop) { PyErr_SetString(PyExc_RuntimeError, "fabric: closed"); return -1; }
+    long i = PyLong_AsLong(args[1]);
+    if (i < 0 || i >= (*F)->n) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fabric: no such switch");
+        return -1;
+    }
+    *si = (int)i;
+    return 0;
+}
+
+static PyObject *lf_now(lf_state *F, double *now) {
+    PyObject *v = PyObject_GetAttr(F->loop, F->now_name);
+    if (!v) return NULL;
+    *now = PyFloat_AsDouble(v);
+    if (*now == -1.0 && PyErr_Occurred()) { Py_DECREF(v); return NULL; }
+    return v;
+}
+
+/* fab_receive(fabric, switch, port, data): FabricSwitch.receive */
+static PyObject *m_lf_receive(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lf_state *F;
+    int si;
+    if (lf_args(args, n, 4, &F, &si)) return NULL;
+    lf_switch *S = &F->sw[si];
+    long long port = PyLong_AsLongLong(args[2]);
+    if (port == -1 && PyErr_Occurred()) return NULL;
+    PyObject *data = args[3];
+    if (!PyBytes_Check(data)) { PyErr_SetString(PyExc_TypeError, "fab_receive: data must be bytes"); return NULL; }
+    double now;
+    PyObject *nowobj = lf_now(F, &now);
+    if (!nowobj) return NULL;
+    S->received++;
+    Py_ssize_t len = PyBytes_GET_SIZE(data);
+    const char *d = PyBytes_AS_STRING(data);
+    int bad = 0;
+    if (len > F->bth && (unsigned char)d[F->bth] == F->cnp_opcode) {
+        PyObject *key = lf_cnp_key(d);
+        PyObject *v = key ? PyDict_GetItemWithError(S->cnps, key) : NULL;
+        long long count = v ? PyLong_AsLongLong(v) : 0;
+        PyObject *nv = key && !PyErr_Occurred() ? PyLong_FromLongLong(count + 1) : NULL;
+        bad = !nv || PyDict_SetItem(S->cnps, key, nv);
+        Py_XDECREF(nv);
+        Py_XDECREF(key);
+    } else if (len > F->bth + 12) {
+        PyObject *key = lf_bytes_key(d + 26, 8, d + F->bth + 4, 8);
+        bad = !key || PyDict_SetItem(S->arrivals, key, nowobj);
+        Py_XDECREF(key);
+    }
+    if (bad) { Py_DECREF(nowobj); return NULL; }
+    lh_state *H = lh_get(S->hop);
+    rt_ctx *c = H ? get_ctx(S->ctx) : NULL;
+    if (!c) { Py_DECREF(nowobj); return NULL; }
+    rt_work *w = ingress_work((const uint8_t *)d, (size_t)len, port, I_NORMAL, NULL, 0, 0);
+    if (!w) { Py_DECREF(nowobj); return PyErr_NoMemory(); }
+    int res = lf_after(args[0], F, si, lh_step(c, H, now, w), now, nowobj);
+    Py_DECREF(nowobj);
+    if (res) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* fab_service(fabric, switch): FabricSwitch.service */
+static PyObject *m_lf_service(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lf_state *F;
+    int si;
+    if (lf_args(args, n, 2, &F, &si)) return NULL;
+    lf_switch *S = &F->sw[si];
+    double now;
+    PyObject *nowobj = lf_now(F, &now);
+    if (!nowobj) return NULL;
+    lh_state *H = lh_get(S->hop);
+    rt_ctx *c = H ? get_ctx(S->ctx) : NULL;
+    int res = c ? lf_after(args[0], F, si, lh_step(c, H, now, NULL), now, nowobj) : -1;
+    Py_DECREF(nowobj);
+    if (res) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* fab_tick(fabric, switch, token): FabricSwitch._tick */
+static PyObject *m_lf_tick(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lf_state *F;
+    int si;
+    if (lf_args(args, n, 3, &F, &si)) return NULL;
+    lf_switch *S = &F->sw[si];
+    unsigned long long token = PyLong_AsUnsignedLongLong(args[2]);
+    if (token == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    if (token != S->token) Py_RETURN_NONE;
+    S->has_scheduled = 0;
+    return m_lf_service(self, args, 2);
+}
+
+/* fab_received(fabric, switch) -> packets the switch received */
+static PyObject *m_lf_received(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lf_state *F;
+    int si;
+    if (n != 2 || !(F = lf_get(args[0]))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "fab_received(fabric, switch)");
+        return NULL;
+    }
+    si = (int)PyLong_AsLong(args[1]);
+    if (si < 0 || si >= F->n) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fabric: no such switch");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(F->sw[si].received);
+}
+
+/* fab_close(fabric): drop every reference (the run is over) */
+static PyObject *m_lf_close(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lf_state *F = n == 1 ? lf_get(args[0]) : NULL;
+    if (!F) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "fab_close(fabric)");
+        return NULL;
+    }
+    lf_clear(F);
+    Py_RETURN_NONE;
+}
+
+#define LF_SET(dst, src) do { Py_INCREF(src); (dst) = (src); } while (0)
+
+/* fab_new(loop, heap, heappush, seq, partial, intervals, (on_cnp, on_victim, on_ce),
+ *         (fab_receive, fab_tick), prop_us, (bth offset, CNP opcode, ECN CE),
+ *         [(ctx, hop, switch, arrivals, cnps, send_pfc, {port: (receiver, peer switch,
+ *           peer port)})]) -> fabric */
+static PyObject *m_lf_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 11) { PyErr_SetString(PyExc_TypeError, "fab_new: 11 arguments"); return NULL; }
+    PyObject *cb = args[6], *fns = args[7], *consts = args[9];
+    if (!PyTuple_Check(cb) || PyTuple_GET_SIZE(cb) != 3 || !PyTuple_Check(fns) ||
+        PyTuple_GET_SIZE(fns) != 2 || !PyList_Check(args[10]) || !PyDict_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "fab_new: bad arguments");
+        return NULL;
+    }
+    long bth, opc, ce;
+    if (!PyArg_ParseTuple(consts, "lll", &bth, &opc, &ce)) return NULL;
+    double prop = PyFloat_AsDouble(args[8]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t ns = PyList_GET_SIZE(args[10]);
+    lf_state *F = (lf_state *)calloc(1, sizeof(lf_state));
+    if (!F) return PyErr_NoMemory();
+    F->sw = (lf_switch *)calloc((size_t)(ns ? ns : 1), sizeof(lf_switch));
+    if (!F->sw) { free(F); return PyErr_NoMemory(); }
+    F->n = (int)ns;
+    PyObject *cap = PyCapsule_New(F, LF_NAME, lf_destroy);
+    if (!cap) { free(F->sw); free(F); return NULL; }
+    LF_SET(F->loop, args[0]); LF_SET(F->heap, args[1]); LF_SET(F->push, args[2]);
+    LF_SET(F->seq, args[3]); LF_SET(F->partial, args[4]); LF_SET(F->intervals, args[5]);
+    LF_SET(F->on_cnp, PyTuple_GET_ITEM(cb, 0)); LF_SET(F->on_victim, PyTuple_GET_ITEM(cb, 1));
+    LF_SET(F->on_ce, PyTuple_GET_ITEM(cb, 2));
+    LF_SET(F->f_receive, PyTuple_GET_ITEM(fns, 0)); LF_SET(F->f_tick, PyTuple_GET_ITEM(fns, 1));
+    F->now_name = PyUnicode_InternFromString("now");
+    F->prop = prop;
+    F->bth = bth;
+    F->cnp_opcode = (int)opc;
+    F->ecn_ce = (int)ce;
+    if (!F->now_name) { Py_DECREF(cap); return NULL; }
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        lf_switch *S = &F->sw[i];
+        for (int p = 0; p < LH_PORTS; p++) S->peer_sw[p] = -1;
+        PyObject *ctx, *hop, *sw, *arr, *cnps, *pfc, *links;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(args[10], i), "OOOO!O!OO!", &ctx, &hop, &sw,
+                              &PyDict_Type, &arr, &PyDict_Type, &cnps, &pfc, &PyDict_Type,
+                              &links)) {
+            Py_DECREF(cap);
+            return NULL;
+        }
+        if (!get_ctx(ctx) || !lh_get(hop)) { Py_DECREF(cap); return NULL; }
+        LF_SET(S->ctx, ctx); LF_SET(S->hop, hop); LF_SET(S->sw, sw); LF_SET(S->arrivals, arr);
+        LF_SET(S->cnps, cnps); LF_SET(S->send_pfc, pfc);
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(links, &pos, &k, &v)) {
+            long port = PyLong_AsLong(k);
+            PyObject *recv;
+            int peer;
+            long long pport;
+            if ((port == -1 && PyErr_Occurred()) || !PyArg_ParseTuple(v, "OiL", &recv, &peer, &pport)) {
+                Py_DECREF(cap);
+                return NULL;
+            }
+            if (port < 0 || port >= LH_PORTS || peer >= ns) {
+                PyErr_SetString(PyExc_ValueError, "fab_new: link out of range");
+                Py_DECREF(cap);
+                return NULL;
+            }
+            S->peer_sw[port] = peer;
+            S->peer_port[port] = pport;
+            if (peer < 0) LF_SET(S->deliver[port], recv);
+        }
+    }
+    return cap;
+}
+
 static PyMethodDef LH_METHODS[] = {
     {"hop_new", (PyCFunction)(void (*)(void))m_lh_new, METH_FASTCALL, NULL},
     {"hop_port", (PyCFunction)(void (*)(void))m_lh_port, METH_FASTCALL, NULL},
@@ -1121,6 +1507,12 @@ static PyMethodDef LH_METHODS[] = {
     {"hop_pause", (PyCFunction)(void (*)(void))m_lh_pause, METH_FASTCALL, NULL},
     {"hop_paused", (PyCFunction)(void (*)(void))m_lh_paused, METH_FASTCALL, NULL},
     {"hop_depth", (PyCFunction)(void (*)(void))m_lh_depth, METH_FASTCALL, NULL},
+    {"fab_new", (PyCFunction)(void (*)(void))m_lf_new, METH_FASTCALL, NULL},
+    {"fab_receive", (PyCFunction)(void (*)(void))m_lf_receive, METH_FASTCALL, NULL},
+    {"fab_service", (PyCFunction)(void (*)(void))m_lf_service, METH_FASTCALL, NULL},
+    {"fab_tick", (PyCFunction)(void (*)(void))m_lf_tick, METH_FASTCALL, NULL},
+    {"fab_received", (PyCFunction)(void (*)(void))m_lf_received, METH_FASTCALL, NULL},
+    {"fab_close", (PyCFunction)(void (*)(void))m_lf_close, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 

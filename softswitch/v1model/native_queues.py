@@ -106,6 +106,7 @@ class NativeHop:
                              "per-queue depths and no catch-up")
         switch._settle()
         fns = switch._mod.queues_new()
+        self.functions: dict[str, Any] = fns      # the lab hop's and fabric's C functions
         self.ctx = switch._ctx
         d = tm.defaults
         self.capsule = fns["hop_new"](tm.num_queues, (d.capacity_pkts, d.capacity_bytes,
