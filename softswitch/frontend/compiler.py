@@ -12,6 +12,7 @@ implicit conversions), ``callcheck`` (calls, overloads, type-argument inference,
 constructors), ``tablecheck`` (tables), ``declcheck`` (declarations, statements,
 parsers, controls), ``annotations``, ``consteval`` (constant folding), ``checks``
 (whole-program checks after typing: recursion, parser reachability, global names),
+``runtime_division`` (the ``/`` and ``%`` p4c's folding leaves for run time),
 ``cpchecks`` (what the control-plane description cannot express, on the tables in use).
 
 The annotations the later passes can rely on are listed on :class:`CheckedProgram`.
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from softswitch.diagnostics import Diagnostic, DiagnosticSink, P4Error
-from softswitch.frontend import ast, cpchecks
+from softswitch.frontend import ast, cpchecks, runtime_division
 from softswitch.frontend.checks import run_checks
 from softswitch.frontend.declcheck import DeclChecker
 
@@ -89,6 +90,8 @@ def check_program(program: ast.Program) -> CheckedProgram:
         sys.setrecursionlimit(old_limit)
     if not sink.errors:
         run_checks(program, sink)
+    if not sink.errors:
+        runtime_division.check(program, checker.runtime_divisions, sink)
     elaboration = None
     if not sink.errors:
         elaboration = cpchecks.check(program, sink)

@@ -92,7 +92,8 @@ def fold_unary(op: str, v: Any, typ: T.Type, loc: SourceLoc | None) -> Any:
 
 def _check_nonneg_division(op: str, left: int, right: int, loc: SourceLoc | None) -> None:
     if right == 0:
-        raise P4Error(f"{left} {op} {right}: Division by zero", loc)
+        raise P4Error(f"{left} {op} {right}: "
+                      f"{'Modulo by zero' if op == '%' else 'Division by zero'}", loc)
     if left < 0 or right < 0:
         raise P4Error(f"{left} {op} {right}: Division is not defined for negative numbers", loc)
 

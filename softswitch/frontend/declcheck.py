@@ -575,12 +575,14 @@ class DeclChecker(TableChecker):
             self.guard(lambda: self.sub_stmt(live, ctx))
         if dead is not None:
             saved = self.sink.diagnostics
+            divisions = len(self.runtime_divisions)
             self.sink.diagnostics = []
             try:
                 self.guard(lambda: self.sub_stmt(dead, ctx))
                 unresolved = [d for d in self.sink.errors if "not found" in d.message]
             finally:
                 self.sink.diagnostics = saved
+                del self.runtime_divisions[divisions:]
             self.sink.diagnostics.extend(unresolved)
         empty = ast.BlockStmt([], loc=dead.loc) if dead is not None else None
         if known:

@@ -11,7 +11,6 @@ parameter, key, …). Statements and declarations are in :mod:`declcheck`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from softswitch.diagnostics import DiagnosticSink, P4Error
 from softswitch.frontend import ast, consteval
@@ -19,6 +18,11 @@ from softswitch.frontend import types as T
 from softswitch.frontend.callcheck import check_call
 from softswitch.frontend.checkbase import Cascade, base, describe, fail
 from softswitch.frontend.context import Ctx
+from softswitch.frontend.runtime_division import (
+    division_computable,
+    strength_reduce,
+    zero_divisor,
+)
 from softswitch.frontend.scopes import Scope, is_type_decl
 from softswitch.frontend.typeresolve import TypeResolver
 from softswitch.frontend.unify import Bindings, compatible, contains_var, subst, unify
@@ -43,6 +47,9 @@ class ExprChecker:
         self.error_members: dict[str, int] = {}
         self.match_kinds: set[str] = set()
         self.table_results: dict[ast.Node, T.StructType] = {}
+        #: ``/`` and ``%`` left for run time: refused after folding unless it proves
+        #: them dead or reducible (:mod:`softswitch.frontend.runtime_division`)
+        self.runtime_divisions: list[ast.Binary] = []
 
     # ------------------------------------------------------------------ helpers
     def guard(self, fn: Callable[[], object]) -> None:
@@ -358,6 +365,9 @@ class ExprChecker:
             self._negative_literal_operand(e)
         t = self._unify_operands(e, ctx, allow_any=False)
         b = base(t)
+        if isinstance(b, T.EnumType) and b.underlying is not None and op not in COMPARE:
+            # p4c casts serializable enum operands to their underlying type
+            t = b = b.underlying
         if op in COMPARE:
             if isinstance(b, T.EnumType) and b.underlying is not None:
                 b = b.underlying          # serializable enums compare as their bits
@@ -370,6 +380,7 @@ class ExprChecker:
                        f"'{lt}'", e)
         if op in ("/", "%"):
             self._check_division(e, b)
+            strength_reduce(e)
         if op in ("|+|", "|-|") and isinstance(b, T.IntType):
             # saturation needs a width: there is no bound to saturate an ``int`` at
             raise fail(f"{describe(e)}: saturating operation on untyped values", e)
@@ -383,18 +394,18 @@ class ExprChecker:
                 raise fail(f"{describe(e)}: not defined on negative numbers", e)
 
     def _check_division(self, e: ast.Binary, b: T.Type) -> None:
+        """p4c's checks of ``/`` and ``%`` before folding; a division that neither folds
+        nor reduces to a shift or mask is left for :mod:`runtime_division`, which refuses
+        it unless p4c's copy propagation and constant folding make it dead."""
         rv = e.right.const
         if isinstance(rv, int) and not isinstance(rv, bool) and rv == 0:
-            raise fail(f"{describe(e)}: Division by zero", e)
+            raise fail(f"{describe(e)}: {zero_divisor(e.op)}", e)
         if isinstance(b, T.BitsType) and b.signed:
             raise fail(f"{describe(e)}: Cannot operate on signed values", e)
-        if isinstance(b, T.IntType) and (e.left.const is ast.NOT_CONST
-                                         or rv is ast.NOT_CONST):
-            raise fail(f"{describe(e)}: could not evaluate expression at compilation time", e)
         if isinstance(rv, int) and rv < 0:
             raise fail(f"{describe(e)}: not defined on negative numbers", e)
-        if not _division_computable(e.left.const, rv):
-            raise fail(f"{describe(e)}: could not evaluate expression at compilation time", e)
+        if not division_computable(e.left.const, rv):
+            self.runtime_divisions.append(e)
 
     def _unify_operands(self, e: ast.Binary, ctx: Ctx, allow_any: bool) -> T.Type:
         """Give both operands one type: untyped ints take the other side's type.
@@ -820,16 +831,6 @@ def _ser_enum_as_bits(t: T.Type, other: T.Type) -> T.Type:
     if isinstance(b, T.EnumType) and b.underlying is not None and not compatible(t, other):
         return b.underlying
     return t
-
-
-def _division_computable(left: Any, right: Any) -> bool:
-    """Like p4c for BMv2: run-time ``/`` and ``%`` only where they reduce to shifts/masks
-    (a power-of-two divisor) or fold (zero dividend); otherwise both must be constant."""
-    if left is not ast.NOT_CONST and right is not ast.NOT_CONST:
-        return True
-    if isinstance(right, int) and right > 0 and right & (right - 1) == 0:
-        return True
-    return isinstance(left, int) and left == 0
 
 
 def _has_action_enum(t: T.Type) -> bool:

@@ -1,0 +1,358 @@
+"""``/`` and ``%`` that p4c leaves for run time, and the folding that decides them.
+
+BMv2 has no run-time ``/`` or ``%`` on arbitrary values, so p4c refuses a division that
+is still in the program after its folding ("could not evaluate expression at
+compilation time"). Before that check p4c:
+
+* reduces a division by a power-of-two constant to a shift and a remainder to a mask,
+  also on ``int`` operands (:func:`strength_reduce`, applied while typing), and folds
+  ``0 / x`` to ``0`` (a call in ``x`` is first moved to a statement of its own);
+* propagates the values assigned in a control's, action's or function's straight-line
+  code and folds constants, so a division in a dead operand of ``&&``, ``||`` or
+  ``?:``, in a dead ``if`` branch, or by a divisor known there, is gone or folded.
+
+:func:`check` does the second part on the divisions the type checker left over
+(``ExprChecker.runtime_divisions``) and refuses the rest with p4c's reason. Its copy
+propagation follows p4c's ``LocalCopyPropagation`` without reaching further: values
+are merged after an ``if`` only when neither branch assigned them, and any call (an
+action, table, extern or ``setValid``) forgets everything. Nothing is rewritten: the
+back ends evaluate ``&&``, ``||`` and ``?:`` lazily, so a dead operand never runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from softswitch.diagnostics import DiagnosticSink, P4Error
+from softswitch.frontend import ast, consteval
+from softswitch.frontend import types as T
+from softswitch.frontend.checkbase import describe
+
+NOT_CONST = ast.NOT_CONST
+UNEVALUATED = "could not evaluate expression at compilation time"
+#: a value a name holds: (the value, the statement or declaration that assigned it)
+Known = tuple[Any, int]
+State = dict[tuple[Any, ...], Known]
+
+
+def zero_divisor(op: str) -> str:
+    """p4c's words for a division or remainder by zero."""
+    return "Modulo by zero" if op == "%" else "Division by zero"
+
+
+def number(v: Any) -> Any:
+    """An integer constant's value (a serializable enum member's too), else ``v``."""
+    return v.value if isinstance(v, consteval.MemberConst) else v
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def power_of_two(v: Any) -> int | None:
+    """k when ``v`` is the constant 2**k, else None."""
+    v = number(v)
+    if _is_int(v) and v > 0 and v & (v - 1) == 0:
+        return v.bit_length() - 1
+    return None
+
+
+def has_side_effects(e: ast.Expr) -> bool:
+    """Whether ``e`` calls anything other than ``isValid()``."""
+    for n in ast.walk(e):
+        if isinstance(n, ast.Call):
+            info = n.resolved
+            if getattr(info, "kind", None) != "builtin" or info.builtin != "isValid":
+                return True
+    return False
+
+
+def division_computable(left: Any, right: Any) -> bool:
+    """Whether p4c folds or reduces ``left / right`` (or ``%``) without knowing more:
+    both constant, a power-of-two divisor, or a zero dividend."""
+    if left is not NOT_CONST and right is not NOT_CONST:
+        return True
+    return power_of_two(right) is not None or _is_int(number(left)) and number(left) == 0
+
+
+def strength_reduce(e: ast.Binary) -> None:
+    """Rewrite a run-time ``x / 2**k`` as ``x >> k`` and ``x % 2**k`` as
+    ``x & (2**k - 1)``, as p4c does (exact: both are floor division and modulo)."""
+    k = power_of_two(e.right.const)
+    if e.op not in ("/", "%") or k is None or e.left.const is not NOT_CONST:
+        return
+    if e.op == "%":
+        e.op = "&"
+        e.right = _literal((1 << k) - 1, e.right.type, e.right)
+    else:
+        e.op = ">>"
+        e.right = _literal(k, T.IntType(), e.right)
+
+
+def _literal(value: int, typ: T.Type, at: ast.Expr) -> ast.IntLiteral:
+    if isinstance(T.strip_newtype(typ), T.EnumType):
+        typ = T.strip_newtype(typ).underlying
+    lit = ast.IntLiteral(value, loc=at.loc, text=str(value))
+    lit.type = typ
+    lit.const = consteval.wrap(value, typ)
+    return lit
+
+
+def check(program: ast.Program, divisions: Iterable[ast.Binary], sink: DiagnosticSink) -> None:
+    """Refuse each of ``divisions`` that p4c's folding leaves in the program."""
+    pending = {id(d): d for d in divisions}
+    if not pending:
+        return
+    flow = _Flow(pending)
+    flow.program(program)
+    for key, d in pending.items():
+        reason = flow.verdicts.get(key, UNEVALUATED)
+        if reason:
+            sink.error(f"{describe(d)}: {reason}", d.loc)
+
+
+class _Flow:
+    """Values known along straight-line code, and what they make of each division."""
+
+    def __init__(self, pending: dict[int, ast.Binary]) -> None:
+        self.pending = pending
+        #: id(division) -> "" (folded, reduced or dead) or why it stays refused
+        self.verdicts: dict[int, str] = {}
+
+    # ------------------------------------------------------------ declarations
+    def program(self, program: ast.Program) -> None:
+        for d in program.decls:
+            if isinstance(d, ast.ControlDecl):
+                self.control(d)
+            elif isinstance(d, ast.ParserDecl):
+                for s in d.states:
+                    self.stmts(s.stmts, {})
+            elif isinstance(d, (ast.ActionDecl, ast.FunctionDecl)):
+                self.stmts(d.body.stmts, {})
+
+    def control(self, d: ast.ControlDecl) -> None:
+        start: State = {}
+        for loc in d.locals:
+            if isinstance(loc, ast.ActionDecl):
+                self.stmts(loc.body.stmts, {})
+            elif isinstance(loc, ast.VarDecl):
+                start = self.stmt(loc, start) or {}
+        self.stmts(d.apply.stmts, start)
+
+    # ------------------------------------------------------------ statements
+    def stmts(self, stmts: list[ast.Stmt], st: State | None) -> State | None:
+        for s in stmts:
+            st = self.stmt(s, st)
+        return st
+
+    def stmt(self, s: ast.Stmt, st: State | None) -> State | None:
+        """The state after ``s`` (None: control does not get past it)."""
+        st = {} if st is None else st   # code after exit/return: nothing known
+        if isinstance(s, ast.AssignStmt):
+            return self.assign(s, st)
+        if isinstance(s, ast.VarDecl):
+            return self.declare(s, st)
+        if isinstance(s, ast.CallStmt):
+            self.value(s.call, st)
+            return st if not has_side_effects(s.call) else {}
+        if isinstance(s, ast.IfStmt):
+            return self.branch(s, st)
+        if isinstance(s, ast.BlockStmt):
+            return self.stmts(s.stmts, st)
+        if isinstance(s, ast.SwitchStmt):
+            return self.switch(s, st)
+        if isinstance(s, ast.ReturnStmt):
+            if s.value is not None:
+                self.value(s.value, st)
+            return None
+        if isinstance(s, ast.ExitStmt):
+            return None
+        if isinstance(s, (ast.EmptyStmt, ast.BreakStmt, ast.ContinueStmt, ast.ConstDecl)):
+            return st
+        for part in ast.children(s):  # loops: nothing known in them or after them
+            if isinstance(part, ast.Stmt):
+                self.stmt(part, {})
+            elif isinstance(part, ast.Expr):
+                self.value(part, {})
+        return {}
+
+    def assign(self, s: ast.AssignStmt, st: State) -> State:
+        v = self.value(s.value, st)
+        self.value(s.target, st)
+        if has_side_effects(s.value) or has_side_effects(s.target):
+            st = {}
+        return self.store(st, s.target, v, id(s))
+
+    def declare(self, s: ast.VarDecl, st: State) -> State:
+        v = self.value(s.init, st) if s.init is not None else NOT_CONST
+        if s.init is not None and has_side_effects(s.init):
+            st = {}
+        st = _kill(st, (id(s),))
+        if v is not NOT_CONST:
+            st[(id(s),)] = (v, id(s))
+        return st
+
+    def store(self, st: State, target: ast.Expr, v: Any, at: int) -> State:
+        key = _key(target)
+        st = _kill(st, key if key is not None else _root(target))
+        if key is not None and v is not NOT_CONST:
+            st[key] = (v, at)
+        return st
+
+    def branch(self, s: ast.IfStmt, st: State) -> State | None:
+        c = self.value(s.cond, st)
+        if has_side_effects(s.cond):
+            st = {}
+        if isinstance(c, bool):
+            taken, dead = (s.then, s.otherwise) if c else (s.otherwise, s.then)
+            if dead is not None:
+                self.dead(dead)
+            return self.stmt(taken, st) if taken is not None else st
+        a = self.stmt(s.then, dict(st))
+        b = self.stmt(s.otherwise, dict(st)) if s.otherwise is not None else st
+        return _merge(a, b)
+
+    def switch(self, s: ast.SwitchStmt, st: State) -> State | None:
+        self.value(s.expr, st)
+        if has_side_effects(s.expr):
+            st = {}
+        out: State | None = st
+        for case in s.cases:
+            if case.body is not None:
+                out = _merge(out, self.stmt(case.body, dict(st)))
+        return out
+
+    # ------------------------------------------------------------ expressions
+    def value(self, e: ast.Expr, st: State) -> Any:
+        """``e``'s value where ``st`` holds (or NOT_CONST), deciding the divisions in
+        its live operands and clearing those in its dead ones."""
+        if isinstance(e, ast.Ternary):
+            return self.choice(e, st)
+        if isinstance(e, ast.Binary):
+            if e.op in ("&&", "||"):
+                return self.logical(e, st)
+            lv, rv = self.value(e.left, st), self.value(e.right, st)
+            if id(e) in self.pending:
+                self.verdicts[id(e)] = self.divide(e, lv, rv)
+            if e.const is not NOT_CONST:
+                return e.const
+            return _fold(lambda: _fold_binary(e, lv, rv), lv, rv)
+        if e.const is not NOT_CONST and not isinstance(e, ast.Call):
+            return e.const
+        if isinstance(e, (ast.PathExpr, ast.Member, ast.Index)):
+            if isinstance(e, ast.Index):
+                self.value(e.index, st)
+            key = _key(e)
+            known = st.get(key) if key is not None else None
+            return known[0] if known is not None else NOT_CONST
+        if isinstance(e, (ast.Unary, ast.Cast)):
+            v = self.value(e.expr, st)
+            if isinstance(e, ast.Unary):
+                return _fold(lambda: consteval.fold_unary(e.op, v, e.type, e.loc), v)
+            return _fold(lambda: consteval.fold_cast(v, e.type, e.loc), v)
+        for child in ast.children(e):
+            if isinstance(child, ast.Expr):
+                self.value(child, st)
+            elif isinstance(child, ast.Argument):
+                self.value(child.value, st)
+        return NOT_CONST
+
+    def logical(self, e: ast.Binary, st: State) -> Any:
+        """``&&``/``||``: p4c drops the right operand after a deciding left one, and the
+        left one (when it has no side effects) before a deciding right one."""
+        decides = e.op == "||"
+        lv = self.value(e.left, st)
+        if lv is decides:
+            self.dead(e.right)
+            return decides
+        rv = self.value(e.right, st)
+        if rv is decides and not has_side_effects(e.left):
+            self.dead(e.left)
+            return decides
+        if isinstance(lv, bool) and isinstance(rv, bool):
+            return (lv or rv) if decides else (lv and rv)
+        return NOT_CONST
+
+    def choice(self, e: ast.Ternary, st: State) -> Any:
+        c = self.value(e.cond, st)
+        if isinstance(c, bool):
+            taken, dead = (e.then, e.otherwise) if c else (e.otherwise, e.then)
+            self.dead(dead)
+            return self.value(taken, st)
+        self.value(e.then, st)
+        self.value(e.otherwise, st)
+        return NOT_CONST
+
+    def divide(self, e: ast.Binary, lv: Any, rv: Any) -> str:
+        """What folding makes of a run-time division with these operand values."""
+        left, right = number(lv), number(rv)
+        if _is_int(right) and right == 0:
+            return zero_divisor(e.op)
+        if division_computable(left if _is_int(left) else NOT_CONST,
+                               right if _is_int(right) else NOT_CONST):
+            return ""
+        return UNEVALUATED
+
+    def dead(self, code: ast.Node) -> None:
+        """``code`` is folded away: its divisions never reach the check."""
+        for n in ast.walk(code):
+            if id(n) in self.pending:
+                self.verdicts[id(n)] = ""
+
+
+# ------------------------------------------------------------ names and values
+def _key(e: ast.Expr) -> tuple[Any, ...] | None:
+    """What a name denotes, for a variable, parameter, field or constant-index element
+    (``hs.next``/``hs.last`` and run-time indexes are not tracked)."""
+    if isinstance(e, ast.PathExpr):
+        return (id(e.decl),) if isinstance(e.decl, (ast.VarDecl, ast.Param)) else None
+    if isinstance(e, ast.Member):
+        if isinstance(T.strip_newtype(e.expr.type), T.StackType):
+            return None
+        base = _key(e.expr)
+        return base + (e.name,) if base is not None else None
+    if isinstance(e, ast.Index):
+        base = _key(e.expr)
+        i = number(e.index.const)
+        return base + (i,) if base is not None and _is_int(i) else None
+    return None
+
+
+def _root(e: ast.Expr) -> tuple[Any, ...]:
+    """The variable or parameter under an l-value (all of it is written)."""
+    while isinstance(e, (ast.Member, ast.Index, ast.Slice)):
+        e = e.expr
+    return (id(getattr(e, "decl", e)),)
+
+
+def _kill(st: State, key: tuple[Any, ...]) -> State:
+    """``st`` without what overlaps ``key`` (the name, its parts and what contains it)."""
+    n = len(key)
+    return {k: v for k, v in st.items() if k[:n] != key and key[:len(k)] != k}
+
+
+def _merge(a: State | None, b: State | None) -> State | None:
+    """After two paths: a value both kept from the same assignment (p4c compares the
+    assigned expressions by identity); a path that never gets here does not count."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return {k: v for k, v in a.items() if b.get(k) == v}
+
+
+def _fold(compute: Any, *values: Any) -> Any:
+    if any(v is NOT_CONST for v in values):
+        return NOT_CONST
+    try:
+        return compute()
+    except (P4Error, TypeError, ValueError):
+        return NOT_CONST
+
+
+def _fold_binary(e: ast.Binary, lv: Any, rv: Any) -> Any:
+    if e.op not in ("==", "!="):
+        lv, rv = number(lv), number(rv)
+    return consteval.fold_binary(e.op, lv, rv, e.type, e.loc, e.right.type)
+
