@@ -197,6 +197,12 @@ class Target:
         self.mc_nodes[h] = (rid, list(ports))
         return h
 
+    def mc_node_update(self, node: int, ports: list[int]) -> None:
+        """Give a replication node new ports (BMv2 ``mc_node_update``); its rid stays."""
+        if node not in self.mc_nodes:
+            raise P4Error(f"no multicast node with handle {node}")
+        self.mc_nodes[node] = (self.mc_nodes[node][0], list(ports))
+
     def mc_node_associate(self, mgrp: int, node: int) -> None:
         if mgrp not in self.mc_groups:
             raise P4Error(f"no multicast group {mgrp}")

@@ -502,6 +502,10 @@ class FastSwitch(Switch):
         self._sync_repl()
         return h
 
+    def mc_node_update(self, node: int, ports: list[int]) -> None:
+        super().mc_node_update(node, ports)
+        self._sync_repl()
+
     def mc_node_associate(self, mgrp: int, node: int) -> None:
         super().mc_node_associate(mgrp, node)
         self._sync_repl()

@@ -42,8 +42,8 @@ Update = p4runtime_pb2.Update
 # SwitchControl methods that change state P4Runtime holds apart from the switch.
 DIRECT_ONLY = frozenset({
     "mirroring_add", "mirroring_add_mc", "mirroring_delete", "mc_mgrp_create",
-    "mc_mgrp_destroy", "mc_node_create", "mc_node_associate", "mc_node_dissociate",
-    "mc_node_destroy", "meter_set_rates", "meter_array_set_rates"})
+    "mc_mgrp_destroy", "mc_node_create", "mc_node_update", "mc_node_associate",
+    "mc_node_dissociate", "mc_node_destroy", "meter_set_rates", "meter_array_set_rates"})
 NEVER = frozenset({"table_add_group", "table_modify_group", "inject"})
 
 

@@ -40,8 +40,13 @@ class PreLagHandler(Service):
         self._run(lambda c: c.mc_mgrp_destroy(mgrp_handle), self._error())
 
     def bm_mc_node_create(self, cxt_id: int, rid: int, port_map: str, lag_map: str) -> int:
-        ports = [i for i, bit in enumerate(reversed(port_map)) if bit == "1"]
-        return self._run(lambda c: c.mc_node_create(rid, ports), self._error())
+        return self._run(lambda c: c.mc_node_create(rid, _ports(port_map, lag_map)),
+                         self._error())
+
+    def bm_mc_node_update(self, cxt_id: int, l1_handle: int, port_map: str,
+                          lag_map: str) -> None:
+        self._run(lambda c: c.mc_node_update(l1_handle, _ports(port_map, lag_map)),
+                  self._error())
 
     def bm_mc_node_associate(self, cxt_id: int, mgrp_handle: int, l1_handle: int) -> None:
         self._run(lambda c: c.mc_node_associate(mgrp_handle, l1_handle), self._error())
@@ -155,3 +160,11 @@ class SimpleSwitchHandler(Service):
 
     def get_time_since_epoch_us(self) -> int:
         return int(time.time() * 1e6)
+
+
+def _ports(port_map: str, lag_map: str) -> list[int]:
+    """The ports of a port map (a string of ``0``/``1``, port 0 last); a node with LAGs
+    is refused, softswitch having none."""
+    if "1" in lag_map:
+        raise P4Error("softswitch has no LAGs: a multicast node takes ports only")
+    return [i for i, bit in enumerate(reversed(port_map)) if bit == "1"]
