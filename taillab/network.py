@@ -243,10 +243,14 @@ class Network:
             self.loop.at(msg.start_us, lambda n=nic, m=msg: n.post(m))
         self._sample()
         end = self.scenario.duration_us + self.scenario.drain_us
-        self.loop.run(end)
-        if self._fabric is not None:     # the heap's partials hold the fabric, it them
+        if self._fabric is not None:
             fns, fabric = self._fabric
-            fns["fab_close"](fabric)
+            try:
+                fns["fab_run"](self.loop, self.loop.heap, heapq.heappop, end)  # EventLoop.run
+            finally:
+                fns["fab_close"](fabric)  # the heap's partials hold the fabric, it them
+        else:
+            self.loop.run(end)
         self.obs.pfc.close(end)
         return self.obs
 

@@ -857,7 +857,17 @@ static int lh_run(rt_ctx *c, lh_state *S, rt_queue *q, double now, int passes) {
 
 /* FabricSwitch.service: every packet due leaves through egress; the frames out as
  * (port, bytes, time its last bit is on the wire) in ``outs`` */
-static int lh_service(rt_ctx *c, lh_state *S, double now, PyObject *outs) {
+typedef int (*lh_frame_fn)(void *arg, PyObject *port, PyObject *data, double done);
+
+/* a frame out as (port, bytes, done) into the list ``arg`` */
+static int lh_frame_list(void *arg, PyObject *port, PyObject *data, double done) {
+    PyObject *t = Py_BuildValue("(OOd)", port, data, done);
+    int bad = !t || PyList_Append((PyObject *)arg, t);
+    Py_XDECREF(t);
+    return bad ? -1 : 0;
+}
+
+static int lh_service(rt_ctx *c, lh_state *S, double now, lh_frame_fn frame, void *arg) {
     lh_out *popped;
     Py_ssize_t n = lh_dequeue_ready(S, now, &popped);
     if (n < 0) return -1;
@@ -881,10 +891,7 @@ static int lh_service(rt_ctx *c, lh_state *S, double now, PyObject *outs) {
         Py_ssize_t got = PyList_GET_SIZE(frames);
         for (Py_ssize_t j = 0; j < got && !res; j++) {
             PyObject *f = PyList_GET_ITEM(frames, j);
-            PyObject *t = Py_BuildValue("(OOd)", PyTuple_GET_ITEM(f, 0), PyTuple_GET_ITEM(f, 1),
-                                        o->done);
-            if (!t || PyList_Append(outs, t)) res = -1;
-            Py_XDECREF(t);
+            res = frame(arg, PyTuple_GET_ITEM(f, 0), PyTuple_GET_ITEM(f, 1), o->done);
         }
         if (got && PyList_SetSlice(frames, 0, got, NULL)) res = -1;
         if (!res) res = lh_run(c, S, &q, now, 1);
@@ -896,8 +903,8 @@ static int lh_service(rt_ctx *c, lh_state *S, double now, PyObject *outs) {
     return res;
 }
 
-/* TrafficManager.next_event_us */
-static PyObject *lh_next(lh_state *S, double now) {
+/* TrafficManager.next_event_us: 1 and *out, or 0 when no packet waits */
+static int lh_next_t(lh_state *S, double now, double *out) {
     int found = 0;
     double best = 0.0;
     for (int k = 0; k < S->nholding; k++) {
@@ -907,8 +914,8 @@ static PyObject *lh_next(lh_state *S, double now) {
         if (!found || t < best) best = t;
         found = 1;
     }
-    if (!found) Py_RETURN_NONE;
-    return PyFloat_FromDouble(best);
+    *out = best;
+    return found;
 }
 
 /* the clock egress reads: now, as QueuedSwitch freezes it */
@@ -922,35 +929,51 @@ static int lh_clock(rt_ctx *c, double now) {
     return 0;
 }
 
-/* one step: (optionally) a packet in, then the service; -> (outs, events|None, next) */
-static PyObject *lh_step(rt_ctx *c, lh_state *S, double now, rt_work *in) {
+/* one step: (optionally) a packet in, then the service, each frame out to ``frame``;
+ * *events: the PFC events of the step (a list, or NULL), *has_next and *next: the next
+ * wake-up. -1 on an exception. Takes ``in``. */
+static int lh_run_step(rt_ctx *c, lh_state *S, double now, rt_work *in, lh_frame_fn frame,
+                       void *arg, PyObject **events, int *has_next, double *next) {
+    *events = NULL;
     if (c->busy) {
         work_free(in);
         PyErr_SetString(PyExc_RuntimeError, "fast path: re-entered");
-        return NULL;
+        return -1;
     }
     PyObject **saved = c->sinkv;
     c->sinkv = NULL;
-    PyObject *outs = PyList_New(0);
-    int res = outs ? lh_clock(c, now) : -1;
+    int res = lh_clock(c, now);
     if (in && res) work_free(in);
     else if (in) {
         rt_queue q = {NULL, 0, 0, 0};
         res = q_push(&q, in) ? -1 : lh_run(c, S, &q, now, 0);
         q_free(&q);
     }
-    if (!res) res = lh_service(c, S, now, outs);
+    if (!res) res = lh_service(c, S, now, frame, arg);
     c->sinkv = saved;
-    PyObject *events = S->events;
+    *events = S->events;
     S->events = NULL;
     if (res) {
-        Py_XDECREF(outs);
-        Py_XDECREF(events);
+        Py_CLEAR(*events);
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "fast path aborted");
+        return -1;
+    }
+    *has_next = lh_next_t(S, now, next);
+    return 0;
+}
+
+/* one step as (outs, events|None, next|None) */
+static PyObject *lh_step(rt_ctx *c, lh_state *S, double now, rt_work *in) {
+    PyObject *outs = PyList_New(0), *events;
+    if (!outs) { work_free(in); return NULL; }
+    int has_next;
+    double next;
+    if (lh_run_step(c, S, now, in, lh_frame_list, outs, &events, &has_next, &next)) {
+        Py_DECREF(outs);
         return NULL;
     }
-    PyObject *nxt = lh_next(S, now);
     if (!events) { events = Py_None; Py_INCREF(events); }
+    PyObject *nxt = has_next ? PyFloat_FromDouble(next) : (Py_INCREF(Py_None), Py_None);
     return Py_BuildValue("(NNN)", outs, events, nxt);
 }
 
@@ -1177,7 +1200,8 @@ static int lf_push(lf_state *F, double t, double now, PyObject *fn) {
     if (!seq) { Py_DECREF(fn); if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "fabric: no sequence"); return -1; }
     PyObject *item = Py_BuildValue("(dNN)", now > t ? now : t, seq, fn);
     if (!item) return -1;
-    PyObject *r = PyObject_CallFunctionObjArgs(F->push, F->heap, item, NULL);
+    PyObject *argv[2] = {F->heap, item};
+    PyObject *r = PyObject_Vectorcall(F->push, argv, 2, NULL);
     Py_DECREF(item);
     if (!r) return -1;
     Py_DECREF(r);
@@ -1196,6 +1220,8 @@ static PyObject *lf_bytes_key(const char *a, Py_ssize_t na, const char *b, Py_ss
 static PyObject *lf_cnp_key(const char *d) {
     return Py_BuildValue("(y#y#)", d + 30, (Py_ssize_t)4, d + 46, (Py_ssize_t)4);
 }
+
+static PyMethodDef LF_DELIVER_DEF;
 
 /* Network.switch_sent for one frame of switch ``si`` */
 static int lf_sent(PyObject *cap, lf_state *F, lf_switch *S, int64_t port, PyObject *data,
@@ -1254,52 +1280,60 @@ static int lf_sent(PyObject *cap, lf_state *F, lf_switch *S, int64_t port, PyObj
         return -1;
     }
     PyObject *fn;
-    if (S->peer_sw[port] >= 0)
-        fn = Py_BuildValue("(OOiLO)", F->f_receive, cap, S->peer_sw[port],
-                           (long long)S->peer_port[port], data);
-    else
-        fn = Py_BuildValue("(OO)", S->deliver[port], data);
-    if (!fn) return -1;
-    PyObject *part = PyObject_Call(F->partial, fn, NULL);
-    Py_DECREF(fn);
-    return lf_push(F, done + F->prop, now, part);
+    if (S->peer_sw[port] >= 0) {
+        PyObject *self = Py_BuildValue("(OiLO)", cap, S->peer_sw[port],
+                                       (long long)S->peer_port[port], data);
+        fn = self ? PyCFunction_NewEx(&LF_DELIVER_DEF, self, NULL) : NULL;
+        Py_XDECREF(self);
+    } else {
+        PyObject *a = PyTuple_Pack(2, S->deliver[port], data);
+        fn = a ? PyObject_Call(F->partial, a, NULL) : NULL;
+        Py_XDECREF(a);
+    }
+    return lf_push(F, done + F->prop, now, fn);
 }
 
-/* what FabricSwitch does after a step of its hop: frames out, PFC frames, wake-up;
- * steals ``step`` */
-static int lf_after(PyObject *cap, lf_state *F, int si, PyObject *step, double now,
-                    PyObject *nowobj) {
-    if (!step) return -1;
+typedef struct { PyObject *cap; lf_state *F; lf_switch *S; double now; PyObject *nowobj; } lf_at;
+
+static int lf_frame(void *arg, PyObject *port, PyObject *data, double done) {
+    lf_at *x = (lf_at *)arg;
+    long long p = PyLong_AsLongLong(port);
+    if (p == -1 && PyErr_Occurred()) return -1;
+    return lf_sent(x->cap, x->F, x->S, p, data, done, x->now, x->nowobj);
+}
+
+static PyMethodDef LF_TICK_DEF;
+
+/* FabricSwitch.receive (``in``) or service (``in`` NULL) of switch ``si`` at ``now``:
+ * the hop's step with each frame out carried at once (Network.switch_sent), then the
+ * PFC frames, then the wake-up. Takes ``in``. */
+static int lf_step(PyObject *cap, lf_state *F, int si, double now, PyObject *nowobj,
+                   rt_work *in) {
     lf_switch *S = &F->sw[si];
-    PyObject *outs = PyTuple_GET_ITEM(step, 0), *events = PyTuple_GET_ITEM(step, 1);
-    PyObject *nxt = PyTuple_GET_ITEM(step, 2);
-    int res = 0;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(outs) && !res; k++) {
-        PyObject *o = PyList_GET_ITEM(outs, k);
-        res = lf_sent(cap, F, S, PyLong_AsLongLong(PyTuple_GET_ITEM(o, 0)),
-                      PyTuple_GET_ITEM(o, 1), PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(o, 2)), now,
-                      nowobj);
+    lh_state *H = lh_get(S->hop);
+    rt_ctx *c = H ? get_ctx(S->ctx) : NULL;
+    if (!c) { work_free(in); return -1; }
+    lf_at at = {cap, F, S, now, nowobj};
+    PyObject *events;
+    int has_next;
+    double next;
+    if (lh_run_step(c, H, now, in, lf_frame, &at, &events, &has_next, &next)) return -1;
+    if (events) {
+        PyObject *r = PyObject_CallOneArg(S->send_pfc, events);
+        Py_DECREF(events);
+        if (!r) return -1;
+        Py_DECREF(r);
     }
-    if (!res && events != Py_None) {
-        PyObject *r = PyObject_CallFunctionObjArgs(S->send_pfc, events, NULL);
-        if (!r) res = -1;
-        Py_XDECREF(r);
+    if (has_next && (!S->has_scheduled || next < S->scheduled)) {
+        S->scheduled = next;
+        S->has_scheduled = 1;
+        S->token++;
+        PyObject *self = Py_BuildValue("(OiK)", cap, si, (unsigned long long)S->token);
+        PyObject *fn = self ? PyCFunction_NewEx(&LF_TICK_DEF, self, NULL) : NULL;
+        Py_XDECREF(self);
+        return lf_push(F, next, now, fn);
     }
-    if (!res && nxt != Py_None) {
-        double t = PyFloat_AS_DOUBLE(nxt);
-        if (!S->has_scheduled || t < S->scheduled) {
-            S->scheduled = t;
-            S->has_scheduled = 1;
-            S->token++;
-            PyObject *a = Py_BuildValue("(OOiK)", F->f_tick, cap, si,
-                                        (unsigned long long)S->token);
-            PyObject *part = a ? PyObject_Call(F->partial, a, NULL) : NULL;
-            Py_XDECREF(a);
-            res = lf_push(F, t, now, part);
-        }
-    }
-    Py_DECREF(step);
-    return res;
+    return 0;
 }
 
 static int lf_args(PyObject *const *args, Py_ssize_t n, Py_ssize_t want, lf_state **F,
@@ -1356,12 +1390,9 @@ static PyObject *m_lf_receive(PyObject *self, PyObject *const *args, Py_ssize_t 
         Py_XDECREF(key);
     }
     if (bad) { Py_DECREF(nowobj); return NULL; }
-    lh_state *H = lh_get(S->hop);
-    rt_ctx *c = H ? get_ctx(S->ctx) : NULL;
-    if (!c) { Py_DECREF(nowobj); return NULL; }
     rt_work *w = ingress_work((const uint8_t *)d, (size_t)len, port, I_NORMAL, NULL, 0, 0);
     if (!w) { Py_DECREF(nowobj); return PyErr_NoMemory(); }
-    int res = lf_after(args[0], F, si, lh_step(c, H, now, w), now, nowobj);
+    int res = lf_step(args[0], F, si, now, nowobj, w);
     Py_DECREF(nowobj);
     if (res) return NULL;
     Py_RETURN_NONE;
@@ -1372,13 +1403,10 @@ static PyObject *m_lf_service(PyObject *self, PyObject *const *args, Py_ssize_t 
     lf_state *F;
     int si;
     if (lf_args(args, n, 2, &F, &si)) return NULL;
-    lf_switch *S = &F->sw[si];
     double now;
     PyObject *nowobj = lf_now(F, &now);
     if (!nowobj) return NULL;
-    lh_state *H = lh_get(S->hop);
-    rt_ctx *c = H ? get_ctx(S->ctx) : NULL;
-    int res = c ? lf_after(args[0], F, si, lh_step(c, H, now, NULL), now, nowobj) : -1;
+    int res = lf_step(args[0], F, si, now, nowobj, NULL);
     Py_DECREF(nowobj);
     if (res) return NULL;
     Py_RETURN_NONE;
@@ -1396,6 +1424,19 @@ static PyObject *m_lf_tick(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     S->has_scheduled = 0;
     return m_lf_service(self, args, 2);
 }
+
+/* the events C schedules: a packet reaching a switch (self: (fabric, switch, port,
+ * data)) and a switch's wake-up (self: (fabric, switch, token)), called by the loop */
+static PyObject *m_lf_deliver(PyObject *self, PyObject *unused) {
+    return m_lf_receive(NULL, &PyTuple_GET_ITEM(self, 0), PyTuple_GET_SIZE(self));
+}
+
+static PyObject *m_lf_wake(PyObject *self, PyObject *unused) {
+    return m_lf_tick(NULL, &PyTuple_GET_ITEM(self, 0), PyTuple_GET_SIZE(self));
+}
+
+static PyMethodDef LF_DELIVER_DEF = {"fab_deliver", m_lf_deliver, METH_NOARGS, NULL};
+static PyMethodDef LF_TICK_DEF = {"fab_wake", m_lf_wake, METH_NOARGS, NULL};
 
 /* fab_received(fabric, switch) -> packets the switch received */
 static PyObject *m_lf_received(PyObject *self, PyObject *const *args, Py_ssize_t n) {
@@ -1421,6 +1462,51 @@ static PyObject *m_lf_close(PyObject *self, PyObject *const *args, Py_ssize_t n)
         return NULL;
     }
     lf_clear(F);
+    Py_RETURN_NONE;
+}
+
+/* fab_run(loop, heap, heappop, until): EventLoop.run in C: pop and call every event
+ * due by ``until`` in (time, seq) order, ``loop.now`` its time, ``loop.executed``
+ * counting them; then ``loop.now`` = until */
+static PyObject *m_lf_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 4 || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "fab_run(loop, heap, heappop, until)");
+        return NULL;
+    }
+    PyObject *loop = args[0], *heap = args[1], *pop = args[2], *until = args[3];
+    double end = PyFloat_AsDouble(until);
+    if (end == -1.0 && PyErr_Occurred()) return NULL;
+    PyObject *ename = PyUnicode_InternFromString("executed");
+    PyObject *nname = PyUnicode_InternFromString("now");
+    PyObject *ex = ename ? PyObject_GetAttr(loop, ename) : NULL;
+    long long executed = ex ? PyLong_AsLongLong(ex) : -1;
+    Py_XDECREF(ex);
+    int bad = !nname || (executed == -1 && PyErr_Occurred());
+    while (!bad && PyList_GET_SIZE(heap) > 0) {
+        double t = PyFloat_AsDouble(PyTuple_GET_ITEM(PyList_GET_ITEM(heap, 0), 0));
+        if (t == -1.0 && PyErr_Occurred()) { bad = 1; break; }
+        if (!(t <= end)) break;
+        PyObject *item = PyObject_Vectorcall(pop, &heap, 1, NULL);
+        if (!item) { bad = 1; break; }
+        if (PyObject_SetAttr(loop, nname, PyTuple_GET_ITEM(item, 0))) { Py_DECREF(item); bad = 1; break; }
+        executed++;
+        PyObject *r = PyObject_CallNoArgs(PyTuple_GET_ITEM(item, 2));
+        Py_DECREF(item);
+        if (!r) { bad = 1; break; }
+        Py_DECREF(r);
+    }
+    if (ename && executed >= 0) {
+        PyObject *err_t, *err_v, *err_tb;
+        PyErr_Fetch(&err_t, &err_v, &err_tb);
+        PyObject *v = PyLong_FromLongLong(executed);
+        if (!v || PyObject_SetAttr(loop, ename, v)) bad = 1;
+        Py_XDECREF(v);
+        if (err_t) PyErr_Restore(err_t, err_v, err_tb);
+    }
+    if (!bad && PyObject_SetAttr(loop, nname, until)) bad = 1;
+    Py_XDECREF(ename);
+    Py_XDECREF(nname);
+    if (bad) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1513,6 +1599,7 @@ static PyMethodDef LH_METHODS[] = {
     {"fab_tick", (PyCFunction)(void (*)(void))m_lf_tick, METH_FASTCALL, NULL},
     {"fab_received", (PyCFunction)(void (*)(void))m_lf_received, METH_FASTCALL, NULL},
     {"fab_close", (PyCFunction)(void (*)(void))m_lf_close, METH_FASTCALL, NULL},
+    {"fab_run", (PyCFunction)(void (*)(void))m_lf_run, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
