@@ -10,6 +10,7 @@ PI does the same through its target). The switch's optional ``meter_set_rates`` 
 
 from __future__ import annotations
 
+import grpc
 from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import SwitchControl
@@ -29,7 +30,11 @@ class MeterDriver:
         self._configs: dict[tuple[str, int], MeterConfig] = {}
 
     @staticmethod
-    def check_config(config: MeterConfig) -> None:
+    def check_config(config: MeterConfig, refused: str = "Error when writing meter spec"
+                     ) -> None:
+        """PI's checks of a meter config; ``refused``: the words of a committed rate
+        above the peak rate, which BMv2 refuses (UNKNOWN, as PI reports its target's
+        refusals) in the message of the write that carried it."""
         for value, name in ((config.cir, "CIR"), (config.cburst, "CBurst"),
                             (config.pir, "PIR"), (config.pburst, "PBurst")):
             if value < 0:
@@ -38,15 +43,15 @@ class MeterDriver:
             if value > _MAX_BURST:
                 raise errors.unimplemented(f"{name} too large")
         if config.cir > config.pir:
-            raise errors.invalid(f"meter committed rate {config.cir} exceeds its peak "
-                                 f"rate {config.pir}")
+            raise errors.P4RuntimeError(grpc.StatusCode.UNKNOWN, refused)
 
     def configure(self, name: str, index: int, config: MeterConfig | None, log: UndoLog,
                   direct: bool = False) -> None:
         """Set (or with None reset) one cell; the previous state is pushed to ``log``."""
         key = (name, index)
         previous = self._configs.get(key)
-        self._apply(name, index, config)
+        self._apply(name, index, config, "Error when writing direct meter spec" if direct
+                    else "Error when writing meter spec")
         if config is None:
             self._configs.pop(key, None)
         else:
@@ -63,14 +68,15 @@ class MeterDriver:
     def config(self, name: str, index: int) -> MeterConfig | None:
         return self._configs.get((name, index))
 
-    def _apply(self, name: str, index: int, config: MeterConfig | None) -> None:
+    def _apply(self, name: str, index: int, config: MeterConfig | None,
+               refused: str = "Error when writing meter spec") -> None:
         if config is None:
             reset = getattr(self.switch, "meter_reset_rates", None)
             if reset is None:
                 raise errors.unimplemented("this switch cannot reset meters")
             reset(name, index)
             return
-        self.check_config(config)
+        self.check_config(config, refused)
         set_rates = getattr(self.switch, "meter_set_rates", None)
         if set_rates is None:
             raise errors.unimplemented("this switch cannot configure meters")

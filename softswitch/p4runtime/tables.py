@@ -431,12 +431,14 @@ class TableEntries:
             users.pop(id(record), None)
             log.push(lambda: users.__setitem__(id(record), (table_name, record)))
 
-    def _check_extras(self, table: TableIndex, entry: TableEntry) -> _Extras:
+    def _check_extras(self, table: TableIndex, entry: TableEntry, refused: str) -> _Extras:
+        """PI's checks of an entry's meter config, counter data and idle timeout;
+        ``refused``: PI's words for a meter config its target refuses."""
         meter = entry.HasField("meter_config")
         if meter:
             if table.direct_meter is None:
                 raise errors.invalid("Table has no direct meters")
-            self.meters.check_config(entry.meter_config)
+            self.meters.check_config(entry.meter_config, refused)
         counter = entry.HasField("counter_data")
         if counter and table.direct_counter is None:
             raise errors.invalid("Table has no direct counters")
@@ -456,7 +458,7 @@ class TableEntries:
         kind (a direct action, or an action profile's member, group or action set)."""
         records = self._records[table.id]
         binding = self._action_of(table, entry)
-        extras = self._check_extras(table, entry)
+        extras = self._check_extras(table, entry, "Error when adding match entry to target")
         if parsed.key in records:
             raise errors.already_exists("Match entry exists, use MODIFY if you wish to "
                                         "change action")
@@ -547,7 +549,7 @@ class TableEntries:
         resources), by the modify of its kind; the entry is looked up after the checks
         (PI's order)."""
         binding = self._action_of(table, entry)
-        extras = self._check_extras(table, entry)
+        extras = self._check_extras(table, entry, "Error when modifying match entry in target")
         record = self._existing(table, parsed)
         new_entry = _clean(entry, extras)
         # A meter config is kept across a MODIFY that gives none (only a table with a
