@@ -7,16 +7,18 @@ compilation time"). Before that check p4c:
 * reduces a division by a power-of-two constant to a shift and a remainder to a mask,
   also on ``int`` operands (:func:`strength_reduce`, applied while typing), and folds
   ``0 / x`` to ``0`` (a call in ``x`` is first moved to a statement of its own);
-* propagates the values assigned in a control's, action's or function's straight-line
-  code and folds constants, so a division in a dead operand of ``&&``, ``||`` or
-  ``?:``, in a dead ``if`` branch, or by a divisor known there, is gone or folded.
+* propagates the values assigned in straight-line code (of a control, action, function
+  or parser state) and folds constants, so a division in a dead operand of ``&&``,
+  ``||`` or ``?:``, in a dead ``if`` branch, or by a divisor known there, is gone.
 
 :func:`check` does the second part on the divisions the type checker left over
 (``ExprChecker.runtime_divisions``) and refuses the rest with p4c's reason. Its copy
-propagation follows p4c's ``LocalCopyPropagation`` without reaching further: values
-are merged after an ``if`` only when neither branch assigned them, and any call (an
-action, table, extern or ``setValid``) forgets everything. Nothing is rewritten: the
-back ends evaluate ``&&``, ``||`` and ``?:`` lazily, so a dead operand never runs.
+propagation follows p4c's ``LocalCopyPropagation`` without reaching further: after an
+``if`` a value stays known only when neither branch assigned it (also a branch that
+folding removes later: p4c propagates first), a ``?:`` result is known only under a
+constant condition, and any call (action, table, extern, ``setValid``) forgets
+everything. Nothing is rewritten: the back ends evaluate ``&&``, ``||`` and ``?:``
+lazily, so a dead operand never runs.
 """
 
 from __future__ import annotations
@@ -78,9 +80,17 @@ def division_computable(left: Any, right: Any) -> bool:
 
 def strength_reduce(e: ast.Binary) -> None:
     """Rewrite a run-time ``x / 2**k`` as ``x >> k`` and ``x % 2**k`` as
-    ``x & (2**k - 1)``, as p4c does (exact: both are floor division and modulo)."""
+    ``x & (2**k - 1)``, as p4c does (exact: both are floor division and modulo); fold
+    ``0 / x`` and ``0 % x`` to 0 when ``x`` has no side effects (else ``x`` still runs)."""
+    if e.op not in ("/", "%"):
+        return
+    left = number(e.left.const)
+    if _is_int(left) and left == 0 and e.right.const is NOT_CONST \
+            and not has_side_effects(e.right):
+        e.const = 0
+        return
     k = power_of_two(e.right.const)
-    if e.op not in ("/", "%") or k is None or e.left.const is not NOT_CONST:
+    if k is None or e.left.const is not NOT_CONST:
         return
     if e.op == "%":
         e.op = "&"
@@ -201,16 +211,17 @@ class _Flow:
         return st
 
     def branch(self, s: ast.IfStmt, st: State) -> State | None:
+        """Both branches flow into what follows, as in p4c's copy propagation, which
+        runs before constant folding removes the branch a known condition rules out."""
         c = self.value(s.cond, st)
         if has_side_effects(s.cond):
             st = {}
-        if isinstance(c, bool):
-            taken, dead = (s.then, s.otherwise) if c else (s.otherwise, s.then)
-            if dead is not None:
-                self.dead(dead)
-            return self.stmt(taken, st) if taken is not None else st
         a = self.stmt(s.then, dict(st))
         b = self.stmt(s.otherwise, dict(st)) if s.otherwise is not None else st
+        if isinstance(c, bool):
+            dead = s.otherwise if c else s.then
+            if dead is not None:
+                self.dead(dead)
         return _merge(a, b)
 
     def switch(self, s: ast.SwitchStmt, st: State) -> State | None:
@@ -241,11 +252,15 @@ class _Flow:
         if e.const is not NOT_CONST and not isinstance(e, ast.Call):
             return e.const
         if isinstance(e, (ast.PathExpr, ast.Member, ast.Index)):
-            if isinstance(e, ast.Index):
-                self.value(e.index, st)
+            for part in ast.children(e):
+                if isinstance(part, ast.Expr):
+                    self.value(part, st)
             key = _key(e)
             known = st.get(key) if key is not None else None
             return known[0] if known is not None else NOT_CONST
+        if isinstance(e, ast.Slice):
+            v, hi, lo = (self.value(x, st) for x in (e.expr, e.hi, e.lo))
+            return _fold(lambda: consteval.fold_slice(number(v), hi, lo), v, hi, lo)
         if isinstance(e, (ast.Unary, ast.Cast)):
             v = self.value(e.expr, st)
             if isinstance(e, ast.Unary):
@@ -275,11 +290,15 @@ class _Flow:
         return NOT_CONST
 
     def choice(self, e: ast.Ternary, st: State) -> Any:
+        """``?:``: a known condition makes one operand dead; p4c makes a temporary of
+        the result (assigned in an ``if``), so its value is only known when the
+        condition is a constant by itself."""
         c = self.value(e.cond, st)
         if isinstance(c, bool):
             taken, dead = (e.then, e.otherwise) if c else (e.otherwise, e.then)
             self.dead(dead)
-            return self.value(taken, st)
+            v = self.value(taken, st)
+            return v if isinstance(consteval.evaluate(e.cond), bool) else NOT_CONST
         self.value(e.then, st)
         self.value(e.otherwise, st)
         return NOT_CONST
