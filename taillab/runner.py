@@ -48,6 +48,7 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
     if switch_scheme(scheme) == "tailcc":
         policy += cnp_flow_commands(fabric, elephants)
     lossless = lossless_queues(scheme, classes)
+    weights = switch_weights(scheme, classes)
 
     def commands(name: str) -> list[str]:
         lines = fabric.routes(name) + policy
@@ -57,12 +58,24 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
             lines.append(f"set_queue_depth {b.queue_pkts} {port}")
             for q in lossless:
                 lines.append(f"set_pfc {port} {q} {b.pfc_xoff_pkts} {b.pfc_xon_pkts}")
-            weighted = [q for q in lossless if q in DWRR_WEIGHTS] \
+            weighted = [q for q in lossless if q in weights] \
                 if switch_scheme(scheme) != "baseline" else []
             if len(weighted) > 1:
-                lines += [f"set_queue_weight {DWRR_WEIGHTS[q]} {port} {q}" for q in weighted]
+                lines += [f"set_queue_weight {weights[q]} {port} {q}" for q in weighted]
         return lines
     return commands
+
+
+def switch_weights(scheme: str, classes: list[str]) -> dict[int, int]:
+    """The switches' DWRR weight per queue: the classes' (classes.DWRR_WEIGHTS). Under
+    tailcc-srpt, where MoE shares the fabric with large hot KV blocks alone in queue 4,
+    the switches weight them as the NICs do (p4nic.NIC_DWRR_WEIGHTS): a strict block
+    holds a decode node's downlink from a MoE dispatch for its whole transfer."""
+    from taillab.p4nic import NIC_DWRR_WEIGHTS, large_blocks_only
+
+    if scheme == "tailcc-srpt" and "moe_a2a" in classes and large_blocks_only(set(classes)):
+        return dict(NIC_DWRR_WEIGHTS)
+    return dict(DWRR_WEIGHTS)
 
 
 def run_cell(scenario: Scenario, scheme: str, seed: int, fastpath: str = "auto",
