@@ -103,6 +103,10 @@ class Network:
         fns = hops[0].functions  # type: ignore[union-attr]
         index = {name: i for i, name in enumerate(self.switches)}
         specs = []
+        hosts: dict[str, dict[int, tuple[int, int]]] = defaultdict(dict)
+        for (node, port), (peer, pport, _) in self.peer.items():
+            if node[0] == "h" and peer in index:
+                hosts[node][port] = (index[peer], pport)
         for name, sw in self.switches.items():
             links: dict[int, tuple[Any, int, int]] = {}
             for port, (deliver, pport) in self._delivery[name].items():
@@ -116,7 +120,7 @@ class Network:
                                 (self._switch_cnp, self._check_victim, self._ce_marked),
                                 (fns["fab_receive"], fns["fab_tick"]),
                                 float(self.scenario.topology.prop_us),
-                                (BTH_OPCODE_OFFSET, OPCODE_CNP, ECN_CE), specs)
+                                (BTH_OPCODE_OFFSET, OPCODE_CNP, ECN_CE), specs, dict(hosts))
         for name, sw in self.switches.items():
             sw.attach_fabric(fns, fabric, index[name])
         for node, ports in self._delivery.items():
@@ -124,6 +128,9 @@ class Network:
                 peer = self.peer[(node, port)][0]
                 if pport >= 0:
                     ports[port] = (partial(fns["fab_receive"], fabric, index[peer]), pport)
+        if all(pport >= 0 for node, ports in self._delivery.items() if node[0] == "h"
+               for _, pport in ports.values()):
+            self.carry = partial(fns["fab_carry"], fabric)  # type: ignore[method-assign]
         return fns, fabric
 
     def send_pfc(self, node: str, port: int, priority: int, pause: bool) -> None:

@@ -141,3 +141,23 @@ def test_hop_makes_the_python_traffic_managers_decisions(program_dir: Path,
     assert sent > 150 and tm_py.pfc.pauses_sent
     for (port, prio) in tm_py.pfc.thresholds:
         assert hop.paused(port, prio) == ((port, prio) in tm_py.pfc.paused)
+
+
+def test_lab_fabric_runs_its_switches_in_c() -> None:
+    """On the C packet path every switch of a lab network is a C hop and the fabric runs
+    their events (what the pinned cell's C run then holds to the interpreter's)."""
+    from dataclasses import replace
+
+    from taillab.programs import compile_tailcc
+    from taillab.runner import build_network
+    from taillab.scenario import load_scenario
+    from taillab.traffic import generate
+
+    scenario = replace(load_scenario("moe").scaled(50, (1,)), drain_us=50)
+    messages = generate(scenario, 1)
+    net = build_network(scenario, "tailcc", messages, compile_tailcc())
+    if any(sw.hop is None for sw in net.switches.values()):
+        pytest.skip("no C packet path here (no compiler)")
+    assert net._fabric is not None
+    net.run(messages)
+    assert sum(sw.received for sw in net.switches.values()) > 0

@@ -1163,6 +1163,7 @@ typedef struct {
     lf_switch *sw;
     PyObject *loop, *heap, *push, *seq, *partial, *intervals, *now_name;
     PyObject *on_cnp, *on_victim, *on_ce, *f_receive, *f_tick;
+    PyObject *hosts;           /* {host: {port: (switch, port)}}: where a NIC's packets go */
     double prop;
     Py_ssize_t bth;
     int cnp_opcode, ecn_ce;
@@ -1182,7 +1183,7 @@ static void lf_clear(lf_state *F) {
     Py_CLEAR(F->loop); Py_CLEAR(F->heap); Py_CLEAR(F->push); Py_CLEAR(F->seq);
     Py_CLEAR(F->partial); Py_CLEAR(F->intervals); Py_CLEAR(F->now_name);
     Py_CLEAR(F->on_cnp); Py_CLEAR(F->on_victim); Py_CLEAR(F->on_ce);
-    Py_CLEAR(F->f_receive); Py_CLEAR(F->f_tick);
+    Py_CLEAR(F->f_receive); Py_CLEAR(F->f_tick); Py_CLEAR(F->hosts);
 }
 
 static void lf_destroy(PyObject *cap) {
@@ -1438,6 +1439,34 @@ static PyObject *m_lf_wake(PyObject *self, PyObject *unused) {
 static PyMethodDef LF_DELIVER_DEF = {"fab_deliver", m_lf_deliver, METH_NOARGS, NULL};
 static PyMethodDef LF_TICK_DEF = {"fab_wake", m_lf_wake, METH_NOARGS, NULL};
 
+/* fab_carry(fabric, host, port, data, last_bit_us): Network.carry for a NIC's packet
+ * to its switch: it arrives one propagation delay after its last bit leaves */
+static PyObject *m_lf_carry(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lf_state *F = n == 5 ? lf_get(args[0]) : NULL;
+    if (!F) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "fab_carry(fabric, host, port, data, t)");
+        return NULL;
+    }
+    if (!F->hosts) { PyErr_SetString(PyExc_RuntimeError, "fabric: closed"); return NULL; }
+    PyObject *ports = PyDict_GetItemWithError(F->hosts, args[1]);
+    PyObject *peer = ports ? PyDict_GetItemWithError(ports, args[2]) : NULL;
+    if (!peer) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_KeyError, "fabric: no link at %R port %R", args[1], args[2]);
+        return NULL;
+    }
+    double last = PyFloat_AsDouble(args[4]), now;
+    if (last == -1.0 && PyErr_Occurred()) return NULL;
+    PyObject *nowobj = lf_now(F, &now);
+    if (!nowobj) return NULL;
+    Py_DECREF(nowobj);
+    PyObject *bound = Py_BuildValue("(OOOO)", args[0], PyTuple_GET_ITEM(peer, 0),
+                                    PyTuple_GET_ITEM(peer, 1), args[3]);
+    PyObject *fn = bound ? PyCFunction_NewEx(&LF_DELIVER_DEF, bound, NULL) : NULL;
+    Py_XDECREF(bound);
+    if (lf_push(F, last + F->prop, now, fn)) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* fab_received(fabric, switch) -> packets the switch received */
 static PyObject *m_lf_received(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     lf_state *F;
@@ -1515,12 +1544,13 @@ static PyObject *m_lf_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
 /* fab_new(loop, heap, heappush, seq, partial, intervals, (on_cnp, on_victim, on_ce),
  *         (fab_receive, fab_tick), prop_us, (bth offset, CNP opcode, ECN CE),
  *         [(ctx, hop, switch, arrivals, cnps, send_pfc, {port: (receiver, peer switch,
- *           peer port)})]) -> fabric */
+ *           peer port)})], {host: {port: (switch, port)}}) -> fabric */
 static PyObject *m_lf_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    if (n != 11) { PyErr_SetString(PyExc_TypeError, "fab_new: 11 arguments"); return NULL; }
+    if (n != 12) { PyErr_SetString(PyExc_TypeError, "fab_new: 12 arguments"); return NULL; }
     PyObject *cb = args[6], *fns = args[7], *consts = args[9];
     if (!PyTuple_Check(cb) || PyTuple_GET_SIZE(cb) != 3 || !PyTuple_Check(fns) ||
-        PyTuple_GET_SIZE(fns) != 2 || !PyList_Check(args[10]) || !PyDict_Check(args[5])) {
+        PyTuple_GET_SIZE(fns) != 2 || !PyList_Check(args[10]) || !PyDict_Check(args[5]) ||
+        !PyDict_Check(args[11])) {
         PyErr_SetString(PyExc_TypeError, "fab_new: bad arguments");
         return NULL;
     }
@@ -1541,6 +1571,7 @@ static PyObject *m_lf_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     LF_SET(F->on_cnp, PyTuple_GET_ITEM(cb, 0)); LF_SET(F->on_victim, PyTuple_GET_ITEM(cb, 1));
     LF_SET(F->on_ce, PyTuple_GET_ITEM(cb, 2));
     LF_SET(F->f_receive, PyTuple_GET_ITEM(fns, 0)); LF_SET(F->f_tick, PyTuple_GET_ITEM(fns, 1));
+    LF_SET(F->hosts, args[11]);
     F->now_name = PyUnicode_InternFromString("now");
     F->prop = prop;
     F->bth = bth;
@@ -1600,6 +1631,7 @@ static PyMethodDef LH_METHODS[] = {
     {"fab_received", (PyCFunction)(void (*)(void))m_lf_received, METH_FASTCALL, NULL},
     {"fab_close", (PyCFunction)(void (*)(void))m_lf_close, METH_FASTCALL, NULL},
     {"fab_run", (PyCFunction)(void (*)(void))m_lf_run, METH_FASTCALL, NULL},
+    {"fab_carry", (PyCFunction)(void (*)(void))m_lf_carry, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
