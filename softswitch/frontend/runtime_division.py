@@ -16,9 +16,10 @@ compilation time"). Before that check p4c:
 propagation follows p4c's ``LocalCopyPropagation`` without reaching further: after an
 ``if`` a value stays known only when neither branch assigned it (also a branch that
 folding removes later: p4c propagates first), a ``?:`` result is known only under a
-constant condition, and any call (action, table, extern, ``setValid``) forgets
-everything. Nothing is rewritten: the back ends evaluate ``&&``, ``||`` and ``?:``
-lazily, so a dead operand never runs.
+constant condition, and a call forgets what it may write (its ``out``/``inout``
+arguments, what an action, function or table's actions assign outside themselves, the
+header of ``setValid``; everything for anything else). Nothing is rewritten: the back
+ends evaluate ``&&``, ``||`` and ``?:`` lazily, so a dead operand never runs.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ class _Flow:
         self.pending = pending
         #: id(division) -> "" (folded, reduced or dead) or why it stays refused
         self.verdicts: dict[int, str] = {}
+        self.callees = _CalleeWrites()
 
     # ------------------------------------------------------------ declarations
     def program(self, program: ast.Program) -> None:
@@ -164,8 +166,9 @@ class _Flow:
         if isinstance(s, ast.VarDecl):
             return self.declare(s, st)
         if isinstance(s, ast.CallStmt):
+            st = self.effects(st, s.call)
             self.value(s.call, st)
-            return st if not has_side_effects(s.call) else {}
+            return st
         if isinstance(s, ast.IfStmt):
             return self.branch(s, st)
         if isinstance(s, ast.BlockStmt):
@@ -187,17 +190,28 @@ class _Flow:
                 self.value(part, {})
         return {}
 
+    def effects(self, st: State, *exprs: ast.Expr | None) -> State:
+        """``st`` without what the calls in ``exprs`` may write (p4c first moves a call
+        out of an expression, so all of the expression reads after it)."""
+        for e in exprs:
+            for n in ast.walk(e) if e is not None else ():
+                if isinstance(n, ast.Call):
+                    written = self.callees.of(n.resolved)
+                    if written is None:
+                        return {}
+                    for key in written:
+                        st = _kill(st, key)
+        return st
+
     def assign(self, s: ast.AssignStmt, st: State) -> State:
+        st = self.effects(st, s.value, s.target)
         v = self.value(s.value, st)
         self.value(s.target, st)
-        if has_side_effects(s.value) or has_side_effects(s.target):
-            st = {}
         return self.store(st, s.target, v, id(s))
 
     def declare(self, s: ast.VarDecl, st: State) -> State:
+        st = self.effects(st, s.init)
         v = self.value(s.init, st) if s.init is not None else NOT_CONST
-        if s.init is not None and has_side_effects(s.init):
-            st = {}
         st = _kill(st, (id(s),))
         if v is not NOT_CONST:
             st[(id(s),)] = (v, id(s))
@@ -205,7 +219,7 @@ class _Flow:
 
     def store(self, st: State, target: ast.Expr, v: Any, at: int) -> State:
         key = _key(target)
-        st = _kill(st, key if key is not None else _root(target))
+        st = _kill(st, _place(target))
         if key is not None and v is not NOT_CONST:
             st[key] = (v, at)
         return st
@@ -213,9 +227,8 @@ class _Flow:
     def branch(self, s: ast.IfStmt, st: State) -> State | None:
         """Both branches flow into what follows, as in p4c's copy propagation, which
         runs before constant folding removes the branch a known condition rules out."""
+        st = self.effects(st, s.cond)
         c = self.value(s.cond, st)
-        if has_side_effects(s.cond):
-            st = {}
         a = self.stmt(s.then, dict(st))
         b = self.stmt(s.otherwise, dict(st)) if s.otherwise is not None else st
         if isinstance(c, bool):
@@ -225,9 +238,8 @@ class _Flow:
         return _merge(a, b)
 
     def switch(self, s: ast.SwitchStmt, st: State) -> State | None:
+        st = self.effects(st, s.expr)
         self.value(s.expr, st)
-        if has_side_effects(s.expr):
-            st = {}
         out: State | None = st
         for case in s.cases:
             if case.body is not None:
@@ -320,7 +332,71 @@ class _Flow:
                 self.verdicts[id(n)] = ""
 
 
+class _CalleeWrites:
+    """What a call may write, as names (None: anything)."""
+
+    def __init__(self) -> None:
+        self.bodies: dict[int, list[tuple[Any, ...]] | None] = {}
+
+    def of(self, info: Any) -> list[tuple[Any, ...]] | None:
+        kind = getattr(info, "kind", None)
+        if kind == "builtin":
+            if info.builtin == "isValid" or info.builtin.startswith(("min", "max")):
+                return []
+            return [_place(info.receiver)]
+        args = [_place(a) for p, a in zip(info.params, info.args, strict=False)
+                if p.direction in ("out", "inout") and a is not None] if info else []
+        if kind in ("extern_function", "parser_apply", "control_apply"):
+            return args
+        if kind == "extern_method":
+            ext = getattr(info.extern, "decl", None)
+            abstract = ext is None or any(m.abstract for m in ext.methods)
+            return None if abstract else args   # (an abstract method may write anything)
+        if kind in ("action", "function"):
+            body = self.body(info.decl)
+            return None if body is None else args + body
+        if kind == "table_apply":
+            out: list[tuple[Any, ...]] = []
+            actions = info.decl.prop("actions")
+            for ref in actions.value if actions is not None else ():
+                written = self.of(getattr(ref, "call", None))
+                if written is None:
+                    return None
+                out += written
+            return out
+        return None
+
+    def body(self, decl: Any) -> list[tuple[Any, ...]] | None:
+        """Names outside an action or function that its body may write."""
+        key = id(decl)
+        if key in self.bodies:
+            return self.bodies[key]
+        self.bodies[key] = None              # (recursion: anything)
+        own = {id(p) for p in decl.params} | {
+            id(n) for n in ast.walk(decl.body) if isinstance(n, ast.VarDecl)}
+        written: list[tuple[Any, ...]] | None = []
+        for n in ast.walk(decl.body):
+            if isinstance(n, ast.AssignStmt):
+                found: list[tuple[Any, ...]] | None = [_place(n.target)]
+            elif isinstance(n, ast.Call):
+                found = self.of(n.resolved)
+            else:
+                continue
+            if found is None:
+                written = None
+                break
+            written += [k for k in found if k[0] not in own]
+        self.bodies[key] = written
+        return written
+
+
 # ------------------------------------------------------------ names and values
+def _place(e: ast.Expr) -> tuple[Any, ...]:
+    """The name an l-value writes: itself when tracked, else all of its variable."""
+    key = _key(e)
+    return key if key is not None else _root(e)
+
+
 def _key(e: ast.Expr) -> tuple[Any, ...] | None:
     """What a name denotes, for a variable, parameter, field or constant-index element
     (``hs.next``/``hs.last`` and run-time indexes are not tracked)."""
