@@ -117,7 +117,8 @@ class Network:
                           sw.send_pfc_frames, links))
         fabric = fns["fab_new"](self.loop, self.loop.heap, heapq.heappush, self.loop.seq,
                                 partial, self.obs.pfc.intervals,
-                                (self._switch_cnp, self._check_victim, self._ce_marked),
+                                (self._switch_cnp, self._ce_marked, self._prio_of_rqp,
+                                 self.obs.pfc.paused_flows),
                                 (fns["fab_receive"], fns["fab_tick"]),
                                 float(self.scenario.topology.prop_us),
                                 (BTH_OPCODE_OFFSET, OPCODE_CNP, ECN_CE), specs, dict(hosts))

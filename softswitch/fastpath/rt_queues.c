@@ -1143,13 +1143,14 @@ static PyObject *m_lh_depth(PyObject *self, PyObject *const *args, Py_ssize_t n)
  * fab_tick: they do here what FabricSwitch.receive, service, _tick and
  * Network.switch_sent do, with the same Python objects (the switch's arrivals and
  * forwarded-CNP dictionaries, the loop's heap and sequence), pushing the same events
- * in the same order; what only Python knows is a call back (a Fast CNP's origin, a
- * paused victim, a CE mark, the PFC frames to send). fab_close drops the references
- * (the heap holds partials of the fabric: a cycle otherwise).
+ * in the same order (a flow caught in a paused queue joins the same paused flows);
+ * what only Python knows is a call back (a Fast CNP's origin, a CE mark, the PFC frames
+ * to send). fab_close drops the references (the heap holds events bound to the fabric:
+ * a cycle otherwise).
  */
 
 typedef struct {
-    PyObject *ctx, *hop, *sw, *arrivals, *cnps, *send_pfc;
+    PyObject *ctx, *hop, *sw, *name, *arrivals, *cnps, *send_pfc;
     uint64_t received, token;
     double scheduled;
     int has_scheduled;
@@ -1162,7 +1163,8 @@ typedef struct {
     int n;
     lf_switch *sw;
     PyObject *loop, *heap, *push, *seq, *partial, *intervals, *now_name;
-    PyObject *on_cnp, *on_victim, *on_ce, *f_receive, *f_tick;
+    PyObject *on_cnp, *on_ce, *f_receive, *f_tick;
+    PyObject *prio_of_rqp, *paused_flows;   /* Network._prio_of_rqp, PfcLedger.paused_flows */
     PyObject *hosts;           /* {host: {port: (switch, port)}}: where a NIC's packets go */
     double prop;
     Py_ssize_t bth;
@@ -1176,13 +1178,15 @@ static lf_state *lf_get(PyObject *o) { return (lf_state *)PyCapsule_GetPointer(o
 static void lf_clear(lf_state *F) {
     for (int i = 0; F->sw && i < F->n; i++) {
         lf_switch *S = &F->sw[i];
-        Py_CLEAR(S->ctx); Py_CLEAR(S->hop); Py_CLEAR(S->sw); Py_CLEAR(S->arrivals);
+        Py_CLEAR(S->ctx); Py_CLEAR(S->hop); Py_CLEAR(S->sw); Py_CLEAR(S->name);
+        Py_CLEAR(S->arrivals);
         Py_CLEAR(S->cnps); Py_CLEAR(S->send_pfc);
         for (int p = 0; p < LH_PORTS; p++) Py_CLEAR(S->deliver[p]);
     }
     Py_CLEAR(F->loop); Py_CLEAR(F->heap); Py_CLEAR(F->push); Py_CLEAR(F->seq);
     Py_CLEAR(F->partial); Py_CLEAR(F->intervals); Py_CLEAR(F->now_name);
-    Py_CLEAR(F->on_cnp); Py_CLEAR(F->on_victim); Py_CLEAR(F->on_ce);
+    Py_CLEAR(F->on_cnp); Py_CLEAR(F->on_ce); Py_CLEAR(F->prio_of_rqp);
+    Py_CLEAR(F->paused_flows);
     Py_CLEAR(F->f_receive); Py_CLEAR(F->f_tick); Py_CLEAR(F->hosts);
 }
 
@@ -1224,6 +1228,44 @@ static PyObject *lf_cnp_key(const char *d) {
 
 static PyMethodDef LF_DELIVER_DEF;
 
+/* Network._check_victim: a data packet leaving (switch, port), there since ``arrived``:
+ * if its queue (the priority its receiver QP's class gets) was paused while it waited,
+ * its flow (source IP, destination IP, QP) joins the paused flows */
+static int lf_victim(lf_state *F, lf_switch *S, int64_t port, const char *d,
+                     PyObject *arrived, double now) {
+    const unsigned char *u = (const unsigned char *)d + F->bth;
+    PyObject *rqp = PyLong_FromLong(((long)u[5] << 16) | ((long)u[6] << 8) | (long)u[7]);
+    if (!rqp) return -1;
+    PyObject *prio = PyDict_GetItemWithError(F->prio_of_rqp, rqp);
+    if (!prio && PyErr_Occurred()) { Py_DECREF(rqp); return -1; }
+    PyObject *zero = prio ? NULL : PyLong_FromLong(0);
+    PyObject *key = Py_BuildValue("(OLO)", S->name, (long long)port, prio ? prio : zero);
+    Py_XDECREF(zero);
+    PyObject *spans = key ? PyDict_GetItemWithError(F->intervals, key) : NULL;
+    Py_XDECREF(key);
+    if (!spans && PyErr_Occurred()) { Py_DECREF(rqp); return -1; }
+    double t0 = PyFloat_AsDouble(arrived);
+    int hit = 0;
+    for (Py_ssize_t i = spans ? PySequence_Size(spans) - 1 : -1; i >= 0; i--) {
+        PyObject *span = PySequence_GetItem(spans, i);
+        PyObject *a = span ? PySequence_GetItem(span, 0) : NULL;
+        PyObject *b = span ? PySequence_GetItem(span, 1) : NULL;
+        double start = a ? PyFloat_AsDouble(a) : -1.0, end = b ? PyFloat_AsDouble(b) : -1.0;
+        Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(span);
+        if (PyErr_Occurred()) { Py_DECREF(rqp); return -1; }
+        if (end < t0) break;
+        if (start <= now) { hit = 1; break; }
+    }
+    int bad = 0;
+    if (hit) {
+        PyObject *flow = Py_BuildValue("(y#y#O)", d + 26, (Py_ssize_t)4, d + 30, (Py_ssize_t)4, rqp);
+        bad = !flow || PySet_Add(F->paused_flows, flow);
+        Py_XDECREF(flow);
+    }
+    Py_DECREF(rqp);
+    return bad ? -1 : 0;
+}
+
 /* Network.switch_sent for one frame of switch ``si`` */
 static int lf_sent(PyObject *cap, lf_state *F, lf_switch *S, int64_t port, PyObject *data,
                    double done, double now, PyObject *nowobj) {
@@ -1259,13 +1301,9 @@ static int lf_sent(PyObject *cap, lf_state *F, lf_switch *S, int64_t port, PyObj
             Py_DECREF(key);
             if (!arrived && PyErr_Occurred()) return -1;
             if (arrived && PyDict_Size(F->intervals)) {
-                PyObject *p = PyLong_FromLongLong(port);
-                PyObject *r = p ? PyObject_CallFunctionObjArgs(F->on_victim, S->sw, p, data,
-                                                               arrived, nowobj, NULL) : NULL;
-                Py_XDECREF(p);
+                int bad = lf_victim(F, S, port, d, arrived, now);
                 Py_DECREF(arrived);
-                if (!r) return -1;
-                Py_DECREF(r);
+                if (bad) return -1;
             } else {
                 Py_XDECREF(arrived);
             }
@@ -1541,14 +1579,15 @@ static PyObject *m_lf_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
 
 #define LF_SET(dst, src) do { Py_INCREF(src); (dst) = (src); } while (0)
 
-/* fab_new(loop, heap, heappush, seq, partial, intervals, (on_cnp, on_victim, on_ce),
+/* fab_new(loop, heap, heappush, seq, partial, intervals, (on_cnp, on_ce, QP priorities,
+ *         paused flows),
  *         (fab_receive, fab_tick), prop_us, (bth offset, CNP opcode, ECN CE),
  *         [(ctx, hop, switch, arrivals, cnps, send_pfc, {port: (receiver, peer switch,
  *           peer port)})], {host: {port: (switch, port)}}) -> fabric */
 static PyObject *m_lf_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 12) { PyErr_SetString(PyExc_TypeError, "fab_new: 12 arguments"); return NULL; }
     PyObject *cb = args[6], *fns = args[7], *consts = args[9];
-    if (!PyTuple_Check(cb) || PyTuple_GET_SIZE(cb) != 3 || !PyTuple_Check(fns) ||
+    if (!PyTuple_Check(cb) || PyTuple_GET_SIZE(cb) != 4 || !PyTuple_Check(fns) ||
         PyTuple_GET_SIZE(fns) != 2 || !PyList_Check(args[10]) || !PyDict_Check(args[5]) ||
         !PyDict_Check(args[11])) {
         PyErr_SetString(PyExc_TypeError, "fab_new: bad arguments");
@@ -1568,8 +1607,14 @@ static PyObject *m_lf_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (!cap) { free(F->sw); free(F); return NULL; }
     LF_SET(F->loop, args[0]); LF_SET(F->heap, args[1]); LF_SET(F->push, args[2]);
     LF_SET(F->seq, args[3]); LF_SET(F->partial, args[4]); LF_SET(F->intervals, args[5]);
-    LF_SET(F->on_cnp, PyTuple_GET_ITEM(cb, 0)); LF_SET(F->on_victim, PyTuple_GET_ITEM(cb, 1));
-    LF_SET(F->on_ce, PyTuple_GET_ITEM(cb, 2));
+    LF_SET(F->on_cnp, PyTuple_GET_ITEM(cb, 0)); LF_SET(F->on_ce, PyTuple_GET_ITEM(cb, 1));
+    LF_SET(F->prio_of_rqp, PyTuple_GET_ITEM(cb, 2));
+    LF_SET(F->paused_flows, PyTuple_GET_ITEM(cb, 3));
+    if (!PyDict_Check(F->prio_of_rqp) || !PySet_Check(F->paused_flows)) {
+        PyErr_SetString(PyExc_TypeError, "fab_new: QP priorities must be a dict, paused flows a set");
+        Py_DECREF(cap);
+        return NULL;
+    }
     LF_SET(F->f_receive, PyTuple_GET_ITEM(fns, 0)); LF_SET(F->f_tick, PyTuple_GET_ITEM(fns, 1));
     LF_SET(F->hosts, args[11]);
     F->now_name = PyUnicode_InternFromString("now");
@@ -1590,6 +1635,8 @@ static PyObject *m_lf_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
         }
         if (!get_ctx(ctx) || !lh_get(hop)) { Py_DECREF(cap); return NULL; }
         LF_SET(S->ctx, ctx); LF_SET(S->hop, hop); LF_SET(S->sw, sw); LF_SET(S->arrivals, arr);
+        S->name = PyObject_GetAttrString(sw, "name");
+        if (!S->name) { Py_DECREF(cap); return NULL; }
         LF_SET(S->cnps, cnps); LF_SET(S->send_pfc, pfc);
         PyObject *k, *v;
         Py_ssize_t pos = 0;
