@@ -32,6 +32,7 @@ from typing import Any
 from p4.v1 import p4runtime_pb2
 
 from softswitch.core.control import KeyMatch
+from softswitch.daemon.cli_channel.action_profiles import ActionProfileControl
 from softswitch.diagnostics import P4Error
 from softswitch.p4runtime import actions, encoding, errors, matches
 from softswitch.p4runtime.p4index import TableIndex
@@ -72,6 +73,8 @@ class ManagedControl:
         self._direct_writes = direct_writes
         self._written = written
         self._by_name: dict[str, TableIndex] | None = None
+        self.profiles = ActionProfileControl(runtime, self._write_entity, self._table,
+                                             self._record)
 
     def __getattr__(self, name: str) -> Any:
         if name in NEVER or (name in DIRECT_ONLY and not self._direct_writes):
@@ -168,26 +171,32 @@ class ManagedControl:
         action profile groups and members), defaults become the program's again,
         meters lose their rates, counters and registers go to zero, and multicast
         groups go; the program, its own entries, clone sessions and value sets stay,
-        as on BMv2. Held by P4Runtime, each change is a P4Runtime write."""
+        as on BMv2. What P4Runtime holds changes in one all-or-nothing batch."""
+        updates: list[p4runtime_pb2.Update] = []
         for index in self._tables_by_id():
-            self.table_clear(index.info.preamble.name)
-            if not index.info.const_default_action_id:
-                self.table_reset_default(index.info.preamble.name)
+            for record in self._runtime.tables.records(index.info.preamble.id):
+                if not record.from_program:
+                    updates.append(_update(Update.DELETE, table_entry=self._runtime.tables
+                                           .canonical(index, record)))
+            if not (index.info.const_default_action_id or self.profiles.profile_of(
+                    index.info.preamble.name)):
+                updates.append(_update(Update.MODIFY, table_entry=p4runtime_pb2.TableEntry(
+                    table_id=index.info.preamble.id, is_default_action=True)))
         for kind in ("action_profile_group", "action_profile_member"):
-            for entity in self._read_all(p4runtime_pb2.Entity(**{kind: {}})):
-                self._write_entity(Update.DELETE, entity)
-        for info in self._runtime.index.all("meters"):
-            self._write_entity(Update.MODIFY, p4runtime_pb2.Entity(
-                meter_entry=p4runtime_pb2.MeterEntry(meter_id=info.preamble.id)))
+            updates += [Update(type=Update.DELETE, entity=e)
+                        for e in self._runtime.read([p4runtime_pb2.Entity(**{kind: {}})])]
+        updates += [_update(Update.MODIFY, meter_entry=p4runtime_pb2.MeterEntry(
+            meter_id=info.preamble.id)) for info in self._runtime.index.all("meters")]
+        pre = p4runtime_pb2.PacketReplicationEngineEntry(
+            multicast_group_entry=p4runtime_pb2.MulticastGroupEntry())
+        updates += [Update(type=Update.DELETE, entity=e) for e in self._runtime.read(
+            [p4runtime_pb2.Entity(packet_replication_engine_entry=pre)])]
+        self._write_batch(updates)
         for kind in ("counters", "direct_counters"):
             for info in self._runtime.index.all(kind):
                 self._switch.counter_reset(info.preamble.name)
         for info in self._runtime.index.all("registers"):
             self._switch.register_reset(info.preamble.name)
-        pre = p4runtime_pb2.PacketReplicationEngineEntry(
-            multicast_group_entry=p4runtime_pb2.MulticastGroupEntry())
-        for entity in self._read_all(p4runtime_pb2.Entity(packet_replication_engine_entry=pre)):
-            self._write_entity(Update.DELETE, entity)
         if self._direct_writes:               # groups written past P4Runtime, as on BMv2
             for group in list(self._switch.mc_groups):
                 self._switch.mc_mgrp_destroy(group)
@@ -262,13 +271,20 @@ class ManagedControl:
 
     def _write_entity(self, kind: int, entity: p4runtime_pb2.Entity) -> None:
         """One update of any entity, as a Write request carries it."""
-        request = p4runtime_pb2.WriteRequest(updates=[Update(type=kind, entity=entity)])
+        self._write_batch([Update(type=kind, entity=entity)])
+
+    def _write_batch(self, updates: list[p4runtime_pb2.Update]) -> None:
+        """Updates as one ROLLBACK_ON_ERROR batch: all of them, or none (the first
+        refusal is raised)."""
+        request = p4runtime_pb2.WriteRequest(
+            updates=updates, atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
         try:
-            (result,) = self._runtime.write(request)
+            results = self._runtime.write(request)
         except errors.P4RuntimeError as exc:
             raise Refused(exc) from None
-        if result is not None:
-            raise Refused(result)
+        for result in results:
+            if result is not None:
+                raise Refused(result)
 
     def _write(self, kind: int, entry: p4runtime_pb2.TableEntry | bytes) -> None:
         """One update of ``entry`` (a message, or one encoded), written as a gRPC Write
@@ -332,3 +348,7 @@ def _unpacked(info: Any, value: int) -> list[p4runtime_pb2.FieldMatch]:
         raise P4Error(f"value set '{info.preamble.name}': the value is wider than its "
                       f"{sum(f.bitwidth for f in info.match)} bits")
     return out[::-1]
+
+
+def _update(kind: int, **entity: Any) -> p4runtime_pb2.Update:
+    return Update(type=kind, entity=p4runtime_pb2.Entity(**entity))

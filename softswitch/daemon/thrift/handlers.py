@@ -23,8 +23,9 @@ from thrift.Thrift import TApplicationException
 from softswitch.core.control import SwitchControl
 from softswitch.daemon.cli_channel.commands import RuntimeChannel
 from softswitch.daemon.cli_channel.control import Refused
-from softswitch.daemon.thrift.base import Service, index_code
+from softswitch.daemon.thrift.base import index_code
 from softswitch.daemon.thrift.config_json import config_json
+from softswitch.daemon.thrift.profiles import ProfileCalls, indirect_action, indirect_table
 from softswitch.daemon.thrift.replication import PreLagHandler, SimpleSwitchHandler
 from softswitch.daemon.thrift.values import (
     data_bytes,
@@ -42,8 +43,9 @@ _REFUSAL_CODES = {"ALREADY_EXISTS": std.TableOperationErrorCode.DUPLICATE_ENTRY,
                   "NOT_FOUND": std.TableOperationErrorCode.INVALID_HANDLE}
 
 
-class StandardHandler(Service):
-    """The ``standard`` service: tables, counters, registers, the program's JSON."""
+class StandardHandler(ProfileCalls):
+    """The ``standard`` service: tables, counters, registers, value sets, the program's
+    JSON; action profiles by :class:`ProfileCalls`."""
 
     service = Standard
 
@@ -128,16 +130,14 @@ class StandardHandler(Service):
     def bm_mt_get_entries(self, cxt_id: int, table_name: str) -> list[Any]:
         def entries(control: SwitchControl) -> list[Any]:
             table = control.table_info(table_name)
-            return [entry_of(table, e, _life(control, table.name, e.handle))
-                    for e in control.table_entries(table.name)]
+            return [_entry(control, table, e) for e in control.table_entries(table.name)]
         return self._run(entries, self._table_error(
             std.TableOperationErrorCode.INVALID_TABLE_NAME))
 
     def bm_mt_get_entry(self, cxt_id: int, table_name: str, entry_handle: int) -> Any:
         def entry(control: SwitchControl) -> Any:
             table = control.table_info(table_name)
-            return entry_of(table, control.table_entry(table.name, entry_handle),
-                            _life(control, table.name, entry_handle))
+            return _entry(control, table, control.table_entry(table.name, entry_handle))
         return self._run(entry, self._table_error(std.TableOperationErrorCode.INVALID_HANDLE))
 
     def bm_mt_set_entry_ttl(self, cxt_id: int, table_name: str, entry_handle: int,
@@ -177,7 +177,7 @@ class StandardHandler(Service):
         def default(control: SwitchControl) -> Any:
             state = control.table_state(table_name)  # type: ignore[attr-defined]
             action = state.default_action
-            if action is None:
+            if action is None or indirect_table(control, table_name):
                 return std.BmActionEntry(action_type=std.BmActionEntryType.NONE)
             return std.BmActionEntry(
                 action_type=std.BmActionEntryType.ACTION_DATA, action_name=action.name,
@@ -407,6 +407,15 @@ def resource_id(config: str, resource_type: int, name: str) -> int | None:
             if item.get("name") == name:
                 return int(item["id"])
     return None
+
+
+def _entry(control: Any, table: Any, e: Any) -> Any:
+    """An entry as BMv2 gives it: its action, member or group, and its life."""
+    entry = entry_of(table, e, _life(control, table.name, e.handle))
+    pointed = indirect_action(control, table.name, e.handle)
+    if pointed is not None:
+        entry.action_entry = pointed
+    return entry
 
 
 def _life(control: Any, table: str, handle: int) -> tuple[int, int] | None:
