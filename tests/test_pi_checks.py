@@ -37,6 +37,7 @@ header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }
 struct headers_t { eth_t eth; }
 struct meta_t { bit<8> color; }
 struct learn_t { bit<48> src; bit<9> port; }
+struct other_t { bit<48> dst; }
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     state start { pkt.extract(hdr.eth); transition accept; }
 }
@@ -52,12 +53,14 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
     action only_default() { }
     action metered() { dmtr.read(meta.color); }
     action learn() { digest<learn_t>(1, { hdr.eth.src, sm.ingress_port }); }
+    action learn_more() { digest<other_t>(1, { hdr.eth.dst }); }
     action_profile(32w16) prof;
     @max_group_size(4) action_selector(HashAlgorithm.crc16, 32w16, 32w16) sel;
     @max_group_size(4) action_selector(HashAlgorithm.crc16, 32w16, 32w16) sel2;
     table t_exact {
         key = { hdr.eth.dst: exact; }
-        actions = { set_port; nop; @tableonly only_table; @defaultonly only_default; learn; }
+        actions = { set_port; nop; @tableonly only_table; @defaultonly only_default; learn;
+                    learn_more; }
         counters = dctr;
         default_action = nop();
     }
@@ -98,6 +101,11 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         actions = { set_port; nop; }
         implementation = sel;
     }
+    table t_small {
+        key = { hdr.eth.etype: exact; }
+        actions = { set_port; nop; }
+        size = 2;
+    }
     table t_sel2 {
         key = { hdr.eth.etype: exact; hdr.eth.dst: selector; }
         actions = { set_port; nop; }
@@ -108,6 +116,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         mtr.execute_meter(0, meta.color);
         t_exact.apply(); t_tern.apply(); t_lpm.apply(); t_range.apply();
         t_const.apply(); t_meter.apply(); t_prof.apply(); t_sel.apply(); t_sel2.apply();
+        t_small.apply();
     }
 }
 control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
@@ -196,8 +205,9 @@ def group(ids: Ids, group_id: int, *members: tuple[int, int], max_size: int = 0,
     return g
 
 
-def oneshot(ids: Ids, *weights: int, table: str = "t_sel2") -> pb.TableEntry:
-    te = entry(ids, table, exact(b"\x00\x07"), action=None)
+def oneshot(ids: Ids, *weights: int, table: str = "t_sel2",
+            key: bytes = b"\x00\x07") -> pb.TableEntry:
+    te = entry(ids, table, exact(key), action=None)
     action_set = te.action.action_profile_action_set
     action_set.SetInParent()
     for weight in weights:
@@ -483,6 +493,24 @@ CHECKS: list[Check] = [
           lambda ids: write(upd(I, action_profile_member=with_(
               member(ids, 9), action_profile_id=0x11000777))),
           INVALID, "Invalid P4 id"),
+    Check("member without an action",
+          lambda ids: write(upd(I, action_profile_member=pb.ActionProfileMember(
+              action_profile_id=ids["prof"], member_id=30))),
+          INVALID, "Invalid P4 id"),
+    Check("member of an unknown action",
+          lambda ids: write(upd(I, action_profile_member=pb.ActionProfileMember(
+              action_profile_id=ids["prof"], member_id=30,
+              action=pb.Action(action_id=0x01000777)))),
+          INVALID, "Invalid P4 id"),
+    Check("member in a selector programmed by one-shot sets",
+          lambda ids: write(upd(I, action_profile_member=member(ids, 30, profile="sel2"))),
+          INVALID, "Invalid attempt to mix action selector programming modes"),
+    Check("group in a selector programmed by one-shot sets",
+          lambda ids: write(upd(I, action_profile_group=group(ids, 30, profile="sel2"))),
+          INVALID, "Invalid attempt to mix action selector programming modes"),
+    Check("entry past the table's size",
+          _t(I, lambda ids: entry(ids, "t_small", exact(b"\x00\x03"))),
+          "UNKNOWN", "Error when adding match entry to target", spec="RESOURCE_EXHAUSTED"),
     Check("member update type unset",
           lambda ids: write(upd(Update.UNSPECIFIED, action_profile_member=member(ids, 9))),
           INVALID, "Update type is not set"),
@@ -626,6 +654,21 @@ CHECKS: list[Check] = [
     Check("digest of an unknown id",
           lambda ids: write(upd(I, digest_entry=digest(ids, 0x0f000777))),
           "NOT_FOUND", "251660151 is not a valid digest id"),
+    Check("MODIFY of a digest not configured",
+          lambda ids: write(upd(M, digest_entry=digest(ids, ids["other_t"]))),
+          "NOT_FOUND", "Digest {other_t} not configured"),
+    Check("digest update type unset",
+          lambda ids: write(upd(Update.UNSPECIFIED, digest_entry=digest(ids))),
+          INVALID, "Invalid update type for DigestEntry"),
+    Check("read of a digest not configured",
+          lambda ids: read(digest_entry=pb.DigestEntry(digest_id=ids["other_t"])),
+          "NOT_FOUND", "Digest {other_t} not configured"),
+    Check("read of an unknown table id",
+          lambda ids: read(table_entry=pb.TableEntry(table_id=0x02000777)),
+          INVALID, "Invalid P4 id"),
+    Check("read of an unknown counter id",
+          lambda ids: read(counter_entry=pb.CounterEntry(counter_id=0x12000777)),
+          INVALID, "Invalid P4 id"),
     Check("digest configured twice",
           lambda ids: write(upd(I, digest_entry=digest(ids))),
           "ALREADY_EXISTS", "Digest {learn_t} already configured"),
@@ -761,6 +804,9 @@ class Server:
             upd(I, action_profile_member=member(ids, 1)),
             upd(I, action_profile_member=member(ids, 1, profile="sel")),
             upd(I, action_profile_group=group(ids, 1, (1, 1), max_size=4)),
+            upd(I, table_entry=oneshot(ids, 1, key=b"\x00\x08")),
+            upd(I, table_entry=entry(ids, "t_small", exact(b"\x00\x01"))),
+            upd(I, table_entry=entry(ids, "t_small", exact(b"\x00\x02"))),
             upd(I, packet_replication_engine_entry=mc_group(1, (1, 0))),
             upd(I, packet_replication_engine_entry=clone(5)),
             upd(I, digest_entry=digest(ids)))

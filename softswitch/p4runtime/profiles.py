@@ -19,7 +19,7 @@ rewrite every entry using them, in the same undo log.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -64,6 +64,9 @@ class ActionProfiles:
         self._members: dict[tuple[int, int], ProfileMember] = {}
         self._groups: dict[tuple[int, int], Group] = {}
         self._handles: dict[int, set[int]] = {}     # profile id → member handles in use
+        self._held: dict[int, int] = {}    # profile id → its members and groups, counted
+        # Whether a profile's tables hold one-shot entries (set by the table entries)
+        self.oneshot_in_use: Callable[[int], bool] = lambda profile_id: False
 
     def _profile(self, profile_id: int) -> p4info_pb2.ActionProfile:
         return self.index.get("action_profiles", profile_id)
@@ -76,18 +79,20 @@ class ActionProfiles:
                      log: UndoLog) -> None:
         profile = self._profile(msg.action_profile_id)
         _check_kind(kind)
+        self._check_mode(msg.action_profile_id)
         key = (msg.action_profile_id, msg.member_id)
         member = self._members.get(key)
         name = profile.preamble.name
         if kind == Update.INSERT:
+            call = self._call_for(profile, msg)          # PI's order: the action first
             if member is not None:
                 raise errors.already_exists(f"Duplicate member id: {msg.member_id}")
             if profile.size and sum(1 for k in self._members if k[0] == key[0]) >= profile.size:
                 raise errors.resource_exhausted(f"action profile '{name}' is full")
-            call = self._call_for(profile, msg)
             new = ProfileMember(key[0], key[1], call)
             self._members[key] = new
             log.push(lambda: self._members.pop(key, None))
+            self._held_count(key[0], 1, log)
             self._grow(new, 1, log)
             return
         if member is None:
@@ -101,14 +106,15 @@ class ActionProfiles:
                     f"{len(member.users)} table entries and {len(member.groups)} groups")
             del self._members[key]
             log.push(lambda: self._members.__setitem__(key, member))
+            self._held_count(key[0], -1, log)
             used = self._handles.setdefault(key[0], set())
             used.difference_update(member.handles)
             log.push(lambda: used.update(member.handles))
 
     def _call_for(self, profile: p4info_pb2.ActionProfile,
                   msg: p4runtime_pb2.ActionProfileMember) -> actions.ActionCall:
-        if not msg.HasField("action"):
-            raise errors.invalid("an action profile member needs an action")
+        if not msg.HasField("action") or not msg.action.action_id:
+            raise errors.invalid("Invalid P4 id")            # PI's words: action id 0
         tables = self._tables_of(profile)
         call = None
         for table in tables:     # valid for every table that shares the profile
@@ -147,11 +153,21 @@ class ActionProfiles:
                 member.handles.remove(h)
             log.push(release)
 
+    def _check_mode(self, profile_id: int) -> None:
+        """PI's one programming mode per profile in use: members and groups are refused
+        while its tables hold one-shot entries (none are while it holds members)."""
+        if not self.programmed_by_members(profile_id) and self.oneshot_in_use(profile_id):
+            raise errors.invalid("Invalid attempt to mix action selector programming modes")
+
     def programmed_by_members(self, profile_id: int) -> bool:
         """Whether the profile holds members or groups (PI then refuses one-shot action
         sets in its tables: one programming mode per profile while it is in use)."""
-        return (any(key[0] == profile_id for key in self._members)
-                or any(key[0] == profile_id for key in self._groups))
+        return self._held.get(profile_id, 0) > 0
+
+    def _held_count(self, profile_id: int, delta: int, log: UndoLog) -> None:
+        held = self._held
+        held[profile_id] = held.get(profile_id, 0) + delta
+        log.push(lambda: held.__setitem__(profile_id, held[profile_id] - delta))
 
     def member_call(self, table: TableIndex, member_id: int) -> ProfileMember:
         """The member a table entry points to (INVALID_ARGUMENT if there is none)."""
@@ -182,6 +198,7 @@ class ActionProfiles:
                     log: UndoLog) -> None:
         profile = self._profile(msg.action_profile_id)
         _check_kind(kind)
+        self._check_mode(msg.action_profile_id)
         name = profile.preamble.name
         if not profile.with_selector:
             raise errors.invalid(f"action profile '{name}' has no selector: it has no groups")
@@ -203,6 +220,7 @@ class ActionProfiles:
             log.push(lambda: self._link(existing.msg, key, add=True))
             del self._groups[key]
             log.push(lambda: self._groups.__setitem__(key, existing))
+            self._held_count(key[0], -1, log)
             return
         if existing is not None and msg.max_size and msg.max_size != existing.msg.max_size:
             raise errors.invalid("Cannot change group max_size after group creation")
@@ -213,6 +231,7 @@ class ActionProfiles:
             group = Group(stored)
             self._groups[key] = group
             log.push(lambda: self._groups.pop(key, None))
+            self._held_count(key[0], 1, log)
             self._link(stored, key, add=True)
             log.push(lambda: self._link(stored, key, add=False))
             self.group_members(group, log)   # weight handles now, when PI makes them

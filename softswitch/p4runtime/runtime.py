@@ -297,6 +297,8 @@ class PipelineRuntime:
             self.index.get("digests", req.digest_id).preamble.id]
         for did in ids:
             if did not in self.digest_configs:
+                if req.digest_id:
+                    raise errors.not_found(f"Digest {did} not configured")
                 continue
             out = p4runtime_pb2.Entity()
             out.digest_entry.digest_id = did

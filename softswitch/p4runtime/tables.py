@@ -138,6 +138,7 @@ class TableEntries:
         self.profiles = profiles
         self._records: dict[int, dict[matches.MatchKey, Record]] = {
             tid: {} for tid in index.tables}
+        profiles.oneshot_in_use = self._oneshot_in_use
         self._defaults: dict[int, TableEntry] = {}
         # Plain writes (write_plain): each table's plan, and the native plans that
         # entrywire checks updates with.
@@ -463,8 +464,8 @@ class TableEntries:
             raise errors.already_exists("Match entry exists, use MODIFY if you wish to "
                                         "change action")
         if table.size and len(records) >= table.size:
-            raise errors.resource_exhausted(f"table '{table.name}' is full "
-                                            f"({table.size} entries)")
+            # the spec's code, PI's words (BMv2's table refuses the entry)
+            raise errors.resource_exhausted("Error when adding match entry to target")
         stored = _clean(entry, extras)
         if binding.member is None and binding.group is None and binding.oneshot is None:
             assert binding.call is not None
@@ -829,6 +830,12 @@ class TableEntries:
         if record is None:
             raise errors.invalid("Cannot map table entry to handle")
         return table, record
+
+    def _oneshot_in_use(self, profile_id: int) -> bool:
+        """Whether a table of the action profile holds a one-shot entry."""
+        profile = self.index.get("action_profiles", profile_id)
+        return any(record.oneshot is not None for tid in profile.table_ids
+                   for record in self._records.get(tid, {}).values())
 
     def records(self, table_id: int) -> list[Record]:
         return list(self._records[table_id].values())
