@@ -106,6 +106,11 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         actions = { set_port; nop; }
         size = 2;
     }
+    table t_fixed {
+        key = { hdr.eth.etype: exact; }
+        actions = { set_port; nop; }
+        const entries = { 0x0800: nop(); }
+    }
     table t_sel2 {
         key = { hdr.eth.etype: exact; hdr.eth.dst: selector; }
         actions = { set_port; nop; }
@@ -116,7 +121,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         mtr.execute_meter(0, meta.color);
         t_exact.apply(); t_tern.apply(); t_lpm.apply(); t_range.apply();
         t_const.apply(); t_meter.apply(); t_prof.apply(); t_sel.apply(); t_sel2.apply();
-        t_small.apply();
+        t_small.apply(); t_fixed.apply();
     }
 }
 control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
@@ -508,6 +513,15 @@ CHECKS: list[Check] = [
     Check("group in a selector programmed by one-shot sets",
           lambda ids: write(upd(I, action_profile_group=group(ids, 30, profile="sel2"))),
           INVALID, "Invalid attempt to mix action selector programming modes"),
+    Check("entry in a table of const entries",
+          _t(I, lambda ids: entry(ids, "t_fixed", exact(b"\x00\x03"))),
+          "UNKNOWN", "Error when adding match entry to target", spec="PERMISSION_DENIED"),
+    Check("MODIFY of a const entry",
+          _t(M, lambda ids: entry(ids, "t_fixed", exact(b"\x08\x00"))),
+          "NOT_FOUND", "Cannot find match entry", spec="PERMISSION_DENIED"),
+    Check("DELETE of a const entry",
+          _t(D, lambda ids: entry(ids, "t_fixed", exact(b"\x08\x00"))),
+          "NOT_FOUND", "Cannot find match entry", spec="PERMISSION_DENIED"),
     Check("entry past the table's size",
           _t(I, lambda ids: entry(ids, "t_small", exact(b"\x00\x03"))),
           "UNKNOWN", "Error when adding match entry to target", spec="RESOURCE_EXHAUSTED"),

@@ -321,9 +321,11 @@ class TableEntries:
             return
         if kind == Update.INSERT and not entry.HasField("action"):
             raise errors.invalid("'action' field must be set")
-        if table.is_const:
-            raise errors.permission_denied(
-                f"table '{table.name}' is const: its entries cannot change")
+        if table.is_const:      # the spec's code; PI's words (BMv2 refuses the insert,
+            # PI knows no const entry to modify or delete)
+            raise errors.permission_denied("Error when adding match entry to target"
+                                           if kind == Update.INSERT
+                                           else "Cannot find match entry")
         parsed = matches.parse(table, entry.match, entry.priority)
         if kind == Update.INSERT:
             self._insert(table, entry, parsed, log)
