@@ -10,9 +10,10 @@ weighs on both alike; the medians and their ratio (old / new: how many times few
 CPU-seconds the new tree takes) are printed, and the cells' digests, which must agree
 where the model did not change.
 
-    python bench/lab_speed.py --old /tmp/old45 [--pairs 3] [--duration-us 20000]
+    python bench/lab_speed.py [--old 72891f8] [--pairs 3] [--duration-us 20000]
 
-``--old``: a checkout of the old commit (``git worktree add /tmp/old45 72891f8``).
+``--old``: a checkout of the old commit, or a commit of this repository (default: issue
+45's baseline, 72891f8), exported to a temporary directory for the run.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+BASELINE = "72891f8"        # issue 45's old commit
 
 CHILD = """
 import hashlib, json, sys, time
@@ -61,9 +64,26 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | str]:
     return result
 
 
+def export(commit: str, into: Path) -> Path:
+    """The tree of ``commit`` (this repository's) written out under ``into``."""
+    proc = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit],
+                          capture_output=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"lab_speed: --old {commit}: neither a directory nor a commit here: "
+                 f"{proc.stderr.decode(errors='replace').strip()}")
+    tree = into / commit
+    tree.mkdir()
+    untar = subprocess.run(["tar", "-x", "-C", str(tree)], input=proc.stdout,
+                           capture_output=True, check=False)
+    if untar.returncode != 0:
+        sys.exit(f"lab_speed: unpacking {commit}: {untar.stderr.decode(errors='replace')}")
+    return tree
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--old", type=Path, required=True, help="checkout of the old commit")
+    ap.add_argument("--old", default=BASELINE,
+                    help=f"checkout or commit of the old tree (default {BASELINE})")
     ap.add_argument("--new", type=Path, default=ROOT, help="checkout to compare (this one)")
     ap.add_argument("--pairs", type=int, default=3, help="old/new pairs, alternating")
     ap.add_argument("--duration-us", type=float, default=0.0,
@@ -74,14 +94,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scheme", default="tailcc")
     ap.add_argument("--json", type=Path, help="also write the runs and medians here")
     args = ap.parse_args(argv)
-    for tree in (args.old, args.new):
-        if not (tree / "taillab").is_dir():
-            ap.error(f"{tree}: not a checkout of the project (no taillab/)")
     if args.pairs < 1:
         ap.error(f"--pairs must be >= 1, not {args.pairs}")
+    with tempfile.TemporaryDirectory(prefix="lab_speed-") as tmp:
+        old = Path(args.old)
+        if not old.is_dir():
+            old = export(args.old, Path(tmp))
+        for tree in (old, args.new):
+            if not (tree / "taillab").is_dir():
+                ap.error(f"{tree}: not a checkout of the project (no taillab/)")
+        return compare(old, args)
+
+
+def compare(old: Path, args: argparse.Namespace) -> int:
+    """The pairs, old then new, and the medians."""
     runs: dict[str, list[dict[str, float | str]]] = {"old": [], "new": []}
     for k in range(args.pairs):
-        for label, tree in (("old", args.old), ("new", args.new)):
+        for label, tree in (("old", old), ("new", args.new)):
             r = run_one(tree, args)
             runs[label].append(r)
             print(f"pair {k + 1} {label}: {r['cpu_s']:.2f} CPU-s for {r['sim_ms']:.2f} "
