@@ -647,6 +647,27 @@ CHECKS: list[Check] = [
     Check("multicast replica twice", lambda ids: write(upd(
         I, packet_replication_engine_entry=mc_group(9, (1, 0), (1, 0)))),
           INVALID, "Duplicate replica in multicast group"),
+    Check("multicast replica without port", lambda ids: write(upd(
+        I, packet_replication_engine_entry=pre(multicast_group_entry=pb.MulticastGroupEntry(
+            multicast_group_id=41, replicas=[pb.Replica(instance=1)])))),
+          INVALID, "Missing port in multicast group replica"),
+    Check("multicast replica port of no bytes", lambda ids: write(upd(
+        I, packet_replication_engine_entry=pre(multicast_group_entry=pb.MulticastGroupEntry(
+            multicast_group_id=42, replicas=[pb.Replica(port=b"", instance=1)])))),
+          INVALID, "Port must not be the empty string", spec="OUT_OF_RANGE"),
+    Check("multicast replica port of 5 bytes", lambda ids: write(upd(
+        I, packet_replication_engine_entry=pre(multicast_group_entry=pb.MulticastGroupEntry(
+            multicast_group_id=43, replicas=[pb.Replica(port=b"\x00" * 4 + b"\x01",
+                                                        instance=1)])))),
+          "UNIMPLEMENTED", "Got port of %d bytes, but only 4 bytes are supported", spec="OK"),
+    Check("multicast replica port 0", lambda ids: write(upd(
+        I, packet_replication_engine_entry=pre(multicast_group_entry=pb.MulticastGroupEntry(
+            multicast_group_id=44, replicas=[pb.Replica(port=b"\x00", instance=1)])))),
+          INVALID, "Port must be non-negative."),
+    Check("clone session replica twice", lambda ids: write(upd(
+        I, packet_replication_engine_entry=pre(clone_session_entry=pb.CloneSessionEntry(
+            session_id=45, replicas=[pb.Replica(egress_port=2, instance=0)] * 2)))),
+          INVALID, "Duplicate replica in multicast group"),
     Check("clone session 0", lambda ids: write(upd(
         I, packet_replication_engine_entry=clone(0))),
           INVALID, "0 is not a valid session id"),

@@ -236,9 +236,19 @@ def _replicas_by_instance(replicas: Any) -> dict[int, list[int]]:
 
 
 def _replica_port(replica: p4runtime_pb2.Replica) -> int:
-    if replica.WhichOneof("port_kind") == "port":
-        return bytestrings.decode(replica.port, 32, "replica port")
-    return replica.egress_port
+    """A replica's port, checked as PI checks it (its words; OUT_OF_RANGE for an empty
+    string, as the spec says of byte strings; zero padding taken, as since 1.4)."""
+    kind = replica.WhichOneof("port_kind")
+    if kind is None:
+        raise errors.invalid("Missing port in multicast group replica")
+    if kind == "egress_port":
+        return replica.egress_port
+    if not replica.port:
+        raise errors.out_of_range("Port must not be the empty string")
+    port = bytestrings.decode(replica.port, 32, "replica port")
+    if port == 0 or port >= 1 << 31:         # PI takes the port as a signed 32-bit int
+        raise errors.invalid("Port must be non-negative.")
+    return port
 
 
 def _copy(msg: Any) -> Any:
