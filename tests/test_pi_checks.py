@@ -949,3 +949,29 @@ def test_softswitch(softswitch: Server, check: Check) -> None:
     request = check.request(softswitch.ids)
     assert refusal(softswitch.answer(request), request) == expected(
         check, softswitch.ids, True)
+
+
+def _batch(ids: Ids) -> Request:
+    """A batch whose second and third updates are refused: the first's entry is deleted
+    by the fourth, so the servers' state is as before."""
+    mac = b"\x00\x00\x00\x00\x00\x33"
+    return write(upd(I, table_entry=entry(ids, "t_exact", exact(mac))),
+                 upd(I, table_entry=entry(ids, "t_exact", exact(MAC1))),
+                 upd(I, table_entry=entry(ids, "t_tern", ternary(MAC1, MAC1))),
+                 upd(D, table_entry=entry(ids, "t_exact", exact(mac), action=None)))
+
+
+BATCH = Answer("UNKNOWN", "", (
+    ("OK", ""),
+    ("ALREADY_EXISTS", "Match entry exists, use MODIFY if you wish to change action"),
+    ("INVALID_ARGUMENT", "Zero priority for ternary match"),
+    ("OK", "")))
+
+
+def test_batch_details_simple_switch_grpc(bmv2: Server) -> None:
+    """A refused batch: UNKNOWN, no message, one error per update, in order."""
+    assert bmv2.answer(_batch(bmv2.ids)) == BATCH
+
+
+def test_batch_details_softswitch(softswitch: Server) -> None:
+    assert softswitch.answer(_batch(softswitch.ids)) == BATCH
