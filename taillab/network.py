@@ -94,11 +94,14 @@ class Network:
         return dict(out)
 
     def _native_fabric(self) -> tuple[dict[str, Any], Any] | None:
-        """When every switch is a C hop: the switches' events run in C (``fab_*`` of
-        rt_queues.c), calling back here for what only Python knows; the deliveries to
-        switches become its partials. None otherwise (the interpreter)."""
+        """When every switch is a C hop and every host's link goes to a switch: the
+        loop's events and the switches' work run in C (``fab_*`` of rt_queues.c: the
+        loop's at/run on the fabric's heap, NIC packets carried into it), calling back
+        here for what only Python knows. None otherwise (the interpreter)."""
         hops = [sw.hop for sw in self.switches.values()]
-        if not hops or any(h is None for h in hops):
+        if not hops or any(h is None for h in hops) or self.loop.heap or \
+                any(peer[0] == "h" for (node, _), (peer, _, _) in self.peer.items()
+                    if node[0] == "h"):
             return None
         fns = hops[0].functions  # type: ignore[union-attr]
         index = {name: i for i, name in enumerate(self.switches)}
@@ -115,23 +118,17 @@ class Network:
             assert sw.hop is not None
             specs.append((sw.hop.ctx, sw.hop.capsule, sw, sw.arrivals, sw.forwarding_cnps,
                           sw.send_pfc_frames, links))
-        fabric = fns["fab_new"](self.loop, self.loop.heap, heapq.heappush, self.loop.seq,
-                                partial, self.obs.pfc.intervals,
+        fabric = fns["fab_new"](self.loop, partial, self.obs.pfc.intervals,
                                 (self._switch_cnp, self._ce_marked, self._prio_of_rqp,
                                  self.obs.pfc.paused_flows),
                                 (fns["fab_receive"], fns["fab_tick"]),
                                 float(self.scenario.topology.prop_us),
                                 (BTH_OPCODE_OFFSET, OPCODE_CNP, ECN_CE), specs, dict(hosts))
+        # the loop's events are the fabric's: EventLoop.at and run on its heap in C
+        self.loop.at = partial(fns["fab_at"], fabric)  # type: ignore[method-assign]
         for name, sw in self.switches.items():
             sw.attach_fabric(fns, fabric, index[name])
-        for node, ports in self._delivery.items():
-            for port, (_, pport) in list(ports.items()):
-                peer = self.peer[(node, port)][0]
-                if pport >= 0:
-                    ports[port] = (partial(fns["fab_receive"], fabric, index[peer]), pport)
-        if all(pport >= 0 for node, ports in self._delivery.items() if node[0] == "h"
-               for _, pport in ports.values()):
-            self.carry = partial(fns["fab_carry"], fabric)  # type: ignore[method-assign]
+        self.carry = partial(fns["fab_carry"], fabric)  # type: ignore[method-assign]
         return fns, fabric
 
     def send_pfc(self, node: str, port: int, priority: int, pause: bool) -> None:
@@ -254,9 +251,10 @@ class Network:
         if self._fabric is not None:
             fns, fabric = self._fabric
             try:
-                fns["fab_run"](self.loop, self.loop.heap, heapq.heappop, end)  # EventLoop.run
+                fns["fab_run"](fabric, end)    # EventLoop.run on the fabric's heap
             finally:
-                fns["fab_close"](fabric)  # the heap's partials hold the fabric, it them
+                fns["fab_close"](fabric)  # the heap's events hold the fabric, it them
+                del self.loop.at          # the loop's own again
         else:
             self.loop.run(end)
         self.obs.pfc.close(end)

@@ -1159,10 +1159,19 @@ typedef struct {
     int64_t peer_port[LH_PORTS];
 } lf_switch;
 
+/* an event of the loop's heap: (time, seq, callable), ordered by (time, seq) as
+ * EventLoop's tuples are (seq is unique: the callable is never compared) */
+typedef struct { double t; uint64_t seq; PyObject *tobj, *fn; } lf_ev;
+
 typedef struct {
     int n;
     lf_switch *sw;
-    PyObject *loop, *heap, *push, *seq, *partial, *intervals, *now_name;
+    lf_ev *ev;                 /* the heap of every event of the loop (fab_at, fab_run) */
+    size_t nev, capev;
+    uint64_t seq;
+    double now;                /* the loop's now, and its object */
+    PyObject *now_obj;
+    PyObject *loop, *partial, *intervals, *now_name;
     PyObject *on_cnp, *on_ce, *f_receive, *f_tick;
     PyObject *prio_of_rqp, *paused_flows;   /* Network._prio_of_rqp, PfcLedger.paused_flows */
     PyObject *hosts;           /* {host: {port: (switch, port)}}: where a NIC's packets go */
@@ -1183,8 +1192,10 @@ static void lf_clear(lf_state *F) {
         Py_CLEAR(S->cnps); Py_CLEAR(S->send_pfc);
         for (int p = 0; p < LH_PORTS; p++) Py_CLEAR(S->deliver[p]);
     }
-    Py_CLEAR(F->loop); Py_CLEAR(F->heap); Py_CLEAR(F->push); Py_CLEAR(F->seq);
-    Py_CLEAR(F->partial); Py_CLEAR(F->intervals); Py_CLEAR(F->now_name);
+    for (size_t k = 0; k < F->nev; k++) { Py_CLEAR(F->ev[k].tobj); Py_CLEAR(F->ev[k].fn); }
+    F->nev = 0;
+    Py_CLEAR(F->now_obj);
+    Py_CLEAR(F->loop); Py_CLEAR(F->partial); Py_CLEAR(F->intervals); Py_CLEAR(F->now_name);
     Py_CLEAR(F->on_cnp); Py_CLEAR(F->on_ce); Py_CLEAR(F->prio_of_rqp);
     Py_CLEAR(F->paused_flows);
     Py_CLEAR(F->f_receive); Py_CLEAR(F->f_tick); Py_CLEAR(F->hosts);
@@ -1194,23 +1205,68 @@ static void lf_destroy(PyObject *cap) {
     lf_state *F = lf_get(cap);
     if (!F) return;
     lf_clear(F);
+    free(F->ev);
     free(F->sw);
     free(F);
 }
 
-/* EventLoop.at: (max(t, now), next(seq), fn) onto the heap; steals ``fn`` */
-static int lf_push(lf_state *F, double t, double now, PyObject *fn) {
+static inline int lf_before(const lf_ev *a, const lf_ev *b) {
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+/* EventLoop.at: (max(t, now), next seq, fn) onto the heap; the time's object is now's
+ * when now is later, else ``tobj`` (NULL: a new float of ``t``). Steals ``fn``. */
+static int lf_push_obj(lf_state *F, PyObject *tobj, double t, PyObject *fn) {
     if (!fn) return -1;
-    PyObject *seq = PyIter_Next(F->seq);
-    if (!seq) { Py_DECREF(fn); if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "fabric: no sequence"); return -1; }
-    PyObject *item = Py_BuildValue("(dNN)", now > t ? now : t, seq, fn);
-    if (!item) return -1;
-    PyObject *argv[2] = {F->heap, item};
-    PyObject *r = PyObject_Vectorcall(F->push, argv, 2, NULL);
-    Py_DECREF(item);
-    if (!r) return -1;
-    Py_DECREF(r);
+    if (F->now > t) {
+        t = F->now;
+        tobj = F->now_obj;
+        Py_INCREF(tobj);
+    } else if (tobj) {
+        Py_INCREF(tobj);
+    } else if (!(tobj = PyFloat_FromDouble(t))) {
+        Py_DECREF(fn);
+        return -1;
+    }
+    if (F->nev == F->capev) {
+        size_t nc = F->capev ? F->capev * 2 : 1024;
+        lf_ev *ne = (lf_ev *)realloc(F->ev, nc * sizeof(lf_ev));
+        if (!ne) { Py_DECREF(tobj); Py_DECREF(fn); PyErr_NoMemory(); return -1; }
+        F->ev = ne;
+        F->capev = nc;
+    }
+    lf_ev e = {t, F->seq++, tobj, fn};
+    size_t k = F->nev++;
+    while (k > 0) {
+        size_t up = (k - 1) / 2;
+        if (!lf_before(&e, &F->ev[up])) break;
+        F->ev[k] = F->ev[up];
+        k = up;
+    }
+    F->ev[k] = e;
     return 0;
+}
+
+static int lf_push(lf_state *F, double t, double now, PyObject *fn) {
+    (void)now;                 /* the loop's (F->now) */
+    return lf_push_obj(F, NULL, t, fn);
+}
+
+/* the earliest event off the heap (the heap is not empty) */
+static lf_ev lf_pop(lf_state *F) {
+    lf_ev top = F->ev[0];
+    lf_ev last = F->ev[--F->nev];
+    size_t n = F->nev, k = 0;
+    for (;;) {
+        size_t c = 2 * k + 1;
+        if (c >= n) break;
+        if (c + 1 < n && lf_before(&F->ev[c + 1], &F->ev[c])) c++;
+        if (!lf_before(&F->ev[c], &last)) break;
+        F->ev[k] = F->ev[c];
+        k = c;
+    }
+    if (n) F->ev[k] = last;
+    return top;
 }
 
 static PyObject *lf_bytes_key(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb) {
@@ -1391,11 +1447,9 @@ static int lf_args(PyObject *const *args, Py_ssize_t n, Py_ssize_t want, lf_stat
 }
 
 static PyObject *lf_now(lf_state *F, double *now) {
-    PyObject *v = PyObject_GetAttr(F->loop, F->now_name);
-    if (!v) return NULL;
-    *now = PyFloat_AsDouble(v);
-    if (*now == -1.0 && PyErr_Occurred()) { Py_DECREF(v); return NULL; }
-    return v;
+    *now = F->now;
+    Py_INCREF(F->now_obj);
+    return F->now_obj;
 }
 
 /* fab_receive(fabric, switch, port, data): FabricSwitch.receive */
@@ -1532,35 +1586,54 @@ static PyObject *m_lf_close(PyObject *self, PyObject *const *args, Py_ssize_t n)
     Py_RETURN_NONE;
 }
 
-/* fab_run(loop, heap, heappop, until): EventLoop.run in C: pop and call every event
- * due by ``until`` in (time, seq) order, ``loop.now`` its time, ``loop.executed``
- * counting them; then ``loop.now`` = until */
-static PyObject *m_lf_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    if (n != 4 || !PyList_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "fab_run(loop, heap, heappop, until)");
+/* fab_at(fabric, t, fn): EventLoop.at on the fabric's heap */
+static PyObject *m_lf_at(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lf_state *F = n == 3 ? lf_get(args[0]) : NULL;
+    if (!F) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "fab_at(fabric, t, fn)");
         return NULL;
     }
-    PyObject *loop = args[0], *heap = args[1], *pop = args[2], *until = args[3];
+    if (!F->loop) { PyErr_SetString(PyExc_RuntimeError, "fabric: closed"); return NULL; }
+    double t = PyFloat_AsDouble(args[1]);
+    if (t == -1.0 && PyErr_Occurred()) return NULL;
+    Py_INCREF(args[2]);
+    if (lf_push_obj(F, args[1], t, args[2])) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* fab_run(fabric, until): EventLoop.run on the fabric's heap: every event due by
+ * ``until`` in (time, seq) order, ``loop.now`` its time, ``loop.executed`` counting
+ * them; then ``loop.now`` = until */
+static PyObject *m_lf_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    lf_state *F = n == 2 ? lf_get(args[0]) : NULL;
+    if (!F) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "fab_run(fabric, until)");
+        return NULL;
+    }
+    if (!F->loop) { PyErr_SetString(PyExc_RuntimeError, "fabric: closed"); return NULL; }
+    PyObject *loop = F->loop, *until = args[1];
     double end = PyFloat_AsDouble(until);
     if (end == -1.0 && PyErr_Occurred()) return NULL;
     PyObject *ename = PyUnicode_InternFromString("executed");
-    PyObject *nname = PyUnicode_InternFromString("now");
     PyObject *ex = ename ? PyObject_GetAttr(loop, ename) : NULL;
     long long executed = ex ? PyLong_AsLongLong(ex) : -1;
     Py_XDECREF(ex);
-    int bad = !nname || (executed == -1 && PyErr_Occurred());
-    while (!bad && PyList_GET_SIZE(heap) > 0) {
-        double t = PyFloat_AsDouble(PyTuple_GET_ITEM(PyList_GET_ITEM(heap, 0), 0));
-        if (t == -1.0 && PyErr_Occurred()) { bad = 1; break; }
-        if (!(t <= end)) break;
-        PyObject *item = PyObject_Vectorcall(pop, &heap, 1, NULL);
-        if (!item) { bad = 1; break; }
-        if (PyObject_SetAttr(loop, nname, PyTuple_GET_ITEM(item, 0))) { Py_DECREF(item); bad = 1; break; }
+    int bad = executed == -1 && PyErr_Occurred();
+    while (!bad && F->nev > 0 && F->ev[0].t <= end) {
+        lf_ev e = lf_pop(F);
+        Py_SETREF(F->now_obj, e.tobj);
+        F->now = e.t;
+        if (PyObject_SetAttr(loop, F->now_name, e.tobj)) { Py_DECREF(e.fn); bad = 1; break; }
         executed++;
-        PyObject *r = PyObject_CallNoArgs(PyTuple_GET_ITEM(item, 2));
-        Py_DECREF(item);
+        PyObject *r = PyObject_CallNoArgs(e.fn);
+        Py_DECREF(e.fn);
         if (!r) { bad = 1; break; }
         Py_DECREF(r);
+        if (!F->loop) {
+            PyErr_SetString(PyExc_RuntimeError, "fabric: closed while running");
+            bad = 1;
+            break;
+        }
     }
     if (ename && executed >= 0) {
         PyObject *err_t, *err_v, *err_tb;
@@ -1570,43 +1643,51 @@ static PyObject *m_lf_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
         Py_XDECREF(v);
         if (err_t) PyErr_Restore(err_t, err_v, err_tb);
     }
-    if (!bad && PyObject_SetAttr(loop, nname, until)) bad = 1;
+    if (!bad) {
+        Py_INCREF(until);
+        Py_SETREF(F->now_obj, until);
+        F->now = end;
+        if (PyObject_SetAttr(loop, F->now_name, until)) bad = 1;
+    }
     Py_XDECREF(ename);
-    Py_XDECREF(nname);
     if (bad) return NULL;
     Py_RETURN_NONE;
 }
 
 #define LF_SET(dst, src) do { Py_INCREF(src); (dst) = (src); } while (0)
 
-/* fab_new(loop, heap, heappush, seq, partial, intervals, (on_cnp, on_ce, QP priorities,
- *         paused flows),
+/* fab_new(loop, partial, intervals, (on_cnp, on_ce, QP priorities, paused flows),
  *         (fab_receive, fab_tick), prop_us, (bth offset, CNP opcode, ECN CE),
  *         [(ctx, hop, switch, arrivals, cnps, send_pfc, {port: (receiver, peer switch,
- *           peer port)})], {host: {port: (switch, port)}}) -> fabric */
+ *           peer port)})], {host: {port: (switch, port)}}) -> fabric; the loop's events
+ * are the fabric's from then on (fab_at, fab_run): it must hold none yet */
 static PyObject *m_lf_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    if (n != 12) { PyErr_SetString(PyExc_TypeError, "fab_new: 12 arguments"); return NULL; }
-    PyObject *cb = args[6], *fns = args[7], *consts = args[9];
+    if (n != 9) { PyErr_SetString(PyExc_TypeError, "fab_new: 9 arguments"); return NULL; }
+    PyObject *cb = args[3], *fns = args[4], *consts = args[6], *specs = args[7];
     if (!PyTuple_Check(cb) || PyTuple_GET_SIZE(cb) != 4 || !PyTuple_Check(fns) ||
-        PyTuple_GET_SIZE(fns) != 2 || !PyList_Check(args[10]) || !PyDict_Check(args[5]) ||
-        !PyDict_Check(args[11])) {
+        PyTuple_GET_SIZE(fns) != 2 || !PyList_Check(specs) || !PyDict_Check(args[2]) ||
+        !PyDict_Check(args[8])) {
         PyErr_SetString(PyExc_TypeError, "fab_new: bad arguments");
         return NULL;
     }
     long bth, opc, ce;
     if (!PyArg_ParseTuple(consts, "lll", &bth, &opc, &ce)) return NULL;
-    double prop = PyFloat_AsDouble(args[8]);
+    double prop = PyFloat_AsDouble(args[5]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t ns = PyList_GET_SIZE(args[10]);
+    PyObject *now_obj = PyObject_GetAttrString(args[0], "now");
+    double now = now_obj ? PyFloat_AsDouble(now_obj) : -1.0;
+    if (!now_obj || (now == -1.0 && PyErr_Occurred())) { Py_XDECREF(now_obj); return NULL; }
+    Py_ssize_t ns = PyList_GET_SIZE(specs);
     lf_state *F = (lf_state *)calloc(1, sizeof(lf_state));
     if (!F) return PyErr_NoMemory();
     F->sw = (lf_switch *)calloc((size_t)(ns ? ns : 1), sizeof(lf_switch));
     if (!F->sw) { free(F); return PyErr_NoMemory(); }
     F->n = (int)ns;
     PyObject *cap = PyCapsule_New(F, LF_NAME, lf_destroy);
-    if (!cap) { free(F->sw); free(F); return NULL; }
-    LF_SET(F->loop, args[0]); LF_SET(F->heap, args[1]); LF_SET(F->push, args[2]);
-    LF_SET(F->seq, args[3]); LF_SET(F->partial, args[4]); LF_SET(F->intervals, args[5]);
+    if (!cap) { free(F->sw); free(F); Py_DECREF(now_obj); return NULL; }
+    F->now_obj = now_obj;
+    F->now = now;
+    LF_SET(F->loop, args[0]); LF_SET(F->partial, args[1]); LF_SET(F->intervals, args[2]);
     LF_SET(F->on_cnp, PyTuple_GET_ITEM(cb, 0)); LF_SET(F->on_ce, PyTuple_GET_ITEM(cb, 1));
     LF_SET(F->prio_of_rqp, PyTuple_GET_ITEM(cb, 2));
     LF_SET(F->paused_flows, PyTuple_GET_ITEM(cb, 3));
@@ -1616,7 +1697,7 @@ static PyObject *m_lf_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
         return NULL;
     }
     LF_SET(F->f_receive, PyTuple_GET_ITEM(fns, 0)); LF_SET(F->f_tick, PyTuple_GET_ITEM(fns, 1));
-    LF_SET(F->hosts, args[11]);
+    LF_SET(F->hosts, args[8]);
     F->now_name = PyUnicode_InternFromString("now");
     F->prop = prop;
     F->bth = bth;
@@ -1627,7 +1708,7 @@ static PyObject *m_lf_new(PyObject *self, PyObject *const *args, Py_ssize_t n) {
         lf_switch *S = &F->sw[i];
         for (int p = 0; p < LH_PORTS; p++) S->peer_sw[p] = -1;
         PyObject *ctx, *hop, *sw, *arr, *cnps, *pfc, *links;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(args[10], i), "OOOO!O!OO!", &ctx, &hop, &sw,
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(specs, i), "OOOO!O!OO!", &ctx, &hop, &sw,
                               &PyDict_Type, &arr, &PyDict_Type, &cnps, &pfc, &PyDict_Type,
                               &links)) {
             Py_DECREF(cap);
@@ -1678,6 +1759,7 @@ static PyMethodDef LH_METHODS[] = {
     {"fab_received", (PyCFunction)(void (*)(void))m_lf_received, METH_FASTCALL, NULL},
     {"fab_close", (PyCFunction)(void (*)(void))m_lf_close, METH_FASTCALL, NULL},
     {"fab_run", (PyCFunction)(void (*)(void))m_lf_run, METH_FASTCALL, NULL},
+    {"fab_at", (PyCFunction)(void (*)(void))m_lf_at, METH_FASTCALL, NULL},
     {"fab_carry", (PyCFunction)(void (*)(void))m_lf_carry, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
