@@ -1,6 +1,10 @@
 """A leaf-spine network on a virtual microsecond clock: host NICs (taillab.host_nic),
 links, and switches (taillab.switch_node) that run every packet through tailcc.p4 on
 softswitch and its traffic manager; what the run saw is in taillab.observations.
+
+On the C packet path the switches, their links and the event loop's heap run in C (a
+native fabric, ``fab_*`` of softswitch/fastpath/rt_queues.c) and call back here for
+what only Python keeps; the run is the same event for event as on the interpreter.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""A fabric switch of the lab: ``QueuedSwitch`` (tailcc.p4 on softswitch -> traffic
-manager -> egress) with per-port link rates, per-queue depth, PFC thresholds per ingress
-port and lossless priority. The traffic manager decides XOFF/XON; this module carries the
-pause to the upstream neighbour after the link's propagation delay, and refreshes an XOFF
-before its 65535 quanta run out while the priority is still congested.
+"""A fabric switch of the lab: tailcc.p4 on softswitch -> traffic manager -> egress, with
+per-port link rates, per-queue depth, PFC thresholds per ingress port and lossless
+priority. On the C packet path the whole hop is C (``NativeHop``; in a network of such
+switches the fabric runs their events, taillab.network); on the interpreter it is
+``QueuedSwitch`` with softswitch's traffic manager; both make the same decisions. The
+traffic manager decides XOFF/XON; this module carries the pause to the upstream
+neighbour after the link's propagation delay, and refreshes an XOFF before its 65535
+quanta run out while the priority is still congested.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ rate) and takes them back, packets and all, the moment Python must touch them; t
 class is what it talks to: configuration in, counters and packets out, as the
 traffic manager's own types (:class:`~softswitch.tm.scheduler.QueuedPacket` holding
 the same work items :class:`~softswitch.v1model.queueing.QueuedSwitch` queues).
+
+:class:`NativeHop` is the tail-latency lab's switch hop in the same C file: ingress,
+the whole traffic manager as the lab configures it, and egress, one call per event.
 """
 
 from __future__ import annotations
