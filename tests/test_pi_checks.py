@@ -682,6 +682,9 @@ CHECKS: list[Check] = [
           INVALID, "Clone session id out-of-range"),
     Check("update of an entity of no kind", lambda ids: write(Update(type=I)),
           "UNKNOWN", "Incorrect entity type"),
+    Check("extern entry", lambda ids: write(upd(I, extern_entry=pb.ExternEntry(
+        extern_type_id=0x81, extern_id=1))),
+          "UNIMPLEMENTED", ""),
     Check("replication entry of no kind", lambda ids: write(upd(
         I, packet_replication_engine_entry=pre())),
           INVALID, "Invalid PRE operation"),
@@ -730,6 +733,10 @@ CHECKS: list[Check] = [
           lambda ids: ("call", lambda srv: _arbitrate(srv, (srv.device_id, PRIMARY - 2),
                                                       (srv.device_id + 1, PRIMARY - 2))),
           "FAILED_PRECONDITION", "Invalid device id"),
+    Check("read of the direct counter of a missing entry",
+          lambda ids: read(direct_counter_entry=pb.DirectCounterEntry(
+              table_entry=entry(ids, "t_exact", exact(MAC2), action=None))),
+          INVALID, "Cannot map table entry to handle"),
     Check("read of a missing multicast group",
           lambda ids: read(packet_replication_engine_entry=mc_group(77)),
           "NOT_FOUND", "Multicast group does not exist"),

@@ -354,5 +354,7 @@ def _handler(handlers: dict[str, _Handler], entity: p4runtime_pb2.Entity, empty:
         raise errors.P4RuntimeError(grpc.StatusCode.UNKNOWN, empty)
     handler = handlers.get(which)
     if handler is None:
-        raise errors.unimplemented(f"{verb} {which} is not supported")
+        # PI refuses extern entries with no words
+        raise errors.unimplemented("" if which == "extern_entry" and verb == "writing"
+                                   else f"{verb} {which} is not supported")
     return which, handler
