@@ -102,8 +102,9 @@ def strength_reduce(e: ast.Binary) -> None:
 
 
 def _literal(value: int, typ: T.Type, at: ast.Expr) -> ast.IntLiteral:
-    if isinstance(T.strip_newtype(typ), T.EnumType):
-        typ = T.strip_newtype(typ).underlying
+    enum = T.strip_newtype(typ)
+    if isinstance(enum, T.EnumType) and enum.underlying is not None:
+        typ = enum.underlying
     lit = ast.IntLiteral(value, loc=at.loc, text=str(value))
     lit.type = typ
     lit.const = consteval.wrap(value, typ)
@@ -374,7 +375,7 @@ class _CalleeWrites:
         self.bodies[key] = None              # (recursion: anything)
         own = {id(p) for p in decl.params} | {
             id(n) for n in ast.walk(decl.body) if isinstance(n, ast.VarDecl)}
-        written: list[tuple[Any, ...]] | None = []
+        written: list[tuple[Any, ...]] = []
         for n in ast.walk(decl.body):
             if isinstance(n, ast.AssignStmt):
                 found: list[tuple[Any, ...]] | None = [_place(n.target)]
@@ -383,8 +384,7 @@ class _CalleeWrites:
             else:
                 continue
             if found is None:
-                written = None
-                break
+                return None
             written += [k for k in found if k[0] not in own]
         self.bodies[key] = written
         return written
