@@ -1,16 +1,16 @@
-"""The lab's speed: CPU-seconds per simulated millisecond of a MoE cell, an old commit
-against this tree, paired in one run on the same machine.
+"""The lab's speed: CPU-seconds per simulated millisecond of a MoE cell (or another
+scenario's), an old commit against this tree, paired in one run on the same machine.
 
 Each run is a fresh Python process that imports the lab from one tree (``PYTHONPATH``),
-compiles tailcc.p4 and runs one cell (``moe``, scheme tailcc, one seed) in full:
-traffic, drain, every switch and NIC; what it reports is the CPU time of the cell
+compiles tailcc.p4 and runs one cell (by default ``moe``, scheme tailcc, seed 1) in
+full: traffic, drain, every switch and NIC; what it reports is the CPU time of the cell
 (``run_cell``: building the network and running it), divided by the simulated time
 (duration plus drain). Old and new alternate, so a load that changes during the run
 weighs on both alike; the medians and their ratio (old / new: how many times fewer
 CPU-seconds the new tree takes) are printed, and the cells' digests, which must agree
 where the model did not change.
 
-    python bench/lab_speed.py [--old 72891f8] [--pairs 3] [--duration-us 20000]
+    python bench/lab_speed.py [--old 72891f8] [--pairs 3] [--scenario moe] [--scheme tailcc]
 
 ``--old``: a checkout of the old commit, or a commit of this repository (default: issue
 45's baseline, 72891f8), exported to a temporary directory for the run.
@@ -37,8 +37,8 @@ from taillab.programs import compile_tailcc
 from taillab.runner import run_cell
 from taillab.scenario import load_scenario
 duration, drain = float(sys.argv[1]), float(sys.argv[2])
-seed, scheme = int(sys.argv[3]), sys.argv[4]
-scenario = load_scenario("moe").scaled(duration or None, (seed,))
+seed, scheme, name = int(sys.argv[3]), sys.argv[4], sys.argv[5]
+scenario = load_scenario(name).scaled(duration or None, (seed,))
 if drain >= 0:
     scenario = replace(scenario, drain_us=drain)
 checked = compile_tailcc()
@@ -56,7 +56,7 @@ def run_one(tree: Path, args: argparse.Namespace) -> dict[str, float | str]:
     """One cell in a fresh process importing the lab from ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(args.duration_us),
-                           str(args.drain_us), str(args.seed), args.scheme],
+                           str(args.drain_us), str(args.seed), args.scheme, args.scenario],
                           cwd=tree, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         sys.exit(f"lab_speed: the cell failed in {tree}:\n{proc.stderr.strip()[-2000:]}")
@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="drain after the traffic (default: the scenario's)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--scheme", default="tailcc")
+    ap.add_argument("--scenario", default="moe", help="the lab scenario (default moe)")
     ap.add_argument("--json", type=Path, help="also write the runs and medians here")
     args = ap.parse_args(argv)
     if args.pairs < 1:
@@ -119,8 +120,8 @@ def compare(old: Path, args: argparse.Namespace) -> int:
     med = {label: statistics.median(float(r["cpu_s"]) / float(r["sim_ms"]) for r in rs)
            for label, rs in runs.items()}
     same = {r["digest"] for r in runs["old"]} == {r["digest"] for r in runs["new"]}
-    print(f"MoE {args.scheme} seed {args.seed}: old {med['old']:.3f}, new {med['new']:.3f} "
-          f"CPU-s per simulated ms (medians of {args.pairs}); "
+    print(f"{args.scenario} {args.scheme} seed {args.seed}: old {med['old']:.3f}, "
+          f"new {med['new']:.3f} CPU-s per simulated ms (medians of {args.pairs}); "
           f"old/new = {med['old'] / med['new']:.2f}x; cells "
           f"{'identical' if same else 'DIFFERENT'}")
     if args.json:
