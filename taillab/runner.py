@@ -35,6 +35,10 @@ from taillab.traffic import FabricMessage, generate
 
 RESULT_VERSION = 4
 NIC_SCHEMES = ("tailcc-nic", "tailcc-srpt")     # schemes whose hosts run tailcc_nic.p4
+LARGE_BLOCK_QUEUE = 4                            # p4nic.LARGE_BLOCK_QUEUE
+# tailcc-srpt's switches: queue 4 (large hot KV blocks) against MoE's 3 (classes'
+# DWRR_WEIGHTS), the NICs' 4 : 12 (p4nic.NIC_DWRR_WEIGHTS); MoE keeps 3 : 1 over bulk
+SRPT_LARGE_BLOCK_WEIGHT = 1
 
 
 def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
@@ -69,13 +73,16 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
 def switch_weights(scheme: str, classes: list[str]) -> dict[int, int]:
     """The switches' DWRR weight per queue: the classes' (classes.DWRR_WEIGHTS). Under
     tailcc-srpt, where MoE shares the fabric with large hot KV blocks alone in queue 4,
-    the switches weight them as the NICs do (p4nic.NIC_DWRR_WEIGHTS): a strict block
-    holds a decode node's downlink from a MoE dispatch for its whole transfer."""
-    from taillab.p4nic import NIC_DWRR_WEIGHTS, large_blocks_only
+    the switches weight queue 4 against MoE (SRPT_LARGE_BLOCK_WEIGHT) as the NICs do:
+    a strict block holds a decode node's downlink from a MoE dispatch for its whole
+    transfer. Their receivers pace them (srpt_nic.Credit), so a smaller share builds
+    no queue that PFC would pause."""
+    from taillab.p4nic import large_blocks_only
 
+    weights = dict(DWRR_WEIGHTS)
     if scheme == "tailcc-srpt" and "moe_a2a" in classes and large_blocks_only(set(classes)):
-        return dict(NIC_DWRR_WEIGHTS)
-    return dict(DWRR_WEIGHTS)
+        weights[LARGE_BLOCK_QUEUE] = SRPT_LARGE_BLOCK_WEIGHT
+    return weights
 
 
 def run_cell(scenario: Scenario, scheme: str, seed: int, fastpath: str = "auto",
@@ -110,13 +117,22 @@ def p4_nics(scheme: str = "tailcc-nic") -> Any:
     """Hosts whose NIC runs tailcc_nic.p4 (the tailcc-nic scheme; tailcc-srpt's under
     its message-level SRPT transport), compiled once."""
     from taillab.p4nic import P4HostNic
-    from taillab.srpt_nic import SrptHostNic
+    from taillab.srpt_nic import Credit, SrptHostNic
 
     checked = compile_nic_program()
-    kind = SrptHostNic if scheme == "tailcc-srpt" else P4HostNic
+    if scheme == "tailcc-srpt":
+        credits: dict[int, Credit] = {}          # one per network: its paced blocks
+
+        def make_srpt(net: Network, host: int, rate: float, rx_rate: float | None
+                      ) -> P4HostNic:
+            if id(net) not in credits:     # paced where queue 4 shares by DWRR
+                weights = switch_weights(scheme, net.scenario.qp_ranges())
+                credits[id(net)] = Credit(net, LARGE_BLOCK_QUEUE in weights)
+            return SrptHostNic(net, host, rate, rx_rate, checked, credits[id(net)])
+        return make_srpt
 
     def make(net: Network, host: int, rate: float, rx_rate: float | None) -> P4HostNic:
-        return kind(net, host, rate, rx_rate, checked)
+        return P4HostNic(net, host, rate, rx_rate, checked)
     return make
 
 

@@ -8,17 +8,30 @@ schedules messages, not QPs, shortest remaining first.
   packet by packet). RC's in-order delivery forbids that on one QP; a message transport
   (Homa, SRD, UEC's RUD) or a QP per outstanding message allows it. Packets keep their
   QP and PSN order on the wire; the receiver places each by PSN.
+* **Receiver-paced large blocks** (:class:`Credit`), where the switches weight the
+  large blocks' queue against MoE instead of serving it strictly (taillab.runner's
+  ``switch_weights``): a block of a paced class
+  (:data:`PACED_ROLES`: hot KV above the size split) sends its first
+  :data:`WINDOW_BYTES` unasked; its receiver then grants each further byte as one
+  arrives (Homa's grants), so at most that window is in flight and blocks converging
+  on a node never queue more than a window each, whatever share of the link their
+  queue gets: no PFC pause for them. A grant reaches the sender one path delay after
+  the packet that earned it arrived (a delay, not a packet, in the lab).
 * Everything else is tailcc-nic's: the NIC program, its per-class transmit queues, the
   per-QP DCQCN reaction point, the receivers and the switches.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from taillab.p4nic import P4HostNic
 from taillab.roce import (
+    BTH_OPCODE_OFFSET,
     ECN_NOT_ECT,
+    OPCODE_CNP,
     OPCODE_RC_SEND_ONLY,
     OPCODE_RC_WRITE_FIRST,
     OPCODE_RC_WRITE_LAST,
@@ -33,6 +46,44 @@ if TYPE_CHECKING:
     from taillab.traffic import FabricMessage
 
 SCHEME = "tailcc-srpt"
+PACED_ROLES = frozenset({"hot_kv"})
+WINDOW_BYTES = 16384             # in flight per paced block: about a 10G link's round trip
+
+
+@dataclass
+class Credit:
+    """The paced blocks of one network: what each may send (granted by its receiver),
+    and which block each of their packets in flight belongs to."""
+
+    net: Network
+    enabled: bool
+    allowed: dict[int, int] = field(default_factory=dict)        # message id -> bytes
+    received: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    packets: dict[tuple[int, int], tuple[FabricMessage, int]] = field(default_factory=dict)
+    senders: dict[int, SrptHostNic] = field(default_factory=dict)
+
+    def start(self, msg: FabricMessage, nic: SrptHostNic) -> None:
+        self.allowed[msg.msg_id] = WINDOW_BYTES
+        self.senders[msg.msg_id] = nic
+
+    def arrived(self, rqp: int, psn: int) -> None:
+        """A packet reached its receiver: if it is a paced block's, grant its sender
+        one more packet's worth beyond the window."""
+        entry = self.packets.pop((rqp, psn), None)
+        if entry is None:
+            return
+        msg, payload = entry
+        got = self.received[msg.msg_id] = self.received[msg.msg_id] + payload
+        if got >= msg.size:
+            del self.received[msg.msg_id]
+            self.allowed.pop(msg.msg_id, None)
+            self.senders.pop(msg.msg_id, None)
+            return
+        grant = min(msg.size, got + WINDOW_BYTES)
+        nic = self.senders[msg.msg_id]
+        links = len(self.net.fabric.path_rates(msg.sender, msg.receiver))
+        self.net.loop.at(self.net.loop.now + links * self.net.scenario.topology.prop_us,
+                         lambda: nic.on_grant(msg, grant))
 
 
 class SrptHostNic(P4HostNic):
@@ -40,9 +91,27 @@ class SrptHostNic(P4HostNic):
     bytes left (not the oldest), and orders the QPs of a class by that message."""
 
     def __init__(self, net: Network, host: int, rate_bps: float, rx_rate_bps: float | None,
-                 checked: Any) -> None:
+                 checked: Any, credit: Credit) -> None:
         super().__init__(net, host, rate_bps, rx_rate_bps, checked)
         self.sent: dict[int, int] = {}       # message id -> bytes already packetised
+        self.credit = credit
+        self.parked: dict[int, _QP] = {}     # paced blocks waiting for a grant
+
+    def post(self, msg: FabricMessage) -> None:
+        if self.credit.enabled and msg.role in PACED_ROLES and msg.size > WINDOW_BYTES:
+            self.credit.start(msg, self)
+        super().post(msg)
+
+    def on_grant(self, msg: FabricMessage, grant: int) -> None:
+        """The receiver lets the block send up to ``grant`` bytes."""
+        if msg.msg_id not in self.credit.allowed:
+            return
+        self.credit.allowed[msg.msg_id] = max(self.credit.allowed[msg.msg_id], grant)
+        q = self.parked.pop(msg.msg_id, None)
+        if q is not None:
+            q.messages.append(msg)
+            self.backlog[q.qp] = q
+            self._kick(self.net.loop.now)
 
     def left(self, msg: FabricMessage) -> int:
         return msg.size - self.sent.get(msg.msg_id, 0)
@@ -69,12 +138,29 @@ class SrptHostNic(P4HostNic):
                       OPCODE_RC_WRITE_LAST if last else OPCODE_RC_WRITE_MIDDLE)
         pkt = build_roce(q.addr, opcode, q.psn, chunk, dscp, ecn)
         self.net.expect(q.addr.dest_qp, q.psn, msg, last)
+        allowed = self.credit.allowed.get(msg.msg_id)
+        if allowed is not None:
+            self.credit.packets[(q.addr.dest_qp, q.psn)] = (msg, chunk)
         q.psn = (q.psn + 1) & 0xFFFFFF
         if last:
-            q.messages.remove(msg)
             self.sent.pop(msg.msg_id, None)
-            if not q.messages:
-                del self.backlog[q.qp]
+            self._leave(q, msg)
         else:
             self.sent[msg.msg_id] = done + chunk
+            if allowed is not None and done + chunk >= allowed:
+                self._leave(q, msg)
+                self.parked[msg.msg_id] = q
         return pkt, msg if first else None
+
+    def _leave(self, q: _QP, msg: FabricMessage) -> None:
+        """The message leaves its QP's sendable ones (sent, or waiting for a grant)."""
+        q.messages.remove(msg)
+        if not q.messages:
+            del self.backlog[q.qp]
+
+    def _consume(self, data: bytes) -> None:
+        if data[BTH_OPCODE_OFFSET] != OPCODE_CNP:
+            self.credit.arrived(
+                int.from_bytes(data[BTH_OPCODE_OFFSET + 5:BTH_OPCODE_OFFSET + 8], "big"),
+                int.from_bytes(data[BTH_OPCODE_OFFSET + 9:BTH_OPCODE_OFFSET + 12], "big"))
+        super()._consume(data)

@@ -65,3 +65,65 @@ def test_srpt_nic_keeps_psn_order_on_the_qp(checked):
     packets = -(-LONG // 1024) + -(-SHORT // 1024)
     assert q.psn == packets
     assert not q.messages and not net.nics[SENDER].sent
+
+
+def test_switches_weight_large_blocks_against_moe_only_under_tailcc_srpt():
+    """Queue 4 (large hot KV blocks alone) joins the DWRR with MoE in tailcc-srpt's
+    switches where MoE runs; every other scheme, and a fabric without MoE, keeps the
+    classes' weights (queue 4 strict)."""
+    from taillab.classes import DWRR_WEIGHTS
+    from taillab.runner import SRPT_LARGE_BLOCK_WEIGHT, switch_weights
+
+    moe = ["sched_signal", "hot_kv", "hot_kv_small", "moe_a2a", "bulk"]
+    cascade = ["sched_signal", "hot_kv", "hot_kv_small", "kv_migration", "bulk"]
+    assert 4 not in DWRR_WEIGHTS
+    assert switch_weights("tailcc-srpt", moe) == {**DWRR_WEIGHTS, 4: SRPT_LARGE_BLOCK_WEIGHT}
+    assert switch_weights("tailcc-srpt", cascade) == DWRR_WEIGHTS
+    for scheme in ("tailcc", "tailcc-nic", "priority-only"):
+        assert switch_weights(scheme, moe) == DWRR_WEIGHTS
+
+
+# A large hot KV block from 1.0 to 3.0 beside (idle) MoE: tailcc-srpt's switches weight
+# queue 4 against MoE here, and its receiver paces the block.
+BLOCK_BESIDE_MOE = """
+name: block_beside_moe
+duration_us: 1000
+drain_us: 1000
+seeds: [1]
+traffic:
+  - {name: hot_kv, senders: ["1.0"], receivers: ["3.0"], sizes: [200000],
+     mean_gap_us: 1000, max_messages: 1,
+     qp_by_size: [{max_bytes: 65536, class: hot_kv_small}]}
+  - {name: moe_a2a, senders: ["2.0"], receivers: ["2.1"], sizes: [4096],
+     mean_gap_us: 1000, max_messages: 1}
+"""
+
+
+def test_receiver_paces_a_large_block_where_queue_4_is_weighted(checked):
+    """At most WINDOW_BYTES of the block are in flight at any time, and the window
+    still fills the link: alone, the block completes within 10% of its unloaded time.
+    Without MoE (the same-peer fabric) nothing is paced."""
+    from taillab.metrics import unloaded_us
+    from taillab.srpt_nic import WINDOW_BYTES
+
+    scenario = parse_scenario(BLOCK_BESIDE_MOE, "block_beside_moe.yaml")
+    msg = FabricMessage("hot_kv", 0, "hot_kv", SENDER, DECODE, LONG, 0.0, 0)
+    net = build_network(scenario, "tailcc-srpt", [msg], checked)
+    nic = net.nics[SENDER]
+    assert nic.credit.enabled
+    in_flight = []
+    grant = nic.on_grant
+
+    def on_grant(m, upto):
+        in_flight.append(nic.sent.get(m.msg_id, 0) - nic.credit.received.get(m.msg_id, 0))
+        grant(m, upto)
+    nic.on_grant = on_grant
+    obs = net.run([msg])
+    ((done_msg, done),) = obs.completions
+    t = scenario.topology
+    alone = unloaded_us(LONG, t.mtu_payload, tuple(net.fabric.path_rates(SENDER, DECODE)),
+                        t.prop_us, None)
+    assert in_flight and max(in_flight) <= WINDOW_BYTES, max(in_flight)
+    assert done / alone < 1.10, done / alone
+    _, plain = _run("tailcc-srpt", checked)
+    assert not plain.nics[SENDER].credit.enabled
