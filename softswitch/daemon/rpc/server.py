@@ -296,8 +296,8 @@ def serve(device: Device, address: str = "127.0.0.1:9559",
     Each open StreamChannel holds one worker thread, hence the generous pool. A
     request larger than ``max_message_bytes`` is refused by gRPC with
     RESOURCE_EXHAUSTED before the server parses it."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers,
-                                                    thread_name_prefix="p4rt"),
+    pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt")
+    server = grpc.server(pool,
                          options=[("grpc.max_receive_message_length", max_message_bytes),
                                   ("grpc.max_send_message_length", 64 << 20),
                                   ("grpc.so_reuseport", 0)])
@@ -315,10 +315,12 @@ def serve(device: Device, address: str = "127.0.0.1:9559",
     if port == 0:
         raise ServerError(f"cannot listen on {address}")
     server.start()
-    if lane is None:
-        return server, port
-    lane.start()
-    # a stopped server leaves no reclaimer behind (an embedding process, a test suite,
-    # would otherwise keep one thread per server trimming its heap every 2 s)
-    return (unary.LanedServer(server, lane, on_stop=device.stop_reclaimer),  # type: ignore[return-value]
-            port)
+    if lane is not None:
+        lane.start()
+
+    def stopped() -> None:
+        # a stopped server leaves no reclaimer nor worker threads behind (an embedding
+        # process, a test suite, would otherwise keep them per server)
+        device.stop_reclaimer()
+        pool.shutdown(wait=False)
+    return unary.LanedServer(server, lane, on_stop=stopped), port  # type: ignore[return-value]

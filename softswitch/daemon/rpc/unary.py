@@ -251,10 +251,10 @@ def attach(server: grpc.Server, handlers: dict[str, Handler]) -> UnaryLane | Non
 
 
 class LanedServer:
-    """A started grpcio server and its lane: ``stop`` also ends the lane, once the
-    server's calls are over. Everything else is the server's."""
+    """A started grpcio server and its lane (if any): ``stop`` also ends the lane, once
+    the server's calls are over. Everything else is the server's."""
 
-    def __init__(self, server: grpc.Server, lane: UnaryLane,
+    def __init__(self, server: grpc.Server, lane: UnaryLane | None,
                  on_stop: Callable[[], None] | None = None) -> None:
         """``on_stop``: run once the server's calls are over (``serve`` stops the
         device's memory reclaimer, which it started, there)."""
@@ -265,13 +265,19 @@ class LanedServer:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._server, name)
 
+    @property
+    def laned(self) -> bool:
+        """Whether unary Writes take the lane (else the server's thread pool)."""
+        return self._lane is not None
+
     def stop(self, grace: float | None) -> threading.Event:
         stopped = self._server.stop(grace)
         done = threading.Event()
 
         def close() -> None:
             stopped.wait()
-            self._lane.close()
+            if self._lane is not None:
+                self._lane.close()
             if self._on_stop is not None:
                 self._on_stop()
             done.set()
