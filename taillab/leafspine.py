@@ -13,7 +13,9 @@ from the receivers at strict priority; *priority-only*: the semantic classes in 
 own queues, the same RED everywhere, receiver CNPs; *tailcc*: the classes, per-class
 ECN thresholds and switch-generated Fast CNPs for the elephant classes; *tailcc-nic*:
 the tailcc switches, and host NICs that run tailcc_nic.p4 with per-class transmit
-queues (taillab/p4nic.py) instead of the class-blind NIC of the other three.
+queues (taillab/p4nic.py) instead of the class-blind NIC of the other three;
+*tailcc-srpt*: tailcc-nic's switches and NICs under the transport of taillab/srpt_nic.py
+(its switches weight the large hot KV blocks' queue where MoE runs: taillab/runner.py).
 """
 
 from __future__ import annotations
