@@ -121,11 +121,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 def _write_artifact(args: argparse.Namespace) -> None:
     """``-o``: the device config to push with SetForwardingPipelineConfig (or to give
     ``softswitch run``): the program with its local includes and defines, as JSON. Like
-    p4c, ``-o DIR`` writes ``DIR/<program>.json`` and ``-o FILE.json`` writes FILE.json."""
+    p4c, ``-o DIR`` writes ``DIR/<program>.json``; like p4c-bm2-ss, ``-o FILE.json`` or
+    any path that exists and is not a directory (``/dev/null``) is the file written."""
     from softswitch.p4runtime.pipeline import make_artifact
 
     out = args.output
-    if not out.endswith(".json"):
+    if os.path.isdir(out) or not (out.endswith(".json") or os.path.exists(out)):
         stem = os.path.splitext(os.path.basename(args.program))[0]
         out = os.path.join(out, stem + ".json")
     _ensure_parent(out)

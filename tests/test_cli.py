@@ -46,6 +46,18 @@ def test_compile_writes_a_device_config_that_run_accepts(tmp_path):
     assert any(t.preamble.name == "L3Ingress.ipv4_lpm" for t in compiled.p4info.tables)
 
 
+def test_compile_output_to_an_existing_file_writes_that_file(tmp_path):
+    """As p4c-bm2-ss: ``-o /dev/null`` (or any existing file) is the file written, an
+    existing directory gets ``<program>.json`` inside."""
+    assert softswitch("compile", str(SAMPLE), "-o", "/dev/null").returncode == 0
+    existing = tmp_path / "out.txt"
+    existing.write_text("")
+    assert softswitch("compile", str(SAMPLE), "-o", str(existing)).returncode == 0
+    assert existing.read_bytes().startswith(b"{")
+    assert softswitch("compile", str(SAMPLE), "-o", str(tmp_path)).returncode == 0
+    assert (tmp_path / "l3_basic.json").exists()
+
+
 def test_stf_sample_passes():
     proc = softswitch("stf", str(SAMPLE), str(SAMPLE.with_suffix(".stf")))
     assert proc.returncode == 0, proc.stdout + proc.stderr
