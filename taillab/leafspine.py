@@ -158,10 +158,13 @@ def switch_scheme(scheme: str) -> str:
     return SWITCHES_AS.get(scheme, scheme)
 
 
-def scheme_commands(scheme: str, classes: list[str], buffers: Buffers) -> list[str]:
+def scheme_commands(scheme: str, classes: list[str], buffers: Buffers,
+                    ecn_scale: dict[int, int] | None = None) -> list[str]:
     """Classification, ECN and Fast CNP policy of one scheme's switches (routes come
-    separately). ``classes``: the semantic class of each traffic spec, by spec index."""
+    separately). ``classes``: the semantic class of each traffic spec, by spec index;
+    ``ecn_scale``: queue -> factor on its class's ECN thresholds (in packets)."""
     scheme = switch_scheme(scheme)
+    scale = ecn_scale or {}
     cnp = (f"add traffic_class 200 is_roce:1&&&1 dscp:{CNP_DSCP}&&&0x3f "
            f"set_class(tc:15, queue:{CNP_QUEUE}, ecn_profile:0)")
     base_ecn = (buffers.ecn_kmin_pkts, buffers.ecn_kmax_pkts, buffers.ecn_pmax)
@@ -176,7 +179,8 @@ def scheme_commands(scheme: str, classes: list[str], buffers: Buffers) -> list[s
         lines.append(f"add traffic_class {100 - i} is_roce:1&&&1 bth_dst_qp:{_qp_range(i)} "
                      f"set_class(tc:{r.tc}, queue:{r.queue}, ecn_profile:{r.queue})")
         profiles[r.queue] = r.ecn if scheme == "tailcc" else base_ecn
-    lines += [_ecn_line(q, q, *e) for q, e in sorted(profiles.items())]
+    lines += [_ecn_line(q, q, e[0] * scale.get(q, 1), e[1] * scale.get(q, 1), e[2])
+              for q, e in sorted(profiles.items())]
     if scheme == "tailcc":
         triggers = {role(c).tc: FAST_CNP_QDEPTH_PKTS.get(c, buffers.fast_cnp_qdepth_pkts)
                     for c in classes if role(c).fast_cnp}

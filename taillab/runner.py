@@ -39,6 +39,12 @@ LARGE_BLOCK_QUEUE = 4                            # p4nic.LARGE_BLOCK_QUEUE
 # tailcc-srpt's switches: queue 4 (large hot KV blocks) against MoE's 3 (classes'
 # DWRR_WEIGHTS), the NICs' 4 : 12 (p4nic.NIC_DWRR_WEIGHTS); MoE keeps 3 : 1 over bulk
 SRPT_LARGE_BLOCK_WEIGHT = 1
+# tailcc-srpt where MoE runs: MoE in 768-byte segments (srpt_nic.SEGMENT_BYTES), 6 a
+# shard, a 15-to-1 dispatch 90 packets: XOFF/XON 3x the scenario's (144/72), marks from
+# 128 packets (kmax 256), still above one dispatch's burst (classes.ROLES)
+MOE_QUEUE = 3
+SRPT_MOE_PFC_SCALE = 3
+SRPT_MOE_ECN_SCALE = 2
 
 
 def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
@@ -48,11 +54,15 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
     classes = scenario.qp_ranges()
     elephants = sorted({(m.spec, m.sender, m.receiver) for m in messages if m.elephant})
     b = scenario.buffers
-    policy = scheme_commands(scheme, classes, b)
+    moe = moe_scale(scheme, classes)
+    policy = scheme_commands(scheme, classes, b, {MOE_QUEUE: moe[1]} if moe else None)
     if switch_scheme(scheme) == "tailcc":
         policy += cnp_flow_commands(fabric, elephants)
     lossless = lossless_queues(scheme, classes)
     weights = switch_weights(scheme, classes)
+    pfc = {q: (b.pfc_xoff_pkts, b.pfc_xon_pkts) for q in lossless}
+    if moe:
+        pfc[MOE_QUEUE] = (b.pfc_xoff_pkts * moe[0], b.pfc_xon_pkts * moe[0])
 
     def commands(name: str) -> list[str]:
         lines = fabric.routes(name) + policy
@@ -61,7 +71,7 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
             lines.append(f"set_link_rate {int(rate)} {port}")
             lines.append(f"set_queue_depth {b.queue_pkts} {port}")
             for q in lossless:
-                lines.append(f"set_pfc {port} {q} {b.pfc_xoff_pkts} {b.pfc_xon_pkts}")
+                lines.append(f"set_pfc {port} {q} {pfc[q][0]} {pfc[q][1]}")
             weighted = [q for q in lossless if q in weights] \
                 if switch_scheme(scheme) != "baseline" else []
             if len(weighted) > 1:
@@ -83,6 +93,15 @@ def switch_weights(scheme: str, classes: list[str]) -> dict[int, int]:
     if scheme == "tailcc-srpt" and "moe_a2a" in classes and large_blocks_only(set(classes)):
         weights[LARGE_BLOCK_QUEUE] = SRPT_LARGE_BLOCK_WEIGHT
     return weights
+
+
+def moe_scale(scheme: str, classes: list[str]) -> tuple[int, int] | None:
+    """tailcc-srpt's factors on MoE's PFC and ECN thresholds (in packets) where MoE runs:
+    its NICs cut MoE into smaller segments (srpt_nic.SEGMENT_BYTES), so a dispatch is
+    more packets for the same bytes."""
+    if scheme == "tailcc-srpt" and "moe_a2a" in classes:
+        return SRPT_MOE_PFC_SCALE, SRPT_MOE_ECN_SCALE
+    return None
 
 
 def run_cell(scenario: Scenario, scheme: str, seed: int, fastpath: str = "auto",

@@ -17,6 +17,9 @@ schedules messages, not QPs, shortest remaining first.
   on a node never queue more than a window each, whatever share of the link their
   queue gets: no PFC pause for them. A grant reaches the sender one path delay after
   the packet that earned it arrived (a delay, not a packet, in the lab).
+* **MoE in smaller segments** (:data:`SEGMENT_BYTES`): a signal waits at each hop for
+  the packet already on the wire, most often a MoE packet; 768-byte MoE segments
+  shorten that wait (not an InfiniBand path MTU: a message transport's segment size).
 * Everything else is tailcc-nic's: the NIC program, its per-class transmit queues, the
   per-QP DCQCN reaction point, the receivers and the switches.
 """
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
 
 SCHEME = "tailcc-srpt"
 PACED_ROLES = frozenset({"hot_kv"})
+SEGMENT_BYTES = {"moe_a2a": 768}  # payload per packet, where below the scenario's MTU
 WINDOW_BYTES = 16384             # in flight per paced block: about a 10G link's round trip
 
 
@@ -128,6 +132,7 @@ class SrptHostNic(P4HostNic):
         message if this is its first packet."""
         msg = self._shortest(q)
         mtu = self.net.scenario.topology.mtu_payload
+        mtu = min(mtu, SEGMENT_BYTES.get(msg.role, mtu))
         done = self.sent.get(msg.msg_id, 0)
         chunk = min(mtu, msg.size - done)
         first, last = done == 0, done + chunk >= msg.size

@@ -4,7 +4,9 @@ the messages on one connection.
 
 Two hot KV blocks to the same decode node share one QP: under tailcc-nic the shorter,
 posted second, waits for the longer (RC order); under tailcc-srpt it passes it. Each
-packet still reaches the receiver and every message completes once."""
+packet still reaches the receiver and every message completes once. Where MoE runs, the
+scheme's switches weight the large blocks' queue, their receivers pace them, and MoE
+travels in smaller segments under thresholds scaled to match."""
 
 import pytest
 
@@ -127,3 +129,33 @@ def test_receiver_paces_a_large_block_where_queue_4_is_weighted(checked):
     assert done / alone < 1.10, done / alone
     _, plain = _run("tailcc-srpt", checked)
     assert not plain.nics[SENDER].credit.enabled
+
+
+def test_moe_in_smaller_segments_with_thresholds_to_match(checked):
+    """Where MoE runs, tailcc-srpt's NICs cut a 4 KB shard into 768-byte segments (6
+    packets, not 4) and its switches raise MoE's PFC and ECN thresholds in packets to
+    match; tailcc-nic's lines and segments stay as they were."""
+    from taillab.leafspine import Fabric
+    from taillab.runner import moe_scale, switch_commands
+    from taillab.scenario import load_scenario
+
+    scenario = parse_scenario(BLOCK_BESIDE_MOE, "block_beside_moe.yaml")
+    shard = FabricMessage("moe_a2a", 1, "moe_a2a", 8, 9, 4096, 0.0, 0)
+    for scheme, packets in (("tailcc-srpt", 6), ("tailcc-nic", 4)):
+        net = build_network(scenario, scheme, [shard], checked)
+        obs = net.run([shard])
+        assert len(obs.completions) == 1
+        (q,) = net.nics[8].qps.values()
+        assert q.psn == packets, scheme
+    moe = load_scenario("moe")
+    b = moe.buffers
+    ours = switch_commands(moe, "tailcc-srpt", Fabric(moe.topology), [])("l0")
+    theirs = switch_commands(moe, "tailcc-nic", Fabric(moe.topology), [])("l0")
+    assert moe_scale("tailcc-srpt", moe.qp_ranges()) == (3, 2)
+    assert moe_scale("tailcc-nic", moe.qp_ranges()) is None
+    assert f"set_pfc 0 3 {3 * b.pfc_xoff_pkts} {3 * b.pfc_xon_pkts}" in ours
+    assert f"set_pfc 0 3 {b.pfc_xoff_pkts} {b.pfc_xon_pkts}" in theirs
+    assert any("queue:3&&&0x7" in line and "kmin_pkts:128, kmax_pkts:256" in line
+               for line in ours)
+    assert any("queue:3&&&0x7" in line and "kmin_pkts:64, kmax_pkts:128" in line
+               for line in theirs)
