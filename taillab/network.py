@@ -65,10 +65,10 @@ class Network:
         self.mark_time: dict[tuple[str, int, int], float] = {}
         self.cnp_origins: dict[tuple[str, int, str], deque[float]] = defaultdict(deque)
         self._prio_of_rqp: dict[int, int] = {}
-        self._delivery = self._deliveries()
+        self._delivery: dict[str, dict[int, tuple[Callable[..., None], int]]] = {}
         self._prop_us = scenario.topology.prop_us
         self._heap, self._push, self._seq = self.loop.heap, heapq.heappush, self.loop.seq
-        self._fabric = self._native_fabric()
+        self._fabric: tuple[dict[str, Any], Any] | None = None
         self._sample_ports = sample_ports
         self._sample_every = sample_every_us
 
@@ -245,6 +245,10 @@ class Network:
 
     # --- run ----------------------------------------------------------------------------
     def run(self, messages: list[Message]) -> Observations:
+        # wired now, not when built: whatever receives a packet is what the nodes are
+        # when the run starts (a caller may have wrapped a NIC's on_packet meanwhile)
+        self._delivery = self._deliveries()
+        self._fabric = self._native_fabric()
         for msg in messages:
             rqp = receiver_qp(msg.spec, msg.sender, msg.receiver)
             self._prio_of_rqp[rqp] = data_queue(self.scheme, msg.role)
