@@ -12,13 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from taillab.scenario import SCHEMES as SCENARIO_SCHEMES
-from taillab.scenario import ScenarioError, builtin_names, load_scenario
-
-# tailcc-srpt (taillab.srpt_nic) runs from --schemes; a scenario file's list takes the
-# scenario reader's schemes
-SCHEMES = (*SCENARIO_SCHEMES[:-1], "tailcc-srpt", SCENARIO_SCHEMES[-1]) \
-    if "tailcc-srpt" not in SCENARIO_SCHEMES else SCENARIO_SCHEMES
+from taillab.scenario import SCHEMES, ScenarioError, builtin_names, load_scenario
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -17,7 +17,7 @@ import yaml
 
 from taillab.classes import ROLES
 
-SCHEMES = ("baseline", "priority-only", "tailcc", "tailcc-nic", "ideal-srpt")
+SCHEMES = ("baseline", "priority-only", "tailcc", "tailcc-nic", "tailcc-srpt", "ideal-srpt")
 MOUSE_CLASSES = ("control", "cnp", "hot_kv", "sched_signal", "tp_pp")
 # Classes the report also splits by message size, at this many bytes: hot KV's small
 # blocks (a target of their own) and its large ones (what forces its tail).
