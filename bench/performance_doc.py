@@ -21,6 +21,7 @@ replaced whole (a temporary file renamed over it), never left half written.
 
     python bench/performance_doc.py [--summary out/bench/summary.json] [--lab out/lab]
         [--mix out/mix] [--doc docs/performance.md] [--lab-doc docs/lab.md] [--img docs/img]
+        [--only lab]
 """
 
 from __future__ import annotations
@@ -390,24 +391,28 @@ def _relative(target: Path, doc: Path) -> str:
 def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> None:
     """Check every input and both docs' markers, then copy the pictures and write the
     docs."""
-    summary = read_summary(args.summary)
+    lab_only = args.only == "lab"
+    summary = None if lab_only else read_summary(args.summary)
     runs = read_lab_runs(args.lab)
     doc_text, lab_text = read_doc(args.doc), read_doc(args.lab_doc)
     pictures = ((args.mix / "mix-single-softswitch.png", args.img / "mix_cdf.png"),
                 (args.lab / "pd_cascade" / "slowdown_cdf.png",
                  args.img / "lab_slowdown_cdf.png"))
     (mix_src, mix_dst), (cdf_src, cdf_dst) = pictures
-    with _named(args.summary):
-        perf_body = performance_region(
-            summary, _relative(mix_dst, args.doc) if mix_src.is_file() else None)
+    perf = doc_text
+    if summary is not None:
+        with _named(args.summary):
+            perf_body = performance_region(
+                summary, _relative(mix_dst, args.doc) if mix_src.is_file() else None)
+        perf = replace_region(doc_text, perf_body, args.doc)
     lab_body = lab_region(runs, _relative(cdf_dst, args.lab_doc) if cdf_src.is_file() else None)
-    perf = replace_region(doc_text, perf_body, args.doc)
     lab = replace_region(lab_text, lab_body, args.lab_doc)
-    for src, dst in pictures:
+    for src, dst in pictures[1:] if lab_only else pictures:
         copy_picture(src, dst, log=log)
-    write_atomic(args.doc, perf.encode())
+    if not lab_only:
+        write_atomic(args.doc, perf.encode())
     write_atomic(args.lab_doc, lab.encode())
-    log(f"wrote {args.doc} and {args.lab_doc}")
+    log(f"wrote {args.lab_doc}" if lab_only else f"wrote {args.doc} and {args.lab_doc}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -423,6 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--lab-doc", type=Path, default=ROOT / "docs/lab.md")
     ap.add_argument("--img", type=Path, default=ROOT / "docs/img",
                     help="where the pictures go (docs/img)")
+    ap.add_argument("--only", choices=("lab",),
+                    help="lab: rewrite docs/lab.md from out/lab alone (after `tailcc lab` "
+                         "runs without the rest of make bench)")
     return ap
 
 

@@ -226,3 +226,17 @@ def test_lab_rows_say_when_not_every_offered_message_completed(doc_mod):
     percentiles count only those that did."""
     assert doc_mod._done({"messages": 417, "offered": 2316}) == "417 of 2,316"
     assert doc_mod._done({"messages": 2316, "offered": 2316}) == "2,316"
+
+
+def test_only_lab_rewrites_the_lab_doc_without_make_bench_summary(tmp_path, doc_mod, lab_dir):
+    """``--only lab``: docs/lab.md from out/lab alone; performance.md stays as it is."""
+    perf, lab = _docs(tmp_path, doc_mod)
+    before = perf.read_text()
+    proc = subprocess.run([sys.executable, str(BENCH / "performance_doc.py"), "--only", "lab",
+                           "--summary",
+                           str(tmp_path / "absent.json"), "--lab", str(lab_dir), "--mix",
+                           str(tmp_path / "no-mix"), "--doc", str(perf), "--lab-doc", str(lab),
+                           "--img", str(perf.parent / "img")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert perf.read_text() == before
+    assert "pd_cascade" in _tables(_region(lab.read_text(), doc_mod))
