@@ -136,7 +136,7 @@ def p4_nics(scheme: str = "tailcc-nic") -> Any:
     """Hosts whose NIC runs tailcc_nic.p4 (the tailcc-nic scheme; tailcc-srpt's under
     its message-level SRPT transport), compiled once."""
     from taillab.p4nic import P4HostNic
-    from taillab.srpt_nic import Credit, SrptHostNic
+    from taillab.srpt_nic import SRPT_GRANTS, Credit, SrptHostNic, strict_large_blocks
 
     checked = compile_nic_program()
     if scheme == "tailcc-srpt":
@@ -144,9 +144,13 @@ def p4_nics(scheme: str = "tailcc-nic") -> Any:
 
         def make_srpt(net: Network, host: int, rate: float, rx_rate: float | None
                       ) -> P4HostNic:
-            if id(net) not in credits:     # paced where queue 4 shares by DWRR
-                weights = switch_weights(scheme, net.scenario.qp_ranges())
-                credits[id(net)] = Credit(net, LARGE_BLOCK_QUEUE in weights)
+            if id(net) not in credits:     # paced where queue 4 is weighted; SRPT
+                                           # grants where it is strict
+                classes = net.scenario.qp_ranges()
+                weighted = LARGE_BLOCK_QUEUE in switch_weights(scheme, classes)
+                strict = strict_large_blocks(classes)
+                credits[id(net)] = Credit(net, weighted or strict,
+                                          SRPT_GRANTS if strict else None)
             return SrptHostNic(net, host, rate, rx_rate, checked, credits[id(net)])
         return make_srpt
 

@@ -8,15 +8,15 @@ schedules messages, not QPs, shortest remaining first.
   packet by packet). RC's in-order delivery forbids that on one QP; a message transport
   (Homa, SRD, UEC's RUD) or a QP per outstanding message allows it. Packets keep their
   QP and PSN order on the wire; the receiver places each by PSN.
-* **Receiver-paced large blocks** (:class:`Credit`), where the switches weight the
-  large blocks' queue against MoE instead of serving it strictly (taillab.runner's
-  ``switch_weights``): a block of a paced class
-  (:data:`PACED_ROLES`: hot KV above the size split) sends its first
-  :data:`WINDOW_BYTES` unasked; its receiver then grants each further byte as one
-  arrives (Homa's grants), so at most that window is in flight and blocks converging
-  on a node never queue more than a window each, whatever share of the link their
-  queue gets: no PFC pause for them. A grant reaches the sender one path delay after
-  the packet that earned it arrived (a delay, not a packet, in the lab).
+* **Receiver-paced large blocks** (:class:`Credit`; :data:`PACED_ROLES`: hot KV above
+  the size split): a block sends its first :data:`WINDOW_BYTES` unasked, then its
+  receiver grants a byte beyond the window for each that arrives (Homa's grants, one
+  path delay late), so blocks converging on a node queue at most a window each. Where
+  the switches weight the blocks' queue against MoE, every block is granted: no PFC
+  pause for them. Where it is strict (no MoE: :func:`strict_large_blocks`), a receiver
+  grants only its :data:`SRPT_GRANTS` blocks with the fewest bytes left, and the NIC
+  weights queue 4 at :data:`LARGE_NIC_WEIGHT` against the elephants (SRPT across
+  senders and at the sender, as a central schedule would).
 * **MoE in smaller segments** (:data:`SEGMENT_BYTES`): a signal waits at each hop for
   the packet already on the wire, most often a MoE packet; 768-byte MoE segments
   shorten that wait (not an InfiniBand path MTU: a message transport's segment size).
@@ -30,7 +30,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from taillab.p4nic import P4HostNic
+from taillab.p4nic import LARGE_BLOCK_QUEUE, NET_PORT, P4HostNic, large_blocks_only
 from taillab.roce import (
     BTH_OPCODE_OFFSET,
     ECN_NOT_ECT,
@@ -52,27 +52,44 @@ SCHEME = "tailcc-srpt"
 PACED_ROLES = frozenset({"hot_kv"})
 SEGMENT_BYTES = {"moe_a2a": 768}  # payload per packet, where below the scenario's MTU
 WINDOW_BYTES = 16384             # in flight per paced block: about a 10G link's round trip
+SRPT_GRANTS = 2                  # blocks a receiver grants at once where queue 4 is strict
+LARGE_NIC_WEIGHT = 64            # queue 4's DWRR weight in the NIC there (elephants' 1)
+
+
+def strict_large_blocks(classes: list[str]) -> bool:
+    """Does queue 4 hold only large hot KV blocks, strict in the switches (no MoE to
+    weight it against)? There receivers grant SRPT and the NIC favours the blocks."""
+    return large_blocks_only(set(classes)) and "moe_a2a" not in classes
 
 
 @dataclass
 class Credit:
     """The paced blocks of one network: what each may send (granted by its receiver),
-    and which block each of their packets in flight belongs to."""
+    and which block each of their packets in flight belongs to. With ``overcommit`` set,
+    a receiver grants only its ``overcommit`` blocks with the fewest bytes left to
+    receive (Homa's SRPT grants); the others keep what they were granted."""
 
     net: Network
     enabled: bool
+    overcommit: int | None = None
+    window: int = WINDOW_BYTES
     allowed: dict[int, int] = field(default_factory=dict)        # message id -> bytes
     received: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     packets: dict[tuple[int, int], tuple[FabricMessage, int]] = field(default_factory=dict)
     senders: dict[int, SrptHostNic] = field(default_factory=dict)
+    granted: dict[int, int] = field(default_factory=dict)        # receiver's view
+    inbound: dict[int, dict[int, FabricMessage]] = field(
+        default_factory=lambda: defaultdict(dict))               # receiver -> its blocks
 
     def start(self, msg: FabricMessage, nic: SrptHostNic) -> None:
-        self.allowed[msg.msg_id] = WINDOW_BYTES
+        self.allowed[msg.msg_id] = self.granted[msg.msg_id] = self.window
         self.senders[msg.msg_id] = nic
+        self.inbound[msg.receiver][msg.msg_id] = msg
 
     def arrived(self, rqp: int, psn: int) -> None:
         """A packet reached its receiver: if it is a paced block's, grant its sender
-        one more packet's worth beyond the window."""
+        one more packet's worth beyond the window (with ``overcommit``, to the
+        receiver's blocks with the fewest bytes left)."""
         entry = self.packets.pop((rqp, psn), None)
         if entry is None:
             return
@@ -80,10 +97,25 @@ class Credit:
         got = self.received[msg.msg_id] = self.received[msg.msg_id] + payload
         if got >= msg.size:
             del self.received[msg.msg_id]
-            self.allowed.pop(msg.msg_id, None)
-            self.senders.pop(msg.msg_id, None)
+            for table in (self.allowed, self.senders, self.granted):
+                table.pop(msg.msg_id, None)
+            self.inbound[msg.receiver].pop(msg.msg_id, None)
+        if self.overcommit is None:
+            if got < msg.size:
+                self._grant(msg)
             return
-        grant = min(msg.size, got + WINDOW_BYTES)
+        ranked = sorted(self.inbound[msg.receiver].values(),
+                        key=lambda m: (m.size - self.received.get(m.msg_id, 0), m.msg_id))
+        for block in ranked[:self.overcommit]:
+            self._grant(block)
+
+    def _grant(self, msg: FabricMessage) -> None:
+        """The receiver lets ``msg`` have a window beyond what it received; the grant
+        reaches the sender a path delay later."""
+        grant = min(msg.size, self.received.get(msg.msg_id, 0) + self.window)
+        if grant <= self.granted.get(msg.msg_id, 0):
+            return
+        self.granted[msg.msg_id] = grant
         nic = self.senders[msg.msg_id]
         links = len(self.net.fabric.path_rates(msg.sender, msg.receiver))
         self.net.loop.at(self.net.loop.now + links * self.net.scenario.topology.prop_us,
@@ -100,6 +132,8 @@ class SrptHostNic(P4HostNic):
         self.sent: dict[int, int] = {}       # message id -> bytes already packetised
         self.credit = credit
         self.parked: dict[int, _QP] = {}     # paced blocks waiting for a grant
+        if strict_large_blocks(self.classes):
+            self.tm.set_queue_weight(LARGE_NIC_WEIGHT, NET_PORT, LARGE_BLOCK_QUEUE)
 
     def post(self, msg: FabricMessage) -> None:
         if self.credit.enabled and msg.role in PACED_ROLES and msg.size > WINDOW_BYTES:

@@ -159,3 +159,62 @@ def test_moe_in_smaller_segments_with_thresholds_to_match(checked):
                for line in ours)
     assert any("queue:3&&&0x7" in line and "kmin_pkts:64, kmax_pkts:128" in line
                for line in theirs)
+
+
+# Hot KV split by size and no MoE (pd_cascade's classes): queue 4 holds the large blocks
+# alone, strict in the switches; tailcc-srpt's receivers grant them shortest first.
+SPLIT_NO_MOE = """
+name: split_no_moe
+duration_us: 1000
+drain_us: 2000
+seeds: [1]
+traffic:
+  - {name: hot_kv, senders: ["0.0", "1.0", "2.0"], receivers: ["3.0"], sizes: [200000],
+     mean_gap_us: 1000, max_messages: 1,
+     qp_by_size: [{max_bytes: 65536, class: hot_kv_small}]}
+"""
+CONVERGING = ((0, 200000, 0.0), (4, 180000, 10.0), (8, 100000, 20.0))
+
+
+def _converge(scheme: str, checked) -> tuple[dict[int, float], object]:
+    """Three large blocks from three senders to one decode node, the shortest last;
+    returns each one's completion time (by size) and the network."""
+    scenario = parse_scenario(SPLIT_NO_MOE, "split_no_moe.yaml")
+    messages = [FabricMessage("hot_kv", 0, "hot_kv", sender, DECODE, size, start, i)
+                for i, (sender, size, start) in enumerate(CONVERGING)]
+    net = build_network(scenario, scheme, messages, checked)
+    obs = net.run(messages)
+    done = {m.size: t - m.start_us for m, t in obs.completions}
+    assert sorted(done) == sorted(size for _, size, _ in CONVERGING)
+    return done, net
+
+
+def test_receiver_grants_converging_large_blocks_shortest_first(checked):
+    """Where queue 4 is strict (no MoE), the decode node grants its SRPT_GRANTS blocks
+    with the fewest bytes left: the 100 KB block, posted last, shares the link with one
+    block, not two, and completes well before it would sharing three ways (tailcc-nic);
+    the longest block waits and completes last, within 5% of its time sharing."""
+    from taillab.srpt_nic import SRPT_GRANTS, strict_large_blocks
+
+    scenario = parse_scenario(SPLIT_NO_MOE, "split_no_moe.yaml")
+    assert SRPT_GRANTS == 2 and strict_large_blocks(scenario.qp_ranges())
+    shared, _ = _converge("tailcc-nic", checked)
+    granted, net = _converge("tailcc-srpt", checked)
+    credit = net.nics[0].credit
+    assert credit.enabled and credit.overcommit == SRPT_GRANTS
+    assert granted[100000] < 0.85 * shared[100000], (shared, granted)
+    finished = {size: granted[size] + start for _, size, start in CONVERGING}
+    assert finished[100000] < finished[180000] < finished[200000], finished
+    assert granted[200000] <= shared[200000] * 1.05, (shared, granted)
+    assert not credit.allowed and not credit.granted and not any(credit.inbound.values())
+
+
+def test_nic_favours_large_blocks_only_where_queue_4_is_strict():
+    """tailcc-srpt's NIC weights queue 4 at LARGE_NIC_WEIGHT against the elephants only
+    where the large blocks are alone in queue 4 and no MoE runs."""
+    from taillab.srpt_nic import strict_large_blocks
+
+    cascade = ["sched_signal", "hot_kv", "hot_kv_small", "kv_migration", "bulk"]
+    assert strict_large_blocks(cascade)
+    assert not strict_large_blocks(["sched_signal", "hot_kv", "hot_kv_small", "moe_a2a"])
+    assert not strict_large_blocks(["sched_signal", "hot_kv", "kv_migration"])
