@@ -224,7 +224,7 @@ def timing_only(stdout: str) -> bool:
     """Whether a ptf_mix run failed only on the tailcc config's P99 bounds: no mouse
     lost or reordered, the FIFO config as expected. On this shared VM the hypervisor
     takes 20-150 ms of CPU a minute; a stall of a few ms that the unloaded probe
-    does not share can push one class's P99 past its bound (2026-12-05: BMv2
+    does not share can push one class's P99 past its bound (once seen: BMv2
     sched_signal 15.4 ms against 12.5, and 3.3 ms in each of three runs right after)."""
     if "fifo PASS, tailcc FAIL" not in stdout:
         return False

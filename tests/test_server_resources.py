@@ -23,14 +23,14 @@ def test_memory_comes_back_after_deletes_and_sigterm_is_prompt(tmp_path):
     base, peak, settled = rss[0], max(rss[1:3]), rss[4]
     assert peak > base, figures
     # deleted entries give their memory back (was: stayed at the peak), to within issue
-    # 13's 20% of the baseline: +10% measured; +28% while the fast path's C hash maps
-    # kept the slots of deleted entries (2026-12-06)
+    # 13's 20% of the baseline (+28% while the fast path's C hash maps kept the slots of
+    # deleted entries)
     assert settled <= 1.2 * base, figures
     # a batch over the request limit is refused without growing the server for good
     assert "RESOURCE_EXHAUSTED" in figures["rss_mib"][5]["note"], figures
     assert rss[6] - base <= 0.5 * (peak - base) + 32, figures
-    # (was 8-10 s; a 200k-update Write in flight is cut short, ~1-4 s here)
-    # measured 0.5-0.65 s (softswitch run ends with os._exit once stopped; through the
-    # interpreter's teardown it was 3-3.6 s with the abandoned Write's objects)
-    assert figures["sigterm_s"] < 3.0 and figures["exit_code"] == 0, figures
+    # SIGTERM during a 200k-update Write ends the switch without waiting for the Write
+    # (softswitch run ends with os._exit once stopped); waiting for it took 8-10 s, a
+    # bound the busiest machine stays under
+    assert figures["sigterm_s"] < 6.0 and figures["exit_code"] == 0, figures
     assert figures["port_free"], figures
