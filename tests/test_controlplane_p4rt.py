@@ -275,3 +275,22 @@ def test_close_with_wait_frees_the_election_id_at_once(softswitch_server: str) -
         client.close(wait=5)
     # a session that was never connected closes without waiting
     Client(softswitch_server, 1, election_id=10).close(wait=5)
+
+
+def test_an_election_id_still_held_is_waited_for_then_refused(softswitch_server: str,
+                                                               monkeypatch) -> None:
+    """A session whose election id the server still sees held (the previous session's
+    stream not yet ended) gets it once freed; held for good, the refusal is raised."""
+    import threading
+
+    from controlplane.p4rt import client as client_mod
+
+    monkeypatch.setattr(client_mod, "STALE_STREAM_WAIT", 1.0)
+    first = Client(softswitch_server, 1, election_id=11)
+    assert first.connect().primary
+    with pytest.raises(P4RuntimeClientError, match="Election id already exists"):
+        Client(softswitch_server, 1, election_id=11).connect()
+    threading.Timer(0.3, first.close).start()        # freed while the next one waits
+    second = Client(softswitch_server, 1, election_id=11)
+    assert second.connect().primary
+    second.close(wait=5)

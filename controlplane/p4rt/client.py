@@ -85,13 +85,22 @@ class Client:
     # --- session -----------------------------------------------------------------------
     def connect(self, require_primary: bool = True, retries: int = 0,
                 backoff: float = 0.5) -> Arbitration:
-        """Open the channel and the stream, send arbitration, wait for the answer."""
+        """Open the channel and the stream, send arbitration, wait for the answer.
+
+        A refusal of the election id as already in use is retried for up to
+        :data:`STALE_STREAM_WAIT` seconds whatever ``retries`` says: the holder is most
+        often this controller's previous session, whose stream the server has not yet
+        seen end (a command run twice in a row, on a busy machine)."""
         attempt = 0
+        stale_until = time.monotonic() + STALE_STREAM_WAIT
         while True:
             try:
                 return self._connect_once(require_primary)
             except P4RuntimeClientError as exc:
                 self.close()
+                if _election_id_in_use(exc) and time.monotonic() < stale_until:
+                    time.sleep(0.1)
+                    continue
                 if attempt >= retries or exc.code not in (grpc.StatusCode.UNAVAILABLE,
                                                           grpc.StatusCode.DEADLINE_EXCEEDED):
                     raise
@@ -319,3 +328,13 @@ class Client:
 def update(kind: str, message: Any) -> Update:
     """``update("INSERT", table_entry)`` — an Update of a built entity."""
     return Update(type=Update.Type.Value(kind), entity=to_entity(message))
+
+
+STALE_STREAM_WAIT = 3.0     # seconds a refused election id is retried (see Client.connect)
+
+
+def _election_id_in_use(exc: P4RuntimeClientError) -> bool:
+    """The server refused the stream's election id as held by another stream (PI's
+    words, and softswitch's)."""
+    return exc.code == grpc.StatusCode.INVALID_ARGUMENT and \
+        "election id already exists" in str(exc).lower()
