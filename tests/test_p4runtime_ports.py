@@ -8,6 +8,7 @@ import subprocess
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from scapy.utils import rdpcap
@@ -34,9 +35,21 @@ def veth():
             subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"],
                            capture_output=True)
             _ip("link", "set", name, "up")
+        _wait_running(a, b)
         yield a, b
     finally:
         subprocess.run(["ip", "link", "del", a], capture_output=True)
+
+
+def _wait_running(*names: str, seconds: float = 10.0) -> None:
+    """Until both ends carry frames (operstate up): a frame sent before is dropped,
+    and on a busy machine the carrier comes up late."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if all(Path(f"/sys/class/net/{n}/operstate").read_text().strip() == "up"
+               for n in names):
+            return
+        time.sleep(0.01)
 
 
 def _frame(payload: bytes, vlan: int | None = None) -> bytes:
