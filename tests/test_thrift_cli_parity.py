@@ -7,6 +7,8 @@ import random
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -253,15 +255,26 @@ def _read(addr: str, entity: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]
         return [e for reply in stub.Read(request, timeout=30) for e in reply.entities]
 
 
-@needs_cli
-def test_value_sets_ttls_and_reset_through_thrift_are_p4runtime_state(state_json):
-    """What the Thrift API changes (without ``--runtime-writes``) P4Runtime reads back."""
+@contextmanager
+def _managed_switch(program: Path) -> Iterator[tuple[int, str]]:
+    """``softswitch run PROGRAM`` without ``--runtime-writes`` (P4Runtime keeps the state):
+    its Thrift port and P4Runtime address."""
     port, grpc_addr = free_port(), f"127.0.0.1:{free_port()}"
-    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", str(state_json),
+    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", str(program),
                              "--thrift-port", str(port), "--", "--grpc-server-addr",
                              grpc_addr], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_port(port, proc)
+        yield port, grpc_addr
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=15)
+
+
+@needs_cli
+def test_value_sets_ttls_and_reset_through_thrift_are_p4runtime_state(state_json):
+    """What the Thrift API changes (without ``--runtime-writes``) P4Runtime reads back."""
+    with _managed_switch(state_json) as (port, grpc_addr):
         simple_switch_cli(port, "pvs_add P.special_types 0x88b5\n"
                                 "table_add aged fwd 00:00:00:00:00:02 => 3\n"
                                 "table_set_timeout aged 0 1500\n")
@@ -275,21 +288,13 @@ def test_value_sets_ttls_and_reset_through_thrift_are_p4runtime_state(state_json
         assert "RuntimeCmd: 0\n" in out and "0088b5" in out      # value sets stay (BMv2)
         assert _read(grpc_addr, p4runtime_pb2.Entity(
             table_entry=p4runtime_pb2.TableEntry())) == []
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=15)
 
 
 @needs_cli
 def test_members_groups_and_indirect_entries_through_thrift_are_p4runtime_state(profile_json):
     """Thrift's member and group handles are P4Runtime ids less one; reset_state removes
     entries, groups and members."""
-    port, grpc_addr = free_port(), f"127.0.0.1:{free_port()}"
-    proc = subprocess.Popen([sys.executable, "-m", "softswitch", "run", str(profile_json),
-                             "--thrift-port", str(port), "--", "--grpc-server-addr",
-                             grpc_addr], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _wait_port(port, proc)
+    with _managed_switch(profile_json) as (port, grpc_addr):
         simple_switch_cli(port, "act_prof_create_member ecmp fwd 3\n"
                                 "act_prof_create_member ecmp fwd 4\n"
                                 "act_prof_create_group ecmp\n"
@@ -310,6 +315,3 @@ def test_members_groups_and_indirect_entries_through_thrift_are_p4runtime_state(
                       p4runtime_pb2.Entity(
                           action_profile_member=p4runtime_pb2.ActionProfileMember())):
             assert _read(grpc_addr, empty) == []
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=15)
