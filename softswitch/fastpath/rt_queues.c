@@ -231,6 +231,23 @@ static PyObject *ntm_out_tuple(const ntm_out *o) {
                          (unsigned long long)o->enq_depth, (unsigned long long)o->deq_depth);
 }
 
+/* A packet the queues let go at ``now``: its standard_metadata queueing fields (BMv2's
+ * widths: 32-bit timestamps, depths capped), then the egress pipeline; the packet's work
+ * is freed whatever egress did. */
+static int egress_dequeued(rt_ctx *c, rt_work **w, double enq, uint64_t enq_depth,
+                           uint64_t deq_depth, double now, rt_queue *q, PyObject *out) {
+    rt_qinfo qi = {1, ((uint64_t)enq) & 0xFFFFFFFFu,
+                   enq_depth < NTM_DEPTH_MAX ? enq_depth : NTM_DEPTH_MAX,
+                   deq_depth < NTM_DEPTH_MAX ? deq_depth : NTM_DEPTH_MAX,
+                   ((uint64_t)(now - enq)) & 0xFFFFFFFFu};
+    c->busy = 1;
+    int st = do_egress(c, *w, q, out, &qi);
+    c->busy = 0;
+    work_free(*w);
+    *w = NULL;
+    return st;
+}
+
 /* QueuedSwitch.transmit_ready for the native ports: pop everything ready at ``now``,
  * then egress and deparser for each in turn (frames to ``out`` or the sinks). 0 when
  * done; 1 when a packet's egress left work (a recirculation, an egress clone): then
@@ -245,16 +262,8 @@ static int ntm_drain(rt_ctx *c, ntm_state *S, double now, PyObject *out, PyObjec
     Py_ssize_t k = 0;
     for (; k < n; k++) {
         ntm_out *o = &popped[k];
-        rt_qinfo qi = {1, ((uint64_t)o->enq) & 0xFFFFFFFFu,
-                       o->enq_depth < NTM_DEPTH_MAX ? o->enq_depth : NTM_DEPTH_MAX,
-                       o->deq_depth < NTM_DEPTH_MAX ? o->deq_depth : NTM_DEPTH_MAX,
-                       ((uint64_t)(now - o->enq)) & 0xFFFFFFFFu};
         rt_queue q = {NULL, 0, 0, 0};
-        c->busy = 1;
-        int st = do_egress(c, o->w, &q, out, &qi);
-        c->busy = 0;
-        work_free(o->w);
-        o->w = NULL;
+        int st = egress_dequeued(c, &o->w, o->enq, o->enq_depth, o->deq_depth, now, &q, out);
         if (st == ST_ABORT) {
             q_free(&q);
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "fast path aborted");
@@ -877,16 +886,9 @@ static int lh_service(rt_ctx *c, lh_state *S, double now, lh_frame_fn frame, voi
     if (n && !frames) res = -1;
     for (; k < n && !res; k++) {
         lh_out *o = &popped[k];
-        rt_qinfo qi = {1, ((uint64_t)o->enq) & 0xFFFFFFFFu,
-                       o->enq_depth < NTM_DEPTH_MAX ? o->enq_depth : NTM_DEPTH_MAX,
-                       o->deq_depth < NTM_DEPTH_MAX ? o->deq_depth : NTM_DEPTH_MAX,
-                       ((uint64_t)(now - o->enq)) & 0xFFFFFFFFu};
         rt_queue q = {NULL, 0, 0, 0};
-        c->busy = 1;
-        int st = do_egress(c, o->w, &q, frames, &qi);
-        c->busy = 0;
-        work_free(o->w);
-        o->w = NULL;
+        int st = egress_dequeued(c, &o->w, o->enq, o->enq_depth, o->deq_depth, now, &q,
+                                 frames);
         if (st == ST_ABORT) { q_free(&q); res = -1; break; }
         Py_ssize_t got = PyList_GET_SIZE(frames);
         for (Py_ssize_t j = 0; j < got && !res; j++) {
