@@ -206,9 +206,6 @@ class ManagedControl:
     def _tables_by_id(self) -> list[TableIndex]:
         return [self._runtime.index.tables[tid] for tid in sorted(self._runtime.index.tables)]
 
-    def _read_all(self, wildcard: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]:
-        return self._runtime.read([wildcard])
-
     # ------------------------------------------------------------------ value sets
     def value_set_members(self, name: str) -> list[int]:
         """A parser value set's members, each its fields packed into one number (first
