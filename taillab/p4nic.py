@@ -145,6 +145,7 @@ class P4HostNic(HostNic):
         self.tm = self.queues.tm
         self.by_rqp: dict[int, _QP] = {}
         self.in_nic: dict[int, int] = {}
+        self.inside: dict[int, _QP] = {}     # the QPs with packets in the NIC
         self.first_packet: dict[tuple[int, int], int] = {}   # (rqp, psn) -> message id
         self.pipeline_packets = 0
         self.cnps_consumed = 0
@@ -170,7 +171,9 @@ class P4HostNic(HostNic):
         twice their time (the elephants' DWRR classes keep taking turns)."""
         later: float | None = None
         ahead: set[int] = set()          # strict priorities already served this round
-        for q in sorted(self.qps.values(), key=self._srpt_key):
+        active = [*self.backlog.values(),
+                  *(q for qp, q in self.inside.items() if qp not in self.backlog)]
+        for q in sorted(active, key=self._srpt_key):   # an idle QP neither feeds nor blocks
             # a mouse class (strict in the switches) feeds shortest first, queue 4
             # too, though the NIC's scheduler weights it (NIC_DWRR_WEIGHTS)
             strict = q.priority not in DWRR_WEIGHTS
@@ -189,6 +192,7 @@ class P4HostNic(HostNic):
                 q.next_allowed_us = now + len(pkt) * 8 / q.rp.current * 1e6
                 q.rp.on_sent(len(pkt), now)
                 self.in_nic[q.qp] += 1
+                self.inside[q.qp] = q
                 self.pipeline_packets += 1
                 self.queues.receive(HOST_PORT, pkt, now)
                 fed = True
@@ -226,6 +230,8 @@ class P4HostNic(HostNic):
         psn = int.from_bytes(data[BTH_OPCODE_OFFSET + 9:BTH_OPCODE_OFFSET + 12], "big")
         q = self.by_rqp[rqp]
         self.in_nic[q.qp] -= 1
+        if not self.in_nic[q.qp]:
+            del self.inside[q.qp]
         msg_id = self.first_packet.pop((rqp, psn), None)
         if msg_id is not None:
             self.net.obs.first_tx_us[msg_id] = now

@@ -207,6 +207,18 @@ def test_idle_expiry_set_entry_expire_time_and_restart_expire_timer() -> None:
     assert _flow_id(nic.inject(HOST, dscp2)) == 3          # idle > 10 ms: expired
 
 
+def test_idle_expiry_follows_a_profile_shortened_after_learning() -> None:
+    nic = _nic("pna_learn.p4")
+    nic.set_expire_profile(1, 10_000)
+    dscp1 = _udp(src="10.0.0.1", tos=1 << 2)
+    assert _flow_id(nic.inject(HOST, dscp1)) == 1          # learned under profile 1
+    nic.clock.advance(2_000)
+    assert _flow_id(nic.inject(HOST, dscp1)) == 1          # within 10 ms
+    nic.set_expire_profile(1, 1_000)
+    nic.clock.advance(1_500)
+    assert _flow_id(nic.inject(HOST, dscp1)) == 2          # idle > the new 1 ms
+
+
 def test_meter_red_drops() -> None:
     nic = _nic("pna_learn.p4")
     nic.meter_set_rates("dscp_police", 5, [(1e-6, 1), (1e-6, 1)])

@@ -122,7 +122,7 @@ class Nic(Target):
         if not 0 <= profile <= 255 or timeout_us < 0:
             raise P4Error(f"expire profile {profile}: id must be 0..255 and the timeout "
                           ">= 0 µs")
-        self.rt.expire_profiles[profile] = timeout_us
+        self.rt.set_expire_profile(profile, timeout_us)
 
     def queued_view(self, tm: Any) -> Any:
         """This NIC behind per-class transmit queues (``softswitch run``)."""

@@ -10,6 +10,7 @@ key that missed), which the generated table code sets before it runs an action.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,9 @@ class PnaRuntime(Runtime):
         # expire-time profile id -> timeout in µs (0 or absent: never expires)
         self.expire_profiles: dict[int, int] = {}
         self.learned: dict[tuple[str, int], Learned] = {}
+        # no learned entry can expire before this time (µs): a hit only postpones an
+        # expiry, so only a new entry, a profile change or a real-time table rescans
+        self.expiry_due = math.inf
         self.learn_failures = 0
         self.clock: Any = None     # the NIC's Clock, set by the NIC
 
@@ -108,6 +112,7 @@ class PnaRuntime(Runtime):
             self.learn_failures += 1
             return False
         self.learned[(table.name, handle)] = Learned(table, handle, profile)
+        self.expiry_due = -math.inf
         return True
 
     def allocate_flow_id(self) -> int:
@@ -117,8 +122,9 @@ class PnaRuntime(Runtime):
 
     def set_entry_expire_time(self, profile: int) -> None:
         e = self._current_learned()
-        if e is not None:
+        if e is not None and e.profile != profile:
             e.profile = profile
+            self.expiry_due = -math.inf
 
     def restart_expire_timer(self) -> None:
         table, entry = self.hit_table, self.hit_entry
@@ -130,11 +136,18 @@ class PnaRuntime(Runtime):
             return None
         return self.learned.get((self.hit_table.name, self.hit_entry.handle))
 
+    def set_expire_profile(self, profile: int, timeout_us: int) -> None:
+        self.expire_profiles[profile] = timeout_us
+        self.expiry_due = -math.inf
+
     def expire(self, now_us: int) -> list[tuple[str, int]]:
         """Delete learned entries idle longer than their profile's timeout; returns
         (table, handle) of each. ``now_us`` is the NIC's clock, which the tables stamp
         hits on unless they keep idle time in real time (their own ``clock`` then)."""
+        if now_us < self.expiry_due:
+            return []
         gone: list[tuple[str, int]] = []
+        due = math.inf
         for key, le in list(self.learned.items()):
             timeout = self.expire_profiles.get(le.profile, 0)
             entry = le.table.entries.get(le.handle)
@@ -142,11 +155,17 @@ class PnaRuntime(Runtime):
                 del self.learned[key]
                 continue
             clock = le.table.clock
-            now = clock.now_us() if isinstance(clock, RealTimeClock) else now_us
+            if isinstance(clock, RealTimeClock):
+                now, due = clock.now_us(), -math.inf
+            else:
+                now = now_us
             if timeout and now - entry.last_hit >= timeout:
                 le.table.delete(le.handle)
                 del self.learned[key]
                 gone.append(key)
+            elif timeout:
+                due = min(due, entry.last_hit + timeout)
+        self.expiry_due = due
         return gone
 
     # --- direct resources ----------------------------------------------------------
