@@ -36,9 +36,11 @@ from taillab.traffic import FabricMessage, generate
 RESULT_VERSION = 4
 NIC_SCHEMES = ("tailcc-nic", "tailcc-srpt")     # schemes whose hosts run tailcc_nic.p4
 LARGE_BLOCK_QUEUE = 4                            # p4nic.LARGE_BLOCK_QUEUE
-# tailcc-srpt's switches: queue 4 (large hot KV blocks) against MoE's 3 (classes'
-# DWRR_WEIGHTS), the NICs' 4 : 12 (p4nic.NIC_DWRR_WEIGHTS); MoE keeps 3 : 1 over bulk
-SRPT_LARGE_BLOCK_WEIGHT = 1
+# tailcc-srpt's switches where MoE shares the fabric with large hot KV blocks alone in
+# queue 4: DWRR 8 (queue 4) : 12 (MoE) : 5 (training bulk), so MoE keeps about half a
+# busy link, above its offered load, and the blocks and bulk share the rest (the NICs:
+# srpt_nic.MOE_NIC_LARGE_WEIGHT); the other elephant queues at the classes' 1 : 3 to MoE
+SRPT_MOE_WEIGHTS = {LARGE_BLOCK_QUEUE: 8, 3: 12, 2: 4, 1: 5, 0: 4}
 # tailcc-srpt where MoE runs: MoE in 768-byte segments (srpt_nic.SEGMENT_BYTES), 6 a
 # shard, a 15-to-1 dispatch 90 packets: XOFF/XON 3x the scenario's (144/72), marks from
 # 128 packets (kmax 256), still above one dispatch's burst (classes.ROLES)
@@ -83,7 +85,7 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
 def switch_weights(scheme: str, classes: list[str]) -> dict[int, int]:
     """The switches' DWRR weight per queue: the classes' (classes.DWRR_WEIGHTS). Under
     tailcc-srpt, where MoE shares the fabric with large hot KV blocks alone in queue 4,
-    the switches weight queue 4 against MoE (SRPT_LARGE_BLOCK_WEIGHT) as the NICs do:
+    the switches weight queue 4 against MoE and bulk (SRPT_MOE_WEIGHTS) as the NICs do:
     a strict block holds a decode node's downlink from a MoE dispatch for its whole
     transfer. Their receivers pace them (srpt_nic.Credit), so a smaller share builds
     no queue that PFC would pause."""
@@ -91,7 +93,7 @@ def switch_weights(scheme: str, classes: list[str]) -> dict[int, int]:
 
     weights = dict(DWRR_WEIGHTS)
     if scheme == "tailcc-srpt" and "moe_a2a" in classes and large_blocks_only(set(classes)):
-        weights[LARGE_BLOCK_QUEUE] = SRPT_LARGE_BLOCK_WEIGHT
+        weights = dict(SRPT_MOE_WEIGHTS)
     return weights
 
 
@@ -277,6 +279,7 @@ def run_grid(scenario: Scenario, out: Path, jobs: int, fastpath: str = "auto",
             progress(f"  {scheme:<14} seed {seed}: done before (kept)")
         else:
             todo.append((scheme, seed))
+    todo.sort(key=lambda cell: cell[0] not in NIC_SCHEMES)   # the longest cells first
     started = time.monotonic()
 
     def finished(res: dict[str, Any]) -> None:

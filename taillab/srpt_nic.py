@@ -16,7 +16,8 @@ schedules messages, not QPs, shortest remaining first.
   pause for them. Where it is strict (no MoE: :func:`strict_large_blocks`), a receiver
   grants only its :data:`SRPT_GRANTS` blocks with the fewest bytes left, and the NIC
   weights queue 4 at :data:`LARGE_NIC_WEIGHT` against the elephants (SRPT across
-  senders and at the sender, as a central schedule would).
+  senders and at the sender, as a central schedule would); where MoE runs, at
+  :data:`MOE_NIC_LARGE_WEIGHT` against MoE's 12, as the switches weight it.
 * **MoE in smaller segments** (:data:`SEGMENT_BYTES`): a signal waits at each hop for
   the packet already on the wire, most often a MoE packet; 768-byte MoE segments
   shorten that wait (not an InfiniBand path MTU: a message transport's segment size).
@@ -54,6 +55,7 @@ SEGMENT_BYTES = {"moe_a2a": 768}  # payload per packet, where below the scenario
 WINDOW_BYTES = 16384             # in flight per paced block: about a 10G link's round trip
 SRPT_GRANTS = 2                  # blocks a receiver grants at once where queue 4 is strict
 LARGE_NIC_WEIGHT = 64            # queue 4's DWRR weight in the NIC there (elephants' 1)
+MOE_NIC_LARGE_WEIGHT = 8         # queue 4's where MoE runs (MoE's 12, the elephants' 1)
 
 
 def strict_large_blocks(classes: list[str]) -> bool:
@@ -134,6 +136,8 @@ class SrptHostNic(P4HostNic):
         self.parked: dict[int, _QP] = {}     # paced blocks waiting for a grant
         if strict_large_blocks(self.classes):
             self.tm.set_queue_weight(LARGE_NIC_WEIGHT, NET_PORT, LARGE_BLOCK_QUEUE)
+        elif "moe_a2a" in self.classes and large_blocks_only(set(self.classes)):
+            self.tm.set_queue_weight(MOE_NIC_LARGE_WEIGHT, NET_PORT, LARGE_BLOCK_QUEUE)
 
     def post(self, msg: FabricMessage) -> None:
         if self.credit.enabled and msg.role in PACED_ROLES and msg.size > WINDOW_BYTES:

@@ -74,12 +74,13 @@ def test_switches_weight_large_blocks_against_moe_only_under_tailcc_srpt():
     switches where MoE runs; every other scheme, and a fabric without MoE, keeps the
     classes' weights (queue 4 strict)."""
     from taillab.classes import DWRR_WEIGHTS
-    from taillab.runner import SRPT_LARGE_BLOCK_WEIGHT, switch_weights
+    from taillab.runner import SRPT_MOE_WEIGHTS, switch_weights
 
     moe = ["sched_signal", "hot_kv", "hot_kv_small", "moe_a2a", "bulk"]
     cascade = ["sched_signal", "hot_kv", "hot_kv_small", "kv_migration", "bulk"]
     assert 4 not in DWRR_WEIGHTS
-    assert switch_weights("tailcc-srpt", moe) == {**DWRR_WEIGHTS, 4: SRPT_LARGE_BLOCK_WEIGHT}
+    assert switch_weights("tailcc-srpt", moe) == SRPT_MOE_WEIGHTS
+    assert set(SRPT_MOE_WEIGHTS) == {*DWRR_WEIGHTS, 4}
     assert switch_weights("tailcc-srpt", cascade) == DWRR_WEIGHTS
     for scheme in ("tailcc", "tailcc-nic", "priority-only"):
         assert switch_weights(scheme, moe) == DWRR_WEIGHTS
@@ -106,13 +107,16 @@ def test_receiver_paces_a_large_block_where_queue_4_is_weighted(checked):
     still fills the link: alone, the block completes within 10% of its unloaded time.
     Without MoE (the same-peer fabric) nothing is paced."""
     from taillab.metrics import unloaded_us
-    from taillab.srpt_nic import WINDOW_BYTES
+    from taillab.p4nic import LARGE_BLOCK_QUEUE, NET_PORT
+    from taillab.srpt_nic import MOE_NIC_LARGE_WEIGHT, WINDOW_BYTES
 
     scenario = parse_scenario(BLOCK_BESIDE_MOE, "block_beside_moe.yaml")
     msg = FabricMessage("hot_kv", 0, "hot_kv", SENDER, DECODE, LONG, 0.0, 0)
     net = build_network(scenario, "tailcc-srpt", [msg], checked)
     nic = net.nics[SENDER]
     assert nic.credit.enabled
+    weight = nic.tm.port(NET_PORT).queue_config(LARGE_BLOCK_QUEUE).weight
+    assert weight == MOE_NIC_LARGE_WEIGHT
     in_flight = []
     grant = nic.on_grant
 
