@@ -338,12 +338,13 @@ class StandardHandler(ProfileCalls):
     def bm_parse_vset_add(self, cxt_id: int, parse_vset_name: str, value: bytes) -> None:
         """Add a value (already there: no change, as on BMv2)."""
         number = to_int(value)
-        self._vset_bytes[(parse_vset_name, number)] = value
         self._vset(parse_vset_name, lambda m: m if number in m else [*m, number])
+        self._vset_bytes[(parse_vset_name, number)] = value
 
     def bm_parse_vset_remove(self, cxt_id: int, parse_vset_name: str, value: bytes) -> None:
         number = to_int(value)
         self._vset(parse_vset_name, lambda m: [v for v in m if v != number])
+        self._vset_bytes.pop((parse_vset_name, number), None)
 
     def bm_parse_vset_get(self, cxt_id: int, parse_vset_name: str) -> list[bytes]:
         """The values, each in the bytes it was added with (BMv2 keeps what it was given),
@@ -354,6 +355,8 @@ class StandardHandler(ProfileCalls):
 
     def bm_parse_vset_clear(self, cxt_id: int, parse_vset_name: str) -> None:
         self._vset(parse_vset_name, lambda m: [])
+        for key in [k for k in self._vset_bytes if k[0] == parse_vset_name]:
+            del self._vset_bytes[key]
 
     def _vset_width(self, name: str) -> int:
         info = self._p4info()
