@@ -19,7 +19,7 @@ from typing import Any
 
 from softswitch.v1model.fast_switch import load_switch
 from taillab import ideal
-from taillab.classes import DWRR_WEIGHTS
+from taillab.classes import DWRR_WEIGHTS, role
 from taillab.leafspine import (
     Fabric,
     cnp_flow_commands,
@@ -37,16 +37,21 @@ RESULT_VERSION = 4
 NIC_SCHEMES = ("tailcc-nic", "tailcc-srpt")     # schemes whose hosts run tailcc_nic.p4
 LARGE_BLOCK_QUEUE = 4                            # p4nic.LARGE_BLOCK_QUEUE
 # tailcc-srpt's switches where MoE shares the fabric with large hot KV blocks alone in
-# queue 4: DWRR 8 (queue 4) : 12 (MoE) : 5 (training bulk), so MoE keeps about half a
+# queue 4: DWRR 8 (queue 4) : 12 (MoE) : 6 (training bulk), so MoE keeps nearly half a
 # busy link, above its offered load, and the blocks and bulk share the rest (the NICs:
 # srpt_nic.MOE_NIC_LARGE_WEIGHT); the other elephant queues at the classes' 1 : 3 to MoE
-SRPT_MOE_WEIGHTS = {LARGE_BLOCK_QUEUE: 8, 3: 12, 2: 4, 1: 5, 0: 4}
+SRPT_MOE_WEIGHTS = {LARGE_BLOCK_QUEUE: 8, 3: 12, 2: 4, 1: 6, 0: 4}
 # tailcc-srpt where MoE runs: MoE in 768-byte segments (srpt_nic.SEGMENT_BYTES), 6 a
 # shard, a 15-to-1 dispatch 90 packets: XOFF/XON 3x the scenario's (144/72), marks from
 # 128 packets (kmax 256), still above one dispatch's burst (classes.ROLES)
 MOE_QUEUE = 3
 SRPT_MOE_PFC_SCALE = 3
 SRPT_MOE_ECN_SCALE = 2
+# ... and where the switches weight queue 4 there (SRPT_MOE_WEIGHTS), training bulk holds
+# under a quarter of a busy link while the others send: its XOFF/XON 2x (96/48), so it
+# absorbs that in the switch rather than pausing the spines; its Fast CNP still cuts at 24
+BULK_QUEUE = role("bulk").queue
+SRPT_BULK_PFC_SCALE = 2
 
 
 def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
@@ -62,9 +67,7 @@ def switch_commands(scenario: Scenario, scheme: str, fabric: Fabric,
         policy += cnp_flow_commands(fabric, elephants)
     lossless = lossless_queues(scheme, classes)
     weights = switch_weights(scheme, classes)
-    pfc = {q: (b.pfc_xoff_pkts, b.pfc_xon_pkts) for q in lossless}
-    if moe:
-        pfc[MOE_QUEUE] = (b.pfc_xoff_pkts * moe[0], b.pfc_xon_pkts * moe[0])
+    pfc = pfc_thresholds(scheme, classes, b)
 
     def commands(name: str) -> list[str]:
         lines = fabric.routes(name) + policy
@@ -95,6 +98,20 @@ def switch_weights(scheme: str, classes: list[str]) -> dict[int, int]:
     if scheme == "tailcc-srpt" and "moe_a2a" in classes and large_blocks_only(set(classes)):
         weights = dict(SRPT_MOE_WEIGHTS)
     return weights
+
+
+def pfc_thresholds(scheme: str, classes: list[str], b: Any) -> dict[int, tuple[int, int]]:
+    """PFC XOFF/XON (packets) per lossless queue: the scenario's buffers; tailcc-srpt
+    scales MoE's (moe_scale) where MoE runs and training bulk's (SRPT_BULK_PFC_SCALE)
+    where its switches weight queue 4."""
+    pfc = {q: (b.pfc_xoff_pkts, b.pfc_xon_pkts) for q in lossless_queues(scheme, classes)}
+    moe = moe_scale(scheme, classes)
+    if moe and MOE_QUEUE in pfc:
+        pfc[MOE_QUEUE] = (b.pfc_xoff_pkts * moe[0], b.pfc_xon_pkts * moe[0])
+    if LARGE_BLOCK_QUEUE in switch_weights(scheme, classes) and BULK_QUEUE in pfc:
+        pfc[BULK_QUEUE] = (b.pfc_xoff_pkts * SRPT_BULK_PFC_SCALE,
+                           b.pfc_xon_pkts * SRPT_BULK_PFC_SCALE)
+    return pfc
 
 
 def moe_scale(scheme: str, classes: list[str]) -> tuple[int, int] | None:

@@ -138,7 +138,8 @@ def test_receiver_paces_a_large_block_where_queue_4_is_weighted(checked):
 def test_moe_in_smaller_segments_with_thresholds_to_match(checked):
     """Where MoE runs, tailcc-srpt's NICs cut a 4 KB shard into 768-byte segments (6
     packets, not 4) and its switches raise MoE's PFC and ECN thresholds in packets to
-    match; tailcc-nic's lines and segments stay as they were."""
+    match, and training bulk's PFC thresholds; tailcc-nic's lines and segments stay as
+    they were."""
     from taillab.leafspine import Fabric
     from taillab.runner import moe_scale, switch_commands
     from taillab.scenario import load_scenario
@@ -159,6 +160,8 @@ def test_moe_in_smaller_segments_with_thresholds_to_match(checked):
     assert moe_scale("tailcc-nic", moe.qp_ranges()) is None
     assert f"set_pfc 0 3 {3 * b.pfc_xoff_pkts} {3 * b.pfc_xon_pkts}" in ours
     assert f"set_pfc 0 3 {b.pfc_xoff_pkts} {b.pfc_xon_pkts}" in theirs
+    assert f"set_pfc 0 1 {2 * b.pfc_xoff_pkts} {2 * b.pfc_xon_pkts}" in ours     # bulk
+    assert f"set_pfc 0 1 {b.pfc_xoff_pkts} {b.pfc_xon_pkts}" in theirs
     assert any("queue:3&&&0x7" in line and "kmin_pkts:128, kmax_pkts:256" in line
                for line in ours)
     assert any("queue:3&&&0x7" in line and "kmin_pkts:64, kmax_pkts:128" in line
