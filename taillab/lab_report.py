@@ -417,8 +417,8 @@ def plot_cdfs(scenario: Scenario, cells: list[dict[str, Any]], path: Path) -> li
                        for x in c["slowdown"].get(name, []))
             if not v:
                 continue
-            n = len(v)
-            ax.plot(v, [1 - i / n for i in range(n)], label=scheme, drawstyle="steps-post")
+            x, y = _survival(v)
+            ax.plot(x, y, label=scheme, drawstyle="steps-post")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.xaxis.set_minor_formatter(plt.NullFormatter())
@@ -426,11 +426,23 @@ def plot_cdfs(scenario: Scenario, cells: list[dict[str, Any]], path: Path) -> li
         ax.set_xlabel("slowdown")
         ax.grid(alpha=0.3, which="both")
     (axes[0] if len(names) > 1 else axes).set_ylabel("fraction of messages slower (1-CDF)")
-    (axes[0] if len(names) > 1 else axes).legend()
+    (axes[0] if len(names) > 1 else axes).legend(loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return [path]
+
+
+def _survival(v: list[float], points: int = 4000) -> tuple[list[float], list[float]]:
+    """1 - CDF of the sorted values ``v``, at most about ``points`` steps spaced evenly
+    on the plot's log scale (every step of the last ``points // 4`` messages kept)."""
+    n = len(v)
+    if n <= points:
+        idx = list(range(n))
+    else:
+        left = [n * (1 / n) ** (k / (points - 1)) for k in range(points)]   # n down to 1
+        idx = sorted({min(n - 1, n - round(m)) for m in left} | set(range(n - points // 4, n)))
+    return [v[i] for i in idx], [1 - i / n for i in idx]
 
 
 def plot_cascade(cells: list[dict[str, Any]], path: Path) -> list[Path]:
