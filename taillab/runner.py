@@ -92,12 +92,11 @@ def switch_weights(scheme: str, classes: list[str]) -> dict[int, int]:
     a strict block holds a decode node's downlink from a MoE dispatch for its whole
     transfer. Their receivers pace them (srpt_nic.Credit), so a smaller share builds
     no queue that PFC would pause."""
-    from taillab.p4nic import large_blocks_only
+    from taillab.srpt_nic import weighted_large_blocks
 
-    weights = dict(DWRR_WEIGHTS)
-    if scheme == "tailcc-srpt" and "moe_a2a" in classes and large_blocks_only(set(classes)):
-        weights = dict(SRPT_MOE_WEIGHTS)
-    return weights
+    if scheme == "tailcc-srpt" and weighted_large_blocks(classes):
+        return dict(SRPT_MOE_WEIGHTS)
+    return dict(DWRR_WEIGHTS)
 
 
 def pfc_thresholds(scheme: str, classes: list[str], b: Any) -> dict[int, tuple[int, int]]:

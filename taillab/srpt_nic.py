@@ -64,6 +64,12 @@ def strict_large_blocks(classes: list[str]) -> bool:
     return large_blocks_only(set(classes)) and "moe_a2a" not in classes
 
 
+def weighted_large_blocks(classes: list[str]) -> bool:
+    """Does queue 4 hold only large hot KV blocks beside MoE? There the switches and
+    the NICs weight it against MoE and bulk, and receivers pace every block."""
+    return large_blocks_only(set(classes)) and "moe_a2a" in classes
+
+
 @dataclass
 class Credit:
     """The paced blocks of one network: what each may send (granted by its receiver),
@@ -136,7 +142,7 @@ class SrptHostNic(P4HostNic):
         self.parked: dict[int, _QP] = {}     # paced blocks waiting for a grant
         if strict_large_blocks(self.classes):
             self.tm.set_queue_weight(LARGE_NIC_WEIGHT, NET_PORT, LARGE_BLOCK_QUEUE)
-        elif "moe_a2a" in self.classes and large_blocks_only(set(self.classes)):
+        elif weighted_large_blocks(self.classes):
             self.tm.set_queue_weight(MOE_NIC_LARGE_WEIGHT, NET_PORT, LARGE_BLOCK_QUEUE)
 
     def post(self, msg: FabricMessage) -> None:
